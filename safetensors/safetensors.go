@@ -1,0 +1,223 @@
+package safetensors
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// Tensor is a named, dense, row-major float32 tensor.
+type Tensor struct {
+	Name  string
+	Shape []int
+	Data  []float32
+}
+
+// Len is the number of elements the shape declares.
+func (t Tensor) Len() int {
+	n := 1
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+// maxHeader bounds the JSON header so a corrupt length cannot make Read
+// allocate gigabytes.
+const maxHeader = 100 << 20
+
+// ErrFormat is wrapped by every error that describes malformed file content.
+var ErrFormat = errors.New("malformed safetensors data")
+
+type entry struct {
+	Dtype   string   `json:"dtype"`
+	Shape   []int    `json:"shape"`
+	Offsets [2]int64 `json:"data_offsets"`
+}
+
+// Write encodes tensors and metadata to w. Tensors are stored in name order,
+// which makes the output deterministic; names must be unique and every
+// tensor's data length must match its shape.
+func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
+	sorted := append([]Tensor(nil), tensors...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	header := make(map[string]any, len(sorted)+1)
+	if len(metadata) > 0 {
+		header["__metadata__"] = metadata
+	}
+	var off int64
+	for i, t := range sorted {
+		if t.Name == "" || t.Name == "__metadata__" {
+			return fmt.Errorf("safetensors: invalid tensor name %q", t.Name)
+		}
+		if i > 0 && sorted[i-1].Name == t.Name {
+			return fmt.Errorf("safetensors: duplicate tensor name %q", t.Name)
+		}
+		if t.Len() != len(t.Data) {
+			return fmt.Errorf("safetensors: tensor %q has shape %v but %d values", t.Name, t.Shape, len(t.Data))
+		}
+		shape := t.Shape
+		if shape == nil {
+			shape = []int{}
+		}
+		n := int64(len(t.Data)) * 4
+		header[t.Name] = entry{Dtype: "F32", Shape: shape, Offsets: [2]int64{off, off + n}}
+		off += n
+	}
+	hdr, err := json.Marshal(header)
+	if err != nil {
+		return fmt.Errorf("safetensors: encode header: %w", err)
+	}
+	// Pad the header with spaces to a multiple of 8 bytes, as the reference
+	// implementation does, so the data is aligned.
+	if pad := (8 - len(hdr)%8) % 8; pad > 0 {
+		hdr = append(hdr, bytes.Repeat([]byte(" "), pad)...)
+	}
+	var lenBuf [8]byte
+	binary.LittleEndian.PutUint64(lenBuf[:], uint64(len(hdr)))
+	buf := make([]byte, 0, 8+len(hdr)+int(off))
+	buf = append(buf, lenBuf[:]...)
+	buf = append(buf, hdr...)
+	for _, t := range sorted {
+		for _, v := range t.Data {
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+		}
+	}
+	_, err = w.Write(buf)
+	return err
+}
+
+// Decode parses a whole safetensors file held in memory. It never panics on
+// malformed input; errors wrap ErrFormat.
+func Decode(b []byte) ([]Tensor, map[string]string, error) {
+	if len(b) < 8 {
+		return nil, nil, fmt.Errorf("%w: %d bytes, shorter than the 8-byte header length", ErrFormat, len(b))
+	}
+	n := binary.LittleEndian.Uint64(b[:8])
+	if n > maxHeader || n > uint64(len(b)-8) {
+		return nil, nil, fmt.Errorf("%w: header length %d exceeds the %d bytes that follow", ErrFormat, n, len(b)-8)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b[8:8+n], &raw); err != nil {
+		return nil, nil, fmt.Errorf("%w: header: %v", ErrFormat, err)
+	}
+	data := b[8+n:]
+	var meta map[string]string
+	names := make([]string, 0, len(raw))
+	for name := range raw {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	tensors := make([]Tensor, 0, len(names))
+	for _, name := range names {
+		if name == "__metadata__" {
+			if err := json.Unmarshal(raw[name], &meta); err != nil {
+				return nil, nil, fmt.Errorf("%w: metadata: %v", ErrFormat, err)
+			}
+			continue
+		}
+		var e entry
+		if err := json.Unmarshal(raw[name], &e); err != nil {
+			return nil, nil, fmt.Errorf("%w: tensor %q: %v", ErrFormat, name, err)
+		}
+		size := int64(4)
+		switch e.Dtype {
+		case "F32":
+		case "F64":
+			size = 8
+		default:
+			return nil, nil, fmt.Errorf("%w: tensor %q has dtype %q, want F32 or F64", ErrFormat, name, e.Dtype)
+		}
+		count := int64(1)
+		for _, d := range e.Shape {
+			if d < 0 || (d > 0 && count > math.MaxInt32/int64(d)) {
+				return nil, nil, fmt.Errorf("%w: tensor %q has invalid shape %v", ErrFormat, name, e.Shape)
+			}
+			count *= int64(d)
+		}
+		lo, hi := e.Offsets[0], e.Offsets[1]
+		if lo < 0 || hi < lo || hi > int64(len(data)) || hi-lo != count*size {
+			return nil, nil, fmt.Errorf("%w: tensor %q: offsets [%d,%d) do not fit shape %v of %s in %d data bytes",
+				ErrFormat, name, lo, hi, e.Shape, e.Dtype, len(data))
+		}
+		vals := make([]float32, count)
+		src := data[lo:hi]
+		for i := range vals {
+			if size == 4 {
+				vals[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
+			} else {
+				vals[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(src[8*i:])))
+			}
+		}
+		tensors = append(tensors, Tensor{Name: name, Shape: append([]int{}, e.Shape...), Data: vals})
+	}
+	return tensors, meta, nil
+}
+
+// ReadFile reads and decodes the file at path; errors name the file.
+func ReadFile(path string) ([]Tensor, map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	ts, meta, err := Decode(b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return ts, meta, nil
+}
+
+// WriteFile writes tensors to path atomically: it writes a temporary file in
+// the same directory, syncs it, and renames it into place, so a crash leaves
+// either the old file or the new one, never a partial file.
+func WriteFile(path string, tensors []Tensor, metadata map[string]string) error {
+	var buf bytes.Buffer
+	if err := Write(&buf, tensors, metadata); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return writeAtomic(path, buf.Bytes())
+}
+
+func writeAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// Find returns the tensor called name.
+func Find(tensors []Tensor, name string) (Tensor, bool) {
+	for _, t := range tensors {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Tensor{}, false
+}
