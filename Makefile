@@ -1,0 +1,33 @@
+# bicyc: the two commands of the README are `make train` and `make test`;
+# both run the idempotent setup first (Debian packages, ONNX Runtime, Go modules).
+
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+# gorgonia's BLAS is OpenBLAS through gonum's netlib bindings (cgo).
+export CGO_LDFLAGS := -lopenblas
+CONFIG ?= configs/fmnist-t5.yaml
+
+.PHONY: setup build train test bench vet
+
+setup:
+	bash scripts/setup.sh
+
+build: setup
+	$(GO) build -o bin/ ./cmd/...
+
+# The main job: the default Fashion-MNIST 5-task stream, then ONNX export.
+train: build
+	bin/bicyc train --config $(CONFIG)
+
+vet:
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# The test command: setup, format and vet checks, the whole suite, and the
+# race detector on the inference package.
+test: setup vet
+	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -race -timeout 10m ./infer/...
+
+bench: setup
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./models/...

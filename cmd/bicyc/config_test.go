@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/bicyc/bicyc/config"
+)
+
+// runCLI runs the bicyc command tree with args and returns its output.
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newRootCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func showConfig(t *testing.T, args ...string) config.Config {
+	t.Helper()
+	out, err := runCLI(t, append([]string{"config", "show"}, args...)...)
+	if err != nil {
+		t.Fatalf("config show %v: %v", args, err)
+	}
+	var cfg config.Config
+	if err := yaml.Unmarshal([]byte(out), &cfg); err != nil {
+		t.Fatalf("config show output is not YAML: %v\n%s", err, out)
+	}
+	return cfg
+}
+
+func writeFile(t *testing.T, name, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestConfigShowPrecedence(t *testing.T) {
+	file := writeFile(t, "c.yaml", "seed: 5\ntrain:\n  epochs: 9\n  lr: 0.02\nloss:\n  lambda_cyc: 1\n")
+
+	cfg := showConfig(t)
+	if cfg.Seed != 0 || cfg.Train.Epochs != config.Default().Train.Epochs {
+		t.Errorf("defaults: seed %d epochs %d", cfg.Seed, cfg.Train.Epochs)
+	}
+
+	cfg = showConfig(t, "--config", file)
+	if cfg.Seed != 5 || cfg.Train.Epochs != 9 || cfg.Train.LR != 0.02 || cfg.Loss.LambdaCyc != 1 {
+		t.Errorf("file: got seed %d epochs %d lr %g lambda_cyc %g", cfg.Seed, cfg.Train.Epochs, cfg.Train.LR, cfg.Loss.LambdaCyc)
+	}
+	if cfg.Loss.LambdaBi != 5 {
+		t.Errorf("keys absent from the file keep their defaults: lambda_bi %g", cfg.Loss.LambdaBi)
+	}
+
+	t.Setenv("BICYC_TRAIN_EPOCHS", "11")
+	t.Setenv("BICYC_SEED", "6")
+	t.Setenv("BICYC_TRAIN_MILESTONES", "0.5,0.75")
+	cfg = showConfig(t, "--config", file)
+	if cfg.Train.Epochs != 11 || cfg.Seed != 6 || len(cfg.Train.Milestones) != 2 || cfg.Train.Milestones[1] != 0.75 {
+		t.Errorf("env over file: epochs %d seed %d milestones %v", cfg.Train.Epochs, cfg.Seed, cfg.Train.Milestones)
+	}
+
+	cfg = showConfig(t, "--config", file, "--seed", "7", "--set", "train.epochs=12", "--method", "adagauss")
+	if cfg.Seed != 7 || cfg.Train.Epochs != 12 || cfg.Method != "adagauss" {
+		t.Errorf("flags over env: seed %d epochs %d method %s", cfg.Seed, cfg.Train.Epochs, cfg.Method)
+	}
+	if cfg.Train.LR != 0.02 {
+		t.Errorf("an unset flag must not override the file: lr %g", cfg.Train.LR)
+	}
+}
+
+func TestConfigQuickProfile(t *testing.T) {
+	cfg := showConfig(t, "--quick")
+	q := config.Default().QuickSet
+	if cfg.Data.TrainPerClass != q.TrainPerClass || cfg.Train.Epochs != q.Epochs || cfg.Adapter.TransportSamples != q.TransportSamples {
+		t.Errorf("quick profile not applied: %+v", cfg.Data)
+	}
+}
+
+func TestConfigRejectsBadInput(t *testing.T) {
+	cases := []struct {
+		yaml string
+		args []string
+		want []string // substrings of the error
+	}{
+		{yaml: "trian:\n  epochs: 3\n", want: []string{"trian"}},
+		{yaml: "train:\n  epoch: 3\n", want: []string{"epoch"}},
+		{yaml: "train:\n  epochs: ten\n", want: []string{"train.epochs", "ten"}},
+		{yaml: "train:\n  epochs: 2.5\n", want: []string{"train.epochs"}},
+		{yaml: "classifier:\n  normalize: 3\n", want: []string{"classifier.normalize"}},
+		{yaml: "method: sgd\n", want: []string{"method", "sgd"}},
+		{yaml: "seed: [1\n", want: []string{"c.yaml"}},
+		{args: []string{"--set", "loss.nope=1"}, want: []string{"loss.nope"}},
+		{args: []string{"--set", "loss.alpha=abc"}, want: []string{"loss.alpha", "abc"}},
+	}
+	for i, c := range cases {
+		args := c.args
+		if c.yaml != "" {
+			args = append(args, "--config", writeFile(t, "c.yaml", c.yaml))
+		}
+		_, err := runCLI(t, append([]string{"config", "show"}, args...)...)
+		if err == nil {
+			t.Errorf("case %d: no error for %q %v", i, c.yaml, c.args)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("case %d: error %q does not name %q", i, err, w)
+			}
+		}
+	}
+}
+
+func TestShippedConfigsLoad(t *testing.T) {
+	files, err := filepath.Glob("../../configs/*.yaml")
+	if err != nil || len(files) < 4 {
+		t.Fatalf("configs: %v %v", files, err)
+	}
+	for _, f := range files {
+		if _, err := runCLI(t, "config", "show", "--config", f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	cfg := showConfig(t, "--config", "../../configs/fmnist-t5-e10.yaml")
+	if cfg.Train.Epochs != 10 || cfg.Train.EpochsFirst != 10 || cfg.Train.BatchSize != 128 || cfg.Adapter.TransportSamples != 2000 {
+		t.Errorf("e10 comparison budget changed: %+v %+v", cfg.Train, cfg.Adapter)
+	}
+}
+
+func TestKeysReferenceIsCurrent(t *testing.T) {
+	got, err := os.ReadFile("../../configs/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != config.Markdown() {
+		t.Error("configs/README.md is stale: run `go run ./cmd/bicyc config keys --markdown > configs/README.md`")
+	}
+	for _, k := range config.Keys() {
+		if k.Doc == "" {
+			t.Errorf("config key %s has no doc tag", k.Name)
+		}
+	}
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/bicyc/bicyc/config"
+)
+
+// flagKeys maps command-line flags to the config keys they override; only
+// flags the user actually set take effect.
+var flagKeys = map[string]string{
+	"seed":    "seed",
+	"method":  "method",
+	"run-dir": "run_dir",
+	"name":    "run_name",
+	"threads": "threads",
+	"quick":   "quick",
+}
+
+// loadConfig builds the effective configuration from, in increasing
+// precedence, the defaults, the config file, BICYC_* environment variables,
+// the bound flags of fs, and --set overrides. Unknown keys and values of the
+// wrong type are errors that name the key.
+func loadConfig(opts *globalOptions, fs *pflag.FlagSet) (config.Config, error) {
+	v := viper.New()
+	known := map[string]bool{}
+	for _, k := range config.Keys() {
+		known[k.Name] = true
+	}
+	setDefaults(v, reflect.ValueOf(config.Default()), "")
+	v.SetEnvPrefix("BICYC")
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+	if opts.configFile != "" {
+		v.SetConfigFile(opts.configFile)
+		v.SetConfigType("yaml")
+		if err := v.ReadInConfig(); err != nil {
+			return config.Config{}, fmt.Errorf("config %s: %w", opts.configFile, err)
+		}
+	}
+	if fs != nil {
+		for flag, key := range flagKeys {
+			if f := fs.Lookup(flag); f != nil {
+				if err := v.BindPFlag(key, f); err != nil {
+					return config.Config{}, err
+				}
+			}
+		}
+	}
+	for _, s := range opts.sets {
+		key, val, ok := strings.Cut(s, "=")
+		if !ok {
+			return config.Config{}, fmt.Errorf("--set %q: want key=value", s)
+		}
+		if !known[key] {
+			return config.Config{}, fmt.Errorf("--set %q: unknown config key %q (see 'bicyc config keys')", s, key)
+		}
+		v.Set(key, val)
+	}
+	var cfg config.Config
+	err := v.UnmarshalExact(&cfg, func(dc *mapstructure.DecoderConfig) {
+		dc.WeaklyTypedInput = false
+		dc.DecodeHook = strictStringHook
+	})
+	if err != nil {
+		where := "configuration"
+		if opts.configFile != "" {
+			where = "config " + opts.configFile
+		}
+		return config.Config{}, fmt.Errorf("%s: %w", where, err)
+	}
+	cfg = cfg.Resolved()
+	if err := cfg.Validate(); err != nil {
+		return config.Config{}, fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	return cfg, nil
+}
+
+// setDefaults registers every leaf of the default config with viper, which
+// is also what lets AutomaticEnv see nested keys.
+func setDefaults(v *viper.Viper, val reflect.Value, prefix string) {
+	t := val.Type()
+	for i := 0; i < t.NumField(); i++ {
+		key := prefix + t.Field(i).Tag.Get("mapstructure")
+		if t.Field(i).Type.Kind() == reflect.Struct {
+			setDefaults(v, val.Field(i), key+".")
+			continue
+		}
+		v.SetDefault(key, val.Field(i).Interface())
+	}
+}
+
+// strictStringHook parses strings (from the environment, flags and --set)
+// into numbers, booleans and comma-separated lists exactly, and lets every
+// other value through unchanged for the strict decoder to check: so
+// "train.epochs: ten", "epochs: 2.5" or "normalize: 3" in a file are errors,
+// not guesses.
+func strictStringHook(from, to reflect.Type, data any) (any, error) {
+	if f, ok := data.(float64); ok && (to.Kind() == reflect.Int || to.Kind() == reflect.Int64) && f != float64(int64(f)) {
+		return nil, fmt.Errorf("%v is not an integer", f)
+	}
+	s, ok := data.(string)
+	if !ok || from.Kind() != reflect.String {
+		return data, nil
+	}
+	if to.Kind() == reflect.Slice {
+		if strings.TrimSpace(s) == "" {
+			return reflect.MakeSlice(to, 0, 0).Interface(), nil
+		}
+		parts := strings.Split(s, ",")
+		out := reflect.MakeSlice(to, len(parts), len(parts))
+		for i, p := range parts {
+			e, err := parseScalar(strings.TrimSpace(p), to.Elem())
+			if err != nil {
+				return nil, err
+			}
+			out.Index(i).Set(reflect.ValueOf(e).Convert(to.Elem()))
+		}
+		return out.Interface(), nil
+	}
+	return parseScalar(s, to)
+}
+
+func parseScalar(s string, to reflect.Type) (any, error) {
+	switch to.Kind() {
+	case reflect.Int, reflect.Int64:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an integer", s)
+		}
+		return reflect.ValueOf(n).Convert(to).Interface(), nil
+	case reflect.Float64:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", s)
+		}
+		return f, nil
+	case reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a boolean", s)
+		}
+		return b, nil
+	}
+	return s, nil
+}
+
+// configName is the base name of the config file, used for run names.
+func configName(file string) string {
+	if file == "" {
+		return "default"
+	}
+	return strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+}

@@ -1,0 +1,310 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Config is the complete configuration of a training run. Each field's
+// `doc` tag is its documentation; Default gives the defaults.
+type Config struct {
+	Seed    int64  `mapstructure:"seed" yaml:"seed" doc:"Seed of every class-independent random choice: initialisation, shuffling, augmentation, transport samples."`
+	Method  string `mapstructure:"method" yaml:"method" doc:"Continual-learning method: bicyc (bidirectional cycle-consistent adapter), adagauss (one-way distiller, adapter learned after the task) or finetune (no distillation, no transport: the lower bound)."`
+	RunDir  string `mapstructure:"run_dir" yaml:"run_dir" doc:"Directory under which each run gets its own folder."`
+	RunName string `mapstructure:"run_name" yaml:"run_name" doc:"Name of the run folder; empty means <config name>-<method>-s<seed>."`
+	Threads int    `mapstructure:"threads" yaml:"threads" doc:"CPU threads for training kernels; 0 means all cores."`
+	Quick   bool   `mapstructure:"quick" yaml:"quick" doc:"Quick profile for demos and CI: applies the quick.* settings on top of everything else."`
+
+	Data       Data       `mapstructure:"data" yaml:"data"`
+	Stream     Stream     `mapstructure:"stream" yaml:"stream"`
+	Model      Model      `mapstructure:"model" yaml:"model"`
+	Train      Train      `mapstructure:"train" yaml:"train"`
+	Loss       Loss       `mapstructure:"loss" yaml:"loss"`
+	Adapter    Adapter    `mapstructure:"adapter" yaml:"adapter"`
+	Classifier Classifier `mapstructure:"classifier" yaml:"classifier"`
+	Eval       Eval       `mapstructure:"eval" yaml:"eval"`
+	Export     Export     `mapstructure:"export" yaml:"export"`
+	QuickSet   Quick      `mapstructure:"quick_profile" yaml:"quick_profile"`
+}
+
+// Data selects the dataset, its preprocessing and its augmentation.
+type Data struct {
+	Kind           string    `mapstructure:"kind" yaml:"kind" doc:"Dataset format: fashion-mnist, mnist, cifar10, cifar100 or imagefolder."`
+	Dir            string    `mapstructure:"dir" yaml:"dir" doc:"Directory holding the dataset files (IDX or CIFAR binary)."`
+	TrainDir       string    `mapstructure:"train_dir" yaml:"train_dir" doc:"imagefolder only: root of the training images, one sub-folder per class."`
+	TestDir        string    `mapstructure:"test_dir" yaml:"test_dir" doc:"imagefolder only: root of the test images, same class folders as train_dir."`
+	Channels       int       `mapstructure:"channels" yaml:"channels" doc:"Image channels the network sees (1 gray, 3 RGB); imagefolder converts to it."`
+	Height         int       `mapstructure:"height" yaml:"height" doc:"Image height the network sees; imagefolder resizes to it."`
+	Width          int       `mapstructure:"width" yaml:"width" doc:"Image width the network sees; imagefolder resizes to it."`
+	Mean           []float64 `mapstructure:"mean" yaml:"mean" doc:"Per-channel normalisation mean (of pixel/255); empty means the dataset's standard value."`
+	Std            []float64 `mapstructure:"std" yaml:"std" doc:"Per-channel normalisation standard deviation; empty means the dataset's standard value."`
+	CropPadding    int       `mapstructure:"crop_padding" yaml:"crop_padding" doc:"Training augmentation: random crop back to full size after zero padding by this many pixels; 0 turns it off."`
+	HorizontalFlip bool      `mapstructure:"horizontal_flip" yaml:"horizontal_flip" doc:"Training augmentation: random horizontal flip; also adds flipped copies to new-class statistics."`
+	TrainPerClass  int       `mapstructure:"train_per_class" yaml:"train_per_class" doc:"Use at most this many training images per class (first ones in file order); 0 means all."`
+	TestPerClass   int       `mapstructure:"test_per_class" yaml:"test_per_class" doc:"Use at most this many test images per class; 0 means all."`
+}
+
+// Stream splits the classes into tasks.
+type Stream struct {
+	Tasks      int   `mapstructure:"tasks" yaml:"tasks" doc:"Number of tasks."`
+	FirstTask  int   `mapstructure:"first_task" yaml:"first_task" doc:"Classes in the first task; 0 splits all classes equally."`
+	ClassOrder []int `mapstructure:"class_order" yaml:"class_order" doc:"Explicit class order (a permutation of all class ids); empty means order_seed decides."`
+	OrderSeed  int64 `mapstructure:"order_seed" yaml:"order_seed" doc:"Seed of the class-order permutation; -1 keeps the natural order 0..K-1."`
+}
+
+// Model chooses the networks.
+type Model struct {
+	Backbone   string `mapstructure:"backbone" yaml:"backbone" doc:"Feature extractor: convnet (28x28 default) or resnet18 (32x32 RGB, METHOD.md)."`
+	FeatureDim int    `mapstructure:"feature_dim" yaml:"feature_dim" doc:"Feature dimension S of the prototypes (METHOD.md: 64)."`
+	Mapper     string `mapstructure:"mapper" yaml:"mapper" doc:"Architecture of the distiller D and adapter A: mlp (S -> hidden_mult*S -> S with exact GELU) or linear (S x S)."`
+	HiddenMult int    `mapstructure:"hidden_mult" yaml:"hidden_mult" doc:"Hidden width of the mlp mapper as a multiple of S (METHOD.md: 32)."`
+}
+
+// Train holds Stage I optimisation settings.
+type Train struct {
+	EpochsFirst  int       `mapstructure:"epochs_first" yaml:"epochs_first" doc:"Stage I epochs on task 1."`
+	Epochs       int       `mapstructure:"epochs" yaml:"epochs" doc:"Stage I epochs on every later task."`
+	BatchSize    int       `mapstructure:"batch_size" yaml:"batch_size" doc:"Training mini-batch size (drop_last)."`
+	LRFirst      float64   `mapstructure:"lr_first" yaml:"lr_first" doc:"Learning rate on task 1 (METHOD.md: 0.1)."`
+	LR           float64   `mapstructure:"lr" yaml:"lr" doc:"Learning rate on later tasks (METHOD.md: 0.01)."`
+	Momentum     float64   `mapstructure:"momentum" yaml:"momentum" doc:"SGD momentum."`
+	WeightDecay  float64   `mapstructure:"weight_decay" yaml:"weight_decay" doc:"SGD weight decay (L2)."`
+	Milestones   []float64 `mapstructure:"milestones" yaml:"milestones" doc:"Fractions of the epochs at which the learning rate is multiplied by lr_decay."`
+	LRDecay      float64   `mapstructure:"lr_decay" yaml:"lr_decay" doc:"Learning-rate factor at each milestone."`
+	ClipNorm     float64   `mapstructure:"clip_norm" yaml:"clip_norm" doc:"Gradient-norm clipping over backbone, head, D and A together; 0 turns it off."`
+	Rotation     bool      `mapstructure:"rotation" yaml:"rotation" doc:"Rotation self-supervision on task 1: each image and its 90/180/270-degree turns, head of 4x classes (METHOD.md)."`
+	DetachWarmup float64   `mapstructure:"detach_warmup" yaml:"detach_warmup" doc:"Fraction of the first epochs during which features are detached (METHOD.md: 1%)."`
+	EvalBatch    int       `mapstructure:"eval_batch" yaml:"eval_batch" doc:"Batch size for feature extraction at evaluation and statistics time."`
+}
+
+// Loss holds the Stage I loss weights and switches (METHOD.md).
+type Loss struct {
+	Bi               bool    `mapstructure:"bi" yaml:"bi" doc:"Use the bidirectional alignment L_n2o + L_o2n (bicyc)."`
+	Cyc              bool    `mapstructure:"cyc" yaml:"cyc" doc:"Use the cycle-consistency loss L_cyc (bicyc)."`
+	Pair             bool    `mapstructure:"pair" yaml:"pair" doc:"Use the pairwise cosine-similarity loss L_pair (bicyc)."`
+	AntiCollapse     bool    `mapstructure:"anti_collapse" yaml:"anti_collapse" doc:"Use the robust anti-collapse loss L_ac."`
+	LambdaBi         float64 `mapstructure:"lambda_bi" yaml:"lambda_bi" doc:"Weight of L_n2o + L_o2n (METHOD.md code default 5)."`
+	LambdaCyc        float64 `mapstructure:"lambda_cyc" yaml:"lambda_cyc" doc:"Weight of L_cyc (METHOD.md code default 2; the paper's main table uses 1)."`
+	LambdaPair       float64 `mapstructure:"lambda_pair" yaml:"lambda_pair" doc:"Weight of L_pair (METHOD.md: 0.05)."`
+	PairRows         int     `mapstructure:"pair_rows" yaml:"pair_rows" doc:"L_pair uses at most this many random rows of the batch (METHOD.md: 128)."`
+	Alpha            float64 `mapstructure:"alpha" yaml:"alpha" doc:"Weight of L_ac (METHOD.md: 1)."`
+	Beta             float64 `mapstructure:"beta" yaml:"beta" doc:"Cap on each Cholesky diagonal entry in L_ac (METHOD.md: 1)."`
+	ACShrink         float64 `mapstructure:"ac_shrink" yaml:"ac_shrink" doc:"L_ac shrinkage kappa: adds kappa*tr/S*I to the batch covariance (METHOD.md code: 0)."`
+	ACJitter         float64 `mapstructure:"ac_jitter" yaml:"ac_jitter" doc:"L_ac jitter eps added to the batch covariance diagonal (METHOD.md code: 1e-6)."`
+	KDWeight         float64 `mapstructure:"kd_weight" yaml:"kd_weight" doc:"adagauss only: weight of the feature distillation L_n2o (its published script: 10)."`
+	CycleDetachInner bool    `mapstructure:"cycle_detach_inner" yaml:"cycle_detach_inner" doc:"Detach the inner map of each cycle term so it trains only its outer map (METHOD.md, authors' code); false follows the paper, where both maps get cycle gradients."`
+}
+
+// Adapter holds Stage II: the adapter fine-tune and the transport of old classes.
+type Adapter struct {
+	Epochs           int     `mapstructure:"epochs" yaml:"epochs" doc:"Stage II adapter fine-tune epochs on cached features; -1 means half of train.epochs (METHOD.md)."`
+	LR               float64 `mapstructure:"lr" yaml:"lr" doc:"Stage II learning rate (METHOD.md: 0.01)."`
+	TransportSamples int     `mapstructure:"transport_samples" yaml:"transport_samples" doc:"Monte Carlo samples per old class pushed through the adapter (METHOD.md code: 10000)."`
+}
+
+// Classifier holds the task-agnostic Bayes classifier options (METHOD.md).
+type Classifier struct {
+	Shrink       float64 `mapstructure:"shrink" yaml:"shrink" doc:"Covariance shrinkage at test time: adds shrink*mean(diag)*I (METHOD.md code: 3)."`
+	Normalize    bool    `mapstructure:"normalize" yaml:"normalize" doc:"Correlation matrix and L2-normalised feature and mean before the distance (METHOD.md: on)."`
+	FullGaussian bool    `mapstructure:"full_gaussian" yaml:"full_gaussian" doc:"Add log det Sigma and -2 log prior to the distance (the paper's full Bayes score)."`
+	TopK         int     `mapstructure:"top_k" yaml:"top_k" doc:"Predictions reported per image by the exported model."`
+}
+
+// Eval holds evaluation options.
+type Eval struct {
+	Drift bool `mapstructure:"drift" yaml:"drift" doc:"Record drift diagnostics after every task: mu-L2, Sigma-Frobenius, symmetric KL, AD-% in [0.9,1.1]."`
+}
+
+// Export holds what happens after training.
+type Export struct {
+	Enabled bool   `mapstructure:"enabled" yaml:"enabled" doc:"Export the ONNX model directory at the end of training."`
+	Dir     string `mapstructure:"dir" yaml:"dir" doc:"Model directory to write; empty means <run>/model."`
+}
+
+// Quick is the quick profile, applied when quick is true.
+type Quick struct {
+	TrainPerClass    int `mapstructure:"train_per_class" yaml:"train_per_class" doc:"Quick profile: training images per class."`
+	TestPerClass     int `mapstructure:"test_per_class" yaml:"test_per_class" doc:"Quick profile: test images per class."`
+	EpochsFirst      int `mapstructure:"epochs_first" yaml:"epochs_first" doc:"Quick profile: Stage I epochs on task 1."`
+	Epochs           int `mapstructure:"epochs" yaml:"epochs" doc:"Quick profile: Stage I epochs on later tasks."`
+	TransportSamples int `mapstructure:"transport_samples" yaml:"transport_samples" doc:"Quick profile: transport samples per old class."`
+}
+
+// Default returns the defaults: Fashion-MNIST in 5 tasks of 2 classes with the
+// convnet backbone, sized to finish in about 15 minutes on 2 CPU cores, and
+// METHOD.md's loss weights and classifier options.
+func Default() Config {
+	return Config{
+		Seed:    0,
+		Method:  "bicyc",
+		RunDir:  "runs",
+		Threads: 0,
+		Data: Data{
+			Kind: "fashion-mnist", Dir: "/usr/share/datasets/fashion-mnist",
+			Channels: 1, Height: 28, Width: 28,
+			Mean: []float64{0.2860}, Std: []float64{0.3530},
+			CropPadding: 2, HorizontalFlip: true,
+		},
+		Stream: Stream{Tasks: 5, OrderSeed: -1},
+		Model:  Model{Backbone: "convnet", FeatureDim: 64, Mapper: "mlp", HiddenMult: 32},
+		Train: Train{
+			EpochsFirst: 4, Epochs: 3, BatchSize: 128,
+			LRFirst: 0.1, LR: 0.01, Momentum: 0.9, WeightDecay: 5e-4,
+			Milestones: []float64{0.3, 0.6, 0.9}, LRDecay: 0.1, ClipNorm: 1,
+			Rotation: true, DetachWarmup: 0.01, EvalBatch: 500,
+		},
+		Loss: Loss{
+			Bi: true, Cyc: true, Pair: true, AntiCollapse: true,
+			LambdaBi: 5, LambdaCyc: 2, LambdaPair: 0.05, PairRows: 128,
+			Alpha: 1, Beta: 1, ACShrink: 0, ACJitter: 1e-6, KDWeight: 10,
+			CycleDetachInner: true,
+		},
+		Adapter:    Adapter{Epochs: -1, LR: 0.01, TransportSamples: 2000},
+		Classifier: Classifier{Shrink: 3, Normalize: true, TopK: 5},
+		Export:     Export{Enabled: true},
+		QuickSet: Quick{
+			TrainPerClass: 300, TestPerClass: 200,
+			EpochsFirst: 1, Epochs: 1, TransportSamples: 500,
+		},
+	}
+}
+
+// Resolved returns c with the quick profile applied when Quick is set.
+func (c Config) Resolved() Config {
+	if !c.Quick {
+		return c
+	}
+	q := c.QuickSet
+	c.Data.TrainPerClass, c.Data.TestPerClass = q.TrainPerClass, q.TestPerClass
+	c.Train.EpochsFirst, c.Train.Epochs = q.EpochsFirst, q.Epochs
+	c.Adapter.TransportSamples = q.TransportSamples
+	return c
+}
+
+// AdapterEpochs is the number of Stage II epochs: half of Stage I's when
+// Adapter.Epochs is -1 (METHOD.md), at least one.
+func (c Config) AdapterEpochs() int {
+	if c.Adapter.Epochs >= 0 {
+		return c.Adapter.Epochs
+	}
+	return max(1, c.Train.Epochs/2)
+}
+
+// Validate reports every invalid setting at once, each naming its key.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key string, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	switch c.Method {
+	case "bicyc", "adagauss", "finetune":
+	default:
+		bad("method", "%q is not one of bicyc, adagauss, finetune", c.Method)
+	}
+	if c.Threads < 0 {
+		bad("threads", "must be >= 0, got %d", c.Threads)
+	}
+	switch c.Data.Kind {
+	case "fashion-mnist", "mnist", "cifar10", "cifar100":
+		if c.Data.Dir == "" {
+			bad("data.dir", "must name the dataset directory")
+		}
+	case "imagefolder":
+		if c.Data.TrainDir == "" || c.Data.TestDir == "" {
+			bad("data.train_dir", "imagefolder needs both data.train_dir and data.test_dir")
+		}
+	default:
+		bad("data.kind", "%q is not one of fashion-mnist, mnist, cifar10, cifar100, imagefolder", c.Data.Kind)
+	}
+	if c.Data.Channels != 1 && c.Data.Channels != 3 {
+		bad("data.channels", "must be 1 or 3, got %d", c.Data.Channels)
+	}
+	if c.Data.Height <= 0 || c.Data.Width <= 0 {
+		bad("data.height", "image size must be positive, got %dx%d", c.Data.Height, c.Data.Width)
+	}
+	if len(c.Data.Mean) != len(c.Data.Std) || (len(c.Data.Mean) != 0 && len(c.Data.Mean) != c.Data.Channels) {
+		bad("data.mean", "mean and std need one value per channel (%d), got %d and %d", c.Data.Channels, len(c.Data.Mean), len(c.Data.Std))
+	}
+	for i, s := range c.Data.Std {
+		if !(s > 0) {
+			bad("data.std", "value %d must be positive, got %g", i, s)
+		}
+	}
+	if c.Data.CropPadding < 0 {
+		bad("data.crop_padding", "must be >= 0, got %d", c.Data.CropPadding)
+	}
+	if c.Data.TrainPerClass < 0 || c.Data.TestPerClass < 0 {
+		bad("data.train_per_class", "per-class limits must be >= 0")
+	}
+	if c.Stream.Tasks < 1 {
+		bad("stream.tasks", "must be >= 1, got %d", c.Stream.Tasks)
+	}
+	if c.Stream.FirstTask < 0 {
+		bad("stream.first_task", "must be >= 0, got %d", c.Stream.FirstTask)
+	}
+	switch c.Model.Backbone {
+	case "convnet", "resnet18":
+	default:
+		bad("model.backbone", "%q is not one of convnet, resnet18", c.Model.Backbone)
+	}
+	if c.Model.FeatureDim < 2 {
+		bad("model.feature_dim", "must be >= 2, got %d", c.Model.FeatureDim)
+	}
+	switch c.Model.Mapper {
+	case "mlp", "linear":
+	default:
+		bad("model.mapper", "%q is not one of mlp, linear", c.Model.Mapper)
+	}
+	if c.Model.HiddenMult < 1 {
+		bad("model.hidden_mult", "must be >= 1, got %d", c.Model.HiddenMult)
+	}
+	if c.Train.EpochsFirst < 1 || c.Train.Epochs < 1 {
+		bad("train.epochs", "epochs and epochs_first must be >= 1, got %d and %d", c.Train.Epochs, c.Train.EpochsFirst)
+	}
+	if c.Train.BatchSize < 2 {
+		bad("train.batch_size", "must be >= 2, got %d", c.Train.BatchSize)
+	}
+	if !(c.Train.LR > 0) || !(c.Train.LRFirst > 0) {
+		bad("train.lr", "learning rates must be positive")
+	}
+	for _, m := range c.Train.Milestones {
+		if m <= 0 || m >= 1 {
+			bad("train.milestones", "fractions must lie in (0,1), got %g", m)
+		}
+	}
+	if c.Train.ClipNorm < 0 {
+		bad("train.clip_norm", "must be >= 0, got %g", c.Train.ClipNorm)
+	}
+	if c.Train.Rotation && c.Data.Height != c.Data.Width {
+		bad("train.rotation", "needs square images, got %dx%d", c.Data.Height, c.Data.Width)
+	}
+	if c.Train.EvalBatch < 1 {
+		bad("train.eval_batch", "must be >= 1, got %d", c.Train.EvalBatch)
+	}
+	if c.Loss.PairRows < 2 {
+		bad("loss.pair_rows", "must be >= 2, got %d", c.Loss.PairRows)
+	}
+	if c.Adapter.Epochs < -1 {
+		bad("adapter.epochs", "must be -1 (half of train.epochs) or >= 0, got %d", c.Adapter.Epochs)
+	}
+	if c.Adapter.TransportSamples < 2 {
+		bad("adapter.transport_samples", "must be >= 2, got %d", c.Adapter.TransportSamples)
+	}
+	if c.Classifier.Shrink < 0 {
+		bad("classifier.shrink", "must be >= 0, got %g", c.Classifier.Shrink)
+	}
+	if c.Classifier.TopK < 1 {
+		bad("classifier.top_k", "must be >= 1, got %d", c.Classifier.TopK)
+	}
+	return errors.Join(errs...)
+}
+
+// DefaultRunName is the run folder name used when RunName is empty.
+func (c Config) DefaultRunName(configName string) string {
+	name := strings.TrimSuffix(configName, ".yaml")
+	if name == "" {
+		name = "default"
+	}
+	return fmt.Sprintf("%s-%s-s%d", name, c.Method, c.Seed)
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# setup.sh installs everything bicyc needs on Debian 12, idempotently:
+#   - Debian packages: dataset-fashion-mnist (the default data), libopenblas-dev
+#     (BLAS for gorgonia, linked by cgo), gcc (cgo), nodejs + npm (only to fetch the
+#     pinned ONNX Runtime library), python3-onnx (tests validate exported ONNX with it);
+#   - the ONNX Runtime shared library, CPU build, 1.24.3, from the npm package
+#     onnxruntime-node pinned by scripts/onnxruntime/package-lock.json (install scripts
+#     ignored: they would download CUDA parts), installed as
+#     $BICYC_ORT_DIR/libonnxruntime.so (default /usr/local/lib/bicyc);
+#   - the Go modules in go.sum.
+# Go itself (>= 1.26, from go.mod) must already be on PATH or in /usr/local/go.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+ort_dir=${BICYC_ORT_DIR:-/usr/local/lib/bicyc}
+ort_version=1.24.3
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+sudo_cmd=()
+if [ "$(id -u)" != 0 ]; then
+	command -v sudo >/dev/null || { log "not root and no sudo: run as root"; exit 1; }
+	sudo_cmd=(sudo)
+fi
+
+# Debian packages, installed only when one is missing so repeated runs are fast.
+packages=(dataset-fashion-mnist libopenblas-dev gcc python3-onnx ca-certificates)
+command -v npm >/dev/null || packages+=(nodejs npm)
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	log "installing Debian packages: ${missing[*]}"
+	"${sudo_cmd[@]}" apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# ONNX Runtime shared library.
+if [ ! -f "$ort_dir/libonnxruntime.so.$ort_version" ]; then
+	log "installing ONNX Runtime $ort_version into $ort_dir"
+	work=$(mktemp -d)
+	trap 'rm -rf "$work"' EXIT
+	cp "$root/scripts/onnxruntime/package.json" "$root/scripts/onnxruntime/package-lock.json" "$work/"
+	(cd "$work" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+	lib="$work/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1"
+	[ -f "$lib" ] || { log "ONNX Runtime library not found in the npm package at $lib"; exit 1; }
+	"${sudo_cmd[@]}" mkdir -p "$ort_dir"
+	"${sudo_cmd[@]}" install -m 0644 "$lib" "$ort_dir/libonnxruntime.so.$ort_version"
+	"${sudo_cmd[@]}" ln -sf "libonnxruntime.so.$ort_version" "$ort_dir/libonnxruntime.so"
+fi
+
+# Go toolchain and modules.
+if ! command -v go >/dev/null; then
+	if [ -x /usr/local/go/bin/go ]; then
+		export PATH=/usr/local/go/bin:$PATH
+	else
+		log "Go >= 1.26 is required (see go.mod): install it into /usr/local/go"; exit 1
+	fi
+fi
+(cd "$root" && go mod download)
+log "ok (ONNX Runtime: $ort_dir/libonnxruntime.so)"
