@@ -1,0 +1,60 @@
+package ops
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// threads is the number of goroutines the ops split their loops over; 0 means runtime.GOMAXPROCS(0).
+var threads atomic.Int64
+
+// SetThreads sets how many goroutines the ops use for their parallel loops. n <= 0 restores the default,
+// runtime.GOMAXPROCS(0) read at each call. It does not change the threads of the BLAS library: OpenBLAS reads
+// OPENBLAS_NUM_THREADS. SetThreads is safe for concurrent use; running ops pick the new value up at their next
+// parallel loop.
+func SetThreads(n int) {
+	if n < 0 {
+		n = 0
+	}
+	threads.Store(int64(n))
+}
+
+// Threads returns the number of goroutines the ops currently use for their parallel loops.
+func Threads() int {
+	if n := int(threads.Load()); n > 0 {
+		return n
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// parallelFor calls body over [0, n) split into contiguous chunks, one per goroutine, and waits for all of
+// them. Loops with less than minWork units per goroutine use fewer goroutines, because starting a goroutine costs
+// about a microsecond.
+func parallelFor(n, minWork int, body func(lo, hi int)) {
+	workers := Threads()
+	if minWork < 1 {
+		minWork = 1
+	}
+	if most := n / minWork; workers > most {
+		workers = most
+	}
+	if workers <= 1 {
+		if n > 0 {
+			body(0, n)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (n + workers - 1) / workers
+	for lo := chunk; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body(lo, hi)
+		}()
+	}
+	body(0, min(chunk, n))
+	wg.Wait()
+}
