@@ -1,0 +1,92 @@
+package export
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/bicyc/bicyc/safetensors"
+)
+
+// Adapter kinds (METHOD.md, "Networks"); the names and the tensor names are
+// a contract with package models.
+const (
+	AdapterMLP    = "mlp"
+	AdapterLinear = "linear"
+)
+
+// Adapter returns adapter.onnx, the old-to-new feature map A:
+// input "features_old" [N,S] -> output "features" [N,S].
+//
+// Kind AdapterMLP reads fc1.weight [H,S], fc1.bias [H], fc2.weight [S,H],
+// fc2.bias [S] (H = 32S in package models) and computes, with the exact
+// GELU built from Erf (the Gelu operator needs opset 20):
+//
+//	h = x fc1.weight^T + fc1.bias
+//	g = h * 0.5 * (1 + erf(h / sqrt(2)))
+//	y = g fc2.weight^T + fc2.bias
+//
+// Kind AdapterLinear reads weight [S,S] and computes y = x weight^T.
+// Errors wrap ErrState.
+func Adapter(kind string, featureDim int, state []safetensors.Tensor) ([]byte, error) {
+	if featureDim < 1 {
+		return nil, fmt.Errorf("%w: adapter feature dim %d, want >= 1", ErrState, featureDim)
+	}
+	s, err := newStateDict("adapter", state)
+	if err != nil {
+		return nil, err
+	}
+	g := newGraph("bicyc_adapter")
+	x := g.input("features_old", elemFloat, batchDim, featureDim)
+	var y string
+	switch kind {
+	case AdapterMLP:
+		y, err = addMLP(g, x, s, featureDim)
+	case AdapterLinear:
+		var w []float32
+		if w, err = s.get("weight", featureDim, featureDim); err == nil {
+			wName := g.floats("weight", []int{featureDim, featureDim}, w)
+			y = g.op("Gemm", "features", []string{x, wName}, attrInt("transB", 1))
+		}
+	default:
+		err = fmt.Errorf("%w: unknown adapter kind %q (want %q or %q)", ErrState, kind, AdapterMLP, AdapterLinear)
+	}
+	if err != nil {
+		return nil, err
+	}
+	g.output(y, elemFloat, batchDim, featureDim)
+	return marshalModel(g.model(fmt.Sprintf("bicyc %s adapter: features_old [N,%d] -> features [N,%d]", kind, featureDim, featureDim)))
+}
+
+func addMLP(g *graph, x string, s stateDict, dim int) (string, error) {
+	shape, err := s.shape("fc1.weight")
+	if err != nil {
+		return "", err
+	}
+	if len(shape) != 2 || shape[0] < 1 {
+		return "", fmt.Errorf("%w: adapter tensor %q has shape %v, want [hidden,%d]", ErrState, "fc1.weight", shape, dim)
+	}
+	hidden := shape[0]
+	var p [4][]float32
+	for i, spec := range []struct {
+		name  string
+		shape []int
+	}{
+		{"fc1.weight", []int{hidden, dim}},
+		{"fc1.bias", []int{hidden}},
+		{"fc2.weight", []int{dim, hidden}},
+		{"fc2.bias", []int{dim}},
+	} {
+		if p[i], err = s.get(spec.name, spec.shape...); err != nil {
+			return "", err
+		}
+		g.floats(spec.name, spec.shape, p[i])
+	}
+	h := g.op("Gemm", "fc1", []string{x, "fc1.weight", "fc1.bias"}, attrInt("transB", 1))
+	sqrt2 := g.floats("gelu.sqrt2", nil, []float32{math.Sqrt2})
+	one := g.floats("gelu.one", nil, []float32{1})
+	half := g.floats("gelu.half", nil, []float32{0.5})
+	e := g.op("Erf", "gelu.erf", []string{g.op("Div", "gelu.scaled", []string{h, sqrt2})})
+	gate := g.op("Mul", "gelu.gate", []string{g.op("Add", "gelu.one_plus_erf", []string{e, one}), half})
+	act := g.op("Mul", "gelu", []string{h, gate})
+	return g.op("Gemm", "features", []string{act, "fc2.weight", "fc2.bias"}, attrInt("transB", 1)), nil
+}

@@ -1,0 +1,235 @@
+package export
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/bicyc/bicyc/safetensors"
+)
+
+// Backbone architectures; the names and the tensor names below are a
+// contract with package models.
+const (
+	ArchConvNet  = "convnet"
+	ArchResNet18 = "resnet18"
+)
+
+// bnEpsilon is the BatchNorm variance epsilon of package models (PyTorch's
+// default, 1e-5).
+const bnEpsilon = 1e-5
+
+// BackboneShape fixes the geometry of an exported backbone: the image input
+// is [N, InChannels, Height, Width] (NCHW, already normalised, N dynamic)
+// and the output is [N, FeatureDim].
+type BackboneShape struct {
+	Arch          string
+	InChannels    int
+	Height, Width int
+	FeatureDim    int
+}
+
+func (s BackboneShape) validate() error {
+	minSide := 1
+	switch s.Arch {
+	case ArchConvNet:
+		minSide = 4 // two 2x2 max-pools must leave at least one pixel
+	case ArchResNet18:
+	default:
+		return fmt.Errorf("%w: unknown backbone architecture %q (want %q or %q)", ErrState, s.Arch, ArchConvNet, ArchResNet18)
+	}
+	if s.InChannels < 1 || s.FeatureDim < 1 || s.Height < minSide || s.Width < minSide {
+		return fmt.Errorf("%w: %s backbone needs channels >= 1, feature dim >= 1 and image sides >= %d; got %d channels, %dx%d, dim %d",
+			ErrState, s.Arch, minSide, s.InChannels, s.Height, s.Width, s.FeatureDim)
+	}
+	return nil
+}
+
+// Backbone returns backbone.onnx: input "image" [N,C,H,W] float32 ->
+// output "features" [N,S], in inference form. Every BatchNorm is folded
+// into the convolution before it:
+//
+//	scale = gamma / sqrt(running_var + 1e-5)
+//	W'[o] = W[o] * scale[o]
+//	b'[o] = beta[o] - running_mean[o] * scale[o]
+//
+// state holds the module's tensors under the names of package models:
+//
+//	convnet:  conv{1,2,3}.weight ([32,C,3,3], [64,32,3,3], [128,64,3,3]),
+//	          bn{1,2,3}.{weight,bias,running_mean,running_var},
+//	          reduce.weight [S,128,1,1], reduce.bias [S]
+//	resnet18: conv1.weight [64,C,3,3], bn1.*, layer{1..4}.{0,1}.{conv1,bn1,conv2,bn2}.*,
+//	          layer{2,3,4}.0.downsample.0.weight [out,in,1,1], layer{2,3,4}.0.downsample.1.*,
+//	          reduce.weight [S,512,1,1], reduce.bias [S]
+//
+// Other tensors (task heads, num_batches_tracked) are ignored. A missing,
+// misshapen or non-finite tensor is an error wrapping ErrState.
+func Backbone(shape BackboneShape, state []safetensors.Tensor) ([]byte, error) {
+	g := newGraph("bicyc_backbone")
+	image := g.input("image", elemFloat, batchDim, shape.InChannels, shape.Height, shape.Width)
+	features, err := addBackbone(g, image, shape, state)
+	if err != nil {
+		return nil, err
+	}
+	g.output(features, elemFloat, batchDim, shape.FeatureDim)
+	return marshalModel(g.model(fmt.Sprintf("bicyc %s backbone: image [N,%d,%d,%d] -> features [N,%d]",
+		shape.Arch, shape.InChannels, shape.Height, shape.Width, shape.FeatureDim)))
+}
+
+// addBackbone appends the backbone to g and returns the name of its
+// [N,S] output value, "features".
+func addBackbone(g *graph, image string, shape BackboneShape, tensors []safetensors.Tensor) (string, error) {
+	if err := shape.validate(); err != nil {
+		return "", err
+	}
+	s, err := newStateDict("backbone", tensors)
+	if err != nil {
+		return "", err
+	}
+	b := backboneBuilder{g: g, state: s}
+	var x string
+	var channels int // of the last stage, the input of the reduction
+	switch shape.Arch {
+	case ArchConvNet:
+		x, err = b.convNet(image, shape.InChannels)
+		channels = 128
+	case ArchResNet18:
+		x, err = b.resNet18(image, shape.InChannels)
+		channels = 512
+	}
+	if err != nil {
+		return "", err
+	}
+	x, err = b.reduce(x, channels, shape.FeatureDim)
+	if err != nil {
+		return "", err
+	}
+	pooled := g.op("GlobalAveragePool", "pooled", []string{x})
+	flat := g.ints("features_shape", []int{2}, -1, int64(shape.FeatureDim))
+	return g.op("Reshape", "features", []string{pooled, flat}), nil
+}
+
+type backboneBuilder struct {
+	g     *graph
+	state stateDict
+}
+
+// convNet is the small default backbone for 28x28 inputs (METHOD.md,
+// "Networks"): three conv-BN-ReLU blocks, max-pooling after the first two.
+func (b backboneBuilder) convNet(x string, in int) (string, error) {
+	widths := []int{32, 64, 128}
+	for i, out := range widths {
+		n := i + 1
+		y, err := b.convBN(x, fmt.Sprintf("conv%d", n), fmt.Sprintf("bn%d", n), out, in, 3, 1, 1)
+		if err != nil {
+			return "", err
+		}
+		x = b.g.op("Relu", fmt.Sprintf("relu%d", n), []string{y})
+		if n < len(widths) {
+			x = b.g.op("MaxPool", fmt.Sprintf("pool%d", n), []string{x},
+				attrInts("kernel_shape", 2, 2), attrInts("strides", 2, 2))
+		}
+		in = out
+	}
+	return x, nil
+}
+
+// resNet18 is the CIFAR ResNet-18: 3x3 stride-1 stem, no max-pool, four
+// stages of two BasicBlocks with 64, 128, 256, 512 channels.
+func (b backboneBuilder) resNet18(x string, in int) (string, error) {
+	y, err := b.convBN(x, "conv1", "bn1", 64, in, 3, 1, 1)
+	if err != nil {
+		return "", err
+	}
+	x = b.g.op("Relu", "relu", []string{y})
+	in = 64
+	for stage, out := range []int{64, 128, 256, 512} {
+		for block := range 2 {
+			stride := 1
+			if stage > 0 && block == 0 {
+				stride = 2
+			}
+			x, err = b.basicBlock(x, fmt.Sprintf("layer%d.%d.", stage+1, block), in, out, stride)
+			if err != nil {
+				return "", err
+			}
+			in = out
+		}
+	}
+	return x, nil
+}
+
+// basicBlock is relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)), where
+// the shortcut is a strided 1x1 conv + BN when the shape changes.
+func (b backboneBuilder) basicBlock(x, prefix string, in, out, stride int) (string, error) {
+	y, err := b.convBN(x, prefix+"conv1", prefix+"bn1", out, in, 3, stride, 1)
+	if err != nil {
+		return "", err
+	}
+	y = b.g.op("Relu", prefix+"relu1", []string{y})
+	y, err = b.convBN(y, prefix+"conv2", prefix+"bn2", out, out, 3, 1, 1)
+	if err != nil {
+		return "", err
+	}
+	shortcut := x
+	if stride != 1 || in != out {
+		shortcut, err = b.convBN(x, prefix+"downsample.0", prefix+"downsample.1", out, in, 1, stride, 0)
+		if err != nil {
+			return "", err
+		}
+	}
+	sum := b.g.op("Add", prefix+"add", []string{y, shortcut})
+	return b.g.op("Relu", prefix+"relu2", []string{sum}), nil
+}
+
+// convBN emits one Conv whose weight and bias are conv's weight with BN bn
+// folded in (formula on Backbone); its output value is named conv.
+func (b backboneBuilder) convBN(x, conv, bn string, out, in, k, stride, pad int) (string, error) {
+	w, err := b.state.get(conv+".weight", out, in, k, k)
+	if err != nil {
+		return "", err
+	}
+	var bnParams [4][]float32
+	for i, p := range []string{"weight", "bias", "running_mean", "running_var"} {
+		if bnParams[i], err = b.state.get(bn+"."+p, out); err != nil {
+			return "", err
+		}
+	}
+	gamma, beta, mean, variance := bnParams[0], bnParams[1], bnParams[2], bnParams[3]
+	folded := make([]float32, len(w))
+	bias := make([]float32, out)
+	per := in * k * k
+	for o := range out {
+		v := float64(variance[o]) + bnEpsilon
+		if v <= 0 {
+			return "", fmt.Errorf("%w: backbone tensor %q has negative variance %v at channel %d",
+				ErrState, bn+".running_var", variance[o], o)
+		}
+		scale := float64(gamma[o]) / math.Sqrt(v)
+		for i := o * per; i < (o+1)*per; i++ {
+			folded[i] = float32(float64(w[i]) * scale)
+		}
+		bias[o] = float32(float64(beta[o]) - float64(mean[o])*scale)
+	}
+	wName := b.g.floats(conv+".weight", []int{out, in, k, k}, folded)
+	bName := b.g.floats(conv+".bias", []int{out}, bias)
+	return b.g.op("Conv", conv, []string{x, wName, bName},
+		attrInts("kernel_shape", int64(k), int64(k)),
+		attrInts("strides", int64(stride), int64(stride)),
+		attrInts("pads", int64(pad), int64(pad), int64(pad), int64(pad))), nil
+}
+
+// reduce is the linear 1x1 conv (with bias, no BN, no ReLU) from the last
+// stage's channels to the feature dimension S (METHOD.md, "Networks").
+func (b backboneBuilder) reduce(x string, in, s int) (string, error) {
+	w, err := b.state.get("reduce.weight", s, in, 1, 1)
+	if err != nil {
+		return "", err
+	}
+	bias, err := b.state.get("reduce.bias", s)
+	if err != nil {
+		return "", err
+	}
+	wName := b.g.floats("reduce.weight", []int{s, in, 1, 1}, w)
+	bName := b.g.floats("reduce.bias", []int{s}, bias)
+	return b.g.op("Conv", "reduce", []string{x, wName, bName}, attrInts("kernel_shape", 1, 1)), nil
+}

@@ -1,0 +1,112 @@
+package export
+
+import "fmt"
+
+// DefaultTopK is the number of best classes the exported classifier
+// reports when the caller has no preference; the graph uses min(k, K).
+const DefaultTopK = 5
+
+// normEpsilon keeps the L2 normalisation finite for an all-zero feature,
+// as PyTorch's F.normalize does (eps 1e-12).
+const normEpsilon = 1e-12
+
+// ClassifierTables are the precomputed per-class tables of the Gaussian
+// classifier (the field set of gauss.ClassifierTables). With zh the
+// feature, L2-normalised when Normalize is set,
+//
+//	zh         = z / max(||z||_2, 1e-12)      (Normalize)
+//	score_c(z) = || W_c (zh - m_c) ||^2 + b_c
+//
+// and the predicted class is the one with the smallest score.
+// Means is [K,S] (m_c), Whiten is [K,S,S] (W_c, row-major per class), Bias
+// is [K] (b_c: zero for the Mahalanobis distance, the log-determinant and
+// prior terms for the full Gaussian score).
+type ClassifierTables struct {
+	K, S      int
+	Means     []float32
+	Whiten    []float32
+	Bias      []float32
+	Normalize bool
+}
+
+func (t ClassifierTables) validate() error {
+	if t.K < 1 || t.S < 1 {
+		return fmt.Errorf("%w: classifier tables have K=%d classes and S=%d dims, want both >= 1", ErrState, t.K, t.S)
+	}
+	if err := checkValues("classifier means", t.Means, t.K*t.S); err != nil {
+		return err
+	}
+	if err := checkValues("classifier whiten", t.Whiten, t.K*t.S*t.S); err != nil {
+		return err
+	}
+	return checkValues("classifier bias", t.Bias, t.K)
+}
+
+// Classifier returns classifier.onnx: input "features" [N,S] -> outputs
+// "scores" [N,K], "topk_scores" [N,k] and "topk_indices" [N,k] (int64
+// class indices into the tables), k = min(topK, K), smallest score first,
+// ties by lower class index (ONNX TopK). The graph evaluates all classes
+// with one Gemm:
+//
+//	y      = zh Wall^T - vec(W_c m_c)     Wall = W stacked to [K*S, S]
+//	scores = ReduceSum_S(Reshape(y, [N,K,S])^2) + b
+//
+// Errors wrap ErrState; topK < 1 is an error.
+func Classifier(t ClassifierTables, topK int) ([]byte, error) {
+	g := newGraph("bicyc_classifier")
+	z := g.input("features", elemFloat, batchDim, t.S)
+	k, err := addClassifier(g, z, t, topK)
+	if err != nil {
+		return nil, err
+	}
+	declareScores(g, t.K, k)
+	return marshalModel(g.model(fmt.Sprintf("bicyc Gaussian classifier: features [N,%d] -> scores [N,%d], top-%d smallest", t.S, t.K, k)))
+}
+
+func declareScores(g *graph, classes, k int) {
+	g.output("scores", elemFloat, batchDim, classes)
+	g.output("topk_scores", elemFloat, batchDim, k)
+	g.output("topk_indices", elemInt64, batchDim, k)
+}
+
+// addClassifier appends the scoring graph to g, reading features z [N,S],
+// and returns the effective k.
+func addClassifier(g *graph, z string, t ClassifierTables, topK int) (int, error) {
+	if err := t.validate(); err != nil {
+		return 0, err
+	}
+	if topK < 1 {
+		return 0, fmt.Errorf("%w: top-k is %d, want >= 1", ErrState, topK)
+	}
+	k := min(topK, t.K)
+	if t.Normalize {
+		norm := g.op("ReduceL2", "classifier.norm", []string{z}, attrInts("axes", 1), attrInt("keepdims", 1))
+		eps := g.floats("classifier.norm_eps", nil, []float32{normEpsilon})
+		norm = g.op("Max", "classifier.norm_clamped", []string{norm, eps})
+		z = g.op("Div", "classifier.features_normalized", []string{z, norm})
+	}
+	// offset[c,i] = sum_j W_c[i,j] m_c[j], in float64 so the subtraction in
+	// the graph is the only float32 rounding of the mean term.
+	offset := make([]float32, t.K*t.S)
+	for c := range t.K {
+		for i := range t.S {
+			row := t.Whiten[(c*t.S+i)*t.S : (c*t.S+i+1)*t.S]
+			mean := t.Means[c*t.S : (c+1)*t.S]
+			var sum float64
+			for j, w := range row {
+				sum += float64(w) * float64(mean[j])
+			}
+			offset[c*t.S+i] = float32(-sum)
+		}
+	}
+	w := g.floats("classifier.whiten", []int{t.K * t.S, t.S}, t.Whiten)
+	off := g.floats("classifier.neg_whitened_means", []int{t.K * t.S}, offset)
+	y := g.op("Gemm", "classifier.whitened", []string{z, w, off}, attrInt("transB", 1))
+	y = g.op("Reshape", "classifier.whitened_per_class", []string{y, g.ints("classifier.per_class_shape", []int{3}, -1, int64(t.K), int64(t.S))})
+	sq := g.op("Mul", "classifier.squared", []string{y, y})
+	sum := g.op("ReduceSum", "classifier.distance", []string{sq, g.ints("classifier.sum_axes", []int{1}, 2)}, attrInt("keepdims", 0))
+	scores := g.op("Add", "scores", []string{sum, g.floats("classifier.bias", []int{t.K}, t.Bias)})
+	g.node("TopK", []string{scores, g.ints("classifier.k", []int{1}, int64(k))}, []string{"topk_scores", "topk_indices"},
+		attrInt("axis", -1), attrInt("largest", 0), attrInt("sorted", 1))
+	return k, nil
+}

@@ -1,0 +1,204 @@
+package export
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/bicyc/bicyc/export/onnxpb"
+)
+
+// Format versions of every exported file. Debian's onnx 1.12 checker, the
+// validator the tests run, accepts IR <= 8 and opset <= 17
+// (/work/shared/TOOLCHAIN.md, "ONNX"); ONNX Runtime supports opset 17 from
+// release 1.13 on.
+const (
+	IRVersion         = 8
+	OpsetVersion      = 17
+	MinRuntimeVersion = "1.13.0"
+)
+
+// batchDim is the symbolic batch dimension of every graph input and output.
+const batchDim = "N"
+
+const (
+	elemFloat = onnxpb.TensorProto_FLOAT
+	elemInt64 = onnxpb.TensorProto_INT64
+)
+
+// graph accumulates one ONNX graph. Value names are global within a graph,
+// so every method that creates a value panics on a name that is already
+// taken: that is a bug in this package, never bad outside data.
+type graph struct {
+	name    string
+	nodes   []*onnxpb.NodeProto
+	inits   []*onnxpb.TensorProto
+	inputs  []*onnxpb.ValueInfoProto
+	outputs []*onnxpb.ValueInfoProto
+	taken   map[string]bool
+	ops     map[string]int // per-operator count, for readable unique node names
+}
+
+func newGraph(name string) *graph {
+	return &graph{name: name, taken: map[string]bool{}, ops: map[string]int{}}
+}
+
+func (g *graph) claim(name string) {
+	if name == "" || g.taken[name] {
+		panic(fmt.Sprintf("export: graph %s: value name %q empty or used twice", g.name, name))
+	}
+	g.taken[name] = true
+}
+
+// valueInfo describes a tensor whose dimensions are ints (fixed) or strings
+// (symbolic, such as the batch dimension "N").
+func valueInfo(name string, elem onnxpb.TensorProto_DataType, dims ...any) *onnxpb.ValueInfoProto {
+	shape := &onnxpb.TensorShapeProto{}
+	for _, d := range dims {
+		var dim onnxpb.TensorShapeProto_Dimension
+		switch v := d.(type) {
+		case int:
+			dim.Value = &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: int64(v)}
+		case string:
+			dim.Value = &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: v}
+		default:
+			panic(fmt.Sprintf("export: dimension %v of %q is %T, want int or string", d, name, d))
+		}
+		shape.Dim = append(shape.Dim, &dim)
+	}
+	return &onnxpb.ValueInfoProto{
+		Name: proto.String(name),
+		Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{
+			ElemType: proto.Int32(int32(elem)),
+			Shape:    shape,
+		}}},
+	}
+}
+
+// input declares a graph input and returns its name.
+func (g *graph) input(name string, elem onnxpb.TensorProto_DataType, dims ...any) string {
+	g.claim(name)
+	g.inputs = append(g.inputs, valueInfo(name, elem, dims...))
+	return name
+}
+
+// output declares an existing value as a graph output.
+func (g *graph) output(name string, elem onnxpb.TensorProto_DataType, dims ...any) {
+	if !g.taken[name] {
+		panic(fmt.Sprintf("export: graph %s: output %q is not a value of the graph", g.name, name))
+	}
+	g.outputs = append(g.outputs, valueInfo(name, elem, dims...))
+}
+
+// floats adds a float32 initializer stored as little-endian raw_data.
+func (g *graph) floats(name string, shape []int, data []float32) string {
+	if n := numElements(shape); n != len(data) {
+		panic(fmt.Sprintf("export: initializer %q has shape %v but %d values", name, shape, len(data)))
+	}
+	g.claim(name)
+	raw := make([]byte, 0, 4*len(data))
+	for _, v := range data {
+		raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(v))
+	}
+	g.inits = append(g.inits, &onnxpb.TensorProto{
+		Name: proto.String(name), DataType: proto.Int32(int32(elemFloat)),
+		Dims: int64s(shape), RawData: raw,
+	})
+	return name
+}
+
+// ints adds an int64 initializer (shapes, axes, counts).
+func (g *graph) ints(name string, shape []int, data ...int64) string {
+	if n := numElements(shape); n != len(data) {
+		panic(fmt.Sprintf("export: initializer %q has shape %v but %d values", name, shape, len(data)))
+	}
+	g.claim(name)
+	g.inits = append(g.inits, &onnxpb.TensorProto{
+		Name: proto.String(name), DataType: proto.Int32(int32(elemInt64)),
+		Dims: int64s(shape), Int64Data: append([]int64(nil), data...),
+	})
+	return name
+}
+
+// node adds an operator with explicit output names and returns them.
+func (g *graph) node(op string, inputs, outputs []string, attrs ...*onnxpb.AttributeProto) []string {
+	for _, in := range inputs {
+		if !g.taken[in] {
+			panic(fmt.Sprintf("export: graph %s: %s input %q is not defined yet", g.name, op, in))
+		}
+	}
+	for _, out := range outputs {
+		g.claim(out)
+	}
+	g.ops[op]++
+	g.nodes = append(g.nodes, &onnxpb.NodeProto{
+		Name:      proto.String(fmt.Sprintf("%s_%d", op, g.ops[op])),
+		OpType:    proto.String(op),
+		Input:     append([]string(nil), inputs...),
+		Output:    append([]string(nil), outputs...),
+		Attribute: attrs,
+	})
+	return outputs
+}
+
+// op adds a single-output operator whose output is called out.
+func (g *graph) op(op, out string, inputs []string, attrs ...*onnxpb.AttributeProto) string {
+	return g.node(op, inputs, []string{out}, attrs...)[0]
+}
+
+// model wraps the graph in a ModelProto of IRVersion and OpsetVersion.
+func (g *graph) model(doc string) *onnxpb.ModelProto {
+	return &onnxpb.ModelProto{
+		IrVersion:    proto.Int64(IRVersion),
+		OpsetImport:  []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(OpsetVersion)}},
+		ProducerName: proto.String("bicyc"),
+		DocString:    proto.String(doc),
+		Graph: &onnxpb.GraphProto{
+			Name:        proto.String(g.name),
+			Node:        g.nodes,
+			Initializer: g.inits,
+			Input:       g.inputs,
+			Output:      g.outputs,
+		},
+	}
+}
+
+// marshalModel encodes m deterministically, so the same weights always give
+// the same bytes and the same SHA-256 in the bundle manifest.
+func marshalModel(m *onnxpb.ModelProto) ([]byte, error) {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("export: encode onnx model %s: %w", m.GetGraph().GetName(), err)
+	}
+	return b, nil
+}
+
+func attrInts(name string, v ...int64) *onnxpb.AttributeProto {
+	return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: v}
+}
+
+func attrInt(name string, v int64) *onnxpb.AttributeProto {
+	return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(v)}
+}
+
+func attrFloat(name string, v float32) *onnxpb.AttributeProto {
+	return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_FLOAT.Enum(), F: proto.Float32(v)}
+}
+
+func numElements(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+func int64s(v []int) []int64 {
+	out := make([]int64, len(v))
+	for i, x := range v {
+		out[i] = int64(x)
+	}
+	return out
+}
