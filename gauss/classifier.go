@@ -1,0 +1,354 @@
+package gauss
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/mat"
+)
+
+// NoClass is what Predict returns for a row whose scores are all NaN (a NaN
+// feature). It never equals a label.
+const NoClass = -1
+
+// NormEpsilon is the floor of the feature norm in L2 normalisation, as in
+// torch.nn.functional.normalize, which the authors' code uses.
+const NormEpsilon = 1e-12
+
+// ClassifierOptions configure NewClassifier. DefaultClassifierOptions gives
+// the published setting (METHOD.md, "Classifier").
+type ClassifierOptions struct {
+	// Shrink is gamma in Sigma' = Sigma + gamma*(tr(Sigma)/S)*I + 1e-8 I;
+	// the authors use 3 at test time. Must be >= 0.
+	Shrink float64
+	// Normalize turns Sigma' into its correlation matrix and L2-normalises
+	// both the feature and the class mean before the distance (on in the
+	// published runs).
+	Normalize bool
+	// FullGaussian adds log det Sigma'_c - 2 log pi_c to the score, the
+	// paper's eq. (bayes_score); off in the published runs.
+	FullGaussian bool
+}
+
+// DefaultClassifierOptions returns Shrink 3, Normalize true, FullGaussian
+// false (METHOD.md, "Classifier").
+func DefaultClassifierOptions() ClassifierOptions {
+	return ClassifierOptions{Shrink: 3, Normalize: true}
+}
+
+// ClassifierTables are the classifier's parameters in the form the ONNX
+// exporter writes into classifier.onnx. For K classes in S dimensions:
+//
+//	Means  [K, S]     class means m_c, already L2-normalised when Normalize
+//	Whiten [K, S, S]  W_c = L_c^-1, row-major per class, Sigma'_c = L_c L_c^T
+//	                  (lower triangular, so each W_c is lower triangular)
+//	Bias   [K]        0, or log det Sigma'_c - 2 log pi_c when FullGaussian
+//
+// and the score of a feature z (smaller is closer) is
+//
+//	zh        = z / max(||z||_2, 1e-12)   if Normalize, else z
+//	score_c   = || W_c (zh - m_c) ||^2 + b_c
+//
+// The slices belong to the caller.
+type ClassifierTables struct {
+	K, S      int
+	Means     []float32
+	Whiten    []float32
+	Bias      []float32
+	Normalize bool
+}
+
+// Classifier is the task-agnostic Mahalanobis (or full Gaussian) classifier
+// over Gaussian prototypes, METHOD.md "Classifier" and the paper's appendix
+// A.1.2. It is immutable after NewClassifier and safe for concurrent use.
+type Classifier struct {
+	k, s      int
+	normalize bool
+	means     []float64 // [K, S]
+	whiten    []float64 // [K*S, S]: the W_c stacked on top of each other
+	offsets   []float64 // [K, S]: W_c m_c
+	bias      []float64 // [K]
+	fallbacks []Fallback
+}
+
+// NewClassifier builds the classifier for the prototypes protos, class c
+// being protos[c]. For each class (METHOD.md, "Classifier"):
+//
+//	Sigma'_c = Sigma_c + shrink*(tr(Sigma_c)/S)*I + 1e-8 I
+//	Sigma'_c <- D^-1/2 Sigma'_c D^-1/2,  D = diag(Sigma'_c)   if Normalize
+//	m_c      = mu_c / max(||mu_c||, 1e-12)                    if Normalize
+//	W_c      = L_c^-1 with L_c L_c^T = Sigma'_c               (see Cholesky)
+//	b_c      = log det Sigma'_c - 2 log pi_c                  if FullGaussian
+//
+// priors are used only when FullGaussian: nil means uniform pi_c = 1/K,
+// otherwise len(priors) must be K with positive entries, which are
+// normalised to sum 1, so class counts can be passed as they are. Invalid
+// options, priors or prototypes (mismatched dimensions, NaN) give errors that
+// name the class and wrap ErrShape, ErrNonFinite or ErrNotPositiveDefinite.
+func NewClassifier(protos []Gaussian, priors []float64, opts ClassifierOptions) (*Classifier, error) {
+	if !(opts.Shrink >= 0) || math.IsInf(opts.Shrink, 1) {
+		return nil, fmt.Errorf("gauss: classifier: shrink %v is not a finite value >= 0", opts.Shrink)
+	}
+	k := len(protos)
+	if k == 0 {
+		return nil, errors.New("gauss: classifier: no prototypes")
+	}
+	logPriors, err := logPriors(priors, k)
+	if err != nil {
+		return nil, err
+	}
+	s := protos[0].Dim()
+	c := &Classifier{
+		k:         k,
+		s:         s,
+		normalize: opts.Normalize,
+		means:     make([]float64, k*s),
+		whiten:    make([]float64, k*s*s),
+		offsets:   make([]float64, k*s),
+		bias:      make([]float64, k),
+		fallbacks: make([]Fallback, k),
+	}
+	for cls, p := range protos {
+		if err := p.Validate(); err != nil {
+			return nil, fmt.Errorf("gauss: classifier: class %d: %w", cls, err)
+		}
+		if p.Dim() != s {
+			return nil, fmt.Errorf("gauss: classifier: class %d has dimension %d, class 0 has %d: %w", cls, p.Dim(), s, ErrShape)
+		}
+		shrunk := Shrink(p.Cov, opts.Shrink)
+		mean := c.means[cls*s : (cls+1)*s]
+		copy(mean, p.Mean)
+		if opts.Normalize {
+			if err := toCorrelation(shrunk); err != nil {
+				return nil, fmt.Errorf("gauss: classifier: class %d: %w", cls, err)
+			}
+			normalizeL2(mean)
+		}
+		chol, fb, err := Cholesky(shrunk)
+		if err != nil {
+			return nil, fmt.Errorf("gauss: classifier: class %d: %w", cls, err)
+		}
+		c.fallbacks[cls] = fb
+		var l mat.TriDense
+		chol.LTo(&l)
+		w := blas64.General{Rows: s, Cols: s, Stride: s, Data: c.whiten[cls*s*s : (cls+1)*s*s]}
+		for i := range s {
+			w.Data[i*s+i] = 1
+		}
+		blas64.Trsm(blas.Left, blas.NoTrans, 1, l.RawTriangular(), w)
+		blas64.Gemv(blas.NoTrans, 1, w, blas64.Vector{N: s, Inc: 1, Data: mean},
+			0, blas64.Vector{N: s, Inc: 1, Data: c.offsets[cls*s : (cls+1)*s]})
+		if opts.FullGaussian {
+			c.bias[cls] = chol.LogDet() - 2*logPriors[cls]
+		}
+	}
+	return c, nil
+}
+
+// logPriors validates priors and returns log pi_c with pi normalised to sum 1.
+func logPriors(priors []float64, k int) ([]float64, error) {
+	out := make([]float64, k)
+	if priors == nil {
+		for i := range out {
+			out[i] = -math.Log(float64(k))
+		}
+		return out, nil
+	}
+	if len(priors) != k {
+		return nil, fmt.Errorf("gauss: classifier: %d priors for %d classes: %w", len(priors), k, ErrShape)
+	}
+	var sum float64
+	for i, p := range priors {
+		if !(p > 0) || math.IsInf(p, 1) {
+			return nil, fmt.Errorf("gauss: classifier: prior of class %d is %v, want a positive finite number", i, p)
+		}
+		sum += p
+	}
+	for i, p := range priors {
+		out[i] = math.Log(p / sum)
+	}
+	return out, nil
+}
+
+// toCorrelation replaces a by D^-1/2 a D^-1/2 with D = diag(a).
+func toCorrelation(a *mat.SymDense) error {
+	s := a.SymmetricDim()
+	inv := make([]float64, s)
+	for i := range s {
+		d := a.At(i, i)
+		if !(d > 0) {
+			return fmt.Errorf("shrunk covariance has diagonal entry [%d] = %v: %w", i, d, ErrNotPositiveDefinite)
+		}
+		inv[i] = 1 / math.Sqrt(d)
+	}
+	for i := range s {
+		for j := i; j < s; j++ {
+			a.SetSym(i, j, a.At(i, j)*inv[i]*inv[j])
+		}
+	}
+	return nil
+}
+
+// normalizeL2 scales v to unit L2 norm, v / max(||v||, NormEpsilon).
+func normalizeL2(v []float64) {
+	var ss float64
+	for _, x := range v {
+		ss += x * x
+	}
+	scale := 1 / max(math.Sqrt(ss), NormEpsilon)
+	for i := range v {
+		v[i] *= scale
+	}
+}
+
+// Classes returns K, the number of classes.
+func (c *Classifier) Classes() int { return c.k }
+
+// Dim returns S, the feature dimension.
+func (c *Classifier) Dim() int { return c.s }
+
+// Fallbacks returns, per class, which path Cholesky took for Sigma'_c; any
+// value other than Direct means that class's covariance was repaired. The
+// slice belongs to the caller.
+func (c *Classifier) Fallbacks() []Fallback {
+	return append([]Fallback(nil), c.fallbacks...)
+}
+
+// Tables returns fresh float32 copies of the classifier's parameters, the
+// export contract of classifier.onnx (see ClassifierTables).
+func (c *Classifier) Tables() ClassifierTables {
+	return ClassifierTables{
+		K:         c.k,
+		S:         c.s,
+		Means:     toFloat32(c.means),
+		Whiten:    toFloat32(c.whiten),
+		Bias:      toFloat32(c.bias),
+		Normalize: c.normalize,
+	}
+}
+
+func toFloat32(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
+}
+
+// scoreBlock is the number of rows scored per GEMM; it bounds the scratch of
+// one worker to scoreBlock x K*S float64 values.
+const scoreBlock = 64
+
+// Scores returns the [n, K] row-major scores of the n features in z ([n, S]
+// row-major), score_c as in ClassifierTables; smaller is closer. It
+// evaluates all classes at once as one product with the stacked whitening
+// matrices,
+//
+//	Y = Zh [W_1; ...; W_K]^T,   score_c = sum_j (Y[:, cS+j] - (W_c m_c)_j)^2 + b_c
+//
+// in float64 through gonum's blas64 (which uses whatever implementation the
+// program registered with blas64.Use), with blocks of rows spread over
+// GOMAXPROCS goroutines. A row containing NaN gets NaN scores. It panics if
+// len(z) != n*S.
+func (c *Classifier) Scores(z []float32, n int) []float32 {
+	if n < 0 || len(z) != n*c.s {
+		panic(fmt.Sprintf("gauss: scores: %d values for %d rows of dimension %d", len(z), n, c.s))
+	}
+	out := make([]float32, n*c.k)
+	blocks := (n + scoreBlock - 1) / scoreBlock
+	workers := min(runtime.GOMAXPROCS(0), blocks)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			zh := make([]float64, scoreBlock*c.s)
+			y := make([]float64, scoreBlock*c.k*c.s)
+			for b := w; b < blocks; b += workers {
+				start := b * scoreBlock
+				rows := min(scoreBlock, n-start)
+				c.scoreBlock(z[start*c.s:(start+rows)*c.s], rows, zh, y, out[start*c.k:(start+rows)*c.k])
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// scoreBlock scores rows features from z into out using the scratch zh and y.
+func (c *Classifier) scoreBlock(z []float32, rows int, zh, y []float64, out []float32) {
+	s, ks := c.s, c.k*c.s
+	zh = zh[:rows*s]
+	for i, v := range z {
+		zh[i] = float64(v)
+	}
+	if c.normalize {
+		for i := range rows {
+			normalizeL2(zh[i*s : (i+1)*s])
+		}
+	}
+	ym := blas64.General{Rows: rows, Cols: ks, Stride: ks, Data: y[:rows*ks]}
+	blas64.Gemm(blas.NoTrans, blas.Trans, 1,
+		blas64.General{Rows: rows, Cols: s, Stride: s, Data: zh},
+		blas64.General{Rows: ks, Cols: s, Stride: s, Data: c.whiten},
+		0, ym)
+	for i := range rows {
+		yrow := ym.Data[i*ks : (i+1)*ks]
+		for cls := range c.k {
+			var ss float64
+			off := c.offsets[cls*s : (cls+1)*s]
+			for j, v := range yrow[cls*s : (cls+1)*s] {
+				d := v - off[j]
+				ss += d * d
+			}
+			out[i*c.k+cls] = float32(ss + c.bias[cls])
+		}
+	}
+}
+
+// Predict returns, for each of the n features in z ([n, S] row-major), the
+// class with the smallest score among allowed: nil allows every class
+// (task-agnostic, TAg, paper eq. bayes_pred_tag), a task's classes give the
+// task-aware prediction (TAw, eq. bayes_pred_taw). Ties go to the lower class
+// index whatever the order of allowed; NaN scores never win, and a row whose
+// allowed scores are all NaN predicts NoClass. It panics if allowed is empty
+// but not nil, holds an index outside [0, K), or len(z) != n*S.
+func (c *Classifier) Predict(z []float32, n int, allowed []int) []int {
+	if allowed != nil && len(allowed) == 0 {
+		panic("gauss: predict: empty allowed class set")
+	}
+	for _, cls := range allowed {
+		if cls < 0 || cls >= c.k {
+			panic(fmt.Sprintf("gauss: predict: allowed class %d outside [0, %d)", cls, c.k))
+		}
+	}
+	scores := c.Scores(z, n)
+	pred := make([]int, n)
+	for i := range n {
+		row := scores[i*c.k : (i+1)*c.k]
+		best, bestScore := NoClass, float32(0)
+		consider := func(cls int) {
+			v := row[cls]
+			if math.IsNaN(float64(v)) {
+				return
+			}
+			if best == NoClass || v < bestScore || (v == bestScore && cls < best) {
+				best, bestScore = cls, v
+			}
+		}
+		if allowed == nil {
+			for cls := range c.k {
+				consider(cls)
+			}
+		} else {
+			for _, cls := range allowed {
+				consider(cls)
+			}
+		}
+		pred[i] = best
+	}
+	return pred
+}
