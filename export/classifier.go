@@ -1,35 +1,18 @@
 package export
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/bicyc/bicyc/gauss"
+)
 
 // DefaultTopK is the number of best classes the exported classifier
 // reports when the caller has no preference; the graph uses min(k, K).
 const DefaultTopK = 5
 
-// normEpsilon keeps the L2 normalisation finite for an all-zero feature,
-// as PyTorch's F.normalize does (eps 1e-12).
-const normEpsilon = 1e-12
-
-// ClassifierTables are the precomputed per-class tables of the Gaussian
-// classifier (the field set of gauss.ClassifierTables). With zh the
-// feature, L2-normalised when Normalize is set,
-//
-//	zh         = z / max(||z||_2, 1e-12)      (Normalize)
-//	score_c(z) = || W_c (zh - m_c) ||^2 + b_c
-//
-// and the predicted class is the one with the smallest score.
-// Means is [K,S] (m_c), Whiten is [K,S,S] (W_c, row-major per class), Bias
-// is [K] (b_c: zero for the Mahalanobis distance, the log-determinant and
-// prior terms for the full Gaussian score).
-type ClassifierTables struct {
-	K, S      int
-	Means     []float32
-	Whiten    []float32
-	Bias      []float32
-	Normalize bool
-}
-
-func (t ClassifierTables) validate() error {
+// validateTables checks the table sizes against K and S and that every
+// value is finite.
+func validateTables(t gauss.ClassifierTables) error {
 	if t.K < 1 || t.S < 1 {
 		return fmt.Errorf("%w: classifier tables have K=%d classes and S=%d dims, want both >= 1", ErrState, t.K, t.S)
 	}
@@ -42,7 +25,13 @@ func (t ClassifierTables) validate() error {
 	return checkValues("classifier bias", t.Bias, t.K)
 }
 
-// Classifier returns classifier.onnx: input "features" [N,S] -> outputs
+// Classifier returns classifier.onnx for the tables of gauss.Classifier
+// (t.Tables()), which define the score of class c (smaller is closer):
+//
+//	zh         = z / max(||z||_2, 1e-12)      if t.Normalize, else z
+//	score_c(z) = || W_c (zh - m_c) ||^2 + b_c
+//
+// The model maps input "features" [N,S] -> outputs
 // "scores" [N,K], "topk_scores" [N,k] and "topk_indices" [N,k] (int64
 // class indices into the tables), k = min(topK, K), smallest score first,
 // ties by lower class index (ONNX TopK). The graph evaluates all classes
@@ -52,7 +41,7 @@ func (t ClassifierTables) validate() error {
 //	scores = ReduceSum_S(Reshape(y, [N,K,S])^2) + b
 //
 // Errors wrap ErrState; topK < 1 is an error.
-func Classifier(t ClassifierTables, topK int) ([]byte, error) {
+func Classifier(t gauss.ClassifierTables, topK int) ([]byte, error) {
 	g := newGraph("bicyc_classifier")
 	z := g.input("features", elemFloat, batchDim, t.S)
 	k, err := addClassifier(g, z, t, topK)
@@ -71,8 +60,8 @@ func declareScores(g *graph, classes, k int) {
 
 // addClassifier appends the scoring graph to g, reading features z [N,S],
 // and returns the effective k.
-func addClassifier(g *graph, z string, t ClassifierTables, topK int) (int, error) {
-	if err := t.validate(); err != nil {
+func addClassifier(g *graph, z string, t gauss.ClassifierTables, topK int) (int, error) {
+	if err := validateTables(t); err != nil {
 		return 0, err
 	}
 	if topK < 1 {
@@ -81,7 +70,7 @@ func addClassifier(g *graph, z string, t ClassifierTables, topK int) (int, error
 	k := min(topK, t.K)
 	if t.Normalize {
 		norm := g.op("ReduceL2", "classifier.norm", []string{z}, attrInts("axes", 1), attrInt("keepdims", 1))
-		eps := g.floats("classifier.norm_eps", nil, []float32{normEpsilon})
+		eps := g.floats("classifier.norm_eps", nil, []float32{gauss.NormEpsilon})
 		norm = g.op("Max", "classifier.norm_clamped", []string{norm, eps})
 		z = g.op("Div", "classifier.features_normalized", []string{z, norm})
 	}

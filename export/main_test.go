@@ -14,6 +14,7 @@ import (
 
 	ort "github.com/yalue/onnxruntime_go"
 
+	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
@@ -234,8 +235,8 @@ func randomResNet18(rng *rand.Rand, in, s int) []safetensors.Tensor {
 
 // randomTables builds classifier tables with a random whitening matrix per
 // class, as gauss would from a Cholesky factor.
-func randomTables(rng *rand.Rand, k, s int, normalize bool) ClassifierTables {
-	t := ClassifierTables{K: k, S: s, Normalize: normalize,
+func randomTables(rng *rand.Rand, k, s int, normalize bool) gauss.ClassifierTables {
+	t := gauss.ClassifierTables{K: k, S: s, Normalize: normalize,
 		Means: make([]float32, k*s), Whiten: make([]float32, k*s*s), Bias: make([]float32, k)}
 	for i := range t.Means {
 		t.Means[i] = float32(rng.NormFloat64() * 0.3)

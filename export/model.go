@@ -3,13 +3,14 @@ package export
 import (
 	"fmt"
 
+	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
 // Model returns model.onnx, the backbone and classifier fused: input
 // "image" [N,C,H,W] -> "scores", "topk_scores", "topk_indices" as in
 // Classifier. The classifier's S must equal shape.FeatureDim.
-func Model(shape BackboneShape, backbone []safetensors.Tensor, t ClassifierTables, topK int) ([]byte, error) {
+func Model(shape BackboneShape, backbone []safetensors.Tensor, t gauss.ClassifierTables, topK int) ([]byte, error) {
 	if t.S != shape.FeatureDim {
 		return nil, fmt.Errorf("%w: classifier tables have S=%d but the backbone's feature dim is %d", ErrState, t.S, shape.FeatureDim)
 	}

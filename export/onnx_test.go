@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/bicyc/bicyc/export/onnxpb"
+	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
@@ -347,14 +348,14 @@ func TestBadStateIsRejected(t *testing.T) {
 func TestBadTablesAreRejected(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 20))
 	for i, tc := range []struct {
-		edit func(*ClassifierTables)
+		edit func(*gauss.ClassifierTables)
 		topK int
 		want string
 	}{
-		{func(c *ClassifierTables) { c.Whiten = c.Whiten[1:] }, 5, "classifier whiten has 47 values, want 48"},
-		{func(c *ClassifierTables) { c.Bias[1] = float32(math.Inf(1)) }, 5, "classifier bias has non-finite value +Inf at index 1"},
-		{func(c *ClassifierTables) { c.K = 0 }, 5, "K=0 classes"},
-		{func(*ClassifierTables) {}, 0, "top-k is 0"},
+		{func(c *gauss.ClassifierTables) { c.Whiten = c.Whiten[1:] }, 5, "classifier whiten has 47 values, want 48"},
+		{func(c *gauss.ClassifierTables) { c.Bias[1] = float32(math.Inf(1)) }, 5, "classifier bias has non-finite value +Inf at index 1"},
+		{func(c *gauss.ClassifierTables) { c.K = 0 }, 5, "K=0 classes"},
+		{func(*gauss.ClassifierTables) {}, 0, "top-k is 0"},
 	} {
 		tables := randomTables(rng, 3, 4, true)
 		tc.edit(&tables)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
@@ -179,7 +180,7 @@ func refMLP(x []float64, state []safetensors.Tensor) []float64 {
 
 // refScores is score_c = ||W_c (zh - m_c)||^2 + b_c for one feature row,
 // computed per class without the offset trick the graph uses.
-func refScores(z []float64, t ClassifierTables) []float64 {
+func refScores(z []float64, t gauss.ClassifierTables) []float64 {
 	zh := append([]float64(nil), z...)
 	if t.Normalize {
 		var n float64
