@@ -1,0 +1,132 @@
+package data
+
+import (
+	"fmt"
+	"math/rand/v2"
+)
+
+// Augment is the training-time augmentation of uint8 CHW images, applied
+// before normalisation (METHOD.md, "Augmentation (CIFAR)": random crop 32
+// with padding 4, horizontal flip). The zero value copies images unchanged.
+type Augment struct {
+	// CropPadding p > 0 pads the image with p zero pixels on every side
+	// and crops a random window of the original size, that is, shifts the
+	// image by (dx, dy) drawn uniformly from [-p, p]^2 and fills the
+	// uncovered border with 0. As torchvision's RandomCrop(size, padding=p)
+	// on uint8 images, before normalisation.
+	CropPadding int `json:"crop_padding"`
+	// HorizontalFlip mirrors the image left-right with probability 1/2.
+	HorizontalFlip bool `json:"horizontal_flip"`
+}
+
+// Enabled reports whether Apply does anything but copy.
+func (a Augment) Enabled() bool { return a.CropPadding > 0 || a.HorizontalFlip }
+
+// Apply writes an augmented copy of the CHW image src (c x h x w uint8) to
+// dst, drawing its randomness from rng: first the crop offsets (x, then y)
+// when CropPadding > 0, then the flip when HorizontalFlip is set. src and dst
+// must not overlap. It panics if a slice is shorter than c*h*w or
+// CropPadding is negative.
+func (a Augment) Apply(rng *rand.Rand, src, dst []uint8, c, h, w int) {
+	checkImage("Augment.Apply", src, dst, c, h, w)
+	if a.CropPadding < 0 {
+		panic(fmt.Sprintf("data: Augment.Apply: negative crop padding %d", a.CropPadding))
+	}
+	dx, dy := 0, 0
+	if a.CropPadding > 0 {
+		dx = rng.IntN(2*a.CropPadding+1) - a.CropPadding
+		dy = rng.IntN(2*a.CropPadding+1) - a.CropPadding
+	}
+	shift(src, dst, c, h, w, dx, dy)
+	if a.HorizontalFlip && rng.IntN(2) == 1 {
+		FlipHorizontal(dst, dst, c, h, w)
+	}
+}
+
+// shift writes dst[ch][y][x] = src[ch][y+dy][x+dx], or 0 where that falls
+// outside src: the crop at offset (p+dx, p+dy) of the zero-padded image.
+func shift(src, dst []uint8, c, h, w, dx, dy int) {
+	// Columns of dst whose source column is inside the image.
+	x0, x1 := max(0, -dx), min(w, w-dx)
+	for ch := range c {
+		for y := range h {
+			row := dst[(ch*h+y)*w : (ch*h+y+1)*w]
+			sy := y + dy
+			if sy < 0 || sy >= h || x0 >= x1 {
+				clear(row)
+				continue
+			}
+			srow := src[(ch*h+sy)*w : (ch*h+sy+1)*w]
+			clear(row[:x0])
+			copy(row[x0:x1], srow[x0+dx:x1+dx])
+			clear(row[x1:])
+		}
+	}
+}
+
+// FlipHorizontal writes the left-right mirror of the CHW image src
+// (c x h x w) to dst: dst[ch][y][x] = src[ch][y][w-1-x]. dst may be src (an
+// in-place flip) but must not partially overlap it. It panics if a slice is
+// shorter than c*h*w.
+func FlipHorizontal(src, dst []uint8, c, h, w int) {
+	checkImage("FlipHorizontal", src, dst, c, h, w)
+	inPlace := c*h*w > 0 && &src[0] == &dst[0]
+	for r := range c * h {
+		s, d := src[r*w:(r+1)*w], dst[r*w:(r+1)*w]
+		if inPlace {
+			for i, j := 0, w-1; i < j; i, j = i+1, j-1 {
+				d[i], d[j] = d[j], d[i]
+			}
+			continue
+		}
+		for x := range d {
+			d[x] = s[w-1-x]
+		}
+	}
+}
+
+// Rotate90 writes the CHW image src (c x h x w, square: h == w) turned by k
+// quarter turns counter-clockwise to dst, as torch.rot90(x, k, dims=(1, 2)):
+// for k = 1, dst[ch][y][x] = src[ch][x][w-1-y]. k may be any integer (taken
+// mod 4; negative turns clockwise). It is the rotation of the task-1
+// rotation self-supervision (METHOD.md, "Task 1"). src and dst must not
+// overlap. It panics if h != w or a slice is shorter than c*h*w.
+func Rotate90(src, dst []uint8, c, h, w, k int) {
+	checkImage("Rotate90", src, dst, c, h, w)
+	if h != w {
+		panic(fmt.Sprintf("data: Rotate90: image is %dx%d, rotation needs a square image", h, w))
+	}
+	n := w
+	for ch := range c {
+		s, d := src[ch*n*n:(ch+1)*n*n], dst[ch*n*n:(ch+1)*n*n]
+		switch ((k % 4) + 4) % 4 {
+		case 0:
+			copy(d, s)
+		case 1:
+			for y := range n {
+				for x := range n {
+					d[y*n+x] = s[x*n+n-1-y]
+				}
+			}
+		case 2:
+			for y := range n {
+				for x := range n {
+					d[y*n+x] = s[(n-1-y)*n+n-1-x]
+				}
+			}
+		case 3:
+			for y := range n {
+				for x := range n {
+					d[y*n+x] = s[(n-1-x)*n+y]
+				}
+			}
+		}
+	}
+}
+
+// checkImage panics unless src and dst hold a c x h x w image.
+func checkImage(fn string, src, dst []uint8, c, h, w int) {
+	if c < 0 || h < 0 || w < 0 || len(src) < c*h*w || len(dst) < c*h*w {
+		panic(fmt.Sprintf("data: %s: image %dx%dx%d needs %d values, src has %d, dst %d", fn, c, h, w, c*h*w, len(src), len(dst)))
+	}
+}

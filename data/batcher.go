@@ -1,0 +1,160 @@
+package data
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+)
+
+// BatchOptions configure a Batcher.
+type BatchOptions struct {
+	// BatchSize is the number of images per batch, >= 1 (METHOD.md: 256).
+	BatchSize int
+	// Shuffle draws a new order of the images every epoch; otherwise
+	// batches follow the given indices.
+	Shuffle bool
+	// DropLast skips a final batch smaller than BatchSize (METHOD.md:
+	// "batch 256 with drop_last").
+	DropLast bool
+	// Seed, with the epoch number, determines all randomness.
+	Seed int64
+	// Augment is applied to each image before normalisation.
+	Augment Augment
+	// Preprocess supplies the normalisation (Mean, Std); its Channels,
+	// Height and Width must equal the dataset's.
+	Preprocess Preprocess
+}
+
+// Batcher streams images of a Dataset in mini-batches of float32 NCHW
+// tensors normalised by Preprocess.Normalize, with their labels.
+//
+// The order of an epoch and its augmentations depend only on (Seed, epoch)
+// and the indices, never on earlier epochs, so a run resumed at epoch e
+// calls Epoch(e) and gets the batches the uninterrupted run would have had.
+// Filling a batch allocates nothing. A Batcher reads the Dataset without
+// modifying it; it is not safe for concurrent use.
+type Batcher struct {
+	ds      *Dataset
+	indices []int
+	opts    BatchOptions
+	norm    normalizer
+	scratch []uint8 // one augmented image
+
+	order []int // this epoch's image order
+	pos   int   // next position in order
+	aug   *rand.Rand
+}
+
+// Randomness streams derived from (Seed, epoch), kept apart so that turning
+// augmentation on or off does not change the shuffle.
+const (
+	streamShuffle = 1
+	streamAugment = 2
+)
+
+// NewBatcher returns a Batcher over the images of ds at indices (nil means
+// all images, in dataset order), positioned at the start of epoch 0. It
+// copies indices. It panics on programmer errors: BatchSize < 1, an invalid
+// Preprocess or one whose size differs from ds, a negative CropPadding, or
+// an index out of range.
+func NewBatcher(ds *Dataset, indices []int, opts BatchOptions) *Batcher {
+	if opts.BatchSize < 1 {
+		panic(fmt.Sprintf("data: NewBatcher: batch size %d, want >= 1", opts.BatchSize))
+	}
+	p := opts.Preprocess
+	if err := p.Validate(); err != nil {
+		panic("data: NewBatcher: " + err.Error())
+	}
+	if p.Channels != ds.Channels || p.Height != ds.Height || p.Width != ds.Width {
+		panic(fmt.Sprintf("data: NewBatcher: preprocessing is %dx%dx%d, dataset %s is %dx%dx%d", p.Channels, p.Height, p.Width, ds.Name, ds.Channels, ds.Height, ds.Width))
+	}
+	if opts.Augment.CropPadding < 0 {
+		panic(fmt.Sprintf("data: NewBatcher: negative crop padding %d", opts.Augment.CropPadding))
+	}
+	if indices == nil {
+		indices = make([]int, ds.Len())
+		for i := range indices {
+			indices[i] = i
+		}
+	} else {
+		for _, i := range indices {
+			if i < 0 || i >= ds.Len() {
+				panic(fmt.Sprintf("data: NewBatcher: index %d out of range [0, %d)", i, ds.Len()))
+			}
+		}
+		indices = append([]int(nil), indices...)
+	}
+	b := &Batcher{
+		ds:      ds,
+		indices: indices,
+		opts:    opts,
+		norm:    p.newNormalizer(),
+		scratch: make([]uint8, ds.ImageSize()),
+		order:   make([]int, len(indices)),
+	}
+	b.Epoch(0)
+	return b
+}
+
+// epochRand returns the generator of one randomness stream of an epoch.
+func (b *Batcher) epochRand(epoch, stream int) *rand.Rand {
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[0:], uint64(b.opts.Seed))
+	binary.LittleEndian.PutUint64(seed[8:], uint64(epoch))
+	binary.LittleEndian.PutUint64(seed[16:], uint64(stream))
+	return rand.New(rand.NewChaCha8(seed))
+}
+
+// Epoch starts epoch epoch: it sets the image order (shuffled from
+// (Seed, epoch) when Shuffle is set) and the augmentation randomness, and
+// rewinds to the first batch.
+func (b *Batcher) Epoch(epoch int) {
+	copy(b.order, b.indices)
+	if b.opts.Shuffle {
+		rng := b.epochRand(epoch, streamShuffle)
+		rng.Shuffle(len(b.order), func(i, j int) { b.order[i], b.order[j] = b.order[j], b.order[i] })
+	}
+	b.aug = b.epochRand(epoch, streamAugment)
+	b.pos = 0
+}
+
+// Len returns the number of images per epoch (including a dropped tail).
+func (b *Batcher) Len() int { return len(b.indices) }
+
+// NumBatches returns the number of batches per epoch: Len()/BatchSize
+// rounded down with DropLast, up without.
+func (b *Batcher) NumBatches() int {
+	if b.opts.DropLast {
+		return len(b.indices) / b.opts.BatchSize
+	}
+	return (len(b.indices) + b.opts.BatchSize - 1) / b.opts.BatchSize
+}
+
+// Next fills the next batch: n images, augmented and normalised, into
+// x[:n*C*H*W] (NCHW) and their dataset labels into labels[:n]; the rest of x
+// and labels is left as it was. n is BatchSize except for a short last
+// batch (never returned with DropLast). ok is false, with n = 0, once the
+// epoch is exhausted. It panics if x or labels are too short for n images.
+func (b *Batcher) Next(x []float32, labels []int) (n int, ok bool) {
+	n = min(b.opts.BatchSize, len(b.order)-b.pos)
+	if n <= 0 || (b.opts.DropLast && n < b.opts.BatchSize) {
+		b.pos = len(b.order)
+		return 0, false
+	}
+	size := b.ds.ImageSize()
+	if len(x) < n*size || len(labels) < n {
+		panic(fmt.Sprintf("data: Batcher.Next: batch of %d images needs %d floats and %d labels, got %d and %d", n, n*size, n, len(x), len(labels)))
+	}
+	aug := b.opts.Augment
+	for j, idx := range b.order[b.pos : b.pos+n] {
+		img := b.ds.Image(idx)
+		if aug.Enabled() {
+			aug.Apply(b.aug, img, b.scratch, b.ds.Channels, b.ds.Height, b.ds.Width)
+			img = b.scratch
+		}
+		b.norm.apply(img, x[j*size:(j+1)*size])
+		labels[j] = b.ds.Labels[idx]
+	}
+	b.pos += n
+	return n, true
+}

@@ -1,0 +1,110 @@
+package data
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors wrapped by the loaders, so callers can branch with
+// errors.Is. A missing file wraps fs.ErrNotExist instead.
+var (
+	// ErrFormat marks a malformed data file: wrong magic bytes, a
+	// truncated or oversized payload, inconsistent counts, a record size
+	// that does not divide the file, or an image that cannot be decoded.
+	ErrFormat = errors.New("malformed data file")
+	// ErrLabelRange marks a label that is not below the number of class
+	// names of the dataset.
+	ErrLabelRange = errors.New("label out of range")
+	// ErrEmptyClass marks a class folder without any image file.
+	ErrEmptyClass = errors.New("empty class folder")
+	// ErrClassMismatch marks a train and a test image folder whose class
+	// sub-folders differ.
+	ErrClassMismatch = errors.New("train and test class folders differ")
+)
+
+// Dataset is an in-memory labelled image set.
+//
+// Pixels holds Len() images of Channels x Height x Width uint8 values each,
+// image after image, in NCHW order. Labels[i] is the class id of image i, in
+// [0, NumClasses()), and ClassNames[id] is that class's name. Source names
+// the file or directory the data came from.
+//
+// A Dataset returned by a loader is consistent (len(Pixels) =
+// Len()*Channels*Height*Width, every label in range) and is never modified
+// by this package afterwards, so concurrent reads are safe.
+type Dataset struct {
+	Name                    string
+	Channels, Height, Width int
+	Pixels                  []uint8
+	Labels                  []int
+	ClassNames              []string
+	Source                  string
+}
+
+// Len returns the number of images.
+func (d *Dataset) Len() int { return len(d.Labels) }
+
+// NumClasses returns the number of classes, len(ClassNames).
+func (d *Dataset) NumClasses() int { return len(d.ClassNames) }
+
+// ImageSize returns the number of uint8 values of one image,
+// Channels*Height*Width.
+func (d *Dataset) ImageSize() int { return d.Channels * d.Height * d.Width }
+
+// Image returns image i as a CHW view into Pixels (not a copy; its capacity
+// ends with the image, so appending to it cannot overwrite image i+1). It
+// panics if i is out of range.
+func (d *Dataset) Image(i int) []uint8 {
+	if i < 0 || i >= d.Len() {
+		panic(fmt.Sprintf("data: image index %d out of range [0, %d)", i, d.Len()))
+	}
+	n := d.ImageSize()
+	return d.Pixels[i*n : (i+1)*n : (i+1)*n]
+}
+
+// Subset returns the indices of the images whose label is in classes, in
+// dataset order. Classes outside [0, NumClasses()) match nothing.
+func (d *Dataset) Subset(classes []int) []int {
+	wanted := make([]bool, d.NumClasses())
+	for _, c := range classes {
+		if c >= 0 && c < len(wanted) {
+			wanted[c] = true
+		}
+	}
+	var idx []int
+	for i, l := range d.Labels {
+		if wanted[l] {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// ClassCounts returns the number of images of each class, indexed by label.
+func (d *Dataset) ClassCounts() []int {
+	counts := make([]int, d.NumClasses())
+	for _, l := range d.Labels {
+		counts[l]++
+	}
+	return counts
+}
+
+// checkLabels reports the first label that is not below numClasses.
+func checkLabels(file string, labels []int, numClasses int) error {
+	for i, l := range labels {
+		if l < 0 || l >= numClasses {
+			return fmt.Errorf("data: %s: %w: record %d has label %d, dataset has %d classes", file, ErrLabelRange, i, l, numClasses)
+		}
+	}
+	return nil
+}
+
+// numberedClassNames returns "class_0" .. "class_{n-1}", the fallback names
+// when a dataset ships none.
+func numberedClassNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("class_%d", i)
+	}
+	return names
+}

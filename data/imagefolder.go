@@ -1,0 +1,235 @@
+package data
+
+import (
+	"fmt"
+	"image"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	// Decoders for image.Decode, registered for image folders and for
+	// callers of Preprocess that decode with image.Decode.
+	_ "image/gif"
+	_ "image/jpeg"
+	_ "image/png"
+
+	_ "golang.org/x/image/bmp"
+	_ "golang.org/x/image/tiff"
+	_ "golang.org/x/image/webp"
+)
+
+// ImageExtensions are the file name extensions (lower case) that image
+// folders read; other files are ignored. Each has a decoder registered by
+// this package.
+var ImageExtensions = []string{".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff", ".webp"}
+
+// LoadImageFolder reads a dataset stored as one sub-folder of root per class,
+// in the layout of torchvision's ImageFolder: the sorted sub-folder names are
+// the class names and their indices the labels. Each class folder is walked
+// recursively in lexical order; files with an ImageExtensions extension (any
+// case) are decoded (the format is detected from the content) and turned
+// into uint8 CHW by p.Pixels, the same conversion inference applies. Hidden
+// files and folders (name starting with ".") and other files are skipped.
+// Only p's Channels, Height, Width and Background matter here.
+//
+// Errors name the folder or file and wrap ErrPreprocess (invalid p),
+// ErrEmptyClass (a class folder without images, or no class folder at
+// all), ErrFormat (an image that does not decode) or fs.ErrNotExist.
+func LoadImageFolder(root string, p Preprocess) (*Dataset, error) {
+	classes, err := classFolders(root)
+	if err != nil {
+		return nil, err
+	}
+	return loadImageFolder(root, classes, p)
+}
+
+// LoadImageFolders reads a training and a test image folder (see
+// LoadImageFolder). Both must have the same class sub-folders; otherwise
+// the error wraps ErrClassMismatch and names the classes that differ.
+func LoadImageFolders(trainRoot, testRoot string, p Preprocess) (train, test *Dataset, err error) {
+	trainClasses, err := classFolders(trainRoot)
+	if err != nil {
+		return nil, nil, err
+	}
+	testClasses, err := classFolders(testRoot)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !slices.Equal(trainClasses, testClasses) {
+		return nil, nil, fmt.Errorf("data: %s and %s: %w: only in train %q, only in test %q", trainRoot, testRoot, ErrClassMismatch, missingFrom(trainClasses, testClasses), missingFrom(testClasses, trainClasses))
+	}
+	if train, err = loadImageFolder(trainRoot, trainClasses, p); err != nil {
+		return nil, nil, err
+	}
+	if test, err = loadImageFolder(testRoot, testClasses, p); err != nil {
+		return nil, nil, err
+	}
+	return train, test, nil
+}
+
+// missingFrom returns the names of a that are not in b.
+func missingFrom(a, b []string) []string {
+	var out []string
+	for _, name := range a {
+		if !slices.Contains(b, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// classFolders returns the sorted names of the visible sub-folders of root.
+func classFolders(root string) ([]string, error) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("data: image folder: %w", err)
+	}
+	var classes []string
+	for _, e := range entries {
+		if isDir(root, e) && !strings.HasPrefix(e.Name(), ".") {
+			classes = append(classes, e.Name())
+		}
+	}
+	if len(classes) == 0 {
+		return nil, fmt.Errorf("data: %s: %w: no class sub-folders", root, ErrEmptyClass)
+	}
+	return classes, nil // os.ReadDir sorts by name
+}
+
+// isDir reports whether e is a directory, following a symbolic link.
+func isDir(parent string, e fs.DirEntry) bool {
+	if e.Type()&fs.ModeSymlink != 0 {
+		st, err := os.Stat(filepath.Join(parent, e.Name()))
+		return err == nil && st.IsDir()
+	}
+	return e.IsDir()
+}
+
+// loadImageFolder lists and decodes the images of the given class folders.
+func loadImageFolder(root string, classes []string, p Preprocess) (*Dataset, error) {
+	if err := p.checkGeometry(); err != nil {
+		return nil, fmt.Errorf("data: image folder %s: %w", root, err)
+	}
+	var files []string
+	var labels []int
+	for label, class := range classes {
+		classFiles, err := imageFiles(filepath.Join(root, class))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range classFiles {
+			files = append(files, f)
+			labels = append(labels, label)
+		}
+	}
+	ds := &Dataset{
+		Name:       filepath.Base(filepath.Clean(root)),
+		Channels:   p.Channels,
+		Height:     p.Height,
+		Width:      p.Width,
+		Pixels:     make([]uint8, len(files)*p.ImageSize()),
+		Labels:     labels,
+		ClassNames: slices.Clone(classes),
+		Source:     root,
+	}
+	if err := decodeAll(files, ds, p); err != nil {
+		return nil, err
+	}
+	return ds, nil
+}
+
+// imageFiles walks dir in lexical order and returns its image files.
+func imageFiles(dir string) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path != dir && strings.HasPrefix(e.Name(), ".") {
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !e.IsDir() && slices.Contains(ImageExtensions, strings.ToLower(filepath.Ext(path))) {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("data: image folder: %w", err)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("data: %s: %w: no image files (%s)", dir, ErrEmptyClass, strings.Join(ImageExtensions, " "))
+	}
+	return files, nil
+}
+
+// decodeAll decodes files[i] into image i of ds, on all CPUs. On failure it
+// returns the error of the first failing file in list order.
+func decodeAll(files []string, ds *Dataset, p Preprocess) error {
+	errs := make([]error, len(files))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(files)) {
+		wg.Go(func() {
+			for i := range jobs {
+				img, err := DecodeImageFile(files[i])
+				if err != nil {
+					errs[i] = err
+					continue
+				}
+				copy(ds.Pixels[i*ds.ImageSize():], p.Pixels(img))
+			}
+		})
+	}
+	for i := range files {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MaxImagePixels bounds the width*height an image header may declare
+// (64 megapixels): a larger image is refused before its pixels are
+// allocated, so a crafted header cannot exhaust memory.
+const MaxImagePixels = 1 << 26
+
+// DecodeImageFile opens and decodes one image file of any registered format
+// (PNG, JPEG, GIF, BMP, TIFF, WebP), detected from its content. Errors name
+// the file and wrap ErrFormat when the content does not decode or declares
+// more than MaxImagePixels pixels, or the os error (fs.ErrNotExist, ...) when
+// the file cannot be read.
+func DecodeImageFile(path string) (image.Image, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	defer f.Close()
+	cfg, _, err := image.DecodeConfig(f)
+	if err != nil {
+		return nil, fmt.Errorf("data: %s: %w: decode image header: %w", path, ErrFormat, err)
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > MaxImagePixels {
+		return nil, fmt.Errorf("data: %s: %w: image header declares %dx%d pixels, want 1 to %d", path, ErrFormat, cfg.Width, cfg.Height, MaxImagePixels)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("data: %s: %w", path, err)
+	}
+	img, _, err := image.Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("data: %s: %w: decode image: %w", path, ErrFormat, err)
+	}
+	return img, nil
+}

@@ -1,0 +1,254 @@
+package data
+
+import (
+	"errors"
+	"fmt"
+	"image"
+	"math"
+
+	"golang.org/x/image/draw"
+)
+
+// ResizeCatmullRom names the resize filter of Preprocess:
+// golang.org/x/image/draw.CatmullRom, the bicubic Catmull-Rom spline (a = -0.5),
+// applied to 16-bit premultiplied colour. It is the only filter offered, so
+// training and inference cannot disagree about it.
+const ResizeCatmullRom = "catmull-rom"
+
+// maxPreprocessSide bounds Height and Width so a corrupt manifest cannot ask
+// for a gigantic buffer per image.
+const maxPreprocessSide = 8192
+
+// ErrPreprocess marks an invalid Preprocess (see Preprocess.Validate).
+var ErrPreprocess = errors.New("invalid preprocessing")
+
+// Preprocess converts a decoded image into the network's input. It is the
+// single definition of test-time preprocessing: training evaluation and the
+// ONNX inference side both call Image, and the export step writes this
+// struct into the model manifest (hence the JSON names).
+//
+// The steps, in order:
+//
+//  1. Composite alpha onto Background, in 16-bit premultiplied colour
+//     (c is a colour channel of image.Image's RGBA(), a its alpha, bg the
+//     background channel times 0x101, integer division):
+//
+//     out = c + bg*(65535 - a)/65535
+//
+//     Opaque pixels pass unchanged. The zero Background is black, which is
+//     what Go's own colour models do with premultiplied alpha and matches
+//     the black backgrounds of MNIST and Fashion-MNIST; set {255, 255, 255}
+//     for datasets photographed on white.
+//
+//  2. Resize to Height x Width with Catmull-Rom (ResizeCatmullRom) only when
+//     the image size differs; an image of the right size is not resampled.
+//     The aspect ratio is not preserved.
+//
+//  3. Convert to Channels: 3 keeps R, G, B (the high byte of each 16-bit
+//     value); 1 takes the ITU-R BT.601 luma exactly as image/color.GrayModel
+//     does,
+//
+//     y = (19595*r + 38470*g + 7471*b + 1<<15) >> 24   (16-bit r, g, b in, 8-bit y out)
+//
+//     so a gray image comes back with its own values.
+//
+//  4. Normalise (Normalize): x = (pix/255 - Mean[c]) / Std[c].
+//
+// Steps 1-3 are Pixels and give uint8 CHW; datasets store that form. A
+// Preprocess is a value; its methods do not modify it and are safe for
+// concurrent use.
+type Preprocess struct {
+	Channels   int       `json:"channels"`
+	Height     int       `json:"height"`
+	Width      int       `json:"width"`
+	Mean       []float32 `json:"mean"`
+	Std        []float32 `json:"std"`
+	Resize     string    `json:"resize"`
+	Background [3]uint8  `json:"background"`
+}
+
+// Validate reports every problem of p joined into one error wrapping
+// ErrPreprocess: Channels not 1 or 3, Height or Width outside [1, 8192],
+// Mean or Std without one finite value per channel, a Std value <= 0, or a
+// Resize other than "catmull-rom" (the empty string means catmull-rom).
+// Call it on any Preprocess read from outside (a manifest) before use.
+func (p Preprocess) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrPreprocess}, args...)...))
+	}
+	if err := p.checkGeometry(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(p.Mean) != p.Channels {
+		bad("%d mean values for %d channels", len(p.Mean), p.Channels)
+	}
+	if len(p.Std) != p.Channels {
+		bad("%d std values for %d channels", len(p.Std), p.Channels)
+	}
+	for c, m := range p.Mean {
+		if math.IsNaN(float64(m)) || math.IsInf(float64(m), 0) {
+			bad("mean[%d] = %v is not finite", c, m)
+		}
+	}
+	for c, s := range p.Std {
+		if !(s > 0) || math.IsInf(float64(s), 0) {
+			bad("std[%d] = %v, want a finite value > 0", c, s)
+		}
+	}
+	if p.Resize != "" && p.Resize != ResizeCatmullRom {
+		bad("resize %q, want %q", p.Resize, ResizeCatmullRom)
+	}
+	return errors.Join(errs...)
+}
+
+// checkGeometry validates the fields Pixels needs.
+func (p Preprocess) checkGeometry() error {
+	var errs []error
+	if p.Channels != 1 && p.Channels != 3 {
+		errs = append(errs, fmt.Errorf("%w: channels %d, want 1 or 3", ErrPreprocess, p.Channels))
+	}
+	if p.Height < 1 || p.Height > maxPreprocessSide || p.Width < 1 || p.Width > maxPreprocessSide {
+		errs = append(errs, fmt.Errorf("%w: size %dx%d, want each side in [1, %d]", ErrPreprocess, p.Height, p.Width, maxPreprocessSide))
+	}
+	return errors.Join(errs...)
+}
+
+// ImageSize returns Channels*Height*Width, the length of Pixels' result.
+func (p Preprocess) ImageSize() int { return p.Channels * p.Height * p.Width }
+
+// Pixels runs steps 1-3 (alpha, resize, channels) and returns a new uint8
+// CHW slice of length Channels*Height*Width. An image with empty bounds
+// gives an all-zero result. It panics if Channels, Height or Width are
+// invalid (see Validate).
+func (p Preprocess) Pixels(img image.Image) []uint8 {
+	if err := p.checkGeometry(); err != nil {
+		panic("data: Preprocess.Pixels: " + err.Error())
+	}
+	out := make([]uint8, p.ImageSize())
+	b := img.Bounds()
+	if b.Empty() {
+		return out
+	}
+	rgba := composite(img, p.Background)
+	if b.Dx() != p.Width || b.Dy() != p.Height {
+		resized := image.NewRGBA64(image.Rect(0, 0, p.Width, p.Height))
+		draw.CatmullRom.Scale(resized, resized.Bounds(), rgba, rgba.Bounds(), draw.Src, nil)
+		rgba = resized
+	}
+	plane := p.Height * p.Width
+	for i := range plane {
+		px := rgba.Pix[8*i : 8*i+6 : 8*i+6]
+		r := uint32(px[0])<<8 | uint32(px[1])
+		g := uint32(px[2])<<8 | uint32(px[3])
+		bl := uint32(px[4])<<8 | uint32(px[5])
+		if p.Channels == 1 {
+			out[i] = uint8((19595*r + 38470*g + 7471*bl + 1<<15) >> 24)
+		} else {
+			out[i] = uint8(r >> 8)
+			out[plane+i] = uint8(g >> 8)
+			out[2*plane+i] = uint8(bl >> 8)
+		}
+	}
+	return out
+}
+
+// composite returns img composited onto the opaque colour bg, as an opaque
+// RGBA64 image whose bounds start at (0, 0).
+func composite(img image.Image, bg [3]uint8) *image.RGBA64 {
+	b := img.Bounds()
+	out := image.NewRGBA64(image.Rect(0, 0, b.Dx(), b.Dy()))
+	bg16 := [3]uint32{uint32(bg[0]) * 0x101, uint32(bg[1]) * 0x101, uint32(bg[2]) * 0x101}
+	fast, _ := img.(image.RGBA64Image)
+	i := 0
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			var c [3]uint32
+			var a uint32
+			if fast != nil {
+				v := fast.RGBA64At(x, y)
+				c, a = [3]uint32{uint32(v.R), uint32(v.G), uint32(v.B)}, uint32(v.A)
+			} else {
+				c[0], c[1], c[2], a = img.At(x, y).RGBA()
+			}
+			for k := range c {
+				if a != 0xffff {
+					c[k] += bg16[k] * (0xffff - a) / 0xffff
+				}
+				// A well-formed premultiplied colour never exceeds its
+				// alpha; clamp so a malformed custom image cannot wrap.
+				c[k] = min(c[k], 0xffff)
+				out.Pix[i+2*k] = uint8(c[k] >> 8)
+				out.Pix[i+2*k+1] = uint8(c[k])
+			}
+			out.Pix[i+6], out.Pix[i+7] = 0xff, 0xff
+			i += 8
+		}
+	}
+	return out
+}
+
+// Normalize writes step 4 for one or more CHW images:
+//
+//	dst[i] = (float32(pix[i])/255 - Mean[c]) / Std[c],   c = (i / (Height*Width)) mod Channels
+//
+// computed in float32. pix and dst must have the same length, a multiple of
+// Channels*Height*Width; it panics otherwise or if Mean or Std have fewer
+// than Channels values.
+func (p Preprocess) Normalize(pix []uint8, dst []float32) {
+	n := p.newNormalizer()
+	if len(pix) != len(dst) || len(pix)%p.ImageSize() != 0 {
+		panic(fmt.Sprintf("data: Preprocess.Normalize: %d pixels into %d floats, want equal lengths that are a multiple of %d", len(pix), len(dst), p.ImageSize()))
+	}
+	n.apply(pix, dst)
+}
+
+// Image is the test-time preprocessing function: Pixels then Normalize, as
+// a new float32 CHW slice (a batch of one in NCHW). It panics on an invalid
+// Preprocess: call Validate on one read from outside.
+func (p Preprocess) Image(img image.Image) []float32 {
+	if err := p.Validate(); err != nil {
+		panic("data: Preprocess.Image: " + err.Error())
+	}
+	pix := p.Pixels(img)
+	dst := make([]float32, len(pix))
+	p.Normalize(pix, dst)
+	return dst
+}
+
+// normalizer holds, per channel, the normalised value of each of the 256
+// pixel values, so normalising a batch is a table look-up per pixel and
+// every caller gets bit-identical results.
+type normalizer struct {
+	plane int
+	table [][256]float32
+}
+
+func (p Preprocess) newNormalizer() normalizer {
+	if p.Channels < 1 || len(p.Mean) < p.Channels || len(p.Std) < p.Channels || p.Height < 1 || p.Width < 1 {
+		panic(fmt.Sprintf("data: Preprocess: %d channels of %dx%d with %d mean and %d std values", p.Channels, p.Height, p.Width, len(p.Mean), len(p.Std)))
+	}
+	n := normalizer{plane: p.Height * p.Width, table: make([][256]float32, p.Channels)}
+	for c := range n.table {
+		for v := range 256 {
+			n.table[c][v] = (float32(v)/255 - p.Mean[c]) / p.Std[c]
+		}
+	}
+	return n
+}
+
+// apply normalises whole CHW images; len(pix) must be a multiple of
+// len(table)*plane and len(dst) at least len(pix).
+func (n normalizer) apply(pix []uint8, dst []float32) {
+	dst = dst[:len(pix)]
+	for off := 0; off < len(pix); off += n.plane * len(n.table) {
+		for c := range n.table {
+			t := &n.table[c]
+			s := off + c*n.plane
+			d := dst[s : s+n.plane]
+			for i, v := range pix[s : s+n.plane] {
+				d[i] = t[v]
+			}
+		}
+	}
+}

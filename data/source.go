@@ -1,0 +1,122 @@
+package data
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"path/filepath"
+)
+
+// Dataset kinds accepted by Open and DefaultNormalization.
+const (
+	KindFashionMNIST = "fashion-mnist"
+	KindMNIST        = "mnist"
+	KindCIFAR10      = "cifar10"
+	KindCIFAR100     = "cifar100"
+	KindImageFolder  = "imagefolder"
+)
+
+// ErrSource marks a Source that names no loadable dataset (an unknown kind
+// or a missing directory or size).
+var ErrSource = errors.New("invalid data source")
+
+// Source says where a dataset lives; it is decoded from configuration.
+//
+// Kind is one of the Kind constants. Dir is the dataset directory for the
+// IDX and CIFAR kinds (empty for fashion-mnist means FashionMNISTDir). For
+// imagefolder, TrainDir and TestDir are the two class-folder roots, or, when
+// both are empty, Dir/train and Dir/test; Channels (0 means 3), Height and
+// Width give the size every image is converted to.
+type Source struct {
+	Kind     string `json:"kind"`
+	Dir      string `json:"dir,omitempty"`
+	TrainDir string `json:"train_dir,omitempty"`
+	TestDir  string `json:"test_dir,omitempty"`
+	Channels int    `json:"channels,omitempty"`
+	Height   int    `json:"height,omitempty"`
+	Width    int    `json:"width,omitempty"`
+}
+
+// Open loads the training and test sets that src names. Errors wrap
+// ErrSource for a bad Source, otherwise those of the loader.
+func Open(src Source) (train, test *Dataset, err error) {
+	switch src.Kind {
+	case KindFashionMNIST:
+		return LoadFashionMNIST(src.Dir)
+	case KindMNIST, KindCIFAR10, KindCIFAR100:
+		if src.Dir == "" {
+			return nil, nil, fmt.Errorf("data: %w: kind %q needs dir", ErrSource, src.Kind)
+		}
+		switch src.Kind {
+		case KindMNIST:
+			return LoadMNIST(src.Dir)
+		case KindCIFAR10:
+			return LoadCIFAR10(src.Dir)
+		}
+		return LoadCIFAR100(src.Dir)
+	case KindImageFolder:
+		trainDir, testDir := src.TrainDir, src.TestDir
+		if trainDir == "" && testDir == "" && src.Dir != "" {
+			trainDir, testDir = filepath.Join(src.Dir, "train"), filepath.Join(src.Dir, "test")
+		}
+		if trainDir == "" || testDir == "" {
+			return nil, nil, fmt.Errorf("data: %w: imagefolder needs train_dir and test_dir, or dir holding train/ and test/", ErrSource)
+		}
+		p, err := DefaultPreprocess(KindImageFolder, cmp.Or(src.Channels, 3), src.Height, src.Width)
+		if err != nil {
+			return nil, nil, fmt.Errorf("data: %w: imagefolder: %w", ErrSource, err)
+		}
+		return LoadImageFolders(trainDir, testDir, p)
+	}
+	return nil, nil, fmt.Errorf("data: %w: unknown kind %q, want one of %q", ErrSource, src.Kind, []string{KindFashionMNIST, KindMNIST, KindCIFAR10, KindCIFAR100, KindImageFolder})
+}
+
+// DefaultNormalization returns the per-channel mean and standard deviation
+// (of pixel/255) used to normalise a dataset kind, new slices each call, or
+// nil, nil for an unknown kind:
+//
+//	fashion-mnist  0.2860 / 0.3530                                  training-set statistics (the test in this package recomputes them from the 60000 images)
+//	mnist          0.1307 / 0.3081                                  training-set statistics, as in PyTorch's MNIST example
+//	cifar10        (0.4914, 0.4822, 0.4465) / (0.2470, 0.2435, 0.2616)  per-channel training-set statistics
+//	cifar100       (0.5071, 0.4865, 0.4409) / (0.2673, 0.2564, 0.2762)  per-channel training-set statistics
+//	imagefolder    (0.485, 0.456, 0.406) / (0.229, 0.224, 0.225)     ImageNet's, as in torchvision's pretrained-model documentation
+//
+// METHOD.md ("Augmentation (CIFAR)") asks for normalisation with the
+// dataset's channel mean and std.
+func DefaultNormalization(kind string) (mean, std []float32) {
+	switch kind {
+	case KindFashionMNIST:
+		return []float32{0.2860}, []float32{0.3530}
+	case KindMNIST:
+		return []float32{0.1307}, []float32{0.3081}
+	case KindCIFAR10:
+		return []float32{0.4914, 0.4822, 0.4465}, []float32{0.2470, 0.2435, 0.2616}
+	case KindCIFAR100:
+		return []float32{0.5071, 0.4865, 0.4409}, []float32{0.2673, 0.2564, 0.2762}
+	case KindImageFolder:
+		return []float32{0.485, 0.456, 0.406}, []float32{0.229, 0.224, 0.225}
+	}
+	return nil, nil
+}
+
+// DefaultPreprocess returns the Preprocess for images of a dataset kind at
+// channels x height x width: DefaultNormalization(kind), Catmull-Rom resize,
+// black background. It fails (wrapping ErrPreprocess) for an unknown kind,
+// for a channel count that the kind's normalisation does not have (a
+// grayscale image folder needs its own Mean and Std), or for an invalid size.
+func DefaultPreprocess(kind string, channels, height, width int) (Preprocess, error) {
+	mean, std := DefaultNormalization(kind)
+	if mean == nil {
+		return Preprocess{}, fmt.Errorf("%w: no default normalisation for kind %q", ErrPreprocess, kind)
+	}
+	p := Preprocess{Channels: channels, Height: height, Width: width, Mean: mean, Std: std, Resize: ResizeCatmullRom}
+	if err := p.Validate(); err != nil {
+		return Preprocess{}, fmt.Errorf("kind %q at %dx%dx%d: %w", kind, channels, height, width, err)
+	}
+	return p, nil
+}
+
+// PreprocessFor returns DefaultPreprocess(kind, ...) at the size of ds.
+func PreprocessFor(kind string, ds *Dataset) (Preprocess, error) {
+	return DefaultPreprocess(kind, ds.Channels, ds.Height, ds.Width)
+}
