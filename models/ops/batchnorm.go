@@ -99,7 +99,7 @@ type bnOp struct {
 	n, c, s        int // batch, channels, spatial size per channel
 
 	mean, invStd []float64
-	out          outBuffer
+	out          buffer
 }
 
 func (op *bnOp) Arity() int { return 3 }
@@ -235,7 +235,7 @@ func bnForward[T float](op *bnOp, x, gamma, beta, y []T) {
 type bnGradOp struct {
 	fwd           *bnOp
 	dgamma, dbeta []float64
-	out           outBuffer
+	out           buffer
 }
 
 func (op *bnGradOp) Arity() int { return 4 }
@@ -329,7 +329,7 @@ func bnBackward[T float](op *bnGradOp, x, gamma, y, dy, dx []T) {
 type bnParamGradOp struct {
 	src  *bnGradOp
 	beta bool
-	out  outBuffer
+	out  buffer
 }
 
 func (op *bnParamGradOp) Arity() int { return 1 }

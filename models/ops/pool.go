@@ -47,7 +47,7 @@ func GlobalAvgPool(x *G.Node) (*G.Node, error) {
 // working gradient.)
 type globalAvgPoolOp struct {
 	shape tensor.Shape // [N,C,H,W]
-	out   outBuffer
+	out   buffer
 }
 
 func (op *globalAvgPoolOp) Arity() int    { return 1 }
@@ -105,7 +105,7 @@ func globalAvgPool[T float](x, y []T, s int) {
 // globalAvgPoolGradOp maps dy [N,C] to dx [N,C,H,W] with dx[n,c,i,j] = dy[n,c]/(H·W).
 type globalAvgPoolGradOp struct {
 	shape tensor.Shape // [N,C,H,W] of x
-	out   outBuffer
+	out   buffer
 }
 
 func (op *globalAvgPoolGradOp) Arity() int    { return 1 }

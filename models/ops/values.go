@@ -10,18 +10,19 @@ import (
 )
 
 // float is the element type the ops compute in.
-type float interface{ ~float32 | ~float64 }
+type float interface{ float32 | float64 }
 
 // opSerial numbers stateful op instances so that gorgonia's graph, which merges nodes with equal hashes,
 // never merges two of them.
 var opSerial atomic.Uint64
 
-// outBuffer is a tensor an op instance owns and returns from Do on every run, so steps do not allocate.
-type outBuffer struct{ t *tensor.Dense }
+// buffer is a tensor an op instance owns: an output it returns from Do on every run, or private scratch space,
+// so that training steps do not allocate.
+type buffer struct{ t *tensor.Dense }
 
 // get returns the buffer with dtype dt and the given shape, reallocating only when the size or dtype
 // changed. The shape is restored on every call because a downstream op may have reshaped the value in place.
-func (b *outBuffer) get(dt tensor.Dtype, shape ...int) *tensor.Dense {
+func (b *buffer) get(dt tensor.Dtype, shape ...int) *tensor.Dense {
 	size := 1
 	for _, s := range shape {
 		size *= s
