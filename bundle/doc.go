@@ -1,0 +1,21 @@
+// Package bundle is the one definition of bicyc's model directory: what
+// export writes and infer reads.
+//
+//	manifest.json           Manifest (schema_version 1): classes, task stream,
+//	                        feature dim, architecture, classifier options,
+//	                        preprocessing, training config and metrics, and
+//	                        the size and SHA-256 of every other file
+//	backbone.onnx           image [N,C,H,W] (NCHW, normalised) -> features [N,S]
+//	adapter.onnx            features_old [N,S] -> features [N,S] (tasks > 1 only)
+//	classifier.onnx         features [N,S] -> scores [N,K], topk_scores, topk_indices [N,k]
+//	model.onnx              image -> scores, topk_scores, topk_indices
+//	prototypes.safetensors  Prototypes: Gaussian means [K,S], covariances
+//	                        [K,S,S] and the classifier tables
+//
+// Write replaces a directory only once the new one is complete and synced,
+// so an interrupted export never leaves a half-written model that looks
+// valid and never destroys the previous one. Open verifies every file
+// against the manifest before anything is used; its errors name the file
+// and wrap ErrSchemaVersion, ErrMissingFile, ErrChecksum, ErrManifest or
+// ErrPrototypes.
+package bundle

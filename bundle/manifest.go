@@ -1,0 +1,193 @@
+package bundle
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// SchemaVersion is the manifest format this package writes and the only
+// one Open accepts. Bump it on any change a reader of version 1 would
+// misread.
+const SchemaVersion = 1
+
+// Names of the files of a model directory.
+const (
+	ManifestFile   = "manifest.json"
+	BackboneFile   = "backbone.onnx"   // image [N,C,H,W] -> features [N,S]
+	AdapterFile    = "adapter.onnx"    // features_old [N,S] -> features [N,S]; only when Manifest.Adapter is set
+	ClassifierFile = "classifier.onnx" // features [N,S] -> scores [N,K], topk_scores, topk_indices
+	ModelFile      = "model.onnx"      // image -> scores, topk_scores, topk_indices
+	PrototypesFile = "prototypes.safetensors"
+)
+
+// requiredFiles must be listed in every manifest.
+var requiredFiles = []string{BackboneFile, ClassifierFile, ModelFile, PrototypesFile}
+
+// ErrManifest is wrapped by every error about manifest content that is not
+// a schema version mismatch: malformed JSON, inconsistent classes and
+// tasks, missing required entries.
+var ErrManifest = errors.New("invalid manifest")
+
+// Manifest describes a model directory; it is stored as manifest.json.
+// Classes are in score order: column c of the ONNX scores, and index c of
+// topk_indices and of the prototypes, is Classes[c].
+type Manifest struct {
+	SchemaVersion int       `json:"schema_version"`
+	BicycVersion  string    `json:"bicyc_version"`
+	CreatedAt     time.Time `json:"created_at"`
+	// MinRuntimeVersion is the oldest ONNX Runtime release that runs the
+	// ONNX files (opset support), e.g. "1.13.0".
+	MinRuntimeVersion string `json:"onnxruntime_min_version"`
+
+	// Backbone is the architecture of backbone.onnx ("convnet", "resnet18").
+	Backbone   string `json:"backbone"`
+	FeatureDim int    `json:"feature_dim"`
+	// Adapter is the kind of adapter.onnx ("mlp", "linear"), or empty when
+	// the directory has none (a model trained on one task).
+	Adapter    string            `json:"adapter,omitempty"`
+	Classifier ClassifierOptions `json:"classifier"`
+	Preprocess Preprocess        `json:"preprocess"`
+
+	Classes []Class `json:"classes"`
+	// Tasks is the task stream: Tasks[t] lists the class IDs of task t in
+	// training order.
+	Tasks [][]int `json:"tasks"`
+
+	// Config and Metrics are the trainer's configuration and results,
+	// stored verbatim so that this package does not depend on the trainer.
+	Config  json.RawMessage `json:"config,omitempty"`
+	Metrics json.RawMessage `json:"metrics,omitempty"`
+
+	// Files maps every other file of the directory to its checksum.
+	Files map[string]File `json:"files"`
+}
+
+// Class is one class the model predicts.
+type Class struct {
+	ID   int    `json:"id"`   // the dataset's label
+	Name string `json:"name"` // human-readable; may be empty
+	Task int    `json:"task"` // index into Manifest.Tasks
+}
+
+// ClassifierOptions are the options the classifier tables were built with
+// (gauss.ClassifierOptions) and the k of the exported top-k outputs.
+type ClassifierOptions struct {
+	Normalize    bool    `json:"normalize"`
+	Shrink       float64 `json:"shrink"`
+	FullGaussian bool    `json:"full_gaussian"`
+	TopK         int     `json:"top_k"`
+}
+
+// Preprocess is the test-time preprocessing the backbone expects, field for
+// field the JSON form of data.Preprocess: composite alpha onto Background,
+// resize to Height x Width with the Resize filter, convert to Channels,
+// then x = (pix/255 - Mean[c]) / Std[c].
+type Preprocess struct {
+	Channels   int       `json:"channels"`
+	Height     int       `json:"height"`
+	Width      int       `json:"width"`
+	Mean       []float32 `json:"mean"`
+	Std        []float32 `json:"std"`
+	Resize     string    `json:"resize"`
+	Background [3]uint8  `json:"background"`
+}
+
+// File is the size and lower-case hex SHA-256 of one file.
+type File struct {
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+// Validate reports every inconsistency of m, joined, each wrapping
+// ErrManifest: a non-positive feature dim or top-k, an invalid shrink or
+// preprocessing, duplicate class IDs, classes and tasks that disagree, a
+// required file or the adapter file missing from Files, or a file name that
+// is not a plain name in the directory. It does not look at the disk.
+func (m *Manifest) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrManifest}, args...)...))
+	}
+	if m.Backbone == "" {
+		bad("no backbone architecture")
+	}
+	if m.FeatureDim < 1 {
+		bad("feature_dim %d, want >= 1", m.FeatureDim)
+	}
+	if m.Classifier.TopK < 1 {
+		bad("classifier top_k %d, want >= 1", m.Classifier.TopK)
+	}
+	if !(m.Classifier.Shrink >= 0) || math.IsInf(m.Classifier.Shrink, 0) {
+		bad("classifier shrink %v, want a finite value >= 0", m.Classifier.Shrink)
+	}
+	p := m.Preprocess
+	if p.Channels < 1 || p.Height < 1 || p.Width < 1 || len(p.Mean) != p.Channels || len(p.Std) != p.Channels {
+		bad("preprocess has %d channels, %dx%d, %d means, %d stds; want positive sizes and one mean and std per channel",
+			p.Channels, p.Height, p.Width, len(p.Mean), len(p.Std))
+	}
+	if len(m.Classes) == 0 {
+		bad("no classes")
+	}
+	taskOf := make(map[int]int, len(m.Classes))
+	for t, ids := range m.Tasks {
+		for _, id := range ids {
+			if _, dup := taskOf[id]; dup {
+				bad("class id %d appears in more than one task", id)
+			}
+			taskOf[id] = t
+		}
+	}
+	seen := make(map[int]bool, len(m.Classes))
+	for i, c := range m.Classes {
+		if seen[c.ID] {
+			bad("class id %d appears twice in classes", c.ID)
+		}
+		seen[c.ID] = true
+		if t, ok := taskOf[c.ID]; !ok || t != c.Task {
+			bad("classes[%d] (id %d) says task %d, but the task stream puts it in task %d (-1: none)", i, c.ID, c.Task, lookupTask(taskOf, c.ID))
+		}
+	}
+	if len(taskOf) != len(seen) {
+		bad("the task stream has %d classes, classes has %d", len(taskOf), len(seen))
+	}
+	for _, name := range requiredFiles {
+		if _, ok := m.Files[name]; !ok {
+			bad("files has no %s", name)
+		}
+	}
+	if _, ok := m.Files[AdapterFile]; ok != (m.Adapter != "") {
+		bad("adapter kind %q but %s listed: %v", m.Adapter, AdapterFile, ok)
+	}
+	for name, f := range m.Files {
+		if err := checkFileName(name); err != nil {
+			errs = append(errs, err)
+		}
+		if _, err := hex.DecodeString(f.SHA256); err != nil || f.Size < 0 || len(f.SHA256) != 64 || strings.ToLower(f.SHA256) != f.SHA256 {
+			bad("files[%q] has size %d and sha256 %q, want a size >= 0 and 64 lower-case hex digits", name, f.Size, f.SHA256)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func lookupTask(taskOf map[int]int, id int) int {
+	if t, ok := taskOf[id]; ok {
+		return t
+	}
+	return -1
+}
+
+// checkFileName accepts only plain names inside the directory, so a
+// manifest cannot point Open at files elsewhere.
+func checkFileName(name string) error {
+	if name == "" || name == ManifestFile || strings.HasPrefix(name, ".") ||
+		strings.ContainsAny(name, `/\`) || filepath.Base(name) != name {
+		return fmt.Errorf("%w: file name %q is not a plain file name in the model directory", ErrManifest, name)
+	}
+	return nil
+}
