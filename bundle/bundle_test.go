@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/safetensors"
 )
@@ -53,7 +54,7 @@ func testModel(t *testing.T) (*Manifest, map[string][]byte) {
 		FeatureDim:        2,
 		Adapter:           "mlp",
 		Classifier:        ClassifierOptions{Normalize: true, Shrink: 3, TopK: 3},
-		Preprocess: Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.286}, Std: []float32{0.353},
+		Preprocess: data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.286}, Std: []float32{0.353},
 			Resize: "catmull-rom"},
 		Classes: []Class{{ID: 0, Name: "T-shirt/top", Task: 0}, {ID: 1, Name: "Trouser", Task: 0}, {ID: 7, Name: "Sneaker", Task: 1}},
 		Tasks:   [][]int{{0, 1}, {7}},
@@ -185,6 +186,7 @@ func TestFailedWriteKeepsPreviousModel(t *testing.T) {
 		{func(m *Manifest, _ map[string][]byte) { m.Classes = m.Classes[:2] }, "the task stream has 3 classes, classes has 2"},
 		{func(_ *Manifest, f map[string][]byte) { f[PrototypesFile] = f[PrototypesFile][:40] }, "prototypes.safetensors"},
 		{func(m *Manifest, _ map[string][]byte) { m.FeatureDim = 3 }, "3 prototypes of dim 2, but the manifest has 3 classes of dim 3"},
+		{func(m *Manifest, _ map[string][]byte) { m.Preprocess.Std = []float32{0} }, "std[0] = 0, want a finite value > 0"},
 	} {
 		m, files := testModel(t)
 		tc.edit(m, files)

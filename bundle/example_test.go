@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
 )
 
@@ -34,7 +35,7 @@ func Example() {
 	m := &bundle.Manifest{
 		Backbone: "convnet", FeatureDim: 2,
 		Classifier: bundle.ClassifierOptions{Normalize: true, Shrink: 3, TopK: 2},
-		Preprocess: bundle.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.286}, Std: []float32{0.353}},
+		Preprocess: data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.286}, Std: []float32{0.353}},
 		Classes:    []bundle.Class{{ID: 0, Name: "T-shirt/top"}, {ID: 1, Name: "Trouser"}},
 		Tasks:      [][]int{{0, 1}},
 	}

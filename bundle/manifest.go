@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/bicyc/bicyc/data"
 )
 
 // SchemaVersion is the manifest format this package writes and the only
@@ -52,7 +54,8 @@ type Manifest struct {
 	// the directory has none (a model trained on one task).
 	Adapter    string            `json:"adapter,omitempty"`
 	Classifier ClassifierOptions `json:"classifier"`
-	Preprocess Preprocess        `json:"preprocess"`
+	// Preprocess is the test-time preprocessing the backbone expects.
+	Preprocess data.Preprocess `json:"preprocess"`
 
 	Classes []Class `json:"classes"`
 	// Tasks is the task stream: Tasks[t] lists the class IDs of task t in
@@ -84,20 +87,6 @@ type ClassifierOptions struct {
 	TopK         int     `json:"top_k"`
 }
 
-// Preprocess is the test-time preprocessing the backbone expects, field for
-// field the JSON form of data.Preprocess: composite alpha onto Background,
-// resize to Height x Width with the Resize filter, convert to Channels,
-// then x = (pix/255 - Mean[c]) / Std[c].
-type Preprocess struct {
-	Channels   int       `json:"channels"`
-	Height     int       `json:"height"`
-	Width      int       `json:"width"`
-	Mean       []float32 `json:"mean"`
-	Std        []float32 `json:"std"`
-	Resize     string    `json:"resize"`
-	Background [3]uint8  `json:"background"`
-}
-
 // File is the size and lower-case hex SHA-256 of one file.
 type File struct {
 	SHA256 string `json:"sha256"`
@@ -106,7 +95,7 @@ type File struct {
 
 // Validate reports every inconsistency of m, joined, each wrapping
 // ErrManifest: a non-positive feature dim or top-k, an invalid shrink or
-// preprocessing, duplicate class IDs, classes and tasks that disagree, a
+// preprocessing (also wrapping data.ErrPreprocess), duplicate class IDs, classes and tasks that disagree, a
 // required file or the adapter file missing from Files, or a file name that
 // is not a plain name in the directory. It does not look at the disk.
 func (m *Manifest) Validate() error {
@@ -126,10 +115,8 @@ func (m *Manifest) Validate() error {
 	if !(m.Classifier.Shrink >= 0) || math.IsInf(m.Classifier.Shrink, 0) {
 		bad("classifier shrink %v, want a finite value >= 0", m.Classifier.Shrink)
 	}
-	p := m.Preprocess
-	if p.Channels < 1 || p.Height < 1 || p.Width < 1 || len(p.Mean) != p.Channels || len(p.Std) != p.Channels {
-		bad("preprocess has %d channels, %dx%d, %d means, %d stds; want positive sizes and one mean and std per channel",
-			p.Channels, p.Height, p.Width, len(p.Mean), len(p.Std))
+	if err := m.Preprocess.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrManifest, err))
 	}
 	if len(m.Classes) == 0 {
 		bad("no classes")
