@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/binary"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -49,8 +50,12 @@ func gzipBytes(t testing.TB, raw []byte) []byte {
 	return b.Bytes()
 }
 
+// writeFile writes content to path, creating parent folders.
 func writeFile(t testing.TB, path string, content []byte) {
 	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(path, content, 0o644); err != nil {
 		t.Fatal(err)
 	}
