@@ -15,7 +15,8 @@
 // a Source. Loaders never panic on outside data: malformed files return an
 // error that names the file and the problem and wraps one of the sentinels
 // ErrFormat, ErrLabelRange, ErrEmptyClass or ErrClassMismatch (or
-// fs.ErrNotExist for a missing file). Sizes read from headers are checked
+// fs.ErrNotExist for a missing file); ErrPreprocess, ErrTaskStream and
+// ErrSource mark invalid configuration. Sizes read from headers are checked
 // against limits and against the data actually present before memory is
 // committed to them.
 //

@@ -19,8 +19,8 @@ import (
 const FashionMNISTDir = "/usr/share/datasets/fashion-mnist"
 
 // FashionMNISTClasses are the official Fashion-MNIST class names, indexed by
-// label (Xiao, Rasul and Vollgraf, 2017, table 1 of the Fashion-MNIST
-// README).
+// label (Xiao, Rasul and Vollgraf, 2017: the labels table of the
+// Fashion-MNIST README).
 var FashionMNISTClasses = []string{
 	"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
 	"Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",

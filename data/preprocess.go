@@ -24,35 +24,33 @@ var ErrPreprocess = errors.New("invalid preprocessing")
 
 // Preprocess converts a decoded image into the network's input. It is the
 // single definition of test-time preprocessing: training evaluation and the
-// ONNX inference side both call Image, and the export step writes this
-// struct into the model manifest (hence the JSON names).
+// ONNX inference side both call Image, and the export step writes this struct
+// into the model manifest (hence the JSON names). The steps, in order:
 //
-// The steps, in order:
+// Step 1, alpha: composite onto Background in 16-bit premultiplied colour,
+// with c a colour channel of image.Image's RGBA(), a its alpha and bg the
+// Background channel times 0x101 (integer division):
 //
-//  1. Composite alpha onto Background, in 16-bit premultiplied colour
-//     (c is a colour channel of image.Image's RGBA(), a its alpha, bg the
-//     background channel times 0x101, integer division):
+//	out = c + bg*(65535 - a)/65535
 //
-//     out = c + bg*(65535 - a)/65535
+// Opaque pixels pass unchanged. The zero Background is black, which is what
+// Go's own colour models do with premultiplied alpha and matches the black
+// backgrounds of MNIST and Fashion-MNIST; set {255, 255, 255} for datasets
+// photographed on white.
 //
-//     Opaque pixels pass unchanged. The zero Background is black, which is
-//     what Go's own colour models do with premultiplied alpha and matches
-//     the black backgrounds of MNIST and Fashion-MNIST; set {255, 255, 255}
-//     for datasets photographed on white.
+// Step 2, size: resize to Height x Width with Catmull-Rom (ResizeCatmullRom)
+// only when the image size differs; an image of the right size is not
+// resampled. The aspect ratio is not preserved.
 //
-//  2. Resize to Height x Width with Catmull-Rom (ResizeCatmullRom) only when
-//     the image size differs; an image of the right size is not resampled.
-//     The aspect ratio is not preserved.
+// Step 3, channels: 3 keeps R, G, B (the high byte of each 16-bit value); 1
+// takes the ITU-R BT.601 luma exactly as image/color.GrayModel does, from
+// 16-bit r, g, b to 8-bit y, so a gray image comes back with its own values:
 //
-//  3. Convert to Channels: 3 keeps R, G, B (the high byte of each 16-bit
-//     value); 1 takes the ITU-R BT.601 luma exactly as image/color.GrayModel
-//     does,
+//	y = (19595*r + 38470*g + 7471*b + 1<<15) >> 24
 //
-//     y = (19595*r + 38470*g + 7471*b + 1<<15) >> 24   (16-bit r, g, b in, 8-bit y out)
+// Step 4, normalisation (Normalize), per channel c:
 //
-//     so a gray image comes back with its own values.
-//
-//  4. Normalise (Normalize): x = (pix/255 - Mean[c]) / Std[c].
+//	x = (pix/255 - Mean[c]) / Std[c]
 //
 // Steps 1-3 are Pixels and give uint8 CHW; datasets store that form. A
 // Preprocess is a value; its methods do not modify it and are safe for

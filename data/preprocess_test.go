@@ -248,7 +248,7 @@ func TestDefaultPreprocess(t *testing.T) {
 			t.Errorf("case %d (%s): %+v %v", i, kind, p, err)
 		}
 	}
-	if _, err := DefaultPreprocess(KindImageFolder, 1, 32, 32); !errors.Is(err, ErrPreprocess) {
+	if _, err := DefaultPreprocess(KindImageFolder, 1, 32, 32); !errors.Is(err, ErrPreprocess) || !strings.Contains(err.Error(), "3-channel") {
 		t.Errorf("gray image folder: %v", err)
 	}
 	if _, err := DefaultPreprocess("svhn", 3, 32, 32); !errors.Is(err, ErrPreprocess) {

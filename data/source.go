@@ -62,8 +62,9 @@ func Open(src Source) (train, test *Dataset, err error) {
 		if trainDir == "" || testDir == "" {
 			return nil, nil, fmt.Errorf("data: %w: imagefolder needs train_dir and test_dir, or dir holding train/ and test/", ErrSource)
 		}
-		p, err := DefaultPreprocess(KindImageFolder, cmp.Or(src.Channels, 3), src.Height, src.Width)
-		if err != nil {
+		// Loading needs only the geometry; normalisation is applied later.
+		p := Preprocess{Channels: cmp.Or(src.Channels, 3), Height: src.Height, Width: src.Width}
+		if err := p.checkGeometry(); err != nil {
 			return nil, nil, fmt.Errorf("data: %w: imagefolder: %w", ErrSource, err)
 		}
 		return LoadImageFolders(trainDir, testDir, p)
@@ -73,16 +74,22 @@ func Open(src Source) (train, test *Dataset, err error) {
 
 // DefaultNormalization returns the per-channel mean and standard deviation
 // (of pixel/255) used to normalise a dataset kind, new slices each call, or
-// nil, nil for an unknown kind:
+// nil, nil for an unknown kind. METHOD.md ("Augmentation (CIFAR)") asks for
+// normalisation with the dataset's channel mean and std:
 //
-//	fashion-mnist  0.2860 / 0.3530                                  training-set statistics (the test in this package recomputes them from the 60000 images)
-//	mnist          0.1307 / 0.3081                                  training-set statistics, as in PyTorch's MNIST example
-//	cifar10        (0.4914, 0.4822, 0.4465) / (0.2470, 0.2435, 0.2616)  per-channel training-set statistics
-//	cifar100       (0.5071, 0.4865, 0.4409) / (0.2673, 0.2564, 0.2762)  per-channel training-set statistics
-//	imagefolder    (0.485, 0.456, 0.406) / (0.229, 0.224, 0.225)     ImageNet's, as in torchvision's pretrained-model documentation
+//	kind           mean                       std
+//	fashion-mnist  0.2860                     0.3530
+//	mnist          0.1307                     0.3081
+//	cifar10        (0.4914, 0.4822, 0.4465)   (0.2470, 0.2435, 0.2616)
+//	cifar100       (0.5071, 0.4865, 0.4409)   (0.2673, 0.2564, 0.2762)
+//	imagefolder    (0.485, 0.456, 0.406)      (0.229, 0.224, 0.225)
 //
-// METHOD.md ("Augmentation (CIFAR)") asks for normalisation with the
-// dataset's channel mean and std.
+// Sources: Fashion-MNIST, the pixel statistics of its 60000 training images
+// (this package's test recomputes them: 0.28604, 0.35302); MNIST, the
+// training-set statistics used by PyTorch's MNIST example; CIFAR-10 and
+// CIFAR-100, the per-channel statistics of their 50000 training images;
+// imagefolder, ImageNet's statistics as published with torchvision's
+// pretrained models.
 func DefaultNormalization(kind string) (mean, std []float32) {
 	switch kind {
 	case KindFashionMNIST:
@@ -108,6 +115,9 @@ func DefaultPreprocess(kind string, channels, height, width int) (Preprocess, er
 	mean, std := DefaultNormalization(kind)
 	if mean == nil {
 		return Preprocess{}, fmt.Errorf("%w: no default normalisation for kind %q", ErrPreprocess, kind)
+	}
+	if len(mean) != channels {
+		return Preprocess{}, fmt.Errorf("%w: kind %q has a %d-channel default normalisation, not %d: give mean and std", ErrPreprocess, kind, len(mean), channels)
 	}
 	p := Preprocess{Channels: channels, Height: height, Width: width, Mean: mean, Std: std, Resize: ResizeCatmullRom}
 	if err := p.Validate(); err != nil {

@@ -159,7 +159,7 @@ func (s TaskStream) TaskOf(class int) int {
 }
 
 // SeenClasses returns the classes of tasks 0..t in stream order: the label
-// space after training task t.
+// space after training task t. It panics if t is not in [0, NumTasks()).
 func (s TaskStream) SeenClasses(t int) []int {
 	var classes []int
 	for _, task := range s.Tasks[:t+1] {
