@@ -1,0 +1,156 @@
+package export_test
+
+import (
+	"fmt"
+	"log"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/export"
+	"github.com/bicyc/bicyc/export/onnxpb"
+	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/safetensors"
+)
+
+// describe prints a model's inputs, outputs and operators.
+func describe(model []byte) {
+	var m onnxpb.ModelProto
+	if err := proto.Unmarshal(model, &m); err != nil {
+		log.Fatal(err)
+	}
+	shape := func(v *onnxpb.ValueInfoProto) string {
+		var dims []string
+		for _, d := range v.GetType().GetTensorType().GetShape().GetDim() {
+			if d.GetDimParam() != "" {
+				dims = append(dims, d.GetDimParam())
+			} else {
+				dims = append(dims, fmt.Sprint(d.GetDimValue()))
+			}
+		}
+		return v.GetName() + "[" + strings.Join(dims, ",") + "]"
+	}
+	for _, v := range m.GetGraph().GetInput() {
+		fmt.Println("input ", shape(v))
+	}
+	for _, v := range m.GetGraph().GetOutput() {
+		fmt.Println("output", shape(v))
+	}
+	var ops []string
+	for _, n := range m.GetGraph().GetNode() {
+		ops = append(ops, n.GetOpType())
+	}
+	fmt.Printf("ir %d, opset %d: %s\n", m.GetIrVersion(), m.GetOpsetImport()[0].GetVersion(), strings.Join(ops, " "))
+}
+
+// A classifier over three classes in two dimensions, reporting the two
+// closest classes of each feature.
+func ExampleClassifier() {
+	tables := gauss.ClassifierTables{
+		K: 3, S: 2, Normalize: true,
+		Means:  []float32{1, 0, 0, 1, -1, 0},
+		Whiten: []float32{1, 0, 0, 1, 2, 0, 0, 2, 1, 0, 0, 1},
+		Bias:   []float32{0, 0, 0},
+	}
+	model, err := export.Classifier(tables, 2)
+	if err != nil {
+		log.Fatal(err)
+	}
+	describe(model)
+	// Output:
+	// input  features[N,2]
+	// output scores[N,3]
+	// output topk_scores[N,2]
+	// output topk_indices[N,2]
+	// ir 8, opset 17: ReduceL2 Max Div Gemm Reshape Mul ReduceSum Add TopK
+}
+
+// zeroConvNet is a convnet state dict of zeros with unit BatchNorm
+// variance, standing in for trained weights.
+func zeroConvNet(s int) []safetensors.Tensor {
+	var state []safetensors.Tensor
+	add := func(name string, fill float32, shape ...int) {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		data := make([]float32, n)
+		for i := range data {
+			data[i] = fill
+		}
+		state = append(state, safetensors.Tensor{Name: name, Shape: shape, Data: data})
+	}
+	in := 1
+	for i, out := range []int{32, 64, 128} {
+		add(fmt.Sprintf("conv%d.weight", i+1), 0, out, in, 3, 3)
+		add(fmt.Sprintf("bn%d.weight", i+1), 1, out)
+		add(fmt.Sprintf("bn%d.bias", i+1), 0, out)
+		add(fmt.Sprintf("bn%d.running_mean", i+1), 0, out)
+		add(fmt.Sprintf("bn%d.running_var", i+1), 1, out)
+		in = out
+	}
+	add("reduce.weight", 0, s, 128, 1, 1)
+	add("reduce.bias", 0, s)
+	return state
+}
+
+// The Fashion-MNIST backbone: 28x28 grayscale in, 64 features out.
+func ExampleBackbone() {
+	shape := export.BackboneShape{Arch: export.ArchConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: 64}
+	model, err := export.Backbone(shape, zeroConvNet(64))
+	if err != nil {
+		log.Fatal(err)
+	}
+	describe(model)
+	// Output:
+	// input  image[N,1,28,28]
+	// output features[N,64]
+	// ir 8, opset 17: Conv Relu MaxPool Conv Relu MaxPool Conv Relu Conv GlobalAveragePool Reshape
+}
+
+// Exporting a model after its first task (so without an adapter) and
+// opening the directory as inference does.
+func ExampleWrite() {
+	tmp, err := os.MkdirTemp("", "bicyc-export-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	dir := filepath.Join(tmp, "fmnist")
+
+	const s = 2
+	identity := []float32{1, 0, 0, 1, 1, 0, 0, 1}
+	in := export.Input{
+		Arch: export.ArchConvNet, FeatureDim: s, Backbone: zeroConvNet(s),
+		Means: []float32{1, 0, 0, 1}, Covariances: identity,
+		Tables: gauss.ClassifierTables{K: 2, S: s, Means: []float32{1, 0, 0, 1}, Whiten: identity,
+			Bias: []float32{0, 0}, Normalize: true},
+		Classifier: bundle.ClassifierOptions{Normalize: true, Shrink: 3},
+		Classes:    []bundle.Class{{ID: 0, Name: "T-shirt/top"}, {ID: 1, Name: "Trouser"}},
+		Tasks:      [][]int{{0, 1}},
+		Preprocess: data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.2860}, Std: []float32{0.3530}},
+	}
+	if err := export.Write(dir, in); err != nil {
+		log.Fatal(err)
+	}
+	b, err := bundle.Open(dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(b.Manifest.Files)) {
+		fmt.Println(name)
+	}
+	fmt.Println("top_k:", b.Manifest.Classifier.TopK)
+	// Output:
+	// backbone.onnx
+	// classifier.onnx
+	// model.onnx
+	// prototypes.safetensors
+	// top_k: 2
+}

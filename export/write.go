@@ -1,0 +1,149 @@
+package export
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/safetensors"
+)
+
+// Input is everything Write needs from a finished training run, as plain
+// data so that export does not depend on the trainer. Class c of Means,
+// Covariances, Tables and the ONNX scores is Classes[c]. Write does not
+// modify or keep any slice.
+type Input struct {
+	// Arch is ArchConvNet or ArchResNet18; Backbone its state dict (see
+	// Backbone for the tensor names). The image geometry comes from
+	// Preprocess (Channels, Height, Width).
+	Arch       string
+	FeatureDim int
+	Backbone   []safetensors.Tensor
+
+	// AdapterKind (AdapterMLP, AdapterLinear) and Adapter, the last task's
+	// old-to-new map; Adapter is nil after the first task, and then no
+	// adapter.onnx is written.
+	AdapterKind string
+	Adapter     []safetensors.Tensor
+
+	// Means [K,S] and Covariances [K,S,S] are the raw Gaussian prototypes;
+	// Tables are gauss.Classifier.Tables() built from them with the
+	// options in Classifier.
+	Means, Covariances []float32
+	Tables             gauss.ClassifierTables
+	Classifier         bundle.ClassifierOptions // TopK 0 means DefaultTopK
+
+	Classes    []bundle.Class
+	Tasks      [][]int
+	Preprocess data.Preprocess
+
+	// Config and Metrics are stored verbatim in the manifest.
+	Config, Metrics json.RawMessage
+
+	// Version is the bicyc version recorded in the manifest; empty means
+	// the main module's version from the build info.
+	Version string
+	// CreatedAt is the manifest's creation time; zero means now.
+	CreatedAt time.Time
+}
+
+// Write exports in as a complete model directory at dir (see package
+// bundle): backbone.onnx, adapter.onnx (when in.Adapter is set),
+// classifier.onnx, model.onnx, prototypes.safetensors and manifest.json.
+// The directory is replaced atomically (bundle.Write); nothing is written
+// when any part fails to build. Errors about the weights wrap ErrState.
+func Write(dir string, in Input) error {
+	files, m, err := build(in)
+	if err != nil {
+		return fmt.Errorf("export %s: %w", dir, err)
+	}
+	if err := bundle.Write(dir, m, files); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
+}
+
+// build makes every file and the manifest in memory.
+func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
+	if err := in.Preprocess.Validate(); err != nil {
+		return nil, nil, err
+	}
+	k := len(in.Classes)
+	if in.Tables.K != k || in.Tables.S != in.FeatureDim {
+		return nil, nil, fmt.Errorf("%w: classifier tables are for K=%d, S=%d, the model has %d classes of dim %d",
+			ErrState, in.Tables.K, in.Tables.S, k, in.FeatureDim)
+	}
+	if in.Tables.Normalize != in.Classifier.Normalize {
+		return nil, nil, fmt.Errorf("%w: classifier tables have normalize=%v, the options say %v",
+			ErrState, in.Tables.Normalize, in.Classifier.Normalize)
+	}
+	opts := in.Classifier
+	if opts.TopK == 0 {
+		opts.TopK = DefaultTopK
+	}
+	if opts.TopK < 1 {
+		return nil, nil, fmt.Errorf("%w: top-k is %d, want >= 1", ErrState, opts.TopK)
+	}
+	opts.TopK = min(opts.TopK, k)
+
+	shape := BackboneShape{Arch: in.Arch, InChannels: in.Preprocess.Channels,
+		Height: in.Preprocess.Height, Width: in.Preprocess.Width, FeatureDim: in.FeatureDim}
+	files := map[string][]byte{}
+	var err error
+	if files[bundle.BackboneFile], err = Backbone(shape, in.Backbone); err != nil {
+		return nil, nil, err
+	}
+	adapterKind := ""
+	if in.Adapter != nil {
+		adapterKind = in.AdapterKind
+		if files[bundle.AdapterFile], err = Adapter(in.AdapterKind, in.FeatureDim, in.Adapter); err != nil {
+			return nil, nil, err
+		}
+	}
+	if files[bundle.ClassifierFile], err = Classifier(in.Tables, opts.TopK); err != nil {
+		return nil, nil, err
+	}
+	if files[bundle.ModelFile], err = Model(shape, in.Backbone, in.Tables, opts.TopK); err != nil {
+		return nil, nil, err
+	}
+	protos := bundle.Prototypes{K: k, S: in.FeatureDim, Means: in.Means, Covariances: in.Covariances, Tables: in.Tables}
+	if files[bundle.PrototypesFile], err = protos.Encode(); err != nil {
+		return nil, nil, err
+	}
+
+	created := in.CreatedAt
+	if created.IsZero() {
+		created = time.Now()
+	}
+	m := &bundle.Manifest{
+		BicycVersion:      version(in.Version),
+		CreatedAt:         created.UTC(),
+		MinRuntimeVersion: MinRuntimeVersion,
+		Backbone:          in.Arch,
+		FeatureDim:        in.FeatureDim,
+		Adapter:           adapterKind,
+		Classifier:        opts,
+		Preprocess:        in.Preprocess,
+		Classes:           in.Classes,
+		Tasks:             in.Tasks,
+		Config:            in.Config,
+		Metrics:           in.Metrics,
+	}
+	return files, m, nil
+}
+
+// version returns v, or the main module's version when v is empty
+// ("(devel)" for a build from a work tree).
+func version(v string) string {
+	if v != "" {
+		return v
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "(devel)"
+}
