@@ -1,0 +1,428 @@
+package models
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/bicyc/bicyc/models/ops"
+	"github.com/bicyc/bicyc/safetensors"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Backbone architectures accepted by NewBackbone.
+const (
+	// ArchConvNet is the small default backbone for 28x28 grayscale inputs (METHOD.md "Networks": conv blocks,
+	// then the linear S-dim reduction, then global average pooling):
+	//
+	//	conv3x3 C->32 pad 1, BN, ReLU, maxpool 2
+	//	conv3x3 32->64 pad 1, BN, ReLU, maxpool 2
+	//	conv3x3 64->128 pad 1, BN, ReLU
+	//	conv1x1 128->S with bias (no BN, no ReLU), global average pool -> [N,S]
+	ArchConvNet = "convnet"
+	// ArchResNet18 is the CIFAR ResNet-18 of METHOD.md: a 3x3 stride-1 stem conv 64 + BN + ReLU without max-pool,
+	// BasicBlocks [2,2,2,2] at 64, 128, 256, 512 channels with strides 1, 2, 2, 2 (1x1 conv + BN downsample where
+	// the shape changes), then a 1x1 conv 512->S with bias (no BN, no ReLU) and global average pooling.
+	ArchResNet18 = "resnet18"
+)
+
+// bnEps is the batch-normalisation epsilon of every backbone BN layer (PyTorch's default, the ONNX exporter's
+// contract).
+const bnEps = 1e-5
+
+// Backbone is the feature extractor f: image [N,C,H,W] -> feature [N,S] (METHOD.md "Networks").
+//
+// Its weights are float32 tensors owned by the Backbone, and its batch-normalisation running statistics are
+// ops.BatchNorm values owned by it too. Every graph built from a Backbone binds the same tensors and statistics:
+// a training graph at one batch size and an evaluation graph at another see the same, current values, and a
+// solver step through one graph is seen by all (see Build). A Backbone is not safe for concurrent use: do not run
+// two of its graphs, or a graph and SetState, at the same time.
+type Backbone struct {
+	arch       string
+	inChannels int
+	featureDim int
+	units      []*convUnit // in forward and state order
+	byName     map[string]*convUnit
+	nodePrefix string
+}
+
+// convUnit is a convolution, optionally with bias, optionally followed by batch normalisation.
+type convUnit struct {
+	conv, bn    string        // state names: "layer2.0.conv1", "layer2.0.bn1"; bn is "" without BN
+	stride, pad int           // of the convolution
+	weight      *tensor.Dense // [out,in,k,k]
+	bias        *tensor.Dense // [out], nil without bias
+	gamma, beta *tensor.Dense // [out], nil without BN
+	stats       *ops.BatchNorm
+}
+
+// params returns the unit's trainable tensors with their state names.
+func (u *convUnit) params() []namedParam {
+	ps := []namedParam{{u.conv + ".weight", u.weight}}
+	if u.bias != nil {
+		ps = append(ps, namedParam{u.conv + ".bias", u.bias})
+	}
+	if u.stats != nil {
+		ps = append(ps, namedParam{u.bn + ".weight", u.gamma}, namedParam{u.bn + ".bias", u.beta})
+	}
+	return ps
+}
+
+// NewBackbone returns a backbone of the given architecture (ArchConvNet or ArchResNet18) for images with
+// inChannels channels, producing featureDim (S) features, initialised as METHOD.md states:
+//
+//	conv weights ~ N(0, 2/(k*k*out))   (standard deviation sqrt(2/(k*k*out)))
+//	BN gamma = 1, beta = 0, running mean 0, running variance 1;  reduce-conv bias = 0
+//
+// It returns an error for an unknown architecture or non-positive sizes, and panics if rng is nil.
+func NewBackbone(arch string, inChannels, featureDim int, rng *rand.Rand) (*Backbone, error) {
+	if rng == nil {
+		panic("models: NewBackbone with a nil rng")
+	}
+	b, err := newBackbone(arch, inChannels, featureDim)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range b.units {
+		s := u.weight.Shape()
+		fill := normalFill(rng, math.Sqrt(2/float64(s[2]*s[3]*s[0])))
+		data := u.weight.Data().([]float32)
+		for i := range data {
+			data[i] = fill()
+		}
+	}
+	return b, nil
+}
+
+// newBackbone returns a backbone with zero conv weights and biases, BN gamma 1 and beta 0.
+func newBackbone(arch string, inChannels, featureDim int) (*Backbone, error) {
+	if inChannels <= 0 || featureDim <= 0 {
+		return nil, fmt.Errorf("backbone: %d input channels and feature dimension %d must be positive", inChannels, featureDim)
+	}
+	b := &Backbone{arch: arch, inChannels: inChannels, featureDim: featureDim,
+		byName: make(map[string]*convUnit), nodePrefix: newNodePrefix("backbone")}
+	switch arch {
+	case ArchConvNet:
+		b.addConv("conv1", "bn1", inChannels, 32, 3, 1, 1)
+		b.addConv("conv2", "bn2", 32, 64, 3, 1, 1)
+		b.addConv("conv3", "bn3", 64, 128, 3, 1, 1)
+		b.addReduce(128)
+	case ArchResNet18:
+		b.addConv("conv1", "bn1", inChannels, 64, 3, 1, 1)
+		in := 64
+		for layer, out := range resnet18Widths {
+			for block := range 2 {
+				p := resnetBlockName(layer, block)
+				stride := 1
+				if block == 0 && layer > 0 {
+					stride = 2
+				}
+				b.addConv(p+".conv1", p+".bn1", in, out, 3, stride, 1)
+				b.addConv(p+".conv2", p+".bn2", out, out, 3, 1, 1)
+				if stride != 1 || in != out {
+					b.addConv(p+".downsample.0", p+".downsample.1", in, out, 1, stride, 0)
+				}
+				in = out
+			}
+		}
+		b.addReduce(in)
+	default:
+		return nil, fmt.Errorf("backbone: unknown architecture %q, want %q or %q", arch, ArchConvNet, ArchResNet18)
+	}
+	return b, nil
+}
+
+// resnet18Widths are the channels of the four ResNet-18 stages (He et al. 2016, CIFAR variant in METHOD.md).
+var resnet18Widths = []int{64, 128, 256, 512}
+
+// resnetBlockName returns the torchvision-style prefix of a BasicBlock: "layer1.0" ... "layer4.1".
+func resnetBlockName(layer, block int) string {
+	return "layer" + strconv.Itoa(layer+1) + "." + strconv.Itoa(block)
+}
+
+// addConv appends a k x k convolution in->out without bias, followed by batch normalisation bn.
+func (b *Backbone) addConv(conv, bn string, in, out, k, stride, pad int) {
+	stats := ops.NewBatchNorm(out)
+	stats.Eps = bnEps
+	b.addUnit(&convUnit{conv: conv, bn: bn, stride: stride, pad: pad, weight: newTensor(nil, out, in, k, k),
+		gamma: newTensor(constFill(1), out), beta: newTensor(nil, out), stats: stats})
+}
+
+// addReduce appends the 1x1 reduction conv in->S with bias and without BN.
+func (b *Backbone) addReduce(in int) {
+	b.addUnit(&convUnit{conv: "reduce", stride: 1, weight: newTensor(nil, b.featureDim, in, 1, 1),
+		bias: newTensor(nil, b.featureDim)})
+}
+
+func (b *Backbone) addUnit(u *convUnit) {
+	b.units = append(b.units, u)
+	b.byName[u.conv] = u
+}
+
+// Arch returns the architecture name, ArchConvNet or ArchResNet18.
+func (b *Backbone) Arch() string { return b.arch }
+
+// InChannels returns the number of image channels C the backbone expects.
+func (b *Backbone) InChannels() int { return b.inChannels }
+
+// FeatureDim returns S, the number of output features.
+func (b *Backbone) FeatureDim() int { return b.featureDim }
+
+// params returns every trainable tensor with its state name, in state order.
+func (b *Backbone) params() []namedParam {
+	var ps []namedParam
+	for _, u := range b.units {
+		ps = append(ps, u.params()...)
+	}
+	return ps
+}
+
+// Params returns the backbone's own trainable tensors (not copies: writing them changes the backbone), in the
+// order of Built.Params: for each layer in forward order, conv weight, conv bias (reduce only), BN gamma, BN
+// beta. BN running statistics are not parameters; they are in State.
+func (b *Backbone) Params() []*tensor.Dense {
+	ps := b.params()
+	out := make([]*tensor.Dense, len(ps))
+	for i, p := range ps {
+		out[i] = p.value
+	}
+	return out
+}
+
+// NumParams returns the number of trainable scalars (conv weights and biases, BN gamma and beta).
+func (b *Backbone) NumParams() int { return countParams(b.params()) }
+
+// Build adds the backbone to the graph of x, a float32 [N,C,H,W] node with C = InChannels(), and returns the
+// features [N,S] with the parameter nodes.
+//
+// With training, batch normalisation uses batch statistics and updates the running statistics each time the
+// graph runs; without, it uses the running statistics and updates nothing. Graph shapes, the batch size
+// included, are fixed here; build one graph per batch size and mode.
+//
+// Parameter nodes are bound to the backbone's own tensors. gorgonia's solvers (G.NewMomentum, G.NewVanillaSolver)
+// update a node's value in place, so after solver.Step(G.NodesToValueGrads(built.Params)) every graph built from
+// this backbone runs with the new weights, with no copying. This holds as long as nothing rebinds the nodes
+// (G.Let or a machine's own value binding): use the tensors returned by Params and SetState to change weights.
+func (b *Backbone) Build(g *G.ExprGraph, x *G.Node, training bool) (*Built, error) {
+	if err := checkInput("backbone", x, -1, b.inChannels, -1, -1); err != nil {
+		return nil, err
+	}
+	ps := b.params()
+	nodes := bindParams(g, b.nodePrefix, ps)
+	byName := make(map[string]*G.Node, len(ps))
+	for i, p := range ps {
+		byName[p.name] = nodes[i]
+	}
+	f := backboneGraph{b: b, nodes: byName, training: training}
+	var feat *G.Node
+	var err error
+	switch b.arch {
+	case ArchConvNet:
+		feat, err = f.convNet(x)
+	case ArchResNet18:
+		feat, err = f.resNet18(x)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("backbone %s: %w", b.arch, err)
+	}
+	return &Built{Output: feat, Params: nodes}, nil
+}
+
+// backboneGraph builds one backbone into one graph.
+type backboneGraph struct {
+	b        *Backbone
+	nodes    map[string]*G.Node // parameter nodes by state name
+	training bool
+}
+
+func (f backboneGraph) convNet(x *G.Node) (*G.Node, error) {
+	var err error
+	for _, conv := range []string{"conv1", "conv2"} {
+		if x, err = f.unit(x, conv, true); err != nil {
+			return nil, err
+		}
+		if x, err = ops.MaxPool2(x); err != nil {
+			return nil, fmt.Errorf("pool after %s: %w", conv, err)
+		}
+	}
+	if x, err = f.unit(x, "conv3", true); err != nil {
+		return nil, err
+	}
+	return f.reduce(x)
+}
+
+func (f backboneGraph) resNet18(x *G.Node) (*G.Node, error) {
+	x, err := f.unit(x, "conv1", true)
+	if err != nil {
+		return nil, err
+	}
+	for layer := range resnet18Widths {
+		for block := range 2 {
+			if x, err = f.basicBlock(x, resnetBlockName(layer, block)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return f.reduce(x)
+}
+
+// basicBlock computes relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)), where the shortcut is x or, where
+// the shape changes, bn(conv1x1(x)).
+func (f backboneGraph) basicBlock(x *G.Node, name string) (*G.Node, error) {
+	y, err := f.unit(x, name+".conv1", true)
+	if err != nil {
+		return nil, err
+	}
+	if y, err = f.unit(y, name+".conv2", false); err != nil {
+		return nil, err
+	}
+	shortcut := x
+	if _, ok := f.b.byName[name+".downsample.0"]; ok {
+		if shortcut, err = f.unit(x, name+".downsample.0", false); err != nil {
+			return nil, err
+		}
+	}
+	if y, err = G.Add(y, shortcut); err != nil {
+		return nil, fmt.Errorf("%s residual: %w", name, err)
+	}
+	if y, err = ops.ReLU(y); err != nil {
+		return nil, fmt.Errorf("%s residual: %w", name, err)
+	}
+	return y, nil
+}
+
+// reduce applies the 1x1 reduction conv with bias, then global average pooling to [N,S].
+func (f backboneGraph) reduce(x *G.Node) (*G.Node, error) {
+	x, err := f.unit(x, "reduce", false)
+	if err != nil {
+		return nil, err
+	}
+	if x, err = ops.GlobalAvgPool(x); err != nil {
+		return nil, fmt.Errorf("global average pool: %w", err)
+	}
+	return x, nil
+}
+
+// unit applies the conv unit named conv: convolution, bias if any, then BN (with a fused ReLU when relu).
+func (f backboneGraph) unit(x *G.Node, conv string, relu bool) (*G.Node, error) {
+	u := f.b.byName[conv]
+	y, err := ops.Conv2d(x, f.nodes[conv+".weight"], u.stride, u.pad)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", conv, err)
+	}
+	if u.bias != nil {
+		if y, err = ops.AddChannelBias(y, f.nodes[conv+".bias"]); err != nil {
+			return nil, fmt.Errorf("%s bias: %w", conv, err)
+		}
+	}
+	if u.stats != nil {
+		if y, err = u.stats.Apply(y, f.nodes[u.bn+".weight"], f.nodes[u.bn+".bias"], f.training, relu); err != nil {
+			return nil, fmt.Errorf("%s: %w", u.bn, err)
+		}
+	}
+	return y, nil
+}
+
+// State returns copies of every weight and BN running statistic under the names the ONNX exporter expects
+// (PyTorch / torchvision style), for each layer in forward order:
+//
+//	<conv>.weight [out,in,k,k], <conv>.bias [out] (reduce only),
+//	<bn>.weight, <bn>.bias, <bn>.running_mean, <bn>.running_var (each [out])
+//
+// convnet: conv1/bn1, conv2/bn2, conv3/bn3, reduce. resnet18: conv1/bn1, layer{1..4}.{0,1}.conv{1,2}/bn{1,2},
+// layer{2,3,4}.0.downsample.0 (1x1, stride 2) / downsample.1, reduce.
+func (b *Backbone) State() []safetensors.Tensor {
+	var out []safetensors.Tensor
+	for _, u := range b.units {
+		for _, p := range u.params() {
+			out = append(out, stateTensor(p.name, p.value.Shape(), p.value.Data().([]float32)))
+		}
+		if u.stats != nil {
+			c := []int{u.stats.Channels}
+			out = append(out, stateTensor(u.bn+".running_mean", c, u.stats.RunningMean),
+				stateTensor(u.bn+".running_var", c, u.stats.RunningVar))
+		}
+	}
+	return out
+}
+
+// SetState copies the tensors State names from tensors into the backbone, in place, so graphs already built use
+// the new values. Every tensor must be present with State's shape and finite values (running variances also
+// non-negative), and no other tensor may be present (use TrimPrefix for files holding several models). On error,
+// wrapping ErrBadState and naming every bad tensor, the backbone is unchanged.
+func (b *Backbone) SetState(tensors []safetensors.Tensor) error {
+	r := newStateReader("backbone "+b.arch, tensors, "")
+	for _, u := range b.units {
+		r.readParams("", u.params())
+		if u.stats != nil {
+			c := []int{u.stats.Channels}
+			r.read(u.bn+".running_mean", c, u.stats.RunningMean, false)
+			r.read(u.bn+".running_var", c, u.stats.RunningVar, true)
+		}
+	}
+	return r.commit()
+}
+
+// Clone returns a deep copy: its own weights and running statistics, unaffected by later training of b (the
+// frozen previous backbone f_{t-1} of METHOD.md Stage I).
+func (b *Backbone) Clone() *Backbone {
+	c := &Backbone{arch: b.arch, inChannels: b.inChannels, featureDim: b.featureDim,
+		byName: make(map[string]*convUnit, len(b.units)), nodePrefix: newNodePrefix("backbone")}
+	for _, u := range b.units {
+		cu := *u
+		cu.weight, cu.bias = cloneTensor(u.weight), cloneTensor(u.bias)
+		cu.gamma, cu.beta = cloneTensor(u.gamma), cloneTensor(u.beta)
+		if u.stats != nil {
+			stats := *u.stats
+			stats.RunningMean = append([]float32(nil), u.stats.RunningMean...)
+			stats.RunningVar = append([]float32(nil), u.stats.RunningVar...)
+			cu.stats = &stats
+		}
+		c.addUnit(&cu)
+	}
+	return c
+}
+
+// Save writes State to a safetensors file at path, atomically, with the architecture and sizes in the metadata
+// so that LoadBackbone can rebuild the backbone.
+func (b *Backbone) Save(path string) error {
+	return writeModelFile(path, "backbone", b.State(), map[string]string{
+		"arch": b.arch, "in_channels": strconv.Itoa(b.inChannels), "feature_dim": strconv.Itoa(b.featureDim)})
+}
+
+// LoadBackbone reads a backbone written by Save. Errors name the file; a file that is not a backbone's, or
+// whose tensors do not match its metadata, gives an error wrapping ErrBadState.
+func LoadBackbone(path string) (*Backbone, error) {
+	tensors, meta, err := readModelFile(path, "backbone")
+	if err != nil {
+		return nil, err
+	}
+	in, err := metaInt(path, meta, "in_channels")
+	if err != nil {
+		return nil, err
+	}
+	s, err := metaInt(path, meta, "feature_dim")
+	if err != nil {
+		return nil, err
+	}
+	stem, ok := map[string]int{ArchConvNet: 32, ArchResNet18: 64}[meta["arch"]]
+	if !ok {
+		return nil, fmt.Errorf("%s: unknown backbone architecture %q: %w", path, meta["arch"], ErrBadState)
+	}
+	if err := requireShape(path, tensors, "conv1.weight", stem, in, 3, 3); err != nil {
+		return nil, err
+	}
+	if err := requireShape(path, tensors, "reduce.bias", s); err != nil {
+		return nil, err
+	}
+	b, err := newBackbone(meta["arch"], in, s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := b.SetState(tensors); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return b, nil
+}

@@ -1,0 +1,203 @@
+package models
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/bicyc/bicyc/models/ops"
+	"github.com/bicyc/bicyc/safetensors"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Mapper kinds accepted by NewMapper.
+const (
+	// MapperMLP is Linear(S -> h*S) -> exact GELU -> Linear(h*S -> S), both with bias and no normalisation
+	// (METHOD.md "Networks", h = 32).
+	MapperMLP = "mlp"
+	// MapperLinear is a single S x S matrix without bias, y = x W^T (METHOD.md ablation variant).
+	MapperLinear = "linear"
+)
+
+// DefaultHiddenMult is the hidden width of MapperMLP in multiples of S (METHOD.md: Linear(S -> 32S)).
+const DefaultHiddenMult = 32
+
+// Mapper is a map between two S-dimensional feature spaces: the distiller D (new -> old) and the adapter A
+// (old -> new) of METHOD.md, both created fresh at the start of every task t > 1. Input and output are [N,S].
+//
+// Its tensors are float32 and owned by the Mapper; every graph built from it binds the same tensors, so a
+// solver step through one graph is seen by all of them. A Mapper is not safe for concurrent use.
+type Mapper struct {
+	kind       string
+	dim        int
+	hiddenMult int       // MapperMLP only
+	layers     []*Linear // fc1, fc2 for MapperMLP; the single map for MapperLinear
+	prefixes   []string  // state name prefix of each layer: "fc1.", "fc2." or ""
+}
+
+// NewMapper returns a mapper of the given kind on s features. For MapperMLP the hidden layer has hiddenMult*s
+// units (DefaultHiddenMult in the paper); MapperLinear ignores hiddenMult. Layers are initialised as PyTorch's
+// nn.Linear (see NewLinear). It returns an error for an unknown kind or non-positive sizes, and panics if rng is
+// nil.
+func NewMapper(kind string, s, hiddenMult int, rng *rand.Rand) (*Mapper, error) {
+	if rng == nil {
+		panic("models: NewMapper with a nil rng")
+	}
+	if err := checkMapperSizes(kind, s, hiddenMult); err != nil {
+		return nil, err
+	}
+	return newMapper(kind, s, hiddenMult, func(in, out int, bias bool) *Linear {
+		return NewLinear(in, out, bias, rng)
+	}), nil
+}
+
+// newMapper assembles a mapper of valid sizes from layers made by newLayer.
+func newMapper(kind string, s, hiddenMult int, newLayer func(in, out int, bias bool) *Linear) *Mapper {
+	m := &Mapper{kind: kind, dim: s}
+	switch kind {
+	case MapperMLP:
+		m.hiddenMult = hiddenMult
+		m.layers = []*Linear{newLayer(s, hiddenMult*s, true), newLayer(hiddenMult*s, s, true)}
+		m.prefixes = []string{"fc1.", "fc2."}
+	case MapperLinear:
+		m.layers = []*Linear{newLayer(s, s, false)}
+		m.prefixes = []string{""}
+	}
+	return m
+}
+
+func checkMapperSizes(kind string, s, hiddenMult int) error {
+	switch {
+	case kind != MapperMLP && kind != MapperLinear:
+		return fmt.Errorf("mapper: unknown kind %q, want %q or %q", kind, MapperMLP, MapperLinear)
+	case s <= 0:
+		return fmt.Errorf("mapper: feature dimension %d must be positive", s)
+	case kind == MapperMLP && hiddenMult <= 0:
+		return fmt.Errorf("mapper: hidden multiple %d must be positive", hiddenMult)
+	}
+	return nil
+}
+
+// Kind returns MapperMLP or MapperLinear.
+func (m *Mapper) Kind() string { return m.kind }
+
+// Dim returns S, the feature dimension of input and output.
+func (m *Mapper) Dim() int { return m.dim }
+
+// HiddenMult returns the hidden width in multiples of S (0 for MapperLinear).
+func (m *Mapper) HiddenMult() int { return m.hiddenMult }
+
+// Params returns the mapper's own trainable tensors (not copies), in the order of Built.Params: fc1.weight,
+// fc1.bias, fc2.weight, fc2.bias for MapperMLP; weight for MapperLinear.
+func (m *Mapper) Params() []*tensor.Dense {
+	var out []*tensor.Dense
+	for _, l := range m.layers {
+		out = append(out, l.Params()...)
+	}
+	return out
+}
+
+// NumParams returns the number of trainable scalars: 2*h*S*S + h*S + S for MapperMLP, S*S for MapperLinear.
+func (m *Mapper) NumParams() int {
+	n := 0
+	for _, l := range m.layers {
+		n += l.NumParams()
+	}
+	return n
+}
+
+// Build adds the mapper to the graph of x, a float32 [N,S] node, and returns its output [N,S] with the parameter
+// nodes.
+func (m *Mapper) Build(g *G.ExprGraph, x *G.Node) (*Built, error) {
+	if err := checkInput("mapper", x, -1, m.dim); err != nil {
+		return nil, err
+	}
+	built := &Built{Output: x}
+	for i, l := range m.layers {
+		if i > 0 {
+			h, err := ops.GELU(built.Output)
+			if err != nil {
+				return nil, fmt.Errorf("mapper: %w", err)
+			}
+			built.Output = h
+		}
+		lb, err := l.Build(g, built.Output)
+		if err != nil {
+			return nil, fmt.Errorf("mapper %s: %w", m.prefixes[i], err)
+		}
+		built.Output = lb.Output
+		built.Params = append(built.Params, lb.Params...)
+	}
+	return built, nil
+}
+
+// State returns copies of the mapper's tensors: fc1.weight [h*S,S], fc1.bias [h*S], fc2.weight [S,h*S],
+// fc2.bias [S] for MapperMLP; weight [S,S] for MapperLinear.
+func (m *Mapper) State() []safetensors.Tensor {
+	var out []safetensors.Tensor
+	for i, l := range m.layers {
+		out = append(out, l.State(m.prefixes[i])...)
+	}
+	return out
+}
+
+// SetState copies the tensors State names from tensors into the mapper, in place, so graphs already built use
+// the new values. Every tensor must be present with State's shape and finite values, and no other tensor may be
+// present. On error, wrapping ErrBadState and naming every bad tensor, the mapper is unchanged.
+func (m *Mapper) SetState(tensors []safetensors.Tensor) error {
+	r := newStateReader("mapper "+m.kind, tensors, "")
+	for i, l := range m.layers {
+		r.readParams(m.prefixes[i], l.params())
+	}
+	return r.commit()
+}
+
+// Clone returns a deep copy of the mapper, with its own tensors.
+func (m *Mapper) Clone() *Mapper {
+	c := &Mapper{kind: m.kind, dim: m.dim, hiddenMult: m.hiddenMult, prefixes: m.prefixes}
+	for _, l := range m.layers {
+		c.layers = append(c.layers, l.Clone())
+	}
+	return c
+}
+
+// Save writes State to a safetensors file at path, atomically, with the kind and sizes in the metadata so that
+// LoadMapper can rebuild the mapper.
+func (m *Mapper) Save(path string) error {
+	return writeModelFile(path, "mapper", m.State(), map[string]string{
+		"kind": m.kind, "dim": strconv.Itoa(m.dim), "hidden_mult": strconv.Itoa(m.hiddenMult)})
+}
+
+// LoadMapper reads a mapper written by Save. Errors name the file; a file that is not a mapper's, or whose
+// tensors do not match its metadata, gives an error wrapping ErrBadState.
+func LoadMapper(path string) (*Mapper, error) {
+	tensors, meta, err := readModelFile(path, "mapper")
+	if err != nil {
+		return nil, err
+	}
+	s, err := metaInt(path, meta, "dim")
+	if err != nil {
+		return nil, err
+	}
+	kind, hiddenMult := meta["kind"], 0
+	switch kind {
+	case MapperMLP:
+		if hiddenMult, err = metaInt(path, meta, "hidden_mult"); err != nil {
+			return nil, err
+		}
+		err = requireShape(path, tensors, "fc1.weight", hiddenMult*s, s)
+	case MapperLinear:
+		err = requireShape(path, tensors, "weight", s, s)
+	default:
+		err = fmt.Errorf("%s: unknown mapper kind %q: %w", path, kind, ErrBadState)
+	}
+	if err != nil {
+		return nil, err
+	}
+	m := newMapper(kind, s, hiddenMult, newLinear)
+	if err := m.SetState(tensors); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
