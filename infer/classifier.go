@@ -1,0 +1,317 @@
+package infer
+
+import (
+	"errors"
+	"fmt"
+	"image"
+	"io"
+	"math"
+	"os"
+	"sync"
+
+	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/data"
+)
+
+var (
+	// ErrClosed is returned by every method of a closed Classifier.
+	ErrClosed = errors.New("classifier is closed")
+	// ErrNoAdapter is returned by Transport when the bundle has no
+	// adapter.onnx (a model trained on one task).
+	ErrNoAdapter = errors.New("model has no adapter")
+)
+
+// Classifier classifies images with one model bundle. Create it with Open
+// and release it with Close. It is safe for concurrent use by any number of
+// goroutines: each call preprocesses its images on the calling goroutine
+// and runs the shared ONNX Runtime sessions, which run concurrent calls in
+// parallel.
+type Classifier struct {
+	dir       string
+	manifest  bundle.Manifest
+	classes   []bundle.Class // infer's own copy: Manifest's callers may write theirs
+	pre       data.Preprocess
+	topK      int
+	maxPixels int64
+	provider  Provider
+
+	// mu is held for reading by every call that runs a session and for
+	// writing by Close, so Close waits for calls in flight and never frees
+	// a session under them.
+	mu       sync.RWMutex
+	closed   bool
+	model    *session // model.onnx: image -> scores
+	backbone *session // backbone.onnx: image -> features
+	adapter  *session // adapter.onnx: features_old -> features; nil without one
+}
+
+// Open loads the model bundle in dir: it verifies the manifest and file
+// checksums (bundle.Open), initialises ONNX Runtime if this process has not
+// yet (InitRuntime), and creates the ONNX Runtime sessions once, with the
+// execution provider the options ask for. It then runs each model once on
+// a blank batch of one, so a model that does not match its manifest fails
+// here rather than on the first request, and the first request does not pay
+// for ONNX Runtime's lazy set-up.
+//
+// The caller owns the Classifier and must Close it. On error Open releases
+// everything it created and returns a nil Classifier, which Close accepts.
+func Open(dir string, opts ...Option) (*Classifier, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if _, err := InitRuntime(cfg.libraryPath); err != nil {
+		return nil, err
+	}
+	b, err := bundle.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	m := b.Manifest
+	// The tensor names are the bundle's contract (package bundle, doc.go).
+	files := []struct{ name, input, output string }{
+		{bundle.ModelFile, "image", "scores"},
+		{bundle.BackboneFile, "image", "features"},
+	}
+	if b.Has(bundle.AdapterFile) {
+		files = append(files, struct{ name, input, output string }{bundle.AdapterFile, "features_old", "features"})
+	}
+	specs := make([]modelSpec, len(files))
+	for i, f := range files {
+		specs[i] = modelSpec{path: b.Path(f.name), inputs: []string{f.input}, outputs: []string{f.output}}
+		if specs[i].onnx, err = b.ReadFile(f.name); err != nil {
+			return nil, err
+		}
+	}
+	sessions, provider, err := startSessions(&cfg, specs)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", dir, err)
+	}
+	c := &Classifier{
+		dir:       dir,
+		manifest:  m,
+		classes:   append([]bundle.Class(nil), m.Classes...),
+		pre:       m.Preprocess, // validated by bundle.Open
+		topK:      cfg.topK,
+		maxPixels: cfg.maxPixels,
+		provider:  provider,
+		model:     sessions[0],
+		backbone:  sessions[1],
+	}
+	if len(sessions) > 2 {
+		c.adapter = sessions[2]
+	}
+	if c.topK == 0 {
+		c.topK = m.Classifier.TopK
+	}
+	c.topK = min(c.topK, len(c.classes))
+	if err := c.warmUp(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("model %s does not match its manifest: %w", dir, err)
+	}
+	return c, nil
+}
+
+// warmUp runs every session once on zeros of the manifest's shapes.
+func (c *Classifier) warmUp() error {
+	blank := make([]float32, c.pre.ImageSize())
+	shape := []int64{1, int64(c.pre.Channels), int64(c.pre.Height), int64(c.pre.Width)}
+	if _, err := c.model.run(blank, shape, len(c.classes)); err != nil {
+		return err
+	}
+	if _, err := c.backbone.run(blank, shape, c.manifest.FeatureDim); err != nil {
+		return err
+	}
+	if c.adapter != nil {
+		s := int64(c.manifest.FeatureDim)
+		if _, err := c.adapter.run(make([]float32, s), []int64{1, s}, int(s)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close releases the ONNX Runtime sessions, after waiting for calls in
+// flight. It is idempotent, safe for concurrent use, and accepts the nil
+// Classifier that a failed Open returns. Later calls return ErrClosed.
+func (c *Classifier) Close() error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	destroyAll([]*session{c.model, c.backbone, c.adapter})
+	return nil
+}
+
+// Provider returns the execution provider the sessions run on; with
+// ProviderAuto it is the one that was chosen.
+func (c *Classifier) Provider() Provider { return c.provider }
+
+// TopK returns how many predictions each Result holds.
+func (c *Classifier) TopK() int { return c.topK }
+
+// Classes returns the classes in score-column order, as a new slice.
+func (c *Classifier) Classes() []bundle.Class {
+	return append([]bundle.Class(nil), c.classes...)
+}
+
+// Manifest returns the bundle's manifest. Its slices and maps are shared
+// with the Classifier: treat them as read-only.
+func (c *Classifier) Manifest() bundle.Manifest { return c.manifest }
+
+// Classify classifies one image. See ClassifyBatch.
+func (c *Classifier) Classify(img image.Image) (Result, error) {
+	rs, err := c.ClassifyBatch([]image.Image{img})
+	if err != nil {
+		return Result{}, err
+	}
+	return rs[0], nil
+}
+
+// ClassifyBatch preprocesses every image with the manifest's preprocessing
+// (data.Preprocess.Image: alpha onto the background, Catmull-Rom resize
+// when the size differs, channel conversion, normalisation), runs
+// model.onnx once on the [N,C,H,W] batch and returns one Result per image,
+// in order. A nil image, or a distance that is NaN or infinite, is an error
+// naming the image's index. An empty batch returns no results.
+func (c *Classifier) ClassifyBatch(imgs []image.Image) ([]Result, error) {
+	if len(imgs) == 0 {
+		return nil, nil
+	}
+	batch, shape, err := c.preprocess(imgs)
+	if err != nil {
+		return nil, err
+	}
+	k := len(c.classes)
+	outs, err := c.runLocked(func() ([][]float32, error) { return c.model.run(batch, shape, k) })
+	if err != nil {
+		return nil, err
+	}
+	scores := outs[0]
+	results := make([]Result, len(imgs))
+	for i := range results {
+		preds, err := rankClasses(scores[i*k:(i+1)*k], c.classes, c.topK)
+		if err != nil {
+			return nil, fmt.Errorf("image %d: %w", i, err)
+		}
+		results[i] = Result{Predictions: preds}
+	}
+	return results, nil
+}
+
+// ClassifyFile decodes the image file at path (DecodeImage, with the
+// WithMaxPixels limit) and classifies it. Errors name the file.
+func (c *Classifier) ClassifyFile(path string) (Result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Result{}, err
+	}
+	defer f.Close()
+	res, err := c.ClassifyReader(f)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return res, nil
+}
+
+// ClassifyReader decodes one image from r (DecodeImage, with the
+// WithMaxPixels limit) and classifies it. It reads r to the end.
+func (c *Classifier) ClassifyReader(r io.Reader) (Result, error) {
+	img, _, err := DecodeImage(r, c.maxPixels)
+	if err != nil {
+		return Result{}, err
+	}
+	return c.Classify(img)
+}
+
+// Embed returns the backbone feature of every image, [N][S] with S the
+// manifest's feature_dim, preprocessed as in ClassifyBatch. These are the
+// features the class prototypes live in.
+func (c *Classifier) Embed(imgs []image.Image) ([][]float32, error) {
+	if len(imgs) == 0 {
+		return nil, nil
+	}
+	batch, shape, err := c.preprocess(imgs)
+	if err != nil {
+		return nil, err
+	}
+	s := c.manifest.FeatureDim
+	outs, err := c.runLocked(func() ([][]float32, error) { return c.backbone.run(batch, shape, s) })
+	if err != nil {
+		return nil, err
+	}
+	return rows(outs[0], s), nil
+}
+
+// Transport maps features of the previous task's backbone into the current
+// feature space with the adapter A (METHOD.md "Stage II"): [N][S] in, [N][S]
+// out. Every row must have S finite values. Without an adapter it returns
+// ErrNoAdapter.
+func (c *Classifier) Transport(oldFeatures [][]float32) ([][]float32, error) {
+	if c.adapter == nil {
+		return nil, fmt.Errorf("model %s: %w (trained on one task)", c.dir, ErrNoAdapter)
+	}
+	if len(oldFeatures) == 0 {
+		return nil, nil
+	}
+	s := c.manifest.FeatureDim
+	flat := make([]float32, 0, len(oldFeatures)*s)
+	for i, row := range oldFeatures {
+		if len(row) != s {
+			return nil, fmt.Errorf("feature row %d has %d values, want %d", i, len(row), s)
+		}
+		for j, v := range row {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return nil, fmt.Errorf("feature row %d value %d is %v", i, j, v)
+			}
+		}
+		flat = append(flat, row...)
+	}
+	shape := []int64{int64(len(oldFeatures)), int64(s)}
+	outs, err := c.runLocked(func() ([][]float32, error) { return c.adapter.run(flat, shape, s) })
+	if err != nil {
+		return nil, err
+	}
+	return rows(outs[0], s), nil
+}
+
+// preprocess turns images into one NCHW float32 batch.
+func (c *Classifier) preprocess(imgs []image.Image) ([]float32, []int64, error) {
+	size := c.pre.ImageSize()
+	batch := make([]float32, len(imgs)*size)
+	for i, img := range imgs {
+		if img == nil {
+			return nil, nil, fmt.Errorf("image %d is nil", i)
+		}
+		copy(batch[i*size:], c.pre.Image(img))
+	}
+	shape := []int64{int64(len(imgs)), int64(c.pre.Channels), int64(c.pre.Height), int64(c.pre.Width)}
+	return batch, shape, nil
+}
+
+// runLocked runs f under the read lock, unless the Classifier is closed.
+func (c *Classifier) runLocked(f func() ([][]float32, error)) ([][]float32, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	return f()
+}
+
+// rows splits a row-major [N, width] slice into N rows sharing its memory.
+func rows(flat []float32, width int) [][]float32 {
+	out := make([][]float32, len(flat)/width)
+	for i := range out {
+		out[i] = flat[i*width : (i+1)*width : (i+1)*width]
+	}
+	return out
+}

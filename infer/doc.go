@@ -1,0 +1,42 @@
+// Package infer classifies images with an exported bicyc model bundle
+// through ONNX Runtime. It is the public API that Go services import; it
+// never links the training engine (gorgonia).
+//
+// # Lifecycle
+//
+//  1. Open(dir, options...) verifies the bundle's manifest and checksums
+//     (package bundle), loads the ONNX Runtime library once per process
+//     (InitRuntime), picks an execution provider (ProviderAuto tries
+//     TensorRT, then CUDA, then the CPU) and creates one ONNX Runtime
+//     session per model file: model.onnx for Classify, backbone.onnx for
+//     Embed, adapter.onnx for Transport (absent in a bundle of one task).
+//  2. Classify, ClassifyBatch, ClassifyFile, ClassifyReader, Embed and
+//     Transport reuse those sessions. A Classifier is safe for concurrent
+//     use by any number of goroutines; ONNX Runtime runs concurrent calls
+//     in parallel.
+//  3. Close releases the sessions. It is idempotent and safe on the nil
+//     Classifier a failed Open returns; calls after Close return ErrClosed.
+//     The ONNX Runtime environment itself lives until the process exits,
+//     shared by every Classifier.
+//
+// # Images
+//
+// DecodeImage reads PNG, JPEG, GIF, BMP, TIFF and WebP in any colour model
+// and refuses, from the header alone, images larger than WithMaxPixels
+// (decompression bombs). The decoded image then goes through the bundle's
+// preprocessing, data.Preprocess.Image: the same function training used
+// for its test-time input, so the two cannot disagree. Network inputs are
+// float32 NCHW.
+//
+// # Scores
+//
+// The model scores an image against every class prototype with the squared
+// Mahalanobis distance of its feature (METHOD.md "Classifier"); smaller is
+// closer. A Result lists the top-k classes, closest first, ties broken by
+// class index.
+//
+// Errors from outside data (images, bundle files) are returned, never
+// panics, and wrap sentinels where callers must branch: ErrImageTooLarge,
+// ErrProviderUnavailable, ErrRuntimeNotFound, ErrRuntimeTooOld,
+// ErrRuntimeConflict, ErrNoAdapter, ErrClosed.
+package infer

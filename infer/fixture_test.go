@@ -1,0 +1,268 @@
+package infer
+
+import (
+	"fmt"
+	"image"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/export"
+	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/safetensors"
+)
+
+// The test bundles are real exports (package export) of a small random
+// convnet over real Fashion-MNIST images: prototypes are estimated from the
+// backbone's features of the first fixturePerClass test images of each
+// class, exactly as training estimates new-class statistics, so
+// classification of the other images is far better than chance.
+const (
+	fixtureFeatureDim = 8
+	fixturePerClass   = 30
+	fixtureTopK       = 3
+)
+
+// fixture is built once per test binary.
+type fixture struct {
+	twoTasks string // bundle of 10 classes in two tasks, with adapter.onnx
+	oneTask  string // bundle of the first task's 5 classes, no adapter
+
+	test      *data.Dataset        // Fashion-MNIST test set
+	reference *gauss.Classifier    // the scores model.onnx must reproduce
+	adapter   []safetensors.Tensor // the weights of adapter.onnx
+	pre       data.Preprocess
+}
+
+var (
+	fixtureOnce  sync.Once
+	fixtureValue *fixture
+	fixtureErr   error
+	fixtureRoot  string // removed by TestMain
+)
+
+// loadFixture returns the shared fixture, building it on first use.
+func loadFixture(t testing.TB) *fixture {
+	t.Helper()
+	requireRuntime(t)
+	fixtureOnce.Do(func() { fixtureValue, fixtureErr = buildFixture() })
+	if fixtureErr != nil {
+		t.Fatalf("building the test bundles: %v", fixtureErr)
+	}
+	return fixtureValue
+}
+
+// fashionImage returns test image i as a Go image.
+func fashionImage(d *data.Dataset, i int) image.Image {
+	return &image.Gray{Pix: d.Image(i), Stride: d.Width, Rect: image.Rect(0, 0, d.Width, d.Height)}
+}
+
+// fixtureTrainIndices returns the first n test-set indices of each class:
+// the images the prototypes are estimated from.
+func fixtureTrainIndices(d *data.Dataset, n int) [][]int {
+	out := make([][]int, d.NumClasses())
+	for i, y := range d.Labels {
+		if len(out[y]) < n {
+			out[y] = append(out[y], i)
+		}
+	}
+	return out
+}
+
+func buildFixture() (*fixture, error) {
+	root, err := os.MkdirTemp("", "infer-test-")
+	if err != nil {
+		return nil, err
+	}
+	fixtureRoot = root
+	dir := data.FashionMNISTDir
+	test, err := data.LoadIDX(filepath.Join(dir, "t10k-images-idx3-ubyte.gz"), filepath.Join(dir, "t10k-labels-idx1-ubyte.gz"))
+	if err != nil {
+		return nil, err
+	}
+	mean, std := data.DefaultNormalization(data.KindFashionMNIST)
+	pre := data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: mean, Std: std, Resize: data.ResizeCatmullRom}
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	shape := export.BackboneShape{Arch: export.ArchConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: fixtureFeatureDim}
+	weights := randomConvNet(rng, 1, fixtureFeatureDim)
+	backbone, err := export.Backbone(shape, weights)
+	if err != nil {
+		return nil, err
+	}
+
+	// Prototypes from the backbone's features, computed with ONNX Runtime
+	// through the same session code the Classifier uses.
+	cfg := defaultConfig()
+	sessions, err := loadWith(ProviderCPU, &cfg, []modelSpec{{path: "backbone.onnx", onnx: backbone, inputs: []string{"image"}, outputs: []string{"features"}}})
+	if err != nil {
+		return nil, err
+	}
+	defer destroyAll(sessions)
+	protos := make([]gauss.Gaussian, test.NumClasses())
+	for c, idx := range fixtureTrainIndices(test, fixturePerClass) {
+		batch := make([]float32, 0, len(idx)*pre.ImageSize())
+		for _, i := range idx {
+			batch = append(batch, pre.Image(fashionImage(test, i))...)
+		}
+		out, err := sessions[0].run(batch, []int64{int64(len(idx)), 1, 28, 28}, fixtureFeatureDim)
+		if err != nil {
+			return nil, err
+		}
+		if protos[c], err = gauss.Estimate(out[0], len(idx), fixtureFeatureDim); err != nil {
+			return nil, err
+		}
+	}
+
+	opts := gauss.DefaultClassifierOptions()
+	reference, err := gauss.NewClassifier(protos, nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	f := &fixture{
+		twoTasks:  filepath.Join(root, "two-tasks"),
+		oneTask:   filepath.Join(root, "one-task"),
+		test:      test,
+		reference: reference,
+		pre:       pre,
+	}
+	f.adapter = randomMLP(rng, fixtureFeatureDim)
+	adapter, err := export.Adapter(export.AdapterMLP, fixtureFeatureDim, f.adapter)
+	if err != nil {
+		return nil, err
+	}
+	classes := make([]int, test.NumClasses())
+	for i := range classes {
+		classes[i] = i
+	}
+	if err := writeFixtureBundle(f.twoTasks, shape, weights, backbone, adapter, protos, opts, test.ClassNames, [][]int{classes[:5], classes[5:]}, pre); err != nil {
+		return nil, err
+	}
+	if err := writeFixtureBundle(f.oneTask, shape, weights, backbone, nil, protos[:5], opts, test.ClassNames, [][]int{classes[:5]}, pre); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// writeFixtureBundle exports one model directory with bundle.Write, as the
+// trainer's export step does.
+func writeFixtureBundle(dir string, shape export.BackboneShape, weights []safetensors.Tensor, backbone, adapter []byte,
+	protos []gauss.Gaussian, opts gauss.ClassifierOptions, names []string, tasks [][]int, pre data.Preprocess) error {
+	cls, err := gauss.NewClassifier(protos, nil, opts)
+	if err != nil {
+		return err
+	}
+	tables := cls.Tables()
+	model, err := export.Model(shape, weights, tables, fixtureTopK)
+	if err != nil {
+		return err
+	}
+	classifier, err := export.Classifier(tables, fixtureTopK)
+	if err != nil {
+		return err
+	}
+	k, s := len(protos), shape.FeatureDim
+	p := bundle.Prototypes{K: k, S: s, Means: make([]float32, 0, k*s), Covariances: make([]float32, 0, k*s*s), Tables: tables}
+	for _, g := range protos {
+		p.Means = append(p.Means, toFloat32(g.Mean)...)
+		for i := range s {
+			for j := range s {
+				p.Covariances = append(p.Covariances, float32(g.Cov.At(i, j)))
+			}
+		}
+	}
+	protoBytes, err := p.Encode()
+	if err != nil {
+		return err
+	}
+	m := &bundle.Manifest{
+		BicycVersion: "test",
+		Backbone:     shape.Arch,
+		FeatureDim:   s,
+		Classifier:   bundle.ClassifierOptions{Normalize: opts.Normalize, Shrink: opts.Shrink, FullGaussian: opts.FullGaussian, TopK: fixtureTopK},
+		Preprocess:   pre,
+		Tasks:        tasks,
+	}
+	for t, ids := range tasks {
+		for _, id := range ids {
+			m.Classes = append(m.Classes, bundle.Class{ID: id, Name: names[id], Task: t})
+		}
+	}
+	files := map[string][]byte{
+		bundle.BackboneFile:   backbone,
+		bundle.ClassifierFile: classifier,
+		bundle.ModelFile:      model,
+		bundle.PrototypesFile: protoBytes,
+	}
+	if adapter != nil {
+		m.Adapter = export.AdapterMLP
+		files[bundle.AdapterFile] = adapter
+	}
+	return bundle.Write(dir, m, files)
+}
+
+func toFloat32(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
+}
+
+// randomConvNet draws the tensors of package models' convnet backbone
+// (names and shapes as export.Backbone documents them), He-scaled so
+// features neither vanish nor explode.
+func randomConvNet(rng *rand.Rand, in, s int) []safetensors.Tensor {
+	var ts []safetensors.Tensor
+	for l, ch := range [][2]int{{32, in}, {64, 32}, {128, 64}} {
+		out, cin := ch[0], ch[1]
+		ts = append(ts,
+			randomTensor(rng, fmt.Sprintf("conv%d.weight", l+1), []int{out, cin, 3, 3}, heStd(cin*9)),
+			constTensor(fmt.Sprintf("bn%d.weight", l+1), out, 1),
+			constTensor(fmt.Sprintf("bn%d.bias", l+1), out, 0),
+			constTensor(fmt.Sprintf("bn%d.running_mean", l+1), out, 0),
+			constTensor(fmt.Sprintf("bn%d.running_var", l+1), out, 1))
+	}
+	return append(ts,
+		randomTensor(rng, "reduce.weight", []int{s, 128, 1, 1}, heStd(128)),
+		constTensor("reduce.bias", s, 0))
+}
+
+// randomMLP draws the adapter's tensors (export.Adapter, kind mlp, hidden
+// width 32S as in METHOD.md "Networks").
+func randomMLP(rng *rand.Rand, s int) []safetensors.Tensor {
+	h := 32 * s
+	return []safetensors.Tensor{
+		randomTensor(rng, "fc1.weight", []int{h, s}, heStd(s)),
+		constTensor("fc1.bias", h, 0.01),
+		randomTensor(rng, "fc2.weight", []int{s, h}, heStd(h)),
+		constTensor("fc2.bias", s, 0),
+	}
+}
+
+func heStd(fanIn int) float64 { return math.Sqrt(2 / float64(fanIn)) }
+
+func randomTensor(rng *rand.Rand, name string, shape []int, std float64) safetensors.Tensor {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64() * std)
+	}
+	return safetensors.Tensor{Name: name, Shape: shape, Data: v}
+}
+
+func constTensor(name string, n int, value float32) safetensors.Tensor {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = value
+	}
+	return safetensors.Tensor{Name: name, Shape: []int{n}, Data: v}
+}

@@ -1,0 +1,109 @@
+package infer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// DefaultMaxPixels is the largest width*height an image header may declare
+// before infer refuses to decode it (64 Mpx, about 256 MB as RGBA): a guard
+// against decompression bombs, whose small files declare huge images.
+const DefaultMaxPixels = 64 << 20
+
+// DefaultThreads is the default number of ONNX Runtime intra-op threads per
+// session. One thread keeps p99 latency low when many requests share two
+// cores (TOOLCHAIN.md "ONNX Runtime": the default thread pool gave 4-11 ms
+// p99 spikes; see BenchmarkClassifyThreads for the numbers on this model).
+const DefaultThreads = 1
+
+// Option configures Open. Defaults are applied first, then every option,
+// then the result is validated as a whole.
+type Option func(*config)
+
+// config is what the options set; see the With* functions for meanings.
+type config struct {
+	provider    Provider
+	threads     int
+	libraryPath string
+	topK        int
+	engineCache string
+	fp16        bool
+	maxPixels   int64
+	log         io.Writer
+}
+
+func defaultConfig() config {
+	return config{
+		provider:  ProviderAuto,
+		threads:   DefaultThreads,
+		maxPixels: DefaultMaxPixels,
+		log:       os.Stderr,
+	}
+}
+
+// WithProvider selects the execution provider (default ProviderAuto).
+func WithProvider(p Provider) Option { return func(c *config) { c.provider = p } }
+
+// WithThreads sets ONNX Runtime's intra-op threads per session (default
+// DefaultThreads); 0 lets ONNX Runtime use one per core.
+func WithThreads(n int) Option { return func(c *config) { c.threads = n } }
+
+// WithLibraryPath names the ONNX Runtime shared library (default
+// DefaultLibraryPath). See InitRuntime: a process loads only one.
+func WithLibraryPath(path string) Option { return func(c *config) { c.libraryPath = path } }
+
+// WithTopK sets how many predictions a Result holds, closest first (default
+// the bundle's classifier top_k; always at most the number of classes).
+func WithTopK(k int) Option { return func(c *config) { c.topK = k } }
+
+// WithEngineCache names a directory where the TensorRT provider stores the
+// engines it builds, so later processes load them instead of spending
+// seconds to minutes building them again. It applies to ProviderTensorRT
+// and ProviderAuto.
+func WithEngineCache(dir string) Option { return func(c *config) { c.engineCache = dir } }
+
+// WithFP16 lets the TensorRT provider run in half precision where it chooses
+// to (faster, with distances that differ from the float32 ones in about the
+// third significant digit). It applies to ProviderTensorRT and ProviderAuto.
+func WithFP16(on bool) Option { return func(c *config) { c.fp16 = on } }
+
+// WithMaxPixels sets the largest width*height an image header may declare
+// (default DefaultMaxPixels); larger images are refused before decoding.
+func WithMaxPixels(n int64) Option { return func(c *config) { c.maxPixels = n } }
+
+// WithLog sets where ProviderAuto writes its one line saying which provider
+// runs and why the others do not (default os.Stderr; nil discards it).
+func WithLog(w io.Writer) Option { return func(c *config) { c.log = w } }
+
+// validate reports every invalid setting at once.
+func (c *config) validate() error {
+	var errs []error
+	if _, err := ParseProvider(string(c.provider)); err != nil {
+		errs = append(errs, err)
+	}
+	if c.threads < 0 {
+		errs = append(errs, fmt.Errorf("threads %d is negative", c.threads))
+	}
+	if c.topK < 0 {
+		errs = append(errs, fmt.Errorf("top-k %d is negative", c.topK))
+	}
+	if c.maxPixels < 1 {
+		errs = append(errs, fmt.Errorf("max pixels %d is not positive", c.maxPixels))
+	}
+	withoutTensorRT := c.provider == ProviderCPU || c.provider == ProviderCUDA
+	if withoutTensorRT && c.engineCache != "" {
+		errs = append(errs, fmt.Errorf("an engine cache applies to the tensorrt provider, not %s", c.provider))
+	}
+	if withoutTensorRT && c.fp16 {
+		errs = append(errs, fmt.Errorf("fp16 applies to the tensorrt provider, not %s", c.provider))
+	}
+	if c.log == nil {
+		c.log = io.Discard
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid options: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,215 @@
+package infer
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	ort "github.com/yalue/onnxruntime_go"
+)
+
+// Provider names an ONNX Runtime execution provider.
+type Provider string
+
+// The execution providers infer can ask ONNX Runtime for.
+const (
+	// ProviderAuto tries ProviderTensorRT, then ProviderCUDA, then
+	// ProviderCPU, and reports in one log line which runs and why the others
+	// do not.
+	ProviderAuto Provider = "auto"
+	// ProviderTensorRT runs on an NVIDIA GPU through TensorRT, with CUDA for
+	// the nodes TensorRT does not take. It needs a GPU build of ONNX Runtime.
+	ProviderTensorRT Provider = "tensorrt"
+	// ProviderCUDA runs on an NVIDIA GPU through CUDA. It needs a GPU build
+	// of ONNX Runtime.
+	ProviderCUDA Provider = "cuda"
+	// ProviderCPU runs on the CPU; every ONNX Runtime build has it.
+	ProviderCPU Provider = "cpu"
+)
+
+// autoOrder is the order in which ProviderAuto tries providers: fastest first.
+var autoOrder = []Provider{ProviderTensorRT, ProviderCUDA, ProviderCPU}
+
+// ErrProviderUnavailable means the requested execution provider cannot run
+// here: the ONNX Runtime build lacks it, or its libraries or device are
+// missing. Callers may retry with ProviderCPU.
+var ErrProviderUnavailable = errors.New("execution provider unavailable")
+
+// ParseProvider returns the Provider named s ("auto", "tensorrt", "cuda" or
+// "cpu", any case).
+func ParseProvider(s string) (Provider, error) {
+	p := Provider(strings.ToLower(strings.TrimSpace(s)))
+	switch p {
+	case ProviderAuto, ProviderTensorRT, ProviderCUDA, ProviderCPU:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown execution provider %q (want auto, tensorrt, cuda or cpu)", s)
+}
+
+// startSessions loads every spec with the provider cfg asks for and returns
+// the sessions in spec order and the provider that runs them. For
+// ProviderAuto it writes one line to cfg.log naming the provider and why
+// faster ones were passed over.
+func startSessions(cfg *config, specs []modelSpec) ([]*session, Provider, error) {
+	if cfg.provider != ProviderAuto {
+		sessions, err := loadWith(cfg.provider, cfg, specs)
+		if err == nil {
+			return sessions, cfg.provider, nil
+		}
+		if cfg.provider == ProviderCPU || errors.Is(err, ErrProviderUnavailable) {
+			return nil, "", err
+		}
+		// A GPU provider that registered but cannot create a session (no
+		// device, driver mismatch) looks like a broken model unless the CPU
+		// can load the same model: only then blame the provider.
+		cpu, cpuErr := loadWith(ProviderCPU, cfg, specs[:1])
+		destroyAll(cpu)
+		if cpuErr != nil {
+			return nil, "", cpuErr
+		}
+		return nil, "", fmt.Errorf("%w: %s: %v", ErrProviderUnavailable, cfg.provider, err)
+	}
+
+	var passed []string
+	for _, p := range autoOrder {
+		sessions, err := loadWith(p, cfg, specs)
+		if err == nil {
+			line := "infer: onnx runtime " + ort.GetVersion() + " runs on " + string(p)
+			if len(passed) > 0 {
+				line += " (" + strings.Join(passed, "; ") + ")"
+			}
+			fmt.Fprintln(cfg.log, line)
+			return sessions, p, nil
+		}
+		if p == ProviderCPU {
+			return nil, "", err
+		}
+		passed = append(passed, string(p)+": "+providerFailure(err))
+	}
+	panic("infer: autoOrder does not end with ProviderCPU")
+}
+
+// providerFailure condenses why a provider could not run into a few words
+// for the ProviderAuto log line.
+func providerFailure(err error) string {
+	msg := err.Error()
+	if strings.Contains(msg, "Failed to load") {
+		return "not in this onnx runtime build (cpu-only library?)"
+	}
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
+}
+
+// loadWith loads every spec with provider p; on any failure it releases
+// what it loaded.
+func loadWith(p Provider, cfg *config, specs []modelSpec) ([]*session, error) {
+	opts, err := sessionOptions(p, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer opts.Destroy()
+	sessions := make([]*session, 0, len(specs))
+	for _, spec := range specs {
+		s, err := ort.NewDynamicAdvancedSessionWithONNXData(spec.onnx, spec.inputs, spec.outputs, opts)
+		if err != nil {
+			destroyAll(sessions)
+			return nil, fmt.Errorf("loading %s on %s: %w", spec.path, p, err)
+		}
+		spec.onnx = nil // ONNX Runtime has its own copy
+		sessions = append(sessions, &session{spec: spec, ort: s})
+	}
+	return sessions, nil
+}
+
+// sessionOptions builds ONNX Runtime session options for provider p. A
+// provider that cannot be registered returns ErrProviderUnavailable.
+func sessionOptions(p Provider, cfg *config) (*ort.SessionOptions, error) {
+	opts, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("creating onnx runtime session options: %w", err)
+	}
+	if err := configureSession(opts, p, cfg); err != nil {
+		opts.Destroy()
+		return nil, err
+	}
+	return opts, nil
+}
+
+func configureSession(opts *ort.SessionOptions, p Provider, cfg *config) error {
+	if err := opts.SetIntraOpNumThreads(cfg.threads); err != nil {
+		return fmt.Errorf("setting %d intra-op threads: %w", cfg.threads, err)
+	}
+	// Nodes of these models run one after another: a second pool would only
+	// compete for the same cores.
+	if err := opts.SetInterOpNumThreads(1); err != nil {
+		return fmt.Errorf("setting inter-op threads: %w", err)
+	}
+	switch p {
+	case ProviderCPU:
+		return nil
+	case ProviderTensorRT:
+		if err := appendTensorRT(opts, cfg); err != nil {
+			return err
+		}
+		// TensorRT hands the nodes it cannot build to the next provider;
+		// CUDA keeps them on the GPU.
+		return appendCUDA(opts, ProviderTensorRT)
+	case ProviderCUDA:
+		return appendCUDA(opts, ProviderCUDA)
+	}
+	panic("infer: session options for unknown provider " + string(p))
+}
+
+// The option names below are ONNX Runtime's (onnxruntime docs,
+// "TensorRT Execution Provider" and "CUDA Execution Provider"). onnxruntime_go
+// returns plain error strings when the provider libraries are missing, so
+// any error here means the provider is unavailable (TOOLCHAIN.md).
+
+func appendTensorRT(opts *ort.SessionOptions, cfg *config) error {
+	trt, err := ort.NewTensorRTProviderOptions()
+	if err != nil {
+		return fmt.Errorf("%w: tensorrt: %v", ErrProviderUnavailable, err)
+	}
+	defer trt.Destroy()
+	settings := map[string]string{
+		"device_id":       "0",
+		"trt_fp16_enable": boolOption(cfg.fp16),
+	}
+	if cfg.engineCache != "" {
+		settings["trt_engine_cache_enable"] = "1"
+		settings["trt_engine_cache_path"] = cfg.engineCache
+	}
+	if err := trt.Update(settings); err != nil {
+		return fmt.Errorf("%w: tensorrt: %v", ErrProviderUnavailable, err)
+	}
+	if err := opts.AppendExecutionProviderTensorRT(trt); err != nil {
+		return fmt.Errorf("%w: tensorrt: %v", ErrProviderUnavailable, err)
+	}
+	return nil
+}
+
+func appendCUDA(opts *ort.SessionOptions, requested Provider) error {
+	cuda, err := ort.NewCUDAProviderOptions()
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrProviderUnavailable, requested, err)
+	}
+	defer cuda.Destroy()
+	if err := cuda.Update(map[string]string{"device_id": "0"}); err != nil {
+		return fmt.Errorf("%w: %s: cuda: %v", ErrProviderUnavailable, requested, err)
+	}
+	if err := opts.AppendExecutionProviderCUDA(cuda); err != nil {
+		return fmt.Errorf("%w: %s: cuda: %v", ErrProviderUnavailable, requested, err)
+	}
+	return nil
+}
+
+// boolOption spells a boolean the way ONNX Runtime's provider options parse
+// it.
+func boolOption(on bool) string {
+	if on {
+		return "1"
+	}
+	return "0"
+}

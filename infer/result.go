@@ -1,0 +1,66 @@
+package infer
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/bicyc/bicyc/bundle"
+)
+
+// Prediction is one class ranked for one image.
+type Prediction struct {
+	// ClassID is the dataset's class label (bundle.Class.ID).
+	ClassID int `json:"class_id"`
+	// Name is the class name; it may be empty.
+	Name string `json:"name"`
+	// Task is the task in which the class was learnt: an index into the
+	// manifest's task stream, so 0 is the first task (bundle.Class.Task).
+	Task int `json:"task"`
+	// Distance is the squared Mahalanobis distance from the image's feature z
+	// to the class prototype (METHOD.md "Classifier"); smaller is closer:
+	//
+	//	d_c(z) = (z - mu_c)^T Sigma'_c^-1 (z - mu_c)
+	//
+	// With the bundle's full-Gaussian option it also holds log det Sigma'_c
+	// and -2 log prior_c, and can be negative.
+	Distance float32 `json:"distance"`
+}
+
+// Result is the classification of one image.
+type Result struct {
+	// Predictions are the top-k classes, closest first; equal distances are
+	// ordered by score column (class index), lowest first.
+	Predictions []Prediction `json:"predictions"`
+}
+
+// Best returns the closest class. It panics on an empty Result, which
+// Classify never returns.
+func (r Result) Best() Prediction {
+	if len(r.Predictions) == 0 {
+		panic("infer: Best of an empty Result")
+	}
+	return r.Predictions[0]
+}
+
+// rankClasses returns the k classes with the smallest distances, closest
+// first, ties by class index. A NaN or infinite distance is an error (a
+// broken model or input), never a silent rank.
+func rankClasses(distances []float32, classes []bundle.Class, k int) ([]Prediction, error) {
+	for i, d := range distances {
+		if math.IsNaN(float64(d)) || math.IsInf(float64(d), 0) {
+			return nil, fmt.Errorf("distance to class %d (%q) is %v", classes[i].ID, classes[i].Name, d)
+		}
+	}
+	order := make([]int, len(distances))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return distances[order[a]] < distances[order[b]] })
+	k = min(k, len(order))
+	out := make([]Prediction, k)
+	for r, i := range order[:k] {
+		out[r] = Prediction{ClassID: classes[i].ID, Name: classes[i].Name, Task: classes[i].Task, Distance: distances[i]}
+	}
+	return out, nil
+}
