@@ -13,7 +13,7 @@ const (
 	// Direct: the matrix itself was positive definite.
 	Direct Fallback = iota
 	// Jittered: the factor is of Sigma + j*(tr(Sigma)/S)*I for the smallest
-	// j in JitterSteps that worked.
+	// j in 1e-8, 1e-7, ..., 1e-2 that worked.
 	Jittered
 	// EigenFloored: the factor is of Q max(Lambda, EigenFloor*tr(Sigma)/S) Q^T,
 	// Sigma's eigendecomposition with its eigenvalues raised to a floor.
@@ -33,10 +33,10 @@ func (f Fallback) String() string {
 	return fmt.Sprintf("Fallback(%d)", int(f))
 }
 
-// JitterSteps are the relative jitters Cholesky tries, in order, before it
-// floors eigenvalues: 1e-8 to 1e-2 times the mean diagonal (METHOD.md asks for
-// "growing jitter, eigenvalue floor as last resort" without numbers).
-var JitterSteps = [...]float64{1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2}
+// jitterSteps are the relative jitters Cholesky tries, in order, before it
+// floors eigenvalues (METHOD.md asks for "growing jitter, eigenvalue floor as
+// last resort" without numbers).
+var jitterSteps = [...]float64{1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2}
 
 // EigenFloor is the smallest eigenvalue, relative to the mean diagonal, that
 // the last-resort repair keeps.
@@ -46,7 +46,7 @@ const EigenFloor = 1e-6
 // rounding or too few samples have left it indefinite:
 //
 //  1. factorise Sigma as it is;
-//  2. else factorise Sigma + j*m*I for j in JitterSteps, m = tr(Sigma)/S
+//  2. else factorise Sigma + j*m*I for j = 1e-8, 1e-7, ..., 1e-2, m = tr(Sigma)/S
 //     (m = 1 when the trace is not positive);
 //  3. else floor the eigenvalues of Sigma at EigenFloor*m and factorise
 //     Q diag(max(lambda, EigenFloor*m)) Q^T.
@@ -74,7 +74,7 @@ func Cholesky(sym mat.Symmetric) (*mat.Cholesky, Fallback, error) {
 		scale = 1
 	}
 	work := mat.NewSymDense(s, nil)
-	for _, j := range JitterSteps {
+	for _, j := range jitterSteps {
 		work.CopySym(sym)
 		addDiagonal(work, j*scale)
 		if chol.Factorize(work) {
