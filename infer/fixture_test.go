@@ -140,10 +140,10 @@ func buildFixture() (*fixture, error) {
 	for i := range classes {
 		classes[i] = i
 	}
-	if err := writeFixtureBundle(f.twoTasks, shape, weights, backbone, adapter, protos, opts, test.ClassNames, [][]int{classes[:5], classes[5:]}, pre); err != nil {
+	if err := writeFixtureBundle(f.twoTasks, shape, weights, backbone, adapter, protos, opts, data.FashionMNISTClasses, [][]int{classes[:5], classes[5:]}, pre); err != nil {
 		return nil, err
 	}
-	if err := writeFixtureBundle(f.oneTask, shape, weights, backbone, nil, protos[:5], opts, test.ClassNames, [][]int{classes[:5]}, pre); err != nil {
+	if err := writeFixtureBundle(f.oneTask, shape, weights, backbone, nil, protos[:5], opts, data.FashionMNISTClasses, [][]int{classes[:5]}, pre); err != nil {
 		return nil, err
 	}
 	return f, nil

@@ -1,0 +1,95 @@
+package infer_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image"
+	"image/png"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/bicyc/bicyc/infer"
+)
+
+// exampleModel returns a model directory exported by bicyc (here the
+// tests' small Fashion-MNIST model) and writes Fashion-MNIST test image i
+// as a PNG file, returning its path.
+func exampleModel(i int) (modelDir, imagePath string) {
+	dir, test, err := infer.BuildExampleBundle()
+	if err != nil {
+		log.Fatal(err)
+	}
+	img := &image.Gray{Pix: test.Image(i), Stride: test.Width, Rect: image.Rect(0, 0, test.Width, test.Height)}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		log.Fatal(err)
+	}
+	imagePath = filepath.Join(os.TempDir(), fmt.Sprintf("infer-example-%d.png", i))
+	if err := os.WriteFile(imagePath, b.Bytes(), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	return dir, imagePath
+}
+
+func ExampleOpen() {
+	modelDir, _ := exampleModel(0)
+	c, err := infer.Open(modelDir, infer.WithProvider(infer.ProviderCPU), infer.WithTopK(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Println(len(c.Classes()), "classes in", len(c.Manifest().Tasks), "tasks, top", c.TopK(), "on", c.Provider())
+	// Output: 10 classes in 2 tasks, top 2 on cpu
+}
+
+func ExampleClassifier_ClassifyFile() {
+	modelDir, imagePath := exampleModel(2) // a trouser
+	defer os.Remove(imagePath)
+	c, err := infer.Open(modelDir, infer.WithProvider(infer.ProviderCPU))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	res, err := c.ClassifyFile(imagePath)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for rank, p := range res.Predictions {
+		fmt.Printf("%d. class %d %s (task %d)\n", rank+1, p.ClassID, p.Name, p.Task)
+	}
+	// Output:
+	// 1. class 1 Trouser (task 0)
+	// 2. class 6 Shirt (task 1)
+	// 3. class 4 Coat (task 0)
+}
+
+func ExampleClassifier_Transport() {
+	modelDir, _ := exampleModel(0)
+	c, err := infer.Open(modelDir, infer.WithProvider(infer.ProviderCPU))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	// Features of the previous task's backbone would come from that
+	// model's Embed; any [N][S] rows work here.
+	old := [][]float32{make([]float32, c.Manifest().FeatureDim)}
+	moved, err := c.Transport(old)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(moved), "row of", len(moved[0]), "features")
+	// Output: 1 row of 8 features
+}
+
+func ExampleDecodeImage() {
+	// A PNG header declaring 100000x100000 pixels: refused before decoding.
+	header := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x00\x01\x86\xa0\x00\x01\x86\xa0\x08\x02\x00\x00\x00\x27\x30\x9c\x9f")
+	_, _, err := infer.DecodeImage(bytes.NewReader(header), infer.DefaultMaxPixels)
+	fmt.Println(errors.Is(err, infer.ErrImageTooLarge))
+	fmt.Println(err)
+	// Output:
+	// true
+	// png header declares 100000x100000 = 10000000000 pixels, more than the limit of 67108864: image too large
+}
