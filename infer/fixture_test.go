@@ -36,7 +36,6 @@ type fixture struct {
 	test      *data.Dataset        // Fashion-MNIST test set
 	reference *gauss.Classifier    // the scores model.onnx must reproduce
 	adapter   []safetensors.Tensor // the weights of adapter.onnx
-	pre       data.Preprocess
 }
 
 var (
@@ -129,89 +128,50 @@ func buildFixture() (*fixture, error) {
 		oneTask:   filepath.Join(root, "one-task"),
 		test:      test,
 		reference: reference,
-		pre:       pre,
 	}
 	f.adapter = randomMLP(rng, fixtureFeatureDim)
-	adapter, err := export.Adapter(export.AdapterMLP, fixtureFeatureDim, f.adapter)
-	if err != nil {
-		return nil, err
-	}
 	classes := make([]int, test.NumClasses())
 	for i := range classes {
 		classes[i] = i
 	}
-	if err := writeFixtureBundle(f.twoTasks, shape, weights, backbone, adapter, protos, opts, data.FashionMNISTClasses, [][]int{classes[:5], classes[5:]}, pre); err != nil {
+	in := export.Input{Arch: export.ArchConvNet, FeatureDim: fixtureFeatureDim, Backbone: weights,
+		AdapterKind: export.AdapterMLP, Adapter: f.adapter, Preprocess: pre, Version: "test"}
+	if err := writeFixtureBundle(f.twoTasks, in, protos, opts, [][]int{classes[:5], classes[5:]}); err != nil {
 		return nil, err
 	}
-	if err := writeFixtureBundle(f.oneTask, shape, weights, backbone, nil, protos[:5], opts, data.FashionMNISTClasses, [][]int{classes[:5]}, pre); err != nil {
+	in.Adapter = nil
+	if err := writeFixtureBundle(f.oneTask, in, protos[:5], opts, [][]int{classes[:5]}); err != nil {
 		return nil, err
 	}
 	return f, nil
 }
 
-// writeFixtureBundle exports one model directory with bundle.Write, as the
-// trainer's export step does.
-func writeFixtureBundle(dir string, shape export.BackboneShape, weights []safetensors.Tensor, backbone, adapter []byte,
-	protos []gauss.Gaussian, opts gauss.ClassifierOptions, names []string, tasks [][]int, pre data.Preprocess) error {
+// writeFixtureBundle exports a model directory of the prototypes protos
+// (class c = protos[c], named from data.FashionMNISTClasses) with
+// export.Write, as the trainer does.
+func writeFixtureBundle(dir string, in export.Input, protos []gauss.Gaussian, opts gauss.ClassifierOptions, tasks [][]int) error {
 	cls, err := gauss.NewClassifier(protos, nil, opts)
 	if err != nil {
 		return err
 	}
-	tables := cls.Tables()
-	model, err := export.Model(shape, weights, tables, fixtureTopK)
-	if err != nil {
-		return err
-	}
-	classifier, err := export.Classifier(tables, fixtureTopK)
-	if err != nil {
-		return err
-	}
-	k, s := len(protos), shape.FeatureDim
-	p := bundle.Prototypes{K: k, S: s, Means: make([]float32, 0, k*s), Covariances: make([]float32, 0, k*s*s), Tables: tables}
+	in.Tables = cls.Tables()
+	in.Classifier = bundle.ClassifierOptions{Normalize: opts.Normalize, Shrink: opts.Shrink, FullGaussian: opts.FullGaussian, TopK: fixtureTopK}
+	s := in.FeatureDim
 	for _, g := range protos {
-		p.Means = append(p.Means, toFloat32(g.Mean)...)
 		for i := range s {
+			in.Means = append(in.Means, float32(g.Mean[i]))
 			for j := range s {
-				p.Covariances = append(p.Covariances, float32(g.Cov.At(i, j)))
+				in.Covariances = append(in.Covariances, float32(g.Cov.At(i, j)))
 			}
 		}
 	}
-	protoBytes, err := p.Encode()
-	if err != nil {
-		return err
-	}
-	m := &bundle.Manifest{
-		BicycVersion: "test",
-		Backbone:     shape.Arch,
-		FeatureDim:   s,
-		Classifier:   bundle.ClassifierOptions{Normalize: opts.Normalize, Shrink: opts.Shrink, FullGaussian: opts.FullGaussian, TopK: fixtureTopK},
-		Preprocess:   pre,
-		Tasks:        tasks,
-	}
+	in.Tasks = tasks
 	for t, ids := range tasks {
 		for _, id := range ids {
-			m.Classes = append(m.Classes, bundle.Class{ID: id, Name: names[id], Task: t})
+			in.Classes = append(in.Classes, bundle.Class{ID: id, Name: data.FashionMNISTClasses[id], Task: t})
 		}
 	}
-	files := map[string][]byte{
-		bundle.BackboneFile:   backbone,
-		bundle.ClassifierFile: classifier,
-		bundle.ModelFile:      model,
-		bundle.PrototypesFile: protoBytes,
-	}
-	if adapter != nil {
-		m.Adapter = export.AdapterMLP
-		files[bundle.AdapterFile] = adapter
-	}
-	return bundle.Write(dir, m, files)
-}
-
-func toFloat32(v []float64) []float32 {
-	out := make([]float32, len(v))
-	for i, x := range v {
-		out[i] = float32(x)
-	}
-	return out
+	return export.Write(dir, in)
 }
 
 // randomConvNet draws the tensors of package models' convnet backbone
