@@ -123,7 +123,7 @@ func newStateReader(model string, tensors []safetensors.Tensor, prefix string) *
 }
 
 func (r *stateReader) fail(format string, args ...any) {
-	r.errs = append(r.errs, fmt.Errorf("%s state: "+format+": %w", append([]any{r.model}, append(args, ErrBadState)...)...))
+	r.errs = append(r.errs, fmt.Errorf("%s state: %s: %w", r.model, fmt.Sprintf(format, args...), ErrBadState))
 }
 
 // read schedules copying tensor name, which must have the given shape and finite values, into dst. With

@@ -56,9 +56,9 @@ func (o AntiCollapseOptions) Validate() error {
 // The gradient is exact for the factored matrix: Murray's Cholesky backward (see Cholesky) through Sigma^ and the
 // covariance to z, with the min clamping the gradient to zero where L_ii > beta:
 //
-//	Lbar    = diag(-(1/S) * [L_ii <= beta])
+//	Lbar     = diag(-(1/S) * [L_ii <= beta])
 //	Sigmabar = chol_backward(L, Lbar) + (kappa/S) * tr(chol_backward(L, Lbar)) * I
-//	zbar    = 2/(B-1) * zc Sigmabar
+//	zbar     = 2/(B-1) * zc Sigmabar
 //
 // A repair (jitter or eigenvalue floor) is treated as a constant shift: its own derivative is ignored. B must be
 // at least 2. Running the graph fails with an error wrapping ErrNonFinite when z holds NaN or an infinity.

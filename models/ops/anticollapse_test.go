@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -209,4 +210,27 @@ func ExampleAntiCollapse() {
 	// Output:
 	// loss -0.7449
 	// gradient [-0.2041 0.0000 0.2041 0.0000 0.0000 0.0000 0.0000 0.0000]
+}
+
+// BenchmarkAntiCollapse times the loss and its gradient at the paper's batch 256 and S = 64.
+func BenchmarkAntiCollapse(b *testing.B) {
+	rng := rand.New(rand.NewPCG(12, 13))
+	z := toFloat32Dense(antiCollapseFeatures(rng, 256, slices.Repeat([]float64{0.5}, 64)))
+	g := G.NewGraph()
+	nodes, _ := gradGraphInputs(g, []*tensor.Dense{z}, tensor.Float32)
+	loss, err := AntiCollapse(nodes[0], DefaultAntiCollapseOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := G.Grad(loss, nodes[0]); err != nil {
+		b.Fatal(err)
+	}
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	for b.Loop() {
+		if err := vm.RunAll(); err != nil {
+			b.Fatal(err)
+		}
+		vm.Reset()
+	}
 }
