@@ -1,13 +1,44 @@
 package ops
 
 import (
+	"sync/atomic"
+
 	"gonum.org/v1/gonum/blas"
 	G "gorgonia.org/gorgonia"
 )
 
+// splitGemm is set by UseOpenBLAS, once the BLAS is known to run each call on one thread.
+var splitGemm atomic.Bool
+
 // gemm computes c = op(a)·op(b) + beta·c for row-major matrices through the BLAS registered with G.Use, where
-// op transposes when the flag is set; op(a) is m×k, op(b) is k×n, c is m×n.
+// op transposes when the flag is set; op(a) is m×k, op(b) is k×n, c is m×n. After UseOpenBLAS, the larger
+// of m and n is split into one block per thread (see SetThreads), each multiplied by its own single-threaded
+// BLAS call; otherwise one call leaves the threading to the BLAS.
 func gemm[T float](transA, transB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	workers := Threads()
+	if !splitGemm.Load() || m*n*k < 1<<20 {
+		workers = 1
+	}
+	if n >= m {
+		parallelFor(n, (n+workers-1)/workers, func(lo, hi int) {
+			bOff := lo
+			if transB {
+				bOff = lo * ldb
+			}
+			gemmCall(transA, transB, m, hi-lo, k, a, lda, b[bOff:], ldb, beta, c[lo:], ldc)
+		})
+		return
+	}
+	parallelFor(m, (m+workers-1)/workers, func(lo, hi int) {
+		aOff := lo * lda
+		if transA {
+			aOff = lo
+		}
+		gemmCall(transA, transB, hi-lo, n, k, a[aOff:], lda, b, ldb, beta, c[lo*ldc:], ldc)
+	})
+}
+
+func gemmCall[T float](transA, transB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	ta, tb := blas.NoTrans, blas.NoTrans
 	if transA {
 		ta = blas.Trans

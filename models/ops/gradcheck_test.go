@@ -81,18 +81,23 @@ func symbolicGrads(build func(g *G.ExprGraph, in []*G.Node) (*G.Node, error), in
 	if err != nil {
 		return nil, err
 	}
-	grads, err := G.Grad(cost, nodes...)
-	if err != nil {
+	if _, err := G.Grad(cost, nodes...); err != nil {
 		return nil, err
 	}
-	vm := G.NewTapeMachine(g)
+	// Read the gradients from the inputs' dual values, as solvers do: the value of a gradient node may sit in a
+	// register that a later instruction reuses.
+	vm := G.NewTapeMachine(g, G.BindDualValues(nodes...))
 	defer vm.Close()
 	if err := vm.RunAll(); err != nil {
 		return nil, err
 	}
-	out := make([][]float64, len(grads))
-	for i, gr := range grads {
-		out[i] = toFloat64s(gr.Value().(*tensor.Dense))
+	out := make([][]float64, len(nodes))
+	for i, n := range nodes {
+		gr, err := n.Grad()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = toFloat64s(gr.(*tensor.Dense))
 	}
 	return out, nil
 }

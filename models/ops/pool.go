@@ -14,16 +14,170 @@ import (
 //	y[n,c,i,j] = max(x[n,c,2i,2j], x[n,c,2i,2j+1], x[n,c,2i+1,2j], x[n,c,2i+1,2j+1])
 //
 // x is [N,C,H,W] with H and W even, y is [N,C,H/2,W/2]. The gradient goes to the first maximum of each window
-// in row-major order. It returns an error wrapping ErrShape for other shapes.
+// in row-major order (as gorgonia's MaxPool2D does); a NaN in a window propagates to y unless it comes after
+// a larger value. It returns an error wrapping ErrShape for other shapes.
 func MaxPool2(x *G.Node) (*G.Node, error) {
 	xs := x.Shape()
-	if xs.Dims() != 4 || xs[2]%2 != 0 || xs[3]%2 != 0 || xs[2] == 0 || xs[3] == 0 {
-		return nil, fmt.Errorf("max pool 2x2: input %q has shape %v, want [N,C,H,W] with H, W even: %w", x.Name(), xs, ErrShape)
+	if xs.Dims() != 4 || xs[2]%2 != 0 || xs[3]%2 != 0 || xs.TotalSize() == 0 {
+		return nil, fmt.Errorf("max pool 2x2: input %q has shape %v, want [N,C,H,W] with H, W even and positive: %w", x.Name(), xs, ErrShape)
 	}
 	if err := checkFloat("max pool 2x2", x); err != nil {
 		return nil, err
 	}
-	return G.MaxPool2D(x, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2})
+	return G.ApplyOp(&maxPoolOp{shape: xs.Clone(), serial: opSerial.Add(1)}, x)
+}
+
+// maxPoolOp is the 2x2 max pooling; it keeps, for each output, which of the four window positions (0..3,
+// row-major) held the maximum, for maxPoolGradOp in the same run.
+type maxPoolOp struct {
+	plainOp
+	shape  tensor.Shape // [N,C,H,W] of x
+	serial uint64
+	argmax []uint8
+	out    buffer
+}
+
+func (op *maxPoolOp) Arity() int    { return 1 }
+func (op *maxPoolOp) Type() hm.Type { return hm.NewFnType(tensorType(4), tensorType(4)) }
+func (op *maxPoolOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	return op.outShape(), nil
+}
+func (op *maxPoolOp) outShape() tensor.Shape {
+	return tensor.Shape{op.shape[0], op.shape[1], op.shape[2] / 2, op.shape[3] / 2}
+}
+func (op *maxPoolOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
+func (op *maxPoolOp) Hashcode() uint32      { return hashOf(op) }
+func (op *maxPoolOp) String() string        { return fmt.Sprintf("MaxPool2#%d%v", op.serial, op.shape) }
+
+func (op *maxPoolOp) DiffWRT(int) []bool { return []bool{true} }
+func (op *maxPoolOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
+	dx, err := G.ApplyOp(&maxPoolGradOp{fwd: op}, grad)
+	if err != nil {
+		return nil, err
+	}
+	return G.Nodes{dx}, nil
+}
+
+func (op *maxPoolOp) Do(vals ...G.Value) (G.Value, error) {
+	x, err := denseOf("max pool 2x2", 0, vals[0], vals[0].Dtype(), op.shape)
+	if err != nil {
+		return nil, err
+	}
+	y := op.out.get(x.Dtype(), op.outShape()...)
+	if op.argmax == nil {
+		op.argmax = make([]uint8, y.DataSize())
+	}
+	switch x.Dtype() {
+	case tensor.Float32:
+		maxPool2(x.Float32s(), y.Float32s(), op.argmax, op.shape[2], op.shape[3])
+	case tensor.Float64:
+		maxPool2(x.Float64s(), y.Float64s(), op.argmax, op.shape[2], op.shape[3])
+	default:
+		return nil, fmt.Errorf("max pool 2x2: dtype %v: %w", x.Dtype(), ErrShape)
+	}
+	return y, nil
+}
+
+// maxPool2 pools every h×w plane of x into y, recording the winning window position in argmax. Planes are
+// split across goroutines.
+func maxPool2[T float](x, y []T, argmax []uint8, h, w int) {
+	oh, ow := h/2, w/2
+	planes := len(x) / (h * w)
+	parallelFor(planes, 1+8192/(h*w), func(lo, hi int) {
+		for pl := lo; pl < hi; pl++ {
+			src := x[pl*h*w : (pl+1)*h*w]
+			dst := y[pl*oh*ow : (pl+1)*oh*ow]
+			arg := argmax[pl*oh*ow : (pl+1)*oh*ow]
+			for i := 0; i < oh; i++ {
+				top := src[2*i*w : (2*i+1)*w]
+				bottom := src[(2*i+1)*w : (2*i+2)*w]
+				d := dst[i*ow : (i+1)*ow]
+				a := arg[i*ow : (i+1)*ow]
+				for j := range d {
+					best, at := top[2*j], uint8(0)
+					if v := top[2*j+1]; v > best {
+						best, at = v, 1
+					}
+					if v := bottom[2*j]; v > best {
+						best, at = v, 2
+					}
+					if v := bottom[2*j+1]; v > best {
+						best, at = v, 3
+					}
+					d[j], a[j] = best, at
+				}
+			}
+		}
+	})
+}
+
+// maxPoolGradOp routes each output gradient to the window position its forward op recorded; the other
+// three positions get zero.
+type maxPoolGradOp struct {
+	plainOp
+	fwd *maxPoolOp
+	out buffer
+}
+
+func (op *maxPoolGradOp) Arity() int    { return 1 }
+func (op *maxPoolGradOp) Type() hm.Type { return hm.NewFnType(tensorType(4), tensorType(4)) }
+func (op *maxPoolGradOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	return op.fwd.shape.Clone(), nil
+}
+func (op *maxPoolGradOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
+func (op *maxPoolGradOp) Hashcode() uint32      { return hashOf(op) }
+func (op *maxPoolGradOp) String() string        { return fmt.Sprintf("MaxPool2Grad#%d", op.fwd.serial) }
+
+func (op *maxPoolGradOp) Do(vals ...G.Value) (G.Value, error) {
+	dy, err := denseOf("max pool 2x2 gradient", 0, vals[0], vals[0].Dtype(), op.fwd.outShape())
+	if err != nil {
+		return nil, err
+	}
+	if op.fwd.argmax == nil {
+		return nil, fmt.Errorf("max pool 2x2 gradient: %v ran before its forward pass", op)
+	}
+	dx := op.out.get(dy.Dtype(), op.fwd.shape...)
+	h, w := op.fwd.shape[2], op.fwd.shape[3]
+	switch dy.Dtype() {
+	case tensor.Float32:
+		maxPool2Grad(dy.Float32s(), dx.Float32s(), op.fwd.argmax, h, w)
+	case tensor.Float64:
+		maxPool2Grad(dy.Float64s(), dx.Float64s(), op.fwd.argmax, h, w)
+	default:
+		return nil, fmt.Errorf("max pool 2x2 gradient: dtype %v: %w", dy.Dtype(), ErrShape)
+	}
+	return dx, nil
+}
+
+func maxPool2Grad[T float](dy, dx []T, argmax []uint8, h, w int) {
+	oh, ow := h/2, w/2
+	planes := len(dx) / (h * w)
+	parallelFor(planes, 1+8192/(h*w), func(lo, hi int) {
+		for pl := lo; pl < hi; pl++ {
+			g := dy[pl*oh*ow : (pl+1)*oh*ow]
+			arg := argmax[pl*oh*ow : (pl+1)*oh*ow]
+			plane := dx[pl*h*w : (pl+1)*h*w]
+			for i := 0; i < oh; i++ {
+				top := plane[2*i*w : (2*i+1)*w]
+				bottom := plane[(2*i+1)*w : (2*i+2)*w]
+				for j := 0; j < ow; j++ {
+					v := g[i*ow+j]
+					var t0, t1, b0, b1 T
+					switch arg[i*ow+j] {
+					case 0:
+						t0 = v
+					case 1:
+						t1 = v
+					case 2:
+						b0 = v
+					default:
+						b1 = v
+					}
+					top[2*j], top[2*j+1], bottom[2*j], bottom[2*j+1] = t0, t1, b0, b1
+				}
+			}
+		}
+	})
 }
 
 // GlobalAvgPool returns the mean of each channel over its spatial positions:
@@ -46,6 +200,7 @@ func GlobalAvgPool(x *G.Node) (*G.Node, error) {
 // (gorgonia v0.9.18's Mean(x, 2, 3) divides by (H·W)² in the forward pass, and its GlobalAveragePool2D has no
 // working gradient.)
 type globalAvgPoolOp struct {
+	plainOp
 	shape tensor.Shape // [N,C,H,W]
 	out   buffer
 }
@@ -55,9 +210,6 @@ func (op *globalAvgPoolOp) Type() hm.Type { return hm.NewFnType(tensorType(4), t
 func (op *globalAvgPoolOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 	return tensor.Shape{op.shape[0], op.shape[1]}, nil
 }
-func (op *globalAvgPoolOp) ReturnsPtr() bool      { return false }
-func (op *globalAvgPoolOp) CallsExtern() bool     { return false }
-func (op *globalAvgPoolOp) OverwritesInput() int  { return -1 }
 func (op *globalAvgPoolOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
 func (op *globalAvgPoolOp) Hashcode() uint32      { return hashOf(op) }
 func (op *globalAvgPoolOp) String() string        { return fmt.Sprintf("GlobalAvgPool%v", op.shape) }
@@ -104,6 +256,7 @@ func globalAvgPool[T float](x, y []T, s int) {
 
 // globalAvgPoolGradOp maps dy [N,C] to dx [N,C,H,W] with dx[n,c,i,j] = dy[n,c]/(H·W).
 type globalAvgPoolGradOp struct {
+	plainOp
 	shape tensor.Shape // [N,C,H,W] of x
 	out   buffer
 }
@@ -113,9 +266,6 @@ func (op *globalAvgPoolGradOp) Type() hm.Type { return hm.NewFnType(tensorType(2
 func (op *globalAvgPoolGradOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 	return op.shape.Clone(), nil
 }
-func (op *globalAvgPoolGradOp) ReturnsPtr() bool      { return false }
-func (op *globalAvgPoolGradOp) CallsExtern() bool     { return false }
-func (op *globalAvgPoolGradOp) OverwritesInput() int  { return -1 }
 func (op *globalAvgPoolGradOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
 func (op *globalAvgPoolGradOp) Hashcode() uint32      { return hashOf(op) }
 func (op *globalAvgPoolGradOp) String() string        { return fmt.Sprintf("GlobalAvgPoolGrad%v", op.shape) }

@@ -1,0 +1,152 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// convCases cover the patch layouts: padding on all sides, stride 2 with and without padding, a kernel that
+// overhangs the right edge, rectangular images, 1x1 (the regrouping path) and 1x1 with stride 2.
+var convCases = []struct {
+	x, w        []int
+	stride, pad int
+}{
+	{[]int{2, 3, 5, 5}, []int{4, 3, 3, 3}, 1, 1},
+	{[]int{2, 2, 7, 6}, []int{3, 2, 3, 3}, 2, 0},
+	{[]int{1, 2, 6, 7}, []int{2, 2, 3, 3}, 2, 1},
+	{[]int{2, 1, 5, 4}, []int{2, 1, 2, 2}, 2, 1},
+	{[]int{3, 4, 3, 3}, []int{5, 4, 1, 1}, 1, 0},
+	{[]int{2, 3, 5, 5}, []int{2, 3, 1, 1}, 2, 0},
+	{[]int{1, 2, 4, 4}, []int{3, 2, 5, 5}, 1, 2},
+}
+
+func TestConv2dGradient(t *testing.T) {
+	for _, dt := range floatTypes {
+		for i, c := range convCases {
+			t.Run(fmt.Sprintf("%v/case%d", dt, i), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(i), 1))
+				inputs := []*tensor.Dense{asDtype(randDense(rng, c.x...), dt), asDtype(randDense(rng, c.w...), dt)}
+				checkGrad(t, cost(func(in []*G.Node) (*G.Node, error) {
+					return Conv2d(in[0], in[1], c.stride, c.pad)
+				}), inputs, gradTolerance(dt))
+			})
+		}
+	}
+}
+
+func TestConv2dMatchesStock(t *testing.T) {
+	stock := func(stride, pad int) func(in []*G.Node) (*G.Node, error) {
+		return func(in []*G.Node) (*G.Node, error) {
+			k := in[1].Shape()[2]
+			return G.Conv2d(in[0], in[1], tensor.Shape{k, k}, []int{pad, pad}, []int{stride, stride}, []int{1, 1})
+		}
+	}
+	for _, dt := range floatTypes {
+		for i, c := range convCases {
+			t.Run(fmt.Sprintf("%v/case%d", dt, i), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(i), 2))
+				inputs := []*tensor.Dense{randDense(rng, c.x...), randDense(rng, c.w...)}
+				compareWithStock(t, inputs, dt, 1e-5, func(in []*G.Node) (*G.Node, error) {
+					return Conv2d(in[0], in[1], c.stride, c.pad)
+				}, stock(c.stride, c.pad))
+			})
+		}
+		// The first layer of the default backbone on real images.
+		t.Run(fmt.Sprintf("%v/fashion", dt), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(9, 2))
+			inputs := []*tensor.Dense{fashionBatch(t, 16), randDense(rng, 8, 1, 3, 3)}
+			compareWithStock(t, inputs, dt, 1e-5, func(in []*G.Node) (*G.Node, error) {
+				return Conv2d(in[0], in[1], 1, 1)
+			}, stock(1, 1))
+		})
+	}
+}
+
+// TestConv2dRepeatedRuns checks that reused buffers give the same result on every run and that the input
+// gradient does not depend on what a previous run left in them.
+func TestConv2dRepeatedRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	g := G.NewGraph()
+	nodes, values := gradGraphInputs(g, []*tensor.Dense{randDense(rng, 2, 3, 6, 6), randDense(rng, 4, 3, 3, 3)}, tensor.Float32)
+	y, err := Conv2d(nodes[0], nodes[1], 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := weightedSum(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := G.Grad(c, nodes...); err != nil {
+		t.Fatal(err)
+	}
+	vm := G.NewTapeMachine(g, G.BindDualValues(nodes...))
+	defer vm.Close()
+	var first []float64
+	for run := 0; run < 3; run++ {
+		if run == 2 { // new input values must show in the gradient
+			for i := range values[1].Float32s() {
+				values[1].Float32s()[i] *= 2
+			}
+		}
+		if err := vm.RunAll(); err != nil {
+			t.Fatal(err)
+		}
+		gx, _ := nodes[0].Grad()
+		got := toFloat64s(gx.(*tensor.Dense))
+		vm.Reset()
+		for _, n := range nodes { // as a solver's Step does: gradients accumulate until zeroed
+			gr, _ := n.Grad()
+			gr.(*tensor.Dense).Zero()
+		}
+		switch run {
+		case 0:
+			first = got
+		case 1:
+			assertClose(t, "second run", got, first, 0)
+		case 2:
+			for i := range first {
+				first[i] *= 2
+			}
+			assertClose(t, "run with doubled filters", got, first, 1e-6)
+		}
+	}
+}
+
+func TestConv2dShapeErrors(t *testing.T) {
+	g := G.NewGraph()
+	x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(2, 3, 8, 8), G.WithName("x"))
+	x64 := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 8, 8), G.WithName("x64"))
+	xi := G.NewTensor(g, tensor.Int, 4, G.WithShape(2, 3, 8, 8), G.WithName("xi"))
+	wi := G.NewTensor(g, tensor.Int, 4, G.WithShape(4, 3, 3, 3), G.WithName("wi"))
+	x3 := G.NewTensor(g, tensor.Float32, 3, G.WithShape(3, 8, 8), G.WithName("x3"))
+	w := G.NewTensor(g, tensor.Float32, 4, G.WithShape(4, 3, 3, 3), G.WithName("w"))
+	wRect := G.NewTensor(g, tensor.Float32, 4, G.WithShape(4, 3, 3, 2), G.WithName("wrect"))
+	wChan := G.NewTensor(g, tensor.Float32, 4, G.WithShape(4, 2, 3, 3), G.WithName("wchan"))
+	wBig := G.NewTensor(g, tensor.Float32, 4, G.WithShape(4, 3, 11, 11), G.WithName("wbig"))
+	cases := []struct {
+		x, w        *G.Node
+		stride, pad int
+	}{
+		{x3, w, 1, 1},
+		{x, wRect, 1, 1},
+		{x, wChan, 1, 1},
+		{x64, w, 1, 1},
+		{xi, wi, 1, 1},
+		{x, w, 0, 1},
+		{x, w, 1, -1},
+		{x, wBig, 1, 1},
+	}
+	for i, c := range cases {
+		if _, err := Conv2d(c.x, c.w, c.stride, c.pad); !errors.Is(err, ErrShape) {
+			t.Errorf("case %d: error %v, want ErrShape", i, err)
+		}
+	}
+	if _, err := Conv2d(x, wBig, 1, 2); err != nil {
+		t.Errorf("kernel 11 on 8x8 with pad 2 fits exactly: %v", err)
+	}
+}
