@@ -1,24 +1,99 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/bicyc/bicyc/train"
 )
 
+type trainOptions struct {
+	resume     string
+	cpuProfile string
+}
+
 func newTrainCmd(g *globalOptions) *cobra.Command {
+	opts := &trainOptions{}
 	cmd := &cobra.Command{
 		Use:   "train [--config <file>] [--resume <run-dir>]",
 		Short: "Run a task stream: Stage I, Stage II, transport and evaluation after every task",
-		Args:  cobra.NoArgs,
+		Long: `train runs every task of the configured stream: Stage I joint training, Stage II adapter
+fine-tune and Gaussian transport of old classes, evaluation over all seen classes, and an
+atomic checkpoint after every task. The run directory (run_dir/run_name) receives the
+resolved config, the task stream, metrics (JSON, CSV), accuracy matrices, a log, the
+checkpoints and, at the end, the exported ONNX model directory.
+
+--resume DIR continues a killed run after its last completed task, with the configuration
+it was started with.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(g, cmd.Flags())
-			if err != nil {
-				return err
-			}
-			return fmt.Errorf("training engine not built yet (config ok: %s)", cfg.Method)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runTrain(ctx, g, opts, cmd)
 		},
 	}
 	addRunFlags(cmd)
+	cmd.Flags().StringVar(&opts.resume, "resume", "", "continue the run in `dir` after its last completed task")
+	cmd.Flags().StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `file` (go tool pprof)")
 	return cmd
+}
+
+func runTrain(ctx context.Context, g *globalOptions, opts *trainOptions, cmd *cobra.Command) error {
+	if opts.cpuProfile != "" {
+		f, err := os.Create(opts.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	ropts := train.Options{Log: cmd.ErrOrStderr(), Progress: cmd.ErrOrStderr()}
+	var run *train.Run
+	var err error
+	if opts.resume != "" {
+		run, err = train.Resume(opts.resume, ropts)
+	} else {
+		cfg, lerr := loadConfig(g, cmd.Flags())
+		if lerr != nil {
+			return lerr
+		}
+		name := cfg.RunName
+		if name == "" {
+			name = cfg.DefaultRunName(configName(g.configFile))
+		}
+		run, err = train.New(cfg, filepath.Join(cfg.RunDir, name), ropts)
+	}
+	if err != nil {
+		return err
+	}
+	defer run.Close()
+	if err := run.Execute(ctx); err != nil {
+		return err
+	}
+	if !run.Config().Export.Enabled {
+		return nil
+	}
+	dir := run.Config().Export.Dir
+	if dir == "" {
+		dir = filepath.Join(run.Dir(), "model")
+	}
+	if err := exportRun(run, dir); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "model exported to %s\n", dir)
+	return nil
+}
+
+func exportRun(run *train.Run, dir string) error {
+	return train.Export(run.Dir(), dir)
 }

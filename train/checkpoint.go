@@ -1,0 +1,287 @@
+package train
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/models"
+	"github.com/bicyc/bicyc/safetensors"
+)
+
+// A checkpoint is a directory checkpoints/task-NN of the run directory:
+//
+//	backbone.safetensors    backbone weights and BatchNorm running statistics
+//	adapter.safetensors     the last task's adapter A (absent before task 2)
+//	prototypes.safetensors  "classes" [K], "means" [K,S], "covariances" [K,S,S]
+//	state.json              completed tasks, class counts, per-task reports
+//
+// It is written into a temporary directory, every file synced, and renamed
+// into place; checkpoints/latest (written atomically) names the newest one.
+// A crash therefore leaves either the previous checkpoint or the new one.
+// Random state needs no saving: every random source is derived from the
+// seed, the task and the epoch (Run.rng, data.Batcher.Epoch).
+
+const latestFile = "latest"
+
+type checkpointState struct {
+	Completed   int          `json:"completed"`
+	ClassCounts map[int]int  `json:"class_counts"`
+	Reports     []TaskReport `json:"reports"`
+	AdapterKind string       `json:"adapter_kind,omitempty"`
+}
+
+func checkpointDir(runDir string, completed int) string {
+	return filepath.Join(runDir, "checkpoints", fmt.Sprintf("task-%02d", completed))
+}
+
+// saveCheckpoint writes the state after st.Completed tasks.
+func saveCheckpoint(runDir string, st *State) error {
+	final := checkpointDir(runDir, st.Completed)
+	parent := filepath.Dir(final)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(parent, ".tmp-"+filepath.Base(final)+"-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := safetensors.WriteFile(filepath.Join(tmp, "backbone.safetensors"), st.Backbone.State(), map[string]string{
+		"arch": st.Backbone.Arch(), "feature_dim": fmt.Sprint(st.Backbone.FeatureDim()), "in_channels": fmt.Sprint(st.Backbone.InChannels()),
+	}); err != nil {
+		return err
+	}
+	cs := checkpointState{Completed: st.Completed, ClassCounts: st.ClassCounts, Reports: st.Reports}
+	if st.Adapter != nil {
+		cs.AdapterKind = st.Adapter.Kind()
+		if err := safetensors.WriteFile(filepath.Join(tmp, "adapter.safetensors"), st.Adapter.State(), map[string]string{"kind": st.Adapter.Kind()}); err != nil {
+			return err
+		}
+	}
+	if err := safetensors.WriteFile(filepath.Join(tmp, "prototypes.safetensors"), prototypeTensors(st.Prototypes), nil); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(cs, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(tmp, "state.json"), b); err != nil {
+		return err
+	}
+	if err := syncDir(tmp); err != nil {
+		return err
+	}
+	// A checkpoint of the same task from an interrupted earlier attempt is replaced.
+	if err := os.RemoveAll(final); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return err
+	}
+	if err := syncDir(parent); err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(parent, latestFile), []byte(filepath.Base(final)+"\n"))
+}
+
+// loadLatestCheckpoint reads the checkpoint named by checkpoints/latest, or
+// returns nil when the run has none yet.
+func loadLatestCheckpoint(runDir string, cfg config.Config) (*State, error) {
+	b, err := os.ReadFile(filepath.Join(runDir, "checkpoints", latestFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return LoadCheckpoint(filepath.Join(runDir, "checkpoints", strings.TrimSpace(string(b))), cfg)
+}
+
+// LoadCheckpoint reads one checkpoint directory of a run with configuration cfg.
+func LoadCheckpoint(dir string, cfg config.Config) (*State, error) {
+	var cs checkpointState
+	if err := readJSON(filepath.Join(dir, "state.json"), &cs); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	st := &State{Completed: cs.Completed, ClassCounts: cs.ClassCounts, Reports: cs.Reports}
+	if st.ClassCounts == nil {
+		st.ClassCounts = map[int]int{}
+	}
+	bb, err := models.NewBackbone(cfg.Model.Backbone, cfg.Data.Channels, cfg.Model.FeatureDim, placeholderRand())
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "backbone.safetensors")
+	ts, _, err := safetensors.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := bb.SetState(ts); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	st.Backbone = bb
+	if cs.AdapterKind != "" {
+		path := filepath.Join(dir, "adapter.safetensors")
+		ts, _, err := safetensors.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: %w", err)
+		}
+		a, err := models.NewMapper(cs.AdapterKind, cfg.Model.FeatureDim, cfg.Model.HiddenMult, placeholderRand())
+		if err != nil {
+			return nil, err
+		}
+		if err := a.SetState(ts); err != nil {
+			return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+		}
+		st.Adapter = a
+	}
+	path = filepath.Join(dir, "prototypes.safetensors")
+	ts, _, err = safetensors.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	if st.Prototypes, err = prototypesFromTensors(ts, cfg.Model.FeatureDim); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	return st, nil
+}
+
+// placeholderRand initialises models whose weights are then overwritten by
+// a checkpoint.
+func placeholderRand() *rand.Rand { return rand.New(rand.NewPCG(0, 0)) }
+
+// prototypeTensors stores prototypes in class-id order as float32 tensors.
+func prototypeTensors(protos map[int]gauss.Gaussian) []safetensors.Tensor {
+	ids := sortedClasses(protos)
+	k := len(ids)
+	s := 0
+	if k > 0 {
+		s = protos[ids[0]].Dim()
+	}
+	classes := make([]float32, k)
+	means := make([]float32, 0, k*s)
+	covs := make([]float32, 0, k*s*s)
+	for i, c := range ids {
+		classes[i] = float32(c)
+		p := protos[c]
+		for _, v := range p.Mean {
+			means = append(means, float32(v))
+		}
+		for a := 0; a < s; a++ {
+			for b := 0; b < s; b++ {
+				covs = append(covs, float32(p.Cov.At(a, b)))
+			}
+		}
+	}
+	return []safetensors.Tensor{
+		{Name: "classes", Shape: []int{k}, Data: classes},
+		{Name: "means", Shape: []int{k, s}, Data: means},
+		{Name: "covariances", Shape: []int{k, s, s}, Data: covs},
+	}
+}
+
+func prototypesFromTensors(ts []safetensors.Tensor, s int) (map[int]gauss.Gaussian, error) {
+	classes, ok1 := safetensors.Find(ts, "classes")
+	means, ok2 := safetensors.Find(ts, "means")
+	covs, ok3 := safetensors.Find(ts, "covariances")
+	if !ok1 || !ok2 || !ok3 {
+		return nil, fmt.Errorf("want tensors classes, means and covariances")
+	}
+	k := len(classes.Data)
+	if len(means.Data) != k*s || len(covs.Data) != k*s*s {
+		return nil, fmt.Errorf("%d classes need means [%d,%d] and covariances [%d,%d,%d], got %v and %v", k, k, s, k, s, s, means.Shape, covs.Shape)
+	}
+	out := make(map[int]gauss.Gaussian, k)
+	for i := 0; i < k; i++ {
+		mean := make([]float64, s)
+		for j := range mean {
+			mean[j] = float64(means.Data[i*s+j])
+		}
+		cov := mat.NewSymDense(s, nil)
+		for a := 0; a < s; a++ {
+			for b := a; b < s; b++ {
+				cov.SetSym(a, b, float64(covs.Data[i*s*s+a*s+b]))
+			}
+		}
+		g := gauss.Gaussian{Mean: mean, Cov: cov}
+		if err := g.Validate(); err != nil {
+			return nil, fmt.Errorf("prototype of class %d: %w", int(classes.Data[i]), err)
+		}
+		out[int(classes.Data[i])] = g
+	}
+	return out, nil
+}
+
+func sortedClasses(protos map[int]gauss.Gaussian) []int {
+	ids := make([]int, 0, len(protos))
+	for c := range protos {
+		ids = append(ids, c)
+	}
+	sort.Ints(ids)
+	return ids
+}
+
+// writeFileAtomic writes b to a temporary file beside path, syncs it and
+// renames it into place.
+func writeFileAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, werr := f.Write(b)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func writeYAML(path string, v any) error {
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, b)
+}
+
+// readYAML decodes a YAML file strictly: unknown keys are errors.
+func readYAML(path string, v any) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	dec := yaml.NewDecoder(f)
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}

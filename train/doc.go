@@ -1,0 +1,23 @@
+// Package train is bicyc's training engine: it runs a class-incremental
+// task stream with gorgonia on the CPU, following METHOD.md.
+//
+// For every task t it runs
+//
+//	Stage I   joint training of the backbone f_t, a task head, and (t > 1)
+//	          the distiller D (new -> old) and adapter A (old -> new):
+//	          CE + lambda_bi (L_n2o + L_o2n) + lambda_cyc L_cyc
+//	             + lambda_pair L_pair + alpha L_ac
+//	Stage II  a fine-tune of A on cached features, Monte Carlo transport of
+//	          every old class's Gaussian through A, and new-class statistics
+//	Eval      the task-agnostic Bayes classifier over all seen classes on
+//	          every seen task's test set (TAg) and within each task (TAw)
+//
+// and then writes an atomic checkpoint, so a killed run resumes after its
+// last completed task. Prototypes (one Gaussian per class) are the only
+// memory of old tasks: no image of an old task is kept.
+//
+// The method is chosen by config: bicyc (default), adagauss (one-way: D in
+// Stage I, a fresh A after the task) and finetune (no distillation, no
+// transport). Gaussian math lives in package gauss, networks and custom ops
+// in package models, metrics in package train/metrics.
+package train

@@ -1,0 +1,69 @@
+package train
+
+import (
+	"fmt"
+
+	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/models"
+	"github.com/bicyc/bicyc/train/metrics"
+)
+
+// Drift holds the drift diagnostics after one task (paper appendix A.3):
+// how far the stored prototypes of the first task's classes are from the
+// statistics of those classes' test features under the current backbone
+// (mean over classes), and how close the transport is to an isometry.
+type Drift struct {
+	MeanL2       float64 `json:"mu_l2"`
+	CovFrobenius float64 `json:"sigma_frobenius"`
+	SymmetricKL  float64 `json:"sym_kl"`
+	// ADPercent is the fraction of singular values of A_hat D_hat in
+	// [0.9, 1.1], with A_hat, D_hat least-squares maps between the old and
+	// new features of this task's held-out (test) images; absent on task 1.
+	ADPercent *float64 `json:"ad_percent,omitempty"`
+}
+
+// driftEpsilon regularises both covariances of the symmetric KL (the paper's
+// "small eps"; features are of unit scale).
+const driftEpsilon = 1e-6
+
+func (r *Run) drift(t int, old, cur *models.Backbone) (*Drift, error) {
+	s := r.cfg.Model.FeatureDim
+	var d Drift
+	first := r.stream.Tasks[0]
+	for _, c := range first {
+		idx := r.testIndices([]int{c})
+		z, err := features(cur, r.test, idx, r.prep, r.cfg.Train.EvalBatch, false)
+		if err != nil {
+			return nil, err
+		}
+		test, err := classStatistics(z, len(idx), s, 1)
+		if err != nil {
+			return nil, fmt.Errorf("drift: class %d: %w", c, err)
+		}
+		st, err := gauss.Drift(r.state.Prototypes[c], test, driftEpsilon)
+		if err != nil {
+			return nil, fmt.Errorf("drift: class %d: %w", c, err)
+		}
+		d.MeanL2 += st.MeanL2 / float64(len(first))
+		d.CovFrobenius += st.CovFrobenius / float64(len(first))
+		d.SymmetricKL += st.SymmetricKL / float64(len(first))
+	}
+	if t > 0 {
+		idx := r.testIndices(r.stream.Tasks[t])
+		zOld, err := features(old, r.test, idx, r.prep, r.cfg.Train.EvalBatch, false)
+		if err != nil {
+			return nil, err
+		}
+		zNew, err := features(cur, r.test, idx, r.prep, r.cfg.Train.EvalBatch, false)
+		if err != nil {
+			return nil, err
+		}
+		res, err := metrics.AD(zOld, zNew, len(idx), s)
+		if err != nil {
+			return nil, fmt.Errorf("drift: AD-%%: %w", err)
+		}
+		ad := res.Percent
+		d.ADPercent = &ad
+	}
+	return &d, nil
+}

@@ -1,0 +1,163 @@
+package train
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/bicyc/bicyc/train/metrics"
+)
+
+// Summary is the run's metrics.json: the paper's metrics for the
+// task-agnostic (TAg) and task-aware (TAw) classifiers, the accuracy
+// matrices, and the per-task reports.
+type Summary struct {
+	Method    string          `json:"method"`
+	Seed      int64           `json:"seed"`
+	Completed int             `json:"completed_tasks"`
+	Tasks     int             `json:"tasks"`
+	TAg       MetricSet       `json:"tag"`
+	TAw       MetricSet       `json:"taw"`
+	Reports   []TaskReport    `json:"reports"`
+	MatrixTAg *metrics.Matrix `json:"acc_tag"`
+	MatrixTAw *metrics.Matrix `json:"acc_taw"`
+}
+
+// MetricSet holds A_last, A_inc and F_last (fractions in [0,1]; METHOD.md
+// "Metrics") after the last completed task, and A_last after every step.
+type MetricSet struct {
+	ALast float64   `json:"a_last"`
+	AInc  float64   `json:"a_inc"`
+	FLast float64   `json:"f_last"`
+	Steps []float64 `json:"a_last_per_step"`
+}
+
+// Summary computes the run's metrics from the reports of the completed tasks.
+func (r *Run) Summary() (Summary, error) {
+	counts := make([]int, len(r.stream.Tasks))
+	for i, t := range r.stream.Tasks {
+		counts[i] = len(t)
+	}
+	tag, err := metrics.NewMatrix(counts)
+	if err != nil {
+		return Summary{}, err
+	}
+	taw, _ := metrics.NewMatrix(counts)
+	for _, rep := range r.state.Reports {
+		if err := tag.AddStep(rep.TAg); err != nil {
+			return Summary{}, err
+		}
+		if err := taw.AddStep(rep.TAw); err != nil {
+			return Summary{}, err
+		}
+	}
+	s := Summary{Method: r.cfg.Method, Seed: r.cfg.Seed, Completed: r.state.Completed, Tasks: len(r.stream.Tasks),
+		Reports: r.state.Reports, MatrixTAg: tag, MatrixTAw: taw}
+	if tag.Steps() > 0 {
+		s.TAg, s.TAw = metricSet(tag), metricSet(taw)
+	}
+	return s, nil
+}
+
+func metricSet(m *metrics.Matrix) MetricSet {
+	ms := MetricSet{ALast: metrics.ALast(m), AInc: metrics.AInc(m), FLast: metrics.FLast(m, metrics.OldTasks)}
+	for t := 0; t < m.Steps(); t++ {
+		ms.Steps = append(ms.Steps, metrics.ALastAt(m, t))
+	}
+	return ms
+}
+
+// writeMetrics writes metrics.json, metrics.csv (one row per task) and the
+// accuracy matrices acc_tag.csv and acc_taw.csv into the run directory.
+func (r *Run) writeMetrics() error {
+	s, err := r.Summary()
+	if err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(r.dir, "metrics.json"), s); err != nil {
+		return err
+	}
+	for name, m := range map[string]*metrics.Matrix{"acc_tag.csv": s.MatrixTAg, "acc_taw.csv": s.MatrixTAw} {
+		var b bytes.Buffer
+		if err := m.WriteCSV(&b); err != nil {
+			return err
+		}
+		if err := writeFileAtomic(filepath.Join(r.dir, name), b.Bytes()); err != nil {
+			return err
+		}
+	}
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	w.Write([]string{"task", "classes", "a_last_tag", "a_inc_tag", "f_last_tag", "a_last_taw", "a_inc_taw", "f_last_taw",
+		"stage1_seconds", "stage1_images_per_second", "stage2_seconds", "transport_seconds", "evaluation_seconds",
+		"mu_l2", "sigma_frobenius", "sym_kl", "ad_percent"})
+	for t, rep := range s.Reports {
+		row := []string{fmt.Sprint(rep.Task), joinInts(rep.Classes),
+			f4(metrics.ALastAt(s.MatrixTAg, t)), f4(metrics.AIncAt(s.MatrixTAg, t)), f4(metrics.FLastAt(s.MatrixTAg, t, metrics.OldTasks)),
+			f4(metrics.ALastAt(s.MatrixTAw, t)), f4(metrics.AIncAt(s.MatrixTAw, t)), f4(metrics.FLastAt(s.MatrixTAw, t, metrics.OldTasks)),
+			f4(rep.Stage1Seconds), f4(rep.Stage1ImagesPerS), f4(rep.Stage2Seconds), f4(rep.TransportSeconds), f4(rep.EvaluationSeconds)}
+		if d := rep.Drift; d != nil {
+			ad := ""
+			if d.ADPercent != nil {
+				ad = f4(*d.ADPercent)
+			}
+			row = append(row, f4(d.MeanL2), f4(d.CovFrobenius), f4(d.SymmetricKL), ad)
+		} else {
+			row = append(row, "", "", "", "")
+		}
+		w.Write(row)
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(r.dir, "metrics.csv"), b.Bytes())
+}
+
+// summaryTable renders the end-of-run table: the TAg accuracy matrix and the
+// paper's metrics in percent.
+func (r *Run) summaryTable() string {
+	s, err := r.Summary()
+	if err != nil || s.MatrixTAg.Steps() == 0 {
+		return "no completed task"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%s, seed %d: accuracy (%%) on each task's test set after each task (TAg)\n", s.Method, s.Seed)
+	b.WriteString("after \\ on")
+	for u := range s.Tasks {
+		fmt.Fprintf(&b, " %6s", fmt.Sprintf("T%d", u+1))
+	}
+	b.WriteString("\n")
+	for t := 0; t < s.MatrixTAg.Steps(); t++ {
+		fmt.Fprintf(&b, "%-10s", fmt.Sprintf("T%d", t+1))
+		for u := 0; u <= t; u++ {
+			fmt.Fprintf(&b, " %6.1f", 100*s.MatrixTAg.At(t, u))
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "\n%-4s %8s %8s %8s\n", "", "A_last", "A_inc", "F_last")
+	fmt.Fprintf(&b, "%-4s %8.2f %8.2f %8.2f\n", "TAg", 100*s.TAg.ALast, 100*s.TAg.AInc, 100*s.TAg.FLast)
+	fmt.Fprintf(&b, "%-4s %8.2f %8.2f %8.2f\n", "TAw", 100*s.TAw.ALast, 100*s.TAw.AInc, 100*s.TAw.FLast)
+	var s1, s2, tr, ev, imgs float64
+	for _, rep := range s.Reports {
+		s1 += rep.Stage1Seconds
+		s2 += rep.Stage2Seconds
+		tr += rep.TransportSeconds
+		ev += rep.EvaluationSeconds
+		imgs += rep.Stage1ImagesPerS * rep.Stage1Seconds
+	}
+	fmt.Fprintf(&b, "\ntime: stage I %.0fs (%.0f img/s), stage II %.0fs, transport %.0fs, evaluation %.0fs\n", s1, imgs/max(s1, 1e-9), s2, tr, ev)
+	return b.String()
+}
+
+func f4(v float64) string { return fmt.Sprintf("%.4f", v) }
+
+func joinInts(v []int) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, " ")
+}

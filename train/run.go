@@ -1,0 +1,268 @@
+package train
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/models"
+	"github.com/bicyc/bicyc/models/ops"
+)
+
+// Run is one training run: a configuration, its data and task stream, a run
+// directory, and the state carried from task to task. Create one with New
+// or Resume, then call Execute. Not safe for concurrent use.
+type Run struct {
+	dir         string
+	cfg         config.Config
+	train, test *data.Dataset
+	stream      data.TaskStream
+	prep        data.Preprocess
+	augment     data.Augment
+	state       *State
+	log         *logger
+	progress    io.Writer
+}
+
+// State is everything a run carries from one task to the next; with the
+// prototypes it is the only memory of old tasks.
+type State struct {
+	// Completed is the number of finished tasks.
+	Completed int
+	Backbone  *models.Backbone
+	// Adapter is the last task's A (old -> new space); nil until a task > 1
+	// with transport has finished.
+	Adapter *models.Mapper
+	// Prototypes maps a class id to its Gaussian in the current feature space.
+	Prototypes map[int]gauss.Gaussian
+	// ClassCounts maps a class id to its number of training images.
+	ClassCounts map[int]int
+	// Reports holds one entry per completed task.
+	Reports []TaskReport
+}
+
+// Options are the run-time settings that are not part of the
+// configuration: where output goes.
+type Options struct {
+	// Log receives the run log in addition to the run directory's log.txt; nil means stderr.
+	Log io.Writer
+	// Progress receives progress bars; nil means none.
+	Progress io.Writer
+}
+
+// New creates the run directory dir (which must not hold a run already),
+// loads the data, draws the task stream and initialises the backbone.
+func New(cfg config.Config, dir string, opts Options) (*Run, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); err == nil {
+		return nil, fmt.Errorf("%s already holds a run: resume it with --resume, or choose another run name", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	r := &Run{dir: dir, cfg: cfg, progress: opts.Progress}
+	useCPU(cfg.Threads)
+	if err := r.openLog(opts.Log); err != nil {
+		return nil, err
+	}
+	if err := r.loadData(); err != nil {
+		return nil, err
+	}
+	var order []int
+	if len(cfg.Stream.ClassOrder) > 0 {
+		order = cfg.Stream.ClassOrder
+	}
+	stream, err := data.NewTaskStream(r.train.NumClasses(), cfg.Stream.Tasks, cfg.Stream.FirstTask, order, cfg.Stream.OrderSeed)
+	if err != nil {
+		return nil, fmt.Errorf("task stream: %w", err)
+	}
+	r.stream = stream
+	b, err := models.NewBackbone(cfg.Model.Backbone, cfg.Data.Channels, cfg.Model.FeatureDim, r.rng("init", 0))
+	if err != nil {
+		return nil, err
+	}
+	r.state = &State{Backbone: b, Prototypes: map[int]gauss.Gaussian{}, ClassCounts: map[int]int{}}
+	if err := writeYAML(filepath.Join(dir, "config.yaml"), cfg); err != nil {
+		return nil, err
+	}
+	if err := writeJSON(filepath.Join(dir, "stream.json"), r.streamRecord()); err != nil {
+		return nil, err
+	}
+	r.log.printf("run %s: %s on %s, %d tasks, seed %d", dir, cfg.Method, cfg.Data.Kind, len(stream.Tasks), cfg.Seed)
+	r.log.printf("task stream:\n%s", stream.Format(r.train.ClassNames))
+	return r, nil
+}
+
+// Resume reopens the run in dir after its last completed task, with the
+// configuration and task stream it was started with.
+func Resume(dir string, opts Options) (*Run, error) {
+	var cfg config.Config
+	if err := readYAML(filepath.Join(dir, "config.yaml"), &cfg); err != nil {
+		return nil, fmt.Errorf("resume %s: %w", dir, err)
+	}
+	r := &Run{dir: dir, cfg: cfg, progress: opts.Progress}
+	useCPU(cfg.Threads)
+	if err := r.openLog(opts.Log); err != nil {
+		return nil, err
+	}
+	var rec streamRecord
+	if err := readJSON(filepath.Join(dir, "stream.json"), &rec); err != nil {
+		return nil, fmt.Errorf("resume %s: %w", dir, err)
+	}
+	r.stream = data.TaskStream{Order: rec.Order, Tasks: rec.Tasks}
+	if err := r.loadData(); err != nil {
+		return nil, err
+	}
+	st, err := loadLatestCheckpoint(dir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		b, err := models.NewBackbone(cfg.Model.Backbone, cfg.Data.Channels, cfg.Model.FeatureDim, r.rng("init", 0))
+		if err != nil {
+			return nil, err
+		}
+		st = &State{Backbone: b, Prototypes: map[int]gauss.Gaussian{}, ClassCounts: map[int]int{}}
+	}
+	r.state = st
+	r.log.printf("resuming %s after task %d of %d", dir, st.Completed, len(r.stream.Tasks))
+	return r, nil
+}
+
+// Dir is the run directory.
+func (r *Run) Dir() string { return r.dir }
+
+// Config is the run's configuration.
+func (r *Run) Config() config.Config { return r.cfg }
+
+// State is the state after the last completed task.
+func (r *Run) State() *State { return r.state }
+
+// Stream is the run's task stream.
+func (r *Run) Stream() data.TaskStream { return r.stream }
+
+// Close releases the run's log file.
+func (r *Run) Close() error { return r.log.close() }
+
+// Execute trains every remaining task of the stream, evaluating and
+// checkpointing after each, and writes the run's metrics. It stops between
+// steps when ctx is cancelled; the last checkpoint stays valid.
+func (r *Run) Execute(ctx context.Context) error {
+	for t := r.state.Completed; t < len(r.stream.Tasks); t++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rep, err := r.learnTask(ctx, t)
+		if err != nil {
+			return fmt.Errorf("task %d: %w (the run directory keeps the checkpoint of task %d)", t+1, err, r.state.Completed)
+		}
+		r.state.Reports = append(r.state.Reports, rep)
+		r.state.Completed = t + 1
+		if err := saveCheckpoint(r.dir, r.state); err != nil {
+			return fmt.Errorf("checkpoint after task %d: %w", t+1, err)
+		}
+		if err := r.writeMetrics(); err != nil {
+			return err
+		}
+	}
+	r.log.printf("%s", r.summaryTable())
+	return nil
+}
+
+// useCPU makes the training kernels use OpenBLAS and the given number of
+// threads (0: all cores).
+func useCPU(threads int) {
+	ops.UseOpenBLAS()
+	ops.SetThreads(threads)
+}
+
+// loadData opens the configured dataset and sets the preprocessing.
+func (r *Run) loadData() error {
+	d := r.cfg.Data
+	src := data.Source{Kind: d.Kind, Dir: d.Dir, TrainDir: d.TrainDir, TestDir: d.TestDir, Channels: d.Channels, Height: d.Height, Width: d.Width}
+	train, test, err := data.Open(src)
+	if err != nil {
+		return err
+	}
+	if train.Channels != d.Channels || train.Height != d.Height || train.Width != d.Width {
+		return fmt.Errorf("data %s: images are %dx%dx%d, the config says data.channels %d, data.height %d, data.width %d",
+			train.Source, train.Channels, train.Height, train.Width, d.Channels, d.Height, d.Width)
+	}
+	r.train, r.test = train, test
+	r.prep = preprocessFor(r.cfg)
+	r.augment = data.Augment{CropPadding: d.CropPadding, HorizontalFlip: d.HorizontalFlip}
+	return r.prep.Validate()
+}
+
+// rng returns the random source for one purpose of one task, derived from
+// the run's seed only, so that seeds really vary the run and a resumed run
+// draws what an uninterrupted one would.
+func (r *Run) rng(purpose string, task int) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(r.seed(purpose, task)), 0))
+}
+
+func (r *Run) seed(purpose string, task int) int64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%s/%d", r.cfg.Seed, purpose, task)
+	return int64(h.Sum64() >> 1)
+}
+
+type streamRecord struct {
+	Order      []int    `json:"order"`
+	Tasks      [][]int  `json:"tasks"`
+	ClassNames []string `json:"class_names"`
+}
+
+func (r *Run) streamRecord() streamRecord {
+	return streamRecord{Order: r.stream.Order, Tasks: r.stream.Tasks, ClassNames: r.train.ClassNames}
+}
+
+// ClassNames are the dataset's class names, indexed by class id.
+func (r *Run) ClassNames() []string { return r.train.ClassNames }
+
+// Preprocess is the test-time preprocessing of the run.
+func (r *Run) Preprocess() data.Preprocess { return r.prep }
+
+func toFloat32(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(b, '\n'))
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// errStop is returned when training is interrupted between steps.
+var errStop = errors.New("interrupted")
+
+func since(t time.Time) float64 { return time.Since(t).Seconds() }

@@ -1,0 +1,368 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/models"
+)
+
+// TaskReport records what happened in one task: its accuracy row, the last
+// epoch's loss terms, and where the time went.
+type TaskReport struct {
+	Task    int     `json:"task"` // 1-based
+	Classes []int   `json:"classes"`
+	TAg     []float64 `json:"tag"` // accuracy on the test set of each task so far
+	TAw     []float64 `json:"taw"`
+	// Losses are the mean unweighted Stage I loss terms of the last epoch.
+	Losses map[string]float64 `json:"losses"`
+	// AdapterLoss is the last Stage II epoch's mean MSE(A(z_old), z_new).
+	AdapterLoss float64 `json:"adapter_loss,omitempty"`
+	// Seconds spent in each stage, and Stage I training images per second.
+	Stage1Seconds     float64 `json:"stage1_seconds"`
+	Stage1ImagesPerS  float64 `json:"stage1_images_per_second"`
+	Stage2Seconds     float64 `json:"stage2_seconds"`
+	TransportSeconds  float64 `json:"transport_seconds"`
+	EvaluationSeconds float64 `json:"evaluation_seconds"`
+	// Drift holds the drift diagnostics when eval.drift is on.
+	Drift *Drift `json:"drift,omitempty"`
+}
+
+// learnTask runs Stage I, Stage II and evaluation for task t (0-based) and
+// updates the run state.
+func (r *Run) learnTask(ctx context.Context, t int) (TaskReport, error) {
+	cfg := r.cfg
+	classes := r.stream.Tasks[t]
+	idx := r.trainIndices(classes)
+	rep := TaskReport{Task: t + 1, Classes: classes}
+	r.log.printf("task %d/%d: classes %v, %d training images", t+1, len(r.stream.Tasks), classes, len(idx))
+
+	old := r.state.Backbone
+	cur := old
+	if t > 0 {
+		cur = old.Clone()
+	}
+	s := cfg.Model.FeatureDim
+	distil := t > 0 && cfg.Method != "finetune"
+	var dist, adapt *models.Mapper
+	var err error
+	if distil {
+		if dist, err = models.NewMapper(cfg.Model.Mapper, s, cfg.Model.HiddenMult, r.rng("distiller", t)); err != nil {
+			return rep, err
+		}
+		if cfg.Method == "bicyc" {
+			if adapt, err = models.NewMapper(cfg.Model.Mapper, s, cfg.Model.HiddenMult, r.rng("adapter", t)); err != nil {
+				return rep, err
+			}
+		}
+	}
+
+	start := time.Now()
+	var prev *models.Backbone
+	if distil {
+		prev = old
+	}
+	losses, imgs, err := r.stage1(ctx, t, cur, prev, dist, adapt, idx)
+	if err != nil {
+		return rep, err
+	}
+	rep.Losses = losses
+	rep.Stage1Seconds = since(start)
+	rep.Stage1ImagesPerS = float64(imgs) / rep.Stage1Seconds
+
+	// Stage II: features of this task's training images (test-time
+	// preprocessing, with flipped copies when flips are part of training).
+	start = time.Now()
+	flips := cfg.Data.HorizontalFlip
+	zNew, err := features(cur, r.train, idx, r.prep, cfg.Train.EvalBatch, flips)
+	if err != nil {
+		return rep, err
+	}
+	rows := len(idx) * (1 + btoi(flips))
+	protos := make(map[int]gauss.Gaussian, len(r.state.Prototypes)+len(classes))
+	for c, p := range r.state.Prototypes {
+		protos[c] = p
+	}
+	if distil {
+		zOld, err := features(old, r.train, idx, r.prep, cfg.Train.EvalBatch, flips)
+		if err != nil {
+			return rep, err
+		}
+		epochs := cfg.AdapterEpochs()
+		if cfg.Method == "adagauss" {
+			// AdaGauss learns its adapter only after the task, from scratch,
+			// so it gets the full Stage I epoch budget.
+			if adapt, err = models.NewMapper(cfg.Model.Mapper, s, cfg.Model.HiddenMult, r.rng("adapter", t)); err != nil {
+				return rep, err
+			}
+			epochs = cfg.Train.Epochs
+		}
+		bar := r.newBar(epochs, fmt.Sprintf("task %d stage II", t+1))
+		rep.AdapterLoss, err = trainAdapter(cfg, adapt, zOld, zNew, rows, s, epochs, r.rng("stage2", t), func(e int, l float64) {
+			bar.Describe(fmt.Sprintf("task %d stage II  o2n %.4f", t+1, l))
+			bar.Add(1)
+		})
+		bar.Finish()
+		if err != nil {
+			return rep, err
+		}
+		rep.Stage2Seconds = since(start)
+		start = time.Now()
+		if err := r.transport(t, adapt, protos); err != nil {
+			return rep, err
+		}
+		rep.TransportSeconds = since(start)
+	}
+	if err := r.newClassStatistics(classes, idx, zNew, flips, protos); err != nil {
+		return rep, err
+	}
+	if cfg.Method != "finetune" {
+		r.state.Adapter = adapt
+	}
+	r.state.Backbone = cur
+	r.state.Prototypes = protos
+
+	start = time.Now()
+	ev, err := r.evaluate(cur, t)
+	if err != nil {
+		return rep, err
+	}
+	rep.TAg, rep.TAw = ev.TAg, ev.TAw
+	rep.EvaluationSeconds = since(start)
+	if cfg.Eval.Drift {
+		if rep.Drift, err = r.drift(t, old, cur); err != nil {
+			return rep, err
+		}
+	}
+	r.log.printf("task %d done: TAg %s  TAw %s  (stage I %.0fs at %.0f img/s, stage II %.1fs, transport %.1fs, eval %.1fs)",
+		t+1, percentRow(ev.TAg), percentRow(ev.TAw), rep.Stage1Seconds, rep.Stage1ImagesPerS, rep.Stage2Seconds, rep.TransportSeconds, rep.EvaluationSeconds)
+	return rep, nil
+}
+
+// stage1 trains the backbone, a fresh head and (t > 1) D and A on task t's
+// images; it returns the last epoch's mean loss terms and the number of
+// images processed.
+func (r *Run) stage1(ctx context.Context, t int, cur, old *models.Backbone, dist, adapt *models.Mapper, idx []int) (map[string]float64, int, error) {
+	cfg := r.cfg
+	classes := r.stream.Tasks[t]
+	epochs, lr := cfg.Train.Epochs, cfg.Train.LR
+	if t == 0 {
+		epochs, lr = cfg.Train.EpochsFirst, cfg.Train.LRFirst
+	}
+	rotation := t == 0 && cfg.Train.Rotation
+	batch := min(cfg.Train.BatchSize, len(idx))
+	if batch < 2 {
+		return nil, 0, fmt.Errorf("task %d has %d training images, need at least 2", t+1, len(idx))
+	}
+	copies := 1
+	if rotation {
+		copies = 4
+	}
+	c, h, w := r.train.Channels, r.train.Height, r.train.Width
+	head := models.NewLinear(cfg.Model.FeatureDim, len(classes)*copies, true, r.rng("head", t))
+	nets := stage1Nets{backbone: cur, head: head, distiller: dist, adapter: adapt,
+		rows: batch * copies, numClasses: len(classes) * copies, hasOld: old != nil}
+	warmup := int(cfg.Train.DetachWarmup * float64(epochs))
+	graphs := map[bool]*stage1Graph{}
+	defer func() {
+		for _, g := range graphs {
+			g.close()
+		}
+	}()
+	var oldEx *extractor
+	var err error
+	if old != nil {
+		if oldEx, err = newExtractor(old, batch, c, h, w); err != nil {
+			return nil, 0, err
+		}
+		defer oldEx.close()
+	}
+	local := make(map[int]int, len(classes))
+	for i, cl := range classes {
+		local[cl] = i
+	}
+	batcher := data.NewBatcher(r.train, idx, data.BatchOptions{
+		BatchSize: batch, Shuffle: true, DropLast: true, Seed: r.seed("batches", t), Augment: r.augment, Preprocess: r.prep,
+	})
+	size := c * h * w
+	x := make([]float32, batch*size)
+	labels := make([]int, batch)
+	solver := &SGD{Momentum: cfg.Train.Momentum, WeightDecay: cfg.Train.WeightDecay, ClipNorm: cfg.Train.ClipNorm}
+	var last map[string]float64
+	images := 0
+	for epoch := 0; epoch < epochs; epoch++ {
+		detach := epoch < warmup
+		sg := graphs[detach]
+		if sg == nil {
+			nets.detach = detach
+			if sg, err = buildStage1(cfg, nets, c, h, w); err != nil {
+				return nil, 0, err
+			}
+			graphs[detach] = sg
+		}
+		solver.LR = LearningRate(lr, cfg.Train.LRDecay, cfg.Train.Milestones, epoch, epochs)
+		batcher.Epoch(epoch)
+		bar := r.newBar(batcher.NumBatches(), fmt.Sprintf("task %d stage I epoch %d/%d", t+1, epoch+1, epochs))
+		sums := make([]float64, len(sg.terms))
+		steps := 0
+		epochStart := time.Now()
+		image := sg.image.Data().([]float32)
+		onehot := sg.onehot.Data().([]float32)
+		for {
+			if err := ctx.Err(); err != nil {
+				bar.Finish()
+				return nil, 0, err
+			}
+			n, ok := batcher.Next(x, labels)
+			if !ok {
+				break
+			}
+			clear(onehot)
+			k := len(classes) * copies
+			for i := 0; i < n; i++ {
+				y := local[labels[i]]
+				if rotation {
+					// Row layout of the authors' code: image i's turn q at row 4i+q, label 4y+q.
+					for q := 0; q < 4; q++ {
+						rotate90(x[i*size:(i+1)*size], image[(4*i+q)*size:(4*i+q+1)*size], c, h, w, q)
+						onehot[(4*i+q)*k+4*y+q] = 1
+					}
+				} else {
+					onehot[i*k+y] = 1
+				}
+			}
+			if !rotation {
+				copy(image, x)
+			}
+			if oldEx != nil {
+				if err := oldEx.run(x, n, sg.zOld.Data().([]float32)); err != nil {
+					return nil, 0, err
+				}
+			}
+			vals, err := sg.step(solver)
+			if err != nil {
+				bar.Finish()
+				return nil, 0, fmt.Errorf("stage I epoch %d step %d: %w", epoch+1, steps+1, err)
+			}
+			for i, v := range vals {
+				sums[i] += v
+			}
+			steps++
+			images += n * copies
+			bar.Describe(fmt.Sprintf("task %d stage I epoch %d/%d  %s  %.0f img/s", t+1, epoch+1, epochs,
+				termString(sg.terms, sums, steps), float64(steps*n*copies)/time.Since(epochStart).Seconds()))
+			bar.Add(1)
+		}
+		bar.Finish()
+		last = map[string]float64{}
+		for i, term := range sg.terms {
+			last[term.name] = sums[i] / float64(max(steps, 1))
+		}
+		r.log.printf("task %d epoch %d/%d lr %.4g: %s (%.0f img/s)", t+1, epoch+1, epochs, solver.LR,
+			termString(sg.terms, sums, steps), float64(steps*batch*copies)/time.Since(epochStart).Seconds())
+	}
+	return last, images, nil
+}
+
+// rotate90 writes the CHW image src turned k quarter turns counter-clockwise
+// into dst (square images; the same turn as data.Rotate90, on normalised
+// floats, since the rotation is applied after the batcher normalised).
+func rotate90(src, dst []float32, c, h, w, k int) {
+	for ch := 0; ch < c; ch++ {
+		s, d := src[ch*h*w:(ch+1)*h*w], dst[ch*h*w:(ch+1)*h*w]
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				var sy, sx int
+				switch k % 4 {
+				case 0:
+					sy, sx = y, x
+				case 1:
+					sy, sx = x, w-1-y
+				case 2:
+					sy, sx = h-1-y, w-1-x
+				case 3:
+					sy, sx = h-1-x, y
+				}
+				d[y*w+x] = s[sy*w+sx]
+			}
+		}
+	}
+}
+
+// transport replaces every old class's prototype by its Monte Carlo
+// transport through A (METHOD.md "Stage II" step 2).
+func (r *Run) transport(t int, a *models.Mapper, protos map[int]gauss.Gaussian) error {
+	s := r.cfg.Model.FeatureDim
+	f, done, err := mapperFunc(a, s, 1000)
+	if err != nil {
+		return err
+	}
+	defer done()
+	ids := sortedClasses(protos)
+	bar := r.newBar(len(ids), fmt.Sprintf("task %d transport", t+1))
+	defer bar.Finish()
+	for _, c := range ids {
+		g, err := gauss.Transport(protos[c], f, r.cfg.Adapter.TransportSamples, r.rng(fmt.Sprintf("transport-%d", c), t))
+		if err != nil {
+			return fmt.Errorf("transport class %d: %w", c, err)
+		}
+		protos[c] = g
+		bar.Add(1)
+	}
+	return nil
+}
+
+// newClassStatistics estimates the prototype of every class of the task from
+// its rows of zNew (originals first, then flipped copies when flips is set).
+func (r *Run) newClassStatistics(classes, idx []int, zNew []float32, flips bool, protos map[int]gauss.Gaussian) error {
+	s := r.cfg.Model.FeatureDim
+	var estimated []gauss.Gaussian
+	for _, c := range classes {
+		var rows []float32
+		n := 0
+		for pass := 0; pass < 1+btoi(flips); pass++ {
+			for i, j := range idx {
+				if r.train.Labels[j] == c {
+					row := pass*len(idx) + i
+					rows = append(rows, zNew[row*s:(row+1)*s]...)
+					n++
+				}
+			}
+		}
+		prior := 1.0
+		if len(estimated) > 0 {
+			prior = gauss.MeanVariance(estimated)
+		}
+		g, err := classStatistics(rows, n, s, prior)
+		if err != nil {
+			return fmt.Errorf("statistics of class %d (%d feature rows): %w", c, n, err)
+		}
+		protos[c] = g
+		estimated = append(estimated, g)
+		r.state.ClassCounts[c] = n / (1 + btoi(flips))
+	}
+	return nil
+}
+
+func termString(terms []lossTerm, sums []float64, steps int) string {
+	var b strings.Builder
+	for i, t := range terms {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s %.4f", t.name, sums[i]/float64(max(steps, 1)))
+	}
+	return b.String()
+}
+
+func percentRow(acc []float64) string {
+	parts := make([]string, len(acc))
+	for i, a := range acc {
+		parts[i] = fmt.Sprintf("%.1f", 100*a)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
