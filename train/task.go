@@ -14,8 +14,8 @@ import (
 // TaskReport records what happened in one task: its accuracy row, the last
 // epoch's loss terms, and where the time went.
 type TaskReport struct {
-	Task    int     `json:"task"` // 1-based
-	Classes []int   `json:"classes"`
+	Task    int       `json:"task"` // 1-based
+	Classes []int     `json:"classes"`
 	TAg     []float64 `json:"tag"` // accuracy on the test set of each task so far
 	TAw     []float64 `json:"taw"`
 	// Losses are the mean unweighted Stage I loss terms of the last epoch.
