@@ -174,7 +174,8 @@ func (op *bnOp) Do(vals ...G.Value) (G.Value, error) {
 }
 
 // bnForward normalises x into y one channel per task: in training two passes for the mean and the centred
-// variance (more accurate than a sum of squares), then one pass that writes y.
+// variance (more accurate than a sum of squares), then one pass that writes y. Each run of S values is summed
+// in T and the runs in float64.
 func bnForward[T float](op *bnOp, x, gamma, beta, y []T) {
 	n, c, s := op.n, op.c, op.s
 	m := float64(n * s)
@@ -184,17 +185,12 @@ func bnForward[T float](op *bnOp, x, gamma, beta, y []T) {
 			if op.training {
 				var sum float64
 				for i := 0; i < n; i++ {
-					for _, v := range x[(i*c+ch)*s : (i*c+ch+1)*s] {
-						sum += float64(v)
-					}
+					sum += float64(sum4(x[(i*c+ch)*s : (i*c+ch+1)*s]))
 				}
 				mean = sum / m
 				var sq float64
 				for i := 0; i < n; i++ {
-					for _, v := range x[(i*c+ch)*s : (i*c+ch+1)*s] {
-						d := float64(v) - mean
-						sq += d * d
-					}
+					sq += float64(sumSquaredDev4(x[(i*c+ch)*s:(i*c+ch+1)*s], T(mean)))
 				}
 				variance = sq / m
 				mom := op.bn.Momentum
@@ -288,21 +284,22 @@ func bnBackward[T float](op *bnGradOp, x, gamma, y, dy, dx []T) {
 	parallelFor(c, 1, func(lo, hi int) {
 		for ch := lo; ch < hi; ch++ {
 			mean, inv := f.mean[ch], f.invStd[ch]
+			// First pass: g (dy masked by the ReLU, kept in dx) and its two sums.
 			var sumG, sumGX float64
 			for i := 0; i < n; i++ {
 				off := (i*c + ch) * s
-				xs, ys, gs := x[off:off+s], y[off:off+s], dy[off:off+s]
-				for j, g := range gs {
-					if f.relu && ys[j] <= 0 {
-						continue
-					}
-					sumG += float64(g)
-					sumGX += float64(g) * (float64(xs[j]) - mean)
+				g := dy[off : off+s]
+				if f.relu {
+					keepWherePositive(y[off:off+s], g, dx[off:off+s])
+					g = dx[off : off+s]
 				}
+				sg, sgx := sumAndDot4(g, x[off:off+s], T(mean))
+				sumG += float64(sg)
+				sumGX += float64(sgx)
 			}
 			sumGX *= inv // Σ g·x̂
 			op.dbeta[ch], op.dgamma[ch] = sumG, sumGX
-			// dx = a·g + b·x + k, folding x̂ = (x-μ)·inv into per-channel constants.
+			// Second pass: dx = a·g + b·x + k, folding x̂ = (x-μ)·inv into per-channel constants.
 			a := float64(gamma[ch]) * inv
 			var b, k float64
 			if f.training {
@@ -312,12 +309,13 @@ func bnBackward[T float](op *bnGradOp, x, gamma, y, dy, dx []T) {
 			at, bt, kt := T(a), T(b), T(k)
 			for i := 0; i < n; i++ {
 				off := (i*c + ch) * s
-				xs, ys, gs, ds := x[off:off+s], y[off:off+s], dy[off:off+s], dx[off:off+s]
-				for j, g := range gs {
-					if f.relu && ys[j] <= 0 {
-						g = 0
-					}
-					ds[j] = at*g + bt*xs[j] + kt
+				g := dy[off : off+s]
+				if f.relu {
+					g = dx[off : off+s]
+				}
+				xs, ds := x[off:off+s], dx[off:off+s]
+				for j, v := range g {
+					ds[j] = at*v + bt*xs[j] + kt
 				}
 			}
 		}

@@ -1,11 +1,14 @@
 package ops
 
 import (
+	"math/rand/v2"
+	"runtime"
 	"testing"
 )
 
 // BenchmarkConvNetStep measures one training step (forward, backward, SGD) of the default backbone on a
-// batch of 128 Fashion-MNIST images, built from this package's ops and from stock gorgonia ops.
+// batch of 128 Fashion-MNIST images, built from this package's ops and from stock gorgonia ops. The stock
+// variant runs OpenBLAS on all cores, the setting TOOLCHAIN.md measured it with.
 func BenchmarkConvNetStep(b *testing.B) {
 	const batch = 128
 	images, labels, err := readFashion(batch)
@@ -17,6 +20,10 @@ func BenchmarkConvNetStep(b *testing.B) {
 		stock bool
 	}{{"ops", false}, {"stock", true}} {
 		b.Run(variant.name, func(b *testing.B) {
+			if variant.stock {
+				setOpenBLASThreads(runtime.GOMAXPROCS(0))
+				defer setOpenBLASThreads(1)
+			}
 			net, err := buildConvNet(batch, variant.stock)
 			if err != nil {
 				b.Fatal(err)
@@ -37,5 +44,57 @@ func BenchmarkConvNetStep(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "img/s")
 		})
+	}
+}
+
+// benchData returns n pseudo-random float32 values in [-1, 1).
+func benchData(n int) []float32 {
+	rng := rand.New(rand.NewPCG(1, 1))
+	d := make([]float32, n)
+	for i := range d {
+		d[i] = float32(2*rng.Float64() - 1)
+	}
+	return d
+}
+
+// BenchmarkBatchNorm measures the forward and backward kernels of the first batch norm of the default
+// backbone (training, ReLU fused) on [128,32,28,28].
+func BenchmarkBatchNorm(b *testing.B) {
+	const n, c, s = 128, 32, 28 * 28
+	x, dy, y, dx := benchData(n*c*s), benchData(n*c*s), make([]float32, n*c*s), make([]float32, n*c*s)
+	gamma, beta := benchData(c), benchData(c)
+	fwd := &bnOp{bn: NewBatchNorm(c), training: true, relu: true, dims: 4, n: n, c: c, s: s,
+		mean: make([]float64, c), invStd: make([]float64, c)}
+	bwd := &bnGradOp{fwd: fwd, dgamma: make([]float64, c), dbeta: make([]float64, c)}
+	for b.Loop() {
+		bnForward(fwd, x, gamma, beta, y)
+		bnBackward(bwd, x, gamma, y, dy, dx)
+	}
+}
+
+// BenchmarkConv2d measures the forward and backward kernels of the second convolution of the default
+// backbone, 32->64 channels on [128,32,14,14].
+func BenchmarkConv2d(b *testing.B) {
+	g := convGeom{n: 128, c: 32, h: 14, w: 14, o: 64, k: 3, stride: 1, pad: 1, oh: 14, ow: 14}
+	x, w, dy := benchData(g.n*g.c*g.h*g.w), benchData(g.o*g.patch()), benchData(g.n*g.o*g.oh*g.ow)
+	col, prod, y := make([]float32, g.patch()*g.positions()), make([]float32, g.o*g.positions()), make([]float32, len(dy))
+	dyT, dw, dcol, dx := make([]float32, len(dy)), make([]float32, len(w)), make([]float32, len(col)), make([]float32, len(x))
+	for b.Loop() {
+		convForward(g, x, w, col, prod, y)
+		toChannelMajor(dy, dyT, g.n, g.o, g.oh*g.ow)
+		gemm(false, true, g.o, g.patch(), g.positions(), dyT, g.positions(), col, g.positions(), 0, dw, g.patch())
+		convInputGrad(g, w, dyT, dcol, dx)
+	}
+}
+
+// BenchmarkMaxPool2 measures the forward and backward kernels of the first max pooling of the default
+// backbone on [128,32,28,28].
+func BenchmarkMaxPool2(b *testing.B) {
+	const planes, h, w = 128 * 32, 28, 28
+	x, dy := benchData(planes*h*w), benchData(planes*h*w/4)
+	y, dx, argmax := make([]float32, len(dy)), make([]float32, len(x)), make([]uint8, len(dy))
+	for b.Loop() {
+		maxPool2(x, y, argmax, h, w)
+		maxPool2Grad(dy, dx, argmax, h, w)
 	}
 }

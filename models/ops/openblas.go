@@ -23,6 +23,12 @@ import (
 // while a graph runs.
 func UseOpenBLAS() {
 	G.Use(netlib.Implementation{})
-	C.openblas_set_num_threads(1)
-	splitGemm.Store(true)
+	setOpenBLASThreads(1)
+}
+
+// setOpenBLASThreads sets OpenBLAS's thread count; gemm splits its products across goroutines only while
+// OpenBLAS runs on one thread.
+func setOpenBLASThreads(n int) {
+	C.openblas_set_num_threads(C.int(n))
+	splitGemm.Store(n == 1)
 }

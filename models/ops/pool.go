@@ -14,8 +14,8 @@ import (
 //	y[n,c,i,j] = max(x[n,c,2i,2j], x[n,c,2i,2j+1], x[n,c,2i+1,2j], x[n,c,2i+1,2j+1])
 //
 // x is [N,C,H,W] with H and W even, y is [N,C,H/2,W/2]. The gradient goes to the first maximum of each window
-// in row-major order (as gorgonia's MaxPool2D does); a NaN in a window propagates to y unless it comes after
-// a larger value. It returns an error wrapping ErrShape for other shapes.
+// in row-major order (as gorgonia's MaxPool2D does). A NaN in a window makes its output NaN and sends the
+// gradient to the window's last position. It returns an error wrapping ErrShape for other shapes.
 func MaxPool2(x *G.Node) (*G.Node, error) {
 	xs := x.Shape()
 	if xs.Dims() != 4 || xs[2]%2 != 0 || xs[3]%2 != 0 || xs.TotalSize() == 0 {
@@ -94,15 +94,18 @@ func maxPool2[T float](x, y []T, argmax []uint8, h, w int) {
 				d := dst[i*ow : (i+1)*ow]
 				a := arg[i*ow : (i+1)*ow]
 				for j := range d {
-					best, at := top[2*j], uint8(0)
-					if v := top[2*j+1]; v > best {
-						best, at = v, 1
+					// Branch-free: max, then the first position holding it (conditional moves).
+					t0, t1, b0, b1 := top[2*j], top[2*j+1], bottom[2*j], bottom[2*j+1]
+					best := max(max(t0, t1), max(b0, b1))
+					at := uint8(3)
+					if b0 == best {
+						at = 2
 					}
-					if v := bottom[2*j]; v > best {
-						best, at = v, 2
+					if t1 == best {
+						at = 1
 					}
-					if v := bottom[2*j+1]; v > best {
-						best, at = v, 3
+					if t0 == best {
+						at = 0
 					}
 					d[j], a[j] = best, at
 				}
@@ -153,27 +156,16 @@ func maxPool2Grad[T float](dy, dx []T, argmax []uint8, h, w int) {
 	oh, ow := h/2, w/2
 	planes := len(dx) / (h * w)
 	parallelFor(planes, 1+8192/(h*w), func(lo, hi int) {
+		clear(dx[lo*h*w : hi*h*w])
 		for pl := lo; pl < hi; pl++ {
 			g := dy[pl*oh*ow : (pl+1)*oh*ow]
 			arg := argmax[pl*oh*ow : (pl+1)*oh*ow]
 			plane := dx[pl*h*w : (pl+1)*h*w]
 			for i := 0; i < oh; i++ {
-				top := plane[2*i*w : (2*i+1)*w]
-				bottom := plane[(2*i+1)*w : (2*i+2)*w]
-				for j := 0; j < ow; j++ {
-					v := g[i*ow+j]
-					var t0, t1, b0, b1 T
-					switch arg[i*ow+j] {
-					case 0:
-						t0 = v
-					case 1:
-						t1 = v
-					case 2:
-						b0 = v
-					default:
-						b1 = v
-					}
-					top[2*j], top[2*j+1], bottom[2*j], bottom[2*j+1] = t0, t1, b0, b1
+				rows := plane[2*i*w : (2*i+2)*w] // the two input rows of output row i
+				for j, v := range g[i*ow : (i+1)*ow] {
+					at := int(arg[i*ow+j])
+					rows[(at>>1)*w+2*j+at&1] = v
 				}
 			}
 		}

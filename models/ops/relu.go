@@ -113,12 +113,6 @@ func (op *reluGradOp) Do(vals ...G.Value) (G.Value, error) {
 
 func reluGrad[T float](y, dy, dx []T) {
 	parallelFor(len(y), 1<<15, func(lo, hi int) {
-		for i, v := range y[lo:hi] {
-			if v > 0 {
-				dx[lo+i] = dy[lo+i]
-			} else {
-				dx[lo+i] = 0
-			}
-		}
+		keepWherePositive(y[lo:hi], dy[lo:hi], dx[lo:hi])
 	})
 }
