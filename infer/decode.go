@@ -43,8 +43,9 @@ func IsImageFile(name string) bool {
 // 40 GB to decode. It returns the image and its format name ("png", ...).
 //
 // Errors are lowercase, say what is wrong (unknown format, truncated or
-// corrupt data, too large) and wrap image.ErrFormat, ErrImageTooLarge or the
-// decoder's error; the caller adds the file name. DecodeImage never panics
+// corrupt data, too large) and wrap image.ErrFormat (only for data in no
+// known format), ErrImageTooLarge, the reader's error or the decoder's
+// error; the caller adds the file name. DecodeImage never panics
 // on bad data: a decoder panic becomes an error. It is safe for concurrent
 // use.
 func DecodeImage(r io.Reader, maxPixels int64) (image.Image, string, error) {
@@ -57,7 +58,7 @@ func DecodeImage(r io.Reader, maxPixels int64) (image.Image, string, error) {
 
 func decodeBytes(data []byte, maxPixels int64) (img image.Image, format string, err error) {
 	if len(data) == 0 {
-		return nil, "", fmt.Errorf("empty image data: %w", image.ErrFormat)
+		return nil, "", errors.New("empty image data")
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -72,7 +73,7 @@ func decodeBytes(data []byte, maxPixels int64) (img image.Image, format string, 
 		return nil, format, fmt.Errorf("corrupt %s header: %w", format, err)
 	}
 	if cfg.Width <= 0 || cfg.Height <= 0 {
-		return nil, format, fmt.Errorf("%s header declares an empty %dx%d image: %w", format, cfg.Width, cfg.Height, image.ErrFormat)
+		return nil, format, fmt.Errorf("%s header declares an empty %dx%d image", format, cfg.Width, cfg.Height)
 	}
 	if px := int64(cfg.Width) * int64(cfg.Height); px > maxPixels {
 		return nil, format, fmt.Errorf("%s header declares %dx%d = %d pixels, more than the limit of %d: %w",

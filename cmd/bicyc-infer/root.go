@@ -1,0 +1,132 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/bicyc/bicyc/infer"
+)
+
+// modelOptions are the flags that open the model, shared by every command.
+type modelOptions struct {
+	model       string
+	provider    string
+	threads     int
+	topK        int
+	ortLib      string
+	engineCache string
+	fp16        bool
+	maxPixels   int64
+}
+
+// envNames maps flags to the BICYC_* environment variables that set them
+// when the flag is not given. Threads has its own name because the
+// trainer's BICYC_THREADS means its training threads.
+var envNames = map[string]string{
+	"model":          "BICYC_MODEL",
+	"provider":       "BICYC_PROVIDER",
+	"threads":        "BICYC_INFER_THREADS",
+	"top-k":          "BICYC_TOP_K",
+	"ort-lib":        infer.LibraryPathEnv,
+	"engine-cache":   "BICYC_ENGINE_CACHE",
+	"fp16":           "BICYC_FP16",
+	"max-pixels":     "BICYC_MAX_PIXELS",
+	"addr":           "BICYC_ADDR",
+	"max-body":       "BICYC_MAX_BODY",
+	"max-concurrent": "BICYC_MAX_CONCURRENT",
+}
+
+func (o *modelOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVarP(&o.model, "model", "m", "", "model `dir`ectory exported by bicyc (env BICYC_MODEL)")
+	fs.StringVar(&o.provider, "provider", string(infer.ProviderAuto), "execution provider: auto, tensorrt, cuda or cpu (env BICYC_PROVIDER)")
+	fs.IntVar(&o.threads, "threads", infer.DefaultThreads, "ONNX Runtime intra-op threads per call, 0 = one per core (env BICYC_INFER_THREADS)")
+	fs.IntVarP(&o.topK, "top-k", "k", 0, "predictions per image, 0 = the model's top_k (env BICYC_TOP_K)")
+	fs.StringVar(&o.ortLib, "ort-lib", "", "ONNX Runtime shared `library` (env "+infer.LibraryPathEnv+", default "+infer.InstalledLibraryPath+")")
+	fs.StringVar(&o.engineCache, "engine-cache", "", "TensorRT engine cache `dir`ectory (env BICYC_ENGINE_CACHE)")
+	fs.BoolVar(&o.fp16, "fp16", false, "let TensorRT run in half precision (env BICYC_FP16)")
+	fs.Int64Var(&o.maxPixels, "max-pixels", infer.DefaultMaxPixels, "refuse images whose header declares more `pixels` (env BICYC_MAX_PIXELS)")
+}
+
+// open opens the model with these options; the auto provider's one line
+// goes to log.
+func (o *modelOptions) open(log io.Writer) (*infer.Classifier, error) {
+	if o.model == "" {
+		return nil, fmt.Errorf("no model: pass --model DIR or set BICYC_MODEL")
+	}
+	provider, err := infer.ParseProvider(o.provider)
+	if err != nil {
+		return nil, err
+	}
+	return infer.Open(o.model,
+		infer.WithProvider(provider),
+		infer.WithThreads(o.threads),
+		infer.WithTopK(o.topK),
+		infer.WithLibraryPath(o.ortLib),
+		infer.WithEngineCache(o.engineCache),
+		infer.WithFP16(o.fp16),
+		infer.WithMaxPixels(o.maxPixels),
+		infer.WithLog(log))
+}
+
+// applyEnv sets every flag of fs that was not given on the command line
+// from its BICYC_* variable, if set: flags > environment > defaults. Values
+// go through the flag's own parser, so a malformed variable is an error
+// that names it.
+func applyEnv(fs *pflag.FlagSet) error {
+	v := viper.New()
+	var err error
+	fs.VisitAll(func(f *pflag.Flag) {
+		name, ok := envNames[f.Name]
+		if !ok || f.Changed || err != nil {
+			return
+		}
+		if err = v.BindEnv(f.Name, name); err != nil || !v.IsSet(f.Name) {
+			return
+		}
+		if setErr := fs.Set(f.Name, v.GetString(f.Name)); setErr != nil {
+			err = fmt.Errorf("%s=%q: %w", name, v.GetString(f.Name), setErr)
+		}
+	})
+	return err
+}
+
+func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	opts := &classifyOptions{}
+	cmd := &cobra.Command{
+		Use:   "bicyc-infer [flags] <path>...",
+		Short: "Classify images with a bicyc model through ONNX Runtime",
+		Long: `bicyc-infer classifies images with a model directory exported by bicyc. Each <path> is an
+image file, a directory (searched recursively for .png, .jpg, .jpeg, .gif, .bmp, .tif, .tiff
+and .webp files) or - for one image on standard input.
+
+It prints the top-k classes of every image, closest first: the distance is the squared
+Mahalanobis distance to the class prototype, smaller is closer. A file that cannot be read
+or classified gets an error line and the others are still classified; the exit status is
+non-zero if any failed. 'bicyc-infer serve' runs the same model as an HTTP service.
+
+Flags fall back to BICYC_* environment variables (named in each flag's help), then defaults.`,
+		Args:          cobra.ArbitraryArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return applyEnv(cmd.Flags())
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			opts.paths = args
+			return runClassify(opts, stdin, stdout, stderr)
+		},
+	}
+	// A completion command would shadow an image file named "completion".
+	cmd.CompletionOptions.DisableDefaultCmd = true
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	opts.model.addFlags(cmd.PersistentFlags())
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object per image instead of a table")
+	cmd.Flags().IntVar(&opts.batch, "batch", 16, "images per ONNX Runtime call")
+	cmd.AddCommand(newServeCmd(&opts.model, stderr))
+	return cmd
+}
