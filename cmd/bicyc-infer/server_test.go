@@ -272,7 +272,10 @@ func TestServeGracefulShutdown(t *testing.T) {
 		resp.Body.Close()
 		inFlight <- resp.StatusCode
 	}()
-	time.Sleep(50 * time.Millisecond) // let the request reach the queue
+	// The request is in flight once the handler counts it.
+	for !strings.Contains(get(t, url+"/metrics"), "bicyc_infer_http_requests_in_flight 1") {
+		time.Sleep(time.Millisecond)
+	}
 	cancel()
 	for s.ready.Load() {
 		time.Sleep(time.Millisecond)
