@@ -71,18 +71,18 @@ func Open(dir string, opts ...Option) (*Classifier, error) {
 		return nil, err
 	}
 	m := b.Manifest
-	// The tensor names are the bundle's contract (package bundle, doc.go).
-	files := []struct{ name, input, output string }{
+	// File, input and output names: the bundle's contract (package bundle).
+	files := [][3]string{
 		{bundle.ModelFile, "image", "scores"},
 		{bundle.BackboneFile, "image", "features"},
 	}
 	if b.Has(bundle.AdapterFile) {
-		files = append(files, struct{ name, input, output string }{bundle.AdapterFile, "features_old", "features"})
+		files = append(files, [3]string{bundle.AdapterFile, "features_old", "features"})
 	}
 	specs := make([]modelSpec, len(files))
 	for i, f := range files {
-		specs[i] = modelSpec{path: b.Path(f.name), inputs: []string{f.input}, outputs: []string{f.output}}
-		if specs[i].onnx, err = b.ReadFile(f.name); err != nil {
+		specs[i] = modelSpec{path: b.Path(f[0]), inputs: f[1:2], outputs: f[2:3]}
+		if specs[i].onnx, err = b.ReadFile(f[0]); err != nil {
 			return nil, err
 		}
 	}

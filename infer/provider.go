@@ -67,7 +67,7 @@ func startSessions(cfg *config, specs []modelSpec) ([]*session, Provider, error)
 		if cpuErr != nil {
 			return nil, "", cpuErr
 		}
-		return nil, "", fmt.Errorf("%w: %s: %v", ErrProviderUnavailable, cfg.provider, err)
+		return nil, "", unavailable(string(cfg.provider), err)
 	}
 
 	var passed []string
@@ -170,7 +170,7 @@ func configureSession(opts *ort.SessionOptions, p Provider, cfg *config) error {
 func appendTensorRT(opts *ort.SessionOptions, cfg *config) error {
 	trt, err := ort.NewTensorRTProviderOptions()
 	if err != nil {
-		return fmt.Errorf("%w: tensorrt: %v", ErrProviderUnavailable, err)
+		return unavailable("tensorrt", err)
 	}
 	defer trt.Destroy()
 	settings := map[string]string{
@@ -182,10 +182,10 @@ func appendTensorRT(opts *ort.SessionOptions, cfg *config) error {
 		settings["trt_engine_cache_path"] = cfg.engineCache
 	}
 	if err := trt.Update(settings); err != nil {
-		return fmt.Errorf("%w: tensorrt: %v", ErrProviderUnavailable, err)
+		return unavailable("tensorrt", err)
 	}
 	if err := opts.AppendExecutionProviderTensorRT(trt); err != nil {
-		return fmt.Errorf("%w: tensorrt: %v", ErrProviderUnavailable, err)
+		return unavailable("tensorrt", err)
 	}
 	return nil
 }
@@ -193,16 +193,23 @@ func appendTensorRT(opts *ort.SessionOptions, cfg *config) error {
 func appendCUDA(opts *ort.SessionOptions, requested Provider) error {
 	cuda, err := ort.NewCUDAProviderOptions()
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrProviderUnavailable, requested, err)
+		return unavailable(string(requested), err)
 	}
 	defer cuda.Destroy()
 	if err := cuda.Update(map[string]string{"device_id": "0"}); err != nil {
-		return fmt.Errorf("%w: %s: cuda: %v", ErrProviderUnavailable, requested, err)
+		return unavailable(string(requested)+": cuda", err)
 	}
 	if err := opts.AppendExecutionProviderCUDA(cuda); err != nil {
-		return fmt.Errorf("%w: %s: cuda: %v", ErrProviderUnavailable, requested, err)
+		return unavailable(string(requested)+": cuda", err)
 	}
 	return nil
+}
+
+// unavailable wraps why provider stage failed in ErrProviderUnavailable,
+// with the fix.
+func unavailable(stage string, err error) error {
+	return fmt.Errorf("%w: %s: %v; it needs a GPU build of ONNX Runtime >= 1.24 with its provider libraries, CUDA and cuDNN "+
+		"(and TensorRT for tensorrt): set %s to it, or use the cpu provider", ErrProviderUnavailable, stage, err, LibraryPathEnv)
 }
 
 // boolOption spells a boolean the way ONNX Runtime's provider options parse
