@@ -79,6 +79,10 @@ func (g convGeom) outShape() tensor.Shape    { return tensor.Shape{g.n, g.o, g.o
 func (g convGeom) patch() int     { return g.c * g.k * g.k }
 func (g convGeom) positions() int { return g.n * g.oh * g.ow }
 
+// samePadding reports a stride-1 convolution whose output has the input's size: then every patch-matrix row is
+// the image shifted by a constant offset, copied as one block.
+func (g convGeom) samePadding() bool { return g.stride == 1 && g.oh == g.h && g.ow == g.w }
+
 // pointwise reports a 1x1 convolution whose patch matrix is x regrouped by channel.
 func (g convGeom) pointwise() bool { return g.k == 1 && g.stride == 1 && g.pad == 0 }
 
@@ -179,8 +183,7 @@ func convForward[T float](g convGeom, x, w, col, prod, y []T) {
 }
 
 // im2col writes the patch matrix of x: row (c·K+kh)·K+kw, column n·P+oy·W'+ox holds
-// x[n, c, oy·stride-pad+kh, ox·stride-pad+kw], or 0 outside the image. Images are split across goroutines;
-// each writes runs of W' values per row.
+// x[n, c, oy·stride-pad+kh, ox·stride-pad+kw], or 0 outside the image. Images are split across goroutines.
 func im2col[T float](g convGeom, x, col []T) {
 	p, np, hw := g.oh*g.ow, g.positions(), g.h*g.w
 	parallelFor(g.n, 1, func(lo, hi int) {
@@ -191,25 +194,10 @@ func im2col[T float](g convGeom, x, col []T) {
 					for kw := 0; kw < g.k; kw++ {
 						row := (c*g.k+kh)*g.k + kw
 						dst := col[row*np+i*p : row*np+(i+1)*p]
-						first, last := g.validCols(kw)
-						shift := kw - g.pad
-						for oy := 0; oy < g.oh; oy++ {
-							d := dst[oy*g.ow : (oy+1)*g.ow]
-							iy := oy*g.stride - g.pad + kh
-							if iy < 0 || iy >= g.h {
-								clear(d)
-								continue
-							}
-							src := plane[iy*g.w : (iy+1)*g.w]
-							clear(d[:first])
-							clear(d[last:])
-							if g.stride == 1 {
-								copy(d[first:last], src[first+shift:])
-								continue
-							}
-							for ox := first; ox < last; ox++ {
-								d[ox] = src[ox*g.stride+shift]
-							}
+						if g.samePadding() {
+							im2colShifted(g, plane, dst, kh, kw)
+						} else {
+							im2colRows(g, plane, dst, kh, kw)
 						}
 					}
 				}
@@ -218,44 +206,145 @@ func im2col[T float](g convGeom, x, col []T) {
 	})
 }
 
+// validRows returns the output rows [lo, hi) whose input row oy·stride-pad+kh lies inside the image.
+func (g convGeom) validRows(kh int) (lo, hi int) {
+	if d := g.pad - kh; d > 0 {
+		lo = (d + g.stride - 1) / g.stride
+	}
+	last := g.h - 1 + g.pad - kh
+	if last >= 0 {
+		hi = min(last/g.stride+1, g.oh)
+	}
+	return min(lo, hi), hi
+}
+
+// shiftedBlock returns, for a same-padding convolution, the offset from an output position to its input
+// position for kernel offset (kh, kw), and the range [lo, hi) of output positions to move as one block:
+// the valid rows, clipped so that the input positions stay inside the image (lo == hi when nothing is
+// valid). Positions of the block in invalid columns wrap to a neighbouring row and must be cleared separately.
+func (g convGeom) shiftedBlock(kh, kw int) (shift, lo, hi int) {
+	shift = (kh-g.pad)*g.w + (kw - g.pad)
+	rowLo, rowHi := g.validRows(kh)
+	lo = max(rowLo*g.ow, -shift)
+	hi = min(rowHi*g.ow, g.h*g.w-shift)
+	if hi <= lo {
+		return shift, rowLo * g.ow, rowLo * g.ow
+	}
+	return shift, lo, hi
+}
+
+// im2colShifted writes one patch-matrix row of one image for a same-padding convolution: one block copy,
+// then zeros in the invalid rows and columns.
+func im2colShifted[T float](g convGeom, plane, dst []T, kh, kw int) {
+	shift, lo, hi := g.shiftedBlock(kh, kw)
+	clear(dst[:lo])
+	clear(dst[hi:])
+	if lo < hi {
+		copy(dst[lo:hi], plane[lo+shift:hi+shift])
+	}
+	first, last := g.validCols(kw)
+	rowLo, rowHi := g.validRows(kh)
+	for oy := rowLo; oy < rowHi; oy++ {
+		clearEdges(dst[oy*g.ow:(oy+1)*g.ow], first, last)
+	}
+}
+
+// im2colRows writes one patch-matrix row of one image, one output row at a time.
+func im2colRows[T float](g convGeom, plane, dst []T, kh, kw int) {
+	first, last := g.validCols(kw)
+	shift := kw - g.pad
+	for oy := 0; oy < g.oh; oy++ {
+		d := dst[oy*g.ow : (oy+1)*g.ow]
+		iy := oy*g.stride - g.pad + kh
+		if iy < 0 || iy >= g.h {
+			clear(d)
+			continue
+		}
+		src := plane[iy*g.w : (iy+1)*g.w]
+		clear(d[:first])
+		clear(d[last:])
+		if g.stride == 1 {
+			copy(d[first:last], src[first+shift:])
+			continue
+		}
+		for ox := first; ox < last; ox++ {
+			d[ox] = src[ox*g.stride+shift]
+		}
+	}
+}
+
 // col2im is the adjoint of im2col: it sums every entry of the patch-matrix gradient dcol into the input
 // position it was copied from. Images are split across goroutines, each writing only its own image of dx.
+// For same-padding convolutions with an odd kernel, the centre tap covers every position with shift 0, so it
+// initialises the plane by a copy; the other rows are added as one block each after their invalid columns
+// are cleared in dcol, which is scratch space.
 func col2im[T float](g convGeom, dcol, dx []T) {
 	p, np, hw := g.oh*g.ow, g.positions(), g.h*g.w
+	centre := -1
+	if g.samePadding() && g.k%2 == 1 {
+		centre = g.pad
+	}
 	parallelFor(g.n, 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			clear(dx[i*g.c*hw : (i+1)*g.c*hw])
 			for c := 0; c < g.c; c++ {
 				plane := dx[(i*g.c+c)*hw : (i*g.c+c+1)*hw]
+				if centre >= 0 {
+					row := (c*g.k+centre)*g.k + centre
+					copy(plane, dcol[row*np+i*p:row*np+(i+1)*p])
+				} else {
+					clear(plane)
+				}
 				for kh := 0; kh < g.k; kh++ {
 					for kw := 0; kw < g.k; kw++ {
 						row := (c*g.k+kh)*g.k + kw
 						src := dcol[row*np+i*p : row*np+(i+1)*p]
-						first, last := g.validCols(kw)
-						shift := kw - g.pad
-						for oy := 0; oy < g.oh; oy++ {
-							iy := oy*g.stride - g.pad + kh
-							if iy < 0 || iy >= g.h {
-								continue
-							}
-							s := src[oy*g.ow : (oy+1)*g.ow]
-							d := plane[iy*g.w : (iy+1)*g.w]
-							if g.stride == 1 {
-								dd := d[first+shift : last+shift]
-								for j, v := range s[first:last] {
-									dd[j] += v
-								}
-								continue
-							}
-							for ox := first; ox < last; ox++ {
-								d[ox*g.stride+shift] += s[ox]
-							}
+						switch {
+						case kh == centre && kw == centre:
+						case g.samePadding():
+							col2imShifted(g, src, plane, kh, kw)
+						default:
+							col2imRows(g, src, plane, kh, kw)
 						}
 					}
 				}
 			}
 		}
 	})
+}
+
+func col2imShifted[T float](g convGeom, src, plane []T, kh, kw int) {
+	first, last := g.validCols(kw)
+	rowLo, rowHi := g.validRows(kh)
+	for oy := rowLo; oy < rowHi; oy++ {
+		clearEdges(src[oy*g.ow:(oy+1)*g.ow], first, last)
+	}
+	shift, lo, hi := g.shiftedBlock(kh, kw)
+	if lo < hi {
+		addTo(plane[lo+shift:hi+shift], src[lo:hi])
+	}
+}
+
+func col2imRows[T float](g convGeom, src, plane []T, kh, kw int) {
+	first, last := g.validCols(kw)
+	shift := kw - g.pad
+	for oy := 0; oy < g.oh; oy++ {
+		iy := oy*g.stride - g.pad + kh
+		if iy < 0 || iy >= g.h {
+			continue
+		}
+		s := src[oy*g.ow : (oy+1)*g.ow]
+		d := plane[iy*g.w : (iy+1)*g.w]
+		if g.stride == 1 {
+			dd := d[first+shift : last+shift]
+			for j, v := range s[first:last] {
+				dd[j] += v
+			}
+			continue
+		}
+		for ox := first; ox < last; ox++ {
+			d[ox*g.stride+shift] += s[ox]
+		}
+	}
 }
 
 // toChannelMajor regroups src [N, C, P] as dst [C, N·P], splitting images across goroutines.

@@ -10,8 +10,9 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// convCases cover the patch layouts: padding on all sides, stride 2 with and without padding, a kernel that
-// overhangs the right edge, rectangular images, 1x1 (the regrouping path) and 1x1 with stride 2.
+// convCases cover the patch layouts: same padding (the block-shift path) on square and rectangular images and
+// with a kernel larger than the image, stride 2 with and without padding, a kernel that overhangs the right
+// edge, 1x1 (the regrouping path) and 1x1 with stride 2.
 var convCases = []struct {
 	x, w        []int
 	stride, pad int
@@ -23,6 +24,8 @@ var convCases = []struct {
 	{[]int{3, 4, 3, 3}, []int{5, 4, 1, 1}, 1, 0},
 	{[]int{2, 3, 5, 5}, []int{2, 3, 1, 1}, 2, 0},
 	{[]int{1, 2, 4, 4}, []int{3, 2, 5, 5}, 1, 2},
+	{[]int{2, 2, 5, 7}, []int{3, 2, 3, 3}, 1, 1},
+	{[]int{1, 1, 2, 3}, []int{2, 1, 5, 5}, 1, 2},
 }
 
 func TestConv2dGradient(t *testing.T) {

@@ -81,3 +81,30 @@ func keepWherePositive[T float](y, dy, g []T) {
 		}
 	}
 }
+
+// addTo adds s to d element-wise; d has at least len(s) elements.
+func addTo[T float](d, s []T) {
+	d = d[:len(s)]
+	i := 0
+	for ; i+4 <= len(s); i += 4 {
+		p, q := d[i:i+4:i+4], s[i:i+4:i+4]
+		p[0] += q[0]
+		p[1] += q[1]
+		p[2] += q[2]
+		p[3] += q[3]
+	}
+	for ; i < len(s); i++ {
+		d[i] += s[i]
+	}
+}
+
+// clearEdges zeroes d[:first] and d[last:]; the edges are a few elements wide, too short for a memclr call to
+// pay off.
+func clearEdges[T float](d []T, first, last int) {
+	for j := 0; j < first; j++ {
+		d[j] = 0
+	}
+	for j := last; j < len(d); j++ {
+		d[j] = 0
+	}
+}
