@@ -191,11 +191,10 @@ func (c *Classifier) ClassifyBatch(imgs []image.Image) ([]Result, error) {
 		return nil, err
 	}
 	k := len(c.classes)
-	outs, err := c.runLocked(func() ([][]float32, error) { return c.model.run(batch, shape, k) })
+	scores, err := c.runLocked(func() ([]float32, error) { return c.model.run(batch, shape, k) })
 	if err != nil {
 		return nil, err
 	}
-	scores := outs[0]
 	results := make([]Result, len(imgs))
 	for i := range results {
 		preds, err := rankClasses(scores[i*k:(i+1)*k], c.classes, c.topK)
@@ -244,11 +243,11 @@ func (c *Classifier) Embed(imgs []image.Image) ([][]float32, error) {
 		return nil, err
 	}
 	s := c.manifest.FeatureDim
-	outs, err := c.runLocked(func() ([][]float32, error) { return c.backbone.run(batch, shape, s) })
+	features, err := c.runLocked(func() ([]float32, error) { return c.backbone.run(batch, shape, s) })
 	if err != nil {
 		return nil, err
 	}
-	return rows(outs[0], s), nil
+	return rows(features, s), nil
 }
 
 // Transport maps features of the previous task's backbone into the current
@@ -276,11 +275,11 @@ func (c *Classifier) Transport(oldFeatures [][]float32) ([][]float32, error) {
 		flat = append(flat, row...)
 	}
 	shape := []int64{int64(len(oldFeatures)), int64(s)}
-	outs, err := c.runLocked(func() ([][]float32, error) { return c.adapter.run(flat, shape, s) })
+	moved, err := c.runLocked(func() ([]float32, error) { return c.adapter.run(flat, shape, s) })
 	if err != nil {
 		return nil, err
 	}
-	return rows(outs[0], s), nil
+	return rows(moved, s), nil
 }
 
 // preprocess turns images into one NCHW float32 batch.
@@ -298,7 +297,7 @@ func (c *Classifier) preprocess(imgs []image.Image) ([]float32, []int64, error) 
 }
 
 // runLocked runs f under the read lock, unless the Classifier is closed.
-func (c *Classifier) runLocked(f func() ([][]float32, error)) ([][]float32, error) {
+func (c *Classifier) runLocked(f func() ([]float32, error)) ([]float32, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.closed {

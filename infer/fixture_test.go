@@ -113,7 +113,7 @@ func buildFixture() (*fixture, error) {
 		if err != nil {
 			return nil, err
 		}
-		if protos[c], err = gauss.Estimate(out[0], len(idx), fixtureFeatureDim); err != nil {
+		if protos[c], err = gauss.Estimate(out, len(idx), fixtureFeatureDim); err != nil {
 			return nil, err
 		}
 	}

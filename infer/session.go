@@ -7,7 +7,7 @@ import (
 )
 
 // modelSpec is one ONNX model to load and the tensors a session of it
-// exchanges: one float32 input and float32 outputs.
+// exchanges: one float32 input and one float32 output.
 type modelSpec struct {
 	path    string // for errors
 	onnx    []byte // verified against the manifest (bundle.Bundle.ReadFile)
@@ -23,41 +23,26 @@ type session struct {
 	ort  *ort.DynamicAdvancedSession
 }
 
-// run feeds input, a row-major tensor of inShape, and returns one
-// row-major [N, width] output per outWidths entry, N = inShape[0]. The
-// output buffers are allocated in Go with those shapes, so a model whose
-// outputs have other shapes fails here with ONNX Runtime's error instead of
-// being misread.
-func (s *session) run(input []float32, inShape []int64, outWidths ...int) ([][]float32, error) {
+// run feeds input, a row-major tensor of inShape, and returns the single
+// output as a row-major [N, width] slice, N = inShape[0]. The output buffer
+// is allocated in Go with that shape, so a model whose output has another
+// shape fails here with ONNX Runtime's error instead of being misread.
+func (s *session) run(input []float32, inShape []int64, width int) ([]float32, error) {
 	in, err := ort.NewTensor(ort.Shape(inShape), input)
 	if err != nil {
 		return nil, fmt.Errorf("%s: input tensor %v: %w", s.spec.path, inShape, err)
 	}
 	defer in.Destroy()
-	outs := make([]ort.Value, len(outWidths))
-	data := make([][]float32, len(outWidths))
-	for i, w := range outWidths {
-		data[i] = make([]float32, int(inShape[0])*w)
-		t, err := ort.NewTensor(ort.NewShape(inShape[0], int64(w)), data[i])
-		if err != nil {
-			destroyValues(outs)
-			return nil, fmt.Errorf("%s: output tensor %q: %w", s.spec.path, s.spec.outputs[i], err)
-		}
-		outs[i] = t
+	data := make([]float32, int(inShape[0])*width)
+	out, err := ort.NewTensor(ort.NewShape(inShape[0], int64(width)), data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: output tensor %q: %w", s.spec.path, s.spec.outputs[0], err)
 	}
-	defer destroyValues(outs)
-	if err := s.ort.Run([]ort.Value{in}, outs); err != nil {
+	defer out.Destroy()
+	if err := s.ort.Run([]ort.Value{in}, []ort.Value{out}); err != nil {
 		return nil, fmt.Errorf("%s: %w", s.spec.path, err)
 	}
 	return data, nil
-}
-
-func destroyValues(values []ort.Value) {
-	for _, v := range values {
-		if v != nil {
-			v.Destroy()
-		}
-	}
 }
 
 // destroy releases the session; it accepts nil and a destroyed session.
