@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"unicode/utf8"
 )
 
 // Tensor is a named, dense, row-major float32 tensor.
@@ -43,18 +44,25 @@ type entry struct {
 }
 
 // Write encodes tensors and metadata to w. Tensors are stored in name order,
-// which makes the output deterministic; names must be unique and every
-// tensor's data length must match its shape.
+// which makes the output deterministic; names must be unique, valid UTF-8
+// (as must the metadata: JSON would silently replace invalid bytes, and the
+// file would not give the strings back) and every tensor's data length must
+// match its shape.
 func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
 	sorted := append([]Tensor(nil), tensors...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	header := make(map[string]any, len(sorted)+1)
 	if len(metadata) > 0 {
+		for k, v := range metadata {
+			if !utf8.ValidString(k) || !utf8.ValidString(v) {
+				return fmt.Errorf("safetensors: metadata %q: %q is not valid UTF-8", k, v)
+			}
+		}
 		header["__metadata__"] = metadata
 	}
 	var off int64
 	for i, t := range sorted {
-		if t.Name == "" || t.Name == "__metadata__" {
+		if t.Name == "" || t.Name == "__metadata__" || !utf8.ValidString(t.Name) {
 			return fmt.Errorf("safetensors: invalid tensor name %q", t.Name)
 		}
 		if i > 0 && sorted[i-1].Name == t.Name {
@@ -94,8 +102,12 @@ func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
 	return err
 }
 
-// Decode parses a whole safetensors file held in memory. It never panics on
-// malformed input; errors wrap ErrFormat.
+// Decode parses a whole safetensors file held in memory. As in the
+// reference implementation, the tensors' data ranges must tile the data
+// section exactly: taken in offset order each starts where the previous one
+// ends, the first at 0 and the last at the end of the file. So tensors
+// never share bytes and the decoded values never take more memory than the
+// file. It never panics on malformed input; errors wrap ErrFormat.
 func Decode(b []byte) ([]Tensor, map[string]string, error) {
 	if len(b) < 8 {
 		return nil, nil, fmt.Errorf("%w: %d bytes, shorter than the 8-byte header length", ErrFormat, len(b))
@@ -115,13 +127,22 @@ func Decode(b []byte) ([]Tensor, map[string]string, error) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	tensors := make([]Tensor, 0, len(names))
+	type span struct {
+		name   string
+		shape  []int
+		size   int64 // bytes per value
+		lo, hi int64
+	}
+	spans := make([]span, 0, len(names))
 	for _, name := range names {
 		if name == "__metadata__" {
 			if err := json.Unmarshal(raw[name], &meta); err != nil {
 				return nil, nil, fmt.Errorf("%w: metadata: %v", ErrFormat, err)
 			}
 			continue
+		}
+		if name == "" {
+			return nil, nil, fmt.Errorf("%w: a tensor has an empty name", ErrFormat)
 		}
 		var e entry
 		if err := json.Unmarshal(raw[name], &e); err != nil {
@@ -147,16 +168,35 @@ func Decode(b []byte) ([]Tensor, map[string]string, error) {
 			return nil, nil, fmt.Errorf("%w: tensor %q: offsets [%d,%d) do not fit shape %v of %s in %d data bytes",
 				ErrFormat, name, lo, hi, e.Shape, e.Dtype, len(data))
 		}
-		vals := make([]float32, count)
-		src := data[lo:hi]
+		spans = append(spans, span{name: name, shape: e.Shape, size: size, lo: lo, hi: hi})
+	}
+	byOffset := append([]span(nil), spans...)
+	sort.SliceStable(byOffset, func(i, j int) bool {
+		return byOffset[i].lo < byOffset[j].lo || (byOffset[i].lo == byOffset[j].lo && byOffset[i].hi < byOffset[j].hi)
+	})
+	var end int64
+	for _, s := range byOffset {
+		if s.lo != end {
+			return nil, nil, fmt.Errorf("%w: tensor %q: data starts at offset %d, want %d (tensors must not overlap or leave gaps)",
+				ErrFormat, s.name, s.lo, end)
+		}
+		end = s.hi
+	}
+	if end != int64(len(data)) {
+		return nil, nil, fmt.Errorf("%w: tensors cover %d of the %d data bytes", ErrFormat, end, len(data))
+	}
+	tensors := make([]Tensor, 0, len(spans))
+	for _, s := range spans {
+		vals := make([]float32, (s.hi-s.lo)/s.size)
+		src := data[s.lo:s.hi]
 		for i := range vals {
-			if size == 4 {
+			if s.size == 4 {
 				vals[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
 			} else {
 				vals[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(src[8*i:])))
 			}
 		}
-		tensors = append(tensors, Tensor{Name: name, Shape: append([]int{}, e.Shape...), Data: vals})
+		tensors = append(tensors, Tensor{Name: s.name, Shape: append([]int{}, s.shape...), Data: vals})
 	}
 	return tensors, meta, nil
 }
