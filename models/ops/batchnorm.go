@@ -3,7 +3,6 @@ package ops
 import (
 	"fmt"
 	"hash"
-	"hash/fnv"
 	"math"
 
 	"github.com/chewxy/hm"
@@ -92,6 +91,7 @@ func (bn *BatchNorm) Apply(x, gamma, beta *G.Node, training, relu bool) (*G.Node
 // bnOp computes the batch-norm forward pass; it keeps the per-channel mean and 1/sqrt(var+eps) it used for
 // the backward pass of the same run.
 type bnOp struct {
+	plainOp
 	bn             *BatchNorm
 	training, relu bool
 	serial         uint64
@@ -110,9 +110,6 @@ func (op *bnOp) Type() hm.Type {
 func (op *bnOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 	return in[0].(tensor.Shape).Clone(), nil
 }
-func (op *bnOp) ReturnsPtr() bool      { return false }
-func (op *bnOp) CallsExtern() bool     { return false }
-func (op *bnOp) OverwritesInput() int  { return -1 }
 func (op *bnOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
 func (op *bnOp) Hashcode() uint32      { return hashOf(op) }
 func (op *bnOp) String() string {
@@ -229,6 +226,7 @@ func bnForward[T float](op *bnOp, x, gamma, beta, y []T) {
 //	dx = γ/σ · (g - dβ/M - x̂·dγ/M)     (training)
 //	dx = γ/σ · g                        (evaluation)
 type bnGradOp struct {
+	plainOp
 	fwd           *bnOp
 	dgamma, dbeta []float64
 	out           buffer
@@ -242,9 +240,6 @@ func (op *bnGradOp) Type() hm.Type {
 func (op *bnGradOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 	return in[0].(tensor.Shape).Clone(), nil
 }
-func (op *bnGradOp) ReturnsPtr() bool      { return false }
-func (op *bnGradOp) CallsExtern() bool     { return false }
-func (op *bnGradOp) OverwritesInput() int  { return -1 }
 func (op *bnGradOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
 func (op *bnGradOp) Hashcode() uint32      { return hashOf(op) }
 func (op *bnGradOp) String() string        { return fmt.Sprintf("BatchNormGrad#%d", op.fwd.serial) }
@@ -325,6 +320,7 @@ func bnBackward[T float](op *bnGradOp, x, gamma, y, dy, dx []T) {
 // bnParamGradOp returns the gradient with respect to γ or β that its source bnGradOp computed in the same run;
 // its one input is that op's output, which orders it after the source.
 type bnParamGradOp struct {
+	plainOp
 	src  *bnGradOp
 	beta bool
 	out  buffer
@@ -337,9 +333,6 @@ func (op *bnParamGradOp) Type() hm.Type {
 func (op *bnParamGradOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 	return tensor.Shape{op.src.fwd.c}, nil
 }
-func (op *bnParamGradOp) ReturnsPtr() bool      { return false }
-func (op *bnParamGradOp) CallsExtern() bool     { return false }
-func (op *bnParamGradOp) OverwritesInput() int  { return -1 }
 func (op *bnParamGradOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
 func (op *bnParamGradOp) Hashcode() uint32      { return hashOf(op) }
 func (op *bnParamGradOp) String() string {
@@ -370,11 +363,4 @@ func (op *bnParamGradOp) Do(vals ...G.Value) (G.Value, error) {
 		return nil, fmt.Errorf("batch norm parameter gradient: dtype %v: %w", dt, ErrShape)
 	}
 	return out, nil
-}
-
-// hashOf hashes an op by its String, which names the op instance.
-func hashOf(op fmt.Stringer) uint32 {
-	h := fnv.New32a()
-	fmt.Fprint(h, op.String())
-	return h.Sum32()
 }

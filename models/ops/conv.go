@@ -55,14 +55,6 @@ func checkConvShapes(x, w *G.Node, stride, pad int) error {
 	return checkFloat("conv2d", x)
 }
 
-// checkFloat reports an error unless n holds float32 or float64 values.
-func checkFloat(op string, n *G.Node) error {
-	if dt := n.Dtype(); dt != tensor.Float32 && dt != tensor.Float64 {
-		return fmt.Errorf("%s: %q is %v, want float32 or float64: %w", op, n.Name(), dt, ErrShape)
-	}
-	return nil
-}
-
 // convGeom is the geometry of one convolution: input [n,c,h,w], filters [o,c,k,k], output [n,o,oh,ow].
 type convGeom struct {
 	n, c, h, w  int
@@ -101,14 +93,6 @@ func (g convGeom) validCols(kw int) (lo, hi int) {
 func (g convGeom) String() string {
 	return fmt.Sprintf("x%v w%v stride %d pad %d", g.inShape(), g.filterShape(), g.stride, g.pad)
 }
-
-// plainOp holds the Op methods that are the same for every op of this package: none returns a pointer into
-// its inputs, calls an external library asynchronously, or overwrites an input.
-type plainOp struct{}
-
-func (plainOp) ReturnsPtr() bool     { return false }
-func (plainOp) CallsExtern() bool    { return false }
-func (plainOp) OverwritesInput() int { return -1 }
 
 // convOp is the forward convolution. It keeps the patch matrix of the last run for convFilterGradOp.
 type convOp struct {

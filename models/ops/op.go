@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"hash/fnv"
 	"sync/atomic"
 
 	"github.com/chewxy/hm"
@@ -57,4 +58,27 @@ func denseOf(op string, i int, v G.Value, dt tensor.Dtype, want tensor.Shape) (*
 // tensorType returns gorgonia's type of a tensor with dims dimensions of the element type variable a.
 func tensorType(dims int) hm.Type {
 	return G.TensorType{Dims: dims, Of: hm.TypeVariable('a')}
+}
+
+// plainOp holds the Op methods shared by the ops built on it: none returns a pointer into its inputs, calls
+// an external library asynchronously (BLAS calls finish inside Do), or overwrites an input.
+type plainOp struct{}
+
+func (plainOp) ReturnsPtr() bool     { return false }
+func (plainOp) CallsExtern() bool    { return false }
+func (plainOp) OverwritesInput() int { return -1 }
+
+// hashOf hashes an op by its String, which names the op instance.
+func hashOf(op fmt.Stringer) uint32 {
+	h := fnv.New32a()
+	fmt.Fprint(h, op.String())
+	return h.Sum32()
+}
+
+// checkFloat reports an error unless n holds float32 or float64 values.
+func checkFloat(op string, n *G.Node) error {
+	if dt := n.Dtype(); dt != tensor.Float32 && dt != tensor.Float64 {
+		return fmt.Errorf("%s: %q is %v, want float32 or float64: %w", op, n.Name(), dt, ErrShape)
+	}
+	return nil
 }
