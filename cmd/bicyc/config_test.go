@@ -70,6 +70,13 @@ func TestConfigShowPrecedence(t *testing.T) {
 		t.Errorf("env over file: epochs %d seed %d milestones %v", cfg.Train.Epochs, cfg.Seed, cfg.Train.Milestones)
 	}
 
+	// bicyc-infer's BICYC_MODEL names a model directory, not the model section.
+	t.Setenv("BICYC_MODEL", "/srv/models/fmnist")
+	t.Setenv("BICYC_MODEL_FEATURE_DIM", "32")
+	if cfg = showConfig(t, "--config", file); cfg.Model.FeatureDim != 32 || cfg.Model.Backbone != "convnet" {
+		t.Errorf("env for a section: model %+v", cfg.Model)
+	}
+
 	cfg = showConfig(t, "--config", file, "--seed", "7", "--set", "train.epochs=12", "--method", "adagauss")
 	if cfg.Seed != 7 || cfg.Train.Epochs != 12 || cfg.Method != "adagauss" {
 		t.Errorf("flags over env: seed %d epochs %d method %s", cfg.Seed, cfg.Train.Epochs, cfg.Method)

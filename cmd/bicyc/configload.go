@@ -32,13 +32,16 @@ var flagKeys = map[string]string{
 func loadConfig(opts *globalOptions, fs *pflag.FlagSet) (config.Config, error) {
 	v := viper.New()
 	known := map[string]bool{}
+	setDefaults(v, reflect.ValueOf(config.Default()), "")
+	// Each leaf key is bound to its own variable, rather than viper's
+	// AutomaticEnv, so that a variable named after a section (BICYC_MODEL,
+	// which bicyc-infer reads) is not taken for the whole section.
 	for _, k := range config.Keys() {
 		known[k.Name] = true
+		if err := v.BindEnv(k.Name, envName(k.Name)); err != nil {
+			return config.Config{}, err
+		}
 	}
-	setDefaults(v, reflect.ValueOf(config.Default()), "")
-	v.SetEnvPrefix("BICYC")
-	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
-	v.AutomaticEnv()
 	if opts.configFile != "" {
 		v.SetConfigFile(opts.configFile)
 		v.SetConfigType("yaml")
@@ -84,8 +87,13 @@ func loadConfig(opts *globalOptions, fs *pflag.FlagSet) (config.Config, error) {
 	return cfg, nil
 }
 
-// setDefaults registers every leaf of the default config with viper, which
-// is also what lets AutomaticEnv see nested keys.
+// envName is the environment variable of a config key: train.epochs is
+// BICYC_TRAIN_EPOCHS.
+func envName(key string) string {
+	return "BICYC_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// setDefaults registers every leaf of the default config with viper.
 func setDefaults(v *viper.Viper, val reflect.Value, prefix string) {
 	t := val.Type()
 	for i := 0; i < t.NumField(); i++ {

@@ -28,5 +28,6 @@ Configuration: --config FILE (YAML, see configs/), BICYC_* environment variables
 	cmd.PersistentFlags().StringArrayVar(&opts.sets, "set", nil, "override a config key, `key=value` (repeatable)")
 	cmd.AddCommand(newConfigCmd(opts))
 	cmd.AddCommand(newTrainCmd(opts))
+	cmd.AddCommand(newExportCmd())
 	return cmd
 }

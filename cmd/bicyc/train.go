@@ -87,13 +87,9 @@ func runTrain(ctx context.Context, g *globalOptions, opts *trainOptions, cmd *co
 	if dir == "" {
 		dir = filepath.Join(run.Dir(), "model")
 	}
-	if err := exportRun(run, dir); err != nil {
+	if err := train.Export(run.Dir(), dir); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "model exported to %s\n", dir)
 	return nil
-}
-
-func exportRun(run *train.Run, dir string) error {
-	return train.Export(run.Dir(), dir)
 }

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bicyc/bicyc/train"
+)
+
+type exportOptions struct {
+	run, out string
+}
+
+func newExportCmd() *cobra.Command {
+	opts := &exportOptions{}
+	cmd := &cobra.Command{
+		Use:   "export --run <run-dir> [--out <model-dir>]",
+		Short: "Write a run's ONNX models and prototype bundle to a model directory",
+		Long: `export writes, from the last completed task of a run: backbone.onnx, adapter.onnx,
+classifier.onnx, model.onnx (backbone and classifier fused), prototypes.safetensors and
+manifest.json with a SHA-256 for every file. The directory is replaced atomically: an
+interrupted export leaves the previous model directory as it was.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := opts.out
+			if out == "" {
+				out = filepath.Join(opts.run, "model")
+			}
+			if err := train.Export(opts.run, out); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "model exported to %s\n", out)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&opts.run, "run", "", "run `dir`ectory to export (required)")
+	cmd.Flags().StringVar(&opts.out, "out", "", "model `dir`ectory to write (default <run>/model)")
+	cmd.MarkFlagRequired("run")
+	return cmd
+}
