@@ -3,6 +3,7 @@ package ops
 import (
 	"fmt"
 	"hash"
+	"math"
 
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
@@ -14,8 +15,9 @@ import (
 //	y[n,c,i,j] = max(x[n,c,2i,2j], x[n,c,2i,2j+1], x[n,c,2i+1,2j], x[n,c,2i+1,2j+1])
 //
 // x is [N,C,H,W] with H and W even, y is [N,C,H/2,W/2]. The gradient goes to the first maximum of each window
-// in row-major order (as gorgonia's MaxPool2D does). A NaN in a window makes its output NaN and sends the
-// gradient to the window's last position. It returns an error wrapping ErrShape for other shapes.
+// in row-major order (as gorgonia's MaxPool2D does, except that float32 ranks -0 below +0). NaNs are not
+// supported: the result of a window holding one depends on the dtype. It returns an error wrapping ErrShape
+// for other shapes.
 func MaxPool2(x *G.Node) (*G.Node, error) {
 	xs := x.Shape()
 	if xs.Dims() != 4 || xs[2]%2 != 0 || xs[3]%2 != 0 || xs.TotalSize() == 0 {
@@ -79,11 +81,16 @@ func (op *maxPoolOp) Do(vals ...G.Value) (G.Value, error) {
 }
 
 // maxPool2 pools every h×w plane of x into y, recording the winning window position in argmax. Planes are
-// split across goroutines.
+// split across goroutines. float32 data takes a branch-free path (see maxPool2Float32).
 func maxPool2[T float](x, y []T, argmax []uint8, h, w int) {
 	oh, ow := h/2, w/2
 	planes := len(x) / (h * w)
+	x32, isFloat32 := any(x).([]float32)
 	parallelFor(planes, 1+8192/(h*w), func(lo, hi int) {
+		if isFloat32 {
+			maxPool2Float32(x32[lo*h*w:hi*h*w], any(y).([]float32)[lo*oh*ow:hi*oh*ow], argmax[lo*oh*ow:hi*oh*ow], h, w)
+			return
+		}
 		for pl := lo; pl < hi; pl++ {
 			src := x[pl*h*w : (pl+1)*h*w]
 			dst := y[pl*oh*ow : (pl+1)*oh*ow]
@@ -94,24 +101,64 @@ func maxPool2[T float](x, y []T, argmax []uint8, h, w int) {
 				d := dst[i*ow : (i+1)*ow]
 				a := arg[i*ow : (i+1)*ow]
 				for j := range d {
-					// Branch-free: max, then the first position holding it (conditional moves).
-					t0, t1, b0, b1 := top[2*j], top[2*j+1], bottom[2*j], bottom[2*j+1]
-					best := max(max(t0, t1), max(b0, b1))
-					at := uint8(3)
-					if b0 == best {
-						at = 2
+					best, at := top[2*j], uint8(0)
+					if v := top[2*j+1]; v > best {
+						best, at = v, 1
 					}
-					if t1 == best {
-						at = 1
+					if v := bottom[2*j]; v > best {
+						best, at = v, 2
 					}
-					if t0 == best {
-						at = 0
+					if v := bottom[2*j+1]; v > best {
+						best, at = v, 3
 					}
 					d[j], a[j] = best, at
 				}
 			}
 		}
 	})
+}
+
+// orderedKey maps a float32 to an int32 with the same order (-0 just below +0, NaNs beyond ±Inf), so that
+// comparisons and maxima compile to conditional moves instead of branches; it is its own inverse on the bits.
+func orderedKey(v float32) int32 {
+	b := int32(math.Float32bits(v))
+	return b ^ (b >> 31 & 0x7fffffff)
+}
+
+// maxPool2Float32 is maxPool2 for float32 planes, comparing orderedKeys pairwise so that each comparison sets
+// one value: the Go compiler turns those into conditional moves, and the winners of random data no longer
+// cost a mispredicted branch each. Ties still go to the first position in row-major order.
+func maxPool2Float32(x, y []float32, argmax []uint8, h, w int) {
+	oh, ow := h/2, w/2
+	for pl := 0; pl < len(x)/(h*w); pl++ {
+		src := x[pl*h*w : (pl+1)*h*w]
+		for i := 0; i < oh; i++ {
+			top := src[2*i*w : (2*i+1)*w]
+			bottom := src[(2*i+1)*w : (2*i+2)*w]
+			d := y[(pl*oh+i)*ow : (pl*oh+i+1)*ow]
+			a := argmax[(pl*oh+i)*ow : (pl*oh+i+1)*ow]
+			for j := range d {
+				k0, k1 := orderedKey(top[2*j]), orderedKey(top[2*j+1])
+				k2, k3 := orderedKey(bottom[2*j]), orderedKey(bottom[2*j+1])
+				atTop := uint8(0)
+				if k1 > k0 {
+					atTop = 1
+				}
+				atBottom := uint8(2)
+				if k3 > k2 {
+					atBottom = 3
+				}
+				maxTop, maxBottom := max(k0, k1), max(k2, k3)
+				at := atTop
+				if maxBottom > maxTop {
+					at = atBottom
+				}
+				best := max(maxTop, maxBottom)
+				d[j] = math.Float32frombits(uint32(best ^ (best >> 31 & 0x7fffffff)))
+				a[j] = at
+			}
+		}
+	}
 }
 
 // maxPoolGradOp routes each output gradient to the window position its forward op recorded; the other

@@ -3,6 +3,7 @@ package ops
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -89,6 +90,15 @@ func TestPoolShapeErrors(t *testing.T) {
 	} {
 		if _, err := c.pool(c.x); !errors.Is(err, ErrShape) {
 			t.Errorf("case %d: error %v, want ErrShape", i, err)
+		}
+	}
+}
+
+func TestOrderedKeyKeepsOrder(t *testing.T) {
+	ascending := []float32{float32(math.Inf(-1)), -math.MaxFloat32, -3, -1e-40, float32(math.Copysign(0, -1)), 0, 1e-45, 1e-40, 2, math.MaxFloat32, float32(math.Inf(1))}
+	for i := 1; i < len(ascending); i++ {
+		if a, b := orderedKey(ascending[i-1]), orderedKey(ascending[i]); a >= b {
+			t.Errorf("case %d: key(%g) = %d, not below key(%g) = %d", i, ascending[i-1], a, ascending[i], b)
 		}
 	}
 }
