@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 
+	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/models"
@@ -112,4 +113,22 @@ func limitPerClass(ds *data.Dataset, idx []int, limit int) []int {
 		}
 	}
 	return out
+}
+
+// Evaluate classifies the test sets of every completed task with the
+// current state and the given classifier options (which need not be the
+// ones the run was trained with), and returns the accuracy on each task's
+// test set over all seen classes (TAg) and within each task (TAw).
+func (r *Run) Evaluate(opts config.Classifier) (tag, taw []float64, err error) {
+	if r.state.Completed == 0 {
+		return nil, nil, fmt.Errorf("%s: no completed task to evaluate", r.dir)
+	}
+	saved := r.cfg.Classifier
+	r.cfg.Classifier = opts
+	defer func() { r.cfg.Classifier = saved }()
+	ev, err := r.evaluate(r.state.Backbone, r.state.Completed-1)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ev.TAg, ev.TAw, nil
 }

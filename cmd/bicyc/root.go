@@ -29,5 +29,6 @@ Configuration: --config FILE (YAML, see configs/), BICYC_* environment variables
 	cmd.AddCommand(newConfigCmd(opts))
 	cmd.AddCommand(newTrainCmd(opts))
 	cmd.AddCommand(newExportCmd())
+	cmd.AddCommand(newEvalCmd())
 	return cmd
 }

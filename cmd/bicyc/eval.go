@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/train"
+)
+
+type evalOptions struct {
+	run          string
+	shrink       float64
+	normalize    bool
+	fullGaussian bool
+}
+
+func newEvalCmd() *cobra.Command {
+	opts := &evalOptions{}
+	cmd := &cobra.Command{
+		Use:   "eval --run <run-dir> [--shrink <x>] [--normalize=<bool>] [--full-gaussian]",
+		Short: "Evaluate a run's last checkpoint on every seen task's test set",
+		Long: `eval classifies the test images of every completed task with the run's backbone and
+prototypes, over all seen classes (task-agnostic, TAg) and within each task (task-aware,
+TAw). The classifier options default to the run's and can be changed to compare them
+without retraining.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			run, err := train.Resume(opts.run, train.Options{Log: io.Discard})
+			if err != nil {
+				return err
+			}
+			defer run.Close()
+			c := run.Config().Classifier
+			f := cmd.Flags()
+			if f.Changed("shrink") {
+				c.Shrink = opts.shrink
+			}
+			if f.Changed("normalize") {
+				c.Normalize = opts.normalize
+			}
+			if f.Changed("full-gaussian") {
+				c.FullGaussian = opts.fullGaussian
+			}
+			tag, taw, err := run.Evaluate(c)
+			if err != nil {
+				return err
+			}
+			return printEvaluation(cmd.OutOrStdout(), c, tag, taw, run.Stream().Tasks)
+		},
+	}
+	cmd.Flags().StringVar(&opts.run, "run", "", "run `dir`ectory (required)")
+	cmd.Flags().Float64Var(&opts.shrink, "shrink", 0, "covariance shrinkage (default: the run's classifier.shrink)")
+	cmd.Flags().BoolVar(&opts.normalize, "normalize", false, "correlation matrix and L2-normalised features (default: the run's)")
+	cmd.Flags().BoolVar(&opts.fullGaussian, "full-gaussian", false, "add log det and prior terms (default: the run's)")
+	cmd.MarkFlagRequired("run")
+	return cmd
+}
+
+func printEvaluation(w io.Writer, c config.Classifier, tag, taw []float64, tasks [][]int) error {
+	fmt.Fprintf(w, "classifier: shrink %g, normalize %v, full_gaussian %v\n", c.Shrink, c.Normalize, c.FullGaussian)
+	fmt.Fprintf(w, "%-6s %-24s %7s %7s\n", "task", "classes", "TAg %", "TAw %")
+	var sumAg, sumAw, n float64
+	for u := range tag {
+		k := float64(len(tasks[u]))
+		fmt.Fprintf(w, "%-6d %-24s %7.2f %7.2f\n", u+1, fmt.Sprint(tasks[u]), 100*tag[u], 100*taw[u])
+		sumAg += k * tag[u]
+		sumAw += k * taw[u]
+		n += k
+	}
+	_, err := fmt.Fprintf(w, "%-31s %7.2f %7.2f\n", "A_last (class-weighted)", 100*sumAg/n, 100*sumAw/n)
+	return err
+}
