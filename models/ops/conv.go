@@ -23,6 +23,11 @@ import (
 // computes all outputs with one matrix product through the registered BLAS. The backward pass uses one matrix
 // product for the filter gradient and one, followed by the parallel inverse of im2col, for the input
 // gradient. The patch matrix is kept from the forward pass for the filter gradient.
+//
+// When x is a leaf of the graph (an input such as the batch of images, or a parameter), the gradient with
+// respect to x is not built: a network's input images never need one, and it would cost a matrix product
+// and a col2im over the whole batch in every step. G.Grad then reports x as not differentiable; to
+// differentiate with respect to such an x, pass it through an op first (for example G.Add(x, zero)).
 func Conv2d(x, w *G.Node, stride, pad int) (*G.Node, error) {
 	if err := checkConvShapes(x, w, stride, pad); err != nil {
 		return nil, err
@@ -31,7 +36,7 @@ func Conv2d(x, w *G.Node, stride, pad int) (*G.Node, error) {
 	geo := convGeom{n: xs[0], c: xs[1], h: xs[2], w: xs[3], o: ws[0], k: ws[2], stride: stride, pad: pad}
 	geo.oh = (geo.h+2*pad-geo.k)/stride + 1
 	geo.ow = (geo.w+2*pad-geo.k)/stride + 1
-	return G.ApplyOp(&convOp{geo: geo, serial: opSerial.Add(1)}, x, w)
+	return G.ApplyOp(&convOp{geo: geo, serial: opSerial.Add(1), inputGrad: x.Op() != nil}, x, w)
 }
 
 func checkConvShapes(x, w *G.Node, stride, pad int) error {
@@ -97,11 +102,12 @@ func (g convGeom) String() string {
 // convOp is the forward convolution. It keeps the patch matrix of the last run for convFilterGradOp.
 type convOp struct {
 	plainOp
-	geo    convGeom
-	serial uint64
-	col    buffer // [C·K·K, N·H'·W'] patch matrix
-	prod   buffer // [O, N·H'·W'] product before regrouping by image
-	out    buffer
+	geo       convGeom
+	serial    uint64
+	inputGrad bool   // build the gradient with respect to x (false when x is a leaf node)
+	col       buffer // [C·K·K, N·H'·W'] patch matrix
+	prod      buffer // [O, N·H'·W'] product before regrouping by image
+	out       buffer
 }
 
 func (op *convOp) Arity() int                                     { return 2 }
@@ -111,16 +117,18 @@ func (op *convOp) WriteHash(h hash.Hash)                          { fmt.Fprint(h
 func (op *convOp) Hashcode() uint32                               { return hashOf(op) }
 func (op *convOp) String() string                                 { return fmt.Sprintf("Conv2d#%d{%v}", op.serial, op.geo) }
 
-func (op *convOp) DiffWRT(int) []bool { return []bool{true, true} }
+func (op *convOp) DiffWRT(int) []bool { return []bool{op.inputGrad, true} }
 
 func (op *convOp) SymDiff(in G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 	dyT, err := G.ApplyOp(&channelMajorOp{geo: op.geo, serial: op.serial}, grad)
 	if err != nil {
 		return nil, err
 	}
-	dx, err := G.ApplyOp(&convInputGradOp{geo: op.geo, serial: op.serial}, in[1], dyT)
-	if err != nil {
-		return nil, err
+	var dx *G.Node
+	if op.inputGrad {
+		if dx, err = G.ApplyOp(&convInputGradOp{geo: op.geo, serial: op.serial}, in[1], dyT); err != nil {
+			return nil, err
+		}
 	}
 	dw, err := G.ApplyOp(&convFilterGradOp{fwd: op}, dyT)
 	if err != nil {

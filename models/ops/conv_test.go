@@ -35,7 +35,11 @@ func TestConv2dGradient(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(i), 1))
 				inputs := []*tensor.Dense{asDtype(randDense(rng, c.x...), dt), asDtype(randDense(rng, c.w...), dt)}
 				checkGrad(t, cost(func(in []*G.Node) (*G.Node, error) {
-					return Conv2d(in[0], in[1], c.stride, c.pad)
+					x, err := nonLeaf(in[0])
+					if err != nil {
+						return nil, err
+					}
+					return Conv2d(x, in[1], c.stride, c.pad)
 				}), inputs, gradTolerance(dt))
 			})
 		}
@@ -45,8 +49,21 @@ func TestConv2dGradient(t *testing.T) {
 func TestConv2dMatchesStock(t *testing.T) {
 	stock := func(stride, pad int) func(in []*G.Node) (*G.Node, error) {
 		return func(in []*G.Node) (*G.Node, error) {
+			x, err := nonLeaf(in[0])
+			if err != nil {
+				return nil, err
+			}
 			k := in[1].Shape()[2]
-			return G.Conv2d(in[0], in[1], tensor.Shape{k, k}, []int{pad, pad}, []int{stride, stride}, []int{1, 1})
+			return G.Conv2d(x, in[1], tensor.Shape{k, k}, []int{pad, pad}, []int{stride, stride}, []int{1, 1})
+		}
+	}
+	mine := func(stride, pad int) func(in []*G.Node) (*G.Node, error) {
+		return func(in []*G.Node) (*G.Node, error) {
+			x, err := nonLeaf(in[0])
+			if err != nil {
+				return nil, err
+			}
+			return Conv2d(x, in[1], stride, pad)
 		}
 	}
 	for _, dt := range floatTypes {
@@ -54,18 +71,14 @@ func TestConv2dMatchesStock(t *testing.T) {
 			t.Run(fmt.Sprintf("%v/case%d", dt, i), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(i), 2))
 				inputs := []*tensor.Dense{randDense(rng, c.x...), randDense(rng, c.w...)}
-				compareWithStock(t, inputs, dt, 1e-5, func(in []*G.Node) (*G.Node, error) {
-					return Conv2d(in[0], in[1], c.stride, c.pad)
-				}, stock(c.stride, c.pad))
+				compareWithStock(t, inputs, dt, 1e-5, mine(c.stride, c.pad), stock(c.stride, c.pad))
 			})
 		}
 		// The first layer of the default backbone on real images.
 		t.Run(fmt.Sprintf("%v/fashion", dt), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(9, 2))
 			inputs := []*tensor.Dense{fashionBatch(t, 16), randDense(rng, 8, 1, 3, 3)}
-			compareWithStock(t, inputs, dt, 1e-5, func(in []*G.Node) (*G.Node, error) {
-				return Conv2d(in[0], in[1], 1, 1)
-			}, stock(1, 1))
+			compareWithStock(t, inputs, dt, 1e-5, mine(1, 1), stock(1, 1))
 		})
 	}
 }
@@ -76,7 +89,11 @@ func TestConv2dRepeatedRuns(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	g := G.NewGraph()
 	nodes, values := gradGraphInputs(g, []*tensor.Dense{randDense(rng, 2, 3, 6, 6), randDense(rng, 4, 3, 3, 3)}, tensor.Float32)
-	y, err := Conv2d(nodes[0], nodes[1], 1, 1)
+	x, err := nonLeaf(nodes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := Conv2d(x, nodes[1], 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +135,52 @@ func TestConv2dRepeatedRuns(t *testing.T) {
 			assertClose(t, "run with doubled filters", got, first, 1e-6)
 		}
 	}
+}
+
+// TestConv2dLeafInput checks that no input gradient is built for a leaf input: G.Grad refuses it explicitly,
+// and the filter gradient still matches the one computed with an input gradient.
+func TestConv2dLeafInput(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	inputs := []*tensor.Dense{randDense(rng, 2, 1, 6, 6), randDense(rng, 3, 1, 3, 3)}
+	build := func(g *G.ExprGraph, wrap bool) ([]*G.Node, *G.Node) {
+		nodes, _ := gradGraphInputs(g, inputs, tensor.Float32)
+		x := nodes[0]
+		if wrap {
+			var err error
+			if x, err = nonLeaf(x); err != nil {
+				t.Fatal(err)
+			}
+		}
+		y, err := Conv2d(x, nodes[1], 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := weightedSum(y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nodes, c
+	}
+	nodes, c := build(G.NewGraph(), false)
+	if _, err := G.Grad(c, nodes...); err == nil {
+		t.Error("G.Grad with respect to a leaf conv input: no error")
+	}
+	var dw [2][]float64
+	for i, wrap := range []bool{false, true} {
+		g := G.NewGraph()
+		nodes, c := build(g, wrap)
+		if _, err := G.Grad(c, nodes[1]); err != nil {
+			t.Fatal(err)
+		}
+		vm := G.NewTapeMachine(g, G.BindDualValues(nodes[1]))
+		if err := vm.RunAll(); err != nil {
+			t.Fatal(err)
+		}
+		gw, _ := nodes[1].Grad()
+		dw[i] = toFloat64s(gw.(*tensor.Dense))
+		vm.Close()
+	}
+	assertClose(t, "filter gradient", dw[0], dw[1], 0)
 }
 
 func TestConv2dShapeErrors(t *testing.T) {

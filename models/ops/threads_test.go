@@ -51,8 +51,11 @@ func TestThreadCountsAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 13))
 	inputs := []*tensor.Dense{fashionBatch(t, 16), randDense(rng, 16, 1, 3, 3), randDense(rng, 16), randDense(rng, 16)}
 	block := func(in []*G.Node) (*G.Node, error) {
-		h, err := Conv2d(in[0], in[1], 1, 1)
+		h, err := nonLeaf(in[0])
 		if err != nil {
+			return nil, err
+		}
+		if h, err = Conv2d(h, in[1], 1, 1); err != nil {
 			return nil, err
 		}
 		if h, err = NewBatchNorm(16).Apply(h, in[2], in[3], true, true); err != nil {
