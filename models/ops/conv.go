@@ -178,6 +178,7 @@ func convForward[T float](g convGeom, x, w, col, prod, y []T) {
 // x[n, c, oy·stride-pad+kh, ox·stride-pad+kw], or 0 outside the image. Images are split across goroutines.
 func im2col[T float](g convGeom, x, col []T) {
 	p, np, hw := g.oh*g.ow, g.positions(), g.h*g.w
+	taps := g.taps()
 	parallelFor(g.n, 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			for c := 0; c < g.c; c++ {
@@ -187,9 +188,9 @@ func im2col[T float](g convGeom, x, col []T) {
 						row := (c*g.k+kh)*g.k + kw
 						dst := col[row*np+i*p : row*np+(i+1)*p]
 						if g.samePadding() {
-							im2colShifted(g, plane, dst, kh, kw)
+							im2colShifted(g, plane, dst, taps[kh*g.k+kw])
 						} else {
-							im2colRows(g, plane, dst, kh, kw)
+							im2colRows(g, plane, dst, taps[kh*g.k+kw])
 						}
 					}
 				}
@@ -225,26 +226,49 @@ func (g convGeom) shiftedBlock(kh, kw int) (shift, lo, hi int) {
 	return shift, lo, hi
 }
 
+// convTap is the geometry of one kernel offset (kh, kw), computed once per run because its integer
+// divisions would otherwise be repeated for every image and channel.
+type convTap struct {
+	kh, kw                  int
+	rowLo, rowHi            int // validRows(kh)
+	first, last             int // validCols(kw)
+	shift, blockLo, blockHi int // shiftedBlock(kh, kw), for same-padding convolutions
+}
+
+// taps returns the convTaps of all kernel offsets, indexed kh·K+kw.
+func (g convGeom) taps() []convTap {
+	taps := make([]convTap, 0, g.k*g.k)
+	for kh := 0; kh < g.k; kh++ {
+		for kw := 0; kw < g.k; kw++ {
+			t := convTap{kh: kh, kw: kw}
+			t.rowLo, t.rowHi = g.validRows(kh)
+			t.first, t.last = g.validCols(kw)
+			if g.samePadding() {
+				t.shift, t.blockLo, t.blockHi = g.shiftedBlock(kh, kw)
+			}
+			taps = append(taps, t)
+		}
+	}
+	return taps
+}
+
 // im2colShifted writes one patch-matrix row of one image for a same-padding convolution: one block copy,
 // then zeros in the invalid rows and columns.
-func im2colShifted[T float](g convGeom, plane, dst []T, kh, kw int) {
-	shift, lo, hi := g.shiftedBlock(kh, kw)
-	clear(dst[:lo])
-	clear(dst[hi:])
-	if lo < hi {
-		copy(dst[lo:hi], plane[lo+shift:hi+shift])
+func im2colShifted[T float](g convGeom, plane, dst []T, t convTap) {
+	clear(dst[:t.blockLo])
+	clear(dst[t.blockHi:])
+	if t.blockLo < t.blockHi {
+		copy(dst[t.blockLo:t.blockHi], plane[t.blockLo+t.shift:t.blockHi+t.shift])
 	}
-	first, last := g.validCols(kw)
-	rowLo, rowHi := g.validRows(kh)
-	for oy := rowLo; oy < rowHi; oy++ {
-		clearEdges(dst[oy*g.ow:(oy+1)*g.ow], first, last)
+	for oy := t.rowLo; oy < t.rowHi; oy++ {
+		clearEdges(dst[oy*g.ow:(oy+1)*g.ow], t.first, t.last)
 	}
 }
 
 // im2colRows writes one patch-matrix row of one image, one output row at a time.
-func im2colRows[T float](g convGeom, plane, dst []T, kh, kw int) {
-	first, last := g.validCols(kw)
-	shift := kw - g.pad
+func im2colRows[T float](g convGeom, plane, dst []T, t convTap) {
+	kh, first, last := t.kh, t.first, t.last
+	shift := t.kw - g.pad
 	for oy := 0; oy < g.oh; oy++ {
 		d := dst[oy*g.ow : (oy+1)*g.ow]
 		iy := oy*g.stride - g.pad + kh
@@ -272,6 +296,7 @@ func im2colRows[T float](g convGeom, plane, dst []T, kh, kw int) {
 // are cleared in dcol, which is scratch space.
 func col2im[T float](g convGeom, dcol, dx []T) {
 	p, np, hw := g.oh*g.ow, g.positions(), g.h*g.w
+	taps := g.taps()
 	centre := -1
 	if g.samePadding() && g.k%2 == 1 {
 		centre = g.pad
@@ -293,9 +318,9 @@ func col2im[T float](g convGeom, dcol, dx []T) {
 						switch {
 						case kh == centre && kw == centre:
 						case g.samePadding():
-							col2imShifted(g, src, plane, kh, kw)
+							col2imShifted(g, src, plane, taps[kh*g.k+kw])
 						default:
-							col2imRows(g, src, plane, kh, kw)
+							col2imRows(g, src, plane, taps[kh*g.k+kw])
 						}
 					}
 				}
@@ -304,21 +329,18 @@ func col2im[T float](g convGeom, dcol, dx []T) {
 	})
 }
 
-func col2imShifted[T float](g convGeom, src, plane []T, kh, kw int) {
-	first, last := g.validCols(kw)
-	rowLo, rowHi := g.validRows(kh)
-	for oy := rowLo; oy < rowHi; oy++ {
-		clearEdges(src[oy*g.ow:(oy+1)*g.ow], first, last)
+func col2imShifted[T float](g convGeom, src, plane []T, t convTap) {
+	for oy := t.rowLo; oy < t.rowHi; oy++ {
+		clearEdges(src[oy*g.ow:(oy+1)*g.ow], t.first, t.last)
 	}
-	shift, lo, hi := g.shiftedBlock(kh, kw)
-	if lo < hi {
-		addTo(plane[lo+shift:hi+shift], src[lo:hi])
+	if t.blockLo < t.blockHi {
+		addTo(plane[t.blockLo+t.shift:t.blockHi+t.shift], src[t.blockLo:t.blockHi])
 	}
 }
 
-func col2imRows[T float](g convGeom, src, plane []T, kh, kw int) {
-	first, last := g.validCols(kw)
-	shift := kw - g.pad
+func col2imRows[T float](g convGeom, src, plane []T, t convTap) {
+	kh, first, last := t.kh, t.first, t.last
+	shift := t.kw - g.pad
 	for oy := 0; oy < g.oh; oy++ {
 		iy := oy*g.stride - g.pad + kh
 		if iy < 0 || iy >= g.h {
