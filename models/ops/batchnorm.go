@@ -21,7 +21,8 @@ import (
 //	RunningMean = (1-Momentum)·RunningMean + Momentum·μ
 //	RunningVar  = (1-Momentum)·RunningVar  + Momentum·σ²·M/(M-1)
 //
-// In evaluation, μ and σ² are RunningMean and RunningVar and nothing is updated. The fields may be set
+// In evaluation, μ and σ² are RunningMean and RunningVar and nothing is updated; running the graph fails
+// with ErrBadStats if they are not finite or a variance is negative. The fields may be set
 // directly (for example when loading a checkpoint) between runs; RunningMean and RunningVar must have length
 // Channels. A BatchNorm is not safe for concurrent use: do not run two graphs that use it at the same time.
 type BatchNorm struct {
@@ -159,6 +160,15 @@ func (op *bnOp) Do(vals ...G.Value) (G.Value, error) {
 	if len(op.bn.RunningMean) != op.c || len(op.bn.RunningVar) != op.c {
 		return nil, fmt.Errorf("batch norm: running stats have lengths %d, %d, want %d: %w",
 			len(op.bn.RunningMean), len(op.bn.RunningVar), op.c, ErrShape)
+	}
+	if !op.training {
+		// The running statistics come from outside (a checkpoint): refuse values that would silently
+		// turn every output into NaN.
+		for ch, v := range op.bn.RunningVar {
+			if m := op.bn.RunningMean[ch]; !(v >= 0) || math.IsInf(float64(v), 1) || math.IsNaN(float64(m)) || math.IsInf(float64(m), 0) {
+				return nil, fmt.Errorf("batch norm: running mean %g, variance %g of channel %d: %w", m, v, ch, ErrBadStats)
+			}
+		}
 	}
 	y := op.out.get(dt, x.Shape()...)
 	switch dt {

@@ -180,3 +180,27 @@ func TestBatchNormShapeErrors(t *testing.T) {
 		t.Errorf("evaluation with one value per channel: %v", err)
 	}
 }
+
+func TestBatchNormRejectsBadRunningStats(t *testing.T) {
+	x := randDense(rand.New(rand.NewPCG(1, 1)), 2, 3)
+	ones := tensor.New(tensor.WithBacking([]float64{1, 1, 1}))
+	for i, c := range []struct{ mean, variance float32 }{
+		{0, -1}, {0, float32(math.NaN())}, {float32(math.NaN()), 1}, {0, float32(math.Inf(1))}, {float32(math.Inf(-1)), 1},
+	} {
+		bn := NewBatchNorm(3)
+		bn.RunningMean[1], bn.RunningVar[1] = c.mean, c.variance
+		g := G.NewGraph()
+		nodes, _ := gradGraphInputs(g, []*tensor.Dense{x, ones, ones}, tensor.Float32)
+		if _, err := bn.Apply(nodes[0], nodes[1], nodes[2], false, false); err != nil {
+			t.Fatal(err)
+		}
+		vm := G.NewTapeMachine(g)
+		err := vm.RunAll()
+		vm.Close()
+		// The tape machine's error has no Unwrap; its Err method returns the op's error.
+		var vmErr interface{ Err() error }
+		if !errors.As(err, &vmErr) || !errors.Is(vmErr.Err(), ErrBadStats) {
+			t.Errorf("case %d: mean %g, variance %g: error %v, want ErrBadStats", i, c.mean, c.variance, err)
+		}
+	}
+}

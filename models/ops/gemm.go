@@ -16,6 +16,7 @@ var splitGemm atomic.Bool
 // BLAS call; otherwise one call leaves the threading to the BLAS.
 func gemm[T float](transA, transB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	workers := Threads()
+	// Below about a million multiply-adds a product takes microseconds, less than the goroutines cost.
 	if !splitGemm.Load() || m*n*k < 1<<20 {
 		workers = 1
 	}
