@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/report"
+	"github.com/bicyc/bicyc/train"
+)
+
+// sweepOptions are the flags of bicyc sweep; each overrides the sweep file
+// (--sweep) only when given.
+type sweepOptions struct {
+	file     string
+	seeds    int
+	methods  []string
+	ablation bool
+	out      string
+	quick    bool
+}
+
+func newSweepCmd(g *globalOptions) *cobra.Command {
+	opts := &sweepOptions{}
+	cmd := &cobra.Command{
+		Use:   "sweep [--sweep <file>] [--config <file>] [--seeds <n>] [--methods <list>] [--ablation] [--out <dir>] [--set <key=value>]... [--quick]",
+		Short: "Train a grid of runs (seeds x methods, optional L_bi x L_cyc ablation), then write the report",
+		Long: `sweep trains every run of a grid one after another: seeds 0..n-1 x methods, and with
+--ablation the bicyc runs with loss.bi and/or loss.cyc off. Run i lives in
+<out>/<method>[-nobi|-nocyc|-nobi-nocyc]-s<seed>. A finished run is skipped and a started
+one resumed, so a sweep can be interrupted (Ctrl-C) and started again with the same
+command. <out>/sweep.json records the grid and the state of each run; at the end the
+report (bicyc report) is written to <out>/report.md.
+
+--sweep reads a sweep definition (configs/sweeps/*.yaml: config, out, seeds, methods,
+ablation, sets); flags given on the command line override it, --set adds to its sets.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			spec, err := sweepSpec(g, opts, cmd.Flags().Changed)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runSweep(ctx, spec, cmd)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.file, "sweep", "", "sweep definition `file` (configs/sweeps/)")
+	f.IntVar(&opts.seeds, "seeds", 3, "number of seeds `n` (seeds 0..n-1)")
+	f.StringSliceVar(&opts.methods, "methods", []string{"bicyc", "adagauss", "finetune"}, "comma-separated `methods`")
+	f.BoolVar(&opts.ablation, "ablation", false, "add the bicyc runs with loss.bi and/or loss.cyc off")
+	f.StringVar(&opts.out, "out", "", "sweep `dir`ectory (default runs/sweep-<config name>)")
+	f.BoolVar(&opts.quick, "quick", false, "quick profile for every run (config key quick)")
+	return cmd
+}
+
+// sweepSpec builds the sweep definition from the sweep file, if any, and
+// the flags that changed.
+func sweepSpec(g *globalOptions, opts *sweepOptions, changed func(string) bool) (report.Spec, error) {
+	spec := report.Spec{Seeds: opts.seeds, Methods: opts.methods, Ablation: opts.ablation}
+	if opts.file != "" {
+		var err error
+		if spec, err = report.ReadSpec(opts.file); err != nil {
+			return report.Spec{}, err
+		}
+		if changed("seeds") {
+			spec.Seeds = opts.seeds
+		}
+		if changed("methods") {
+			spec.Methods = opts.methods
+		}
+		if changed("ablation") {
+			spec.Ablation = opts.ablation
+		}
+	}
+	if g.configFile != "" {
+		spec.Config = g.configFile
+	}
+	if spec.Config == "" {
+		return report.Spec{}, fmt.Errorf("sweep: no config: give --config <file> or --sweep <file>")
+	}
+	if opts.out != "" {
+		spec.Out = opts.out
+	}
+	if spec.Out == "" {
+		spec.Out = filepath.Join("runs", "sweep-"+configName(spec.Config))
+	}
+	spec.Sets = append(spec.Sets, g.sets...)
+	if opts.quick {
+		spec.Sets = append(spec.Sets, "quick=true")
+	}
+	return spec, spec.Validate()
+}
+
+// runSweep runs spec with configurations read exactly as bicyc train reads
+// them (the sweep's config file, BICYC_* variables, then the sets).
+func runSweep(ctx context.Context, spec report.Spec, cmd *cobra.Command) error {
+	configure := func(sets []string) (config.Config, error) {
+		return loadConfig(&globalOptions{configFile: spec.Config, sets: sets}, nil)
+	}
+	errOut := cmd.ErrOrStderr()
+	_, err := report.RunSweep(ctx, spec, configure, report.SweepOptions{
+		Train:  train.Options{Log: errOut, Progress: errOut},
+		Status: errOut,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "report written to %s\n", filepath.Join(spec.Out, "report.md"))
+	return nil
+}

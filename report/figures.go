@@ -1,0 +1,363 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/palette"
+	"gonum.org/v1/plot/palette/moreland"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// Figure is a PNG written by the report.
+type Figure struct {
+	// File is the PNG's path relative to the report directory.
+	File  string `json:"file"`
+	Title string `json:"title"`
+	// Width and Height are the image size in pixels.
+	Width  int `json:"width"`
+	Height int `json:"height"`
+}
+
+// dpi is the resolution of every figure: 1 point of font size is
+// dpi/72 pixels.
+const dpi = 100
+
+// Font sizes in points.
+const (
+	titleSize  = 14
+	labelSize  = 12
+	tickSize   = 11
+	legendSize = 11
+)
+
+// renderPNG draws a figure of w x h pixels with paint and returns the PNG.
+func renderPNG(w, h int, paint func(draw.Canvas)) ([]byte, error) {
+	c := vgimg.NewWith(
+		vgimg.UseWH(vg.Length(w)*vg.Inch/dpi, vg.Length(h)*vg.Inch/dpi),
+		vgimg.UseDPI(dpi),
+		vgimg.UseBackgroundColor(color.White),
+	)
+	paint(draw.New(c))
+	var b bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// newPlot returns a plot with the report's font sizes.
+func newPlot(title, xLabel, yLabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = titleSize
+	p.Title.Padding = vg.Points(6)
+	p.X.Label.Text, p.Y.Label.Text = xLabel, yLabel
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font.Size = labelSize
+		a.Tick.Label.Font.Size = tickSize
+	}
+	p.Legend.TextStyle.Font.Size = legendSize
+	return p
+}
+
+// taskTicks labels positions 0..n-1 as T1..Tn, or every k-th of them when n
+// is large, so labels never overlap.
+func taskTicks(n int, label func(i int) string) plot.ConstantTicks {
+	step := max(1, (n+9)/10)
+	var ticks []plot.Tick
+	for i := range n {
+		l := ""
+		if i%step == 0 || i == n-1 {
+			l = label(i)
+		}
+		ticks = append(ticks, plot.Tick{Value: float64(i), Label: l})
+	}
+	return ticks
+}
+
+// triangle is a lower-triangular matrix as a heat-map grid: column u is the
+// task evaluated, row r shows step n-1-r so that step 1 is at the top, as
+// in the paper's figures. Cells above the diagonal are NaN.
+type triangle [][]float64
+
+func (m triangle) Dims() (c, r int) { return len(m), len(m) }
+func (m triangle) Z(c, r int) float64 {
+	t := len(m) - 1 - r
+	if c > t {
+		return math.NaN()
+	}
+	return m[t][c]
+}
+func (m triangle) X(c int) float64 { return float64(c) }
+func (m triangle) Y(r int) float64 { return float64(r) }
+
+// heatmapSize is the pixel size of a heat map of n tasks: cells of 80
+// pixels up to 10 tasks, 48 beyond, plus room for the two-line title, the
+// axes and the color bar, and at least 520 x 440 so titles fit.
+func heatmapSize(n int) (w, h int) {
+	cell := 80
+	if n > 10 {
+		cell = 48
+	}
+	return max(520, 220+cell*n), max(440, 170+cell*n)
+}
+
+// heatmap renders m (values in the units of the color map, percent or
+// percentage points) as a lower-triangular heat map with each cell's value
+// written in it and a color bar titled unit.
+func heatmap(title, unit string, m [][]float64, cm palette.ColorMap) (png []byte, w, h int, err error) {
+	n := len(m)
+	w, h = heatmapSize(n)
+	p := newPlot(title, "accuracy on task", "after training task")
+	pal := cm.Palette(256)
+	hm := plotter.NewHeatMap(triangle(m), pal)
+	hm.Min, hm.Max = cm.Min(), cm.Max()
+	hm.NaN = color.White
+	hm.Underflow, hm.Overflow = pal.Colors()[0], pal.Colors()[len(pal.Colors())-1]
+	p.Add(hm)
+	var labels plotter.XYLabels
+	var styles []text.Style
+	cellFont := font.Length(tickSize)
+	if n > 10 {
+		cellFont = 8
+	}
+	for t := range n {
+		for u := 0; u <= t; u++ {
+			if math.IsNaN(m[t][u]) {
+				continue
+			}
+			labels.XYs = append(labels.XYs, plotter.XY{X: float64(u), Y: float64(n - 1 - t)})
+			labels.Labels = append(labels.Labels, strconv.FormatFloat(m[t][u], 'f', 1, 64))
+			c, cerr := cm.At(math.Min(math.Max(m[t][u], cm.Min()), cm.Max()))
+			if cerr != nil {
+				return nil, 0, 0, fmt.Errorf("report: heat map %q: %w", title, cerr)
+			}
+			styles = append(styles, text.Style{
+				Color:   inkOn(c),
+				Font:    font.From(plotter.DefaultFont, cellFont),
+				XAlign:  draw.XCenter,
+				YAlign:  draw.YCenter,
+				Handler: plot.DefaultTextHandler,
+			})
+		}
+	}
+	lab, err := plotter.NewLabels(labels)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	lab.TextStyle = styles
+	p.Add(lab)
+	p.X.Min, p.X.Max = -0.5, float64(n)-0.5
+	p.Y.Min, p.Y.Max = -0.5, float64(n)-0.5
+	p.X.Padding, p.Y.Padding = 0, 0
+	p.X.Tick.Marker = taskTicks(n, func(i int) string { return fmt.Sprintf("T%d", i+1) })
+	p.Y.Tick.Marker = taskTicks(n, func(i int) string { return fmt.Sprintf("T%d", n-i) })
+
+	bar := newPlot("", "", unit)
+	bar.HideX()
+	bar.Y.Padding = 0
+	bar.Add(&plotter.ColorBar{ColorMap: cm, Vertical: true})
+
+	// The color bar gets a strip on the right, spanning the data area of
+	// the heat map vertically; of its width, about 24 pixels are the bar
+	// and the rest its axis.
+	barWidth := vg.Length(100) * vg.Inch / dpi
+	png, err = renderPNG(w, h, func(dc draw.Canvas) {
+		left := draw.Crop(dc, 0, -barWidth, 0, 0)
+		p.Draw(left)
+		data := p.DataCanvas(left)
+		right := draw.Crop(dc, dc.Max.X-dc.Min.X-barWidth+vg.Points(6), -vg.Points(12), data.Min.Y-dc.Min.Y, data.Max.Y-dc.Max.Y)
+		bar.Draw(right)
+	})
+	return png, w, h, err
+}
+
+// inkOn returns black or white, whichever reads better on background c
+// (relative luminance above or below one half).
+func inkOn(c color.Color) color.Color {
+	r, g, b, _ := c.RGBA()
+	lum := (0.2126*float64(r) + 0.7152*float64(g) + 0.0722*float64(b)) / 0xffff
+	if lum > 0.5 {
+		return color.Black
+	}
+	return color.White
+}
+
+// accuracyColors is a perceptually ordered map from dark purple (0 %) to
+// yellow (100 %), the control points of matplotlib's viridis.
+func accuracyColors() palette.ColorMap {
+	cm, err := moreland.NewLuminance([]color.Color{
+		color.NRGBA{0x44, 0x01, 0x54, 0xff},
+		color.NRGBA{0x3b, 0x52, 0x8b, 0xff},
+		color.NRGBA{0x21, 0x91, 0x8c, 0xff},
+		color.NRGBA{0x5e, 0xc9, 0x62, 0xff},
+		color.NRGBA{0xfd, 0xe7, 0x25, 0xff},
+	})
+	if err != nil {
+		panic("report: viridis control points: " + err.Error())
+	}
+	cm.SetMin(0)
+	cm.SetMax(100)
+	return cm
+}
+
+// gainColors is a diverging blue (negative) - white - red (positive) map
+// symmetric about 0, wide enough for every value of m and at least +-1.
+func gainColors(m [][]float64) palette.ColorMap {
+	span := 1.0
+	for _, row := range m {
+		for _, v := range row {
+			span = math.Max(span, math.Abs(v))
+		}
+	}
+	span = math.Ceil(span)
+	cm := moreland.SmoothBlueRed()
+	cm.SetMin(-span)
+	cm.SetMax(span)
+	return cm
+}
+
+// series is one line of a curve figure: a mean with a +-std band.
+type series struct {
+	label     string
+	mean, std []float64
+	// skip leaves out the first skip steps (AD-% has no value at step 1).
+	skip int
+	// lo and hi bound the band: the quantities plotted cannot leave
+	// [lo, hi] even where mean +- std does.
+	lo, hi float64
+	color  color.Color
+	dash   []vg.Length
+}
+
+// curvesPanel returns a plot of the series against the step (1-based) with
+// a translucent mean +- std band around each line. With log set the y axis
+// is logarithmic and bands are clipped to the smallest positive mean / 10.
+func curvesPanel(title, yLabel string, ss []series, log bool) (*plot.Plot, error) {
+	p := newPlot(title, "after training task", yLabel)
+	steps := 0
+	floor := math.Inf(1)
+	for _, s := range ss {
+		steps = max(steps, len(s.mean))
+		for _, v := range s.mean[s.skip:] {
+			if v > 0 {
+				floor = math.Min(floor, v/10)
+			}
+		}
+	}
+	for _, s := range ss {
+		n := len(s.mean) - s.skip
+		if n <= 0 {
+			continue
+		}
+		line, band := make(plotter.XYs, n), make(plotter.XYs, 0, 2*n)
+		for i := range n {
+			t := i + s.skip
+			line[i] = plotter.XY{X: float64(t + 1), Y: clampLog(s.mean[t], floor, log)}
+		}
+		hasBand := false
+		for i := range n {
+			t := i + s.skip
+			band = append(band, plotter.XY{X: float64(t + 1), Y: clampLog(math.Min(s.mean[t]+s.std[t], s.hi), floor, log)})
+			hasBand = hasBand || s.std[t] > 0
+		}
+		for i := n - 1; i >= 0; i-- {
+			t := i + s.skip
+			band = append(band, plotter.XY{X: float64(t + 1), Y: clampLog(math.Max(s.mean[t]-s.std[t], s.lo), floor, log)})
+		}
+		if hasBand {
+			poly, err := plotter.NewPolygon(band)
+			if err != nil {
+				return nil, err
+			}
+			r, g, b, _ := s.color.RGBA()
+			poly.Color = color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 0x40}
+			poly.LineStyle.Width = 0
+			p.Add(poly)
+		}
+		l, pts, err := plotter.NewLinePoints(line)
+		if err != nil {
+			return nil, err
+		}
+		l.Color, pts.Color = s.color, s.color
+		l.Width = vg.Points(2)
+		l.Dashes = s.dash
+		pts.Shape = draw.CircleGlyph{}
+		pts.Radius = vg.Points(3)
+		p.Add(l, pts)
+		p.Legend.Add(s.label, l, pts)
+	}
+	p.X.Tick.Marker = taskTicks(steps, func(i int) string { return strconv.Itoa(i + 1) })
+	// Shift ticks to the 1-based steps the lines use.
+	ticks := p.X.Tick.Marker.(plot.ConstantTicks)
+	for i := range ticks {
+		ticks[i].Value++
+	}
+	p.X.Min, p.X.Max = 0.8, float64(steps)+0.2
+	if log {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	p.Add(plotter.NewGrid())
+	return p, nil
+}
+
+func clampLog(v, floor float64, log bool) float64 {
+	if log && !(v > floor) {
+		return floor
+	}
+	return v
+}
+
+// curves renders one curves panel as a w x h PNG with the legend at the
+// given corner.
+func curves(title, yLabel string, ss []series, w, h int, top, left bool) ([]byte, error) {
+	p, err := curvesPanel(title, yLabel, ss, false)
+	if err != nil {
+		return nil, err
+	}
+	p.Legend.Top, p.Legend.Left = top, left
+	p.Legend.XOffs, p.Legend.YOffs = legendOffset(top, left)
+	return renderPNG(w, h, func(dc draw.Canvas) { p.Draw(dc) })
+}
+
+// legendOffset moves a legend off the axis lines into the data area.
+func legendOffset(top, left bool) (x, y vg.Length) {
+	x, y = -vg.Points(8), vg.Points(8)
+	if left {
+		x = vg.Points(8)
+	}
+	if top {
+		y = -vg.Points(8)
+	}
+	return x, y
+}
+
+// panels renders plots in a rows x cols grid with aligned axes.
+func panels(plots [][]*plot.Plot, w, h int) ([]byte, error) {
+	return renderPNG(w, h, func(dc draw.Canvas) {
+		tiles := draw.Tiles{
+			Rows: len(plots), Cols: len(plots[0]),
+			PadX: vg.Points(24), PadY: vg.Points(18),
+			PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(12),
+		}
+		canvases := plot.Align(plots, tiles, dc)
+		for i := range plots {
+			for j, p := range plots[i] {
+				if p != nil {
+					p.Draw(canvases[i][j])
+				}
+			}
+		}
+	})
+}

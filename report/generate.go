@@ -1,0 +1,337 @@
+package report
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+)
+
+// Options are the settings of Generate that do not come from the runs.
+type Options struct {
+	// Now is the report's date; the zero time means time.Now().
+	Now time.Time
+	// Machine is the computer named in the report; nil means ThisMachine().
+	Machine *Machine
+}
+
+// Result is what Generate wrote.
+type Result struct {
+	// Markdown is the path of report.md; Summary the path of summary.json.
+	Markdown, Summary string
+	// Figures are the PNGs, in the order report.md shows them.
+	Figures []Figure
+	// Groups are the aggregated variants.
+	Groups []Group
+}
+
+// Generate reads the run, sweep or directory of runs in dir (see Load) and
+// writes into dir:
+//
+//	report.md      date, machine, configuration, the paper's tables
+//	               (A_last, A_inc, F_last in %, mean +- std over seeds, TAg
+//	               and TAw; the L_bi x L_cyc ablation grid), per-step
+//	               A_last, wall times, and the figures embedded
+//	summary.json   the same numbers, machine-readable
+//	figures/*.png  the TAg accuracy matrix of every run, the per-step gain
+//	               of bicyc over every other method (paper Figure 3), A_last
+//	               per step (mean and +-std band over seeds), and drift
+//	               diagnostics per step when the runs recorded them
+//
+// Files are replaced atomically. Generate is safe to run while a sweep is
+// training: it reports the finished runs and lists the others.
+func Generate(dir string, opts Options) (*Result, error) {
+	set, err := Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	groups, err := Aggregate(set.Runs)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	if opts.Machine == nil {
+		m := ThisMachine()
+		opts.Machine = &m
+	}
+	res := &Result{
+		Markdown: filepath.Join(dir, "report.md"),
+		Summary:  filepath.Join(dir, "summary.json"),
+		Groups:   groups,
+	}
+	figs, err := writeFigures(dir, set, groups)
+	if err != nil {
+		return nil, err
+	}
+	res.Figures = figs.all()
+	if err := writeJSONAtomic(res.Summary, newSummaryFile(set, groups, figs, opts)); err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(res.Markdown, []byte(markdown(set, groups, figs, opts))); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// figureSet holds the figures of a report by section.
+type figureSet struct {
+	matrices []Figure // one per run, in set order
+	gains    []Figure
+	curves   []Figure // A_last per step: TAg, TAw, then the ablation
+	drift    *Figure
+}
+
+func (f figureSet) all() []Figure {
+	out := append(append([]Figure(nil), f.curves...), f.gains...)
+	if f.drift != nil {
+		out = append(out, *f.drift)
+	}
+	return append(out, f.matrices...)
+}
+
+// Figure sizes in pixels.
+const (
+	curveWidth, curveHeight = 900, 560
+	driftWidth, driftHeight = 1200, 900
+)
+
+func writeFigures(dir string, set *Set, groups []Group) (figureSet, error) {
+	var fs figureSet
+	if err := os.MkdirAll(filepath.Join(dir, "figures"), 0o755); err != nil {
+		return fs, err
+	}
+	save := func(name, title string, png []byte, w, h int) (Figure, error) {
+		f := Figure{File: filepath.ToSlash(filepath.Join("figures", name)), Title: strings.ReplaceAll(title, "\n", " "), Width: w, Height: h}
+		return f, writeFileAtomic(filepath.Join(dir, f.File), png)
+	}
+
+	for _, r := range set.Runs {
+		title := fmt.Sprintf("TAg accuracy (%%)\n%s, seed %d", r.Variant(), r.Summary.Seed)
+		png, w, h, err := heatmap(title, "accuracy (%)", runMatrix(r), accuracyColors())
+		if err != nil {
+			return fs, err
+		}
+		f, err := save("acc-tag-"+r.Name+".png", title, png, w, h)
+		if err != nil {
+			return fs, err
+		}
+		fs.matrices = append(fs.matrices, f)
+	}
+
+	var main, ablation []*Group
+	var full *Group
+	for i := range groups {
+		g := &groups[i]
+		if g.Variant.Method == "bicyc" && !g.Variant.Ablated() {
+			full = g
+		}
+		if g.Variant.Method == "bicyc" {
+			ablation = append(ablation, g)
+		}
+		if !g.Variant.Ablated() {
+			main = append(main, g)
+		}
+	}
+	if full != nil {
+		for _, g := range main {
+			if g == full {
+				continue
+			}
+			gain, err := GainOf(full, g)
+			if err != nil {
+				return fs, err
+			}
+			title := fmt.Sprintf("TAg gain of bicyc over %s\n(percentage points, %s)", g.Variant, seedsText(full, g))
+			png, w, h, err := heatmap(title, "gain (pp)", gain.Delta, gainColors(gain.Delta))
+			if err != nil {
+				return fs, err
+			}
+			f, err := save("gain-bicyc-vs-"+g.Variant.Method+".png", title, png, w, h)
+			if err != nil {
+				return fs, err
+			}
+			fs.gains = append(fs.gains, f)
+		}
+	}
+
+	if len(main) > 0 {
+		for _, kind := range []string{"TAg", "TAw"} {
+			var ss []series
+			for _, g := range main {
+				ms := g.TAg
+				if kind == "TAw" {
+					ms = g.TAw
+				}
+				ss = append(ss, percentSeries(g.Variant, ms.Steps))
+			}
+			title := fmt.Sprintf("%s accuracy A_last after each task (mean ± std over seeds)", kind)
+			png, err := curves(title, "A_last (%)", ss, curveWidth, curveHeight, true, false)
+			if err != nil {
+				return fs, err
+			}
+			f, err := save("a-last-"+strings.ToLower(kind)+".png", title, png, curveWidth, curveHeight)
+			if err != nil {
+				return fs, err
+			}
+			fs.curves = append(fs.curves, f)
+		}
+	}
+	if len(ablation) > 1 {
+		var ss []series
+		for _, g := range ablation {
+			ss = append(ss, percentSeries(g.Variant, g.TAg.Steps))
+		}
+		title := "Ablation of bicyc: TAg A_last after each task (mean ± std over seeds)"
+		png, err := curves(title, "A_last (%)", ss, curveWidth, curveHeight, true, false)
+		if err != nil {
+			return fs, err
+		}
+		f, err := save("a-last-ablation.png", title, png, curveWidth, curveHeight)
+		if err != nil {
+			return fs, err
+		}
+		fs.curves = append(fs.curves, f)
+	}
+
+	var withDrift []*Group
+	for i := range groups {
+		if groups[i].Drift != nil {
+			withDrift = append(withDrift, &groups[i])
+		}
+	}
+	if len(withDrift) > 0 {
+		png, err := driftFigure(withDrift)
+		if err != nil {
+			return fs, err
+		}
+		f, err := save("drift.png", "Drift of the first task's classes and AD-% after each task", png, driftWidth, driftHeight)
+		if err != nil {
+			return fs, err
+		}
+		fs.drift = &f
+	}
+	return fs, nil
+}
+
+// runMatrix is a run's TAg accuracy matrix in percent, rows of steps not
+// yet recorded all NaN.
+func runMatrix(r *Run) [][]float64 {
+	m := r.Summary.MatrixTAg
+	out := make([][]float64, m.Tasks())
+	for t := range out {
+		out[t] = make([]float64, t+1)
+		for u := range out[t] {
+			out[t][u] = 100 * m.At(t, u)
+		}
+	}
+	return out
+}
+
+func percentSeries(v Variant, steps []Stat) series {
+	s := series{label: v.String(), color: variantColor(v), dash: variantDash(v), lo: 0, hi: 100}
+	for _, st := range steps {
+		s.mean = append(s.mean, 100*st.Mean)
+		s.std = append(s.std, 100*st.Std)
+	}
+	return s
+}
+
+func driftFigure(groups []*Group) ([]byte, error) {
+	type panel struct {
+		title, unit string
+		pick        func(*DriftStats) []Stat
+		skip        int
+		hi          float64
+		log         bool
+		top, left   bool
+	}
+	specs := []panel{
+		{"mu-L2: stored vs current class means", "||mu_stored - mu_test|| (mean over classes)", func(d *DriftStats) []Stat { return d.MeanL2 }, 0, math.Inf(1), false, true, true},
+		{"Sigma-Frobenius: stored vs current covariances", "||Sigma_stored - Sigma_test||_F", func(d *DriftStats) []Stat { return d.CovFrobenius }, 0, math.Inf(1), false, true, true},
+		{"Symmetric KL: stored vs current Gaussians", "symmetric KL (log scale)", func(d *DriftStats) []Stat { return d.SymmetricKL }, 0, math.Inf(1), true, true, true},
+		{"AD-%: singular values of A_hat D_hat in [0.9, 1.1]", "AD-% (%)", func(d *DriftStats) []Stat { return d.ADPercent }, 1, 100, false, true, false},
+	}
+	plots := [][]*plot.Plot{make([]*plot.Plot, 2), make([]*plot.Plot, 2)}
+	for i, sp := range specs {
+		var ss []series
+		for _, g := range groups {
+			s := series{label: g.Variant.String(), color: variantColor(g.Variant), dash: variantDash(g.Variant),
+				skip: sp.skip, lo: 0, hi: sp.hi}
+			for _, st := range sp.pick(g.Drift) {
+				s.mean = append(s.mean, st.Mean)
+				s.std = append(s.std, st.Std)
+			}
+			ss = append(ss, s)
+		}
+		p, err := curvesPanel(sp.title, sp.unit, ss, sp.log)
+		if err != nil {
+			return nil, err
+		}
+		p.Title.TextStyle.Font.Size = labelSize
+		p.Legend.Top, p.Legend.Left = sp.top, sp.left
+		p.Legend.XOffs, p.Legend.YOffs = legendOffset(sp.top, sp.left)
+		plots[i/2][i%2] = p
+	}
+	return panels(plots, driftWidth, driftHeight)
+}
+
+// variantColor gives every variant a fixed color across figures: bicyc
+// red, adagauss blue, finetune gray, the ablations green, orange, purple.
+func variantColor(v Variant) color.Color {
+	switch {
+	case v.Method == "adagauss":
+		return color.NRGBA{0x1f, 0x77, 0xb4, 0xff}
+	case v.Method == "finetune":
+		return color.NRGBA{0x7f, 0x7f, 0x7f, 0xff}
+	case v.Method != "bicyc":
+		return color.NRGBA{0x8c, 0x56, 0x4b, 0xff}
+	case !v.Bi && !v.Cyc:
+		return color.NRGBA{0x94, 0x67, 0xbd, 0xff}
+	case !v.Bi:
+		return color.NRGBA{0x2c, 0xa0, 0x2c, 0xff}
+	case !v.Cyc:
+		return color.NRGBA{0xff, 0x7f, 0x0e, 0xff}
+	}
+	return color.NRGBA{0xd6, 0x27, 0x28, 0xff}
+}
+
+// variantDash draws the ablations dashed, so they read apart from the main
+// methods even in gray print.
+func variantDash(v Variant) []vg.Length {
+	if v.Ablated() {
+		return []vg.Length{vg.Points(6), vg.Points(3)}
+	}
+	return nil
+}
+
+// seedsText says over how many seeds two groups were averaged.
+func seedsText(a, b *Group) string {
+	if len(a.Seeds) == len(b.Seeds) {
+		return plural(len(a.Seeds), "seed")
+	}
+	return fmt.Sprintf("%s vs %s", plural(len(a.Seeds), "seed"), plural(len(b.Seeds), "seed"))
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// percent formats a fraction as a percentage with one decimal, the
+// paper's precision.
+func percent(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", 100*v)
+}

@@ -1,0 +1,291 @@
+package report
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/bicyc/bicyc/config"
+)
+
+// summaryFile is summary.json: the numbers of report.md for programs.
+type summaryFile struct {
+	Generated time.Time    `json:"generated"`
+	Machine   Machine      `json:"machine"`
+	Sweep     *SweepRecord `json:"sweep,omitempty"`
+	Groups    []Group      `json:"groups"`
+	Runs      []runLine    `json:"runs"`
+	Pending   []string     `json:"pending,omitempty"`
+	Figures   []Figure     `json:"figures"`
+}
+
+// runLine is one run in summary.json.
+type runLine struct {
+	Name         string  `json:"name"`
+	Variant      Variant `json:"variant"`
+	Seed         int64   `json:"seed"`
+	Completed    int     `json:"completed_tasks"`
+	Tasks        int     `json:"tasks"`
+	TAgALast     float64 `json:"tag_a_last"`
+	TAwALast     float64 `json:"taw_a_last"`
+	StageSeconds float64 `json:"stage_seconds"`
+	WallSeconds  float64 `json:"wall_seconds,omitempty"`
+}
+
+func newSummaryFile(set *Set, groups []Group, figs figureSet, opts Options) summaryFile {
+	s := summaryFile{Generated: opts.Now.UTC(), Machine: *opts.Machine, Sweep: set.Sweep, Groups: groups,
+		Pending: set.Pending, Figures: figs.all()}
+	for _, r := range set.Runs {
+		s.Runs = append(s.Runs, runLine{Name: r.Name, Variant: r.Variant(), Seed: r.Summary.Seed,
+			Completed: r.Summary.Completed, Tasks: r.Summary.Tasks, TAgALast: r.Summary.TAg.ALast,
+			TAwALast: r.Summary.TAw.ALast, StageSeconds: r.StageSeconds(), WallSeconds: r.WallSeconds})
+	}
+	return s
+}
+
+// markdown renders report.md.
+func markdown(set *Set, groups []Group, figs figureSet, opts Options) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	m := opts.Machine
+
+	p("# BiCyc report: %s\n\n", filepath.Base(filepath.Clean(set.Dir)))
+	p("Generated %s on %s (%d CPUs, %s/%s, %s).\n\n", opts.Now.UTC().Format("2006-01-02 15:04 MST"), m.CPU, m.NProc, m.OS, m.Arch, m.GoVersion)
+	first := set.Runs[0].Config
+	p("%s\n\n", describeConfig(first))
+	if sw := set.Sweep; sw != nil {
+		p("Sweep: config `%s`, %s, methods %s, ablation %s", sw.Spec.Config, plural(sw.Spec.Seeds, "seed"), strings.Join(sw.Spec.Methods, ", "), onOff(sw.Spec.Ablation))
+		if len(sw.Spec.Sets) > 0 {
+			p(", sets `%s`", strings.Join(sw.Spec.Sets, "`, `"))
+		}
+		p(".\n\n")
+	}
+	for _, g := range groups {
+		if dup := duplicateSeeds(g); len(dup) > 0 {
+			p("**Warning:** %s has more than one run with seed %s; each counts in its mean and std.\n\n", g.Variant, strings.Join(dup, ", "))
+		}
+	}
+	if diff := runDifferences(set.Runs); len(diff) > 0 {
+		p("**Warning:** the runs differ in more than method, seed and the ablated losses; their numbers may not compare: %s.\n\n", strings.Join(diff, "; "))
+	}
+	p("Accuracies are in %%: A_last after the last task, A_inc the mean of A_last over the steps, F_last the class-count-weighted forgetting of the old tasks (METHOD.md \"Metrics\"); mean ± sample std over seeds. TAg classifies among all classes seen, TAw within the task's own classes.\n\n")
+
+	var main, ablation []*Group
+	for i := range groups {
+		g := &groups[i]
+		if !g.Variant.Ablated() {
+			main = append(main, g)
+		}
+		if g.Variant.Method == "bicyc" {
+			ablation = append(ablation, g)
+		}
+	}
+	if len(groups) == 0 {
+		p("No run has finished yet: the tables and curves need finished runs.\n\n")
+	}
+	if len(main) > 0 {
+		p("## Results\n\n")
+		p("| method | seeds | TAg A_last | TAg A_inc | TAg F_last | TAw A_last | TAw A_inc | TAw F_last |\n")
+		p("|---|---|---|---|---|---|---|---|\n")
+		for _, g := range main {
+			p("| %s | %d | %s | %s | %s | %s | %s | %s |\n", g.Variant, len(g.Seeds),
+				pm(g.TAg.ALast), pm(g.TAg.AInc), pm(g.TAg.FLast), pm(g.TAw.ALast), pm(g.TAw.AInc), pm(g.TAw.FLast))
+		}
+		p("\n")
+	}
+	if len(ablation) > 1 {
+		p("## Ablation: L_bi and L_cyc\n\n")
+		p("bicyc with the bidirectional alignment L_bi = L_n2o + L_o2n and the cycle loss L_cyc switched on (✓) or off (✗), everything else equal (paper Table \"Contributions of L_bi and L_cyc\").\n\n")
+		p("| L_bi | L_cyc | seeds | TAg A_last | TAg A_inc | TAg F_last | TAw A_last | TAw A_inc |\n")
+		p("|---|---|---|---|---|---|---|---|\n")
+		for _, v := range []Variant{{"bicyc", false, false}, {"bicyc", true, false}, {"bicyc", false, true}, {"bicyc", true, true}} {
+			for _, g := range ablation {
+				if g.Variant == v {
+					p("| %s | %s | %d | %s | %s | %s | %s | %s |\n", mark(v.Bi), mark(v.Cyc), len(g.Seeds),
+						pm(g.TAg.ALast), pm(g.TAg.AInc), pm(g.TAg.FLast), pm(g.TAw.ALast), pm(g.TAw.AInc))
+				}
+			}
+		}
+		p("\n")
+	}
+	if len(figs.curves) > 0 {
+		p("## A_last after every task\n\n")
+		all := append(append([]*Group(nil), main...), ablatedOnly(ablation)...)
+		p("| method |")
+		for t := range all[0].Tasks {
+			p(" T%d |", t+1)
+		}
+		p("\n|---|%s\n", strings.Repeat("---|", all[0].Tasks))
+		for _, g := range all {
+			p("| %s (TAg) |", g.Variant)
+			for _, st := range g.TAg.Steps {
+				p(" %s |", pm(st))
+			}
+			p("\n")
+		}
+		p("\n")
+		for _, f := range figs.curves {
+			embed(&b, f)
+		}
+	}
+	if len(figs.gains) > 0 {
+		p("## Per-step gain of bicyc (paper Figure 3)\n\n")
+		p("Each cell is the mean TAg accuracy of bicyc minus that of the other method on task u (column) after training task t (row), in percentage points; red where bicyc is ahead. Gains in the lower-left corner are retained old knowledge.\n\n")
+		for _, f := range figs.gains {
+			embed(&b, f)
+		}
+	}
+	p("## Drift diagnostics\n\n")
+	if figs.drift != nil {
+		p("After every task, the stored Gaussians of the first task's classes are compared with the statistics of those classes' test features under the current backbone (mean over the classes): distance of the means (mu-L2), Frobenius distance of the covariances (Sigma-Frobenius) and symmetric KL divergence. AD-%% is the share of singular values of A_hat D_hat, least-squares maps between the previous and the current backbone's features of the new task's test images, inside [0.9, 1.1]: 100 %% means the transport is an isometry (paper appendix A.3). Bands are ± std over seeds.\n\n")
+		embed(&b, *figs.drift)
+	} else {
+		p("Not recorded: the runs had eval.drift off.\n\n")
+	}
+
+	p("## Runs\n\n")
+	p("| run | method | seed | tasks done | TAg A_last | TAw A_last | time in stages | wall time |\n")
+	p("|---|---|---|---|---|---|---|---|\n")
+	var stages, wall float64
+	for _, r := range set.Runs {
+		w := "–"
+		if r.WallSeconds > 0 {
+			w = duration(r.WallSeconds)
+		}
+		p("| %s | %s | %d | %d/%d | %s | %s | %s | %s |\n", r.Name, r.Variant(), r.Summary.Seed, r.Summary.Completed, r.Summary.Tasks,
+			percent(r.Summary.TAg.ALast), percent(r.Summary.TAw.ALast), duration(r.StageSeconds()), w)
+		stages += r.StageSeconds()
+		wall += r.WallSeconds
+	}
+	p("\nTime in stages adds up Stage I, Stage II, transport and evaluation (metrics.json); wall time is what the sweep measured around each run, data loading, drift diagnostics, checkpoints and export included.")
+	p(" Total: %s in stages", duration(stages))
+	if wall > 0 {
+		p(", %s wall", duration(wall))
+	}
+	p(".\n\n")
+	var unfinished []string
+	for _, r := range set.Runs {
+		if !r.Finished() {
+			unfinished = append(unfinished, r.Name)
+		}
+	}
+	if len(unfinished) > 0 {
+		p("Not finished, left out of the tables: %s.\n\n", strings.Join(unfinished, ", "))
+	}
+	if len(set.Pending) > 0 {
+		p("Not started or without a completed task: %s.\n\n", strings.Join(set.Pending, ", "))
+	}
+	p("## Accuracy matrices (TAg)\n\n")
+	p("Accuracy (%%) on each task's test set (column) after training each task (row), one matrix per run.\n\n")
+	for _, f := range figs.matrices {
+		embed(&b, f)
+	}
+	return b.String()
+}
+
+// duplicateSeeds lists the seeds that occur more than once in a group.
+func duplicateSeeds(g Group) []string {
+	var out []string
+	for i, s := range g.Seeds {
+		if i > 0 && g.Seeds[i-1] == s && (len(out) == 0 || out[len(out)-1] != fmt.Sprint(s)) {
+			out = append(out, fmt.Sprint(s))
+		}
+	}
+	return out
+}
+
+func ablatedOnly(gs []*Group) []*Group {
+	var out []*Group
+	for _, g := range gs {
+		if g.Variant.Ablated() {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// embed writes a figure as a Markdown image with its caption.
+func embed(b *strings.Builder, f Figure) {
+	fmt.Fprintf(b, "![%s](%s)\n\n*%s (%d×%d px)*\n\n", f.Title, f.File, f.Title, f.Width, f.Height)
+}
+
+// pm formats a Stat of fractions as "mean ± std" in percent, one decimal,
+// or just the mean for a single seed.
+func pm(s Stat) string {
+	if s.N < 2 {
+		return fmt.Sprintf("%.1f", 100*s.Mean)
+	}
+	return fmt.Sprintf("%.1f ± %.1f", 100*s.Mean, 100*s.Std)
+}
+
+func mark(on bool) string {
+	if on {
+		return "✓"
+	}
+	return "✗"
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
+// duration formats seconds as 45s, 12m05s or 3h07m.
+func duration(s float64) string {
+	d := time.Duration(s * float64(time.Second)).Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// describeConfig states the setting the runs share, from one run's config.
+func describeConfig(c config.Config) string {
+	quick := ""
+	if c.Quick {
+		quick = " Quick profile."
+	}
+	perClass := func(n int) string {
+		if n == 0 {
+			return "all"
+		}
+		return fmt.Sprint(n)
+	}
+	return fmt.Sprintf("Setting: %s, %d tasks, %s backbone (S = %d, %s mapper); Stage I epochs: %d on task 1, %d on later tasks; batch %d; Stage II epochs: %d; %d transport samples per class; images per class: %s for training, %s for testing.%s",
+		c.Data.Kind, c.Stream.Tasks, c.Model.Backbone, c.Model.FeatureDim, c.Model.Mapper, c.Train.EpochsFirst, c.Train.Epochs,
+		c.Train.BatchSize, c.AdapterEpochs(), c.Adapter.TransportSamples, perClass(c.Data.TrainPerClass), perClass(c.Data.TestPerClass), quick)
+}
+
+// runDifferences lists the configuration keys on which the runs disagree,
+// apart from the ones a comparison varies on purpose (method, seed,
+// loss.bi, loss.cyc) and the ones that do not change results (names,
+// threads, export).
+func runDifferences(runs []*Run) []string {
+	norm := func(c config.Config) config.Config {
+		c.Method, c.Seed, c.RunName = "", 0, ""
+		c.Loss.Bi, c.Loss.Cyc = true, true
+		c.Export = config.Export{}
+		// The quick profile is already applied to the keys it sets.
+		c.QuickSet = config.Quick{}
+		return c
+	}
+	seen := map[string]bool{}
+	var out []string
+	base := norm(runs[0].Config)
+	for _, r := range runs[1:] {
+		for _, d := range configDiff(base, norm(r.Config)) {
+			key, _, _ := strings.Cut(d, ":")
+			if !seen[key] {
+				seen[key] = true
+				out = append(out, fmt.Sprintf("%s (%s vs %s)", d, runs[0].Name, r.Name))
+			}
+		}
+	}
+	return out
+}

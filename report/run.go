@@ -1,0 +1,320 @@
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/train"
+)
+
+// ErrNoRuns is returned (wrapped) by Load when a directory holds neither a
+// run nor a sweep nor run directories.
+var ErrNoRuns = errors.New("no runs found")
+
+// ErrInvalidRun is wrapped by every error about a run directory whose files
+// are unreadable, corrupt or inconsistent.
+var ErrInvalidRun = errors.New("invalid run directory")
+
+// Run is one training run as its directory records it: the resolved
+// config.yaml and the metrics.json that train writes after every task.
+type Run struct {
+	// Dir is the run directory.
+	Dir string
+	// Name is the base name of Dir, e.g. bicyc-nocyc-s2.
+	Name string
+	// Config is the run's resolved configuration (config.yaml).
+	Config config.Config
+	// Summary is the run's metrics.json.
+	Summary train.Summary
+	// WallSeconds is the wall-clock time a sweep spent on the run (all its
+	// sessions together); 0 when unknown, e.g. for a run trained with
+	// `bicyc train`.
+	WallSeconds float64
+}
+
+// Variant is what a run compares: its method and, for bicyc, which of the
+// two losses under ablation (METHOD.md, paper Table "Contributions of L_bi
+// and L_cyc") were on. Runs of one variant differ only in the seed.
+type Variant struct {
+	Method string `json:"method"`
+	// Bi and Cyc are loss.bi and loss.cyc; both true unless Method is bicyc
+	// with a loss switched off, since only bicyc uses them.
+	Bi  bool `json:"loss_bi"`
+	Cyc bool `json:"loss_cyc"`
+}
+
+// VariantOf returns the variant of a run configured by c.
+func VariantOf(c config.Config) Variant {
+	if c.Method != "bicyc" {
+		return Variant{Method: c.Method, Bi: true, Cyc: true}
+	}
+	return Variant{Method: c.Method, Bi: c.Loss.Bi, Cyc: c.Loss.Cyc}
+}
+
+// Ablated reports whether a loss of bicyc is switched off.
+func (v Variant) Ablated() bool { return !v.Bi || !v.Cyc }
+
+// Tag is the suffix of the variant's run directories: "", "nobi", "nocyc"
+// or "nobi-nocyc".
+func (v Variant) Tag() string {
+	var parts []string
+	if !v.Bi {
+		parts = append(parts, "nobi")
+	}
+	if !v.Cyc {
+		parts = append(parts, "nocyc")
+	}
+	return strings.Join(parts, "-")
+}
+
+// String is the variant's name in tables and legends, e.g. "bicyc" or
+// "bicyc w/o L_bi, L_cyc".
+func (v Variant) String() string {
+	var off []string
+	if !v.Bi {
+		off = append(off, "L_bi")
+	}
+	if !v.Cyc {
+		off = append(off, "L_cyc")
+	}
+	if len(off) == 0 {
+		return v.Method
+	}
+	return v.Method + " w/o " + strings.Join(off, ", ")
+}
+
+// Variant is the run's variant.
+func (r *Run) Variant() Variant { return VariantOf(r.Config) }
+
+// Finished reports whether the run completed every task of its stream.
+func (r *Run) Finished() bool {
+	return r.Summary.Tasks > 0 && r.Summary.Completed == r.Summary.Tasks
+}
+
+// StageSeconds is the time the run's completed tasks spent in Stage I,
+// Stage II, transport and evaluation, from metrics.json; it leaves out data
+// loading, drift diagnostics, checkpoints and export.
+func (r *Run) StageSeconds() float64 {
+	var s float64
+	for _, t := range r.Summary.Reports {
+		s += t.Stage1Seconds + t.Stage2Seconds + t.TransportSeconds + t.EvaluationSeconds
+	}
+	return s
+}
+
+// HasDrift reports whether every completed task recorded drift diagnostics
+// (eval.drift on).
+func (r *Run) HasDrift() bool {
+	if len(r.Summary.Reports) == 0 {
+		return false
+	}
+	for _, t := range r.Summary.Reports {
+		if t.Drift == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// LoadRun reads the run in dir: config.yaml and metrics.json. A run that
+// has not finished its first task has no metrics.json; LoadRun then returns
+// an error wrapping fs.ErrNotExist. Corrupt or inconsistent files give
+// errors wrapping ErrInvalidRun that name the file.
+func LoadRun(dir string) (*Run, error) {
+	r := &Run{Dir: dir, Name: filepath.Base(filepath.Clean(dir))}
+	if err := readConfig(filepath.Join(dir, "config.yaml"), &r.Config); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "metrics.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &r.Summary); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalidRun, err)
+	}
+	if err := checkSummary(&r.Summary); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalidRun, err)
+	}
+	if r.Summary.Method != r.Config.Method || r.Summary.Seed != r.Config.Seed {
+		return nil, fmt.Errorf("%s: %w: method %q seed %d, but config.yaml says method %q seed %d",
+			path, ErrInvalidRun, r.Summary.Method, r.Summary.Seed, r.Config.Method, r.Config.Seed)
+	}
+	return r, nil
+}
+
+// readConfig decodes a run's config.yaml strictly, as train does.
+func readConfig(path string, c *config.Config) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	dec := yaml.NewDecoder(f)
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil {
+		return fmt.Errorf("%s: %w: %w", path, ErrInvalidRun, err)
+	}
+	return nil
+}
+
+// checkSummary verifies that a decoded metrics.json is complete and agrees
+// with itself: the report trusts these invariants when it indexes.
+func checkSummary(s *train.Summary) error {
+	if s.MatrixTAg == nil || s.MatrixTAw == nil {
+		return errors.New("acc_tag or acc_taw missing")
+	}
+	if s.Tasks < 1 || s.Completed < 0 || s.Completed > s.Tasks {
+		return fmt.Errorf("completed_tasks %d of tasks %d", s.Completed, s.Tasks)
+	}
+	for name, m := range map[string]interface{ Tasks() int }{"acc_tag": s.MatrixTAg, "acc_taw": s.MatrixTAw} {
+		if m.Tasks() != s.Tasks {
+			return fmt.Errorf("%s has %d tasks, tasks is %d", name, m.Tasks(), s.Tasks)
+		}
+	}
+	if s.MatrixTAg.Steps() != s.Completed || s.MatrixTAw.Steps() != s.Completed || len(s.Reports) != s.Completed {
+		return fmt.Errorf("completed_tasks %d, but %d acc_tag rows, %d acc_taw rows and %d reports",
+			s.Completed, s.MatrixTAg.Steps(), s.MatrixTAw.Steps(), len(s.Reports))
+	}
+	if s.Completed > 0 && (len(s.TAg.Steps) != s.Completed || len(s.TAw.Steps) != s.Completed) {
+		return fmt.Errorf("a_last_per_step has %d (tag) and %d (taw) entries, want %d", len(s.TAg.Steps), len(s.TAw.Steps), s.Completed)
+	}
+	for i, rep := range s.Reports {
+		if rep.Drift == nil {
+			continue
+		}
+		d := rep.Drift
+		vals := []float64{d.MeanL2, d.CovFrobenius, d.SymmetricKL}
+		if d.ADPercent != nil {
+			vals = append(vals, *d.ADPercent)
+		}
+		for _, v := range vals {
+			if !(v >= 0) {
+				return fmt.Errorf("task %d: drift value %v is not a non-negative number", i+1, v)
+			}
+		}
+	}
+	return nil
+}
+
+// Set is what a report covers: one run, or the runs of a sweep or of a
+// directory of run directories.
+type Set struct {
+	// Dir is the directory the report is about, and where it is written.
+	Dir string
+	// Sweep is the sweep's record (sweep.json), nil if Dir is not a sweep.
+	Sweep *SweepRecord
+	// Runs holds every run with at least one completed task, sorted by
+	// variant (methods in sweep or name order, ablations last), then seed.
+	Runs []*Run
+	// Pending names the runs of the sweep without a completed task.
+	Pending []string
+}
+
+// Load reads what dir holds: a run directory (it has metrics.json), a
+// sweep (sweep.json lists its runs), or any directory whose immediate
+// sub-directories are runs. Errors name the file at fault; a directory
+// with no run at all gives an error wrapping ErrNoRuns.
+func Load(dir string) (*Set, error) {
+	set := &Set{Dir: dir}
+	if _, err := os.Stat(filepath.Join(dir, "metrics.json")); err == nil {
+		r, err := LoadRun(dir)
+		if err != nil {
+			return nil, err
+		}
+		set.Runs = []*Run{r}
+		return set, nil
+	}
+	rec, err := ReadSweepRecord(filepath.Join(dir, sweepFile))
+	switch {
+	case err == nil:
+		set.Sweep = rec
+		for _, rr := range rec.Runs {
+			r, err := LoadRun(filepath.Join(dir, rr.Name))
+			if errors.Is(err, fs.ErrNotExist) {
+				set.Pending = append(set.Pending, rr.Name)
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			r.WallSeconds = rr.WallSeconds
+			set.Runs = append(set.Runs, r)
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			sub := filepath.Join(dir, e.Name())
+			if !e.IsDir() {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(sub, "metrics.json")); err != nil {
+				continue
+			}
+			r, err := LoadRun(sub)
+			if err != nil {
+				return nil, err
+			}
+			set.Runs = append(set.Runs, r)
+		}
+	default:
+		return nil, err
+	}
+	if len(set.Runs) == 0 {
+		return nil, fmt.Errorf("%s: %w (a run directory has metrics.json, a sweep has %s)", dir, ErrNoRuns, sweepFile)
+	}
+	set.sortRuns()
+	return set, nil
+}
+
+// sortRuns orders runs by variant, then seed: the main methods in the order
+// the sweep lists them (bicyc, adagauss, finetune otherwise), ablations of
+// bicyc after them from most to least complete.
+func (s *Set) sortRuns() {
+	order := []string{"bicyc", "adagauss", "finetune"}
+	if s.Sweep != nil && len(s.Sweep.Spec.Methods) > 0 {
+		order = s.Sweep.Spec.Methods
+	}
+	rank := func(v Variant) int {
+		i := slices.Index(order, v.Method)
+		if i < 0 {
+			i = len(order)
+		}
+		ab := 0
+		if !v.Bi {
+			ab += 2
+		}
+		if !v.Cyc {
+			ab++
+		}
+		return ab*100 + i
+	}
+	slices.SortStableFunc(s.Runs, func(a, b *Run) int {
+		va, vb := a.Variant(), b.Variant()
+		if ra, rb := rank(va), rank(vb); ra != rb {
+			return ra - rb
+		}
+		if va.Method != vb.Method {
+			return strings.Compare(va.Method, vb.Method)
+		}
+		switch {
+		case a.Summary.Seed < b.Summary.Seed:
+			return -1
+		case a.Summary.Seed > b.Summary.Seed:
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+}

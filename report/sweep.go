@@ -1,0 +1,532 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/train"
+)
+
+// sweepFile is the sweep record's name inside the sweep directory.
+const sweepFile = "sweep.json"
+
+// ErrInvalidSpec is wrapped by every error about a sweep definition.
+var ErrInvalidSpec = errors.New("invalid sweep definition")
+
+// ErrConfigChanged is wrapped when a sweep directory already holds a run
+// of the same name made with a different configuration: resuming it would
+// mix two experiments.
+var ErrConfigChanged = errors.New("run configuration changed")
+
+// methods are the values of the config key method (config.Config.Method).
+var methods = []string{"bicyc", "adagauss", "finetune"}
+
+// Spec is a sweep definition, the YAML of configs/sweeps/:
+//
+//	config: ../fmnist-t5-e10.yaml   # relative to the sweep file
+//	out: runs/sweeps/fmnist-t5-e10  # relative to the working directory
+//	seeds: 3                        # seeds 0, 1, 2
+//	methods: [bicyc, adagauss, finetune]
+//	ablation: true                  # bicyc with loss.bi x loss.cyc on/off
+//	sets: [eval.drift=true]         # --set overrides of every run
+//
+// Every run gets the config file, then sets, then its own method, seed
+// and (ablation) loss.bi, loss.cyc.
+type Spec struct {
+	Config   string   `yaml:"config" json:"config"`
+	Out      string   `yaml:"out" json:"out"`
+	Seeds    int      `yaml:"seeds" json:"seeds"`
+	Methods  []string `yaml:"methods" json:"methods"`
+	Ablation bool     `yaml:"ablation" json:"ablation"`
+	Sets     []string `yaml:"sets" json:"sets"`
+}
+
+// ReadSpec reads a sweep definition strictly (unknown keys are errors) and
+// makes its config path relative to the sweep file's directory usable from
+// the working directory. It does not validate: see Spec.Validate.
+func ReadSpec(path string) (Spec, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Spec{}, err
+	}
+	defer f.Close()
+	dec := yaml.NewDecoder(f)
+	dec.KnownFields(true)
+	var s Spec
+	if err := dec.Decode(&s); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = errors.New("empty file")
+		}
+		return Spec{}, fmt.Errorf("sweep %s: %w: %w", path, ErrInvalidSpec, err)
+	}
+	if s.Config != "" && !filepath.IsAbs(s.Config) {
+		s.Config = filepath.Join(filepath.Dir(path), s.Config)
+	}
+	return s, nil
+}
+
+// sweepKeys are the config keys a sweep sets per run; sets must leave them
+// alone. loss.bi and loss.cyc join them when the ablation grid is on.
+var sweepKeys = []string{"seed", "method", "run_dir", "run_name", "export.dir"}
+
+// Validate reports every problem of s at once, each naming its key.
+func (s Spec) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: %s", ErrInvalidSpec, fmt.Sprintf(format, args...)))
+	}
+	if s.Config == "" {
+		bad("config: no config file")
+	}
+	if s.Out == "" {
+		bad("out: no output directory")
+	}
+	if s.Seeds < 1 {
+		bad("seeds: must be >= 1, got %d", s.Seeds)
+	}
+	if len(s.Methods) == 0 && !s.Ablation {
+		bad("methods: none, and no ablation")
+	}
+	for i, m := range s.Methods {
+		if !slices.Contains(methods, m) {
+			bad("methods: %q is not one of %s", m, strings.Join(methods, ", "))
+		}
+		if slices.Index(s.Methods, m) != i {
+			bad("methods: %q listed twice", m)
+		}
+	}
+	reserved := sweepKeys
+	if s.Ablation {
+		reserved = append(slices.Clip(reserved), "loss.bi", "loss.cyc")
+	}
+	for _, kv := range s.Sets {
+		key, _, ok := strings.Cut(kv, "=")
+		if !ok {
+			bad("sets: %q is not key=value", kv)
+			continue
+		}
+		if slices.Contains(reserved, key) {
+			bad("sets: %q: the sweep sets %s itself", kv, key)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// PlannedRun is one run of a sweep.
+type PlannedRun struct {
+	// Name is the run directory's name: <method>[-<ablation tag>]-s<seed>.
+	Name    string
+	Variant Variant
+	Seed    int64
+}
+
+// Sets returns the overrides that make the sweep's configuration this
+// run's: method, seed, and loss.bi and loss.cyc for bicyc in an ablation.
+func (p PlannedRun) Sets(ablation bool) []string {
+	s := []string{"method=" + p.Variant.Method, "seed=" + strconv.FormatInt(p.Seed, 10)}
+	if ablation && p.Variant.Method == "bicyc" {
+		s = append(s, "loss.bi="+strconv.FormatBool(p.Variant.Bi), "loss.cyc="+strconv.FormatBool(p.Variant.Cyc))
+	}
+	return s
+}
+
+// Plan lists the runs of s in the order a sweep runs them: for every seed,
+// each method, then, with the ablation on, for every seed the bicyc runs
+// with L_bi and/or L_cyc switched off (the full bicyc run is the grid's
+// on/on cell and runs once).
+func (s Spec) Plan() []PlannedRun {
+	var plan []PlannedRun
+	add := func(v Variant, seed int64) {
+		name := v.Method
+		if tag := v.Tag(); tag != "" {
+			name += "-" + tag
+		}
+		name += "-s" + strconv.FormatInt(seed, 10)
+		for _, p := range plan {
+			if p.Name == name {
+				return
+			}
+		}
+		plan = append(plan, PlannedRun{Name: name, Variant: v, Seed: seed})
+	}
+	for seed := range int64(s.Seeds) {
+		for _, m := range s.Methods {
+			add(Variant{Method: m, Bi: true, Cyc: true}, seed)
+		}
+	}
+	if s.Ablation {
+		for seed := range int64(s.Seeds) {
+			for _, v := range []Variant{{"bicyc", true, true}, {"bicyc", false, true}, {"bicyc", true, false}, {"bicyc", false, false}} {
+				add(v, seed)
+			}
+		}
+	}
+	return plan
+}
+
+// Run statuses in a sweep record.
+const (
+	StatusPending  = "pending"
+	StatusRunning  = "running"
+	StatusFinished = "finished"
+	StatusStopped  = "stopped"
+	StatusFailed   = "failed"
+)
+
+// SweepRecord is sweep.json: the definition a sweep ran with and the state
+// of each of its runs. It is rewritten atomically after every change, so a
+// killed sweep leaves a valid record.
+type SweepRecord struct {
+	Spec Spec        `json:"spec"`
+	Runs []RunRecord `json:"runs"`
+}
+
+// RunRecord is one run of a sweep record.
+type RunRecord struct {
+	Name     string `json:"name"`
+	Method   string `json:"method"`
+	Seed     int64  `json:"seed"`
+	Ablation string `json:"ablation,omitempty"`
+	LossBi   bool   `json:"loss_bi"`
+	LossCyc  bool   `json:"loss_cyc"`
+	// Status is pending, running, finished, stopped (cancelled) or failed.
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+	// WallSeconds adds up the wall-clock time of every session of the run,
+	// export included.
+	WallSeconds float64 `json:"wall_seconds"`
+}
+
+// ReadSweepRecord reads a sweep.json. A missing file gives an error
+// wrapping fs.ErrNotExist; a corrupt one an error wrapping ErrInvalidRun.
+func ReadSweepRecord(path string) (*SweepRecord, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rec SweepRecord
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rec); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalidRun, err)
+	}
+	for i, r := range rec.Runs {
+		if r.Name == "" || r.Name != filepath.Base(r.Name) || r.Name == "." || r.Name == ".." {
+			return nil, fmt.Errorf("%s: %w: run %d has name %q, not a directory name", path, ErrInvalidRun, i, r.Name)
+		}
+	}
+	return &rec, nil
+}
+
+// Configure builds the resolved configuration of a run from --set style
+// overrides applied on top of the sweep's config file. The command line
+// supplies it, so that a sweep reads configs exactly as `bicyc train` does.
+type Configure func(sets []string) (config.Config, error)
+
+// SweepOptions are the settings of RunSweep that are not part of the
+// definition.
+type SweepOptions struct {
+	// Train is passed to every run (log and progress writers).
+	Train train.Options
+	// Status receives one line per run as the sweep reaches it; nil means
+	// none.
+	Status io.Writer
+	// Report is the report written at the end; see Options.
+	Report Options
+}
+
+// RunSweep runs the plan of spec in spec.Out, one run at a time. A
+// finished run (metrics.json with completed_tasks == tasks) is skipped, a
+// started one resumed with train.Resume, so a sweep can be stopped at any
+// point (cancel ctx) and run again. A run whose directory holds a
+// different configuration stops the sweep with ErrConfigChanged before it
+// trains anything. A failing run is recorded and the sweep goes on; the
+// failures come back joined at the end. When every run has finished,
+// RunSweep writes the report (see Generate); the record is returned in
+// every case.
+//
+// Every run exports its model directory to <run>/model when its
+// configuration enables export, as `bicyc train` does.
+func RunSweep(ctx context.Context, spec Spec, configure Configure, opts SweepOptions) (*SweepRecord, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	status := opts.Status
+	if status == nil {
+		status = io.Discard
+	}
+	plan := spec.Plan()
+	configs := make([]config.Config, len(plan))
+	for i, p := range plan {
+		sets := append(slices.Clip(spec.Sets), p.Sets(spec.Ablation)...)
+		sets = append(sets, "run_dir="+spec.Out, "run_name="+p.Name)
+		cfg, err := configure(sets)
+		if err != nil {
+			return nil, fmt.Errorf("sweep run %s: %w", p.Name, err)
+		}
+		if cfg.Export.Dir != "" {
+			return nil, fmt.Errorf("sweep run %s: %w: export.dir %q would give every run the same model directory",
+				p.Name, ErrInvalidSpec, cfg.Export.Dir)
+		}
+		if v := VariantOf(cfg); v != p.Variant {
+			return nil, fmt.Errorf("sweep run %s: %w: the configuration makes it %s", p.Name, ErrInvalidSpec, v)
+		}
+		if err := sameConfig(filepath.Join(spec.Out, p.Name), cfg); err != nil {
+			return nil, err
+		}
+		configs[i] = cfg
+	}
+	if err := os.MkdirAll(spec.Out, 0o755); err != nil {
+		return nil, err
+	}
+	rec := newSweepRecord(spec, plan)
+	save := func() error { return writeJSONAtomic(filepath.Join(spec.Out, sweepFile), rec) }
+	if err := save(); err != nil {
+		return rec, err
+	}
+	var failures []error
+	for i, p := range plan {
+		r := &rec.Runs[i]
+		dir := filepath.Join(spec.Out, p.Name)
+		state, done, err := runState(dir)
+		if err != nil {
+			return rec, err
+		}
+		if state == StatusFinished {
+			fmt.Fprintf(status, "sweep [%d/%d] %s: finished, skipped\n", i+1, len(plan), p.Name)
+		} else if done > 0 {
+			fmt.Fprintf(status, "sweep [%d/%d] %s: resuming after task %d\n", i+1, len(plan), p.Name, done)
+		} else {
+			fmt.Fprintf(status, "sweep [%d/%d] %s\n", i+1, len(plan), p.Name)
+		}
+		if state != StatusFinished {
+			r.Status, r.Error = StatusRunning, ""
+			if err := save(); err != nil {
+				return rec, err
+			}
+		}
+		start := time.Now()
+		err = trainRun(ctx, dir, configs[i], state, opts.Train)
+		r.WallSeconds += time.Since(start).Seconds()
+		switch {
+		case err == nil:
+			r.Status = StatusFinished
+		case ctx.Err() != nil:
+			r.Status = StatusStopped
+		default:
+			r.Status, r.Error = StatusFailed, err.Error()
+			failures = append(failures, fmt.Errorf("sweep run %s: %w", p.Name, err))
+		}
+		if serr := save(); serr != nil {
+			return rec, serr
+		}
+		if ctx.Err() != nil {
+			return rec, fmt.Errorf("sweep stopped at run %s (run the sweep again to resume): %w", p.Name, ctx.Err())
+		}
+	}
+	if len(failures) > 0 {
+		return rec, errors.Join(failures...)
+	}
+	if _, err := Generate(spec.Out, opts.Report); err != nil {
+		return rec, fmt.Errorf("report: %w", err)
+	}
+	return rec, nil
+}
+
+// newSweepRecord starts the record of plan, keeping the wall time of runs
+// that an earlier session of the sweep recorded.
+func newSweepRecord(spec Spec, plan []PlannedRun) *SweepRecord {
+	old := map[string]float64{}
+	if prev, err := ReadSweepRecord(filepath.Join(spec.Out, sweepFile)); err == nil {
+		for _, r := range prev.Runs {
+			old[r.Name] = r.WallSeconds
+		}
+	}
+	rec := &SweepRecord{Spec: spec}
+	for _, p := range plan {
+		rec.Runs = append(rec.Runs, RunRecord{
+			Name: p.Name, Method: p.Variant.Method, Seed: p.Seed, Ablation: p.Variant.Tag(),
+			LossBi: p.Variant.Bi, LossCyc: p.Variant.Cyc, Status: StatusPending, WallSeconds: old[p.Name],
+		})
+	}
+	return rec
+}
+
+// runState tells how far the run in dir got: pending (no run yet),
+// started (with done completed tasks) or finished.
+func runState(dir string) (state string, done int, err error) {
+	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); errors.Is(err, fs.ErrNotExist) {
+		return StatusPending, 0, nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "metrics.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return StatusRunning, 0, nil
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	var s struct {
+		Completed int `json:"completed_tasks"`
+		Tasks     int `json:"tasks"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return "", 0, fmt.Errorf("%s: %w: %w", filepath.Join(dir, "metrics.json"), ErrInvalidRun, err)
+	}
+	if s.Tasks > 0 && s.Completed == s.Tasks {
+		return StatusFinished, s.Completed, nil
+	}
+	return StatusRunning, s.Completed, nil
+}
+
+// trainRun brings the run in dir to its end from the given state, then
+// exports its model directory if the configuration asks for it and it is
+// not there yet.
+func trainRun(ctx context.Context, dir string, cfg config.Config, state string, opts train.Options) error {
+	if state != StatusFinished {
+		var run *train.Run
+		var err error
+		if state == StatusPending {
+			run, err = train.New(cfg, dir, opts)
+		} else {
+			run, err = train.Resume(dir, opts)
+		}
+		if err != nil {
+			return err
+		}
+		err = run.Execute(ctx)
+		if cerr := run.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if !cfg.Export.Enabled {
+		return nil
+	}
+	model := filepath.Join(dir, "model")
+	if _, err := os.Stat(model); err == nil {
+		return nil
+	}
+	if err := train.Export(dir, model); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
+}
+
+// sameConfig returns an error wrapping ErrConfigChanged, naming the keys
+// that differ, when dir holds a run whose config.yaml is not cfg; nil when
+// it holds none.
+func sameConfig(dir string, cfg config.Config) error {
+	path := filepath.Join(dir, "config.yaml")
+	var have config.Config
+	err := readConfig(path, &have)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	diff := configDiff(have, cfg)
+	if len(diff) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %w: %s (choose another sweep output directory, or delete the run)",
+		path, ErrConfigChanged, strings.Join(diff, "; "))
+}
+
+// configDiff lists the keys whose values differ between a and b, as
+// "key: a -> b", in key order. run_dir and threads do not count: where the
+// sweep directory is reached from and how many cores train it do not
+// change the experiment.
+func configDiff(a, b config.Config) []string {
+	a.RunDir, b.RunDir = "", ""
+	a.Threads, b.Threads = 0, 0
+	fa, fb := flatConfig(a), flatConfig(b)
+	var keys []string
+	for k := range fa {
+		keys = append(keys, k)
+	}
+	for k := range fb {
+		if _, ok := fa[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var out []string
+	for _, k := range keys {
+		if fa[k] != fb[k] {
+			out = append(out, fmt.Sprintf("%s: %s -> %s", k, fa[k], fb[k]))
+		}
+	}
+	return out
+}
+
+// flatConfig maps every leaf key of c (dotted, as in config.yaml) to its
+// value in YAML flow form.
+func flatConfig(c config.Config) map[string]string {
+	var node yaml.Node
+	if err := node.Encode(c); err != nil {
+		panic("report: config does not encode to YAML: " + err.Error())
+	}
+	out := map[string]string{}
+	var walk func(n *yaml.Node, prefix string)
+	walk = func(n *yaml.Node, prefix string) {
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				walk(n.Content[i+1], prefix+n.Content[i].Value+".")
+			}
+			return
+		}
+		n.Style = yaml.FlowStyle
+		b, _ := yaml.Marshal(n)
+		out[strings.TrimSuffix(prefix, ".")] = strings.TrimSpace(string(b))
+	}
+	walk(&node, "")
+	return out
+}
+
+// writeJSONAtomic writes v as indented JSON to path through a temporary
+// file and a rename, so readers never see half a file.
+func writeJSONAtomic(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(b, '\n'))
+}
+
+func writeFileAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
+}
