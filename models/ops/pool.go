@@ -235,9 +235,9 @@ func GlobalAvgPool(x *G.Node) (*G.Node, error) {
 	return G.ApplyOp(&globalAvgPoolOp{shape: xs.Clone()}, x)
 }
 
-// globalAvgPoolOp averages each channel; its gradient spreads dy[n,c]/(H·W) over the channel.
-// (gorgonia v0.9.18's Mean(x, 2, 3) divides by (H·W)² in the forward pass, and its GlobalAveragePool2D has no
-// working gradient.)
+// globalAvgPoolOp averages each channel; its gradient spreads dy[n,c]/(H·W) over the channel. (In gorgonia
+// v0.9.18, GlobalAveragePool2D has no working gradient and Mean(x, 2, 3) gave wrong outputs or gradients for
+// some shapes: see TestGlobalAvgPoolMatchesStock.)
 type globalAvgPoolOp struct {
 	plainOp
 	shape tensor.Shape // [N,C,H,W]
