@@ -129,6 +129,7 @@ type Quick struct {
 	EpochsFirst      int `mapstructure:"epochs_first" yaml:"epochs_first" doc:"Quick profile: Stage I epochs on task 1."`
 	Epochs           int `mapstructure:"epochs" yaml:"epochs" doc:"Quick profile: Stage I epochs on later tasks."`
 	TransportSamples int `mapstructure:"transport_samples" yaml:"transport_samples" doc:"Quick profile: transport samples per old class."`
+	AdapterEpochs    int `mapstructure:"adapter_epochs" yaml:"adapter_epochs" doc:"Quick profile: Stage II epochs (a subset gives the adapter few steps per epoch)."`
 }
 
 // Default returns the defaults: Fashion-MNIST in 5 tasks of 2 classes with the
@@ -164,8 +165,8 @@ func Default() Config {
 		Classifier: Classifier{Shrink: 3, Normalize: true, TopK: 5},
 		Export:     Export{Enabled: true},
 		QuickSet: Quick{
-			TrainPerClass: 300, TestPerClass: 200,
-			EpochsFirst: 1, Epochs: 1, TransportSamples: 500,
+			TrainPerClass: 500, TestPerClass: 200,
+			EpochsFirst: 2, Epochs: 3, TransportSamples: 500, AdapterEpochs: 5,
 		},
 	}
 }
@@ -179,6 +180,7 @@ func (c Config) Resolved() Config {
 	c.Data.TrainPerClass, c.Data.TestPerClass = q.TrainPerClass, q.TestPerClass
 	c.Train.EpochsFirst, c.Train.Epochs = q.EpochsFirst, q.Epochs
 	c.Adapter.TransportSamples = q.TransportSamples
+	c.Adapter.Epochs = q.AdapterEpochs
 	return c
 }
 

@@ -32,6 +32,9 @@ type Run struct {
 	state       *State
 	log         *logger
 	progress    io.Writer
+	stopAfter   int
+	// learned are the tasks added by Learn, in order.
+	learned []LearnedTask
 }
 
 // State is everything a run carries from one task to the next; with the
@@ -58,6 +61,9 @@ type Options struct {
 	Log io.Writer
 	// Progress receives progress bars; nil means none.
 	Progress io.Writer
+	// StopAfter ends Execute once this many tasks of the stream are
+	// complete (0: run them all); the run can be resumed later.
+	StopAfter int
 }
 
 // New creates the run directory dir (which must not hold a run already),
@@ -72,7 +78,7 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	r := &Run{dir: dir, cfg: cfg, progress: opts.Progress}
+	r := &Run{dir: dir, cfg: cfg, progress: opts.Progress, stopAfter: opts.StopAfter}
 	useCPU(cfg.Threads)
 	if err := r.openLog(opts.Log); err != nil {
 		return nil, err
@@ -112,7 +118,7 @@ func Resume(dir string, opts Options) (*Run, error) {
 	if err := readYAML(filepath.Join(dir, "config.yaml"), &cfg); err != nil {
 		return nil, fmt.Errorf("resume %s: %w", dir, err)
 	}
-	r := &Run{dir: dir, cfg: cfg, progress: opts.Progress}
+	r := &Run{dir: dir, cfg: cfg, progress: opts.Progress, stopAfter: opts.StopAfter}
 	useCPU(cfg.Threads)
 	if err := r.openLog(opts.Log); err != nil {
 		return nil, err
@@ -124,6 +130,16 @@ func Resume(dir string, opts Options) (*Run, error) {
 	r.stream = data.TaskStream{Order: rec.Order, Tasks: rec.Tasks}
 	if err := r.loadData(); err != nil {
 		return nil, err
+	}
+	for _, task := range rec.Learned {
+		train, test, err := data.LoadImageFolders(task.TrainDir, task.TestDir, r.prep)
+		if err != nil {
+			return nil, fmt.Errorf("resume %s: learned task %d: %w", dir, task.Task+1, err)
+		}
+		if err := r.appendLearned(task, train, test); err != nil {
+			return nil, err
+		}
+		r.learned = append(r.learned, task)
 	}
 	st, err := loadLatestCheckpoint(dir, cfg)
 	if err != nil {
@@ -163,6 +179,10 @@ func (r *Run) Execute(ctx context.Context) error {
 	for t := r.state.Completed; t < len(r.stream.Tasks); t++ {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if r.stopAfter > 0 && t >= r.stopAfter {
+			r.log.printf("stopping after task %d of %d (resume to continue)", t, len(r.stream.Tasks))
+			return nil
 		}
 		rep, err := r.learnTask(ctx, t)
 		if err != nil {
@@ -219,14 +239,17 @@ func (r *Run) seed(purpose string, task int) int64 {
 	return int64(h.Sum64() >> 1)
 }
 
+// streamRecord is stream.json: the task stream, the class names, and the
+// tasks added after the fact by Learn.
 type streamRecord struct {
-	Order      []int    `json:"order"`
-	Tasks      [][]int  `json:"tasks"`
-	ClassNames []string `json:"class_names"`
+	Order      []int         `json:"order"`
+	Tasks      [][]int       `json:"tasks"`
+	ClassNames []string      `json:"class_names"`
+	Learned    []LearnedTask `json:"learned,omitempty"`
 }
 
 func (r *Run) streamRecord() streamRecord {
-	return streamRecord{Order: r.stream.Order, Tasks: r.stream.Tasks, ClassNames: r.train.ClassNames}
+	return streamRecord{Order: r.stream.Order, Tasks: r.stream.Tasks, ClassNames: r.train.ClassNames, Learned: r.learned}
 }
 
 // ClassNames are the dataset's class names, indexed by class id.

@@ -28,7 +28,9 @@ Configuration: --config FILE (YAML, see configs/), BICYC_* environment variables
 	cmd.PersistentFlags().StringArrayVar(&opts.sets, "set", nil, "override a config key, `key=value` (repeatable)")
 	cmd.AddCommand(newConfigCmd(opts))
 	cmd.AddCommand(newTrainCmd(opts))
+	cmd.AddCommand(newSweepCmd(opts), newReportCmd())
 	cmd.AddCommand(newExportCmd())
 	cmd.AddCommand(newEvalCmd())
+	cmd.AddCommand(newLearnCmd())
 	return cmd
 }

@@ -17,6 +17,7 @@ import (
 type trainOptions struct {
 	resume     string
 	cpuProfile string
+	stopAfter  int
 }
 
 func newTrainCmd(g *globalOptions) *cobra.Command {
@@ -41,6 +42,7 @@ it was started with.`,
 	}
 	addRunFlags(cmd)
 	cmd.Flags().StringVar(&opts.resume, "resume", "", "continue the run in `dir` after its last completed task")
+	cmd.Flags().IntVar(&opts.stopAfter, "stop-after", 0, "stop once `n` tasks are complete (resume later with --resume)")
 	cmd.Flags().StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `file` (go tool pprof)")
 	return cmd
 }
@@ -57,7 +59,7 @@ func runTrain(ctx context.Context, g *globalOptions, opts *trainOptions, cmd *co
 		}
 		defer pprof.StopCPUProfile()
 	}
-	ropts := train.Options{Log: cmd.ErrOrStderr(), Progress: cmd.ErrOrStderr()}
+	ropts := train.Options{Log: cmd.ErrOrStderr(), Progress: cmd.ErrOrStderr(), StopAfter: opts.stopAfter}
 	var run *train.Run
 	var err error
 	if opts.resume != "" {
@@ -80,7 +82,7 @@ func runTrain(ctx context.Context, g *globalOptions, opts *trainOptions, cmd *co
 	if err := run.Execute(ctx); err != nil {
 		return err
 	}
-	if !run.Config().Export.Enabled {
+	if !run.Config().Export.Enabled || run.State().Completed == 0 {
 		return nil
 	}
 	dir := run.Config().Export.Dir

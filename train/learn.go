@@ -1,0 +1,93 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/bicyc/bicyc/data"
+)
+
+// LearnedTask records a task added to a finished run by Learn: its class
+// ids and the image folders its classes came from, so that a resumed or
+// re-evaluated run can load them again.
+type LearnedTask struct {
+	Task     int    `json:"task"` // 0-based index into the task stream
+	TrainDir string `json:"train_dir"`
+	TestDir  string `json:"test_dir"`
+	Classes  []int  `json:"classes"`
+}
+
+// Learn adds one task of new classes to a finished run and trains it: the
+// exemplar-free promise, usable after the fact. The new classes come from
+// image folders (one sub-folder per class, see data.LoadImageFolders),
+// converted with the run's preprocessing; they get the class ids after the
+// last one of the run. Training sees only the new images; old classes live
+// on as their transported prototypes. Evaluation covers every task's test
+// set, so the original test data must still be readable.
+func (r *Run) Learn(ctx context.Context, trainDir, testDir string) error {
+	if r.state.Completed != len(r.stream.Tasks) {
+		return fmt.Errorf("%s: the run has finished %d of %d tasks: resume it (bicyc train --resume) before learning a new task",
+			r.dir, r.state.Completed, len(r.stream.Tasks))
+	}
+	train, test, err := data.LoadImageFolders(trainDir, testDir, r.prep)
+	if err != nil {
+		return err
+	}
+	base := len(r.train.ClassNames)
+	task := LearnedTask{Task: len(r.stream.Tasks), TrainDir: trainDir, TestDir: testDir}
+	for i := range train.ClassNames {
+		task.Classes = append(task.Classes, base+i)
+	}
+	if err := r.appendLearned(task, train, test); err != nil {
+		return err
+	}
+	r.learned = append(r.learned, task)
+	// The stream is saved before training: if learning is interrupted, the
+	// run resumes with the new task, like any other unfinished task.
+	if err := writeJSON(filepath.Join(r.dir, "stream.json"), r.streamRecord()); err != nil {
+		return err
+	}
+	r.log.printf("learning task %d: %d new classes %v from %s", task.Task+1, len(task.Classes), train.ClassNames, trainDir)
+	return r.Execute(ctx)
+}
+
+// appendLearned adds a learned task's images (labels offset to its class
+// ids) to the run's datasets and its classes to the stream.
+func (r *Run) appendLearned(task LearnedTask, train, test *data.Dataset) error {
+	if len(train.ClassNames) != len(task.Classes) {
+		return fmt.Errorf("%s: %d class folders, the run recorded %d classes for task %d", task.TrainDir, len(train.ClassNames), len(task.Classes), task.Task+1)
+	}
+	base := task.Classes[0]
+	var err error
+	if r.train, err = concat(r.train, train, base); err != nil {
+		return err
+	}
+	if r.test, err = concat(r.test, test, base); err != nil {
+		return err
+	}
+	if task.Task == len(r.stream.Tasks) {
+		r.stream.Tasks = append(r.stream.Tasks, task.Classes)
+		r.stream.Order = append(r.stream.Order, task.Classes...)
+	}
+	return nil
+}
+
+// concat returns a dataset with the images of a followed by those of b,
+// whose labels are shifted by offset; a's class names are extended by b's.
+func concat(a, b *data.Dataset, offset int) (*data.Dataset, error) {
+	if a.Channels != b.Channels || a.Height != b.Height || a.Width != b.Width {
+		return nil, fmt.Errorf("%s: images are %dx%dx%d, the run's are %dx%dx%d", b.Source, b.Channels, b.Height, b.Width, a.Channels, a.Height, a.Width)
+	}
+	if offset != len(a.ClassNames) {
+		return nil, fmt.Errorf("%s: new class ids start at %d, the run has %d classes", b.Source, offset, len(a.ClassNames))
+	}
+	out := &data.Dataset{Name: a.Name, Channels: a.Channels, Height: a.Height, Width: a.Width, Source: a.Source + " + " + b.Source,
+		Pixels:     append(append([]uint8(nil), a.Pixels...), b.Pixels...),
+		Labels:     append([]int(nil), a.Labels...),
+		ClassNames: append(append([]string(nil), a.ClassNames...), b.ClassNames...)}
+	for _, l := range b.Labels {
+		out.Labels = append(out.Labels, l+offset)
+	}
+	return out, nil
+}
