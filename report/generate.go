@@ -251,13 +251,12 @@ func driftFigure(groups []*Group) ([]byte, error) {
 		skip        int
 		hi          float64
 		log         bool
-		top, left   bool
 	}
 	specs := []panel{
-		{"mu-L2: stored vs current class means", "||mu_stored - mu_test|| (mean over classes)", func(d *DriftStats) []Stat { return d.MeanL2 }, 0, math.Inf(1), false, true, true},
-		{"Sigma-Frobenius: stored vs current covariances", "||Sigma_stored - Sigma_test||_F", func(d *DriftStats) []Stat { return d.CovFrobenius }, 0, math.Inf(1), false, true, true},
-		{"Symmetric KL: stored vs current Gaussians", "symmetric KL (log scale)", func(d *DriftStats) []Stat { return d.SymmetricKL }, 0, math.Inf(1), true, true, true},
-		{"AD-%: singular values of A_hat D_hat in [0.9, 1.1]", "AD-% (%)", func(d *DriftStats) []Stat { return d.ADPercent }, 1, 100, false, true, false},
+		{"mu-L2: stored vs current class means", "||mu_stored - mu_test|| (mean over classes)", func(d *DriftStats) []Stat { return d.MeanL2 }, 0, math.Inf(1), false},
+		{"Sigma-Frobenius: stored vs current covariances", "||Sigma_stored - Sigma_test||_F", func(d *DriftStats) []Stat { return d.CovFrobenius }, 0, math.Inf(1), false},
+		{"Symmetric KL: stored vs current Gaussians", "symmetric KL (log scale)", func(d *DriftStats) []Stat { return d.SymmetricKL }, 0, math.Inf(1), true},
+		{"AD-%: singular values of A_hat D_hat in [0.9, 1.1]", "AD-% (%)", func(d *DriftStats) []Stat { return d.ADPercent }, 1, 100, false},
 	}
 	plots := [][]*plot.Plot{make([]*plot.Plot, 2), make([]*plot.Plot, 2)}
 	for i, sp := range specs {
@@ -276,8 +275,14 @@ func driftFigure(groups []*Group) ([]byte, error) {
 			return nil, err
 		}
 		p.Title.TextStyle.Font.Size = labelSize
-		p.Legend.Top, p.Legend.Left = sp.top, sp.left
-		p.Legend.XOffs, p.Legend.YOffs = legendOffset(sp.top, sp.left)
+		if i == 0 {
+			// One legend serves all panels; mu-L2 starts near 0, so
+			// its top left corner is free.
+			p.Legend.Top, p.Legend.Left = true, true
+			p.Legend.XOffs, p.Legend.YOffs = legendOffset(true, true)
+		} else {
+			p.Legend = plot.NewLegend()
+		}
 		plots[i/2][i%2] = p
 	}
 	return panels(plots, driftWidth, driftHeight)

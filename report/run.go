@@ -152,7 +152,8 @@ func LoadRun(dir string) (*Run, error) {
 	return r, nil
 }
 
-// readConfig decodes a run's config.yaml strictly, as train does.
+// readConfig decodes a run's config.yaml strictly, as train does, and
+// validates it.
 func readConfig(path string, c *config.Config) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -162,6 +163,11 @@ func readConfig(path string, c *config.Config) error {
 	dec := yaml.NewDecoder(f)
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil {
+		return fmt.Errorf("%s: %w: %w", path, ErrInvalidRun, err)
+	}
+	// A truncated file is still valid YAML; missing keys decode as zeros
+	// that validation catches.
+	if err := c.Validate(); err != nil {
 		return fmt.Errorf("%s: %w: %w", path, ErrInvalidRun, err)
 	}
 	return nil

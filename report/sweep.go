@@ -134,6 +134,15 @@ type PlannedRun struct {
 	Seed    int64
 }
 
+// dirName is <method>[-<ablation tag>]-s<seed>.
+func (p PlannedRun) dirName() string {
+	name := p.Variant.Method
+	if tag := p.Variant.Tag(); tag != "" {
+		name += "-" + tag
+	}
+	return name + "-s" + strconv.FormatInt(p.Seed, 10)
+}
+
 // Sets returns the overrides that make the sweep's configuration this
 // run's: method, seed, and loss.bi and loss.cyc for bicyc in an ablation.
 func (p PlannedRun) Sets(ablation bool) []string {
@@ -151,17 +160,14 @@ func (p PlannedRun) Sets(ablation bool) []string {
 func (s Spec) Plan() []PlannedRun {
 	var plan []PlannedRun
 	add := func(v Variant, seed int64) {
-		name := v.Method
-		if tag := v.Tag(); tag != "" {
-			name += "-" + tag
-		}
-		name += "-s" + strconv.FormatInt(seed, 10)
-		for _, p := range plan {
-			if p.Name == name {
+		p := PlannedRun{Variant: v, Seed: seed}
+		p.Name = p.dirName()
+		for _, q := range plan {
+			if q.Name == p.Name {
 				return
 			}
 		}
-		plan = append(plan, PlannedRun{Name: name, Variant: v, Seed: seed})
+		plan = append(plan, p)
 	}
 	for seed := range int64(s.Seeds) {
 		for _, m := range s.Methods {
@@ -176,6 +182,34 @@ func (s Spec) Plan() []PlannedRun {
 		}
 	}
 	return plan
+}
+
+// Configs returns the resolved configuration of every run of s.Plan(), in
+// plan order, built by configure from s.Sets, the run's own sets (see
+// PlannedRun.Sets), run_dir = s.Out and run_name = the run's name. A
+// configuration that contradicts the plan (another variant, or an
+// export.dir that every run would share) is an error wrapping
+// ErrInvalidSpec.
+func (s Spec) Configs(configure Configure) ([]config.Config, error) {
+	plan := s.Plan()
+	configs := make([]config.Config, len(plan))
+	for i, p := range plan {
+		sets := append(slices.Clip(s.Sets), p.Sets(s.Ablation)...)
+		sets = append(sets, "run_dir="+s.Out, "run_name="+p.Name)
+		cfg, err := configure(sets)
+		if err != nil {
+			return nil, fmt.Errorf("sweep run %s: %w", p.Name, err)
+		}
+		if cfg.Export.Dir != "" {
+			return nil, fmt.Errorf("sweep run %s: %w: export.dir %q would give every run the same model directory",
+				p.Name, ErrInvalidSpec, cfg.Export.Dir)
+		}
+		if v := VariantOf(cfg); v != p.Variant {
+			return nil, fmt.Errorf("sweep run %s: %w: the configuration makes it %s", p.Name, ErrInvalidSpec, v)
+		}
+		configs[i] = cfg
+	}
+	return configs, nil
 }
 
 // Run statuses in a sweep record.
@@ -270,25 +304,14 @@ func RunSweep(ctx context.Context, spec Spec, configure Configure, opts SweepOpt
 		status = io.Discard
 	}
 	plan := spec.Plan()
-	configs := make([]config.Config, len(plan))
+	configs, err := spec.Configs(configure)
+	if err != nil {
+		return nil, err
+	}
 	for i, p := range plan {
-		sets := append(slices.Clip(spec.Sets), p.Sets(spec.Ablation)...)
-		sets = append(sets, "run_dir="+spec.Out, "run_name="+p.Name)
-		cfg, err := configure(sets)
-		if err != nil {
-			return nil, fmt.Errorf("sweep run %s: %w", p.Name, err)
-		}
-		if cfg.Export.Dir != "" {
-			return nil, fmt.Errorf("sweep run %s: %w: export.dir %q would give every run the same model directory",
-				p.Name, ErrInvalidSpec, cfg.Export.Dir)
-		}
-		if v := VariantOf(cfg); v != p.Variant {
-			return nil, fmt.Errorf("sweep run %s: %w: the configuration makes it %s", p.Name, ErrInvalidSpec, v)
-		}
-		if err := sameConfig(filepath.Join(spec.Out, p.Name), cfg); err != nil {
+		if err := sameConfig(filepath.Join(spec.Out, p.Name), configs[i]); err != nil {
 			return nil, err
 		}
-		configs[i] = cfg
 	}
 	if err := os.MkdirAll(spec.Out, 0o755); err != nil {
 		return nil, err
