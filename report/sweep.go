@@ -289,9 +289,9 @@ type SweepOptions struct {
 // point (cancel ctx) and run again. A run whose directory holds a
 // different configuration stops the sweep with ErrConfigChanged before it
 // trains anything. A failing run is recorded and the sweep goes on; the
-// failures come back joined at the end. When every run has finished,
-// RunSweep writes the report (see Generate); the record is returned in
-// every case.
+// failures come back joined at the end. Unless cancelled, RunSweep then
+// writes the report of the runs that finished (see Generate); the record
+// is returned in every case.
 //
 // Every run exports its model directory to <run>/model when its
 // configuration enables export, as `bicyc train` does.
@@ -361,13 +361,10 @@ func RunSweep(ctx context.Context, spec Spec, configure Configure, opts SweepOpt
 			return rec, fmt.Errorf("sweep stopped at run %s (run the sweep again to resume): %w", p.Name, ctx.Err())
 		}
 	}
-	if len(failures) > 0 {
-		return rec, errors.Join(failures...)
-	}
 	if _, err := Generate(spec.Out, opts.Report); err != nil {
-		return rec, fmt.Errorf("report: %w", err)
+		failures = append(failures, fmt.Errorf("report: %w", err))
 	}
-	return rec, nil
+	return rec, errors.Join(failures...)
 }
 
 // newSweepRecord starts the record of plan, keeping the wall time of runs
