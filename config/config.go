@@ -14,7 +14,7 @@ type Config struct {
 	RunDir  string `mapstructure:"run_dir" yaml:"run_dir" doc:"Directory under which each run gets its own folder."`
 	RunName string `mapstructure:"run_name" yaml:"run_name" doc:"Name of the run folder; empty means <config name>-<method>-s<seed>."`
 	Threads int    `mapstructure:"threads" yaml:"threads" doc:"CPU threads for training kernels; 0 means all cores."`
-	Quick   bool   `mapstructure:"quick" yaml:"quick" doc:"Quick profile for demos and CI: applies the quick.* settings on top of everything else."`
+	Quick   bool   `mapstructure:"quick" yaml:"quick" doc:"Quick profile for demos and CI: the quick_profile.* values replace the keys they name, whatever sets those (change quick_profile.* to tune it)."`
 
 	Data       Data       `mapstructure:"data" yaml:"data"`
 	Stream     Stream     `mapstructure:"stream" yaml:"stream"`
@@ -80,7 +80,7 @@ type Train struct {
 
 // Loss holds the Stage I loss weights and switches (METHOD.md).
 type Loss struct {
-	Bi               bool    `mapstructure:"bi" yaml:"bi" doc:"Use the bidirectional alignment L_n2o + L_o2n (bicyc)."`
+	Bi               bool    `mapstructure:"bi" yaml:"bi" doc:"Use the bidirectional alignment L_n2o + L_o2n at lambda_bi (bicyc); off, L_n2o alone distils at kd_weight, so bi and cyc both off is the AdaGauss baseline (paper, ablation)."`
 	Cyc              bool    `mapstructure:"cyc" yaml:"cyc" doc:"Use the cycle-consistency loss L_cyc (bicyc)."`
 	Pair             bool    `mapstructure:"pair" yaml:"pair" doc:"Use the pairwise cosine-similarity loss L_pair (bicyc)."`
 	AntiCollapse     bool    `mapstructure:"anti_collapse" yaml:"anti_collapse" doc:"Use the robust anti-collapse loss L_ac."`
@@ -124,12 +124,13 @@ type Export struct {
 
 // Quick is the quick profile, applied when quick is true.
 type Quick struct {
-	TrainPerClass    int `mapstructure:"train_per_class" yaml:"train_per_class" doc:"Quick profile: training images per class."`
-	TestPerClass     int `mapstructure:"test_per_class" yaml:"test_per_class" doc:"Quick profile: test images per class."`
-	EpochsFirst      int `mapstructure:"epochs_first" yaml:"epochs_first" doc:"Quick profile: Stage I epochs on task 1."`
-	Epochs           int `mapstructure:"epochs" yaml:"epochs" doc:"Quick profile: Stage I epochs on later tasks."`
-	TransportSamples int `mapstructure:"transport_samples" yaml:"transport_samples" doc:"Quick profile: transport samples per old class."`
-	AdapterEpochs    int `mapstructure:"adapter_epochs" yaml:"adapter_epochs" doc:"Quick profile: Stage II epochs (a subset gives the adapter few steps per epoch)."`
+	TrainPerClass    int  `mapstructure:"train_per_class" yaml:"train_per_class" doc:"Quick profile: training images per class."`
+	TestPerClass     int  `mapstructure:"test_per_class" yaml:"test_per_class" doc:"Quick profile: test images per class."`
+	EpochsFirst      int  `mapstructure:"epochs_first" yaml:"epochs_first" doc:"Quick profile: Stage I epochs on task 1."`
+	Epochs           int  `mapstructure:"epochs" yaml:"epochs" doc:"Quick profile: Stage I epochs on later tasks."`
+	TransportSamples int  `mapstructure:"transport_samples" yaml:"transport_samples" doc:"Quick profile: transport samples per old class."`
+	AdapterEpochs    int  `mapstructure:"adapter_epochs" yaml:"adapter_epochs" doc:"Quick profile: Stage II epochs (a subset gives the adapter few steps per epoch)."`
+	Rotation         bool `mapstructure:"rotation" yaml:"rotation" doc:"Quick profile: rotation self-supervision on task 1 (off: it quadruples task 1 and, in a few epochs, left old prototypes behind the new ones)."`
 }
 
 // Default returns the defaults: Fashion-MNIST in 5 tasks of 2 classes with the
@@ -166,7 +167,7 @@ func Default() Config {
 		Export:     Export{Enabled: true},
 		QuickSet: Quick{
 			TrainPerClass: 500, TestPerClass: 200,
-			EpochsFirst: 2, Epochs: 3, TransportSamples: 500, AdapterEpochs: 5,
+			EpochsFirst: 2, Epochs: 3, TransportSamples: 500, AdapterEpochs: 5, Rotation: false,
 		},
 	}
 }
@@ -181,6 +182,7 @@ func (c Config) Resolved() Config {
 	c.Train.EpochsFirst, c.Train.Epochs = q.EpochsFirst, q.Epochs
 	c.Adapter.TransportSamples = q.TransportSamples
 	c.Adapter.Epochs = q.AdapterEpochs
+	c.Train.Rotation = q.Rotation
 	return c
 }
 

@@ -22,9 +22,11 @@ type Drift struct {
 	ADPercent *float64 `json:"ad_percent,omitempty"`
 }
 
-// driftEpsilon regularises both covariances of the symmetric KL (the paper's
-// "small eps"; features are of unit scale).
-const driftEpsilon = 1e-6
+// driftEpsilon regularises both covariances of the symmetric KL (the
+// paper's "small eps"), relative to the stored covariance's mean variance:
+// learned features have near-constant directions, and an absolute 1e-6
+// let those dominate the KL (values near 1e6).
+const driftEpsilon = 1e-2
 
 func (r *Run) drift(t int, old, cur *models.Backbone) (*Drift, error) {
 	s := r.cfg.Model.FeatureDim
@@ -40,7 +42,8 @@ func (r *Run) drift(t int, old, cur *models.Backbone) (*Drift, error) {
 		if err != nil {
 			return nil, fmt.Errorf("drift: class %d: %w", c, err)
 		}
-		st, err := gauss.Drift(r.state.Prototypes[c], test, driftEpsilon)
+		stored := r.state.Prototypes[c]
+		st, err := gauss.Drift(stored, test, driftEpsilon*gauss.MeanVariance([]gauss.Gaussian{stored}))
 		if err != nil {
 			return nil, fmt.Errorf("drift: class %d: %w", c, err)
 		}
