@@ -31,37 +31,37 @@ func (r *Run) classifierOptions() gauss.ClassifierOptions {
 	return gauss.ClassifierOptions{Shrink: c.Shrink, Normalize: c.Normalize, FullGaussian: c.FullGaussian}
 }
 
-// evaluation is the outcome of evaluating after one task.
-type evaluation struct {
+// Evaluation is the outcome of evaluating after one task.
+type Evaluation struct {
 	TAg, TAw []float64 // accuracy on each seen task's test set
-	// Predictions are the TAg predictions (class ids) on the test images of
-	// all seen tasks, in the order of testIndices; exports are checked against them.
-	Predictions []int
-	TestIndices []int
+	// TestIndices are the test images evaluated (indices into the test
+	// set), and Predictions the class id the task-agnostic classifier gave
+	// each: what an exported model must reproduce.
+	TestIndices, Predictions []int
 }
 
 // evaluate classifies the test images of tasks 0..t with the current
 // backbone and prototypes: over all seen classes (task-agnostic, TAg) and
 // over the classes of each image's own task (task-aware, TAw).
-func (r *Run) evaluate(b *models.Backbone, t int) (evaluation, error) {
+func (r *Run) evaluate(b *models.Backbone, t int) (Evaluation, error) {
 	var seen []int
 	for u := 0; u <= t; u++ {
 		seen = append(seen, r.stream.Tasks[u]...)
 	}
 	clf, err := r.classifier(seen)
 	if err != nil {
-		return evaluation{}, err
+		return Evaluation{}, err
 	}
 	pos := map[int]int{}
 	for i, c := range seen {
 		pos[c] = i
 	}
-	ev := evaluation{TAg: make([]float64, t+1), TAw: make([]float64, t+1)}
+	ev := Evaluation{TAg: make([]float64, t+1), TAw: make([]float64, t+1)}
 	for u := 0; u <= t; u++ {
 		idx := r.testIndices(r.stream.Tasks[u])
 		z, err := features(b, r.test, idx, r.prep, r.cfg.Train.EvalBatch, false)
 		if err != nil {
-			return evaluation{}, fmt.Errorf("evaluate task %d: %w", u+1, err)
+			return Evaluation{}, fmt.Errorf("evaluate task %d: %w", u+1, err)
 		}
 		allowed := make([]int, len(r.stream.Tasks[u]))
 		for i, c := range r.stream.Tasks[u] {
@@ -117,18 +117,17 @@ func limitPerClass(ds *data.Dataset, idx []int, limit int) []int {
 
 // Evaluate classifies the test sets of every completed task with the
 // current state and the given classifier options (which need not be the
-// ones the run was trained with), and returns the accuracy on each task's
-// test set over all seen classes (TAg) and within each task (TAw).
-func (r *Run) Evaluate(opts config.Classifier) (tag, taw []float64, err error) {
+// ones the run was trained with): the accuracy on each task's test set over
+// all seen classes (TAg) and within each task (TAw), and every prediction.
+func (r *Run) Evaluate(opts config.Classifier) (Evaluation, error) {
 	if r.state.Completed == 0 {
-		return nil, nil, fmt.Errorf("%s: no completed task to evaluate", r.dir)
+		return Evaluation{}, fmt.Errorf("%s: no completed task to evaluate", r.dir)
 	}
 	saved := r.cfg.Classifier
 	r.cfg.Classifier = opts
 	defer func() { r.cfg.Classifier = saved }()
-	ev, err := r.evaluate(r.state.Backbone, r.state.Completed-1)
-	if err != nil {
-		return nil, nil, err
-	}
-	return ev.TAg, ev.TAw, nil
+	return r.evaluate(r.state.Backbone, r.state.Completed-1)
 }
+
+// TestSet is the run's test data (all tasks, learned ones included).
+func (r *Run) TestSet() *data.Dataset { return r.test }

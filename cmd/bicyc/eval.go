@@ -44,11 +44,11 @@ without retraining.`,
 			if f.Changed("full-gaussian") {
 				c.FullGaussian = opts.fullGaussian
 			}
-			tag, taw, err := run.Evaluate(c)
+			ev, err := run.Evaluate(c)
 			if err != nil {
 				return err
 			}
-			return printEvaluation(cmd.OutOrStdout(), c, tag, taw, run.Stream().Tasks)
+			return printEvaluation(cmd.OutOrStdout(), c, ev.TAg, ev.TAw, run.Stream().Tasks)
 		},
 	}
 	cmd.Flags().StringVar(&opts.run, "run", "", "run `dir`ectory (required)")

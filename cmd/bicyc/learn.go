@@ -32,7 +32,7 @@ updated; an interrupted learn resumes with 'bicyc train --resume'.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			run, err := train.Resume(opts.run, train.Options{Log: cmd.ErrOrStderr(), Progress: cmd.ErrOrStderr()})
+			run, err := train.Resume(opts.run, train.Options{Log: cmd.ErrOrStderr(), Progress: progressWriter(cmd)})
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/bicyc/bicyc/train"
 )
@@ -59,7 +61,7 @@ func runTrain(ctx context.Context, g *globalOptions, opts *trainOptions, cmd *co
 		}
 		defer pprof.StopCPUProfile()
 	}
-	ropts := train.Options{Log: cmd.ErrOrStderr(), Progress: cmd.ErrOrStderr(), StopAfter: opts.stopAfter}
+	ropts := train.Options{Log: cmd.ErrOrStderr(), Progress: progressWriter(cmd), StopAfter: opts.stopAfter}
 	var run *train.Run
 	var err error
 	if opts.resume != "" {
@@ -93,5 +95,14 @@ func runTrain(ctx context.Context, g *globalOptions, opts *trainOptions, cmd *co
 		return fmt.Errorf("export: %w", err)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "model exported to %s\n", dir)
+	return nil
+}
+
+// progressWriter is where progress bars go: the command's stderr when it is
+// a terminal, nowhere otherwise (logs and CI get the per-epoch log lines).
+func progressWriter(cmd *cobra.Command) io.Writer {
+	if f, ok := cmd.ErrOrStderr().(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return f
+	}
 	return nil
 }

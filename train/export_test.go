@@ -1,0 +1,162 @@
+package train
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bicyc/bicyc/infer"
+)
+
+// TestExportMatchesTraining trains all of Fashion-MNIST in two tasks (quick
+// profile, full test set), exports it, and checks the export against the
+// trainer: ONNX Runtime's backbone features against gorgonia's, model.onnx's
+// predictions on all 10000 test images against the training-time
+// evaluation, and the same images written as PNG files and classified by
+// the bicyc-infer command.
+func TestExportMatchesTraining(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains on Fashion-MNIST")
+	}
+	cfg := quickConfig("bicyc", 0)
+	cfg.Stream.Tasks = 2
+	cfg.Data.TestPerClass = 0
+	dir := t.TempDir()
+	r := trainRun(t, cfg, dir, 0)
+	ev, err := r.Evaluate(cfg.Classifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	test := r.TestSet()
+	if len(ev.Predictions) != test.Len() {
+		t.Fatalf("evaluated %d of %d test images", len(ev.Predictions), test.Len())
+	}
+	model := filepath.Join(dir, "model")
+	if err := Export(dir, model); err != nil {
+		t.Fatal(err)
+	}
+	clf, err := infer.Open(model, infer.WithLog(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clf.Close()
+
+	imgs := make([]image.Image, test.Len())
+	for i := range imgs {
+		g := image.NewGray(image.Rect(0, 0, test.Width, test.Height))
+		copy(g.Pix, test.Image(i))
+		imgs[i] = g
+	}
+
+	// Backbone parity on 256 images.
+	const n = 256
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i * (test.Len() / n)
+	}
+	want, err := features(r.State().Backbone, test, idx, r.Preprocess(), 128, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := make([]image.Image, n)
+	for i, j := range idx {
+		batch[i] = imgs[j]
+	}
+	got, err := clf.Embed(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Model.FeatureDim
+	var worst float64
+	for i := range got {
+		for k := range got[i] {
+			worst = max(worst, abs(float64(got[i][k]-want[i*s+k])))
+		}
+	}
+	t.Logf("backbone: max |ONNX Runtime - gorgonia| = %.2g over %d images", worst, n)
+	if worst > 1e-4 {
+		t.Errorf("backbone features differ by %g, want <= 1e-4", worst)
+	}
+
+	// model.onnx on the whole test set.
+	pred := map[int]int{}
+	for i, j := range ev.TestIndices {
+		pred[j] = ev.Predictions[i]
+	}
+	agree := 0
+	for start := 0; start < len(imgs); start += 500 {
+		res, err := clf.ClassifyBatch(imgs[start:min(start+500, len(imgs))])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res {
+			if r.Predictions[0].ClassID == pred[start+i] {
+				agree++
+			}
+		}
+	}
+	rate := float64(agree) / float64(len(imgs))
+	t.Logf("model.onnx agrees with the training-time evaluation on %d of %d test images (%.3f%%)", agree, len(imgs), 100*rate)
+	if rate < 0.999 {
+		t.Errorf("agreement %.4f, want >= 0.999", rate)
+	}
+
+	// The same images as PNG files, through the bicyc-infer command.
+	pngDir := t.TempDir()
+	for i, img := range imgs {
+		f, err := os.Create(filepath.Join(pngDir, fmt.Sprintf("%05d.png", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := png.Encode(f, img); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	bin := filepath.Join(t.TempDir(), "bicyc-infer")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/bicyc-infer").CombinedOutput(); err != nil {
+		t.Fatalf("build bicyc-infer: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "--model", model, "--json", pngDir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bicyc-infer: %v\n%s", err, stderr.String())
+	}
+	agree, lines := 0, 0
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var line struct {
+			File        string             `json:"file"`
+			Predictions []infer.Prediction `json:"predictions"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("bicyc-infer --json line %q: %v", sc.Text(), err)
+		}
+		var i int
+		if _, err := fmt.Sscanf(strings.TrimSuffix(filepath.Base(line.File), ".png"), "%d", &i); err != nil {
+			t.Fatalf("file %q: %v", line.File, err)
+		}
+		lines++
+		if len(line.Predictions) > 0 && line.Predictions[0].ClassID == pred[i] {
+			agree++
+		}
+	}
+	rate = float64(agree) / float64(len(imgs))
+	t.Logf("bicyc-infer on %d PNG files agrees on %d (%.3f%%)", lines, agree, 100*rate)
+	if lines != len(imgs) || rate < 0.999 {
+		t.Errorf("bicyc-infer classified %d files, agreement %.4f, want %d and >= 0.999", lines, rate, len(imgs))
+	}
+}
+
+func abs(v float64) float64 { return max(v, -v) }
