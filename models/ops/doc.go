@@ -18,8 +18,5 @@
 // convolution's patch matrix, the max-pool winners, the batch-norm statistics), so a graph must run forward
 // and backward in one RunAll and must not be run by two machines at the same time. The package-level
 // functions are safe for concurrent use.
-//
-// Measured on the 2-core development machine (BenchmarkConvNetStep: the default backbone, batch 128,
-// forward, backward and SGD step), these ops train several times faster than the same network built from
-// stock gorgonia ops; see the benchmark for current numbers.
+
 package ops
