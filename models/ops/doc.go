@@ -18,5 +18,4 @@
 // convolution's patch matrix, the max-pool winners, the batch-norm statistics), so a graph must run forward
 // and backward in one RunAll and must not be run by two machines at the same time. The package-level
 // functions are safe for concurrent use.
-
 package ops
