@@ -1,6 +1,7 @@
 // Package ops provides fast neural-network operations for gorgonia graphs on the CPU: 2-D convolution,
 // per-channel bias, batch normalisation with an optional fused ReLU, 2x2 max pooling, ReLU and global average
-// pooling, each with its gradient.
+// pooling, each with its gradient. It also holds the method-specific ops GELU, StopGradient, Cholesky and
+// AntiCollapse.
 //
 // Image tensors are NCHW (batch, channels, height, width), row-major and contiguous. Every op works on
 // float32 (the dtype of model tensors) and float64 (used by the gradient checks); the inputs of one op must
