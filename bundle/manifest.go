@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bicyc/bicyc/data"
 )
@@ -136,6 +137,11 @@ func (m *Manifest) Validate() error {
 			bad("class id %d appears twice in classes", c.ID)
 		}
 		seen[c.ID] = true
+		if !utf8.ValidString(c.Name) {
+			// JSON would silently replace the invalid bytes, so the name
+			// read back would differ from the one written.
+			bad("classes[%d] (id %d) has a name that is not valid UTF-8: %q", i, c.ID, c.Name)
+		}
 		if t, ok := taskOf[c.ID]; !ok || t != c.Task {
 			bad("classes[%d] (id %d) says task %d, but the task stream puts it in task %d (-1: none)", i, c.ID, c.Task, lookupTask(taskOf, c.ID))
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/config"
@@ -58,7 +59,8 @@ func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.Ra
 			}
 			name := ""
 			if c < len(rec.ClassNames) {
-				name = rec.ClassNames[c]
+				// Folder names need not be UTF-8; the manifest is JSON.
+				name = strings.ToValidUTF8(rec.ClassNames[c], "\uFFFD")
 			}
 			classes = append(classes, bundle.Class{ID: c, Name: name, Task: t})
 			protos = append(protos, p)
