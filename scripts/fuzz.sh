@@ -5,7 +5,7 @@
 # its committed corpus (testdata/fuzz/<target>/); this script searches for
 # new failures.
 #
-# Usage: scripts/fuzz.sh [package ...]   (default: the four packages below)
+# Usage: scripts/fuzz.sh [package ...]   (default: the five packages below)
 #
 # Environment:
 #   FUZZTIME      time per target, a go duration (default 10s); an "Nx"
@@ -34,7 +34,7 @@ FUZZTIME=${FUZZTIME:-10s}
 FUZZMINIMIZE=${FUZZMINIMIZE:-100x}
 packages=("$@")
 if [ ${#packages[@]} -eq 0 ]; then
-	packages=(./safetensors ./data ./bundle ./infer)
+	packages=(./safetensors ./data ./bundle ./infer ./cmd/bicyc-infer)
 fi
 
 log=$(mktemp)
