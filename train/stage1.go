@@ -34,10 +34,26 @@ type stage1Graph struct {
 	vm                  G.VM
 }
 
-// lossTerm is one named, unweighted loss term, reported in progress and logs.
+// lossTerm is one named, unweighted loss term, reported in progress and
+// logs. Its value is captured by a read node while the graph runs, because
+// the term's own memory may be reused by later instructions of the tape.
 type lossTerm struct {
-	name string
-	node *G.Node
+	name  string
+	value *G.Value
+}
+
+func newLossTerm(name string, n *G.Node) lossTerm {
+	t := lossTerm{name: name, value: new(G.Value)}
+	G.Read(n, t.value)
+	return t
+}
+
+// current returns the term's value in the last run.
+func (t lossTerm) current() float64 {
+	if *t.value == nil {
+		return math.NaN()
+	}
+	return scalarValue(*t.value)
 }
 
 // buildStage1 builds the Stage I graph (METHOD.md "Stage I") with this
@@ -81,10 +97,10 @@ func buildStage1(cfg config.Config, n stage1Nets, c, h, w int) (*stage1Graph, er
 	if err != nil {
 		return nil, err
 	}
-	sg.terms = append(sg.terms, lossTerm{"ce", ce})
+	sg.terms = append(sg.terms, newLossTerm("ce", ce))
 	weightedTerms := []*G.Node{ce}
 	add := func(name string, l *G.Node, weight float64) error {
-		sg.terms = append(sg.terms, lossTerm{name, l})
+		sg.terms = append(sg.terms, newLossTerm(name, l))
 		wl, err := weighted(l, weight)
 		if err != nil {
 			return err
@@ -243,7 +259,7 @@ func (sg *stage1Graph) step(solver G.Solver) ([]float64, error) {
 	defer sg.vm.Reset()
 	vals := make([]float64, len(sg.terms))
 	for i, t := range sg.terms {
-		v := scalar(t.node)
+		v := t.current()
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("loss %s is %v", t.name, v)
 		}
@@ -257,9 +273,9 @@ func (sg *stage1Graph) step(solver G.Solver) ([]float64, error) {
 
 func (sg *stage1Graph) close() { sg.vm.Close() }
 
-// scalar reads a scalar node's value as float64.
-func scalar(n *G.Node) float64 {
-	switch v := n.Value().Data().(type) {
+// scalarValue reads a scalar value as float64.
+func scalarValue(val G.Value) float64 {
+	switch v := val.Data().(type) {
 	case float32:
 		return float64(v)
 	case float64:

@@ -41,14 +41,14 @@ func buildAdapterGraph(cfg config.Config, a *models.Mapper, rows, s int) (*adapt
 	if err != nil {
 		return nil, err
 	}
-	ag.terms = []lossTerm{{"o2n", align}}
+	ag.terms = []lossTerm{newLossTerm("o2n", align)}
 	total := align
 	if cfg.Loss.AntiCollapse {
 		ac, err := ops.AntiCollapse(az, ops.AntiCollapseOptions{Beta: cfg.Loss.Beta, Shrink: cfg.Loss.ACShrink, Jitter: cfg.Loss.ACJitter})
 		if err != nil {
 			return nil, err
 		}
-		ag.terms = append(ag.terms, lossTerm{"ac", ac})
+		ag.terms = append(ag.terms, newLossTerm("ac", ac))
 		wac, err := weighted(ac, cfg.Loss.Alpha)
 		if err != nil {
 			return nil, err
@@ -94,9 +94,9 @@ func trainAdapter(cfg config.Config, a *models.Mapper, zOld, zNew []float32, n, 
 			if err := ag.vm.RunAll(); err != nil {
 				return 0, err
 			}
-			v := scalar(ag.terms[0].node)
+			v := ag.terms[0].current()
 			for _, t := range ag.terms {
-				if tv := scalar(t.node); math.IsNaN(tv) || math.IsInf(tv, 0) {
+				if tv := t.current(); math.IsNaN(tv) || math.IsInf(tv, 0) {
 					ag.vm.Reset()
 					return 0, fmt.Errorf("adapter fine-tune: loss %s is %v at epoch %d", t.name, tv, epoch+1)
 				}
