@@ -3,7 +3,6 @@ package train
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -284,8 +283,5 @@ func readJSON(path string, v any) error {
 	}
 	return nil
 }
-
-// errStop is returned when training is interrupted between steps.
-var errStop = errors.New("interrupted")
 
 func since(t time.Time) float64 { return time.Since(t).Seconds() }
