@@ -1,0 +1,148 @@
+package compare
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestPercentileMedian(t *testing.T) {
+	cases := []struct {
+		xs          []float64
+		p, want     float64
+		wantMedian  float64
+		description string
+	}{
+		{[]float64{5}, 50, 5, 5, "one value"},
+		{[]float64{4, 1, 3, 2}, 50, 2, 2.5, "even count, unsorted"},
+		{[]float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 99, 10, 5.5, "p99 of ten is the largest"},
+		{[]float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 90, 9, 5.5, "nearest rank"},
+		{[]float64{3, 1, 2}, 0, 1, 2, "p0 is the smallest"},
+	}
+	for i, c := range cases {
+		if got := Percentile(c.xs, c.p); got != c.want {
+			t.Errorf("case %d (%s): Percentile(%v, %v) = %v, want %v", i, c.description, c.xs, c.p, got, c.want)
+		}
+		if got := Median(c.xs); got != c.wantMedian {
+			t.Errorf("case %d (%s): Median(%v) = %v, want %v", i, c.description, c.xs, got, c.wantMedian)
+		}
+	}
+	if !math.IsNaN(Median(nil)) || !math.IsNaN(Percentile(nil, 50)) {
+		t.Error("median and percentile of nothing are not NaN")
+	}
+	xs := []float64{3, 1, 2}
+	Median(xs)
+	if xs[0] != 3 {
+		t.Error("Median sorted its argument in place")
+	}
+}
+
+func TestTable(t *testing.T) {
+	tab := Table{Header: []string{"metric", "bicyc"}}
+	tab.Add("p50 (us)", "120")
+	tab.Add("throughput (img/s)", "9000", "extra")
+	var b strings.Builder
+	if err := tab.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := "" +
+		"| metric             | bicyc |       |\n" +
+		"| ------------------ | ----- | ----- |\n" +
+		"| p50 (us)           | 120   |       |\n" +
+		"| throughput (img/s) | 9000  | extra |\n"
+	if b.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+func TestRunTimed(t *testing.T) {
+	run, err := RunTimed("/bin/sh", "-c", "head -c 30000000 /dev/zero | tail -c 1 >/dev/null")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Wall <= 0 || run.PeakRSS <= 0 {
+		t.Errorf("run of sh: wall %v, peak RSS %d bytes, want both positive", run.Wall, run.PeakRSS)
+	}
+	_, err = RunTimed("/bin/sh", "-c", "echo broken >&2; exit 3")
+	if err == nil || !strings.Contains(err.Error(), "broken") {
+		t.Errorf("failing process: error %v, want one quoting its stderr", err)
+	}
+}
+
+func TestPeakRSS(t *testing.T) {
+	if err := ResetPeakRSS(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := PeakRSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Touch 64 MiB so the peak must grow by about that much.
+	buf := make([]byte, 64<<20)
+	for i := 0; i < len(buf); i += 4096 {
+		buf[i] = 1
+	}
+	after, err := PeakRSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if grew := after - before; grew < 60<<20 {
+		t.Errorf("peak RSS grew by %.1f MiB after touching 64 MiB", MiB(grew))
+	}
+	if buf[4096] != 1 {
+		t.Fatal("buffer lost")
+	}
+}
+
+func TestLoadAverage(t *testing.T) {
+	load, err := LoadAverage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(strings.Fields(load)) != 3 {
+		t.Errorf("load average %q, want three numbers", load)
+	}
+}
+
+func TestWorker(t *testing.T) {
+	if _, err := os.Stat(Python); err != nil {
+		t.Fatalf("%s: %v (Debian's python3 is part of this machine's image)", Python, err)
+	}
+	script := filepath.Join(t.TempDir(), "echo.py")
+	src := "import json, sys\n" +
+		"print(json.dumps({'hello': 1}), flush=True)\n" +
+		"for line in sys.stdin:\n" +
+		"    req = json.loads(line)\n" +
+		"    if req['n'] < 0:\n" +
+		"        raise ValueError('negative n')\n" +
+		"    print(json.dumps({'twice': 2 * req['n']}), flush=True)\n"
+	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var hello struct{ Hello int }
+	w, err := StartWorker(&hello, script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hello.Hello != 1 {
+		t.Errorf("greeting %+v", hello)
+	}
+	for i, n := range []int{3, 21} {
+		var r struct{ Twice int }
+		if err := w.Call(map[string]int{"n": n}, &r); err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if r.Twice != 2*n {
+			t.Errorf("case %d: twice %d = %d", i, n, r.Twice)
+		}
+	}
+	err = w.Call(map[string]int{"n": -1}, new(map[string]any))
+	if err == nil || !strings.Contains(err.Error(), "negative n") {
+		t.Errorf("crashing worker: error %v, want one quoting the traceback", err)
+	}
+	if err := w.Close(); err == nil {
+		t.Error("Close of a crashed worker returned no error")
+	}
+}
