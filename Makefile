@@ -23,11 +23,14 @@ vet:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-# The test command: setup, format and vet checks, the whole suite, and the
-# race detector on the inference package.
+# The test command: setup, format and vet checks, the whole suite, the race
+# detector on the inference package, and a short fixed-time run of every
+# fuzz target (FUZZTIME per target).
+FUZZTIME ?= 5s
 test: setup vet
 	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -race -timeout 10m ./infer/...
+	FUZZTIME=$(FUZZTIME) GO=$(GO) bash scripts/fuzz.sh
 
 bench: setup
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./models/...
