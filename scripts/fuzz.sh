@@ -67,7 +67,7 @@ for pkg in "${packages[@]}"; do
 				result="flake (golang/go#75804)"
 			fi
 		fi
-		summary+=("$(printf '%-14s %-22s %12s execs  %s' "$pkg" "$target" "${execs:-0}" "$result")")
+		summary+=("$(printf '%-18s %-24s %10s execs  %s' "$pkg" "$target" "${execs:-0}" "$result")")
 	done
 done
 
