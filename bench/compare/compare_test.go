@@ -58,14 +58,34 @@ func TestTable(t *testing.T) {
 }
 
 func TestRunTimed(t *testing.T) {
-	run, err := RunTimed("/bin/sh", "-c", "head -c 30000000 /dev/zero | tail -c 1 >/dev/null")
-	if err != nil {
-		t.Fatal(err)
+	// Hold 200 MiB here: a child's reported peak must not include this
+	// process's memory (see RunTimed).
+	held := make([]byte, 200<<20)
+	for i := 0; i < len(held); i += 4096 {
+		held[i] = 1
 	}
-	if run.Wall <= 0 || run.PeakRSS <= 0 {
-		t.Errorf("run of sh: wall %v, peak RSS %d bytes, want both positive", run.Wall, run.PeakRSS)
+	cases := []struct {
+		script       string
+		least, below int64
+	}{
+		{"true", 0, 50 << 20},
+		{"head -c 100000000 /dev/zero | tail -c 1 >/dev/null", 0, 50 << 20},
+		{"exec " + Python + " -c 'b = bytearray(120 << 20)'", 120 << 20, 190 << 20},
 	}
-	_, err = RunTimed("/bin/sh", "-c", "echo broken >&2; exit 3")
+	for i, c := range cases {
+		run, err := RunTimed("/bin/sh", "-c", c.script)
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if run.Wall <= 0 || run.CPU <= 0 || run.PeakRSS <= c.least || run.PeakRSS >= c.below {
+			t.Errorf("case %d (%s): wall %v, CPU %v, peak RSS %.1f MB, want it in (%.1f, %.1f) MB", i, c.script, run.Wall, run.CPU,
+				MB(run.PeakRSS), MB(c.least), MB(c.below))
+		}
+	}
+	if held[4096] != 1 {
+		t.Fatal("held memory lost")
+	}
+	_, err := RunTimed("/bin/sh", "-c", "echo broken >&2; exit 3")
 	if err == nil || !strings.Contains(err.Error(), "broken") {
 		t.Errorf("failing process: error %v, want one quoting its stderr", err)
 	}
@@ -89,7 +109,7 @@ func TestPeakRSS(t *testing.T) {
 		t.Fatal(err)
 	}
 	if grew := after - before; grew < 60<<20 {
-		t.Errorf("peak RSS grew by %.1f MiB after touching 64 MiB", MiB(grew))
+		t.Errorf("peak RSS grew by %.1f MB after touching 64 MiB", MB(grew))
 	}
 	if buf[4096] != 1 {
 		t.Fatal("buffer lost")

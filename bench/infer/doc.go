@@ -1,0 +1,33 @@
+// Command infer benchmarks bicyc's inference (package infer on ONNX
+// Runtime) side by side with PyTorch eager running the same network, in
+// one invocation, with the same number of intra-op threads (1 by default,
+// infer.DefaultThreads):
+//
+//   - in-process latency p50/p99 of one image at batch 1, from a decoded
+//     image to its top-k (infer.Classifier.Classify vs the PyTorch model's
+//     preprocessing, backbone, prototype scores and top-k);
+//   - throughput at batch 256 (img/s), decoded images in;
+//   - whole-process wall time of `bicyc-infer one.png --model DIR` vs a
+//     Python process that imports torch, loads the model and classifies
+//     the same image (bench/infer_torch.py once), and the peak RSS of each;
+//   - peak RSS of both in-process benchmark processes.
+//
+// Our rounds and PyTorch's alternate (PyTorch runs as a worker process that
+// waits while ours runs, see compare.Worker), and the tables report medians
+// over rounds, so background load on the shared machine hits both sides.
+// PyTorch is run twice per round: eager as loaded from the checkpoint
+// (separate eval-mode BatchNorm layers) and with BN folded into the convs,
+// the form backbone.onnx has.
+//
+// Before timing, it checks that both sides compute the same network: the
+// top-k distances of the first 256 Fashion-MNIST test images must agree.
+//
+// Usage (from the repository root; `make bench-infer` does all of it):
+//
+//	go run ./bench/infer --model /tmp/bicyc-bench/m/model [--backbone FILE] [--bin bin/bicyc-infer] [--threads 1]
+//
+// --backbone defaults to the run's latest checkpoint,
+// DIR/../checkpoints/<latest>/backbone.safetensors. Python is Debian's
+// /usr/bin/python3 with python3-torch and python3-pil
+// (bench/install-torch.sh).
+package main

@@ -1,0 +1,438 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"image"
+	"image/png"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/bicyc/bicyc/bench/compare"
+	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/infer"
+)
+
+// options are the command's flags.
+type options struct {
+	model, backbone string
+	bin, script     string
+	ortLib          string
+	threads         int
+	rounds, calls   int
+	batch, reps     int
+	procs           int
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.model, "model", "", "model directory exported by bicyc (required)")
+	flag.StringVar(&o.backbone, "backbone", "", "backbone.safetensors for PyTorch (default: the run's latest checkpoint)")
+	flag.StringVar(&o.bin, "bin", "", "bicyc-infer binary for the whole-process runs (default: build one)")
+	flag.StringVar(&o.script, "script", "bench/infer_torch.py", "the PyTorch side")
+	flag.StringVar(&o.ortLib, "ort-lib", "", "ONNX Runtime library (default infer.DefaultLibraryPath)")
+	flag.IntVar(&o.threads, "threads", infer.DefaultThreads, "intra-op threads of both sides")
+	flag.IntVar(&o.rounds, "rounds", 5, "interleaved rounds (medians are over rounds)")
+	flag.IntVar(&o.calls, "calls", 2000, "batch-1 calls per latency round")
+	flag.IntVar(&o.batch, "batch", 256, "throughput batch size")
+	flag.IntVar(&o.reps, "reps", 10, "batches per throughput round")
+	flag.IntVar(&o.procs, "procs", 11, "whole-process runs of each side")
+	flag.Parse()
+	if err := run(o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/infer:", err)
+		os.Exit(1)
+	}
+}
+
+// side is what one implementation measured, round by round.
+type side struct {
+	name       string
+	p50, p99   []float64 // microseconds, one per round
+	throughput []float64 // images per second, one per round
+	wall       []float64 // whole-process milliseconds, one per run
+	cpu        []float64 // whole-process user+system CPU milliseconds, one per run
+	procRSS    []float64 // whole-process peak RSS in bytes, one per run
+	// peakRSS is the in-process peak RSS of the benchmark process in bytes:
+	// ours is this process after setup (compare.ResetPeakRSS), PyTorch's
+	// the worker's whole life.
+	peakRSS int64
+}
+
+// torchVariants are the PyTorch models of bench/infer_torch.py.
+var torchVariants = []string{"eager", "folded"}
+
+func run(o options, out io.Writer) error {
+	if o.model == "" {
+		return errors.New("no model: pass --model DIR (a directory exported by bicyc train or bicyc export)")
+	}
+	if o.threads < 1 || o.rounds < 1 || o.calls < 1 || o.batch < 1 || o.reps < 1 || o.procs < 1 {
+		return errors.New("--threads, --rounds, --calls, --batch, --reps and --procs must be >= 1")
+	}
+	if _, err := os.Stat(o.script); err != nil {
+		return fmt.Errorf("PyTorch script: %w (run from the repository root or pass --script)", err)
+	}
+	if o.backbone == "" {
+		var err error
+		if o.backbone, err = latestBackbone(o.model); err != nil {
+			return err
+		}
+	}
+	tmp, err := os.MkdirTemp("", "bicyc-bench-infer-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if o.bin == "" {
+		o.bin = filepath.Join(tmp, "bicyc-infer")
+		build := exec.Command("go", "build", "-o", o.bin, "github.com/bicyc/bicyc/cmd/bicyc-infer")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("building bicyc-infer: %w", err)
+		}
+	}
+	imageDir := filepath.Join(tmp, "images")
+	imgs, err := writeImages(imageDir, o.batch)
+	if err != nil {
+		return err
+	}
+	one := filepath.Join(imageDir, imageName(0))
+
+	loadStart, err := compare.LoadAverage()
+	if err != nil {
+		return err
+	}
+	ortVersion, err := infer.InitRuntime(o.ortLib)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	debug.FreeOSMemory()
+	if err := compare.ResetPeakRSS(); err != nil {
+		return err
+	}
+	c, err := infer.Open(o.model, infer.WithProvider(infer.ProviderCPU), infer.WithThreads(o.threads),
+		infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	var hello struct {
+		Torch   string
+		Threads int
+		Images  int
+	}
+	py, err := compare.StartWorker(&hello, o.script, "serve", "--model", o.model, "--backbone", o.backbone,
+		"--threads", fmt.Sprint(o.threads), "--images", imageDir)
+	if err != nil {
+		return err
+	}
+	defer py.Close()
+	if hello.Images != len(imgs) || hello.Threads != o.threads {
+		return fmt.Errorf("PyTorch worker decoded %d images with %d threads, want %d images, %d threads", hello.Images, hello.Threads, len(imgs), o.threads)
+	}
+	parity, err := checkParity(c, py, imgs)
+	if err != nil {
+		return err
+	}
+
+	ours := &side{name: "bicyc (ONNX Runtime " + ortVersion + ")"}
+	torch := map[string]*side{}
+	for _, v := range torchVariants {
+		torch[v] = &side{name: "PyTorch " + hello.Torch + " " + v}
+	}
+	for r := range o.rounds {
+		fmt.Fprintf(os.Stderr, "round %d/%d\n", r+1, o.rounds)
+		if err := ours.measure(c, imgs, o); err != nil {
+			return err
+		}
+		for _, v := range torchVariants {
+			if err := torch[v].measureTorch(py, v, o); err != nil {
+				return err
+			}
+		}
+	}
+	if ours.peakRSS, err = compare.PeakRSS(); err != nil {
+		return err
+	}
+
+	eager := torch["eager"]
+	fmt.Fprintf(os.Stderr, "whole-process runs: %d of each\n", o.procs)
+	for range o.procs {
+		if err := ours.runProcess(o.bin, one, "--model", o.model, "--threads", fmt.Sprint(o.threads)); err != nil {
+			return err
+		}
+		if err := eager.runProcess(compare.Python, o.script, "once", "--model", o.model, "--backbone", o.backbone,
+			"--threads", fmt.Sprint(o.threads), one); err != nil {
+			return err
+		}
+	}
+	loadEnd, err := compare.LoadAverage()
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintf(out, "## Inference: bicyc vs PyTorch, %s\n\n", time.Now().Format("2006-01-02 15:04"))
+	fmt.Fprintf(out, "model %s (%s, %d classes), PyTorch weights %s\n", o.model, c.Manifest().Backbone, len(c.Classes()), o.backbone)
+	fmt.Fprintf(out, "%d intra-op thread(s) each; %d CPUs; load average %s at start, %s at end\n", o.threads, runtime.NumCPU(), loadStart, loadEnd)
+	fmt.Fprintf(out, "medians of %d interleaved rounds (%d batch-1 calls, %d batches of %d per round); whole process: median of %d runs\n",
+		o.rounds, o.calls, o.reps, o.batch, o.procs)
+	fmt.Fprintf(out, "parity on %d test images: top-1 agrees on %d, largest top-%d distance difference %.2g (relative %.2g)\n\n",
+		len(imgs), parity.agree, c.TopK(), parity.maxAbs, parity.maxRel)
+	sides := []*side{ours, eager, torch["folded"]}
+	writeResults(out, sides)
+	fmt.Fprintln(out)
+	writeTargets(out, ours, eager)
+	return nil
+}
+
+// latestBackbone returns the backbone checkpoint of the run that exported
+// model: DIR/../checkpoints/<name in checkpoints/latest>/backbone.safetensors.
+func latestBackbone(model string) (string, error) {
+	ckpt := filepath.Join(filepath.Dir(filepath.Clean(model)), "checkpoints")
+	latest, err := os.ReadFile(filepath.Join(ckpt, "latest"))
+	if err != nil {
+		return "", fmt.Errorf("finding the run's checkpoint for PyTorch: %w (pass --backbone FILE)", err)
+	}
+	name := strings.TrimSpace(string(latest))
+	if name == "" || strings.ContainsAny(name, `/\`) {
+		return "", fmt.Errorf("%s: %q is not a checkpoint name (pass --backbone FILE)", filepath.Join(ckpt, "latest"), name)
+	}
+	return filepath.Join(ckpt, name, "backbone.safetensors"), nil
+}
+
+func imageName(i int) string { return fmt.Sprintf("test-%05d.png", i) }
+
+// writeImages writes the first n Fashion-MNIST test images as grayscale PNG
+// files into dir and returns them decoded by infer.DecodeImage, the way
+// bicyc-infer decodes files.
+func writeImages(dir string, n int) ([]image.Image, error) {
+	_, test, err := data.LoadFashionMNIST("")
+	if err != nil {
+		return nil, err
+	}
+	if n > test.Len() {
+		return nil, fmt.Errorf("--batch %d: the Fashion-MNIST test set has only %d images", n, test.Len())
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	imgs := make([]image.Image, n)
+	for i := range n {
+		g := &image.Gray{Pix: test.Image(i), Stride: test.Width, Rect: image.Rect(0, 0, test.Width, test.Height)}
+		path := filepath.Join(dir, imageName(i))
+		if err := writePNG(path, g); err != nil {
+			return nil, err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		imgs[i], _, err = infer.DecodeImage(f, infer.DefaultMaxPixels)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return imgs, nil
+}
+
+func writePNG(path string, img image.Image) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := png.Encode(f, img); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// parity is how closely the two sides agree on the same images.
+type parity struct {
+	agree          int     // images whose top-1 class is the same
+	maxAbs, maxRel float64 // over every top-k distance
+}
+
+// checkParity compares our top-k distances with PyTorch's eager scores of
+// the same classes. Different top-1 classes, or distances that differ by
+// more than 1e-3 relative, mean the two sides do not run the same network,
+// and the benchmark stops.
+func checkParity(c *infer.Classifier, py *compare.Worker, imgs []image.Image) (parity, error) {
+	var p parity
+	results, err := c.ClassifyBatch(imgs)
+	if err != nil {
+		return p, err
+	}
+	var reply struct{ Scores [][]float64 }
+	if err := py.Call(map[string]any{"op": "scores", "count": len(imgs)}, &reply); err != nil {
+		return p, err
+	}
+	if len(reply.Scores) != len(imgs) {
+		return p, fmt.Errorf("PyTorch scored %d images, want %d", len(reply.Scores), len(imgs))
+	}
+	column := map[int]int{}
+	for i, cl := range c.Classes() {
+		column[cl.ID] = i
+	}
+	for i, r := range results {
+		scores := reply.Scores[i]
+		best := 0
+		for j, s := range scores {
+			if s < scores[best] {
+				best = j
+			}
+		}
+		if column[r.Best().ClassID] == best {
+			p.agree++
+		}
+		for _, pred := range r.Predictions {
+			want := scores[column[pred.ClassID]]
+			d := math.Abs(float64(pred.Distance) - want)
+			p.maxAbs = max(p.maxAbs, d)
+			p.maxRel = max(p.maxRel, d/max(math.Abs(want), 1e-6))
+		}
+	}
+	if p.agree != len(imgs) || p.maxRel > 1e-3 {
+		return p, fmt.Errorf("bicyc and PyTorch disagree: top-1 equal on %d of %d images, top-k distances differ by up to %.3g (relative %.3g)",
+			p.agree, len(imgs), p.maxAbs, p.maxRel)
+	}
+	return p, nil
+}
+
+// measure runs one round of ours: o.calls timed single-image Classify
+// calls on image 0, then o.reps ClassifyBatch calls on o.batch images.
+func (s *side) measure(c *infer.Classifier, imgs []image.Image, o options) error {
+	img := imgs[0]
+	for range 20 {
+		if _, err := c.Classify(img); err != nil {
+			return err
+		}
+	}
+	lat := make([]float64, o.calls)
+	for i := range lat {
+		start := time.Now()
+		if _, err := c.Classify(img); err != nil {
+			return err
+		}
+		lat[i] = float64(time.Since(start).Nanoseconds()) / 1e3
+	}
+	s.p50 = append(s.p50, compare.Percentile(lat, 50))
+	s.p99 = append(s.p99, compare.Percentile(lat, 99))
+
+	batch := imgs[:o.batch]
+	if _, err := c.ClassifyBatch(batch); err != nil {
+		return err
+	}
+	start := time.Now()
+	for range o.reps {
+		if _, err := c.ClassifyBatch(batch); err != nil {
+			return err
+		}
+	}
+	s.throughput = append(s.throughput, float64(o.reps*o.batch)/time.Since(start).Seconds())
+	return nil
+}
+
+// measureTorch runs the same round in the PyTorch worker.
+func (s *side) measureTorch(py *compare.Worker, variant string, o options) error {
+	var lat struct {
+		LatencyUs  []float64 `json:"latency_us"`
+		PeakRSSKiB int64     `json:"peak_rss_kib"`
+	}
+	if err := py.Call(map[string]any{"op": "latency", "calls": o.calls, "variant": variant}, &lat); err != nil {
+		return err
+	}
+	if len(lat.LatencyUs) != o.calls {
+		return fmt.Errorf("PyTorch %s: %d latencies, want %d", variant, len(lat.LatencyUs), o.calls)
+	}
+	s.p50 = append(s.p50, compare.Percentile(lat.LatencyUs, 50))
+	s.p99 = append(s.p99, compare.Percentile(lat.LatencyUs, 99))
+	var tp struct {
+		Seconds    float64
+		Images     int
+		PeakRSSKiB int64 `json:"peak_rss_kib"`
+	}
+	if err := py.Call(map[string]any{"op": "throughput", "batch": o.batch, "reps": o.reps, "variant": variant}, &tp); err != nil {
+		return err
+	}
+	if !(tp.Seconds > 0) || tp.Images != o.batch*o.reps {
+		return fmt.Errorf("PyTorch %s: throughput reply %+v", variant, tp)
+	}
+	s.throughput = append(s.throughput, float64(tp.Images)/tp.Seconds)
+	s.peakRSS = tp.PeakRSSKiB << 10
+	return nil
+}
+
+// runProcess runs one whole process and records its time and memory.
+func (s *side) runProcess(program string, args ...string) error {
+	r, err := compare.RunTimed(program, args...)
+	if err != nil {
+		return err
+	}
+	s.wall = append(s.wall, float64(r.Wall.Microseconds())/1e3)
+	s.cpu = append(s.cpu, float64(r.CPU.Microseconds())/1e3)
+	s.procRSS = append(s.procRSS, float64(r.PeakRSS))
+	return nil
+}
+
+func writeResults(out io.Writer, sides []*side) {
+	t := compare.Table{Header: []string{"metric"}}
+	for _, s := range sides {
+		t.Header = append(t.Header, s.name)
+	}
+	t.Header = append(t.Header, "bicyc / PyTorch eager")
+	row := func(name, format string, value func(*side) float64) {
+		cells := []string{name}
+		for _, s := range sides {
+			if v := value(s); !math.IsNaN(v) && v > 0 {
+				cells = append(cells, fmt.Sprintf(format, v))
+			} else {
+				cells = append(cells, "-")
+			}
+		}
+		ratio := value(sides[0]) / value(sides[1])
+		if math.IsNaN(ratio) || math.IsInf(ratio, 0) {
+			cells = append(cells, "-")
+		} else {
+			cells = append(cells, fmt.Sprintf("%.2f", ratio))
+		}
+		t.Add(cells...)
+	}
+	row("latency p50, batch 1 (us)", "%.0f", func(s *side) float64 { return compare.Median(s.p50) })
+	row("latency p99, batch 1 (us)", "%.0f", func(s *side) float64 { return compare.Median(s.p99) })
+	row("throughput, batch 256 (img/s)", "%.0f", func(s *side) float64 { return compare.Median(s.throughput) })
+	row("whole process, one.png, wall (ms)", "%.0f", func(s *side) float64 { return compare.Median(s.wall) })
+	row("whole process, one.png, CPU time (ms)", "%.0f", func(s *side) float64 { return compare.Median(s.cpu) })
+	row("whole process peak RSS (MB)", "%.0f", func(s *side) float64 { return compare.Median(s.procRSS) / 1e6 })
+	row("in-process benchmark peak RSS (MB)", "%.0f", func(s *side) float64 { return compare.MB(s.peakRSS) })
+	t.Write(out)
+}
+
+func writeTargets(out io.Writer, ours, torch *side) {
+	met := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "NO"
+	}
+	p50 := compare.Median(ours.p50) / compare.Median(torch.p50)
+	tp := compare.Median(ours.throughput) / compare.Median(torch.throughput)
+	wall := compare.Median(ours.wall)
+	rss := compare.Median(ours.procRSS) / 1e6
+	t := compare.Table{Header: []string{"target (issue \"Inference\")", "measured", "met"}}
+	t.Add("p50 <= 1/2 of PyTorch eager's", fmt.Sprintf("%.2f of PyTorch's", p50), met(p50 <= 0.5))
+	t.Add("batch-256 throughput >= 2x PyTorch eager's", fmt.Sprintf("%.2fx", tp), met(tp >= 2))
+	t.Add("bicyc-infer whole process < 150 ms", fmt.Sprintf("%.0f ms wall, %.0f ms CPU", wall, compare.Median(ours.cpu)), met(wall < 150))
+	t.Add("bicyc-infer peak RSS < 150 MB", fmt.Sprintf("%.0f MB", rss), met(rss < 150))
+	t.Write(out)
+}
