@@ -116,6 +116,24 @@ func TestPeakRSS(t *testing.T) {
 	}
 }
 
+func TestCPUTime(t *testing.T) {
+	before, err := CPUTime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := 1.0
+	for i := range 20_000_000 {
+		x += math.Sqrt(float64(i))
+	}
+	after, err := CPUTime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after <= before || x == 0 {
+		t.Errorf("CPU time went from %v to %v over a busy loop", before, after)
+	}
+}
+
 func TestLoadAverage(t *testing.T) {
 	load, err := LoadAverage()
 	if err != nil {
@@ -132,17 +150,18 @@ func TestWorker(t *testing.T) {
 	}
 	script := filepath.Join(t.TempDir(), "echo.py")
 	src := "import json, sys\n" +
+		"import os\n" +
 		"print(json.dumps({'hello': 1}), flush=True)\n" +
 		"for line in sys.stdin:\n" +
 		"    req = json.loads(line)\n" +
 		"    if req['n'] < 0:\n" +
 		"        raise ValueError('negative n')\n" +
-		"    print(json.dumps({'twice': 2 * req['n']}), flush=True)\n"
+		"    print(json.dumps({'twice': int(os.environ['BENCH_TWICE']) * req['n']}), flush=True)\n"
 	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var hello struct{ Hello int }
-	w, err := StartWorker(&hello, script)
+	w, err := StartWorker(&hello, []string{"BENCH_TWICE=2"}, script)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -108,6 +109,16 @@ func PeakRSS() (int64, error) {
 // is not reset.
 func ResetPeakRSS() error {
 	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// CPUTime returns the user plus system CPU time this process has used, all
+// threads together (getrusage RUSAGE_SELF).
+func CPUTime() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, err
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
 // LoadAverage returns the 1, 5 and 15 minute load averages as

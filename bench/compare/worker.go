@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 )
@@ -38,12 +39,14 @@ type Worker struct {
 	exitErr error
 }
 
-// StartWorker starts Python with args (a script and its arguments) and
-// decodes its greeting into greeting (a pointer, or nil to discard it).
+// StartWorker starts Python with args (a script and its arguments), with
+// this process's environment plus env ("NAME=value" entries), and decodes
+// its greeting into greeting (a pointer, or nil to discard it).
 // The caller owns the Worker and must Close it; on error the process is
 // already stopped.
-func StartWorker(greeting any, args ...string) (*Worker, error) {
+func StartWorker(greeting any, env []string, args ...string) (*Worker, error) {
 	w := &Worker{name: strings.Join(args, " "), cmd: exec.Command(Python, args...), stderr: new(bytes.Buffer)}
+	w.cmd.Env = append(os.Environ(), env...)
 	w.cmd.Stderr = w.stderr
 	var err error
 	if w.stdin, err = w.cmd.StdinPipe(); err != nil {

@@ -130,7 +130,7 @@ func run(o options, out io.Writer) error {
 		Threads int
 		Images  int
 	}
-	py, err := compare.StartWorker(&hello, o.script, "serve", "--model", o.model, "--backbone", o.backbone,
+	py, err := compare.StartWorker(&hello, nil, o.script, "serve", "--model", o.model, "--backbone", o.backbone,
 		"--threads", fmt.Sprint(o.threads), "--images", imageDir)
 	if err != nil {
 		return err

@@ -1,0 +1,28 @@
+// Command train benchmarks one bicyc training step side by side with
+// PyTorch running the same network, the same loss and the same optimiser,
+// with the same number of threads (2 by default), in one invocation:
+//
+//   - convnet: the BiCyc Stage I step of a task t > 1 at batch 128 on
+//     Fashion-MNIST (models.ArchConvNet backbone, a 2-class head, the frozen
+//     old backbone's forward, D and A mappers 64 -> 2048 -> 64 with exact
+//     GELU, CE + L_ac + L_n2o + L_o2n + L_cyc + L_pair with config.Default's
+//     weights, SGD momentum 0.9, weight decay 5e-4, clipping at 1.0);
+//   - resnet18: backbone + head + CE step of the CIFAR ResNet-18 at
+//     3x32x32, batch 64.
+//
+// Both sides start from the same weights and batches (written to a
+// temporary directory for bench/train_torch.py) and the loss terms of
+// their first step must agree, so the timed steps are the same network.
+// Our rounds and PyTorch's alternate and the table reports medians, so
+// background load on the shared machine hits both sides; it also reports
+// each side's peak RSS during its benchmark.
+//
+// The step is package train's Stage I graph rebuilt here from package
+// models, models/ops and train.SGD (see stepGraph): train keeps its graph
+// builder unexported.
+//
+// Usage (from the repository root; `make bench-train` installs PyTorch
+// first):
+//
+//	CGO_LDFLAGS=-lopenblas go run ./bench/train [--threads 2] [--rounds 5] [--models convnet,resnet18]
+package main
