@@ -34,3 +34,20 @@ test: setup vet
 
 bench: setup
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./models/...
+
+# Side-by-side benchmarks against PyTorch (bench/README.md). Each installs
+# python3-torch itself (bench/install-torch.sh); PyTorch is never a runtime
+# dependency. bench-infer trains a quick model first if BENCH_MODEL is missing.
+.PHONY: bench-infer bench-train
+BENCH_RUNS ?= /tmp/bicyc-bench
+BENCH_MODEL ?= $(BENCH_RUNS)/m/model
+BENCH_ARGS ?=
+
+bench-infer: build
+	bash bench/install-torch.sh
+	test -d $(BENCH_MODEL) || bin/bicyc train --quick --run-dir $(BENCH_RUNS) --name m
+	$(GO) run ./bench/infer --model $(BENCH_MODEL) --bin bin/bicyc-infer $(BENCH_ARGS)
+
+bench-train: setup
+	bash bench/install-torch.sh
+	$(GO) run ./bench/train $(BENCH_ARGS)

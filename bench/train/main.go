@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -23,11 +24,12 @@ import (
 
 // options are the command's flags.
 type options struct {
-	script  string
-	ompWait string
-	threads int
-	rounds  int
-	models  string
+	script     string
+	ompWait    string
+	cpuProfile string
+	threads    int
+	rounds     int
+	models     string
 	// Per benchmark: steps per round, batch size and head classes.
 	convSteps, convBatch, convClasses       int
 	resnetSteps, resnetBatch, resnetClasses int
@@ -43,6 +45,7 @@ func main() {
 	var o options
 	flag.StringVar(&o.script, "script", "bench/train_torch.py", "the PyTorch side")
 	flag.StringVar(&o.ompWait, "omp-wait-policy", "PASSIVE", "OMP_WAIT_POLICY of the PyTorch worker (PASSIVE: no spinning at OpenMP barriers, see README)")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of bicyc's timed steps to this `file` (go tool pprof)")
 	flag.IntVar(&o.threads, "threads", 2, "threads of both sides (bicyc ops and torch intra-op)")
 	flag.IntVar(&o.rounds, "rounds", 5, "interleaved rounds (medians are over rounds)")
 	flag.StringVar(&o.models, "models", "convnet,resnet18", "benchmarks to run: convnet (BiCyc Stage I step), resnet18 (backbone + CE step)")
@@ -142,6 +145,21 @@ func run(o options, out io.Writer) error {
 	}
 	p.Write(out)
 	return nil
+}
+
+// profiles holds the CPU profile samples of every timed round: the Go
+// profiler writes one profile per Start/Stop, so each round writes its own
+// file, path.N, and `go tool pprof path.*` merges them.
+var profiles int
+
+func resumeProfile(path string) error {
+	profiles++
+	f, err := os.Create(fmt.Sprintf("%s.%d", path, profiles))
+	if err != nil {
+		return err
+	}
+	// The file stays open until the process exits: StopCPUProfile flushes it.
+	return pprof.StartCPUProfile(f)
 }
 
 func roundList(xs []float64) string {
@@ -245,11 +263,17 @@ func (b *benchmark) run(o options, dir string) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if o.cpuProfile != "" {
+			if err := resumeProfile(o.cpuProfile); err != nil {
+				return "", err
+			}
+		}
 		start := time.Now()
 		if _, err := b.ourSteps(sg, images, labels, next, b.steps); err != nil {
 			return "", err
 		}
 		wall := time.Since(start)
+		pprof.StopCPUProfile()
 		cpuEnd, err := compare.CPUTime()
 		if err != nil {
 			return "", err
