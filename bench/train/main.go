@@ -44,7 +44,7 @@ const featureDim = 64
 func main() {
 	var o options
 	flag.StringVar(&o.script, "script", "bench/train_torch.py", "the PyTorch side")
-	flag.StringVar(&o.ompWait, "omp-wait-policy", "PASSIVE", "OMP_WAIT_POLICY of the PyTorch worker (PASSIVE: no spinning at OpenMP barriers, see README)")
+	flag.StringVar(&o.ompWait, "omp-wait-policy", "PASSIVE", "OMP_WAIT_POLICY of the PyTorch worker (PASSIVE: no spinning at OpenMP barriers, see README; empty: libgomp's default)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of bicyc's timed steps to this `file` (go tool pprof)")
 	flag.IntVar(&o.threads, "threads", 2, "threads of both sides (bicyc ops and torch intra-op)")
 	flag.IntVar(&o.rounds, "rounds", 5, "interleaved rounds (medians are over rounds)")
@@ -123,7 +123,7 @@ func run(o options, out io.Writer) error {
 	fmt.Fprintf(out, "## Training step: bicyc vs PyTorch %s, %s\n\n", torchVersion, time.Now().Format("2006-01-02 15:04"))
 	fmt.Fprintf(out, "%d threads each (bicyc: models/ops goroutines, single-threaded OpenBLAS; torch.set_num_threads); %d CPUs; load average %s at start, %s at end\n",
 		o.threads, runtime.NumCPU(), loadStart, loadEnd)
-	fmt.Fprintf(out, "PyTorch's OpenMP threads run with OMP_WAIT_POLICY=%s\n", o.ompWait)
+	fmt.Fprintf(out, "PyTorch's OpenMP threads run with OMP_WAIT_POLICY=%q (empty: libgomp's default)\n", o.ompWait)
 	fmt.Fprintf(out, "images/s: median of %d interleaved rounds; a step is forward, backward and SGD update (momentum 0.9, weight decay 5e-4, clip 1.0)\n\n", o.rounds)
 	t := compare.Table{Header: []string{"benchmark", "bicyc img/s", "PyTorch img/s", "bicyc / PyTorch",
 		"bicyc img/CPU-s", "PyTorch img/CPU-s", "bicyc peak RSS (MB)", "PyTorch peak RSS (MB)", "img/s by round: bicyc ; PyTorch"}}
@@ -222,7 +222,11 @@ func (b *benchmark) run(o options, dir string) (string, error) {
 		Torch   string
 		Threads int
 	}
-	py, err := compare.StartWorker(&hello, []string{"OMP_WAIT_POLICY=" + o.ompWait}, args...)
+	var env []string
+	if o.ompWait != "" {
+		env = append(env, "OMP_WAIT_POLICY="+o.ompWait)
+	}
+	py, err := compare.StartWorker(&hello, env, args...)
 	if err != nil {
 		return "", err
 	}
