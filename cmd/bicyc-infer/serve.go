@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/signal"
 	"runtime"
 	"syscall"
@@ -35,18 +36,28 @@ func newServeCmd(model *modelOptions, stderr io.Writer) *cobra.Command {
 		Short: "Serve the model over HTTP",
 		Long: `serve runs the model as an HTTP JSON service:
 
-  POST /v1/classify   the image as the raw request body, or as the multipart form field "image";
+  POST /v1/classify   the image as the raw request body (Content-Type image/*,
+                      application/octet-stream or none), or as the multipart form field "image";
                       answers {"predictions": [{"class_id", "name", "task", "distance"}, ...]},
                       closest first (squared Mahalanobis distance), or {"error": "..."} with
-                      400 (unreadable image), 413 (body or image too large), 415 (unknown format),
-                      503 (busy or shutting down)
+                      400 (unreadable image), 413 (body or image too large), 415 (unknown image
+                      format or other content type), 503 (busy or shutting down)
+  POST /admin/reload  open and verify the model directory again (schema version, SHA-256 of every
+                      file, a warm-up run) and serve it from the next request on, if it verifies:
+                      200 {"model", "classes"}, or 500 {"error"} with the previous model serving on
   GET  /healthz       200 while the process runs
-  GET  /readyz        200 while it accepts requests, 503 once shutting down
-  GET  /metrics       Prometheus metrics: requests by handler and code, latency, requests in flight
+  GET  /readyz        200 while it accepts requests (after a failed reload the body says why),
+                      503 once shutting down
+  GET  /metrics       Prometheus metrics: requests by handler and code, latency, requests in
+                      flight, model reloads by result
+
+  curl -H 'Content-Type: image/png' --data-binary @shirt.png localhost:8080/v1/classify
+  curl -F image=@shirt.png localhost:8080/v1/classify
 
 At most --max-concurrent requests classify at once; others wait up to --queue-timeout, then get
-503. SIGINT or SIGTERM stop accepting connections and finish requests in flight (up to
---shutdown-timeout).`,
+503. SIGHUP reloads the model like POST /admin/reload (a line on stderr says how it went); keep
+/admin/ off public networks. SIGINT or SIGTERM stop accepting connections and finish requests in
+flight (up to --shutdown-timeout).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
@@ -93,20 +104,24 @@ func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	s := newServer(c, o.model.reopener(stderr), o, prometheus.NewRegistry(), stderr)
+	defer s.close()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return err
 	}
-	s := newServer(c, o, prometheus.NewRegistry())
 	fmt.Fprintf(stderr, "bicyc-infer: serving %s (%d classes, %s) on %s\n", o.model.model, len(c.Classes()), c.Provider(), ln.Addr())
-	return s.serve(ctx, ln, o)
+	return s.serve(ctx, ln, o, hup)
 }
 
-// serve answers on ln until ctx ends, then marks the server unready, stops
-// accepting connections and waits up to o.shutdownTimeout for requests in
-// flight. It returns nil after a clean shutdown.
-func (s *server) serve(ctx context.Context, ln net.Listener, o *serveOptions) error {
+// serve answers on ln until ctx ends, reloading the model whenever reload
+// delivers (SIGHUP), then marks the server unready, stops accepting
+// connections and waits up to o.shutdownTimeout for requests in flight. It
+// returns nil after a clean shutdown.
+func (s *server) serve(ctx context.Context, ln net.Listener, o *serveOptions, reload <-chan os.Signal) error {
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: min(o.readTimeout, 10*time.Second),
@@ -116,10 +131,17 @@ func (s *server) serve(ctx context.Context, ln net.Listener, o *serveOptions) er
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
+wait:
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-reload:
+			// reload logs its outcome; a failure leaves the old model serving.
+			s.reload()
+		case <-ctx.Done():
+			break wait
+		}
 	}
 	s.ready.Store(false)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)

@@ -10,6 +10,8 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,18 +19,34 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/infer"
 )
 
-// classifier is what the server needs of *infer.Classifier.
-type classifier interface {
+// model is what the server needs of *infer.Classifier.
+type model interface {
 	Classify(img image.Image) (infer.Result, error)
+	Classes() []bundle.Class
+	Close() error
+}
+
+// loadedModel is one opened, verified model and when it was opened.
+type loadedModel struct {
+	model    model
+	loadedAt time.Time
 }
 
 // server is the HTTP API of `bicyc-infer serve`. Its handler is safe for
-// concurrent use.
+// concurrent use. It owns the model it serves: reload swaps in a new one
+// and closes the old one; close releases the current one.
 type server struct {
-	classifier   classifier
+	current      atomic.Pointer[loadedModel]
+	dir          string                // the model directory, for messages
+	reopen       func() (model, error) // opens and verifies dir again
+	log          io.Writer
+	reloadMu     sync.Mutex             // one reload at a time
+	reloadErr    atomic.Pointer[string] // why the last reload failed; nil after a success
+	reloads      *prometheus.CounterVec
 	maxBody      int64
 	maxPixels    int64
 	slots        chan struct{} // one token per request allowed to classify at once
@@ -41,18 +59,27 @@ type server struct {
 // a multi-second upload of a large one.
 var latencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 
-// newServer builds the server and registers its metrics, plus the Go
-// runtime and process collectors, with reg.
-func newServer(c classifier, o *serveOptions, reg *prometheus.Registry) *server {
+// newServer builds the server around m, the opened model of o.model.model,
+// which the server owns from then on, and registers its metrics, plus the
+// Go runtime and process collectors, with reg. reopen opens and verifies
+// the model directory again for reload; log receives one line per reload.
+func newServer(m model, reopen func() (model, error), o *serveOptions, reg *prometheus.Registry, log io.Writer) *server {
 	s := &server{
-		classifier:   c,
+		dir:          o.model.model,
+		reopen:       reopen,
+		log:          log,
 		maxBody:      o.maxBody,
 		maxPixels:    o.model.maxPixels,
 		slots:        make(chan struct{}, o.maxConcurrent),
 		queueTimeout: o.queueTimeout,
 	}
+	s.current.Store(&loadedModel{model: m, loadedAt: time.Now()})
 	s.ready.Store(true)
 
+	s.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bicyc_infer_model_reloads_total",
+		Help: "Model reloads (POST /admin/reload or SIGHUP), by result: ok, or failed (the previous model kept serving).",
+	}, []string{"result"})
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "bicyc_infer_http_requests_total",
 		Help: "HTTP requests answered, by handler, method and status code.",
@@ -66,7 +93,7 @@ func newServer(c classifier, o *serveOptions, reg *prometheus.Registry) *server 
 		Name: "bicyc_infer_http_requests_in_flight",
 		Help: "HTTP requests being served.",
 	})
-	reg.MustRegister(requests, latency, inFlight,
+	reg.MustRegister(requests, latency, inFlight, s.reloads,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	mux := http.NewServeMux()
@@ -79,6 +106,7 @@ func newServer(c classifier, o *serveOptions, reg *prometheus.Registry) *server 
 	route("POST /v1/classify", "classify", s.classify)
 	route("GET /healthz", "healthz", func(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusOK, "ok") })
 	route("GET /readyz", "readyz", s.readyz)
+	route("POST /admin/reload", "reload", s.reloadHandler)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	s.handler = mux
 	return s
@@ -97,12 +125,78 @@ func recoverPanics(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// readyz answers 200 while the server accepts requests, 503 once it shuts
+// down. After a failed reload it still answers 200, since the previous
+// model keeps serving, and says why the reload failed.
 func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
 	if !s.ready.Load() {
 		writeText(w, http.StatusServiceUnavailable, "shutting down")
 		return
 	}
+	if msg := s.reloadErr.Load(); msg != nil {
+		writeText(w, http.StatusOK, fmt.Sprintf("ready, serving the model of %s verified at %s; the last reload failed: %s",
+			s.dir, s.current.Load().loadedAt.Format(time.RFC3339), *msg))
+		return
+	}
 	writeText(w, http.StatusOK, "ready")
+}
+
+// reload opens and verifies the model directory again (checksums, schema
+// version, a warm-up run: infer.Open) and, only if that succeeds, swaps the
+// new model in for the requests that follow and closes the old one once
+// its calls in flight have finished. On failure the old model keeps
+// serving, /readyz says why, and the error is returned. Reloads are
+// serialised.
+func (s *server) reload() error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	m, err := s.reopen()
+	if err != nil {
+		err = fmt.Errorf("reload of %s failed, still serving the model verified at %s: %w",
+			s.dir, s.current.Load().loadedAt.Format(time.RFC3339), err)
+		msg := err.Error()
+		s.reloadErr.Store(&msg)
+		s.reloads.WithLabelValues("failed").Inc()
+		fmt.Fprintf(s.log, "bicyc-infer: %v\n", err)
+		return err
+	}
+	old := s.current.Swap(&loadedModel{model: m, loadedAt: time.Now()})
+	s.reloadErr.Store(nil)
+	s.reloads.WithLabelValues("ok").Inc()
+	fmt.Fprintf(s.log, "bicyc-infer: reloaded %s (%d classes)\n", s.dir, len(m.Classes()))
+	return old.model.Close()
+}
+
+// reloadHandler answers POST /admin/reload: 200 with the reloaded model's
+// directory and classes, or 500 with the reason the previous model is
+// still serving.
+func (s *server) reloadHandler(w http.ResponseWriter, _ *http.Request) {
+	if err := s.reload(); err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"model": s.dir, "classes": len(s.current.Load().model.Classes())})
+}
+
+// close releases the current model; requests after it get 503.
+func (s *server) close() error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	return s.current.Load().model.Close()
+}
+
+// classifyImage classifies img with the current model. A reload may close
+// the model a request picked just before the swap: the request then runs
+// again on the model that replaced it.
+func (s *server) classifyImage(img image.Image) (infer.Result, error) {
+	for {
+		cur := s.current.Load()
+		res, err := cur.model.Classify(img)
+		if errors.Is(err, infer.ErrClosed) && s.current.Load() != cur {
+			continue
+		}
+		return res, err
+	}
 }
 
 // classify answers POST /v1/classify: the image is the raw body, or the
@@ -129,7 +223,7 @@ func (s *server) classify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, requestStatus(err), err)
 		return
 	}
-	res, err := s.classifier.Classify(img)
+	res, err := s.classifyImage(img)
 	switch {
 	case errors.Is(err, infer.ErrClosed):
 		writeError(w, http.StatusServiceUnavailable, err)
@@ -159,12 +253,29 @@ func (s *server) acquire(ctx context.Context) error {
 	}
 }
 
+// errContentType: the request declares a content type that is not an
+// image; the server answers 415.
+var errContentType = errors.New("unsupported content type")
+
 // imageBody returns the reader of the image in r: its multipart field
-// "image", or the whole body.
+// "image", or the whole body when the request declares no content type,
+// an image/* type or application/octet-stream. Any other type is an error
+// wrapping errContentType.
 func imageBody(r *http.Request, body io.Reader) (io.Reader, error) {
-	mediaType, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mediaType != "multipart/form-data" {
+	contentType := r.Header.Get("Content-Type")
+	if contentType == "" {
 		return body, nil
+	}
+	mediaType, params, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return nil, fmt.Errorf("content type %q: %w: %v", contentType, errContentType, err)
+	}
+	switch {
+	case strings.HasPrefix(mediaType, "image/"), mediaType == "application/octet-stream":
+		return body, nil
+	case mediaType != "multipart/form-data":
+		return nil, fmt.Errorf(`content type %s: %w: send the image as the body, typed image/* or application/octet-stream, or as the multipart/form-data field "image"`,
+			mediaType, errContentType)
 	}
 	boundary := params["boundary"]
 	if boundary == "" {
@@ -193,7 +304,7 @@ func requestStatus(err error) int {
 	switch {
 	case errors.As(err, &tooBig), errors.Is(err, infer.ErrImageTooLarge):
 		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, image.ErrFormat):
+	case errors.Is(err, image.ErrFormat), errors.Is(err, errContentType):
 		return http.StatusUnsupportedMediaType
 	}
 	return http.StatusBadRequest

@@ -37,7 +37,7 @@ func testServer(t *testing.T, tweak func(*serveOptions)) (*server, *httptest.Ser
 	if tweak != nil {
 		tweak(o)
 	}
-	s := newServer(c, o, prometheus.NewRegistry())
+	s := newServer(c, mo.reopener(io.Discard), o, prometheus.NewRegistry(), io.Discard)
 	ts := httptest.NewServer(s.handler)
 	t.Cleanup(ts.Close)
 	return s, ts, c
@@ -183,7 +183,11 @@ func TestServerErrors(t *testing.T) {
 		errorHas    string
 	}{
 		{"image/png", nil, http.StatusBadRequest, "empty image data"},
-		{"text/plain", []byte("hello, world"), http.StatusUnsupportedMediaType, "unknown image format"},
+		{"application/octet-stream", []byte("hello, world"), http.StatusUnsupportedMediaType, "unknown image format"},
+		{"", []byte("hello, world"), http.StatusUnsupportedMediaType, "unknown image format"},
+		{"text/plain", good, http.StatusUnsupportedMediaType, "content type text/plain: unsupported content type"},
+		{"application/json", good, http.StatusUnsupportedMediaType, "unsupported content type"},
+		{"image/png; charset", good, http.StatusUnsupportedMediaType, "unsupported content type"},
 		{"image/png", good[:len(good)/2], http.StatusBadRequest, "truncated or corrupt png image"},
 		{"image/png", pngHeader(100000, 100000), http.StatusRequestEntityTooLarge, "100000x100000"},
 		{"image/png", bytes.Repeat([]byte{0}, 65<<10), http.StatusRequestEntityTooLarge, "request body too large"},
@@ -243,7 +247,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 	defer c.Close()
 	o := &serveOptions{model: mo, maxBody: 1 << 20, maxConcurrent: 1, queueTimeout: 5 * time.Second,
 		readTimeout: 10 * time.Second, writeTimeout: 10 * time.Second, shutdownTimeout: 5 * time.Second}
-	s := newServer(c, o, prometheus.NewRegistry())
+	s := newServer(c, mo.reopener(io.Discard), o, prometheus.NewRegistry(), io.Discard)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -251,7 +255,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 	url := "http://" + ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- s.serve(ctx, ln, o) }()
+	go func() { served <- s.serve(ctx, ln, o, nil) }()
 
 	if got := get(t, url+"/healthz"); got != "ok\n" {
 		t.Errorf("healthz %q", got)
@@ -307,7 +311,7 @@ func FuzzClassifyHandler(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer c.Close()
-	s := newServer(c, &serveOptions{model: mo, maxBody: 1 << 16, maxConcurrent: 2, queueTimeout: time.Second}, prometheus.NewRegistry())
+	s := newServer(c, mo.reopener(io.Discard), &serveOptions{model: mo, maxBody: 1 << 16, maxConcurrent: 2, queueTimeout: time.Second}, prometheus.NewRegistry(), io.Discard)
 	f.Fuzz(func(t *testing.T, body []byte, contentType string) {
 		req := httptest.NewRequest(http.MethodPost, "/v1/classify", bytes.NewReader(body))
 		req.Header.Set("Content-Type", contentType)

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/infer"
+)
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines to write
+// while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// copyModel copies the test model directory so a test can change it.
+func copyModel(t *testing.T) string {
+	t.Helper()
+	src, _ := testModel(t)
+	dst := filepath.Join(t.TempDir(), "model")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// flipByte inverts one byte in the middle of a file, keeping its size.
+func flipByte(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// editManifest rewrites dir/manifest.json through edit. The manifest has no
+// checksum of its own, so a renamed class keeps the directory valid.
+func editManifest(t *testing.T, dir string, edit func(m map[string]any)) {
+	t.Helper()
+	path := filepath.Join(dir, bundle.ManifestFile)
+	var m map[string]any
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// renameClasses gives every class of the manifest the name prefix+id.
+func renameClasses(prefix string) func(map[string]any) {
+	return func(m map[string]any) {
+		for _, c := range m["classes"].([]any) {
+			class := c.(map[string]any)
+			class["name"] = fmt.Sprintf("%s%v", prefix, class["id"])
+		}
+	}
+}
+
+// classifyPNG posts img as a PNG and returns the status and the decoded
+// answer.
+func classifyPNG(t *testing.T, url string, body []byte) (int, infer.Result) {
+	t.Helper()
+	resp, err := http.Post(url+"/v1/classify", "image/png", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var res infer.Result
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		t.Fatalf("status %d: %v", resp.StatusCode, err)
+	}
+	return resp.StatusCode, res
+}
+
+// postReload posts /admin/reload and returns the status and the body.
+func postReload(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url+"/admin/reload", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// getAny returns the status and body of a GET.
+func getAny(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestReloadVerifiesModel serves a copy of the test model and damages it on
+// disk in every way a reload must catch: a flipped byte in model.onnx, a
+// schema version this build does not read, a missing file. Each reload
+// answers 500 naming the problem, the old model keeps answering exactly as
+// before, /readyz and the log say why, and the failure is counted. A valid
+// change (classes renamed in the manifest) is swapped in and served from
+// the next request on.
+func TestReloadVerifiesModel(t *testing.T) {
+	dir := copyModel(t)
+	_, test := testModel(t)
+	var log syncBuffer
+	mo := &modelOptions{model: dir, provider: "cpu", threads: 1, maxPixels: infer.DefaultMaxPixels}
+	c, err := mo.open(io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &serveOptions{model: mo, maxBody: 1 << 20, maxConcurrent: 2, queueTimeout: time.Second,
+		readTimeout: 10 * time.Second, writeTimeout: 10 * time.Second, shutdownTimeout: 5 * time.Second}
+	s := newServer(c, mo.reopener(io.Discard), o, prometheus.NewRegistry(), &log)
+	t.Cleanup(func() { s.close() })
+	ts := httptest.NewServer(s.handler)
+	t.Cleanup(ts.Close)
+	img := encodePNG(t, fashionImage(test, 7))
+	status, want := classifyPNG(t, ts.URL, img)
+	if status != http.StatusOK {
+		t.Fatalf("classify: %d", status)
+	}
+
+	model := filepath.Join(dir, bundle.ModelFile)
+	pristine, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backbone := filepath.Join(dir, bundle.BackboneFile)
+	cases := []struct {
+		name    string
+		damage  func()
+		repair  func()
+		problem string
+	}{
+		{"flipped byte in model.onnx", func() { flipByte(t, model) },
+			func() { os.WriteFile(model, pristine, 0o644) }, "model.onnx: model file checksum mismatch"},
+		{"schema version 99", func() { editManifest(t, dir, func(m map[string]any) { m["schema_version"] = 99 }) },
+			func() { editManifest(t, dir, func(m map[string]any) { m["schema_version"] = bundle.SchemaVersion }) }, "unsupported manifest schema version"},
+		{"backbone.onnx deleted", func() { os.Rename(backbone, backbone+".away") },
+			func() { os.Rename(backbone+".away", backbone) }, "backbone.onnx: missing model file"},
+	}
+	for i, cs := range cases {
+		cs.damage()
+		status, body := postReload(t, ts.URL)
+		if status != http.StatusInternalServerError || !strings.Contains(body, cs.problem) || !strings.Contains(body, "still serving") {
+			t.Errorf("case %d %s: reload answered %d %s, want 500 naming %q", i, cs.name, status, body, cs.problem)
+		}
+		if status, got := classifyPNG(t, ts.URL, img); status != http.StatusOK || !equalResults(got, want) {
+			t.Errorf("case %d %s: after the failed reload: %d %+v, want the old model's %+v", i, cs.name, status, got, want)
+		}
+		if status, body := getAny(t, ts.URL+"/readyz"); status != http.StatusOK || !strings.Contains(body, "the last reload failed") || !strings.Contains(body, cs.problem) {
+			t.Errorf("case %d %s: /readyz %d %q, want 200 saying why the reload failed", i, cs.name, status, body)
+		}
+		if !strings.Contains(log.String(), cs.problem) {
+			t.Errorf("case %d %s: log lacks the reason:\n%s", i, cs.name, log.String())
+		}
+		cs.repair()
+	}
+
+	editManifest(t, dir, renameClasses("renamed-"))
+	if status, body := postReload(t, ts.URL); status != http.StatusOK || !strings.Contains(body, `"classes":3`) {
+		t.Fatalf("reload of a valid model: %d %s", status, body)
+	}
+	status, got := classifyPNG(t, ts.URL, img)
+	if status != http.StatusOK || got.Predictions[0].Name != fmt.Sprintf("renamed-%d", want.Predictions[0].ClassID) {
+		t.Errorf("after the reload: %d %+v, want the renamed classes", status, got)
+	}
+	if _, body := getAny(t, ts.URL+"/readyz"); body != "ready\n" {
+		t.Errorf("/readyz after a successful reload: %q", body)
+	}
+	metrics := get(t, ts.URL+"/metrics")
+	for _, line := range []string{`bicyc_infer_model_reloads_total{result="failed"} 3`, `bicyc_infer_model_reloads_total{result="ok"} 1`} {
+		if !strings.Contains(metrics, line) {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
+	if !errors.Is(func() error { _, err := c.Classify(fashionImage(test, 7)); return err }(), infer.ErrClosed) {
+		t.Error("the replaced classifier was not closed")
+	}
+}
+
+// equalResults compares two results' classes and distances (1e-6 relative).
+func equalResults(a, b infer.Result) bool {
+	if len(a.Predictions) != len(b.Predictions) {
+		return false
+	}
+	for i, p := range a.Predictions {
+		q := b.Predictions[i]
+		if p.ClassID != q.ClassID || p.Name != q.Name || p.Task != q.Task ||
+			float64(abs32(p.Distance-q.Distance)) > 1e-6*max(1, float64(abs32(q.Distance))) {
+			return false
+		}
+	}
+	return true
+}
+
+func abs32(v float32) float32 { return max(v, -v) }
+
+// TestServeReloadsOnSIGHUP runs the serve command's runServe on a loopback
+// port and sends this process SIGHUP, which runServe catches: first with
+// model.onnx damaged on disk (the reload fails, the log says why, the old
+// model serves on), then with a valid change (classes renamed), which is
+// served from then on.
+func TestServeReloadsOnSIGHUP(t *testing.T) {
+	dir := copyModel(t)
+	_, test := testModel(t)
+	var log syncBuffer
+	o := &serveOptions{model: &modelOptions{model: dir, provider: "cpu", threads: 1, maxPixels: infer.DefaultMaxPixels},
+		addr: "127.0.0.1:0", maxBody: 1 << 20, maxConcurrent: 2, queueTimeout: time.Second,
+		readTimeout: 10 * time.Second, writeTimeout: 10 * time.Second, shutdownTimeout: 5 * time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- runServe(ctx, o, &log) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("runServe: %v", err)
+		}
+	}()
+	addr := regexp.MustCompile(` on (127\.0\.0\.1:\d+)\n`)
+	url := ""
+	waitLog(t, &log, func(s string) bool {
+		if m := addr.FindStringSubmatch(s); m != nil {
+			url = "http://" + m[1]
+			return true
+		}
+		return false
+	})
+	img := encodePNG(t, fashionImage(test, 3))
+	_, want := classifyPNG(t, url, img)
+
+	flipByte(t, filepath.Join(dir, bundle.ModelFile))
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, &log, func(s string) bool { return strings.Contains(s, "reload of "+dir+" failed") })
+	if !strings.Contains(log.String(), "model.onnx: model file checksum mismatch") {
+		t.Errorf("the log does not name the damaged file:\n%s", log.String())
+	}
+	if status, got := classifyPNG(t, url, img); status != http.StatusOK || !equalResults(got, want) {
+		t.Errorf("after the failed reload: %d %+v, want %+v", status, got, want)
+	}
+	if _, body := getAny(t, url+"/readyz"); !strings.Contains(body, "model.onnx: model file checksum mismatch") {
+		t.Errorf("/readyz %q does not say why the reload failed", body)
+	}
+
+	flipByte(t, filepath.Join(dir, bundle.ModelFile))
+	editManifest(t, dir, renameClasses("hup-"))
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, &log, func(s string) bool { return strings.Contains(s, "reloaded "+dir) })
+	if _, got := classifyPNG(t, url, img); got.Predictions[0].Name != fmt.Sprintf("hup-%d", want.Predictions[0].ClassID) {
+		t.Errorf("after SIGHUP: %+v, want the renamed classes", got)
+	}
+}
+
+// waitLog polls the log until done accepts it, for at most 30 s.
+func waitLog(t *testing.T, log *syncBuffer, done func(string) bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !done(log.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out; log:\n%s", log.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,104 @@
+package infer
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/bicyc/bicyc/bundle"
+)
+
+// TestOpenVerifiesEveryFile damages a copy of the two-task bundle one file
+// at a time, in every way a disk, a copy or a hand can: a flipped byte, one
+// byte cut off, one byte appended, and the file replaced by the same file
+// of another valid bundle (where they differ). Open must refuse each with an error wrapping
+// bundle.ErrChecksum that names the file, including classifier.onnx, which
+// infer does not load: a directory is served only if all of it verifies.
+func TestOpenVerifiesEveryFile(t *testing.T) {
+	f := loadFixture(t)
+	src, err := bundle.Open(f.twoTasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damages := []struct {
+		name   string
+		damage func(b []byte, other []byte) []byte
+	}{
+		{"flipped byte", func(b, _ []byte) []byte { b[len(b)/3] ^= 0x01; return b }},
+		{"truncated", func(b, _ []byte) []byte { return b[:len(b)-1] }},
+		{"appended", func(b, _ []byte) []byte { return append(b, 0) }},
+		{"from the one-task bundle", func(_, other []byte) []byte { return other }},
+	}
+	i := 0
+	for _, name := range slices.Sorted(maps.Keys(src.Manifest.Files)) {
+		other, err := os.ReadFile(filepath.Join(f.oneTask, name))
+		if errors.Is(err, os.ErrNotExist) {
+			other = []byte("not a model file")
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range damages {
+			dir := copyBundle(t, f.twoTasks)
+			path := filepath.Join(dir, name)
+			if bytes.Equal(d.damage(readFile(t, path), other), readFile(t, path)) {
+				continue // the fixtures share this file (the backbone)
+			}
+			if err := os.WriteFile(path, d.damage(readFile(t, path), other), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c, err := Open(dir, WithProvider(ProviderCPU), WithLog(nil))
+			if err == nil {
+				c.Close()
+			}
+			if !errors.Is(err, bundle.ErrChecksum) || !strings.Contains(err.Error(), name) {
+				t.Errorf("case %d: %s %s: error %v, want ErrChecksum naming the file", i, name, d.name, err)
+			}
+			i++
+		}
+	}
+}
+
+// TestOpenVerifiesSchemaVersion rewrites manifest.json's schema_version
+// (missing, older, newer, a string): Open refuses each with
+// bundle.ErrSchemaVersion, before reading anything else.
+func TestOpenVerifiesSchemaVersion(t *testing.T) {
+	f := loadFixture(t)
+	versions := []any{nil, 0, bundle.SchemaVersion + 1, "1"}
+	for i, v := range versions {
+		dir := copyBundle(t, f.twoTasks)
+		path := filepath.Join(dir, bundle.ManifestFile)
+		var m map[string]any
+		if err := json.Unmarshal(readFile(t, path), &m); err != nil {
+			t.Fatal(err)
+		}
+		if v == nil {
+			delete(m, "schema_version")
+		} else {
+			m["schema_version"] = v
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Open(dir, WithProvider(ProviderCPU), WithLog(nil))
+		if err == nil {
+			c.Close()
+		}
+		wantErr := bundle.ErrSchemaVersion
+		if _, isString := v.(string); isString {
+			wantErr = bundle.ErrManifest
+		}
+		if !errors.Is(err, wantErr) || !strings.Contains(err.Error(), "manifest.json") {
+			t.Errorf("case %d: schema_version %v: error %v, want %v naming manifest.json", i, v, err, wantErr)
+		}
+	}
+}
