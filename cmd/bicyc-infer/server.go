@@ -134,8 +134,7 @@ func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	if msg := s.reloadErr.Load(); msg != nil {
-		writeText(w, http.StatusOK, fmt.Sprintf("ready, serving the model of %s verified at %s; the last reload failed: %s",
-			s.dir, s.current.Load().loadedAt.Format(time.RFC3339), *msg))
+		writeText(w, http.StatusOK, "ready; the last reload failed: "+*msg)
 		return
 	}
 	writeText(w, http.StatusOK, "ready")
