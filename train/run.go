@@ -175,6 +175,13 @@ func (r *Run) Close() error { return r.log.close() }
 // checkpointing after each, and writes the run's metrics. It stops between
 // steps when ctx is cancelled; the last checkpoint stays valid.
 func (r *Run) Execute(ctx context.Context) error {
+	// A kill between a checkpoint and its metrics leaves metrics one task
+	// behind: bring them up to date with the checkpoint first.
+	if r.state.Completed > 0 {
+		if err := r.writeMetrics(); err != nil {
+			return err
+		}
+	}
 	for t := r.state.Completed; t < len(r.stream.Tasks); t++ {
 		if err := ctx.Err(); err != nil {
 			return err
