@@ -16,7 +16,7 @@
 // Ownership and concurrency: op instances keep their output tensors and work buffers, sized once from the
 // fixed graph shapes, and reuse them on every run, as gorgonia reuses registers; copy a value (or use G.Read)
 // to keep it beyond the next run. Some gradient ops read state their forward op saved in the same run (the
-// convolution's patch matrix, the max-pool winners, the batch-norm statistics), so a graph must run forward
+// convolution's patch matrix, the max-pool winners, the batch-norm statistics, GELU's derivative), so a graph must run forward
 // and backward in one RunAll and must not be run by two machines at the same time. The package-level
 // functions are safe for concurrent use.
 package ops

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"hash"
 	"hash/fnv"
 	"sync/atomic"
 
@@ -81,4 +82,51 @@ func checkFloat(op string, n *G.Node) error {
 		return fmt.Errorf("%s: %q is %v, want float32 or float64: %w", op, n.Name(), dt, ErrShape)
 	}
 	return nil
+}
+
+// requireFloatNode returns an error unless n holds float32 or float64 values.
+func requireFloatNode(op string, n *G.Node) error {
+	if n == nil {
+		return fmt.Errorf("%s: nil input node: %w", op, ErrShape)
+	}
+	if dt := n.Dtype(); dt != tensor.Float32 && dt != tensor.Float64 {
+		return fmt.Errorf("%s: input %q has dtype %v, want float32 or float64: %w", op, n.Name(), dt, ErrShape)
+	}
+	return nil
+}
+
+// inferredShape returns a copy of the shape gorgonia passes to InferShape.
+func inferredShape(op string, d G.DimSizer) (tensor.Shape, error) {
+	s, ok := d.(tensor.Shape)
+	if !ok {
+		return nil, fmt.Errorf("%s: input shape is %T, want tensor.Shape: %w", op, d, ErrShape)
+	}
+	return s.Clone(), nil
+}
+
+// floatDenseValue returns v as a contiguous float32 or float64 *tensor.Dense. Views are materialised into a copy, so
+// the result's Data() is always laid out row-major in the order of its shape.
+func floatDenseValue(op string, v G.Value) (*tensor.Dense, error) {
+	d, ok := v.(*tensor.Dense)
+	if !ok {
+		return nil, fmt.Errorf("%s: input is %T, want *tensor.Dense: %w", op, v, ErrShape)
+	}
+	if dt := d.Dtype(); dt != tensor.Float32 && dt != tensor.Float64 {
+		return nil, fmt.Errorf("%s: input has dtype %v, want float32 or float64: %w", op, dt, ErrShape)
+	}
+	if d.IsMaterializable() {
+		m, ok := d.Materialize().(*tensor.Dense)
+		if !ok {
+			return nil, fmt.Errorf("%s: cannot materialise a view of %v", op, d.Shape())
+		}
+		return m, nil
+	}
+	return d, nil
+}
+
+// hashByText hashes an op by its WriteHash text, as gorgonia's own ops do.
+func hashByText(op interface{ WriteHash(hash.Hash) }) uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
 }
