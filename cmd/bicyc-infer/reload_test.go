@@ -313,3 +313,33 @@ func waitLog(t *testing.T, log *syncBuffer, done func(string) bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestReloadReleasesModels reloads the model 400 times: every reload
+// creates ONNX Runtime sessions and closes the old ones, so the resident
+// set must level off. Measured: 76 MiB before, about 100 MiB after 100
+// reloads (allocator arenas), 107-117 MiB from 200 to 600.
+func TestReloadReleasesModels(t *testing.T) {
+	dir, _ := testModel(t)
+	mo := &modelOptions{model: dir, provider: "cpu", threads: 1, maxPixels: infer.DefaultMaxPixels}
+	c, err := mo.open(io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &serveOptions{model: mo, maxBody: 1 << 20, maxConcurrent: 2, queueTimeout: time.Second}
+	s := newServer(c, mo.reopener(io.Discard), o, prometheus.NewRegistry(), io.Discard)
+	defer s.close()
+	var levelled int64
+	for i := 1; i <= 400; i++ {
+		if err := s.reload(); err != nil {
+			t.Fatal(err)
+		}
+		if i == 100 {
+			levelled = rssBytes(t, false)
+		}
+	}
+	final := rssBytes(t, false)
+	t.Logf("resident set %d MiB after 100 reloads, %d MiB after 400", levelled>>20, final>>20)
+	if final > levelled+48<<20 {
+		t.Errorf("resident set grew from %d to %d MiB between reload 100 and 400", levelled>>20, final>>20)
+	}
+}
