@@ -77,17 +77,26 @@ func BenchmarkBatchNorm(b *testing.B) {
 }
 
 // BenchmarkConv2d measures the forward and backward kernels of the second convolution of the default
-// backbone, 32->64 channels on [128,32,14,14].
+// backbone, 32->64 channels on [128,32,14,14], and of a first-stage convolution of ResNet-18, 64->64
+// channels on [64,64,32,32].
 func BenchmarkConv2d(b *testing.B) {
-	g := convGeom{n: 128, c: 32, h: 14, w: 14, o: 64, k: 3, stride: 1, pad: 1, oh: 14, ow: 14}
-	x, w, dy := benchData(g.n*g.c*g.h*g.w), benchData(g.o*g.patch()), benchData(g.n*g.o*g.oh*g.ow)
-	col, prod, y := make([]float32, g.patch()*g.positions()), make([]float32, g.o*g.positions()), make([]float32, len(dy))
-	dyT, dw, dcol, dx := make([]float32, len(dy)), make([]float32, len(w)), make([]float32, len(col)), make([]float32, len(x))
-	for b.Loop() {
-		convForward(g, x, w, col, prod, y)
-		toChannelMajor(dy, dyT, g.n, g.o, g.oh*g.ow)
-		gemm(false, true, g.o, g.patch(), g.positions(), dyT, g.positions(), col, g.positions(), 0, dw, g.patch())
-		convInputGrad(g, w, dyT, dcol, dx)
+	for _, c := range []struct {
+		name string
+		g    convGeom
+	}{
+		{"convnet-conv2", convGeom{n: 128, c: 32, h: 14, w: 14, o: 64, k: 3, stride: 1, pad: 1, oh: 14, ow: 14}},
+		{"resnet18-layer1", convGeom{n: 64, c: 64, h: 32, w: 32, o: 64, k: 3, stride: 1, pad: 1, oh: 32, ow: 32}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			g := c.g
+			x, w, dy := benchData(g.n*g.c*g.inPlane()), benchData(g.o*g.patch()), benchData(g.n*g.o*g.outPlane())
+			y, dw, dx := make([]float32, len(dy)), make([]float32, len(w)), make([]float32, len(x))
+			for b.Loop() {
+				convForward(g, x, w, y)
+				convFilterGrad(g, x, dy, dw)
+				convInputGrad(g, w, dy, dx)
+			}
+		})
 	}
 }
 

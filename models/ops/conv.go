@@ -18,11 +18,14 @@ import (
 // H' = (H+2·pad-K)/stride+1 and the same for W'. It returns an error wrapping ErrShape if the shapes or dtypes
 // do not fit or the output would be empty.
 //
-// The forward pass lays the patches of the whole batch out as a [C·K·K, N·H'·W'] matrix (im2col, split over
-// images across goroutines; a 1x1 convolution with stride 1 and no padding only regroups x by channel) and
-// computes all outputs with one matrix product through the registered BLAS. The backward pass uses one matrix
-// product for the filter gradient and one, followed by the parallel inverse of im2col, for the input
-// gradient. The patch matrix is kept from the forward pass for the filter gradient.
+// The batch is processed in chunks of images, split across goroutines (see SetThreads). For a chunk, the
+// forward pass lays the patches out as a [C·K·K, images·H'·W'] matrix (im2col; a 1x1 convolution with stride
+// 1 and no padding only regroups x by channel) and computes the chunk's outputs with one matrix product
+// through the registered BLAS. The backward pass rebuilds the chunk's patch matrix for the filter gradient
+// (one product, summed over chunks) and computes the input gradient with one product followed by the inverse
+// of im2col. Chunks hold about convChunkColumns output positions, so a patch matrix lives only in a small
+// scratch buffer shared by all convolutions (see scratchPool) instead of one buffer of the whole batch per
+// convolution: for ResNet-18 at batch 64 that was 151 MB per convolution of its first stage, twice.
 //
 // When x is a leaf of the graph (an input such as the batch of images, or a parameter), the gradient with
 // respect to x is not built: a network's input images never need one, and it would cost a matrix product
@@ -72,9 +75,11 @@ func (g convGeom) inShape() tensor.Shape     { return tensor.Shape{g.n, g.c, g.h
 func (g convGeom) filterShape() tensor.Shape { return tensor.Shape{g.o, g.c, g.k, g.k} }
 func (g convGeom) outShape() tensor.Shape    { return tensor.Shape{g.n, g.o, g.oh, g.ow} }
 
-// patch is the size of one column of the patch matrix, C·K·K; positions is its number of columns, N·H'·W'.
-func (g convGeom) patch() int     { return g.c * g.k * g.k }
-func (g convGeom) positions() int { return g.n * g.oh * g.ow }
+// patch is the size of one column of the patch matrix, C·K·K; outPlane is the number of output positions of
+// one image and channel, H'·W', and inPlane that of the input, H·W.
+func (g convGeom) patch() int    { return g.c * g.k * g.k }
+func (g convGeom) outPlane() int { return g.oh * g.ow }
+func (g convGeom) inPlane() int  { return g.h * g.w }
 
 // samePadding reports a stride-1 convolution whose output has the input's size: then every patch-matrix row is
 // the image shifted by a constant offset, copied as one block.
@@ -99,14 +104,44 @@ func (g convGeom) String() string {
 	return fmt.Sprintf("x%v w%v stride %d pad %d", g.inShape(), g.filterShape(), g.stride, g.pad)
 }
 
-// convOp is the forward convolution. It keeps the patch matrix of the last run for convFilterGradOp.
+// convChunkColumns is the number of output positions (patch-matrix columns) a chunk of images aims for: enough
+// for efficient matrix products, while a chunk's patch matrix stays a few megabytes (4.5 MB for the widest,
+// ResNet-18's 512-channel convolutions at 3x3).
+const convChunkColumns = 1024
+
+// convChunks is how a convolution splits its batch: chunks of images images each (the last may have fewer),
+// numbered 0..chunks-1 and assigned to workers goroutines as contiguous ranges (parallelRanges), so that a
+// goroutine's partial sums are reproducible. gemmThreads is how many goroutines each matrix product may use:
+// all of them when only one goroutine runs the chunks.
+type convChunks struct {
+	images, chunks, workers, gemmThreads int
+}
+
+// chunking returns the split of g's batch: about convChunkColumns positions per chunk, with a multiple of the
+// number of goroutines as number of chunks, so that each goroutine gets the same number of images.
+func (g convGeom) chunking() convChunks {
+	threads := Threads()
+	workers := min(threads, g.n)
+	perChunk := max(1, convChunkColumns/g.outPlane())
+	rounds := (g.n + workers*perChunk - 1) / (workers * perChunk)
+	images := (g.n + workers*rounds - 1) / (workers * rounds)
+	chunks := (g.n + images - 1) / images
+	workers = min(workers, chunks)
+	return convChunks{images: images, chunks: chunks, workers: workers, gemmThreads: max(1, threads/workers)}
+}
+
+// span returns the first image of chunk i and its number of images.
+func (c convChunks) span(g convGeom, i int) (first, count int) {
+	first = i * c.images
+	return first, min(c.images, g.n-first)
+}
+
+// convOp is the forward convolution.
 type convOp struct {
 	plainOp
 	geo       convGeom
 	serial    uint64
-	inputGrad bool   // build the gradient with respect to x (false when x is a leaf node)
-	col       buffer // [C·K·K, N·H'·W'] patch matrix
-	prod      buffer // [O, N·H'·W'] product before regrouping by image
+	inputGrad bool // build the gradient with respect to x (false when x is a leaf node)
 	out       buffer
 }
 
@@ -120,17 +155,14 @@ func (op *convOp) String() string                                 { return fmt.S
 func (op *convOp) DiffWRT(int) []bool { return []bool{op.inputGrad, true} }
 
 func (op *convOp) SymDiff(in G.Nodes, _, grad *G.Node) (G.Nodes, error) {
-	dyT, err := G.ApplyOp(&channelMajorOp{geo: op.geo, serial: op.serial}, grad)
-	if err != nil {
-		return nil, err
-	}
 	var dx *G.Node
+	var err error
 	if op.inputGrad {
-		if dx, err = G.ApplyOp(&convInputGradOp{geo: op.geo, serial: op.serial}, in[1], dyT); err != nil {
+		if dx, err = G.ApplyOp(&convInputGradOp{geo: op.geo, serial: op.serial}, in[1], grad); err != nil {
 			return nil, err
 		}
 	}
-	dw, err := G.ApplyOp(&convFilterGradOp{fwd: op}, dyT)
+	dw, err := G.ApplyOp(&convFilterGradOp{geo: op.geo, serial: op.serial}, in[0], grad)
 	if err != nil {
 		return nil, err
 	}
@@ -148,55 +180,88 @@ func (op *convOp) Do(vals ...G.Value) (G.Value, error) {
 		return nil, err
 	}
 	dt := x.Dtype()
-	col := op.col.get(dt, g.patch(), g.positions())
-	prod := op.prod.get(dt, g.o, g.positions())
 	y := op.out.get(dt, g.outShape()...)
 	switch dt {
 	case tensor.Float32:
-		convForward(g, x.Float32s(), w.Float32s(), col.Float32s(), prod.Float32s(), y.Float32s())
+		convForward(g, x.Float32s(), w.Float32s(), y.Float32s())
 	case tensor.Float64:
-		convForward(g, x.Float64s(), w.Float64s(), col.Float64s(), prod.Float64s(), y.Float64s())
+		convForward(g, x.Float64s(), w.Float64s(), y.Float64s())
 	default:
 		return nil, fmt.Errorf("conv2d: dtype %v: %w", dt, ErrShape)
 	}
 	return y, nil
 }
 
-// convForward computes y = w · im2col(x), regrouped from [O, N·P] to [N, O, P].
-func convForward[T float](g convGeom, x, w, col, prod, y []T) {
-	if g.pointwise() {
-		toChannelMajor(x, col, g.n, g.c, g.h*g.w)
-	} else {
-		im2col(g, x, col)
-	}
-	np := g.positions()
-	gemm(false, false, g.o, np, g.patch(), w, g.patch(), col, np, 0, prod, np)
-	fromChannelMajor(prod, y, g.n, g.o, g.oh*g.ow)
+// convForward computes, chunk by chunk, y = w · im2col(x), regrouped from [O, images·P] to [images, O, P].
+// A chunk of one image needs no regrouping: the product is written to y directly.
+func convForward[T float](g convGeom, x, w, y []T) {
+	ch := g.chunking()
+	pool := scratchOf[T]()
+	cols := ch.images * g.outPlane()
+	parallelRanges(ch.chunks, ch.workers, func(_, lo, hi int) {
+		col, prod := pool.get(g.patch()*cols), pool.get(g.o*cols)
+		defer pool.put(col, prod)
+		for i := lo; i < hi; i++ {
+			first, count := ch.span(g, i)
+			n := count * g.outPlane()
+			patches := patches(g, x, col, first, count)
+			out := y[first*g.o*g.outPlane() : (first+count)*g.o*g.outPlane()]
+			if count == 1 {
+				gemm(ch.gemmThreads, false, false, g.o, n, g.patch(), w, g.patch(), patches, n, 0, out, n)
+				continue
+			}
+			gemm(ch.gemmThreads, false, false, g.o, n, g.patch(), w, g.patch(), patches, n, 0, prod, n)
+			fromChannelMajor(prod, out, count, g.o, g.outPlane())
+		}
+	})
 }
 
-// im2col writes the patch matrix of x: row (c·K+kh)·K+kw, column n·P+oy·W'+ox holds
-// x[n, c, oy·stride-pad+kh, ox·stride-pad+kw], or 0 outside the image. Images are split across goroutines.
-func im2col[T float](g convGeom, x, col []T) {
-	p, np, hw := g.oh*g.ow, g.positions(), g.h*g.w
+// patches returns the patch matrix [C·K·K, count·P] of images first..first+count-1 of x, written to col, or
+// for a pointwise convolution of one image, that image of x itself.
+func patches[T float](g convGeom, x, col []T, first, count int) []T {
+	hw := g.c * g.inPlane()
+	if g.pointwise() {
+		if count == 1 {
+			return x[first*hw : (first+1)*hw]
+		}
+		toChannelMajor(x[first*hw:(first+count)*hw], col, count, g.c, g.inPlane())
+		return col[:g.c*count*g.inPlane()]
+	}
+	im2col(g, x, col, first, count)
+	return col[:g.patch()*count*g.outPlane()]
+}
+
+// channelMajor returns dy of images first..first+count-1 as [O, count·P]: dy's own memory for one image,
+// else a copy in buf.
+func channelMajor[T float](g convGeom, dy, buf []T, first, count int) []T {
+	op := g.o * g.outPlane()
+	if count == 1 {
+		return dy[first*op : (first+1)*op]
+	}
+	toChannelMajor(dy[first*op:(first+count)*op], buf, count, g.o, g.outPlane())
+	return buf[:count*op]
+}
+
+// im2col writes the patch matrix of images first..first+count-1 of x to col: row (c·K+kh)·K+kw, column
+// i·P+oy·W'+ox holds x[first+i, c, oy·stride-pad+kh, ox·stride-pad+kw], or 0 outside the image.
+func im2col[T float](g convGeom, x, col []T, first, count int) {
+	p, hw := g.outPlane(), g.inPlane()
+	cols := count * p
 	taps := g.taps()
-	parallelFor(g.n, 1, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			for c := 0; c < g.c; c++ {
-				plane := x[(i*g.c+c)*hw : (i*g.c+c+1)*hw]
-				for kh := 0; kh < g.k; kh++ {
-					for kw := 0; kw < g.k; kw++ {
-						row := (c*g.k+kh)*g.k + kw
-						dst := col[row*np+i*p : row*np+(i+1)*p]
-						if g.samePadding() {
-							im2colShifted(g, plane, dst, taps[kh*g.k+kw])
-						} else {
-							im2colRows(g, plane, dst, taps[kh*g.k+kw])
-						}
-					}
+	for i := 0; i < count; i++ {
+		for c := 0; c < g.c; c++ {
+			plane := x[((first+i)*g.c+c)*hw : ((first+i)*g.c+c+1)*hw]
+			for t, tap := range taps {
+				row := c*g.k*g.k + t
+				dst := col[row*cols+i*p : row*cols+(i+1)*p]
+				if g.samePadding() {
+					im2colShifted(g, plane, dst, tap)
+				} else {
+					im2colRows(g, plane, dst, tap)
 				}
 			}
 		}
-	})
+	}
 }
 
 // validRows returns the output rows [lo, hi) whose input row oy·stride-pad+kh lies inside the image.
@@ -235,7 +300,8 @@ type convTap struct {
 	shift, blockLo, blockHi int // shiftedBlock(kh, kw), for same-padding convolutions
 }
 
-// taps returns the convTaps of all kernel offsets, indexed kh·K+kw.
+// taps returns the convTaps of all kernel offsets, indexed kh·K+kw, the order of the patch-matrix rows of
+// one channel.
 func (g convGeom) taps() []convTap {
 	taps := make([]convTap, 0, g.k*g.k)
 	for kh := 0; kh < g.k; kh++ {
@@ -289,44 +355,41 @@ func im2colRows[T float](g convGeom, plane, dst []T, t convTap) {
 	}
 }
 
-// col2im is the adjoint of im2col: it sums every entry of the patch-matrix gradient dcol into the input
-// position it was copied from. Images are split across goroutines, each writing only its own image of dx.
-// For same-padding convolutions with an odd kernel, the centre tap covers every position with shift 0, so it
-// initialises the plane by a copy; the other rows are added as one block each after their invalid columns
-// are cleared in dcol, which is scratch space.
-func col2im[T float](g convGeom, dcol, dx []T) {
-	p, np, hw := g.oh*g.ow, g.positions(), g.h*g.w
+// col2im is the adjoint of im2col: it sums every entry of the patch-matrix gradient dcol [C·K·K, count·P] into
+// the position of images first..first+count-1 of dx it was copied from. For same-padding convolutions with
+// an odd kernel, the centre tap covers every position with shift 0, so it initialises the plane by a copy;
+// the other rows are added as one block each after their invalid columns are cleared in dcol, which is
+// scratch space.
+func col2im[T float](g convGeom, dcol, dx []T, first, count int) {
+	p, hw := g.outPlane(), g.inPlane()
+	cols := count * p
 	taps := g.taps()
 	centre := -1
 	if g.samePadding() && g.k%2 == 1 {
-		centre = g.pad
+		centre = g.pad*g.k + g.pad
 	}
-	parallelFor(g.n, 1, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			for c := 0; c < g.c; c++ {
-				plane := dx[(i*g.c+c)*hw : (i*g.c+c+1)*hw]
-				if centre >= 0 {
-					row := (c*g.k+centre)*g.k + centre
-					copy(plane, dcol[row*np+i*p:row*np+(i+1)*p])
-				} else {
-					clear(plane)
-				}
-				for kh := 0; kh < g.k; kh++ {
-					for kw := 0; kw < g.k; kw++ {
-						row := (c*g.k+kh)*g.k + kw
-						src := dcol[row*np+i*p : row*np+(i+1)*p]
-						switch {
-						case kh == centre && kw == centre:
-						case g.samePadding():
-							col2imShifted(g, src, plane, taps[kh*g.k+kw])
-						default:
-							col2imRows(g, src, plane, taps[kh*g.k+kw])
-						}
-					}
+	for i := 0; i < count; i++ {
+		for c := 0; c < g.c; c++ {
+			plane := dx[((first+i)*g.c+c)*hw : ((first+i)*g.c+c+1)*hw]
+			if centre >= 0 {
+				row := c*g.k*g.k + centre
+				copy(plane, dcol[row*cols+i*p:row*cols+(i+1)*p])
+			} else {
+				clear(plane)
+			}
+			for t, tap := range taps {
+				row := c*g.k*g.k + t
+				src := dcol[row*cols+i*p : row*cols+(i+1)*p]
+				switch {
+				case t == centre:
+				case g.samePadding():
+					col2imShifted(g, src, plane, tap)
+				default:
+					col2imRows(g, src, plane, tap)
 				}
 			}
 		}
-	})
+	}
 }
 
 func col2imShifted[T float](g convGeom, src, plane []T, t convTap) {
@@ -361,115 +424,117 @@ func col2imRows[T float](g convGeom, src, plane []T, t convTap) {
 	}
 }
 
-// toChannelMajor regroups src [N, C, P] as dst [C, N·P], splitting images across goroutines.
+// toChannelMajor regroups src [N, C, P] as dst [C, N·P].
 func toChannelMajor[T float](src, dst []T, n, c, p int) {
-	parallelFor(n, 1+16384/(c*p), func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			for ch := 0; ch < c; ch++ {
-				copy(dst[(ch*n+i)*p:(ch*n+i+1)*p], src[(i*c+ch)*p:(i*c+ch+1)*p])
-			}
+	for i := 0; i < n; i++ {
+		for ch := 0; ch < c; ch++ {
+			copy(dst[(ch*n+i)*p:(ch*n+i+1)*p], src[(i*c+ch)*p:(i*c+ch+1)*p])
 		}
-	})
+	}
 }
 
-// fromChannelMajor regroups src [C, N·P] as dst [N, C, P], splitting images across goroutines.
+// fromChannelMajor regroups src [C, N·P] as dst [N, C, P].
 func fromChannelMajor[T float](src, dst []T, n, c, p int) {
-	parallelFor(n, 1+16384/(c*p), func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			for ch := 0; ch < c; ch++ {
-				copy(dst[(i*c+ch)*p:(i*c+ch+1)*p], src[(ch*n+i)*p:(ch*n+i+1)*p])
-			}
+	for i := 0; i < n; i++ {
+		for ch := 0; ch < c; ch++ {
+			copy(dst[(i*c+ch)*p:(i*c+ch+1)*p], src[(ch*n+i)*p:(ch*n+i+1)*p])
 		}
-	})
+	}
 }
 
-// channelMajorOp regroups the output gradient dy [N,O,H',W'] as [O, N·H'·W'], the layout both gradient
-// products read.
-type channelMajorOp struct {
+// convFilterGradOp computes dw [O, C·K·K] = Σ_chunks dyᵀ [O, images·P] · im2col(x)ᵀ from x and dy
+// [N,O,H',W']. Each goroutine sums its chunks into its own partial gradient (the first into the output), and
+// the partials are added in goroutine order.
+type convFilterGradOp struct {
 	plainOp
 	geo    convGeom
 	serial uint64
 	out    buffer
 }
 
-func (op *channelMajorOp) Arity() int    { return 1 }
-func (op *channelMajorOp) Type() hm.Type { return hm.NewFnType(tensorType(4), tensorType(2)) }
-func (op *channelMajorOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
-	return tensor.Shape{op.geo.o, op.geo.positions()}, nil
+func (op *convFilterGradOp) Arity() int { return 2 }
+func (op *convFilterGradOp) Type() hm.Type {
+	return hm.NewFnType(tensorType(4), tensorType(4), tensorType(4))
 }
-func (op *channelMajorOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
-func (op *channelMajorOp) Hashcode() uint32      { return hashOf(op) }
-func (op *channelMajorOp) String() string        { return fmt.Sprintf("Conv2dGradLayout#%d", op.serial) }
-
-func (op *channelMajorOp) Do(vals ...G.Value) (G.Value, error) {
-	g := op.geo
-	dy, err := denseOf("conv2d gradient", 0, vals[0], vals[0].Dtype(), g.outShape())
-	if err != nil {
-		return nil, err
-	}
-	out := op.out.get(dy.Dtype(), g.o, g.positions())
-	switch dy.Dtype() {
-	case tensor.Float32:
-		toChannelMajor(dy.Float32s(), out.Float32s(), g.n, g.o, g.oh*g.ow)
-	case tensor.Float64:
-		toChannelMajor(dy.Float64s(), out.Float64s(), g.n, g.o, g.oh*g.ow)
-	default:
-		return nil, fmt.Errorf("conv2d gradient: dtype %v: %w", dy.Dtype(), ErrShape)
-	}
-	return out, nil
-}
-
-// convFilterGradOp computes dw [O, C·K·K] = dyᵀ [O, N·P] · colᵀ from the patch matrix its forward op kept.
-type convFilterGradOp struct {
-	plainOp
-	fwd *convOp
-	out buffer
-}
-
-func (op *convFilterGradOp) Arity() int    { return 1 }
-func (op *convFilterGradOp) Type() hm.Type { return hm.NewFnType(tensorType(2), tensorType(4)) }
 func (op *convFilterGradOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
-	return op.fwd.geo.filterShape(), nil
+	return op.geo.filterShape(), nil
 }
 func (op *convFilterGradOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
 func (op *convFilterGradOp) Hashcode() uint32      { return hashOf(op) }
-func (op *convFilterGradOp) String() string        { return fmt.Sprintf("Conv2dFilterGrad#%d", op.fwd.serial) }
+func (op *convFilterGradOp) String() string        { return fmt.Sprintf("Conv2dFilterGrad#%d", op.serial) }
 
 func (op *convFilterGradOp) Do(vals ...G.Value) (G.Value, error) {
-	g := op.fwd.geo
-	dyT, err := denseOf("conv2d filter gradient", 0, vals[0], vals[0].Dtype(), tensor.Shape{g.o, g.positions()})
+	g := op.geo
+	x, err := denseOf("conv2d filter gradient", 0, vals[0], vals[0].Dtype(), g.inShape())
 	if err != nil {
 		return nil, err
 	}
-	col := op.fwd.col.t
-	if col == nil || col.Dtype() != dyT.Dtype() {
-		return nil, fmt.Errorf("conv2d filter gradient: %v ran before its forward pass", op)
+	dy, err := denseOf("conv2d filter gradient", 1, vals[1], x.Dtype(), g.outShape())
+	if err != nil {
+		return nil, err
 	}
-	dw := op.out.get(dyT.Dtype(), g.filterShape()...)
-	np, pk := g.positions(), g.patch()
-	switch dyT.Dtype() {
+	dw := op.out.get(x.Dtype(), g.filterShape()...)
+	switch x.Dtype() {
 	case tensor.Float32:
-		gemm(false, true, g.o, pk, np, dyT.Float32s(), np, col.Float32s(), np, 0, dw.Float32s(), pk)
+		convFilterGrad(g, x.Float32s(), dy.Float32s(), dw.Float32s())
 	case tensor.Float64:
-		gemm(false, true, g.o, pk, np, dyT.Float64s(), np, col.Float64s(), np, 0, dw.Float64s(), pk)
+		convFilterGrad(g, x.Float64s(), dy.Float64s(), dw.Float64s())
 	default:
-		return nil, fmt.Errorf("conv2d filter gradient: dtype %v: %w", dyT.Dtype(), ErrShape)
+		return nil, fmt.Errorf("conv2d filter gradient: dtype %v: %w", x.Dtype(), ErrShape)
 	}
 	return dw, nil
 }
 
-// convInputGradOp computes dx = col2im(wᵀ [C·K·K, O] · dyᵀ [O, N·P]).
+func convFilterGrad[T float](g convGeom, x, dy, dw []T) {
+	ch := g.chunking()
+	pool := scratchOf[T]()
+	cols := ch.images * g.outPlane()
+	pk := g.patch()
+	partials := make([][]T, ch.workers)
+	partials[0] = dw
+	for w := 1; w < ch.workers; w++ {
+		partials[w] = pool.get(len(dw))
+	}
+	used := make([]bool, ch.workers)
+	parallelRanges(ch.chunks, ch.workers, func(worker, lo, hi int) {
+		col, dyBuf := pool.get(pk*cols), pool.get(g.o*cols)
+		defer pool.put(col, dyBuf)
+		for i := lo; i < hi; i++ {
+			first, count := ch.span(g, i)
+			n := count * g.outPlane()
+			patches := patches(g, x, col, first, count)
+			dyT := channelMajor(g, dy, dyBuf, first, count)
+			var beta T
+			if i > lo {
+				beta = 1
+			}
+			gemm(ch.gemmThreads, false, true, g.o, pk, n, dyT, n, patches, n, beta, partials[worker], pk)
+		}
+		used[worker] = hi > lo
+	})
+	if !used[0] {
+		clear(dw)
+	}
+	for w := 1; w < ch.workers; w++ {
+		if used[w] {
+			addTo(dw, partials[w])
+		}
+		pool.put(partials[w])
+	}
+}
+
+// convInputGradOp computes dx = col2im(wᵀ [C·K·K, O] · dyᵀ [O, images·P]) chunk by chunk from w and dy
+// [N,O,H',W'].
 type convInputGradOp struct {
 	plainOp
 	geo    convGeom
 	serial uint64
-	dcol   buffer // [C·K·K, N·P]
 	out    buffer
 }
 
 func (op *convInputGradOp) Arity() int { return 2 }
 func (op *convInputGradOp) Type() hm.Type {
-	return hm.NewFnType(tensorType(4), tensorType(2), tensorType(4))
+	return hm.NewFnType(tensorType(4), tensorType(4), tensorType(4))
 }
 func (op *convInputGradOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 	return op.geo.inShape(), nil
@@ -484,30 +549,50 @@ func (op *convInputGradOp) Do(vals ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	dyT, err := denseOf("conv2d input gradient", 1, vals[1], w.Dtype(), tensor.Shape{g.o, g.positions()})
+	dy, err := denseOf("conv2d input gradient", 1, vals[1], w.Dtype(), g.outShape())
 	if err != nil {
 		return nil, err
 	}
 	dt := w.Dtype()
-	dcol := op.dcol.get(dt, g.patch(), g.positions())
 	dx := op.out.get(dt, g.inShape()...)
 	switch dt {
 	case tensor.Float32:
-		convInputGrad(g, w.Float32s(), dyT.Float32s(), dcol.Float32s(), dx.Float32s())
+		convInputGrad(g, w.Float32s(), dy.Float32s(), dx.Float32s())
 	case tensor.Float64:
-		convInputGrad(g, w.Float64s(), dyT.Float64s(), dcol.Float64s(), dx.Float64s())
+		convInputGrad(g, w.Float64s(), dy.Float64s(), dx.Float64s())
 	default:
 		return nil, fmt.Errorf("conv2d input gradient: dtype %v: %w", dt, ErrShape)
 	}
 	return dx, nil
 }
 
-func convInputGrad[T float](g convGeom, w, dyT, dcol, dx []T) {
-	np, pk := g.positions(), g.patch()
-	gemm(true, false, pk, np, g.o, w, pk, dyT, np, 0, dcol, np)
-	if g.pointwise() {
-		fromChannelMajor(dcol, dx, g.n, g.c, g.h*g.w)
-		return
-	}
-	col2im(g, dcol, dx)
+// convInputGrad computes dx chunk by chunk; for a pointwise convolution the product is the gradient itself,
+// written to dx directly for a chunk of one image.
+func convInputGrad[T float](g convGeom, w, dy, dx []T) {
+	ch := g.chunking()
+	pool := scratchOf[T]()
+	cols := ch.images * g.outPlane()
+	pk := g.patch()
+	parallelRanges(ch.chunks, ch.workers, func(_, lo, hi int) {
+		dcol, dyBuf := pool.get(pk*cols), pool.get(g.o*cols)
+		defer pool.put(dcol, dyBuf)
+		for i := lo; i < hi; i++ {
+			first, count := ch.span(g, i)
+			n := count * g.outPlane()
+			dyT := channelMajor(g, dy, dyBuf, first, count)
+			if g.pointwise() {
+				hw := g.c * g.inPlane()
+				out := dx[first*hw : (first+count)*hw]
+				if count == 1 {
+					gemm(ch.gemmThreads, true, false, pk, n, g.o, w, pk, dyT, n, 0, out, n)
+					continue
+				}
+				gemm(ch.gemmThreads, true, false, pk, n, g.o, w, pk, dyT, n, 0, dcol, n)
+				fromChannelMajor(dcol, out, count, g.c, g.inPlane())
+				continue
+			}
+			gemm(ch.gemmThreads, true, false, pk, n, g.o, w, pk, dyT, n, 0, dcol, n)
+			col2im(g, dcol, dx, first, count)
+		}
+	})
 }

@@ -216,3 +216,87 @@ func TestConv2dShapeErrors(t *testing.T) {
 		t.Errorf("kernel 11 on 8x8 with pad 2 fits exactly: %v", err)
 	}
 }
+
+// TestConv2dChunks compares Conv2d with gorgonia's on batches split into chunks of several images (with a
+// smaller last chunk), of one image, and pointwise, on one to three goroutines.
+func TestConv2dChunks(t *testing.T) {
+	defer SetThreads(0)
+	cases := []struct {
+		x, w        []int
+		stride, pad int
+	}{
+		{[]int{7, 3, 4, 4}, []int{5, 3, 3, 3}, 1, 1},
+		{[]int{7, 4, 4, 4}, []int{3, 4, 1, 1}, 1, 0},
+		{[]int{5, 2, 6, 6}, []int{4, 2, 3, 3}, 2, 1},
+		{[]int{3, 2, 33, 33}, []int{2, 2, 3, 3}, 1, 1},
+		{[]int{3, 2, 33, 33}, []int{3, 2, 1, 1}, 1, 0},
+	}
+	stock := func(stride, pad int) func(in []*G.Node) (*G.Node, error) {
+		return func(in []*G.Node) (*G.Node, error) {
+			x, err := nonLeaf(in[0])
+			if err != nil {
+				return nil, err
+			}
+			k := in[1].Shape()[2]
+			return G.Conv2d(x, in[1], tensor.Shape{k, k}, []int{pad, pad}, []int{stride, stride}, []int{1, 1})
+		}
+	}
+	mine := func(stride, pad int) func(in []*G.Node) (*G.Node, error) {
+		return func(in []*G.Node) (*G.Node, error) {
+			x, err := nonLeaf(in[0])
+			if err != nil {
+				return nil, err
+			}
+			return Conv2d(x, in[1], stride, pad)
+		}
+	}
+	for _, threads := range []int{1, 2, 3} {
+		SetThreads(threads)
+		for i, c := range cases {
+			for _, dt := range floatTypes {
+				t.Run(fmt.Sprintf("threads%d/case%d/%v", threads, i, dt), func(t *testing.T) {
+					rng := rand.New(rand.NewPCG(uint64(i), 5))
+					inputs := []*tensor.Dense{randDense(rng, c.x...), randDense(rng, c.w...)}
+					compareWithStock(t, inputs, dt, 1e-5, mine(c.stride, c.pad), stock(c.stride, c.pad))
+				})
+			}
+		}
+	}
+}
+
+// TestConvChunking checks the split of batches into chunks: about convChunkColumns positions per chunk, a
+// number of chunks that is a multiple of the goroutines where the batch allows, every image in one chunk.
+func TestConvChunking(t *testing.T) {
+	defer SetThreads(0)
+	for i, c := range []struct {
+		n, side, threads             int
+		images, chunks, workers, gem int
+	}{
+		{128, 28, 2, 1, 128, 2, 1}, // 784 positions: one image per chunk
+		{128, 7, 2, 16, 8, 2, 1},   // 49 positions: 20 images would do, 16 split evenly
+		{64, 32, 2, 1, 64, 2, 1},   // ResNet-18 stage 1
+		{64, 4, 2, 32, 2, 2, 1},    // ResNet-18 stage 4: 16 positions
+		{1, 32, 2, 1, 1, 1, 2},     // one image: its products use both goroutines
+		{7, 4, 3, 3, 3, 3, 1},
+		{5, 8, 1, 5, 1, 1, 1},
+	} {
+		SetThreads(c.threads)
+		g := convGeom{n: c.n, c: 1, h: c.side, w: c.side, o: 1, k: 1, stride: 1, oh: c.side, ow: c.side}
+		got := g.chunking()
+		want := convChunks{images: c.images, chunks: c.chunks, workers: c.workers, gemmThreads: c.gem}
+		if got != want {
+			t.Errorf("case %d: %+v, want %+v", i, got, want)
+		}
+		covered := 0
+		for j := range got.chunks {
+			first, count := got.span(g, j)
+			if first != covered || count < 1 {
+				t.Errorf("case %d: chunk %d spans %d+%d after %d images", i, j, first, count, covered)
+			}
+			covered += count
+		}
+		if covered != c.n {
+			t.Errorf("case %d: chunks cover %d images, want %d", i, covered, c.n)
+		}
+	}
+}

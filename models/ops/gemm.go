@@ -12,10 +12,10 @@ var splitGemm atomic.Bool
 
 // gemm computes c = op(a)·op(b) + beta·c for row-major matrices through the BLAS registered with G.Use, where
 // op transposes when the flag is set; op(a) is m×k, op(b) is k×n, c is m×n. After UseOpenBLAS, the larger
-// of m and n is split into one block per thread (see SetThreads), each multiplied by its own single-threaded
-// BLAS call; otherwise one call leaves the threading to the BLAS.
-func gemm[T float](transA, transB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
-	workers := Threads()
+// of m and n is split into one block per goroutine, up to threads of them, each multiplied by its own
+// single-threaded BLAS call; otherwise one call leaves the threading to the BLAS.
+func gemm[T float](threads int, transA, transB bool, m, n, k int, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	workers := threads
 	// Below about a million multiply-adds a product takes microseconds, less than the goroutines cost.
 	if !splitGemm.Load() || m*n*k < 1<<20 {
 		workers = 1

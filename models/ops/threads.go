@@ -39,22 +39,29 @@ func parallelFor(n, minWork int, body func(lo, hi int)) {
 	if most := n / minWork; workers > most {
 		workers = most
 	}
+	parallelRanges(n, workers, func(_, lo, hi int) { body(lo, hi) })
+}
+
+// parallelRanges splits [0, n) into at most workers contiguous ranges of ceil(n/workers) units, calls
+// body(w, lo, hi) for each on its own goroutine, w numbering the ranges from 0 in order, and waits for all of
+// them. The split depends only on n and workers, so that results accumulated per range are reproducible.
+func parallelRanges(n, workers int, body func(w, lo, hi int)) {
 	if workers <= 1 {
 		if n > 0 {
-			body(0, n)
+			body(0, 0, n)
 		}
 		return
 	}
 	var wg sync.WaitGroup
 	chunk := (n + workers - 1) / workers
-	for lo := chunk; lo < n; lo += chunk {
+	for lo, w := chunk, 1; lo < n; lo, w = lo+chunk, w+1 {
 		hi := min(lo+chunk, n)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			body(lo, hi)
+			body(w, lo, hi)
 		}()
 	}
-	body(0, min(chunk, n))
+	body(0, 0, min(chunk, n))
 	wg.Wait()
 }
