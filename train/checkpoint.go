@@ -52,11 +52,20 @@ func saveCheckpoint(runDir string, st *State) error {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
+	// Temporary directories of writes a kill interrupted are litter.
+	if stale, err := filepath.Glob(filepath.Join(parent, ".tmp-task-*")); err == nil {
+		for _, d := range stale {
+			os.RemoveAll(d)
+		}
+	}
 	tmp, err := os.MkdirTemp(parent, ".tmp-"+filepath.Base(final)+"-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
 	if err := safetensors.WriteFile(filepath.Join(tmp, "backbone.safetensors"), st.Backbone.State(), map[string]string{
 		"arch": st.Backbone.Arch(), "feature_dim": fmt.Sprint(st.Backbone.FeatureDim()), "in_channels": fmt.Sprint(st.Backbone.InChannels()),
 	}); err != nil {
@@ -157,6 +166,22 @@ func LoadCheckpoint(dir string, cfg config.Config) (*State, error) {
 	return st, nil
 }
 
+// roundPrototypes rounds every mean and covariance entry to float32, the
+// precision of prototypes.safetensors.
+func roundPrototypes(protos map[int]gauss.Gaussian) {
+	for _, g := range protos {
+		for i, v := range g.Mean {
+			g.Mean[i] = float64(float32(v))
+		}
+		s := len(g.Mean)
+		for a := 0; a < s; a++ {
+			for b := a; b < s; b++ {
+				g.Cov.SetSym(a, b, float64(float32(g.Cov.At(a, b))))
+			}
+		}
+	}
+}
+
 // placeholderRand initialises models whose weights are then overwritten by
 // a checkpoint.
 func placeholderRand() *rand.Rand { return rand.New(rand.NewPCG(0, 0)) }
@@ -241,9 +266,11 @@ func writeFileAtomic(path string, b []byte) error {
 	}
 	tmp := f.Name()
 	_, werr := f.Write(b)
+	// CreateTemp makes files private; run files are ordinary files.
+	merr := f.Chmod(0o644)
 	serr := f.Sync()
 	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
+	if err := errors.Join(werr, merr, serr, cerr); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("%s: %w", path, err)
 	}

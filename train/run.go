@@ -99,10 +99,11 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 		return nil, err
 	}
 	r.state = &State{Backbone: b, Prototypes: map[int]gauss.Gaussian{}, ClassCounts: map[int]int{}}
-	if err := writeYAML(filepath.Join(dir, "config.yaml"), cfg); err != nil {
+	// stream.json first: config.yaml marks a run that can be resumed.
+	if err := writeJSON(filepath.Join(dir, "stream.json"), r.streamRecord()); err != nil {
 		return nil, err
 	}
-	if err := writeJSON(filepath.Join(dir, "stream.json"), r.streamRecord()); err != nil {
+	if err := writeYAML(filepath.Join(dir, "config.yaml"), cfg); err != nil {
 		return nil, err
 	}
 	r.log.printf("run %s: %s on %s, %d tasks, seed %d", dir, cfg.Method, cfg.Data.Kind, len(stream.Tasks), cfg.Seed)
@@ -196,6 +197,10 @@ func (r *Run) Execute(ctx context.Context) error {
 		}
 		r.state.Reports = append(r.state.Reports, rep)
 		r.state.Completed = t + 1
+		// Checkpoints store prototypes in float32; rounding the live ones
+		// the same way makes a resumed run continue from exactly the state
+		// an uninterrupted one has.
+		roundPrototypes(r.state.Prototypes)
 		if err := saveCheckpoint(r.dir, r.state); err != nil {
 			return fmt.Errorf("checkpoint after task %d: %w", t+1, err)
 		}

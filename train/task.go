@@ -3,6 +3,8 @@ package train
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -333,9 +335,14 @@ func (r *Run) newClassStatistics(classes, idx []int, zNew []float32, flips bool,
 				}
 			}
 		}
+		// The diagonal fallback for a one-image class needs a variance of
+		// the features' own scale: this task's classes estimated so far,
+		// else the old prototypes, else 1.
 		prior := 1.0
 		if len(estimated) > 0 {
 			prior = gauss.MeanVariance(estimated)
+		} else if len(protos) > 0 {
+			prior = gauss.MeanVariance(slices.Collect(maps.Values(protos)))
 		}
 		g, err := classStatistics(rows, n, s, prior)
 		if err != nil {
