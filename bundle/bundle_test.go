@@ -349,3 +349,38 @@ func TestDecodePrototypesRejectsBadTensors(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteRecoversFromInterruptedWrite recreates what a crash leaves:
+// a half-written ".model.new-*" and, with dir missing, the previous model in
+// ".model.old-*/model" (the crash window of the two-rename fallback). The
+// previous model must be restored when the next Write fails, and replaced
+// when it succeeds, with no litter left either way.
+func TestWriteRecoversFromInterruptedWrite(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "model")
+	m, files := testModel(t)
+	if err := Write(dir, m, files); err != nil {
+		t.Fatal(err)
+	}
+	holder := filepath.Join(parent, ".model.old-123")
+	if err := os.MkdirAll(holder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dir, filepath.Join(holder, "model")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(parent, ".model.new-456"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bad, badFiles := testModel(t)
+	bad.FeatureDim = 0
+	if err := Write(dir, bad, badFiles); err == nil {
+		t.Fatal("an invalid manifest was written")
+	}
+	if _, err := Open(dir); err != nil {
+		t.Fatalf("the previous model was not restored: %v", err)
+	}
+	if left := siblings(t, dir); len(left) != 0 {
+		t.Errorf("litter left beside the model: %v", left)
+	}
+}

@@ -25,13 +25,18 @@ import (
 //     renames the old one into a hidden sibling ".<name>.old-*", renames the
 //     new one to dir, and only then removes the old one.
 //
-// A crash therefore never leaves a half-written directory at dir: dir is
-// either the old model or the complete new one (or, between the two renames
-// of step 2, absent with the old model intact in ".<name>.old-*"). To
+// On Linux step 2 is one atomic exchange of the two directories. A crash
+// therefore never leaves a half-written directory at dir: dir is either the
+// old model or the complete new one (or, where the exchange is unavailable
+// and the crash falls between the two renames of step 2, absent with the old
+// model intact in ".<name>.old-*", which the next Write moves back). To
 // protect unrelated data, an existing dir is replaced only if it is empty
 // or holds a manifest.json. Concurrent Writes to the same dir are not
 // supported.
 func Write(dir string, m *Manifest, files map[string][]byte) error {
+	if err := recoverInterrupted(filepath.Clean(dir)); err != nil {
+		return fmt.Errorf("bundle: write %s: %w", dir, err)
+	}
 	m.SchemaVersion = SchemaVersion
 	m.Files = make(map[string]File, len(files))
 	for name, b := range files {
@@ -91,6 +96,38 @@ func Write(dir string, m *Manifest, files map[string][]byte) error {
 	return nil
 }
 
+// errNoExchange reports that the system cannot swap two directories atomically.
+var errNoExchange = errors.New("atomic directory exchange is not supported")
+
+// recoverInterrupted undoes what a crashed Write left beside dir: new
+// directories it never swapped in are removed, and if dir itself is missing
+// because the crash fell between the two renames of the fallback swap, the
+// previous model is moved back from its ".<name>.old-*" holder.
+func recoverInterrupted(dir string) error {
+	parent, base := filepath.Dir(dir), filepath.Base(dir)
+	news, _ := filepath.Glob(filepath.Join(parent, "."+base+".new-*"))
+	for _, d := range news {
+		if err := os.RemoveAll(d); err != nil {
+			return err
+		}
+	}
+	olds, _ := filepath.Glob(filepath.Join(parent, "."+base+".old-*"))
+	for _, holder := range olds {
+		old := filepath.Join(holder, base)
+		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Stat(filepath.Join(old, ManifestFile)); err == nil {
+				if err := os.Rename(old, dir); err != nil {
+					return err
+				}
+			}
+		}
+		if err := os.RemoveAll(holder); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // checkReplaceable refuses to replace anything but an empty directory or a
 // previous model directory.
 func checkReplaceable(dir string) error {
@@ -117,8 +154,10 @@ func checkReplaceable(dir string) error {
 	return nil
 }
 
-// swapIn moves the complete directory tmp to dir, keeping any existing dir
-// aside until the new one is in place.
+// swapIn moves the complete directory tmp to dir. An existing dir is
+// exchanged with tmp in one atomic rename where the system has one (Linux
+// renameat2 RENAME_EXCHANGE), so dir always names a complete model;
+// elsewhere it is kept aside until the new one is in place.
 func swapIn(tmp, dir string) error {
 	parent, base := filepath.Dir(dir), filepath.Base(dir)
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
@@ -126,6 +165,15 @@ func swapIn(tmp, dir string) error {
 			return err
 		}
 		return syncDir(parent)
+	}
+	switch err := exchange(tmp, dir); {
+	case err == nil:
+		if err := syncDir(parent); err != nil {
+			return err
+		}
+		return os.RemoveAll(tmp) // now the previous model
+	case !errors.Is(err, errNoExchange):
+		return err
 	}
 	holder, err := os.MkdirTemp(parent, "."+base+".old-")
 	if err != nil {
