@@ -91,5 +91,5 @@ func ExampleDecodeImage() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// png header declares 100000x100000 = 10000000000 pixels, more than the limit of 67108864: image too large
+	// png header declares 100000x100000 = 10000000000 pixels, more than the limit of 16777216: image too large
 }

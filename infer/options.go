@@ -8,9 +8,11 @@ import (
 )
 
 // DefaultMaxPixels is the largest width*height an image header may declare
-// before infer refuses to decode it (64 Mpx, about 256 MB as RGBA): a guard
-// against decompression bombs, whose small files declare huge images.
-const DefaultMaxPixels = 64 << 20
+// before infer refuses to decode it (16 Mpx, e.g. 4096x4096): a guard
+// against decompression bombs, whose small files declare huge images. Go's
+// decoders need up to about 9 bytes per declared pixel (measured: an 84 KB
+// 8192x8192 gray PNG took 585 MB), so 16 Mpx bounds one image near 150 MB.
+const DefaultMaxPixels = 16 << 20
 
 // DefaultThreads is the default number of ONNX Runtime intra-op threads per
 // session. One thread per call, with calls running in parallel, keeps p99
