@@ -195,6 +195,7 @@ func (op *convOp) Do(vals ...G.Value) (G.Value, error) {
 // convForward computes, chunk by chunk, y = w · im2col(x), regrouped from [O, images·P] to [images, O, P].
 // A chunk of one image needs no regrouping: the product is written to y directly.
 func convForward[T float](g convGeom, x, w, y []T) {
+	taps := g.taps()
 	ch := g.chunking()
 	pool := scratchOf[T]()
 	cols := ch.images * g.outPlane()
@@ -204,7 +205,7 @@ func convForward[T float](g convGeom, x, w, y []T) {
 		for i := lo; i < hi; i++ {
 			first, count := ch.span(g, i)
 			n := count * g.outPlane()
-			patches := patches(g, x, col, first, count)
+			patches := patches(g, taps, x, col, first, count)
 			out := y[first*g.o*g.outPlane() : (first+count)*g.o*g.outPlane()]
 			if count == 1 {
 				gemm(ch.gemmThreads, false, false, g.o, n, g.patch(), w, g.patch(), patches, n, 0, out, n)
@@ -217,8 +218,8 @@ func convForward[T float](g convGeom, x, w, y []T) {
 }
 
 // patches returns the patch matrix [C·K·K, count·P] of images first..first+count-1 of x, written to col, or
-// for a pointwise convolution of one image, that image of x itself.
-func patches[T float](g convGeom, x, col []T, first, count int) []T {
+// for a pointwise convolution of one image, that image of x itself. taps is g.taps(), computed once per run.
+func patches[T float](g convGeom, taps []convTap, x, col []T, first, count int) []T {
 	hw := g.c * g.inPlane()
 	if g.pointwise() {
 		if count == 1 {
@@ -227,7 +228,7 @@ func patches[T float](g convGeom, x, col []T, first, count int) []T {
 		toChannelMajor(x[first*hw:(first+count)*hw], col, count, g.c, g.inPlane())
 		return col[:g.c*count*g.inPlane()]
 	}
-	im2col(g, x, col, first, count)
+	im2col(g, taps, x, col, first, count)
 	return col[:g.patch()*count*g.outPlane()]
 }
 
@@ -244,10 +245,9 @@ func channelMajor[T float](g convGeom, dy, buf []T, first, count int) []T {
 
 // im2col writes the patch matrix of images first..first+count-1 of x to col: row (c·K+kh)·K+kw, column
 // i·P+oy·W'+ox holds x[first+i, c, oy·stride-pad+kh, ox·stride-pad+kw], or 0 outside the image.
-func im2col[T float](g convGeom, x, col []T, first, count int) {
+func im2col[T float](g convGeom, taps []convTap, x, col []T, first, count int) {
 	p, hw := g.outPlane(), g.inPlane()
 	cols := count * p
-	taps := g.taps()
 	for i := 0; i < count; i++ {
 		for c := 0; c < g.c; c++ {
 			plane := x[((first+i)*g.c+c)*hw : ((first+i)*g.c+c+1)*hw]
@@ -360,10 +360,9 @@ func im2colRows[T float](g convGeom, plane, dst []T, t convTap) {
 // an odd kernel, the centre tap covers every position with shift 0, so it initialises the plane by a copy;
 // the other rows are added as one block each after their invalid columns are cleared in dcol, which is
 // scratch space.
-func col2im[T float](g convGeom, dcol, dx []T, first, count int) {
+func col2im[T float](g convGeom, taps []convTap, dcol, dx []T, first, count int) {
 	p, hw := g.outPlane(), g.inPlane()
 	cols := count * p
-	taps := g.taps()
 	centre := -1
 	if g.samePadding() && g.k%2 == 1 {
 		centre = g.pad*g.k + g.pad
@@ -486,6 +485,7 @@ func (op *convFilterGradOp) Do(vals ...G.Value) (G.Value, error) {
 }
 
 func convFilterGrad[T float](g convGeom, x, dy, dw []T) {
+	taps := g.taps()
 	ch := g.chunking()
 	pool := scratchOf[T]()
 	cols := ch.images * g.outPlane()
@@ -502,7 +502,7 @@ func convFilterGrad[T float](g convGeom, x, dy, dw []T) {
 		for i := lo; i < hi; i++ {
 			first, count := ch.span(g, i)
 			n := count * g.outPlane()
-			patches := patches(g, x, col, first, count)
+			patches := patches(g, taps, x, col, first, count)
 			dyT := channelMajor(g, dy, dyBuf, first, count)
 			var beta T
 			if i > lo {
@@ -569,6 +569,7 @@ func (op *convInputGradOp) Do(vals ...G.Value) (G.Value, error) {
 // convInputGrad computes dx chunk by chunk; for a pointwise convolution the product is the gradient itself,
 // written to dx directly for a chunk of one image.
 func convInputGrad[T float](g convGeom, w, dy, dx []T) {
+	taps := g.taps()
 	ch := g.chunking()
 	pool := scratchOf[T]()
 	cols := ch.images * g.outPlane()
@@ -592,7 +593,7 @@ func convInputGrad[T float](g convGeom, w, dy, dx []T) {
 				continue
 			}
 			gemm(ch.gemmThreads, true, false, pk, n, g.o, w, pk, dyT, n, 0, dcol, n)
-			col2im(g, dcol, dx, first, count)
+			col2im(g, taps, dcol, dx, first, count)
 		}
 	})
 }
