@@ -5,6 +5,7 @@ import (
 	"hash"
 	"math"
 
+	"github.com/bicyc/bicyc/models/ops/internal/vector"
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -18,9 +19,10 @@ import (
 //
 // x may have any shape and must be float32 or float64; the result has the shape and dtype of x.
 //
-// float64 uses math.Erf. float32 uses a faster approximation of erf (see erfc below) whose error, at most
+// float64 uses math.Erf. float32 uses a faster approximation of erf (see erfcScaled) whose error, at most
 // 2e-8 before the result is rounded to float32, stays far below float32's resolution: the exported ONNX
-// graph, which computes the same formula with its Erf operator, agrees with it to float32 rounding. At
+// graph, which computes the same formula with its Erf operator, agrees with it to float32 rounding. On
+// processors with AVX2 and FMA, float32 runs four elements at a time in assembly (package internal/vector). At
 // |x| >= 30, where Phi(x) rounds to 0 or 1, gelu(x) is taken as x or 0 and gelu'(x) as 1 or 0, which also
 // gives gelu(+Inf) = +Inf, gelu(-Inf) = 0 (the limits, where x * Phi(x) would be NaN); NaN gives NaN.
 //
@@ -197,7 +199,28 @@ func gelu64(y, d, x []float64) {
 	}
 }
 
-// gelu32 writes gelu(x) to y and, unless d is nil, gelu'(x) to d, with Phi from erfc:
+// gelu32 writes gelu(x) to y and, unless d is nil, gelu'(x) to d: four elements at a time with the
+// assembly kernel vector.GELU where the processor runs it (AVX2 and FMA), the rest with geluScalar. Both
+// evaluate the same formula in float64; the kernel's fused multiply-adds round differently, by at most one
+// float32 rounding of the results.
+func gelu32(y, d, x []float32) {
+	n := 0
+	if vector.HasGELU {
+		n = len(x) &^ 3
+		var dv []float32
+		if d != nil {
+			dv = d[:n]
+		}
+		vector.GELU(y[:n], dv, x[:n], &geluVectorConsts)
+	}
+	var ds []float32
+	if d != nil {
+		ds = d[n:]
+	}
+	geluScalar(y[n:], ds, x[n:])
+}
+
+// geluScalar writes gelu(x) to y and, unless d is nil, gelu'(x) to d, with Phi from erfc:
 //
 //	Phi(x) = 1 - erfc(u)/2 for x >= 0,  erfc(u)/2 for x < 0,   u = |x|/sqrt 2
 //
@@ -205,7 +228,7 @@ func gelu64(y, d, x []float64) {
 // inputs' signs are close to random), and exp(-u^2) serves both Phi and phi. The loop body is kept inlinable
 // and its polynomials in Estrin's form: evaluating an element is a chain of dependent multiplications, and
 // shorter chains let the processor overlap more elements.
-func gelu32(y, d, x []float32) {
+func geluScalar(y, d, x []float32) {
 	y = y[:len(x)]
 	if d != nil {
 		d = d[:len(x)]
@@ -253,6 +276,38 @@ const (
 	erfcC4 = 0.8866635375113208
 	erfcC5 = -0.22753692160958422
 )
+
+// geluVectorConsts are the constants of geluScalar for vector.GELU, each in four lanes, at the byte offsets
+// its assembly reads them from (internal/vector/gelu_amd64.s).
+var geluVectorConsts = vector.GELUConstants{
+	lanes(math.Float64frombits(0x7fffffffffffffff)), // 0: |x| mask
+	lanes(math.Float64frombits(0x8000000000000000)), // 32: sign mask
+	lanes(1 / math.Sqrt2),                           // 64
+	lanes(math.Log2E),                               // 96
+	lanes(0x1.8p52),                                 // 128: expNonPositive's rounding constant
+	lanes(math.Ln2),                                 // 160
+	lanes(1. / 40320),                               // 192: exp(r) Taylor coefficients 1/8! ... 1/3!
+	lanes(1. / 5040),                                // 224
+	lanes(1. / 720),                                 // 256
+	lanes(1. / 120),                                 // 288
+	lanes(1. / 24),                                  // 320
+	lanes(1. / 6),                                   // 352
+	lanes(0.5),                                      // 384
+	lanes(1),                                        // 416
+	lanes(math.Float64frombits(0x4338000000000000 - 1023)), // 448: bits of the rounding constant minus the exponent bias
+	lanes(erfcP),                    // 480
+	lanes(erfcC5),                   // 512
+	lanes(erfcC4),                   // 544
+	lanes(erfcC3),                   // 576
+	lanes(erfcC2),                   // 608
+	lanes(erfcC1),                   // 640
+	lanes(erfcC0),                   // 672
+	lanes(1 / math.Sqrt(2*math.Pi)), // 704
+	lanes(geluTail),                 // 736
+}
+
+// lanes returns v in all four lanes.
+func lanes(v float64) [4]float64 { return [4]float64{v, v, v, v} }
 
 // erfcScaled returns erfc(u) * exp(u^2) for u >= 0, within 8.3e-9 * exp(u^2):
 //
