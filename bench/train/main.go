@@ -27,6 +27,7 @@ type options struct {
 	script     string
 	ompWait    string
 	cpuProfile string
+	memProfile string
 	threads    int
 	rounds     int
 	models     string
@@ -46,6 +47,7 @@ func main() {
 	flag.StringVar(&o.script, "script", "bench/train_torch.py", "the PyTorch side")
 	flag.StringVar(&o.ompWait, "omp-wait-policy", "PASSIVE", "OMP_WAIT_POLICY of the PyTorch worker (PASSIVE: no spinning at OpenMP barriers, see README; empty: libgomp's default)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of bicyc's timed steps to this `file` (go tool pprof)")
+	flag.StringVar(&o.memProfile, "memprofile", "", "write a heap profile (in use after the last round) of each benchmark to this `file`.<arch> (go tool pprof -sample_index=inuse_space)")
 	flag.IntVar(&o.threads, "threads", 2, "threads of both sides (bicyc ops and torch intra-op)")
 	flag.IntVar(&o.rounds, "rounds", 5, "interleaved rounds (medians are over rounds)")
 	flag.StringVar(&o.models, "models", "convnet,resnet18", "benchmarks to run: convnet (BiCyc Stage I step), resnet18 (backbone + CE step)")
@@ -160,6 +162,21 @@ func resumeProfile(path string) error {
 	}
 	// The file stays open until the process exits: StopCPUProfile flushes it.
 	return pprof.StartCPUProfile(f)
+}
+
+// writeHeapProfile writes the heap profile of the memory in use now, while
+// the step's graph is still alive.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func roundList(xs []float64) string {
@@ -303,6 +320,11 @@ func (b *benchmark) run(o options, dir string) (string, error) {
 	}
 	if b.oursRSS, err = compare.PeakRSS(); err != nil {
 		return "", err
+	}
+	if o.memProfile != "" {
+		if err := writeHeapProfile(o.memProfile + "." + b.arch); err != nil {
+			return "", err
+		}
 	}
 	return hello.Torch, nil
 }
