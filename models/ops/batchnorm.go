@@ -190,14 +190,14 @@ func bnForward[T float](op *bnOp, x, gamma, beta, y []T) {
 		for ch := lo; ch < hi; ch++ {
 			var mean, variance float64
 			if op.training {
-				var sum float64
+				var total float64
 				for i := 0; i < n; i++ {
-					sum += float64(sum4(x[(i*c+ch)*s : (i*c+ch+1)*s]))
+					total += float64(sum(x[(i*c+ch)*s : (i*c+ch+1)*s]))
 				}
-				mean = sum / m
+				mean = total / m
 				var sq float64
 				for i := 0; i < n; i++ {
-					sq += float64(sumSquaredDev4(x[(i*c+ch)*s:(i*c+ch+1)*s], T(mean)))
+					sq += float64(sumSquaredDev(x[(i*c+ch)*s:(i*c+ch+1)*s], T(mean)))
 				}
 				variance = sq / m
 				mom := op.bn.Momentum
@@ -212,17 +212,7 @@ func bnForward[T float](op *bnOp, x, gamma, beta, y []T) {
 			a := T(float64(gamma[ch]) * inv)
 			b := T(float64(beta[ch]) - float64(gamma[ch])*inv*mean)
 			for i := 0; i < n; i++ {
-				src := x[(i*c+ch)*s : (i*c+ch+1)*s]
-				dst := y[(i*c+ch)*s : (i*c+ch+1)*s]
-				if op.relu {
-					for j, v := range src {
-						dst[j] = max(a*v+b, 0)
-					}
-				} else {
-					for j, v := range src {
-						dst[j] = a*v + b
-					}
-				}
+				affine(y[(i*c+ch)*s:(i*c+ch+1)*s], x[(i*c+ch)*s:(i*c+ch+1)*s], a, b, op.relu)
 			}
 		}
 	})
@@ -295,10 +285,10 @@ func bnBackward[T float](op *bnGradOp, x, gamma, y, dy, dx []T) {
 				off := (i*c + ch) * s
 				g := dy[off : off+s]
 				if f.relu {
-					keepWherePositive(y[off:off+s], g, dx[off:off+s])
+					maskByPositive(y[off:off+s], g, dx[off:off+s])
 					g = dx[off : off+s]
 				}
-				sg, sgx := sumAndDot4(g, x[off:off+s], T(mean))
+				sg, sgx := sumAndDot(g, x[off:off+s], T(mean))
 				sumG += float64(sg)
 				sumGX += float64(sgx)
 			}
@@ -318,10 +308,7 @@ func bnBackward[T float](op *bnGradOp, x, gamma, y, dy, dx []T) {
 				if f.relu {
 					g = dx[off : off+s]
 				}
-				xs, ds := x[off:off+s], dx[off:off+s]
-				for j, v := range g {
-					ds[j] = at*v + bt*xs[j] + kt
-				}
+				affine2(dx[off:off+s], g, x[off:off+s], at, bt, kt)
 			}
 		}
 	})

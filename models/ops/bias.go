@@ -90,11 +90,14 @@ func (op *channelBiasOp) Do(vals ...G.Value) (G.Value, error) {
 func addChannelBias[T float](x, b, y []T, n, c, s int) {
 	parallelFor(n, 1+16384/(c*s), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
+			if s == 1 { // a row of a [N,C] matrix
+				copy(y[i*c:(i+1)*c], x[i*c:(i+1)*c])
+				addTo(y[i*c:(i+1)*c], b)
+				continue
+			}
 			for ch, v := range b {
 				off := (i*c + ch) * s
-				for j, xv := range x[off : off+s] {
-					y[off+j] = xv + v
-				}
+				affine(y[off:off+s], x[off:off+s], 1, v, false)
 			}
 		}
 	})
@@ -137,8 +140,23 @@ func (op *channelSumOp) Do(vals ...G.Value) (G.Value, error) {
 }
 
 // channelSum sums dy [N,C,S] over N and S into db [C], accumulating in float64; channels are split across
-// goroutines.
+// goroutines. For S = 1 (a [N,C] matrix) each goroutine adds whole rows of its channels, in order, instead of
+// reading a column with a stride of C.
 func channelSum[T float](dy, db []T, n, c, s int) {
+	if s == 1 {
+		parallelFor(c, 1+16384/n, func(lo, hi int) {
+			acc := make([]float64, hi-lo)
+			for i := 0; i < n; i++ {
+				for j, v := range dy[i*c+lo : i*c+hi] {
+					acc[j] += float64(v)
+				}
+			}
+			for j, v := range acc {
+				db[lo+j] = T(v)
+			}
+		})
+		return
+	}
 	parallelFor(c, 1+16384/(n*s), func(lo, hi int) {
 		for ch := lo; ch < hi; ch++ {
 			var sum float64

@@ -205,7 +205,7 @@ func gelu64(y, d, x []float64) {
 // float32 rounding of the results.
 func gelu32(y, d, x []float32) {
 	n := 0
-	if vector.HasGELU {
+	if vector.HasAVX2 {
 		n = len(x) &^ 3
 		var dv []float32
 		if d != nil {

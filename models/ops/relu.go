@@ -65,9 +65,7 @@ func (op *reluOp) Do(vals ...G.Value) (G.Value, error) {
 
 func relu[T float](x, y []T) {
 	parallelFor(len(x), 1<<15, func(lo, hi int) {
-		for i, v := range x[lo:hi] {
-			y[lo+i] = max(v, 0)
-		}
+		affine(y[lo:hi], x[lo:hi], 1, 0, true)
 	})
 }
 
@@ -113,6 +111,6 @@ func (op *reluGradOp) Do(vals ...G.Value) (G.Value, error) {
 
 func reluGrad[T float](y, dy, dx []T) {
 	parallelFor(len(y), 1<<15, func(lo, hi int) {
-		keepWherePositive(y[lo:hi], dy[lo:hi], dx[lo:hi])
+		maskByPositive(y[lo:hi], dy[lo:hi], dx[lo:hi])
 	})
 }

@@ -2,17 +2,12 @@
 
 package vector
 
-import "golang.org/x/sys/cpu"
-
-// HasGELU reports whether GELU can run: it needs AVX2 and FMA.
-var HasGELU = cpu.X86.HasAVX2 && cpu.X86.HasFMA
-
 // GELU writes gelu(x) to y and, unless d is nil, gelu'(x) to d, four float64 lanes at a time, with the
 // formula described in gelu_amd64.s and the constants c. len(x) must be a multiple of 4, y and a non-nil d
-// as long as x, and HasGELU true; otherwise GELU panics.
+// as long as x, and HasAVX2 true; otherwise GELU panics.
 func GELU(y, d, x []float32, c *GELUConstants) {
-	if !HasGELU {
-		panic("vector: GELU without AVX2 and FMA")
+	if !HasAVX2 {
+		panic("vector: kernel called without AVX2 and FMA")
 	}
 	if len(x)%4 != 0 || len(y) != len(x) || (d != nil && len(d) != len(x)) {
 		panic("vector: GELU needs slices of equal lengths that are multiples of 4")
