@@ -1,7 +1,7 @@
 // Package ops provides fast neural-network operations for gorgonia graphs on the CPU: 2-D convolution,
-// per-channel bias, batch normalisation with an optional fused ReLU, 2x2 max pooling, ReLU and global average
-// pooling, each with its gradient. It also holds the method-specific ops GELU, StopGradient, Cholesky and
-// AntiCollapse.
+// per-channel bias, batch normalisation with an optional fused ReLU, 2x2 max pooling, ReLU, global average
+// pooling and the product x·wᵀ of a linear layer, each with its gradient. It also holds the method-specific
+// ops GELU, StopGradient, Cholesky and AntiCollapse.
 //
 // Image tensors are NCHW (batch, channels, height, width), row-major and contiguous. Every op works on
 // float32 (the dtype of model tensors) and float64 (used by the gradient checks); the inputs of one op must
@@ -10,13 +10,22 @@
 // Each function adds custom gorgonia Ops to the graph of its inputs. They are differentiated symbolically
 // (G.Grad) and run on a G.TapeMachine; they do not implement the Lisp machine's DoDiff path. Their loops are
 // split across goroutines (see SetThreads), and matrix products go through the BLAS registered with G.Use.
-// Call UseOpenBLAS once at program start: it registers OpenBLAS and runs it single-threaded so that the
-// ops' own goroutines share the cores with it instead of competing with its spinning worker threads.
+// Call UseOpenBLAS once at program start: it registers OpenBLAS, runs it single-threaded and splits every
+// large product (of these ops and of gorgonia's G.Mul) into one block per goroutine, so that the ops' own
+// goroutines share the cores with it instead of competing with its spinning worker threads.
 //
-// Ownership and concurrency: op instances keep their output tensors and work buffers, sized once from the
-// fixed graph shapes, and reuse them on every run, as gorgonia reuses registers; copy a value (or use G.Read)
-// to keep it beyond the next run. Some gradient ops read state their forward op saved in the same run (the
-// convolution's patch matrix, the max-pool winners, the batch-norm statistics, GELU's derivative), so a graph must run forward
-// and backward in one RunAll and must not be run by two machines at the same time. The package-level
-// functions are safe for concurrent use.
+// On processors with AVX2 and FMA, the element-wise float32 loops (batch norm, ReLU, bias, GELU, sums)
+// run as assembly kernels (package internal/vector), with the portable Go loops as fallback; results may
+// differ from the portable ones by float32 rounding (fused multiply-adds, eight-lane sums).
+//
+// Memory: a convolution processes its batch in chunks of about 1024 output positions, so its patch matrix
+// and similar work buffers are only needed for one chunk per goroutine; they are lent by a package-level
+// pool (scratchPool) shared by all ops and graphs, which keeps as many buffers as were in use at once.
+//
+// Ownership and concurrency: op instances keep their output tensors, sized once from the fixed graph
+// shapes, and reuse them on every run, as gorgonia reuses registers; copy a value (or use G.Read) to keep it
+// beyond the next run. Some gradient ops read state their forward op saved in the same run (the max-pool
+// winners, the batch-norm statistics, GELU's derivative), so a graph must run forward and backward in one
+// RunAll and must not be run by two machines at the same time. The package-level functions are safe for
+// concurrent use.
 package ops
