@@ -10,9 +10,9 @@ import (
 // batch of 128 Fashion-MNIST images, built from this package's ops and from stock gorgonia ops. The stock
 // variant runs OpenBLAS on all cores, the setting TOOLCHAIN.md measured it with.
 //
-// Measured on the 2-core development machine while other jobs kept its load average near 6 (-benchtime=20x,
-// best of three): ops 715 img/s, stock 192 img/s. CPU time per step (perf stat, independent of the load):
-// ops 0.20 s, stock 0.77 s.
+// Measured on the 2-core development machine at a load average near 2 (-benchtime=20x): ops 1701 img/s,
+// stock 285 img/s (before the chunked convolutions and AVX2 kernels, at a load average near 6: ops 715,
+// stock 192).
 func BenchmarkConvNetStep(b *testing.B) {
 	const batch = 128
 	images, labels, err := readFashion(batch)
