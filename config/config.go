@@ -101,6 +101,7 @@ type Adapter struct {
 	Epochs           int     `mapstructure:"epochs" yaml:"epochs" doc:"Stage II adapter fine-tune epochs on cached features; -1 means half of train.epochs (METHOD.md)."`
 	LR               float64 `mapstructure:"lr" yaml:"lr" doc:"Stage II learning rate (METHOD.md: 0.01)."`
 	TransportSamples int     `mapstructure:"transport_samples" yaml:"transport_samples" doc:"Monte Carlo samples per old class pushed through the adapter (METHOD.md code: 10000)."`
+	Alpha            float64 `mapstructure:"alpha" yaml:"alpha" doc:"Weight of L_ac(A(z_old)) in the Stage II fine-tune; -1 means loss.alpha (METHOD.md)."`
 }
 
 // Classifier holds the task-agnostic Bayes classifier options (METHOD.md).
@@ -162,7 +163,7 @@ func Default() Config {
 			Alpha: 1, Beta: 1, ACShrink: 0, ACJitter: 1e-6, KDWeight: 10,
 			CycleDetachInner: true,
 		},
-		Adapter:    Adapter{Epochs: -1, LR: 0.01, TransportSamples: 2000},
+		Adapter:    Adapter{Epochs: -1, LR: 0.01, TransportSamples: 2000, Alpha: -1},
 		Classifier: Classifier{Shrink: 3, Normalize: true, TopK: 5},
 		Export:     Export{Enabled: true},
 		QuickSet: Quick{
@@ -184,6 +185,15 @@ func (c Config) Resolved() Config {
 	c.Adapter.Epochs = q.AdapterEpochs
 	c.Train.Rotation = q.Rotation
 	return c
+}
+
+// AdapterAlpha is the weight of the anti-collapse term in the Stage II
+// fine-tune: adapter.alpha, or loss.alpha when that is -1 (METHOD.md).
+func (c Config) AdapterAlpha() float64 {
+	if c.Adapter.Alpha >= 0 {
+		return c.Adapter.Alpha
+	}
+	return c.Loss.Alpha
 }
 
 // AdapterEpochs is the number of Stage II epochs: half of Stage I's when
@@ -291,6 +301,9 @@ func (c Config) Validate() error {
 	}
 	if c.Adapter.Epochs < -1 {
 		bad("adapter.epochs", "must be -1 (half of train.epochs) or >= 0, got %d", c.Adapter.Epochs)
+	}
+	if c.Adapter.Alpha < 0 && c.Adapter.Alpha != -1 {
+		bad("adapter.alpha", "must be >= 0, or -1 for loss.alpha, got %g", c.Adapter.Alpha)
 	}
 	if c.Adapter.TransportSamples < 2 {
 		bad("adapter.transport_samples", "must be >= 2, got %d", c.Adapter.TransportSamples)

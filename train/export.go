@@ -19,7 +19,8 @@ import (
 // classifier and fused ONNX models plus the prototype bundle. It needs only
 // the run directory, not the training data.
 func Export(runDir, outDir string) error {
-	var cfg config.Config
+	// Keys added after the run was written keep their defaults.
+	cfg := config.Default()
 	if err := readYAML(filepath.Join(runDir, "config.yaml"), &cfg); err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}

@@ -43,13 +43,13 @@ func buildAdapterGraph(cfg config.Config, a *models.Mapper, rows, s int) (*adapt
 	}
 	ag.terms = []lossTerm{newLossTerm("o2n", align)}
 	total := align
-	if cfg.Loss.AntiCollapse {
+	if cfg.Loss.AntiCollapse && cfg.AdapterAlpha() > 0 {
 		ac, err := ops.AntiCollapse(az, ops.AntiCollapseOptions{Beta: cfg.Loss.Beta, Shrink: cfg.Loss.ACShrink, Jitter: cfg.Loss.ACJitter})
 		if err != nil {
 			return nil, err
 		}
 		ag.terms = append(ag.terms, newLossTerm("ac", ac))
-		wac, err := weighted(ac, cfg.Loss.Alpha)
+		wac, err := weighted(ac, cfg.AdapterAlpha())
 		if err != nil {
 			return nil, err
 		}
