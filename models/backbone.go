@@ -183,12 +183,7 @@ func (b *Backbone) params() []namedParam {
 // order of Built.Params: for each layer in forward order, conv weight, conv bias (reduce only), BN gamma, BN
 // beta. BN running statistics are not parameters; they are in State.
 func (b *Backbone) Params() []*tensor.Dense {
-	ps := b.params()
-	out := make([]*tensor.Dense, len(ps))
-	for i, p := range ps {
-		out[i] = p.value
-	}
-	return out
+	return paramValues(b.params())
 }
 
 // NumParams returns the number of trainable scalars (conv weights and biases, BN gamma and beta).

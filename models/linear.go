@@ -80,12 +80,7 @@ func (l *Linear) params() []namedParam {
 
 // Params returns the layer's own trainable tensors (not copies): weight [out,in], then bias [out] if any.
 func (l *Linear) Params() []*tensor.Dense {
-	ps := l.params()
-	out := make([]*tensor.Dense, len(ps))
-	for i, p := range ps {
-		out[i] = p.value
-	}
-	return out
+	return paramValues(l.params())
 }
 
 // NumParams returns the number of trainable scalars: out*in, plus out with bias.

@@ -56,6 +56,15 @@ func bindParams(g *G.ExprGraph, nodePrefix string, params []namedParam) G.Nodes 
 }
 
 // countParams returns the number of scalars in params.
+// paramValues returns the tensors of ps, in order (the models' own, not copies).
+func paramValues(ps []namedParam) []*tensor.Dense {
+	out := make([]*tensor.Dense, len(ps))
+	for i, p := range ps {
+		out[i] = p.value
+	}
+	return out
+}
+
 func countParams(params []namedParam) int {
 	n := 0
 	for _, p := range params {
