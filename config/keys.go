@@ -68,3 +68,27 @@ func Markdown() string {
 	}
 	return b.String()
 }
+
+// Change is one key whose value differs between two configurations.
+type Change struct {
+	Key      string
+	Old, New string // values, formatted as in Keys
+}
+
+func (c Change) String() string { return c.Key + ": " + c.Old + " -> " + c.New }
+
+// Diff lists the keys whose values differ from a to b, in declaration
+// order (nil and empty lists count as equal).
+func Diff(a, b Config) []Change {
+	old := map[string]string{}
+	walk(reflect.ValueOf(a), "", func(name string, _ reflect.StructField, v reflect.Value) {
+		old[name] = format(v)
+	})
+	var changes []Change
+	walk(reflect.ValueOf(b), "", func(name string, _ reflect.StructField, v reflect.Value) {
+		if n := format(v); old[name] != n {
+			changes = append(changes, Change{Key: name, Old: old[name], New: n})
+		}
+	})
+	return changes
+}

@@ -293,6 +293,12 @@ type SweepOptions struct {
 // writes the report of the runs that finished (see Generate); the record
 // is returned in every case.
 //
+// Runs of one seed share their first task: a new run whose configuration
+// differs from an earlier run's only in keys that act after task 1 (method,
+// ablation switches; train.LaterTaskKeys) starts from that run's task-1
+// checkpoint (train.Fork), which gives the metrics a run from scratch would.
+// Its WallSeconds then leave task 1 out; its metrics keep task 1's times.
+//
 // Every run exports its model directory to <run>/model when its
 // configuration enables export, as `bicyc train` does.
 func RunSweep(ctx context.Context, spec Spec, configure Configure, opts SweepOptions) (*SweepRecord, error) {
@@ -329,12 +335,18 @@ func RunSweep(ctx context.Context, spec Spec, configure Configure, opts SweepOpt
 		if err != nil {
 			return rec, err
 		}
-		if state == StatusFinished {
+		var from string
+		switch {
+		case state == StatusFinished:
 			fmt.Fprintf(status, "sweep [%d/%d] %s: finished, skipped\n", i+1, len(plan), p.Name)
-		} else if done > 0 {
+		case done > 0:
 			fmt.Fprintf(status, "sweep [%d/%d] %s: resuming after task %d\n", i+1, len(plan), p.Name, done)
-		} else {
-			fmt.Fprintf(status, "sweep [%d/%d] %s\n", i+1, len(plan), p.Name)
+		default:
+			if from = firstTaskSource(spec.Out, plan[:i], configs[:i], configs[i]); from != "" {
+				fmt.Fprintf(status, "sweep [%d/%d] %s: task 1 from %s\n", i+1, len(plan), p.Name, filepath.Base(from))
+			} else {
+				fmt.Fprintf(status, "sweep [%d/%d] %s\n", i+1, len(plan), p.Name)
+			}
 		}
 		if state != StatusFinished {
 			r.Status, r.Error = StatusRunning, ""
@@ -343,7 +355,7 @@ func RunSweep(ctx context.Context, spec Spec, configure Configure, opts SweepOpt
 			}
 		}
 		start := time.Now()
-		err = trainRun(ctx, dir, configs[i], state, opts.Train)
+		err = trainRun(ctx, dir, configs[i], state, from, opts.Train)
 		r.WallSeconds += time.Since(start).Seconds()
 		switch {
 		case err == nil:
@@ -412,16 +424,35 @@ func runState(dir string) (state string, done int, err error) {
 	return StatusRunning, s.Completed, nil
 }
 
+// firstTaskSource returns the directory of an earlier run of the plan whose
+// first task the run with configuration cfg can share (train.Fork): one
+// whose configuration differs only in train.LaterTaskKeys (the same seed,
+// another method or ablation cell) and whose task 1 is complete; "" when
+// there is none.
+func firstTaskSource(out string, earlier []PlannedRun, configs []config.Config, cfg config.Config) string {
+	for j, p := range earlier {
+		dir := filepath.Join(out, p.Name)
+		if len(train.FirstTaskDifferences(configs[j], cfg)) == 0 && train.HasFirstTask(dir) {
+			return dir
+		}
+	}
+	return ""
+}
+
 // trainRun brings the run in dir to its end from the given state, then
 // exports its model directory if the configuration asks for it and it is
-// not there yet.
-func trainRun(ctx context.Context, dir string, cfg config.Config, state string, opts train.Options) error {
+// not there yet. A pending run starts from the first task of the run in
+// from when that is not empty.
+func trainRun(ctx context.Context, dir string, cfg config.Config, state, from string, opts train.Options) error {
 	if state != StatusFinished {
 		var run *train.Run
 		var err error
-		if state == StatusPending {
+		switch {
+		case state == StatusPending && from != "":
+			run, err = train.Fork(from, cfg, dir, opts)
+		case state == StatusPending:
 			run, err = train.New(cfg, dir, opts)
-		} else {
+		default:
 			run, err = train.Resume(dir, opts)
 		}
 		if err != nil {
@@ -470,53 +501,16 @@ func sameConfig(dir string, cfg config.Config) error {
 }
 
 // configDiff lists the keys whose values differ between a and b, as
-// "key: a -> b", in key order. run_dir and threads do not count: where the
-// sweep directory is reached from and how many cores train it do not
-// change the experiment.
+// "key: a -> b", in declaration order. run_dir and threads do not count:
+// where the sweep directory is reached from and how many cores train it do
+// not change the experiment.
 func configDiff(a, b config.Config) []string {
 	a.RunDir, b.RunDir = "", ""
 	a.Threads, b.Threads = 0, 0
-	fa, fb := flatConfig(a), flatConfig(b)
-	var keys []string
-	for k := range fa {
-		keys = append(keys, k)
-	}
-	for k := range fb {
-		if _, ok := fa[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
 	var out []string
-	for _, k := range keys {
-		if fa[k] != fb[k] {
-			out = append(out, fmt.Sprintf("%s: %s -> %s", k, fa[k], fb[k]))
-		}
+	for _, c := range config.Diff(a, b) {
+		out = append(out, c.String())
 	}
-	return out
-}
-
-// flatConfig maps every leaf key of c (dotted, as in config.yaml) to its
-// value in YAML flow form.
-func flatConfig(c config.Config) map[string]string {
-	var node yaml.Node
-	if err := node.Encode(c); err != nil {
-		panic("report: config does not encode to YAML: " + err.Error())
-	}
-	out := map[string]string{}
-	var walk func(n *yaml.Node, prefix string)
-	walk = func(n *yaml.Node, prefix string) {
-		if n.Kind == yaml.MappingNode {
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				walk(n.Content[i+1], prefix+n.Content[i].Value+".")
-			}
-			return
-		}
-		n.Style = yaml.FlowStyle
-		b, _ := yaml.Marshal(n)
-		out[strings.TrimSuffix(prefix, ".")] = strings.TrimSpace(string(b))
-	}
-	walk(&node, "")
 	return out
 }
 

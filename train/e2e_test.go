@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -59,9 +60,15 @@ func TestTwoTasksBicycVersusFinetune(t *testing.T) {
 		t.Skip("trains on Fashion-MNIST")
 	}
 	acc := map[string]float64{}
+	runs := map[string]Summary{}
+	var bicycDir string
 	for _, method := range []string{"bicyc", "finetune"} {
 		r := trainRun(t, quickConfig(method, 0), t.TempDir(), 2)
 		s := summary(t, r)
+		runs[method] = s
+		if method == "bicyc" {
+			bicycDir = r.Dir()
+		}
 		if s.Completed != 2 {
 			t.Fatalf("%s: %d tasks completed, want 2", method, s.Completed)
 		}
@@ -76,6 +83,35 @@ func TestTwoTasksBicycVersusFinetune(t *testing.T) {
 	}
 	if acc["bicyc"]-acc["finetune"] < 0.15 {
 		t.Errorf("finetune keeps task 1 at %.3f, bicyc at %.3f: want finetune clearly lower", acc["finetune"], acc["bicyc"])
+	}
+
+	// Task 1 is the same for every method: finetune forked from the bicyc
+	// run after task 1 must give what finetune from scratch gave.
+	forked, err := Fork(bicycDir, quickConfig("finetune", 0), t.TempDir(), Options{Log: io.Discard, StopAfter: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer forked.Close()
+	if err := forked.Execute(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fs := summary(t, forked)
+	for step := 0; step < 2; step++ {
+		for u := 0; u <= step; u++ {
+			if a, b := runs["finetune"].MatrixTAg.At(step, u), fs.MatrixTAg.At(step, u); a != b {
+				t.Errorf("finetune acc[%d][%d]: %v from scratch, %v forked from bicyc's task 1", step, u, a, b)
+			}
+		}
+	}
+	if fs.Method != "finetune" || fs.Completed != 2 {
+		t.Errorf("forked run: method %q, %d tasks completed", fs.Method, fs.Completed)
+	}
+
+	other := quickConfig("finetune", 1)
+	other.Loss.Alpha = 0.5
+	_, err = Fork(bicycDir, other, t.TempDir(), Options{Log: io.Discard})
+	if !errors.Is(err, ErrForkMismatch) || !strings.Contains(err.Error(), "seed, loss.alpha") {
+		t.Errorf("fork with another seed and loss.alpha: got %v, want ErrForkMismatch naming seed, loss.alpha", err)
 	}
 }
 

@@ -107,7 +107,7 @@ func runSweep(ctx context.Context, spec report.Spec, cmd *cobra.Command) error {
 	}
 	errOut := cmd.ErrOrStderr()
 	_, err := report.RunSweep(ctx, spec, configure, report.SweepOptions{
-		Train:  train.Options{Log: errOut, Progress: errOut},
+		Train:  train.Options{Log: errOut, Progress: progressWriter(cmd)},
 		Status: errOut,
 	})
 	if err != nil {

@@ -179,6 +179,15 @@ func TestSweepEndToEnd(t *testing.T) {
 	if err != nil || !strings.Contains(string(log), "resuming") {
 		t.Errorf("bicyc-s0/log.txt shows no resume (%v)", err)
 	}
+	// Each seed trains task 1 once: finetune starts from bicyc's.
+	for _, line := range []string{"finetune-s0: task 1 from bicyc-s0", "finetune-s1: task 1 from bicyc-s1"} {
+		if !strings.Contains(second.String(), line) {
+			t.Errorf("the sweep did not say %q:\n%s", line, tail(second.String()))
+		}
+	}
+	if log, err := os.ReadFile(filepath.Join(out, "finetune-s1", "log.txt")); err != nil || !strings.Contains(string(log), "task 1 taken from") {
+		t.Errorf("finetune-s1/log.txt does not say where task 1 came from (%v)", err)
+	}
 	names := []string{"bicyc-s0", "finetune-s0", "bicyc-s1", "finetune-s1"}
 	before := map[string]string{}
 	for _, n := range names {

@@ -18,6 +18,7 @@ import (
 
 type trainOptions struct {
 	resume     string
+	fork       string
 	cpuProfile string
 	stopAfter  int
 }
@@ -25,7 +26,7 @@ type trainOptions struct {
 func newTrainCmd(g *globalOptions) *cobra.Command {
 	opts := &trainOptions{}
 	cmd := &cobra.Command{
-		Use:   "train [--config <file>] [--resume <run-dir>]",
+		Use:   "train [--config <file>] [--resume <run-dir> | --fork <run-dir>]",
 		Short: "Run a task stream: Stage I, Stage II, transport and evaluation after every task",
 		Long: `train runs every task of the configured stream: Stage I joint training, Stage II adapter
 fine-tune and Gaussian transport of old classes, evaluation over all seen classes, and an
@@ -34,7 +35,15 @@ resolved config, the task stream, metrics (JSON, CSV), accuracy matrices, a log,
 checkpoints and, at the end, the exported ONNX model directory.
 
 --resume DIR continues a killed run after its last completed task, with the configuration
-it was started with.`,
+it was started with.
+
+--fork DIR starts a new run from the first task of the run in DIR instead of training it
+again: task 1 (CE, rotation, anti-collapse) is the same for every method and for every
+setting of the later-task keys (method, loss weights and switches, adapter.*, train.epochs,
+train.lr; see train.LaterTaskKeys). The configuration is DIR/config.yaml unless --config is
+given, changed by flags and --set as usual; give the new run its own --name. Example:
+
+  bicyc train --fork runs/fmnist-t5-e10-bicyc-s0 --name e10-a0 --set adapter.alpha=0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -44,6 +53,8 @@ it was started with.`,
 	}
 	addRunFlags(cmd)
 	cmd.Flags().StringVar(&opts.resume, "resume", "", "continue the run in `dir` after its last completed task")
+	cmd.Flags().StringVar(&opts.fork, "fork", "", "start a new run from the first task of the run in `dir`")
+	cmd.MarkFlagsMutuallyExclusive("resume", "fork")
 	cmd.Flags().IntVar(&opts.stopAfter, "stop-after", 0, "stop once `n` tasks are complete (resume later with --resume)")
 	cmd.Flags().StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `file` (go tool pprof)")
 	return cmd
@@ -67,6 +78,9 @@ func runTrain(ctx context.Context, g *globalOptions, opts *trainOptions, cmd *co
 	if opts.resume != "" {
 		run, err = train.Resume(opts.resume, ropts)
 	} else {
+		if opts.fork != "" && g.configFile == "" {
+			g.configFile = filepath.Join(opts.fork, "config.yaml")
+		}
 		cfg, lerr := loadConfig(g, cmd.Flags())
 		if lerr != nil {
 			return lerr
@@ -75,7 +89,14 @@ func runTrain(ctx context.Context, g *globalOptions, opts *trainOptions, cmd *co
 		if name == "" {
 			name = cfg.DefaultRunName(configName(g.configFile))
 		}
-		run, err = train.New(cfg, filepath.Join(cfg.RunDir, name), ropts)
+		dir := filepath.Join(cfg.RunDir, name)
+		if opts.fork == "" {
+			run, err = train.New(cfg, dir, ropts)
+		} else if same, _ := sameDir(dir, opts.fork); same {
+			return fmt.Errorf("--fork %s: the new run would be %s itself: give it another --name", opts.fork, dir)
+		} else {
+			run, err = train.Fork(opts.fork, cfg, dir, ropts)
+		}
 	}
 	if err != nil {
 		return err
@@ -105,4 +126,17 @@ func progressWriter(cmd *cobra.Command) io.Writer {
 		return f
 	}
 	return nil
+}
+
+// sameDir reports whether a and b name the same directory.
+func sameDir(a, b string) (bool, error) {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false, err
+	}
+	fb, err := os.Stat(b)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(fa, fb), nil
 }

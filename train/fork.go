@@ -1,0 +1,120 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/data"
+)
+
+// LaterTaskKeys are the configuration keys that play no part in task 1.
+// Task 1 trains the backbone and a head on CE, rotation and L_ac alone,
+// evaluates and stores the first prototypes; the method, the distillation
+// losses, the mappers, Stage II, transport and the later tasks' epochs and
+// learning rate only act from task 2 on. Runs whose configurations differ
+// in these keys alone therefore have the same first task (Fork).
+var LaterTaskKeys = []string{
+	"method", "run_dir", "run_name", "threads",
+	"model.mapper", "model.hidden_mult",
+	"train.epochs", "train.lr",
+	"loss.bi", "loss.cyc", "loss.pair", "loss.lambda_bi", "loss.lambda_cyc", "loss.lambda_pair",
+	"loss.pair_rows", "loss.kd_weight", "loss.cycle_detach_inner",
+	"adapter.epochs", "adapter.lr", "adapter.transport_samples", "adapter.alpha",
+	"export.enabled", "export.dir",
+	"quick_profile.epochs", "quick_profile.transport_samples", "quick_profile.adapter_epochs",
+}
+
+// ErrForkMismatch is wrapped when a fork's configuration differs from its
+// source run's in a key that task 1 depends on.
+var ErrForkMismatch = errors.New("configuration changes task 1")
+
+// FirstTaskDifferences lists the keys outside LaterTaskKeys in which a and b
+// differ: the reasons two runs cannot share their first task.
+func FirstTaskDifferences(a, b config.Config) []string {
+	var keys []string
+	for _, c := range config.Diff(a, b) {
+		if !slices.Contains(LaterTaskKeys, c.Key) {
+			keys = append(keys, c.Key)
+		}
+	}
+	return keys
+}
+
+// Fork creates the run directory dir for cfg, starting after task 1 from
+// the run in src instead of training task 1 again: it takes src's task
+// stream and its checkpoint after task 1 (metrics of task 1 included).
+// cfg may differ from src's configuration only in LaterTaskKeys; any other
+// difference is an error wrapping ErrForkMismatch that names the keys.
+// Because every random source is derived from the seed and the task, the
+// forked run then trains exactly what a run of cfg from scratch would
+// (tested); it only saves the time of task 1, which with rotation is the
+// longest task. Sweeps fork every run of a seed from the first one.
+//
+// src may still be training as long as its task-1 checkpoint is complete;
+// nothing in src is modified.
+func Fork(src string, cfg config.Config, dir string, opts Options) (*Run, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	srcCfg := config.Default()
+	if err := readYAML(filepath.Join(src, "config.yaml"), &srcCfg); err != nil {
+		return nil, fmt.Errorf("fork from %s: %w", src, err)
+	}
+	if keys := FirstTaskDifferences(srcCfg, cfg); len(keys) > 0 {
+		return nil, fmt.Errorf("fork from %s: %w: %s differ", src, ErrForkMismatch, strings.Join(keys, ", "))
+	}
+	var rec streamRecord
+	if err := readJSON(filepath.Join(src, "stream.json"), &rec); err != nil {
+		return nil, fmt.Errorf("fork from %s: %w", src, err)
+	}
+	ckpt := checkpointDir(src, 1)
+	st, err := LoadCheckpoint(ckpt, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("fork from %s: %w", ckpt, err)
+	}
+	if st.Completed != 1 {
+		return nil, fmt.Errorf("fork from %s: checkpoint records %d completed tasks, want 1", ckpt, st.Completed)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); err == nil {
+		return nil, fmt.Errorf("%s already holds a run: resume it with --resume, or choose another run name", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	r := &Run{dir: dir, cfg: cfg, progress: opts.Progress, stopAfter: opts.StopAfter}
+	useCPU(cfg.Threads)
+	if err := r.openLog(opts.Log); err != nil {
+		return nil, err
+	}
+	if err := r.loadData(); err != nil {
+		return nil, err
+	}
+	r.stream = data.TaskStream{Order: rec.Order, Tasks: rec.Tasks}
+	r.state = st
+	// Same order as New, checkpoint first: config.yaml marks a run that can
+	// be resumed, and a fork killed before it is simply started again.
+	if err := writeJSON(filepath.Join(dir, "stream.json"), r.streamRecord()); err != nil {
+		return nil, err
+	}
+	if err := saveCheckpoint(dir, st); err != nil {
+		return nil, err
+	}
+	if err := writeYAML(filepath.Join(dir, "config.yaml"), cfg); err != nil {
+		return nil, err
+	}
+	r.log.printf("run %s: %s on %s, %d tasks, seed %d, task 1 taken from %s", dir, cfg.Method, cfg.Data.Kind, len(r.stream.Tasks), cfg.Seed, src)
+	r.log.printf("task stream:\n%s", r.stream.Format(r.train.ClassNames))
+	return r, nil
+}
+
+// HasFirstTask reports whether the run in dir has a complete checkpoint
+// after task 1, the one Fork starts from.
+func HasFirstTask(dir string) bool {
+	_, err := os.Stat(filepath.Join(checkpointDir(dir, 1), "state.json"))
+	return err == nil
+}
