@@ -103,8 +103,9 @@ func TestTwoTasksBicycVersusFinetune(t *testing.T) {
 			}
 		}
 	}
-	if fs.Method != "finetune" || fs.Completed != 2 {
-		t.Errorf("forked run: method %q, %d tasks completed", fs.Method, fs.Completed)
+	if fs.Method != "finetune" || fs.Completed != 2 || fs.Reports[0].TrainedIn != bicycDir || fs.Reports[1].TrainedIn != "" {
+		t.Errorf("forked run: method %q, %d tasks completed, tasks trained in %q, %q",
+			fs.Method, fs.Completed, fs.Reports[0].TrainedIn, fs.Reports[1].TrainedIn)
 	}
 
 	other := quickConfig("finetune", 1)

@@ -95,6 +95,9 @@ func Fork(src string, cfg config.Config, dir string, opts Options) (*Run, error)
 		return nil, err
 	}
 	r.stream = data.TaskStream{Order: rec.Order, Tasks: rec.Tasks}
+	if len(st.Reports) == 1 && st.Reports[0].TrainedIn == "" {
+		st.Reports[0].TrainedIn = src
+	}
 	r.state = st
 	// Same order as New, checkpoint first: config.yaml marks a run that can
 	// be resumed, and a fork killed before it is simply started again.

@@ -32,6 +32,9 @@ type TaskReport struct {
 	EvaluationSeconds float64 `json:"evaluation_seconds"`
 	// Drift holds the drift diagnostics when eval.drift is on.
 	Drift *Drift `json:"drift,omitempty"`
+	// TrainedIn is the directory of the run that trained this task when
+	// the run took it from another (Fork); empty when it trained it itself.
+	TrainedIn string `json:"trained_in,omitempty"`
 }
 
 // learnTask runs Stage I, Stage II and evaluation for task t (0-based) and
