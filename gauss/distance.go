@@ -29,6 +29,9 @@ func (g Gaussian) SquaredMahalanobis(x []float64) (float64, error) {
 	}
 	d := make([]float64, len(x))
 	for i := range x {
+		if math.IsNaN(x[i]) || math.IsInf(x[i], 0) {
+			return 0, fmt.Errorf("gauss: mahalanobis: point[%d] = %v: %w", i, x[i], ErrNonFinite)
+		}
 		d[i] = x[i] - g.Mean[i]
 	}
 	return whitenedNormSq(chol, d), nil

@@ -349,6 +349,12 @@ func TestNonFiniteInputs(t *testing.T) {
 		{func() error { _, err := Transport(good, poisoned, 100, rand.New(rand.NewPCG(1, 2))); return err }, "feature map output"},
 		{func() error { _, err := Transport(infCov, identity, 100, rand.New(rand.NewPCG(1, 2))); return err }, "covariance[1][2] = +Inf"},
 		{func() error { _, err := nanMean.SquaredMahalanobis(point); return err }, "mean[10] = NaN"},
+		{func() error {
+			p := slices.Clone(point)
+			p[4] = math.Inf(-1)
+			_, err := good.SquaredMahalanobis(p)
+			return err
+		}, "point[4] = -Inf"},
 		{func() error { _, err := KL(good, infCov); return err }, "second Gaussian"},
 		{func() error { _, err := Drift(nanMean, good, 1e-6); return err }, "first Gaussian"},
 	}
