@@ -3,7 +3,6 @@ package train
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -17,7 +16,8 @@ import (
 // Export writes the model directory of the run in runDir, as of its last
 // completed task, to outDir (see package export): backbone, adapter,
 // classifier and fused ONNX models plus the prototype bundle. It needs only
-// the run directory, not the training data.
+// the run directory, not the training data. The manifest's metrics are
+// those of that checkpoint.
 func Export(runDir, outDir string) error {
 	// Keys added after the run was written keep their defaults.
 	cfg := config.Default()
@@ -35,7 +35,13 @@ func Export(runDir, outDir string) error {
 	if st == nil || st.Completed == 0 {
 		return fmt.Errorf("export %s: the run has no completed task yet", runDir)
 	}
-	metrics, err := os.ReadFile(filepath.Join(runDir, "metrics.json"))
+	// The metrics come from the checkpoint, not metrics.json, which a kill
+	// between the two writes can leave one task behind.
+	s, err := summarize(cfg, rec.Tasks, st)
+	if err != nil {
+		return fmt.Errorf("export %s: %w", runDir, err)
+	}
+	metrics, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/infer"
 )
 
@@ -40,9 +41,25 @@ func TestExportMatchesTraining(t *testing.T) {
 	if len(ev.Predictions) != test.Len() {
 		t.Fatalf("evaluated %d of %d test images", len(ev.Predictions), test.Len())
 	}
+	// A kill between checkpoint and metrics leaves metrics.json behind; the
+	// export must describe the checkpoint it ships.
+	if err := os.WriteFile(filepath.Join(dir, "metrics.json"), []byte(`{"completed_tasks": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	model := filepath.Join(dir, "model")
 	if err := Export(dir, model); err != nil {
 		t.Fatal(err)
+	}
+	b, err := bundle.Open(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shipped Summary
+	if err := json.Unmarshal(b.Manifest.Metrics, &shipped); err != nil {
+		t.Fatal(err)
+	}
+	if sum := summary(t, r); shipped.Completed != 2 || shipped.TAg.ALast != sum.TAg.ALast {
+		t.Errorf("manifest metrics: %d tasks, A_last %v; the checkpoint has 2 tasks, A_last %v", shipped.Completed, shipped.TAg.ALast, sum.TAg.ALast)
 	}
 	clf, err := infer.Open(model, infer.WithLog(io.Discard))
 	if err != nil {

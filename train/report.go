@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/train/metrics"
 )
 
@@ -35,9 +36,13 @@ type MetricSet struct {
 }
 
 // Summary computes the run's metrics from the reports of the completed tasks.
-func (r *Run) Summary() (Summary, error) {
-	counts := make([]int, len(r.stream.Tasks))
-	for i, t := range r.stream.Tasks {
+func (r *Run) Summary() (Summary, error) { return summarize(r.cfg, r.stream.Tasks, r.state) }
+
+// summarize computes the metrics of state st, whose reports are the first
+// st.Completed tasks of tasks.
+func summarize(cfg config.Config, tasks [][]int, st *State) (Summary, error) {
+	counts := make([]int, len(tasks))
+	for i, t := range tasks {
 		counts[i] = len(t)
 	}
 	tag, err := metrics.NewMatrix(counts)
@@ -45,7 +50,7 @@ func (r *Run) Summary() (Summary, error) {
 		return Summary{}, err
 	}
 	taw, _ := metrics.NewMatrix(counts)
-	for _, rep := range r.state.Reports {
+	for _, rep := range st.Reports {
 		if err := tag.AddStep(rep.TAg); err != nil {
 			return Summary{}, err
 		}
@@ -53,8 +58,8 @@ func (r *Run) Summary() (Summary, error) {
 			return Summary{}, err
 		}
 	}
-	s := Summary{Method: r.cfg.Method, Seed: r.cfg.Seed, Completed: r.state.Completed, Tasks: len(r.stream.Tasks),
-		Reports: r.state.Reports, MatrixTAg: tag, MatrixTAw: taw}
+	s := Summary{Method: cfg.Method, Seed: cfg.Seed, Completed: st.Completed, Tasks: len(tasks),
+		Reports: st.Reports, MatrixTAg: tag, MatrixTAw: taw}
 	if tag.Steps() > 0 {
 		s.TAg, s.TAw = metricSet(tag), metricSet(taw)
 	}
