@@ -69,6 +69,9 @@ func (t lossTerm) current() float64 {
 // With loss.cycle_detach_inner false, L_cyc follows the paper's equation
 // literally instead: MSE(A(D(z_new)), sg z_new) + MSE(D(A(z_old)), z_old).
 // adagauss keeps only CE + kd_weight*L_n2o + alpha*L_ac.
+//
+// Stage1Step is its one caller outside tests: train's Stage I loop and
+// bench/train both run this graph through it.
 func buildStage1(cfg config.Config, n stage1Nets, c, h, w int) (*stage1Graph, error) {
 	g := G.NewGraph()
 	sg := &stage1Graph{

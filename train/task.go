@@ -169,23 +169,14 @@ func (r *Run) stage1(ctx context.Context, t int, cur, old *models.Backbone, dist
 	}
 	c, h, w := r.train.Channels, r.train.Height, r.train.Width
 	head := models.NewLinear(cfg.Model.FeatureDim, len(classes)*copies, true, r.rng("head", t))
-	nets := stage1Nets{backbone: cur, head: head, distiller: dist, adapter: adapt,
-		rows: batch * copies, numClasses: len(classes) * copies, hasOld: old != nil}
-	warmup := int(cfg.Train.DetachWarmup * float64(epochs))
-	graphs := map[bool]*stage1Graph{}
-	defer func() {
-		for _, g := range graphs {
-			g.close()
-		}
-	}()
-	var oldEx *extractor
-	var err error
-	if old != nil {
-		if oldEx, err = newExtractor(old, batch, c, h, w); err != nil {
-			return nil, 0, err
-		}
-		defer oldEx.close()
+	step, err := NewStage1Step(cfg, Stage1Nets{Backbone: cur, Old: old, Head: head, Distiller: dist, Adapter: adapt},
+		Stage1Input{Batch: batch, Channels: c, Height: h, Width: w, Rotation: rotation})
+	if err != nil {
+		return nil, 0, err
 	}
+	defer step.Close()
+	terms := step.Terms()
+	warmup := int(cfg.Train.DetachWarmup * float64(epochs))
 	local := make(map[int]int, len(classes))
 	for i, cl := range classes {
 		local[cl] = i
@@ -193,30 +184,18 @@ func (r *Run) stage1(ctx context.Context, t int, cur, old *models.Backbone, dist
 	batcher := data.NewBatcher(r.train, idx, data.BatchOptions{
 		BatchSize: batch, Shuffle: true, DropLast: true, Seed: r.seed("batches", t), Augment: r.augment, Preprocess: r.prep,
 	})
-	size := c * h * w
-	x := make([]float32, batch*size)
+	x := make([]float32, batch*c*h*w)
 	labels := make([]int, batch)
-	solver := &SGD{Momentum: cfg.Train.Momentum, WeightDecay: cfg.Train.WeightDecay, ClipNorm: cfg.Train.ClipNorm}
 	var last map[string]float64
 	images := 0
 	for epoch := 0; epoch < epochs; epoch++ {
-		detach := epoch < warmup
-		sg := graphs[detach]
-		if sg == nil {
-			nets.detach = detach
-			if sg, err = buildStage1(cfg, nets, c, h, w); err != nil {
-				return nil, 0, err
-			}
-			graphs[detach] = sg
-		}
-		solver.LR = LearningRate(lr, cfg.Train.LRDecay, cfg.Train.Milestones, epoch, epochs)
+		step.SetWarmup(epoch < warmup)
+		epochLR := LearningRate(lr, cfg.Train.LRDecay, cfg.Train.Milestones, epoch, epochs)
 		batcher.Epoch(epoch)
 		bar := r.newBar(batcher.NumBatches(), fmt.Sprintf("task %d stage I epoch %d/%d", t+1, epoch+1, epochs))
-		sums := make([]float64, len(sg.terms))
+		sums := make([]float64, len(terms))
 		steps := 0
 		epochStart := time.Now()
-		image := sg.image.Data().([]float32)
-		onehot := sg.onehot.Data().([]float32)
 		for {
 			if err := ctx.Err(); err != nil {
 				bar.Finish()
@@ -226,29 +205,10 @@ func (r *Run) stage1(ctx context.Context, t int, cur, old *models.Backbone, dist
 			if !ok {
 				break
 			}
-			clear(onehot)
-			k := len(classes) * copies
-			for i := 0; i < n; i++ {
-				y := local[labels[i]]
-				if rotation {
-					// Row layout of the authors' code: image i's turn q at row 4i+q, label 4y+q.
-					for q := 0; q < 4; q++ {
-						rotate90(x[i*size:(i+1)*size], image[(4*i+q)*size:(4*i+q+1)*size], c, h, w, q)
-						onehot[(4*i+q)*k+4*y+q] = 1
-					}
-				} else {
-					onehot[i*k+y] = 1
-				}
+			for i := range labels[:n] {
+				labels[i] = local[labels[i]]
 			}
-			if !rotation {
-				copy(image, x)
-			}
-			if oldEx != nil {
-				if err := oldEx.run(x, n, sg.zOld.Data().([]float32)); err != nil {
-					return nil, 0, err
-				}
-			}
-			vals, err := sg.step(solver)
+			vals, err := step.Run(x[:n*c*h*w], labels[:n], epochLR)
 			if err != nil {
 				bar.Finish()
 				return nil, 0, fmt.Errorf("stage I epoch %d step %d: %w", epoch+1, steps+1, err)
@@ -259,16 +219,16 @@ func (r *Run) stage1(ctx context.Context, t int, cur, old *models.Backbone, dist
 			steps++
 			images += n * copies
 			bar.Describe(fmt.Sprintf("task %d stage I epoch %d/%d  %s  %.0f img/s", t+1, epoch+1, epochs,
-				termString(sg.terms, sums, steps), float64(steps*n*copies)/time.Since(epochStart).Seconds()))
+				termString(terms, sums, steps), float64(steps*n*copies)/time.Since(epochStart).Seconds()))
 			bar.Add(1)
 		}
 		bar.Finish()
 		last = map[string]float64{}
-		for i, term := range sg.terms {
-			last[term.name] = sums[i] / float64(max(steps, 1))
+		for i, name := range terms {
+			last[name] = sums[i] / float64(max(steps, 1))
 		}
-		r.log.printf("task %d epoch %d/%d lr %.4g: %s (%.0f img/s)", t+1, epoch+1, epochs, solver.LR,
-			termString(sg.terms, sums, steps), float64(steps*batch*copies)/time.Since(epochStart).Seconds())
+		r.log.printf("task %d epoch %d/%d lr %.4g: %s (%.0f img/s)", t+1, epoch+1, epochs, epochLR,
+			termString(terms, sums, steps), float64(steps*batch*copies)/time.Since(epochStart).Seconds())
 	}
 	return last, images, nil
 }
@@ -358,13 +318,13 @@ func (r *Run) newClassStatistics(classes, idx []int, zNew []float32, flips bool,
 	return nil
 }
 
-func termString(terms []lossTerm, sums []float64, steps int) string {
+func termString(names []string, sums []float64, steps int) string {
 	var b strings.Builder
-	for i, t := range terms {
+	for i, name := range names {
 		if i > 0 {
 			b.WriteString(" ")
 		}
-		fmt.Fprintf(&b, "%s %.4f", t.name, sums[i]/float64(max(steps, 1)))
+		fmt.Fprintf(&b, "%s %.4f", name, sums[i]/float64(max(steps, 1)))
 	}
 	return b.String()
 }

@@ -1,0 +1,225 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/models"
+)
+
+// Stage1Nets are the networks of one task's Stage I (METHOD.md "Stage I").
+// Backbone, Head, Distiller and Adapter are trained in place; Old is only
+// read.
+type Stage1Nets struct {
+	// Backbone is f_t, the backbone being trained.
+	Backbone *models.Backbone
+	// Old is the frozen f_{t-1}, run in evaluation mode for z_old; nil
+	// without distillation (task 1, method finetune).
+	Old *models.Backbone
+	// Head maps S features to the task's classes, times 4 with rotation.
+	Head *models.Linear
+	// Distiller is D (new -> old), needed with Old. Adapter is A
+	// (old -> new), needed with Old for method bicyc; adagauss learns its
+	// adapter after Stage I.
+	Distiller, Adapter *models.Mapper
+}
+
+// Stage1Input is the shape of the batches a Stage1Step trains on.
+type Stage1Input struct {
+	// Batch is the number of images of one step, at least 2 (L_ac needs a
+	// covariance).
+	Batch int
+	// Channels, Height, Width are the image shape (NCHW).
+	Channels, Height, Width int
+	// Rotation adds each image's 90, 180 and 270 degree turns as their own
+	// classes (METHOD.md: task 1 with train.rotation): the graph sees
+	// 4*Batch rows and the head needs 4 outputs per class. Needs square
+	// images.
+	Rotation bool
+}
+
+// Stage1Step is one Stage I training step of a task, with the exact graph
+// train runs: a forward and backward pass of buildStage1's graph and one SGD
+// update (train.momentum, train.weight_decay, train.clip_norm of the config)
+// of every trained parameter. The loss, its weights and its gradient routing
+// are METHOD.md's, switched by cfg.Method and cfg.Loss:
+//
+//	CE + alpha*L_ac + lambda_bi*(L_n2o + L_o2n) + lambda_cyc*L_cyc + lambda_pair*L_pair   (bicyc)
+//	CE + alpha*L_ac + kd_weight*L_n2o                                                      (adagauss)
+//	CE + alpha*L_ac                                                  (no old backbone, finetune)
+//
+// (buildStage1 documents which network each term trains). z_old is the old
+// backbone's evaluation-mode features of the same rows, computed before
+// every step. The step holds the networks of Stage1Nets and updates them in
+// place; its graphs own memory released by Close. Not safe for concurrent
+// use, nor while another graph runs the same networks.
+type Stage1Step struct {
+	cfg      config.Config
+	nets     stage1Nets
+	in       Stage1Input
+	classes  int                   // task classes (head outputs / copies)
+	graphs   map[bool]*stage1Graph // by detach; the warm-up graph is built on first use
+	detach   bool
+	old      *extractor // nil without an old backbone
+	solver   *SGD
+	terms    []string
+	imageLen int // floats of one image
+}
+
+// NewStage1Step builds the Stage I step of cfg for nets on batches of in.
+// It returns an error when the networks or the shape do not fit together:
+// head inputs or old features other than the backbone's S, head outputs
+// not a multiple of 4 with rotation, rotation of non-square images, a
+// missing mapper, or an old backbone with method finetune.
+func NewStage1Step(cfg config.Config, nets Stage1Nets, in Stage1Input) (*Stage1Step, error) {
+	if nets.Backbone == nil || nets.Head == nil {
+		return nil, errors.New("stage I step: backbone and head are required")
+	}
+	if in.Batch < 2 || in.Channels < 1 || in.Height < 1 || in.Width < 1 {
+		return nil, fmt.Errorf("stage I step: batch %d of %dx%dx%d images, want a batch >= 2 of non-empty images", in.Batch, in.Channels, in.Height, in.Width)
+	}
+	s := nets.Backbone.FeatureDim()
+	if nets.Head.In() != s {
+		return nil, fmt.Errorf("stage I step: head takes %d features, backbone gives %d", nets.Head.In(), s)
+	}
+	copies := 1
+	if in.Rotation {
+		copies = 4
+		if in.Height != in.Width {
+			return nil, fmt.Errorf("stage I step: rotation needs square images, got %dx%d", in.Height, in.Width)
+		}
+	}
+	if nets.Head.Out()%copies != 0 {
+		return nil, fmt.Errorf("stage I step: head has %d outputs, want 4 per class with rotation", nets.Head.Out())
+	}
+	if nets.Old != nil {
+		switch {
+		case cfg.Method == "finetune":
+			return nil, errors.New("stage I step: method finetune has no old backbone")
+		case nets.Old.FeatureDim() != s:
+			return nil, fmt.Errorf("stage I step: old backbone gives %d features, new one %d", nets.Old.FeatureDim(), s)
+		case nets.Distiller == nil:
+			return nil, errors.New("stage I step: distillation from the old backbone needs a distiller")
+		case cfg.Method != "adagauss" && nets.Adapter == nil:
+			return nil, fmt.Errorf("stage I step: method %s needs an adapter", cfg.Method)
+		}
+	}
+	st := &Stage1Step{
+		cfg: cfg,
+		nets: stage1Nets{backbone: nets.Backbone, head: nets.Head, distiller: nets.Distiller, adapter: nets.Adapter,
+			rows: in.Batch * copies, numClasses: nets.Head.Out(), hasOld: nets.Old != nil},
+		in:       in,
+		classes:  nets.Head.Out() / copies,
+		graphs:   map[bool]*stage1Graph{},
+		solver:   &SGD{Momentum: cfg.Train.Momentum, WeightDecay: cfg.Train.WeightDecay, ClipNorm: cfg.Train.ClipNorm},
+		imageLen: in.Channels * in.Height * in.Width,
+	}
+	sg, err := st.graph()
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range sg.terms {
+		st.terms = append(st.terms, t.name)
+	}
+	if nets.Old != nil {
+		if st.old, err = newExtractor(nets.Old, st.nets.rows, in.Channels, in.Height, in.Width); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// graph returns the graph of the current detach mode, building it on first use.
+func (st *Stage1Step) graph() (*stage1Graph, error) {
+	if sg := st.graphs[st.detach]; sg != nil {
+		return sg, nil
+	}
+	n := st.nets
+	n.detach = st.detach
+	sg, err := buildStage1(st.cfg, n, st.in.Channels, st.in.Height, st.in.Width)
+	if err != nil {
+		return nil, fmt.Errorf("stage I step: %w", err)
+	}
+	st.graphs[st.detach] = sg
+	return sg, nil
+}
+
+// Terms returns the names of the loss terms Run reports, in its order: ce,
+// then those of ac, n2o, o2n, cyc and pair that cfg switches on.
+func (st *Stage1Step) Terms() []string { return append([]string(nil), st.terms...) }
+
+// SetWarmup switches the detach warm-up on or off for the following steps
+// (METHOD.md: the first train.detach_warmup of the epochs): while on, every
+// loss term sees the backbone's features through a stop-gradient, so the
+// backbone gets no update and only the head, D and A train.
+func (st *Stage1Step) SetWarmup(on bool) { st.detach = on }
+
+// Run trains one step on a batch: images are in.Batch NCHW float32 images,
+// normalised as training does, and labels their task-local classes in
+// [0, classes). It returns the unweighted loss terms of the batch in Terms'
+// order, computed before the update, at learning rate lr. A non-finite loss
+// term or gradient norm is an error naming it, and the weights are then not
+// updated. Run keeps neither slice.
+//
+// With rotation, image i turned q quarter turns counter-clockwise is row
+// 4i+q with class 4*labels[i]+q (the authors' layout).
+func (st *Stage1Step) Run(images []float32, labels []int, lr float64) ([]float64, error) {
+	if st.graphs == nil {
+		panic("train: Stage1Step.Run after Close")
+	}
+	if len(images) != st.in.Batch*st.imageLen || len(labels) != st.in.Batch {
+		return nil, fmt.Errorf("stage I step: %d image values and %d labels, want %d images of %dx%dx%d and their labels",
+			len(images), len(labels), st.in.Batch, st.in.Channels, st.in.Height, st.in.Width)
+	}
+	if !(lr >= 0) || math.IsInf(lr, 0) {
+		return nil, fmt.Errorf("stage I step: learning rate %v", lr)
+	}
+	sg, err := st.graph()
+	if err != nil {
+		return nil, err
+	}
+	image := sg.image.Data().([]float32)
+	onehot := sg.onehot.Data().([]float32)
+	clear(onehot)
+	k, size := st.nets.numClasses, st.imageLen
+	for i, y := range labels {
+		if y < 0 || y >= st.classes {
+			return nil, fmt.Errorf("stage I step: label %d of image %d is not a task class in [0,%d)", y, i, st.classes)
+		}
+		if !st.in.Rotation {
+			onehot[i*k+y] = 1
+			continue
+		}
+		for q := 0; q < 4; q++ {
+			r := 4*i + q
+			rotate90(images[i*size:(i+1)*size], image[r*size:(r+1)*size], st.in.Channels, st.in.Height, st.in.Width, q)
+			onehot[r*k+4*y+q] = 1
+		}
+	}
+	if !st.in.Rotation {
+		copy(image, images)
+	}
+	if st.old != nil {
+		if err := st.old.run(image, st.nets.rows, sg.zOld.Data().([]float32)); err != nil {
+			return nil, fmt.Errorf("old backbone: %w", err)
+		}
+	}
+	st.solver.LR = lr
+	return sg.step(st.solver)
+}
+
+// Close releases the step's graphs; the networks stay usable. Close is
+// idempotent.
+func (st *Stage1Step) Close() {
+	for _, sg := range st.graphs {
+		sg.close()
+	}
+	st.graphs = nil
+	if st.old != nil {
+		st.old.close()
+		st.old = nil
+	}
+}
