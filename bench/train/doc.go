@@ -17,9 +17,10 @@
 // background load on the shared machine hits both sides; it also reports
 // each side's peak RSS during its benchmark.
 //
-// The step is package train's Stage I graph rebuilt here from package
-// models, models/ops and train.SGD (see stepGraph): train keeps its graph
-// builder unexported.
+// The bicyc side is train.Stage1Step, the very step train's Stage I loop
+// runs (graph, gradient routing, old-backbone forward, SGD with clipping),
+// with config.Default's settings; the plain step is the same with
+// loss.anti_collapse off and no old backbone.
 //
 // Usage (from the repository root; `make bench-train` installs PyTorch
 // first):

@@ -16,10 +16,12 @@ import (
 	"time"
 
 	"github.com/bicyc/bicyc/bench/compare"
+	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/models/ops"
 	"github.com/bicyc/bicyc/safetensors"
+	"github.com/bicyc/bicyc/train"
 )
 
 // options are the command's flags.
@@ -206,7 +208,7 @@ func (b *benchmark) run(o options, dir string) (string, error) {
 		return "", err
 	}
 	statePath, batchPath := filepath.Join(dir, "state.safetensors"), filepath.Join(dir, "batches.safetensors")
-	if err := safetensors.WriteFile(statePath, n.state(), nil); err != nil {
+	if err := safetensors.WriteFile(statePath, netsState(n), nil); err != nil {
 		return "", err
 	}
 	floatLabels := make([]float32, len(labels))
@@ -225,11 +227,12 @@ func (b *benchmark) run(o options, dir string) (string, error) {
 	if err := compare.ResetPeakRSS(); err != nil {
 		return "", err
 	}
-	sg, err := buildStep(n)
+	cfg := b.config()
+	step, err := train.NewStage1Step(cfg, n, train.Stage1Input{Batch: b.batch, Channels: b.channels, Height: b.side, Width: b.side})
 	if err != nil {
 		return "", err
 	}
-	defer sg.close()
+	defer step.Close()
 	args := []string{o.script, "serve", "--arch", b.arch, "--state", statePath, "--batches", batchPath,
 		"--batch", fmt.Sprint(b.batch), "--threads", fmt.Sprint(o.threads)}
 	if b.bicyc {
@@ -254,10 +257,8 @@ func (b *benchmark) run(o options, dir string) (string, error) {
 
 	// Step 1 on both sides from the same weights and batch: the loss terms
 	// must agree, or the two sides do not train the same network.
-	for _, t := range sg.terms {
-		b.termNames = append(b.termNames, t.name)
-	}
-	if b.oursTerms, err = b.ourSteps(sg, images, labels, 0, 1); err != nil {
+	b.termNames = step.Terms()
+	if b.oursTerms, err = b.ourSteps(step, cfg.Train.LR, images, labels, 0, 1); err != nil {
 		return "", err
 	}
 	var first struct {
@@ -290,7 +291,7 @@ func (b *benchmark) run(o options, dir string) (string, error) {
 			}
 		}
 		start := time.Now()
-		if _, err := b.ourSteps(sg, images, labels, next, b.steps); err != nil {
+		if _, err := b.ourSteps(step, cfg.Train.LR, images, labels, next, b.steps); err != nil {
 			return "", err
 		}
 		wall := time.Since(start)
@@ -329,22 +330,25 @@ func (b *benchmark) run(o options, dir string) (string, error) {
 	return hello.Torch, nil
 }
 
-// ourSteps runs steps training steps on the kept batches first,
-// first+1, ... (cycled) and returns the loss terms of the last one.
-func (b *benchmark) ourSteps(sg *stepGraph, images []float32, labels []int, first, steps int) ([]float64, error) {
+// config is the training configuration of b's step: config.Default's
+// (METHOD.md's loss weights, SGD momentum, weight decay and clipping); the
+// plain step has no anti-collapse term, so it is backbone + head + CE.
+func (b *benchmark) config() config.Config {
+	cfg := config.Default()
+	cfg.Loss.AntiCollapse = b.bicyc
+	return cfg
+}
+
+// ourSteps runs steps training steps at learning rate lr on the kept
+// batches first, first+1, ... (cycled) and returns the loss terms of the
+// last one.
+func (b *benchmark) ourSteps(step *train.Stage1Step, lr float64, images []float32, labels []int, first, steps int) ([]float64, error) {
 	size := b.channels * b.side * b.side
-	image := sg.image.Data().([]float32)
-	onehot := sg.onehot.Data().([]float32)
 	var terms []float64
 	for s := range steps {
 		k := (first + s) % batchesKept
-		copy(image, images[k*b.batch*size:(k+1)*b.batch*size])
-		clear(onehot)
-		for i, l := range labels[k*b.batch : (k+1)*b.batch] {
-			onehot[i*b.classes+l] = 1
-		}
 		var err error
-		if terms, err = sg.step(); err != nil {
+		if terms, err = step.Run(images[k*b.batch*size:(k+1)*b.batch*size], labels[k*b.batch:(k+1)*b.batch], lr); err != nil {
 			return nil, fmt.Errorf("step %d: %w", first+s+1, err)
 		}
 	}
@@ -352,38 +356,38 @@ func (b *benchmark) ourSteps(sg *stepGraph, images []float32, labels []int, firs
 }
 
 // newNets returns b's networks with fixed-seed initial weights: a new
-// backbone, head and (BiCyc) a frozen old backbone, distiller and adapter
-// of METHOD.md's shapes (mlp mappers S -> 32S -> S).
-func (b *benchmark) newNets() (nets, error) {
+// backbone and head and, for the BiCyc step, a frozen old backbone, a
+// distiller and an adapter of METHOD.md's shapes (mlp mappers S -> 32S -> S).
+func (b *benchmark) newNets() (train.Stage1Nets, error) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	n := nets{batch: b.batch, classes: b.classes, channels: b.channels, side: b.side, dims: featureDim}
+	var n train.Stage1Nets
 	var err error
-	if n.backbone, err = models.NewBackbone(b.arch, b.channels, featureDim, rng); err != nil {
+	if n.Backbone, err = models.NewBackbone(b.arch, b.channels, featureDim, rng); err != nil {
 		return n, err
 	}
-	n.head = models.NewLinear(featureDim, b.classes, true, rng)
+	n.Head = models.NewLinear(featureDim, b.classes, true, rng)
 	if !b.bicyc {
 		return n, nil
 	}
-	if n.old, err = models.NewBackbone(b.arch, b.channels, featureDim, rng); err != nil {
+	if n.Old, err = models.NewBackbone(b.arch, b.channels, featureDim, rng); err != nil {
 		return n, err
 	}
-	if n.distiller, err = models.NewMapper(models.MapperMLP, featureDim, models.DefaultHiddenMult, rng); err != nil {
+	if n.Distiller, err = models.NewMapper(models.MapperMLP, featureDim, models.DefaultHiddenMult, rng); err != nil {
 		return n, err
 	}
-	n.adapter, err = models.NewMapper(models.MapperMLP, featureDim, models.DefaultHiddenMult, rng)
+	n.Adapter, err = models.NewMapper(models.MapperMLP, featureDim, models.DefaultHiddenMult, rng)
 	return n, err
 }
 
-// state returns every network's tensors under the prefixes
+// netsState returns every network's tensors under the prefixes
 // bench/train_torch.py reads: backbone., head., old., distiller., adapter.
-func (n nets) state() []safetensors.Tensor {
-	s := models.WithPrefix("backbone.", n.backbone.State())
-	s = append(s, n.head.State("head.")...)
-	if n.old != nil {
-		s = append(s, models.WithPrefix("old.", n.old.State())...)
-		s = append(s, models.WithPrefix("distiller.", n.distiller.State())...)
-		s = append(s, models.WithPrefix("adapter.", n.adapter.State())...)
+func netsState(n train.Stage1Nets) []safetensors.Tensor {
+	s := models.WithPrefix("backbone.", n.Backbone.State())
+	s = append(s, n.Head.State("head.")...)
+	if n.Old != nil {
+		s = append(s, models.WithPrefix("old.", n.Old.State())...)
+		s = append(s, models.WithPrefix("distiller.", n.Distiller.State())...)
+		s = append(s, models.WithPrefix("adapter.", n.Adapter.State())...)
 	}
 	return s
 }
