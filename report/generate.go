@@ -47,6 +47,23 @@ type Result struct {
 // Files are replaced atomically. Generate is safe to run while a sweep is
 // training: it reports the finished runs and lists the others.
 func Generate(dir string, opts Options) (*Result, error) {
+	g, err := generate(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	return g.res, nil
+}
+
+// generated is everything a report was written from, for Publish.
+type generated struct {
+	set    *Set
+	groups []Group
+	figs   figureSet
+	opts   Options // with Now and Machine filled in
+	res    *Result
+}
+
+func generate(dir string, opts Options) (*generated, error) {
 	set, err := Load(dir)
 	if err != nil {
 		return nil, err
@@ -78,13 +95,14 @@ func Generate(dir string, opts Options) (*Result, error) {
 	if err := writeFileAtomic(res.Markdown, []byte(markdown(set, groups, figs, opts))); err != nil {
 		return nil, err
 	}
-	return res, nil
+	return &generated{set: set, groups: groups, figs: figs, opts: opts, res: res}, nil
 }
 
 // figureSet holds the figures of a report by section.
 type figureSet struct {
 	matrices []Figure // one per run, in set order
 	gains    []Figure
+	gainOver []string // the method each gain is over, parallel to gains
 	curves   []Figure // A_last per step: TAg, TAw, then the ablation
 	drift    *Figure
 }
@@ -126,21 +144,8 @@ func writeFigures(dir string, set *Set, groups []Group) (figureSet, error) {
 		fs.matrices = append(fs.matrices, f)
 	}
 
-	var main, ablation []*Group
-	var full *Group
-	for i := range groups {
-		g := &groups[i]
-		if g.Variant.Method == "bicyc" && !g.Variant.Ablated() {
-			full = g
-		}
-		if g.Variant.Method == "bicyc" {
-			ablation = append(ablation, g)
-		}
-		if !g.Variant.Ablated() {
-			main = append(main, g)
-		}
-	}
-	if full != nil {
+	main, ablation := splitGroups(groups)
+	if full := fullBicyc(main); full != nil {
 		for _, g := range main {
 			if g == full {
 				continue
@@ -159,6 +164,7 @@ func writeFigures(dir string, set *Set, groups []Group) (figureSet, error) {
 				return fs, err
 			}
 			fs.gains = append(fs.gains, f)
+			fs.gainOver = append(fs.gainOver, g.Variant.Method)
 		}
 	}
 
@@ -219,6 +225,33 @@ func writeFigures(dir string, set *Set, groups []Group) (figureSet, error) {
 		fs.drift = &f
 	}
 	return fs, nil
+}
+
+// splitGroups returns the groups of the main results table (the variants
+// without an ablated loss) and the bicyc groups of the ablation grid, both
+// in the order of groups.
+func splitGroups(groups []Group) (main, ablation []*Group) {
+	for i := range groups {
+		g := &groups[i]
+		if !g.Variant.Ablated() {
+			main = append(main, g)
+		}
+		if g.Variant.Method == "bicyc" {
+			ablation = append(ablation, g)
+		}
+	}
+	return main, ablation
+}
+
+// fullBicyc returns the bicyc group with both losses on, nil if there is
+// none.
+func fullBicyc(main []*Group) *Group {
+	for _, g := range main {
+		if g.Variant.Method == "bicyc" {
+			return g
+		}
+	}
+	return nil
 }
 
 // runMatrix is a run's TAg accuracy matrix in percent, rows of steps not

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"runtime"
 	"strings"
@@ -19,6 +20,12 @@ type Machine struct {
 	Arch string `json:"arch"`
 	// GoVersion is the Go release the binary was built with.
 	GoVersion string `json:"go_version"`
+}
+
+// String is the machine as reports name it, e.g. "AMD EPYC 7B13 (2 CPUs,
+// linux/amd64, go1.26.8)".
+func (m Machine) String() string {
+	return fmt.Sprintf("%s (%d CPUs, %s/%s, %s)", m.CPU, m.NProc, m.OS, m.Arch, m.GoVersion)
 }
 
 // ThisMachine describes the computer the program runs on.

@@ -31,6 +31,8 @@ type runLine struct {
 	TAwALast     float64 `json:"taw_a_last"`
 	StageSeconds float64 `json:"stage_seconds"`
 	WallSeconds  float64 `json:"wall_seconds,omitempty"`
+	// FirstTaskFrom names the run that trained task 1 for a forked run.
+	FirstTaskFrom string `json:"task1_from,omitempty"`
 }
 
 func newSummaryFile(set *Set, groups []Group, figs figureSet, opts Options) summaryFile {
@@ -39,7 +41,8 @@ func newSummaryFile(set *Set, groups []Group, figs figureSet, opts Options) summ
 	for _, r := range set.Runs {
 		s.Runs = append(s.Runs, runLine{Name: r.Name, Variant: r.Variant(), Seed: r.Summary.Seed,
 			Completed: r.Summary.Completed, Tasks: r.Summary.Tasks, TAgALast: r.Summary.TAg.ALast,
-			TAwALast: r.Summary.TAw.ALast, StageSeconds: r.StageSeconds(), WallSeconds: r.WallSeconds})
+			TAwALast: r.Summary.TAw.ALast, StageSeconds: r.StageSeconds(), WallSeconds: r.WallSeconds,
+			FirstTaskFrom: r.FirstTaskFrom()})
 	}
 	return s
 }
@@ -51,7 +54,7 @@ func markdown(set *Set, groups []Group, figs figureSet, opts Options) string {
 	m := opts.Machine
 
 	p("# BiCyc report: %s\n\n", filepath.Base(filepath.Clean(set.Dir)))
-	p("Generated %s on %s (%d CPUs, %s/%s, %s).\n\n", opts.Now.UTC().Format("2006-01-02 15:04 MST"), m.CPU, m.NProc, m.OS, m.Arch, m.GoVersion)
+	p("Generated %s on %s.\n\n", opts.Now.UTC().Format(dateLayout), m)
 	first := set.Runs[0].Config
 	p("%s\n\n", describeConfig(first))
 	if sw := set.Sweep; sw != nil {
@@ -71,43 +74,25 @@ func markdown(set *Set, groups []Group, figs figureSet, opts Options) string {
 	}
 	p("Accuracies are in %%: A_last after the last task, A_inc the mean of A_last over the steps, F_last the class-count-weighted forgetting of the old tasks (METHOD.md \"Metrics\"); mean ± sample std over seeds. TAg classifies among all classes seen, TAw within the task's own classes.\n\n")
 
-	var main, ablation []*Group
-	for i := range groups {
-		g := &groups[i]
-		if !g.Variant.Ablated() {
-			main = append(main, g)
-		}
-		if g.Variant.Method == "bicyc" {
-			ablation = append(ablation, g)
-		}
-	}
+	main, ablation := splitGroups(groups)
 	if len(groups) == 0 {
 		p("No run has finished yet: the tables and curves need finished runs.\n\n")
 	}
 	if len(main) > 0 {
 		p("## Results\n\n")
-		p("| method | seeds | TAg A_last | TAg A_inc | TAg F_last | TAw A_last | TAw A_inc | TAw F_last |\n")
-		p("|---|---|---|---|---|---|---|---|\n")
+		resultsTable(&b, main)
+		p("Task-aware (TAw) metrics in full:\n\n")
+		p("| method | seeds | TAw A_last | TAw A_inc | TAw F_last |\n")
+		p("|---|---|---|---|---|\n")
 		for _, g := range main {
-			p("| %s | %d | %s | %s | %s | %s | %s | %s |\n", g.Variant, len(g.Seeds),
-				pm(g.TAg.ALast), pm(g.TAg.AInc), pm(g.TAg.FLast), pm(g.TAw.ALast), pm(g.TAw.AInc), pm(g.TAw.FLast))
+			p("| %s | %d | %s | %s | %s |\n", g.Variant, len(g.Seeds), pm(g.TAw.ALast), pm(g.TAw.AInc), pm(g.TAw.FLast))
 		}
 		p("\n")
 	}
 	if len(ablation) > 1 {
 		p("## Ablation: L_bi and L_cyc\n\n")
 		p("bicyc with the bidirectional alignment L_bi = L_n2o + L_o2n and the cycle loss L_cyc switched on (✓) or off (✗), everything else equal (paper Table \"Contributions of L_bi and L_cyc\").\n\n")
-		p("| L_bi | L_cyc | seeds | TAg A_last | TAg A_inc | TAg F_last | TAw A_last | TAw A_inc |\n")
-		p("|---|---|---|---|---|---|---|---|\n")
-		for _, v := range []Variant{{"bicyc", false, false}, {"bicyc", true, false}, {"bicyc", false, true}, {"bicyc", true, true}} {
-			for _, g := range ablation {
-				if g.Variant == v {
-					p("| %s | %s | %d | %s | %s | %s | %s | %s |\n", mark(v.Bi), mark(v.Cyc), len(g.Seeds),
-						pm(g.TAg.ALast), pm(g.TAg.AInc), pm(g.TAg.FLast), pm(g.TAw.ALast), pm(g.TAw.AInc))
-				}
-			}
-		}
-		p("\n")
+		ablationTable(&b, ablation)
 	}
 	if len(figs.curves) > 0 {
 		p("## A_last after every task\n\n")
@@ -147,18 +132,25 @@ func markdown(set *Set, groups []Group, figs figureSet, opts Options) string {
 	p("## Runs\n\n")
 	p("| run | method | seed | tasks done | TAg A_last | TAw A_last | time in stages | wall time |\n")
 	p("|---|---|---|---|---|---|---|---|\n")
-	var stages, wall float64
+	forked := false
 	for _, r := range set.Runs {
 		w := "–"
 		if r.WallSeconds > 0 {
 			w = duration(r.WallSeconds)
 		}
-		p("| %s | %s | %d | %d/%d | %s | %s | %s | %s |\n", r.Name, r.Variant(), r.Summary.Seed, r.Summary.Completed, r.Summary.Tasks,
+		name := r.Name
+		if from := r.FirstTaskFrom(); from != "" {
+			name += " (task 1 from " + from + ")"
+			forked = true
+		}
+		p("| %s | %s | %d | %d/%d | %s | %s | %s | %s |\n", name, r.Variant(), r.Summary.Seed, r.Summary.Completed, r.Summary.Tasks,
 			percent(r.Summary.TAg.ALast), percent(r.Summary.TAw.ALast), duration(r.StageSeconds()), w)
-		stages += r.StageSeconds()
-		wall += r.WallSeconds
 	}
 	p("\nTime in stages adds up Stage I, Stage II, transport and evaluation (metrics.json); wall time is what the sweep measured around each run, data loading, drift diagnostics, checkpoints and export included.")
+	if forked {
+		p(" Runs marked \"task 1 from\" started from that run's task-1 checkpoint (train.Fork): their wall time leaves task 1 out, while their time in stages includes task 1's stage times, copied from the run that trained it; the total below counts such a task once when that run is listed here.")
+	}
+	stages, wall := runTotals(set.Runs)
 	p(" Total: %s in stages", duration(stages))
 	if wall > 0 {
 		p(", %s wall", duration(wall))
@@ -182,6 +174,58 @@ func markdown(set *Set, groups []Group, figs figureSet, opts Options) string {
 		embed(&b, f)
 	}
 	return b.String()
+}
+
+// dateLayout is how reports write their date.
+const dateLayout = "2006-01-02 15:04 MST"
+
+// resultsTable writes the paper-form results table of the main variants:
+// A_last, A_inc and F_last of TAg and A_last of TAw, mean ± std over seeds
+// in %. report.md and the README snippet (Publish) share it.
+func resultsTable(b *strings.Builder, main []*Group) {
+	b.WriteString("| method | seeds | TAg A_last | TAg A_inc | TAg F_last | TAw A_last |\n")
+	b.WriteString("|---|---|---|---|---|---|\n")
+	for _, g := range main {
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s |\n", g.Variant, len(g.Seeds),
+			pm(g.TAg.ALast), pm(g.TAg.AInc), pm(g.TAg.FLast), pm(g.TAw.ALast))
+	}
+	b.WriteString("\n")
+}
+
+// ablationTable writes the L_bi x L_cyc grid of the bicyc groups in the
+// paper's row order (both off first, both on last). report.md and the
+// README snippet (Publish) share it.
+func ablationTable(b *strings.Builder, ablation []*Group) {
+	b.WriteString("| L_bi | L_cyc | seeds | TAg A_last | TAg A_inc | TAg F_last | TAw A_last | TAw A_inc |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	for _, v := range []Variant{{"bicyc", false, false}, {"bicyc", true, false}, {"bicyc", false, true}, {"bicyc", true, true}} {
+		for _, g := range ablation {
+			if g.Variant == v {
+				fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", mark(v.Bi), mark(v.Cyc), len(g.Seeds),
+					pm(g.TAg.ALast), pm(g.TAg.AInc), pm(g.TAg.FLast), pm(g.TAw.ALast), pm(g.TAw.AInc))
+			}
+		}
+	}
+	b.WriteString("\n")
+}
+
+// runTotals adds up the runs' time in stages and wall time. A forked run's
+// task 1 (copied, see Run.FirstTaskFrom) counts only when the run that
+// trained it is not among runs, so every task trained counts once; wall
+// times need no such care, since a forked run's leave task 1 out.
+func runTotals(runs []*Run) (stages, wall float64) {
+	listed := map[string]bool{}
+	for _, r := range runs {
+		listed[r.Name] = true
+	}
+	for _, r := range runs {
+		stages += r.StageSeconds()
+		if from := r.FirstTaskFrom(); from != "" && listed[from] {
+			stages -= stageSeconds(r.Summary.Reports[0])
+		}
+		wall += r.WallSeconds
+	}
+	return stages, wall
 }
 
 // duplicateSeeds lists the seeds that occur more than once in a group.

@@ -100,15 +100,33 @@ func (r *Run) Finished() bool {
 	return r.Summary.Tasks > 0 && r.Summary.Completed == r.Summary.Tasks
 }
 
+// FirstTaskFrom is the base name of the run that trained this run's first
+// task when the run started from that run's task-1 checkpoint (train.Fork,
+// metrics.json reports[0].trained_in), "" when the run trained it itself.
+// A forked run's WallSeconds leave task 1 out; its StageSeconds include
+// task 1's stage times, copied from the run that trained it.
+func (r *Run) FirstTaskFrom() string {
+	if len(r.Summary.Reports) == 0 || r.Summary.Reports[0].TrainedIn == "" {
+		return ""
+	}
+	return filepath.Base(filepath.Clean(r.Summary.Reports[0].TrainedIn))
+}
+
 // StageSeconds is the time the run's completed tasks spent in Stage I,
 // Stage II, transport and evaluation, from metrics.json; it leaves out data
 // loading, drift diagnostics, checkpoints and export.
 func (r *Run) StageSeconds() float64 {
 	var s float64
 	for _, t := range r.Summary.Reports {
-		s += t.Stage1Seconds + t.Stage2Seconds + t.TransportSeconds + t.EvaluationSeconds
+		s += stageSeconds(t)
 	}
 	return s
+}
+
+// stageSeconds is the time one task spent in Stage I, Stage II, transport
+// and evaluation.
+func stageSeconds(t train.TaskReport) float64 {
+	return t.Stage1Seconds + t.Stage2Seconds + t.TransportSeconds + t.EvaluationSeconds
 }
 
 // HasDrift reports whether every completed task recorded drift diagnostics

@@ -21,6 +21,9 @@ type fakeRun struct {
 	counts   []int       // classes per task
 	tag, taw [][]float64 // recorded rows; fewer than len(counts) for a stopped run
 	drift    bool        // record drift diagnostics
+	// trainedIn is the run that trained task 1 for a forked run
+	// (metrics.json reports[0].trained_in), "" otherwise.
+	trainedIn string
 }
 
 // name is the run directory name a sweep gives the run.
@@ -57,6 +60,9 @@ func (f fakeRun) summary(t *testing.T) train.Summary {
 			t.Fatal(err)
 		}
 		rep := train.TaskReport{Task: i + 1, TAg: f.tag[i], TAw: f.taw[i], Stage1Seconds: 10, Stage2Seconds: 2, EvaluationSeconds: 1}
+		if i == 0 {
+			rep.TrainedIn = f.trainedIn
+		}
 		if f.drift {
 			d := &train.Drift{MeanL2: 0.5 * float64(i+1), CovFrobenius: 0.2 * float64(i+1), SymmetricKL: 10 * float64(i+1) * float64(i+1)}
 			if i > 0 {
