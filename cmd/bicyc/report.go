@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -8,8 +9,14 @@ import (
 	"github.com/bicyc/bicyc/report"
 )
 
+// reportOptions are the flags of bicyc report.
+type reportOptions struct {
+	publish, readme string
+}
+
 func newReportCmd() *cobra.Command {
-	return &cobra.Command{
+	var o reportOptions
+	cmd := &cobra.Command{
 		Use:   "report <run-or-sweep-dir>",
 		Short: "Write report.md, summary.json and PNG figures for a run, a sweep or a directory of runs",
 		Long: `report reads a run directory (metrics.json), a sweep directory (sweep.json) or a
@@ -18,15 +25,49 @@ the paper's tables in %: A_last, A_inc, F_last as mean ± std over seeds for TAg
 the L_bi x L_cyc ablation grid, wall times), summary.json with the same numbers, and
 figures/*.png: accuracy matrices, per-step gains of bicyc over the other methods,
 A_last per step and drift diagnostics. Unfinished runs are listed but left out of the
-tables, so a report can be written while a sweep is still training.`,
+tables, so a report can be written while a sweep is still training.
+
+--publish DEST then copies the report, its figures, sweep.json and every run's small
+text files (config.yaml, stream.json, metrics.json, metrics.csv, acc_tag.csv,
+acc_taw.csv, log.txt; never checkpoints or models) into DEST, replacing DEST as a whole
+through a temporary sibling directory and renames. --readme FILE also regenerates the
+section of FILE between the lines
+  <!-- bicyc-results:begin -->
+  <!-- bicyc-results:end -->
+with this command line, the date, the machine, the number of runs and their wall time,
+the results table, the ablation grid and two figures linked from DEST; the rest of FILE
+is left byte for byte. Example:
+  bicyc report runs/sweeps/fmnist-t5-e10 --publish docs/results/fmnist-t5-e10 --readme README.md`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := report.Generate(args[0], report.Options{})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s (%d figures)\n", res.Markdown, len(res.Figures))
-			return nil
+			return runReport(cmd, args[0], o)
 		},
 	}
+	cmd.Flags().StringVar(&o.publish, "publish", "", "copy the report and the runs' small files into `dir`, replacing it")
+	cmd.Flags().StringVar(&o.readme, "readme", "", "regenerate the results section of this Markdown `file` (needs --publish)")
+	return cmd
+}
+
+func runReport(cmd *cobra.Command, dir string, o reportOptions) error {
+	out := cmd.OutOrStdout()
+	if o.publish == "" {
+		if o.readme != "" {
+			return errors.New("--readme needs --publish: the README's results section links into the published directory")
+		}
+		res, err := report.Generate(dir, report.Options{})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s (%d figures)\n", res.Markdown, len(res.Figures))
+		return nil
+	}
+	pub, err := report.Publish(dir, report.Publication{Dest: o.publish, Readme: o.readme}, report.Options{})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s (%d figures)\npublished %d files to %s\n", pub.Report.Markdown, len(pub.Report.Figures), len(pub.Files), pub.Dest)
+	if o.readme != "" {
+		fmt.Fprintf(out, "updated the results section of %s\n", o.readme)
+	}
+	return nil
 }
