@@ -63,19 +63,20 @@ type Model struct {
 
 // Train holds Stage I optimisation settings.
 type Train struct {
-	EpochsFirst  int       `mapstructure:"epochs_first" yaml:"epochs_first" doc:"Stage I epochs on task 1."`
-	Epochs       int       `mapstructure:"epochs" yaml:"epochs" doc:"Stage I epochs on every later task."`
-	BatchSize    int       `mapstructure:"batch_size" yaml:"batch_size" doc:"Training mini-batch size (drop_last)."`
-	LRFirst      float64   `mapstructure:"lr_first" yaml:"lr_first" doc:"Learning rate on task 1 (METHOD.md: 0.1)."`
-	LR           float64   `mapstructure:"lr" yaml:"lr" doc:"Learning rate on later tasks (METHOD.md: 0.01)."`
-	Momentum     float64   `mapstructure:"momentum" yaml:"momentum" doc:"SGD momentum."`
-	WeightDecay  float64   `mapstructure:"weight_decay" yaml:"weight_decay" doc:"SGD weight decay (L2)."`
-	Milestones   []float64 `mapstructure:"milestones" yaml:"milestones" doc:"Fractions of the epochs at which the learning rate is multiplied by lr_decay."`
-	LRDecay      float64   `mapstructure:"lr_decay" yaml:"lr_decay" doc:"Learning-rate factor at each milestone."`
-	ClipNorm     float64   `mapstructure:"clip_norm" yaml:"clip_norm" doc:"Gradient-norm clipping over backbone, head, D and A together; 0 turns it off."`
-	Rotation     bool      `mapstructure:"rotation" yaml:"rotation" doc:"Rotation self-supervision on task 1: each image and its 90/180/270-degree turns, head of 4x classes (METHOD.md)."`
-	DetachWarmup float64   `mapstructure:"detach_warmup" yaml:"detach_warmup" doc:"Fraction of the first epochs during which features are detached (METHOD.md: 1%)."`
-	EvalBatch    int       `mapstructure:"eval_batch" yaml:"eval_batch" doc:"Batch size for feature extraction at evaluation and statistics time."`
+	EpochsFirst        int       `mapstructure:"epochs_first" yaml:"epochs_first" doc:"Stage I epochs on task 1."`
+	Epochs             int       `mapstructure:"epochs" yaml:"epochs" doc:"Stage I epochs on every later task."`
+	BatchSize          int       `mapstructure:"batch_size" yaml:"batch_size" doc:"Training mini-batch size (drop_last)."`
+	LRFirst            float64   `mapstructure:"lr_first" yaml:"lr_first" doc:"Learning rate on task 1 (METHOD.md: 0.1)."`
+	LR                 float64   `mapstructure:"lr" yaml:"lr" doc:"Learning rate on later tasks (METHOD.md: 0.01)."`
+	Momentum           float64   `mapstructure:"momentum" yaml:"momentum" doc:"SGD momentum."`
+	WeightDecay        float64   `mapstructure:"weight_decay" yaml:"weight_decay" doc:"SGD weight decay (L2)."`
+	Milestones         []float64 `mapstructure:"milestones" yaml:"milestones" doc:"Fractions of the epochs at which the learning rate is multiplied by lr_decay."`
+	LRDecay            float64   `mapstructure:"lr_decay" yaml:"lr_decay" doc:"Learning-rate factor at each milestone."`
+	ClipNorm           float64   `mapstructure:"clip_norm" yaml:"clip_norm" doc:"Gradient-norm clipping over backbone, head, D and A together; 0 turns it off."`
+	Rotation           bool      `mapstructure:"rotation" yaml:"rotation" doc:"Rotation self-supervision on task 1: each image and its 90/180/270-degree turns, head of 4x classes (METHOD.md)."`
+	RotationSplitBatch bool      `mapstructure:"rotation_split_batch" yaml:"rotation_split_batch" doc:"With rotation, each step takes batch_size/4 images and their turns, so a step has batch_size rows (AdaGauss's public code); false: batch_size images, 4x the rows (the paper: 256 images per iteration)."`
+	DetachWarmup       float64   `mapstructure:"detach_warmup" yaml:"detach_warmup" doc:"Fraction of the first epochs during which features are detached (METHOD.md: 1%)."`
+	EvalBatch          int       `mapstructure:"eval_batch" yaml:"eval_batch" doc:"Batch size for feature extraction at evaluation and statistics time."`
 }
 
 // Loss holds the Stage I loss weights and switches (METHOD.md).

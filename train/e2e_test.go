@@ -284,3 +284,37 @@ func writeInverted(t *testing.T, ds *data.Dataset, dir string, classes map[int]s
 		f.Close()
 	}
 }
+
+// TestRotationSplitBatch: with train.rotation_split_batch a rotated step
+// takes batch_size/4 images, so task 1 makes four times the steps over the
+// same images (AdaGauss's public code) and ends elsewhere.
+func TestRotationSplitBatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains on Fashion-MNIST")
+	}
+	cfg := quickConfig("bicyc", 0)
+	cfg.Train.Rotation = true
+	cfg.Train.EpochsFirst = 1
+	cfg.Data.TrainPerClass, cfg.Data.TestPerClass = 256, 100
+	ce := map[bool]float64{}
+	for _, split := range []bool{false, true} {
+		cfg.Train.RotationSplitBatch = split
+		r, err := New(cfg, t.TempDir(), Options{Log: io.Discard, StopAfter: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Execute(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		s := summary(t, r)
+		ce[split] = s.Reports[0].Losses["ce"]
+		if a := s.MatrixTAg.At(0, 0); a < 0.6 {
+			t.Errorf("split %v: task-1 accuracy %.3f", split, a)
+		}
+	}
+	if ce[false] == ce[true] {
+		t.Errorf("rotation_split_batch changed nothing: task-1 CE %v both ways", ce[false])
+	}
+	t.Logf("task-1 CE after one epoch: %.4f with 4x the steps, %.4f without", ce[true], ce[false])
+}

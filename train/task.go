@@ -159,7 +159,11 @@ func (r *Run) stage1(ctx context.Context, t int, cur, old *models.Backbone, dist
 		epochs, lr = cfg.Train.EpochsFirst, cfg.Train.LRFirst
 	}
 	rotation := t == 0 && cfg.Train.Rotation
-	batch := min(cfg.Train.BatchSize, len(idx))
+	batch := cfg.Train.BatchSize
+	if rotation && cfg.Train.RotationSplitBatch {
+		batch /= 4
+	}
+	batch = min(batch, len(idx))
 	if batch < 2 {
 		return nil, 0, fmt.Errorf("task %d has %d training images, need at least 2", t+1, len(idx))
 	}
