@@ -102,7 +102,7 @@ type Adapter struct {
 	Epochs           int     `mapstructure:"epochs" yaml:"epochs" doc:"Stage II adapter fine-tune epochs on cached features; -1 means half of train.epochs (METHOD.md)."`
 	LR               float64 `mapstructure:"lr" yaml:"lr" doc:"Stage II learning rate (METHOD.md: 0.01)."`
 	TransportSamples int     `mapstructure:"transport_samples" yaml:"transport_samples" doc:"Monte Carlo samples per old class pushed through the adapter (METHOD.md code: 10000)."`
-	Alpha            float64 `mapstructure:"alpha" yaml:"alpha" doc:"Weight of L_ac(A(z_old)) in the Stage II fine-tune; -1 means loss.alpha (METHOD.md)."`
+	Alpha            float64 `mapstructure:"alpha" yaml:"alpha" doc:"Weight of L_ac(A(z_old)) in the Stage II fine-tune; -1 means loss.alpha (METHOD.md, the authors' code); 0 is the paper's Algorithm 1 (Stage II minimises the MSE alone)."`
 }
 
 // Classifier holds the task-agnostic Bayes classifier options (METHOD.md).
