@@ -7,7 +7,8 @@ import (
 
 // Augment is the training-time augmentation of uint8 CHW images, applied
 // before normalisation (METHOD.md, "Augmentation (CIFAR)": random crop 32
-// with padding 4, horizontal flip). The zero value copies images unchanged.
+// with padding 4, horizontal flip, TrivialAugmentWide). The zero value
+// copies images unchanged.
 type Augment struct {
 	// CropPadding p > 0 pads the image with p zero pixels on every side
 	// and crops a random window of the original size, that is, shifts the
@@ -17,20 +18,29 @@ type Augment struct {
 	CropPadding int `json:"crop_padding"`
 	// HorizontalFlip mirrors the image left-right with probability 1/2.
 	HorizontalFlip bool `json:"horizontal_flip"`
+	// TrivialAugment applies TrivialAugmentWide (see that function) after
+	// the crop and the flip, in the order of torchvision's CIFAR recipe
+	// (RandomCrop, RandomHorizontalFlip, TrivialAugmentWide, ToTensor,
+	// Normalize). It needs 1 or 3 channels.
+	TrivialAugment bool `json:"trivial_augment"`
 }
 
 // Enabled reports whether Apply does anything but copy.
-func (a Augment) Enabled() bool { return a.CropPadding > 0 || a.HorizontalFlip }
+func (a Augment) Enabled() bool { return a.CropPadding > 0 || a.HorizontalFlip || a.TrivialAugment }
 
 // Apply writes an augmented copy of the CHW image src (c x h x w uint8) to
 // dst, drawing its randomness from rng: first the crop offsets (x, then y)
-// when CropPadding > 0, then the flip when HorizontalFlip is set. src and dst
-// must not overlap. It panics if a slice is shorter than c*h*w or
-// CropPadding is negative.
+// when CropPadding > 0, then the flip when HorizontalFlip is set, then
+// TrivialAugmentWide's operation, bin and sign when TrivialAugment is set.
+// src and dst must not overlap. It panics if a slice is shorter than c*h*w,
+// CropPadding is negative, or TrivialAugment is set and c is not 1 or 3.
 func (a Augment) Apply(rng *rand.Rand, src, dst []uint8, c, h, w int) {
 	checkImage("Augment.Apply", src, dst, c, h, w)
 	if a.CropPadding < 0 {
 		panic(fmt.Sprintf("data: Augment.Apply: negative crop padding %d", a.CropPadding))
+	}
+	if a.TrivialAugment && c != 1 && c != 3 {
+		panic(fmt.Sprintf("data: Augment.Apply: TrivialAugment needs 1 or 3 channels, got %d", c))
 	}
 	dx, dy := 0, 0
 	if a.CropPadding > 0 {
@@ -40,6 +50,9 @@ func (a Augment) Apply(rng *rand.Rand, src, dst []uint8, c, h, w int) {
 	shift(src, dst, c, h, w, dx, dy)
 	if a.HorizontalFlip && rng.IntN(2) == 1 {
 		FlipHorizontal(dst, dst, c, h, w)
+	}
+	if a.TrivialAugment {
+		TrivialAugmentWide(rng, dst, dst, c, h, w)
 	}
 }
 
