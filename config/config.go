@@ -41,6 +41,7 @@ type Data struct {
 	Std            []float64 `mapstructure:"std" yaml:"std" doc:"Per-channel normalisation standard deviation; empty means the dataset's standard value."`
 	CropPadding    int       `mapstructure:"crop_padding" yaml:"crop_padding" doc:"Training augmentation: random crop back to full size after zero padding by this many pixels; 0 turns it off."`
 	HorizontalFlip bool      `mapstructure:"horizontal_flip" yaml:"horizontal_flip" doc:"Training augmentation: random horizontal flip; also adds flipped copies to new-class statistics."`
+	TrivialAugment bool      `mapstructure:"trivial_augment" yaml:"trivial_augment" doc:"Training augmentation: TrivialAugmentWide after crop and flip, as torchvision's (31 magnitude bins, nearest, fill 0) on uint8 tensors (METHOD.md, Augmentation (CIFAR)); needs 1 or 3 channels."`
 	TrainPerClass  int       `mapstructure:"train_per_class" yaml:"train_per_class" doc:"Use at most this many training images per class (first ones in file order); 0 means all."`
 	TestPerClass   int       `mapstructure:"test_per_class" yaml:"test_per_class" doc:"Use at most this many test images per class; 0 means all."`
 }

@@ -234,7 +234,7 @@ func (r *Run) loadData() error {
 	}
 	r.train, r.test = train, test
 	r.prep = preprocessFor(r.cfg)
-	r.augment = data.Augment{CropPadding: d.CropPadding, HorizontalFlip: d.HorizontalFlip}
+	r.augment = data.Augment{CropPadding: d.CropPadding, HorizontalFlip: d.HorizontalFlip, TrivialAugment: d.TrivialAugment}
 	return r.prep.Validate()
 }
 
