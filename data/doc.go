@@ -30,7 +30,10 @@
 // Training input. TaskStream assigns classes to tasks (METHOD.md, "Setting":
 // tasks bring disjoint class sets). Batcher streams the images of a task in
 // shuffled, augmented, normalised mini-batches whose randomness depends only
-// on (seed, epoch), so a resumed run reproduces its batches.
+// on (seed, epoch), so a resumed run reproduces its batches. Augment is the
+// training augmentation: random crop with zero padding, horizontal flip and,
+// for the CIFAR recipe (METHOD.md), TrivialAugmentWide, which reproduces
+// torchvision's tensor implementation bit for bit (testdata/trivialaugment).
 //
 // Concurrency. A loaded Dataset is read-only and safe for concurrent reads.
 // Preprocess and TaskStream are values, safe for concurrent use. A Batcher
