@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/train"
 )
@@ -170,24 +168,21 @@ func LoadRun(dir string) (*Run, error) {
 	return r, nil
 }
 
-// readConfig decodes a run's config.yaml strictly, as train does, and
-// validates it.
+// readConfig reads a run's config.yaml (config.ReadRun: keys it predates
+// take their defaults, or the value that reproduces the run where the
+// default changed training) and validates it.
 func readConfig(path string, c *config.Config) error {
-	f, err := os.Open(path)
-	if err != nil {
+	cfg, err := config.ReadRun(path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	defer f.Close()
-	dec := yaml.NewDecoder(f)
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil {
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidRun, err)
+	}
+	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%s: %w: %w", path, ErrInvalidRun, err)
 	}
-	// A truncated file is still valid YAML; missing keys decode as zeros
-	// that validation catches.
-	if err := c.Validate(); err != nil {
-		return fmt.Errorf("%s: %w: %w", path, ErrInvalidRun, err)
-	}
+	*c = cfg
 	return nil
 }
 

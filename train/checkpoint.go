@@ -297,18 +297,3 @@ func writeYAML(path string, v any) error {
 	}
 	return writeFileAtomic(path, b)
 }
-
-// readYAML decodes a YAML file strictly: unknown keys are errors.
-func readYAML(path string, v any) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	dec := yaml.NewDecoder(f)
-	dec.KnownFields(true)
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
-}

@@ -19,9 +19,8 @@ import (
 // the run directory, not the training data. The manifest's metrics are
 // those of that checkpoint.
 func Export(runDir, outDir string) error {
-	// Keys added after the run was written keep their defaults.
-	cfg := config.Default()
-	if err := readYAML(filepath.Join(runDir, "config.yaml"), &cfg); err != nil {
+	cfg, err := config.ReadRun(filepath.Join(runDir, "config.yaml"))
+	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
 	var rec streamRecord

@@ -61,8 +61,8 @@ func Fork(src string, cfg config.Config, dir string, opts Options) (*Run, error)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	srcCfg := config.Default()
-	if err := readYAML(filepath.Join(src, "config.yaml"), &srcCfg); err != nil {
+	srcCfg, err := config.ReadRun(filepath.Join(src, "config.yaml"))
+	if err != nil {
 		return nil, fmt.Errorf("fork from %s: %w", src, err)
 	}
 	if keys := FirstTaskDifferences(srcCfg, cfg); len(keys) > 0 {

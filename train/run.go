@@ -114,9 +114,8 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 // Resume reopens the run in dir after its last completed task, with the
 // configuration and task stream it was started with.
 func Resume(dir string, opts Options) (*Run, error) {
-	// Keys added after the run was written keep their defaults.
-	cfg := config.Default()
-	if err := readYAML(filepath.Join(dir, "config.yaml"), &cfg); err != nil {
+	cfg, err := config.ReadRun(filepath.Join(dir, "config.yaml"))
+	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", dir, err)
 	}
 	r := &Run{dir: dir, cfg: cfg, progress: opts.Progress, stopAfter: opts.StopAfter}

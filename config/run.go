@@ -1,0 +1,73 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// addedKeys are the keys added after run directories were first written,
+// each with the value that reproduces a run whose config.yaml predates it
+// (for train.rotation_split_batch that is not the default).
+var addedKeys = map[string]func(*Config){
+	"adapter.alpha":              func(c *Config) { c.Adapter.Alpha = -1 },
+	"data.trivial_augment":       func(c *Config) { c.Data.TrivialAugment = false },
+	"train.rotation_split_batch": func(c *Config) { c.Train.RotationSplitBatch = false },
+}
+
+// ReadRun reads a run directory's config.yaml, which holds every key the
+// run was trained with. It is strict: an unknown key, or a missing key that
+// existed when the file was written (a truncated or foreign file), is an
+// error naming the file and the key. A key added since takes the value that
+// reproduces the run as it was trained, so resuming, forking or exporting
+// an older run keeps its behaviour.
+func ReadRun(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = errors.New("empty file")
+		}
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	var tree map[string]any
+	if err := yaml.Unmarshal(b, &tree); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, k := range Keys() {
+		if hasKey(tree, k.Name) {
+			continue
+		}
+		set, ok := addedKeys[k.Name]
+		if !ok {
+			return Config{}, fmt.Errorf("%s: no key %s: truncated, or not a run's config.yaml", path, k.Name)
+		}
+		set(&c)
+	}
+	return c, nil
+}
+
+// hasKey reports whether the dotted key is present in a decoded YAML tree.
+func hasKey(tree map[string]any, key string) bool {
+	var node any = tree
+	for _, part := range strings.Split(key, ".") {
+		m, ok := node.(map[string]any)
+		if !ok {
+			return false
+		}
+		if node, ok = m[part]; !ok {
+			return false
+		}
+	}
+	return true
+}
