@@ -75,7 +75,7 @@ type Train struct {
 	LRDecay            float64   `mapstructure:"lr_decay" yaml:"lr_decay" doc:"Learning-rate factor at each milestone."`
 	ClipNorm           float64   `mapstructure:"clip_norm" yaml:"clip_norm" doc:"Gradient-norm clipping over backbone, head, D and A together; 0 turns it off."`
 	Rotation           bool      `mapstructure:"rotation" yaml:"rotation" doc:"Rotation self-supervision on task 1: each image and its 90/180/270-degree turns, head of 4x classes (METHOD.md)."`
-	RotationSplitBatch bool      `mapstructure:"rotation_split_batch" yaml:"rotation_split_batch" doc:"With rotation, each step takes batch_size/4 images and their turns, so a step has batch_size rows (AdaGauss's public code); false: batch_size images, 4x the rows (the paper: 256 images per iteration)."`
+	RotationSplitBatch bool      `mapstructure:"rotation_split_batch" yaml:"rotation_split_batch" doc:"With rotation, each task-1 step takes batch_size/4 images and their three turns, batch_size rows in all, as AdaGauss's public code does (train_backbone: batch_size // 4), on which the authors' code builds; false feeds batch_size images (4x the rows, 4x fewer steps)."`
 	DetachWarmup       float64   `mapstructure:"detach_warmup" yaml:"detach_warmup" doc:"Fraction of the first epochs during which features are detached (METHOD.md: 1%)."`
 	EvalBatch          int       `mapstructure:"eval_batch" yaml:"eval_batch" doc:"Batch size for feature extraction at evaluation and statistics time."`
 }
@@ -157,7 +157,7 @@ func Default() Config {
 			EpochsFirst: 4, Epochs: 3, BatchSize: 128,
 			LRFirst: 0.1, LR: 0.01, Momentum: 0.9, WeightDecay: 5e-4,
 			Milestones: []float64{0.3, 0.6, 0.9}, LRDecay: 0.1, ClipNorm: 1,
-			Rotation: true, DetachWarmup: 0.01, EvalBatch: 500,
+			Rotation: true, RotationSplitBatch: true, DetachWarmup: 0.01, EvalBatch: 500,
 		},
 		Loss: Loss{
 			Bi: true, Cyc: true, Pair: true, AntiCollapse: true,
@@ -280,6 +280,8 @@ func (c Config) Validate() error {
 	}
 	if c.Train.BatchSize < 2 {
 		bad("train.batch_size", "must be >= 2, got %d", c.Train.BatchSize)
+	} else if c.Train.Rotation && c.Train.RotationSplitBatch && c.Train.BatchSize < 8 {
+		bad("train.batch_size", "must be >= 8 with train.rotation and train.rotation_split_batch (batch_size/4 images per step), got %d", c.Train.BatchSize)
 	}
 	if !(c.Train.LR > 0) || !(c.Train.LRFirst > 0) {
 		bad("train.lr", "learning rates must be positive")

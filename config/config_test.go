@@ -67,3 +67,15 @@ func TestKeysCoverEveryLeaf(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateRotationSplitBatch(t *testing.T) {
+	c := Default()
+	c.Train.BatchSize = 6
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "train.batch_size: must be >= 8") {
+		t.Errorf("batch 6 with the split rotated batch: %v", err)
+	}
+	c.Train.RotationSplitBatch = false
+	if err := c.Validate(); err != nil {
+		t.Errorf("batch 6 without the split: %v", err)
+	}
+}
