@@ -150,10 +150,13 @@ func markdown(set *Set, groups []Group, figs figureSet, opts Options) string {
 	if forked {
 		p(" Runs marked \"task 1 from\" started from that run's task-1 checkpoint (train.Fork): their wall time leaves task 1 out, while their time in stages includes task 1's stage times, copied from the run that trained it; the total below counts such a task once when that run is listed here.")
 	}
-	stages, wall := runTotals(set.Runs)
+	stages, wall, unmeasured := runTotals(set.Runs)
 	p(" Total: %s in stages", duration(stages))
-	if wall > 0 {
+	if unmeasured < len(set.Runs) {
 		p(", %s wall", duration(wall))
+		if unmeasured > 0 {
+			p(" (%d of the runs without a measured wall time count their time in stages)", unmeasured)
+		}
 	}
 	p(".\n\n")
 	var unfinished []string
@@ -212,20 +215,28 @@ func ablationTable(b *strings.Builder, ablation []*Group) {
 // runTotals adds up the runs' time in stages and wall time. A forked run's
 // task 1 (copied, see Run.FirstTaskFrom) counts only when the run that
 // trained it is not among runs, so every task trained counts once; wall
-// times need no such care, since a forked run's leave task 1 out.
-func runTotals(runs []*Run) (stages, wall float64) {
+// times need no such care, since a forked run's leave task 1 out. A run
+// with no wall time (trained outside the sweep and adopted by it) adds its
+// time in stages to wall instead; unmeasured counts such runs.
+func runTotals(runs []*Run) (stages, wall float64, unmeasured int) {
 	listed := map[string]bool{}
 	for _, r := range runs {
 		listed[r.Name] = true
 	}
 	for _, r := range runs {
-		stages += r.StageSeconds()
+		own := r.StageSeconds()
 		if from := r.FirstTaskFrom(); from != "" && listed[from] {
-			stages -= stageSeconds(r.Summary.Reports[0])
+			own -= stageSeconds(r.Summary.Reports[0])
 		}
-		wall += r.WallSeconds
+		stages += own
+		if r.WallSeconds > 0 {
+			wall += r.WallSeconds
+		} else {
+			wall += own
+			unmeasured++
+		}
 	}
-	return stages, wall
+	return stages, wall, unmeasured
 }
 
 // duplicateSeeds lists the seeds that occur more than once in a group.

@@ -375,10 +375,13 @@ func readmeSnippet(g *generated, dir string, pub Publication, newline string) (s
 	} else {
 		p("%d runs, all finished.", planned)
 	}
-	stages, wall := runTotals(set.Runs)
-	if set.Sweep != nil && wall > 0 {
+	stages, wall, unmeasured := runTotals(set.Runs)
+	switch {
+	case set.Sweep != nil && unmeasured == 0:
 		p(" Total wall time %s (sum of the runs' wall_seconds in sweep.json).\n\n", duration(wall))
-	} else {
+	case set.Sweep != nil && unmeasured < len(set.Runs):
+		p(" Total wall time %s (sum of the runs' wall_seconds in sweep.json; %d runs trained before the sweep adopted them count their time in stages).\n\n", duration(wall), unmeasured)
+	default:
 		p(" Total time in training stages %s (sum of the runs' stage times in metrics.json; no wall times recorded).\n\n", duration(stages))
 	}
 
