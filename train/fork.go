@@ -80,18 +80,8 @@ func Fork(src string, cfg config.Config, dir string, opts Options) (*Run, error)
 	if st.Completed != 1 {
 		return nil, fmt.Errorf("fork from %s: checkpoint records %d completed tasks, want 1", ckpt, st.Completed)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); err == nil {
-		return nil, fmt.Errorf("%s already holds a run: resume it with --resume, or choose another run name", dir)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	r := &Run{dir: dir, cfg: cfg, progress: opts.Progress, stopAfter: opts.StopAfter}
-	useCPU(cfg.Threads)
-	if err := r.openLog(opts.Log); err != nil {
-		return nil, err
-	}
-	if err := r.loadData(); err != nil {
+	r, err := startRun(cfg, dir, opts)
+	if err != nil {
 		return nil, err
 	}
 	r.stream = data.TaskStream{Order: rec.Order, Tasks: rec.Tasks}

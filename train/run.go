@@ -71,18 +71,8 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); err == nil {
-		return nil, fmt.Errorf("%s already holds a run: resume it with --resume, or choose another run name", dir)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	r := &Run{dir: dir, cfg: cfg, progress: opts.Progress, stopAfter: opts.StopAfter}
-	useCPU(cfg.Threads)
-	if err := r.openLog(opts.Log); err != nil {
-		return nil, err
-	}
-	if err := r.loadData(); err != nil {
+	r, err := startRun(cfg, dir, opts)
+	if err != nil {
 		return nil, err
 	}
 	var order []int
@@ -108,6 +98,26 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 	}
 	r.log.printf("run %s: %s on %s, %d tasks, seed %d", dir, cfg.Method, cfg.Data.Kind, len(stream.Tasks), cfg.Seed)
 	r.log.printf("task stream:\n%s", stream.Format(r.train.ClassNames))
+	return r, nil
+}
+
+// startRun creates the run directory dir, which must not hold a run yet,
+// opens its log and loads the data: the start New and Fork share.
+func startRun(cfg config.Config, dir string, opts Options) (*Run, error) {
+	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); err == nil {
+		return nil, fmt.Errorf("%s already holds a run: resume it with --resume, or choose another run name", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	r := &Run{dir: dir, cfg: cfg, progress: opts.Progress, stopAfter: opts.StopAfter}
+	useCPU(cfg.Threads)
+	if err := r.openLog(opts.Log); err != nil {
+		return nil, err
+	}
+	if err := r.loadData(); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
