@@ -356,7 +356,11 @@ func RunSweep(ctx context.Context, spec Spec, configure Configure, opts SweepOpt
 		}
 		start := time.Now()
 		err = trainRun(ctx, dir, configs[i], state, from, opts.Train)
-		r.WallSeconds += time.Since(start).Seconds()
+		// A skipped run's wall time stays what training it took (0 for a
+		// run trained elsewhere and adopted, see runTotals).
+		if state != StatusFinished {
+			r.WallSeconds += time.Since(start).Seconds()
+		}
 		switch {
 		case err == nil:
 			r.Status = StatusFinished
