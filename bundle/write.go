@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/bicyc/bicyc/durable"
 )
 
 // Write creates the model directory dir from m and files (file name ->
@@ -20,21 +22,20 @@ import (
 // then:
 //
 //  1. writes every file and manifest.json (last) into a new hidden sibling
-//     directory ".<name>.new-*", syncing each file and the directory;
-//  2. if dir does not exist, renames the new directory to dir; if it does,
-//     renames the old one into a hidden sibling ".<name>.old-*", renames the
-//     new one to dir, and only then removes the old one.
+//     directory ".<name>.new-*" (durable.NewDir), syncing each file;
+//  2. replaces dir with it (durable.ReplaceDir): on Linux one atomic
+//     exchange of the two directories, elsewhere two renames with the old
+//     model kept aside in ".<name>.old-*" until the new one is in place.
 //
-// On Linux step 2 is one atomic exchange of the two directories. A crash
-// therefore never leaves a half-written directory at dir: dir is either the
-// old model or the complete new one (or, where the exchange is unavailable
-// and the crash falls between the two renames of step 2, absent with the old
-// model intact in ".<name>.old-*", which the next Write moves back). To
+// A crash therefore never leaves a half-written directory at dir: dir is
+// either the old model or the complete new one (or, where the exchange is
+// unavailable and the crash falls between the two renames, absent with the
+// old model intact in ".<name>.old-*", which the next Write moves back). To
 // protect unrelated data, an existing dir is replaced only if it is empty
 // or holds a manifest.json. Concurrent Writes to the same dir are not
 // supported.
 func Write(dir string, m *Manifest, files map[string][]byte) error {
-	if err := recoverInterrupted(filepath.Clean(dir)); err != nil {
+	if err := durable.Recover(dir, isModel); err != nil {
 		return fmt.Errorf("bundle: write %s: %w", dir, err)
 	}
 	m.SchemaVersion = SchemaVersion
@@ -58,14 +59,10 @@ func Write(dir string, m *Manifest, files map[string][]byte) error {
 		return fmt.Errorf("bundle: write %s: encode manifest: %w", dir, err)
 	}
 	dir = filepath.Clean(dir)
-	parent, base := filepath.Dir(dir), filepath.Base(dir)
 	if err := checkReplaceable(dir); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("bundle: write %s: %w", dir, err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+base+".new-")
+	tmp, err := durable.NewDir(dir)
 	if err != nil {
 		return fmt.Errorf("bundle: write %s: %w", dir, err)
 	}
@@ -75,57 +72,25 @@ func Write(dir string, m *Manifest, files map[string][]byte) error {
 			os.RemoveAll(tmp)
 		}
 	}()
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return fmt.Errorf("bundle: write %s: %w", dir, err)
-	}
 	for _, name := range slices.Sorted(maps.Keys(files)) {
-		if err := writeSynced(filepath.Join(tmp, name), files[name]); err != nil {
+		if err := durable.WriteFile(filepath.Join(tmp, name), files[name]); err != nil {
 			return fmt.Errorf("bundle: write %s: %w", dir, err)
 		}
 	}
-	if err := writeSynced(filepath.Join(tmp, ManifestFile), append(manifest, '\n')); err != nil {
+	if err := durable.WriteFile(filepath.Join(tmp, ManifestFile), append(manifest, '\n')); err != nil {
 		return fmt.Errorf("bundle: write %s: %w", dir, err)
 	}
-	if err := syncDir(tmp); err != nil {
-		return fmt.Errorf("bundle: write %s: %w", dir, err)
-	}
-	if err := swapIn(tmp, dir); err != nil {
+	if err := durable.ReplaceDir(tmp, dir); err != nil {
 		return fmt.Errorf("bundle: write %s: %w", dir, err)
 	}
 	committed = true
 	return nil
 }
 
-// errNoExchange reports that the system cannot swap two directories atomically.
-var errNoExchange = errors.New("atomic directory exchange is not supported")
-
-// recoverInterrupted undoes what a crashed Write left beside dir: new
-// directories it never swapped in are removed, and if dir itself is missing
-// because the crash fell between the two renames of the fallback swap, the
-// previous model is moved back from its ".<name>.old-*" holder.
-func recoverInterrupted(dir string) error {
-	parent, base := filepath.Dir(dir), filepath.Base(dir)
-	news, _ := filepath.Glob(filepath.Join(parent, "."+base+".new-*"))
-	for _, d := range news {
-		if err := os.RemoveAll(d); err != nil {
-			return err
-		}
-	}
-	olds, _ := filepath.Glob(filepath.Join(parent, "."+base+".old-*"))
-	for _, holder := range olds {
-		old := filepath.Join(holder, base)
-		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-			if _, err := os.Stat(filepath.Join(old, ManifestFile)); err == nil {
-				if err := os.Rename(old, dir); err != nil {
-					return err
-				}
-			}
-		}
-		if err := os.RemoveAll(holder); err != nil {
-			return err
-		}
-	}
-	return nil
+// isModel reports whether dir holds a manifest, the last file Write writes.
+func isModel(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, ManifestFile))
+	return err == nil
 }
 
 // checkReplaceable refuses to replace anything but an empty directory or a
@@ -148,80 +113,8 @@ func checkReplaceable(dir string) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	if _, err := os.Stat(filepath.Join(dir, ManifestFile)); err != nil {
+	if !isModel(dir) {
 		return fmt.Errorf("bundle: write %s: refusing to replace a non-empty directory without %s", dir, ManifestFile)
 	}
 	return nil
-}
-
-// swapIn moves the complete directory tmp to dir. An existing dir is
-// exchanged with tmp in one atomic rename where the system has one (Linux
-// renameat2 RENAME_EXCHANGE), so dir always names a complete model;
-// elsewhere it is kept aside until the new one is in place.
-func swapIn(tmp, dir string) error {
-	parent, base := filepath.Dir(dir), filepath.Base(dir)
-	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		if err := os.Rename(tmp, dir); err != nil {
-			return err
-		}
-		return syncDir(parent)
-	}
-	switch err := exchange(tmp, dir); {
-	case err == nil:
-		if err := syncDir(parent); err != nil {
-			return err
-		}
-		return os.RemoveAll(tmp) // now the previous model
-	case !errors.Is(err, errNoExchange):
-		return err
-	}
-	holder, err := os.MkdirTemp(parent, "."+base+".old-")
-	if err != nil {
-		return err
-	}
-	old := filepath.Join(holder, base)
-	if err := os.Rename(dir, old); err != nil {
-		os.Remove(holder)
-		return err
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if back := os.Rename(old, dir); back != nil {
-			return fmt.Errorf("%w (the previous model is kept at %s: %v)", err, old, back)
-		}
-		os.Remove(holder)
-		return err
-	}
-	if err := syncDir(parent); err != nil {
-		return err
-	}
-	return os.RemoveAll(holder)
-}
-
-func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// syncDir makes renames and creations inside dir durable.
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

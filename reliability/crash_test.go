@@ -139,7 +139,7 @@ func waitForTemporary(p *process, ckpts, name string, seen map[string]bool, time
 		entries, _ := os.ReadDir(ckpts)
 		for _, e := range entries {
 			switch {
-			case strings.HasPrefix(e.Name(), ".tmp-"+name+"-") && !seen[e.Name()]:
+			case strings.HasPrefix(e.Name(), "."+name+".new-") && !seen[e.Name()]:
 				return true
 			case e.Name() == name:
 				return false

@@ -11,6 +11,8 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/bicyc/bicyc/durable"
 )
 
 // Options are the settings of Generate that do not come from the runs.
@@ -92,7 +94,7 @@ func generate(dir string, opts Options) (*generated, error) {
 	if err := writeJSONAtomic(res.Summary, newSummaryFile(set, groups, figs, opts)); err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(res.Markdown, []byte(markdown(set, groups, figs, opts))); err != nil {
+	if err := durable.WriteFile(res.Markdown, []byte(markdown(set, groups, figs, opts))); err != nil {
 		return nil, err
 	}
 	return &generated{set: set, groups: groups, figs: figs, opts: opts, res: res}, nil
@@ -128,7 +130,7 @@ func writeFigures(dir string, set *Set, groups []Group) (figureSet, error) {
 	}
 	save := func(name, title string, png []byte, w, h int) (Figure, error) {
 		f := Figure{File: filepath.ToSlash(filepath.Join("figures", name)), Title: strings.ReplaceAll(title, "\n", " "), Width: w, Height: h}
-		return f, writeFileAtomic(filepath.Join(dir, f.File), png)
+		return f, durable.WriteFile(filepath.Join(dir, f.File), png)
 	}
 
 	for _, r := range set.Runs {

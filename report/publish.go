@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/bicyc/bicyc/durable"
 )
 
 // Lines that delimit the generated results section of a README. Everything
@@ -126,7 +128,7 @@ func Publish(dir string, pub Publication, opts Options) (*Published, error) {
 		return nil, err
 	}
 	text := readme.before + out.Snippet + readme.after
-	if err := writeFileAtomic(pub.Readme, []byte(text)); err != nil {
+	if err := durable.WriteFile(pub.Readme, []byte(text)); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -169,12 +171,20 @@ func checkDest(dir string, pub Publication) error {
 	if err != nil || len(entries) == 0 {
 		return err
 	}
-	for _, name := range []string{"report.md", "summary.json"} {
-		if _, err := os.Stat(filepath.Join(pub.Dest, name)); err != nil {
-			return fmt.Errorf("%w: %s holds files but no %s, so it is not an earlier publication; refusing to replace it", ErrPublish, pub.Dest, name)
-		}
+	if !isPublication(pub.Dest) {
+		return fmt.Errorf("%w: %s holds files but no report.md and summary.json, so it is not an earlier publication; refusing to replace it", ErrPublish, pub.Dest)
 	}
 	return nil
+}
+
+// isPublication reports whether dir holds what every publication has.
+func isPublication(dir string) bool {
+	for _, name := range []string{"report.md", "summary.json"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // within reports whether path is root or lies under it; both absolute.
@@ -183,30 +193,19 @@ func within(path, root string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
-// publishDir builds the publication of g in a temporary sibling of dest and
-// swaps it in; it returns the files, relative to dest.
+// publishDir builds the publication of g in a new sibling of dest
+// (durable.NewDir) and swaps it in (durable.ReplaceDir); it returns the
+// files, relative to dest.
 func publishDir(g *generated, dest string) ([]string, error) {
 	dest = filepath.Clean(dest)
-	parent, base := filepath.Dir(dest), filepath.Base(dest)
-	tmp := filepath.Join(parent, "."+base+".publish-tmp")
-	old := filepath.Join(parent, "."+base+".publish-old")
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, err
+	if err := durable.Recover(dest, isPublication); err != nil {
+		return nil, fmt.Errorf("publishing %s: %w", dest, err)
 	}
-	// Leftovers of an interrupted Publish: one killed between its two
-	// renames left the previous publication in old, which goes back first.
-	if _, err := os.Stat(dest); errors.Is(err, fs.ErrNotExist) {
-		if _, err := os.Stat(old); err == nil {
-			if err := os.Rename(old, dest); err != nil {
-				return nil, fmt.Errorf("restoring the previous publication %s: %w", old, err)
-			}
-		}
+	tmp, err := durable.NewDir(dest)
+	if err != nil {
+		return nil, fmt.Errorf("publishing %s: %w", dest, err)
 	}
-	for _, d := range []string{tmp, old} {
-		if err := os.RemoveAll(d); err != nil {
-			return nil, fmt.Errorf("removing the leftover %s: %w", d, err)
-		}
-	}
+	defer os.RemoveAll(tmp)
 
 	dir := g.set.Dir
 	files := []string{"report.md", "summary.json"}
@@ -233,28 +232,12 @@ func publishDir(g *generated, dest string) ([]string, error) {
 	files = slices.Compact(files)
 	for _, f := range files {
 		if err := copyFile(filepath.Join(dir, f), filepath.Join(tmp, f)); err != nil {
-			os.RemoveAll(tmp)
 			return nil, fmt.Errorf("publishing %s: %w", dest, err)
 		}
 	}
 
-	_, err := os.Stat(dest)
-	hadDest := err == nil
-	if hadDest {
-		if err := os.Rename(dest, old); err != nil {
-			os.RemoveAll(tmp)
-			return nil, fmt.Errorf("publishing %s: %w", dest, err)
-		}
-	}
-	if err := os.Rename(tmp, dest); err != nil {
-		if hadDest {
-			os.Rename(old, dest)
-		}
-		os.RemoveAll(tmp)
+	if err := durable.ReplaceDir(tmp, dest); err != nil {
 		return nil, fmt.Errorf("publishing %s: %w", dest, err)
-	}
-	if err := os.RemoveAll(old); err != nil {
-		return nil, fmt.Errorf("publishing %s: removing the previous publication %s: %w", dest, old, err)
 	}
 	return files, nil
 }
@@ -274,6 +257,10 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
 		out.Close()
 		return err
 	}

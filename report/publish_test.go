@@ -137,11 +137,15 @@ func TestPublishSweep(t *testing.T) {
 	// between its two renames are gone: the half-built copy, and the
 	// previous publication waiting beside the destination.
 	before := readTree(t, dest)
-	crashed := filepath.Join(filepath.Dir(dest), ".sweep.publish-tmp")
+	crashed := filepath.Join(filepath.Dir(dest), ".sweep.new-123")
 	if err := os.MkdirAll(filepath.Join(crashed, "figures"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(dest, filepath.Join(filepath.Dir(dest), ".sweep.publish-old")); err != nil {
+	holder := filepath.Join(filepath.Dir(dest), ".sweep.old-456")
+	if err := os.Mkdir(holder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dest, filepath.Join(holder, "sweep")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Publish(sweep, Publication{Dest: dest, Readme: readme}, opts); err != nil {

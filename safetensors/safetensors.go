@@ -9,9 +9,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"sort"
 	"unicode/utf8"
+
+	"github.com/bicyc/bicyc/durable"
 )
 
 // Tensor is a named, dense, row-major float32 tensor.
@@ -214,42 +215,14 @@ func ReadFile(path string) ([]Tensor, map[string]string, error) {
 	return ts, meta, nil
 }
 
-// WriteFile writes tensors to path atomically: it writes a temporary file in
-// the same directory, syncs it, and renames it into place, so a crash leaves
+// WriteFile writes tensors to path with durable.WriteFile: a crash leaves
 // either the old file or the new one, never a partial file.
 func WriteFile(path string, tensors []Tensor, metadata map[string]string) error {
 	var buf bytes.Buffer
 	if err := Write(&buf, tensors, metadata); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	return writeAtomic(path, buf.Bytes())
-}
-
-func writeAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
+	return durable.WriteFile(path, buf.Bytes())
 }
 
 // Find returns the tensor called name.

@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/durable"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/safetensors"
@@ -26,8 +27,9 @@ import (
 //	prototypes.safetensors  "classes" [K], "means" [K,S], "covariances" [K,S,S]
 //	state.json              completed tasks, class counts, per-task reports
 //
-// It is written into a temporary directory, every file synced, and renamed
-// into place; checkpoints/latest (written atomically) names the newest one.
+// It is built in a hidden sibling directory, every file synced, and moved
+// into place (durable.ReplaceDir); checkpoints/latest (durable.WriteFile)
+// names the newest one.
 // A crash therefore leaves either the previous checkpoint or the new one.
 // Random state needs no saving: every random source is derived from the
 // seed, the task and the epoch (Run.rng, data.Batcher.Epoch).
@@ -48,24 +50,15 @@ func checkpointDir(runDir string, completed int) string {
 // saveCheckpoint writes the state after st.Completed tasks.
 func saveCheckpoint(runDir string, st *State) error {
 	final := checkpointDir(runDir, st.Completed)
-	parent := filepath.Dir(final)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
+	// A write of this checkpoint a kill interrupted leaves litter beside it.
+	if err := durable.Recover(final, isCheckpoint); err != nil {
 		return err
 	}
-	// Temporary directories of writes a kill interrupted are litter.
-	if stale, err := filepath.Glob(filepath.Join(parent, ".tmp-task-*")); err == nil {
-		for _, d := range stale {
-			os.RemoveAll(d)
-		}
-	}
-	tmp, err := os.MkdirTemp(parent, ".tmp-"+filepath.Base(final)+"-")
+	tmp, err := durable.NewDir(final)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
-	}
 	if err := safetensors.WriteFile(filepath.Join(tmp, "backbone.safetensors"), st.Backbone.State(), map[string]string{
 		"arch": st.Backbone.Arch(), "feature_dim": fmt.Sprint(st.Backbone.FeatureDim()), "in_channels": fmt.Sprint(st.Backbone.InChannels()),
 	}); err != nil {
@@ -85,23 +78,14 @@ func saveCheckpoint(runDir string, st *State) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(tmp, "state.json"), b); err != nil {
-		return err
-	}
-	if err := syncDir(tmp); err != nil {
+	if err := durable.WriteFile(filepath.Join(tmp, "state.json"), b); err != nil {
 		return err
 	}
 	// A checkpoint of the same task from an interrupted earlier attempt is replaced.
-	if err := os.RemoveAll(final); err != nil {
+	if err := durable.ReplaceDir(tmp, final); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, final); err != nil {
-		return err
-	}
-	if err := syncDir(parent); err != nil {
-		return err
-	}
-	return writeFileAtomic(filepath.Join(parent, latestFile), []byte(filepath.Base(final)+"\n"))
+	return durable.WriteFile(filepath.Join(filepath.Dir(final), latestFile), []byte(filepath.Base(final)+"\n"))
 }
 
 // loadLatestCheckpoint reads the checkpoint named by checkpoints/latest, or
@@ -257,37 +241,11 @@ func sortedClasses(protos map[int]gauss.Gaussian) []int {
 	return ids
 }
 
-// writeFileAtomic writes b to a temporary file beside path, syncs it and
-// renames it into place.
-func writeFileAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, werr := f.Write(b)
-	// CreateTemp makes files private; run files are ordinary files.
-	merr := f.Chmod(0o644)
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, merr, serr, cerr); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+// isCheckpoint reports whether dir holds state.json, the last file
+// saveCheckpoint writes.
+func isCheckpoint(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "state.json"))
+	return err == nil
 }
 
 func writeYAML(path string, v any) error {
@@ -295,5 +253,5 @@ func writeYAML(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, b)
+	return durable.WriteFile(path, b)
 }

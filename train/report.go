@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/durable"
 	"github.com/bicyc/bicyc/train/metrics"
 )
 
@@ -89,7 +90,7 @@ func (r *Run) writeMetrics() error {
 		if err := m.WriteCSV(&b); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(filepath.Join(r.dir, name), b.Bytes()); err != nil {
+		if err := durable.WriteFile(filepath.Join(r.dir, name), b.Bytes()); err != nil {
 			return err
 		}
 	}
@@ -118,7 +119,7 @@ func (r *Run) writeMetrics() error {
 	if err := w.Error(); err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(r.dir, "metrics.csv"), b.Bytes())
+	return durable.WriteFile(filepath.Join(r.dir, "metrics.csv"), b.Bytes())
 }
 
 // summaryTable renders the end-of-run table: the TAg accuracy matrix and the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/durable"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/models/ops"
@@ -292,7 +293,7 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(b, '\n'))
+	return durable.WriteFile(path, append(b, '\n'))
 }
 
 func readJSON(path string, v any) error {

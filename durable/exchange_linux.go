@@ -1,4 +1,4 @@
-package bundle
+package durable
 
 import "golang.org/x/sys/unix"
 

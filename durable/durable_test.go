@@ -1,0 +1,162 @@
+package durable
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "metrics.json")
+	if err := WriteFile(path, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, path, "one", 0o644)
+	// A replaced file keeps its permissions.
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(path, []byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, path, "two", 0o600)
+	if left := entries(t, dir); len(left) != 1 {
+		t.Errorf("entries after two writes: %v, want metrics.json alone", left)
+	}
+	// A failed write names the file and leaves nothing behind.
+	missing := filepath.Join(dir, "no-such-dir", "state.json")
+	err := WriteFile(missing, []byte("x"))
+	if err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("write into a missing directory: %v, want an error naming %s", err, missing)
+	}
+}
+
+// TestReplaceDir replaces a directory through the atomic exchange and
+// through the two-rename fallback; either way dir ends up the new tree and
+// nothing is left beside it.
+func TestReplaceDir(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		name := "exchange"
+		if fallback {
+			name = "two renames"
+		}
+		t.Run(name, func(t *testing.T) {
+			if fallback {
+				exchangeDirs = func(a, b string) error { return errNoExchange }
+				t.Cleanup(func() { exchangeDirs = exchange })
+			}
+			parent := t.TempDir()
+			dir := filepath.Join(parent, "model")
+			for i, content := range []string{"first", "second"} {
+				tmp, err := NewDir(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.HasPrefix(filepath.Base(tmp), ".model.new-") || filepath.Dir(tmp) != parent {
+					t.Fatalf("NewDir(%s) = %s, want a hidden sibling", dir, tmp)
+				}
+				if err := WriteFile(filepath.Join(tmp, "file"), []byte(content)); err != nil {
+					t.Fatal(err)
+				}
+				if err := ReplaceDir(tmp, dir); err != nil {
+					t.Fatalf("replacement %d: %v", i+1, err)
+				}
+				checkFile(t, filepath.Join(dir, "file"), content, 0o644)
+				if info, err := os.Stat(dir); err != nil || info.Mode().Perm() != 0o755 {
+					t.Errorf("replacement %d: %s mode %v, %v, want 0755", i+1, dir, info.Mode().Perm(), err)
+				}
+				if left := entries(t, parent); len(left) != 1 {
+					t.Errorf("replacement %d: beside the directory: %v", i+1, left)
+				}
+			}
+		})
+	}
+}
+
+// TestRecover recreates what a crash between the fallback's two renames
+// leaves (dir missing, the previous tree in ".<name>.old-*", a half-built
+// ".<name>.new-*") and checks that Recover moves back a complete tree,
+// drops an incomplete one, and clears the litter either way.
+func TestRecover(t *testing.T) {
+	complete := func(d string) bool {
+		_, err := os.Stat(filepath.Join(d, "manifest"))
+		return err == nil
+	}
+	for _, whole := range []bool{true, false} {
+		parent := t.TempDir()
+		dir := filepath.Join(parent, "model")
+		old := filepath.Join(parent, ".model.old-1", "model")
+		if err := os.MkdirAll(old, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if whole {
+			if err := WriteFile(filepath.Join(old, "manifest"), []byte("m")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.MkdirAll(filepath.Join(parent, ".model.new-2", "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := Recover(dir, complete); err != nil {
+			t.Fatal(err)
+		}
+		_, err := os.Stat(filepath.Join(dir, "manifest"))
+		if whole && err != nil {
+			t.Errorf("the complete previous tree was not restored: %v", err)
+		}
+		if _, derr := os.Lstat(dir); !whole && !errors.Is(derr, fs.ErrNotExist) {
+			t.Errorf("an incomplete previous tree was restored: %v", derr)
+		}
+		want := 0
+		if whole {
+			want = 1
+		}
+		if left := entries(t, parent); len(left) != want {
+			t.Errorf("complete=%v: entries left %v", whole, left)
+		}
+	}
+	// With dir in place, a held previous tree is only litter.
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "model")
+	if err := os.MkdirAll(filepath.Join(parent, ".model.old-1", "model"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := Recover(dir, func(string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if left := entries(t, parent); len(left) != 1 {
+		t.Errorf("entries left %v, want model alone", left)
+	}
+}
+
+func checkFile(t *testing.T, path, want string, mode fs.FileMode) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil || string(b) != want {
+		t.Fatalf("%s = %q, %v, want %q", path, b, err, want)
+	}
+	info, err := os.Stat(path)
+	if err != nil || info.Mode().Perm() != mode {
+		t.Errorf("%s mode %v, %v, want %v", path, info.Mode().Perm(), err, mode)
+	}
+}
+
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, len(es))
+	for i, e := range es {
+		names[i] = e.Name()
+	}
+	return names
+}
