@@ -137,7 +137,7 @@ func heatmap(title, unit string, m [][]float64, cm palette.ColorMap) (png []byte
 				continue
 			}
 			labels.XYs = append(labels.XYs, plotter.XY{X: float64(u), Y: float64(n - 1 - t)})
-			labels.Labels = append(labels.Labels, strconv.FormatFloat(m[t][u], 'f', 1, 64))
+			labels.Labels = append(labels.Labels, oneDecimal(m[t][u]))
 			c, cerr := cm.At(math.Min(math.Max(m[t][u], cm.Min()), cm.Max()))
 			if cerr != nil {
 				return nil, 0, 0, fmt.Errorf("report: heat map %q: %w", title, cerr)
@@ -304,12 +304,74 @@ func curvesPanel(title, yLabel string, ss []series, log bool) (*plot.Plot, error
 		ticks[i].Value++
 	}
 	p.X.Min, p.X.Max = 0.8, float64(steps)+0.2
+	p.Y.Tick.Marker = linearTicks{}
 	if log {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = logTicks{}
 	}
 	p.Add(plotter.NewGrid())
 	return p, nil
+}
+
+// linearTicks labels four to ten round values (1, 2 or 5 times a power of
+// ten apart) with as few digits as they need; plot.DefaultTicks can pick
+// steps such as 6 and prints "100.00" on a percentage axis.
+type linearTicks struct{}
+
+func (linearTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) || math.IsInf(hi-lo, 0) {
+		return nil
+	}
+	// The largest step of 5, 2 or 1 times a power of ten (below the range's
+	// own power of ten) that labels at least four values.
+	top := int(math.Ceil(math.Log10(hi - lo)))
+	var step float64
+	var exp int
+	for i := 0; ; i++ {
+		exp = top - 1 - i/3
+		step = []float64{5, 2, 1}[i%3] * math.Pow(10, float64(exp))
+		if math.Floor(hi/step)-math.Ceil(lo/step)+1 >= 4 {
+			break
+		}
+	}
+	var ticks []plot.Tick
+	for i := math.Ceil(lo / step); i*step <= hi; i++ {
+		v := i * step
+		label := strconv.FormatFloat(v, 'f', max(0, -exp), 64)
+		ticks = append(ticks, plot.Tick{Value: v, Label: label})
+		if mid := v + step/2; mid <= hi {
+			ticks = append(ticks, plot.Tick{Value: mid})
+		}
+	}
+	return ticks
+}
+
+// logTicks labels a log axis at 1, 2 and 5 times the powers of ten, with
+// unlabelled ticks at the other integer multiples: plot.LogTicks labels
+// powers of ten only, which leaves a single label on a range such as the
+// symmetric KL's 10-700.
+type logTicks struct{}
+
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0) || math.IsInf(hi, 0) {
+		return nil
+	}
+	var ticks []plot.Tick
+	for k := math.Floor(math.Log10(lo)); math.Pow(10, k) <= hi; k++ {
+		p := math.Pow(10, k)
+		for m := 1.0; m < 10; m++ {
+			v := m * p
+			if v < lo || v > hi {
+				continue
+			}
+			label := ""
+			if m == 1 || m == 2 || m == 5 {
+				label = strconv.FormatFloat(v, 'g', -1, 64)
+			}
+			ticks = append(ticks, plot.Tick{Value: v, Label: label})
+		}
+	}
+	return ticks
 }
 
 func clampLog(v, floor float64, log bool) float64 {

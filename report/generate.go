@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -373,5 +374,15 @@ func percent(v float64) string {
 	if math.IsNaN(v) {
 		return "–"
 	}
-	return fmt.Sprintf("%.1f", 100*v)
+	return oneDecimal(100 * v)
+}
+
+// oneDecimal prints v with one decimal, and a value that rounds to zero as
+// "0.0", never "-0.0".
+func oneDecimal(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 1, 64)
+	if s == "-0.0" {
+		return "0.0"
+	}
+	return s
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,5 +175,68 @@ func checkPNG(t *testing.T, i int, path string, f Figure) {
 	}
 	if cfg.Width != f.Width || cfg.Height != f.Height {
 		t.Errorf("figure %d (%s): %dx%d pixels, report says %dx%d", i, f.File, cfg.Width, cfg.Height, f.Width, f.Height)
+	}
+}
+
+// TestLogTicks checks the labels of the log axis on the ranges the drift
+// figure's symmetric KL takes.
+func TestLogTicks(t *testing.T) {
+	for _, tc := range []struct {
+		min, max float64
+		labels   []string
+		ticks    int
+	}{
+		{12, 700, []string{"20", "50", "100", "200", "500"}, 15},
+		{0.3, 4, []string{"0.5", "1", "2"}, 11},
+		{0, 10, nil, 0},
+	} {
+		var labels []string
+		ticks := logTicks{}.Ticks(tc.min, tc.max)
+		for _, tk := range ticks {
+			if tk.Value < tc.min || tk.Value > tc.max {
+				t.Errorf("[%g, %g]: tick %g outside the range", tc.min, tc.max, tk.Value)
+			}
+			if tk.Label != "" {
+				labels = append(labels, tk.Label)
+			}
+		}
+		if !slices.Equal(labels, tc.labels) || len(ticks) != tc.ticks {
+			t.Errorf("[%g, %g]: labels %v of %d ticks, want %v of %d", tc.min, tc.max, labels, len(ticks), tc.labels, tc.ticks)
+		}
+	}
+}
+
+// TestLinearTicks checks the labels of the curves' value axes.
+func TestLinearTicks(t *testing.T) {
+	for _, tc := range []struct {
+		min, max float64
+		labels   []string
+	}{
+		{47, 101, []string{"50", "60", "70", "80", "90", "100"}},
+		{1.5, 14.4, []string{"2", "4", "6", "8", "10", "12", "14"}},
+		{0.012, 0.09, []string{"0.02", "0.04", "0.06", "0.08"}},
+		{5, 5, nil},
+	} {
+		var labels []string
+		for _, tk := range (linearTicks{}).Ticks(tc.min, tc.max) {
+			if tk.Value < tc.min || tk.Value > tc.max {
+				t.Errorf("[%g, %g]: tick %g outside the range", tc.min, tc.max, tk.Value)
+			}
+			if tk.Label != "" {
+				labels = append(labels, tk.Label)
+			}
+		}
+		if !slices.Equal(labels, tc.labels) {
+			t.Errorf("[%g, %g]: labels %v, want %v", tc.min, tc.max, labels, tc.labels)
+		}
+	}
+}
+
+// TestOneDecimal checks that a gain that rounds to zero prints without a sign.
+func TestOneDecimal(t *testing.T) {
+	for v, want := range map[float64]string{-0.04: "0.0", -0.06: "-0.1", 0.04: "0.0", 76.55: "76.5", math.Copysign(0, -1): "0.0"} {
+		if got := oneDecimal(v); got != want {
+			t.Errorf("oneDecimal(%g) = %q, want %q", v, got, want)
+		}
 	}
 }

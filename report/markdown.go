@@ -269,9 +269,9 @@ func embed(b *strings.Builder, f Figure) {
 // or just the mean for a single seed.
 func pm(s Stat) string {
 	if s.N < 2 {
-		return fmt.Sprintf("%.1f", 100*s.Mean)
+		return oneDecimal(100 * s.Mean)
 	}
-	return fmt.Sprintf("%.1f ± %.1f", 100*s.Mean, 100*s.Std)
+	return oneDecimal(100*s.Mean) + " ± " + oneDecimal(100*s.Std)
 }
 
 func mark(on bool) string {
