@@ -170,7 +170,7 @@ func Default() Config {
 			Alpha: 1, Beta: 1, ACShrink: 0, ACJitter: 1e-6, KDWeight: 10,
 			CycleDetachInner: true,
 		},
-		Adapter:    Adapter{Epochs: -1, LR: 0.01, TransportSamples: 2000, Alpha: -1, MinSteps: 200, Select: true},
+		Adapter:    Adapter{Epochs: -1, LR: 0.01, TransportSamples: 2000, Alpha: -1, MinSteps: 100, Select: true},
 		Classifier: Classifier{Shrink: 3, Normalize: true, TopK: 5},
 		Export:     Export{Enabled: true},
 		QuickSet: Quick{
