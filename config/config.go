@@ -41,7 +41,7 @@ type Data struct {
 	Std            []float64 `mapstructure:"std" yaml:"std" doc:"Per-channel normalisation standard deviation; empty means the dataset's standard value."`
 	CropPadding    int       `mapstructure:"crop_padding" yaml:"crop_padding" doc:"Training augmentation: random crop back to full size after zero padding by this many pixels; 0 turns it off."`
 	HorizontalFlip bool      `mapstructure:"horizontal_flip" yaml:"horizontal_flip" doc:"Training augmentation: random horizontal flip; also adds flipped copies to new-class statistics."`
-	TrivialAugment bool      `mapstructure:"trivial_augment" yaml:"trivial_augment" doc:"Training augmentation: TrivialAugmentWide after crop and flip, as torchvision's (31 magnitude bins, nearest, fill 0) on uint8 tensors (METHOD.md, Augmentation (CIFAR)); needs 1 or 3 channels."`
+	TrivialAugment bool      `mapstructure:"trivial_augment" yaml:"trivial_augment" doc:"Training augmentation: TrivialAugmentWide after crop and flip, as torchvision's (31 magnitude bins, nearest, fill 0) on uint8 tensors (docs/method.md, Augmentation); needs 1 or 3 channels."`
 	TrainPerClass  int       `mapstructure:"train_per_class" yaml:"train_per_class" doc:"Use at most this many training images per class (first ones in file order); 0 means all."`
 	TestPerClass   int       `mapstructure:"test_per_class" yaml:"test_per_class" doc:"Use at most this many test images per class; 0 means all."`
 }
@@ -56,10 +56,10 @@ type Stream struct {
 
 // Model chooses the networks.
 type Model struct {
-	Backbone   string `mapstructure:"backbone" yaml:"backbone" doc:"Feature extractor: convnet (28x28 default) or resnet18 (32x32 RGB, METHOD.md)."`
-	FeatureDim int    `mapstructure:"feature_dim" yaml:"feature_dim" doc:"Feature dimension S of the prototypes (METHOD.md: 64)."`
+	Backbone   string `mapstructure:"backbone" yaml:"backbone" doc:"Feature extractor: convnet (28x28 default) or resnet18 (32x32 RGB; docs/method.md, Networks)."`
+	FeatureDim int    `mapstructure:"feature_dim" yaml:"feature_dim" doc:"Feature dimension S of the prototypes (docs/method.md: 64)."`
 	Mapper     string `mapstructure:"mapper" yaml:"mapper" doc:"Architecture of the distiller D and adapter A: mlp (S -> hidden_mult*S -> S with exact GELU) or linear (S x S)."`
-	HiddenMult int    `mapstructure:"hidden_mult" yaml:"hidden_mult" doc:"Hidden width of the mlp mapper as a multiple of S (METHOD.md: 32)."`
+	HiddenMult int    `mapstructure:"hidden_mult" yaml:"hidden_mult" doc:"Hidden width of the mlp mapper as a multiple of S (docs/method.md: 32)."`
 }
 
 // Train holds Stage I optimisation settings.
@@ -67,49 +67,49 @@ type Train struct {
 	EpochsFirst        int       `mapstructure:"epochs_first" yaml:"epochs_first" doc:"Stage I epochs on task 1."`
 	Epochs             int       `mapstructure:"epochs" yaml:"epochs" doc:"Stage I epochs on every later task."`
 	BatchSize          int       `mapstructure:"batch_size" yaml:"batch_size" doc:"Training mini-batch size (drop_last)."`
-	LRFirst            float64   `mapstructure:"lr_first" yaml:"lr_first" doc:"Learning rate on task 1 (METHOD.md: 0.1)."`
-	LR                 float64   `mapstructure:"lr" yaml:"lr" doc:"Learning rate on later tasks (METHOD.md: 0.01)."`
+	LRFirst            float64   `mapstructure:"lr_first" yaml:"lr_first" doc:"Learning rate on task 1 (docs/method.md: 0.1)."`
+	LR                 float64   `mapstructure:"lr" yaml:"lr" doc:"Learning rate on later tasks (docs/method.md: 0.01)."`
 	Momentum           float64   `mapstructure:"momentum" yaml:"momentum" doc:"SGD momentum."`
 	WeightDecay        float64   `mapstructure:"weight_decay" yaml:"weight_decay" doc:"SGD weight decay (L2)."`
 	Milestones         []float64 `mapstructure:"milestones" yaml:"milestones" doc:"Fractions of the epochs at which the learning rate is multiplied by lr_decay."`
 	LRDecay            float64   `mapstructure:"lr_decay" yaml:"lr_decay" doc:"Learning-rate factor at each milestone."`
 	ClipNorm           float64   `mapstructure:"clip_norm" yaml:"clip_norm" doc:"Gradient-norm clipping over backbone, head, D and A together; 0 turns it off."`
-	Rotation           bool      `mapstructure:"rotation" yaml:"rotation" doc:"Rotation self-supervision on task 1: each image and its 90/180/270-degree turns, head of 4x classes (METHOD.md)."`
+	Rotation           bool      `mapstructure:"rotation" yaml:"rotation" doc:"Rotation self-supervision on task 1: each image and its 90/180/270-degree turns, head of 4x classes (docs/method.md, Task 1)."`
 	RotationSplitBatch bool      `mapstructure:"rotation_split_batch" yaml:"rotation_split_batch" doc:"With rotation, each task-1 step takes batch_size/4 images and their three turns, batch_size rows in all, as AdaGauss's public code does (train_backbone: batch_size // 4), on which the authors' code builds; false feeds batch_size images (4x the rows, 4x fewer steps)."`
-	DetachWarmup       float64   `mapstructure:"detach_warmup" yaml:"detach_warmup" doc:"Fraction of the first epochs during which features are detached (METHOD.md: 1%)."`
+	DetachWarmup       float64   `mapstructure:"detach_warmup" yaml:"detach_warmup" doc:"Fraction of the first epochs during which features are detached (docs/method.md: 1%)."`
 	EvalBatch          int       `mapstructure:"eval_batch" yaml:"eval_batch" doc:"Batch size for feature extraction at evaluation and statistics time."`
 }
 
-// Loss holds the Stage I loss weights and switches (METHOD.md).
+// Loss holds the Stage I loss weights and switches (docs/method.md, Stage I).
 type Loss struct {
 	Bi               bool    `mapstructure:"bi" yaml:"bi" doc:"Use the bidirectional alignment L_n2o + L_o2n at lambda_bi (bicyc); off, L_n2o alone distils at kd_weight, so bi and cyc both off is the AdaGauss baseline (paper, ablation)."`
 	Cyc              bool    `mapstructure:"cyc" yaml:"cyc" doc:"Use the cycle-consistency loss L_cyc (bicyc)."`
 	Pair             bool    `mapstructure:"pair" yaml:"pair" doc:"Use the pairwise cosine-similarity loss L_pair (bicyc)."`
 	AntiCollapse     bool    `mapstructure:"anti_collapse" yaml:"anti_collapse" doc:"Use the robust anti-collapse loss L_ac."`
-	LambdaBi         float64 `mapstructure:"lambda_bi" yaml:"lambda_bi" doc:"Weight of L_n2o + L_o2n (METHOD.md code default 5)."`
-	LambdaCyc        float64 `mapstructure:"lambda_cyc" yaml:"lambda_cyc" doc:"Weight of L_cyc (METHOD.md code default 2; the paper's main table uses 1)."`
-	LambdaPair       float64 `mapstructure:"lambda_pair" yaml:"lambda_pair" doc:"Weight of L_pair (METHOD.md: 0.05)."`
-	PairRows         int     `mapstructure:"pair_rows" yaml:"pair_rows" doc:"L_pair uses at most this many random rows of the batch (METHOD.md: 128)."`
-	Alpha            float64 `mapstructure:"alpha" yaml:"alpha" doc:"Weight of L_ac (METHOD.md: 1)."`
-	Beta             float64 `mapstructure:"beta" yaml:"beta" doc:"Cap on each Cholesky diagonal entry in L_ac (METHOD.md: 1)."`
-	ACShrink         float64 `mapstructure:"ac_shrink" yaml:"ac_shrink" doc:"L_ac shrinkage kappa: adds kappa*tr/S*I to the batch covariance (METHOD.md code: 0)."`
-	ACJitter         float64 `mapstructure:"ac_jitter" yaml:"ac_jitter" doc:"L_ac jitter eps added to the batch covariance diagonal (METHOD.md code: 1e-6)."`
+	LambdaBi         float64 `mapstructure:"lambda_bi" yaml:"lambda_bi" doc:"Weight of L_n2o + L_o2n (authors' code: 5; docs/method.md)."`
+	LambdaCyc        float64 `mapstructure:"lambda_cyc" yaml:"lambda_cyc" doc:"Weight of L_cyc (authors' code: 2; the paper's main table uses 1)."`
+	LambdaPair       float64 `mapstructure:"lambda_pair" yaml:"lambda_pair" doc:"Weight of L_pair (docs/method.md: 0.05)."`
+	PairRows         int     `mapstructure:"pair_rows" yaml:"pair_rows" doc:"L_pair uses at most this many random rows of the batch (docs/method.md: 128)."`
+	Alpha            float64 `mapstructure:"alpha" yaml:"alpha" doc:"Weight of L_ac (docs/method.md: 1)."`
+	Beta             float64 `mapstructure:"beta" yaml:"beta" doc:"Cap on each Cholesky diagonal entry in L_ac (docs/method.md: 1)."`
+	ACShrink         float64 `mapstructure:"ac_shrink" yaml:"ac_shrink" doc:"L_ac shrinkage kappa: adds kappa*tr/S*I to the batch covariance (authors' code: 0)."`
+	ACJitter         float64 `mapstructure:"ac_jitter" yaml:"ac_jitter" doc:"L_ac jitter eps added to the batch covariance diagonal (authors' code: 1e-6)."`
 	KDWeight         float64 `mapstructure:"kd_weight" yaml:"kd_weight" doc:"adagauss only: weight of the feature distillation L_n2o (its published script: 10)."`
-	CycleDetachInner bool    `mapstructure:"cycle_detach_inner" yaml:"cycle_detach_inner" doc:"Detach the inner map of each cycle term so it trains only its outer map (METHOD.md, authors' code); false follows the paper, where both maps get cycle gradients."`
+	CycleDetachInner bool    `mapstructure:"cycle_detach_inner" yaml:"cycle_detach_inner" doc:"Detach the inner map of each cycle term so it trains only its outer map (authors' code; docs/method.md, Stage I); false follows the paper, where both maps get cycle gradients."`
 }
 
 // Adapter holds Stage II: the adapter fine-tune and the transport of old classes.
 type Adapter struct {
-	Epochs           int     `mapstructure:"epochs" yaml:"epochs" doc:"Stage II adapter fine-tune epochs on cached features; -1 means half of train.epochs (METHOD.md)."`
-	LR               float64 `mapstructure:"lr" yaml:"lr" doc:"Stage II learning rate (METHOD.md: 0.01)."`
-	TransportSamples int     `mapstructure:"transport_samples" yaml:"transport_samples" doc:"Monte Carlo samples per old class pushed through the adapter (METHOD.md code: 10000)."`
-	Alpha            float64 `mapstructure:"alpha" yaml:"alpha" doc:"Weight of L_ac(A(z_old)) in the Stage II fine-tune; -1 means loss.alpha (METHOD.md, the authors' code); 0 is the paper's Algorithm 1 (Stage II minimises the MSE alone)."`
+	Epochs           int     `mapstructure:"epochs" yaml:"epochs" doc:"Stage II adapter fine-tune epochs on cached features; -1 means half of train.epochs (docs/method.md, Stage II)."`
+	LR               float64 `mapstructure:"lr" yaml:"lr" doc:"Stage II learning rate (docs/method.md: 0.01)."`
+	TransportSamples int     `mapstructure:"transport_samples" yaml:"transport_samples" doc:"Monte Carlo samples per old class pushed through the adapter (authors' code: 10000)."`
+	Alpha            float64 `mapstructure:"alpha" yaml:"alpha" doc:"Weight of L_ac(A(z_old)) in the Stage II fine-tune; -1 means loss.alpha (the authors' code; docs/method.md, Stage II); 0 is the paper's Algorithm 1 (Stage II minimises the MSE alone)."`
 }
 
-// Classifier holds the task-agnostic Bayes classifier options (METHOD.md).
+// Classifier holds the task-agnostic Bayes classifier options (docs/method.md, Classifier).
 type Classifier struct {
-	Shrink       float64 `mapstructure:"shrink" yaml:"shrink" doc:"Covariance shrinkage at test time: adds shrink*mean(diag)*I (METHOD.md code: 3)."`
-	Normalize    bool    `mapstructure:"normalize" yaml:"normalize" doc:"Correlation matrix and L2-normalised feature and mean before the distance (METHOD.md: on)."`
+	Shrink       float64 `mapstructure:"shrink" yaml:"shrink" doc:"Covariance shrinkage at test time: adds shrink*mean(diag)*I (authors' code: 3)."`
+	Normalize    bool    `mapstructure:"normalize" yaml:"normalize" doc:"Correlation matrix and L2-normalised feature and mean before the distance (docs/method.md: on)."`
 	FullGaussian bool    `mapstructure:"full_gaussian" yaml:"full_gaussian" doc:"Add log det Sigma and -2 log prior to the distance (the paper's full Bayes score)."`
 	TopK         int     `mapstructure:"top_k" yaml:"top_k" doc:"Predictions reported per image by the exported model."`
 }
@@ -138,7 +138,7 @@ type Quick struct {
 
 // Default returns the defaults: Fashion-MNIST in 5 tasks of 2 classes with the
 // convnet backbone, sized to finish in about 15 minutes on 2 CPU cores, and
-// METHOD.md's loss weights and classifier options.
+// the loss weights and classifier options of docs/method.md.
 func Default() Config {
 	return Config{
 		Seed:    0,
@@ -190,7 +190,7 @@ func (c Config) Resolved() Config {
 }
 
 // AdapterAlpha is the weight of the anti-collapse term in the Stage II
-// fine-tune: adapter.alpha, or loss.alpha when that is -1 (METHOD.md).
+// fine-tune: adapter.alpha, or loss.alpha when that is -1 (docs/method.md, Stage II).
 func (c Config) AdapterAlpha() float64 {
 	if c.Adapter.Alpha >= 0 {
 		return c.Adapter.Alpha
@@ -199,7 +199,7 @@ func (c Config) AdapterAlpha() float64 {
 }
 
 // AdapterEpochs is the number of Stage II epochs: half of Stage I's when
-// Adapter.Epochs is -1 (METHOD.md), at least one.
+// Adapter.Epochs is -1 (docs/method.md, Stage II), at least one.
 func (c Config) AdapterEpochs() int {
 	if c.Adapter.Epochs >= 0 {
 		return c.Adapter.Epochs

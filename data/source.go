@@ -74,7 +74,7 @@ func Open(src Source) (train, test *Dataset, err error) {
 
 // DefaultNormalization returns the per-channel mean and standard deviation
 // (of pixel/255) used to normalise a dataset kind, new slices each call, or
-// nil, nil for an unknown kind. METHOD.md ("Augmentation (CIFAR)") asks for
+// nil, nil for an unknown kind. docs/method.md ("Augmentation") asks for
 // normalisation with the dataset's channel mean and std:
 //
 //	kind           mean                       std

@@ -13,7 +13,7 @@ import (
 var ErrTaskStream = errors.New("invalid task stream")
 
 // TaskStream is the order in which a class-incremental run meets the
-// classes (METHOD.md, "Setting": tasks bring disjoint class sets). Order is a
+// classes (docs/method.md, "Setting": tasks bring disjoint class sets). Order is a
 // permutation of the class ids 0..K-1; Tasks[t] lists the class ids of task
 // t (0-based), consecutive runs of Order. Every class is in exactly one task.
 // It marshals to JSON as {"order": [...], "tasks": [[...], ...]}; call

@@ -12,7 +12,7 @@ import (
 
 // Format versions of every exported file. Debian's onnx 1.12 checker, the
 // validator the tests run, accepts IR <= 8 and opset <= 17
-// (/work/shared/TOOLCHAIN.md, "ONNX"); ONNX Runtime supports opset 17 from
+// (docs/toolchain.md, "ONNX"); ONNX Runtime supports opset 17 from
 // release 1.13 on.
 const (
 	IRVersion         = 8

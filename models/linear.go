@@ -12,8 +12,8 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// Linear is a fully connected layer with PyTorch's nn.Linear layout, used for the per-task heads (METHOD.md:
-// "a new Linear(S -> |C_t|) per task") and inside Mapper:
+// Linear is a fully connected layer with PyTorch's nn.Linear layout, used for the per-task heads (docs/method.md,
+// "Networks": a new Linear(S -> task classes) per task) and inside Mapper:
 //
 //	y = x W^T + b,   x [N,in], W [out,in], b [out], y [N,out]
 //

@@ -14,17 +14,17 @@ import (
 // Mapper kinds accepted by NewMapper.
 const (
 	// MapperMLP is Linear(S -> h*S) -> exact GELU -> Linear(h*S -> S), both with bias and no normalisation
-	// (METHOD.md "Networks", h = 32).
+	// (docs/method.md, "Networks", h = 32).
 	MapperMLP = "mlp"
-	// MapperLinear is a single S x S matrix without bias, y = x W^T (METHOD.md ablation variant).
+	// MapperLinear is a single S x S matrix without bias, y = x W^T (docs/method.md, "Networks": the ablation variant).
 	MapperLinear = "linear"
 )
 
-// DefaultHiddenMult is the hidden width of MapperMLP in multiples of S (METHOD.md: Linear(S -> 32S)).
+// DefaultHiddenMult is the hidden width of MapperMLP in multiples of S (docs/method.md: Linear(S -> 32S)).
 const DefaultHiddenMult = 32
 
 // Mapper is a map between two S-dimensional feature spaces: the distiller D (new -> old) and the adapter A
-// (old -> new) of METHOD.md, both created fresh at the start of every task t > 1. Input and output are [N,S].
+// (old -> new) of docs/method.md, both created fresh at the start of every task t > 1. Input and output are [N,S].
 //
 // Its tensors are float32 and owned by the Mapper; every graph built from it binds the same tensors, so a
 // solver step through one graph is seen by all of them. A Mapper is not safe for concurrent use.

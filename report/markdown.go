@@ -72,7 +72,7 @@ func markdown(set *Set, groups []Group, figs figureSet, opts Options) string {
 	if diff := runDifferences(set.Runs); len(diff) > 0 {
 		p("**Warning:** the runs differ in more than method, seed and the ablated losses; their numbers may not compare: %s.\n\n", strings.Join(diff, "; "))
 	}
-	p("Accuracies are in %%: A_last after the last task, A_inc the mean of A_last over the steps, F_last the class-count-weighted forgetting of the old tasks (METHOD.md \"Metrics\"); mean ± sample std over seeds. TAg classifies among all classes seen, TAw within the task's own classes.\n\n")
+	p("Accuracies are in %%: A_last after the last task, A_inc the mean of A_last over the steps, F_last the class-count-weighted forgetting of the old tasks (docs/method.md, \"Metrics\"); mean ± sample std over seeds. TAg classifies among all classes seen, TAw within the task's own classes.\n\n")
 
 	main, ablation := splitGroups(groups)
 	if len(groups) == 0 {

@@ -40,7 +40,7 @@ type Run struct {
 }
 
 // Variant is what a run compares: its method and, for bicyc, which of the
-// two losses under ablation (METHOD.md, paper Table "Contributions of L_bi
+// two losses under ablation (docs/method.md, "Stage I"; paper Table "Contributions of L_bi
 // and L_cyc") were on. Runs of one variant differ only in the seed.
 type Variant struct {
 	Method string `json:"method"`

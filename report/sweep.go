@@ -394,6 +394,7 @@ func newSweepRecord(spec Spec, plan []PlannedRun) *SweepRecord {
 		}
 	}
 	rec := &SweepRecord{Spec: spec}
+	rec.Spec.Config, rec.Spec.Out = workingRelative(spec.Config), workingRelative(spec.Out)
 	for _, p := range plan {
 		rec.Runs = append(rec.Runs, RunRecord{
 			Name: p.Name, Method: p.Variant.Method, Seed: p.Seed, Ablation: p.Variant.Tag(),
@@ -401,6 +402,25 @@ func newSweepRecord(spec Spec, plan []PlannedRun) *SweepRecord {
 		})
 	}
 	return rec
+}
+
+// workingRelative returns path relative to the working directory when it
+// lies inside it, so that a record names files the way the repository does
+// and not by one machine's absolute path; any other path comes back
+// unchanged.
+func workingRelative(path string) string {
+	if !filepath.IsAbs(path) {
+		return path
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	rel, err := filepath.Rel(wd, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return path
+	}
+	return rel
 }
 
 // runState tells how far the run in dir got: pending (no run yet),

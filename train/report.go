@@ -27,7 +27,7 @@ type Summary struct {
 	MatrixTAw *metrics.Matrix `json:"acc_taw"`
 }
 
-// MetricSet holds A_last, A_inc and F_last (fractions in [0,1]; METHOD.md
+// MetricSet holds A_last, A_inc and F_last (fractions in [0,1]; docs/method.md,
 // "Metrics") after the last completed task, and A_last after every step.
 type MetricSet struct {
 	ALast float64   `json:"a_last"`
