@@ -221,6 +221,18 @@ func (c Config) Validate() error {
 	if c.Threads < 0 {
 		bad("threads", "must be >= 0, got %d", c.Threads)
 	}
+	c.validateData(bad)
+	c.validateModel(bad)
+	c.validateTrain(bad)
+	c.validateStages(bad)
+	return errors.Join(errs...)
+}
+
+// problem records one invalid setting under its key (see Validate).
+type problem func(key string, format string, args ...any)
+
+// validateData checks the data.* keys.
+func (c Config) validateData(bad problem) {
 	switch c.Data.Kind {
 	case "fashion-mnist", "mnist", "cifar10", "cifar100":
 		if c.Data.Dir == "" {
@@ -253,6 +265,10 @@ func (c Config) Validate() error {
 	if c.Data.TrainPerClass < 0 || c.Data.TestPerClass < 0 {
 		bad("data.train_per_class", "per-class limits must be >= 0")
 	}
+}
+
+// validateModel checks the stream.* and model.* keys.
+func (c Config) validateModel(bad problem) {
 	if c.Stream.Tasks < 1 {
 		bad("stream.tasks", "must be >= 1, got %d", c.Stream.Tasks)
 	}
@@ -275,6 +291,10 @@ func (c Config) Validate() error {
 	if c.Model.HiddenMult < 1 {
 		bad("model.hidden_mult", "must be >= 1, got %d", c.Model.HiddenMult)
 	}
+}
+
+// validateTrain checks the train.* keys (rotation against the image size).
+func (c Config) validateTrain(bad problem) {
 	if c.Train.EpochsFirst < 1 || c.Train.Epochs < 1 {
 		bad("train.epochs", "epochs and epochs_first must be >= 1, got %d and %d", c.Train.Epochs, c.Train.EpochsFirst)
 	}
@@ -300,6 +320,10 @@ func (c Config) Validate() error {
 	if c.Train.EvalBatch < 1 {
 		bad("train.eval_batch", "must be >= 1, got %d", c.Train.EvalBatch)
 	}
+}
+
+// validateStages checks the loss.*, adapter.* and classifier.* keys.
+func (c Config) validateStages(bad problem) {
 	if c.Loss.PairRows < 2 {
 		bad("loss.pair_rows", "must be >= 2, got %d", c.Loss.PairRows)
 	}
@@ -318,7 +342,6 @@ func (c Config) Validate() error {
 	if c.Classifier.TopK < 1 {
 		bad("classifier.top_k", "must be >= 1, got %d", c.Classifier.TopK)
 	}
-	return errors.Join(errs...)
 }
 
 // DefaultRunName is the run folder name used when RunName is empty.
