@@ -50,7 +50,29 @@ func newSummaryFile(set *Set, groups []Group, figs figureSet, opts Options) summ
 // markdown renders report.md.
 func markdown(set *Set, groups []Group, figs figureSet, opts Options) string {
 	var b strings.Builder
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	mdHeader(&b, set, groups, opts)
+	main, ablation := splitGroups(groups)
+	mdResults(&b, groups, main, ablation)
+	mdFigures(&b, main, ablation, figs)
+	mdRuns(&b, set)
+	p := printer(&b)
+	p("## Accuracy matrices (TAg)\n\n")
+	p("Accuracy (%%) on each task's test set (column) after training each task (row), one matrix per run.\n\n")
+	for _, f := range figs.matrices {
+		embed(&b, f)
+	}
+	return b.String()
+}
+
+// printer returns a Printf into b.
+func printer(b *strings.Builder) func(format string, args ...any) {
+	return func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+}
+
+// mdHeader writes the title, the machine, the setting, the sweep, warnings
+// about the runs and how to read the numbers.
+func mdHeader(b *strings.Builder, set *Set, groups []Group, opts Options) {
+	p := printer(b)
 	m := opts.Machine
 
 	p("# BiCyc report: %s\n\n", filepath.Base(filepath.Clean(set.Dir)))
@@ -73,14 +95,17 @@ func markdown(set *Set, groups []Group, figs figureSet, opts Options) string {
 		p("**Warning:** the runs differ in more than method, seed and the ablated losses; their numbers may not compare: %s.\n\n", strings.Join(diff, "; "))
 	}
 	p("Accuracies are in %%: A_last after the last task, A_inc the mean of A_last over the steps, F_last the class-count-weighted forgetting of the old tasks (docs/method.md, \"Metrics\"); mean ± sample std over seeds. TAg classifies among all classes seen, TAw within the task's own classes.\n\n")
+}
 
-	main, ablation := splitGroups(groups)
+// mdResults writes the results tables (main variants and ablation grid).
+func mdResults(b *strings.Builder, groups []Group, main, ablation []*Group) {
+	p := printer(b)
 	if len(groups) == 0 {
 		p("No run has finished yet: the tables and curves need finished runs.\n\n")
 	}
 	if len(main) > 0 {
 		p("## Results\n\n")
-		resultsTable(&b, main)
+		resultsTable(b, main)
 		p("Task-aware (TAw) metrics in full:\n\n")
 		p("| method | seeds | TAw A_last | TAw A_inc | TAw F_last |\n")
 		p("|---|---|---|---|---|\n")
@@ -92,8 +117,14 @@ func markdown(set *Set, groups []Group, figs figureSet, opts Options) string {
 	if len(ablation) > 1 {
 		p("## Ablation: L_bi and L_cyc\n\n")
 		p("bicyc with the bidirectional alignment L_bi = L_n2o + L_o2n and the cycle loss L_cyc switched on (✓) or off (✗), everything else equal (paper Table \"Contributions of L_bi and L_cyc\").\n\n")
-		ablationTable(&b, ablation)
+		ablationTable(b, ablation)
 	}
+}
+
+// mdFigures writes the per-step curves, the gain matrices and the drift
+// diagnostics.
+func mdFigures(b *strings.Builder, main, ablation []*Group, figs figureSet) {
+	p := printer(b)
 	if len(figs.curves) > 0 {
 		p("## A_last after every task\n\n")
 		all := append(append([]*Group(nil), main...), ablatedOnly(ablation)...)
@@ -111,24 +142,28 @@ func markdown(set *Set, groups []Group, figs figureSet, opts Options) string {
 		}
 		p("\n")
 		for _, f := range figs.curves {
-			embed(&b, f)
+			embed(b, f)
 		}
 	}
 	if len(figs.gains) > 0 {
 		p("## Per-step gain of bicyc (paper Figure 3)\n\n")
 		p("Each cell is the mean TAg accuracy of bicyc minus that of the other method on task u (column) after training task t (row), in percentage points; red where bicyc is ahead. Gains in the lower-left corner are retained old knowledge.\n\n")
 		for _, f := range figs.gains {
-			embed(&b, f)
+			embed(b, f)
 		}
 	}
 	p("## Drift diagnostics\n\n")
 	if figs.drift != nil {
 		p("After every task, the stored Gaussians of the first task's classes are compared with the statistics of those classes' test features under the current backbone (mean over the classes): distance of the means (mu-L2), Frobenius distance of the covariances (Sigma-Frobenius) and symmetric KL divergence. AD-%% is the share of singular values of A_hat D_hat, least-squares maps between the previous and the current backbone's features of the new task's test images, inside [0.9, 1.1]: 100 %% means the transport is an isometry (paper appendix A.3). Bands are ± std over seeds.\n\n")
-		embed(&b, *figs.drift)
+		embed(b, *figs.drift)
 	} else {
 		p("Not recorded: the runs had eval.drift off.\n\n")
 	}
+}
 
+// mdRuns writes the table of runs, their times and the runs left out.
+func mdRuns(b *strings.Builder, set *Set) {
+	p := printer(b)
 	p("## Runs\n\n")
 	p("| run | method | seed | tasks done | TAg A_last | TAw A_last | time in stages | wall time |\n")
 	p("|---|---|---|---|---|---|---|---|\n")
@@ -171,12 +206,6 @@ func markdown(set *Set, groups []Group, figs figureSet, opts Options) string {
 	if len(set.Pending) > 0 {
 		p("Not started or without a completed task: %s.\n\n", strings.Join(set.Pending, ", "))
 	}
-	p("## Accuracy matrices (TAg)\n\n")
-	p("Accuracy (%%) on each task's test set (column) after training each task (row), one matrix per run.\n\n")
-	for _, f := range figs.matrices {
-		embed(&b, f)
-	}
-	return b.String()
 }
 
 // dateLayout is how reports write their date.

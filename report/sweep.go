@@ -337,18 +337,10 @@ func RunSweep(ctx context.Context, spec Spec, configure Configure, opts SweepOpt
 			return rec, err
 		}
 		var from string
-		switch {
-		case state == StatusFinished:
-			fmt.Fprintf(status, "sweep [%d/%d] %s: finished, skipped\n", i+1, len(plan), p.Name)
-		case done > 0:
-			fmt.Fprintf(status, "sweep [%d/%d] %s: resuming after task %d\n", i+1, len(plan), p.Name, done)
-		default:
-			if from = firstTaskSource(spec.Out, plan[:i], configs[:i], configs[i]); from != "" {
-				fmt.Fprintf(status, "sweep [%d/%d] %s: task 1 from %s\n", i+1, len(plan), p.Name, filepath.Base(from))
-			} else {
-				fmt.Fprintf(status, "sweep [%d/%d] %s\n", i+1, len(plan), p.Name)
-			}
+		if state != StatusFinished && done == 0 {
+			from = firstTaskSource(spec.Out, plan[:i], configs[:i], configs[i])
 		}
+		announceRun(status, fmt.Sprintf("sweep [%d/%d] %s", i+1, len(plan), p.Name), state, done, from)
 		if state != StatusFinished {
 			r.Status, r.Error = StatusRunning, ""
 			if err := save(); err != nil {
@@ -382,6 +374,22 @@ func RunSweep(ctx context.Context, spec Spec, configure Configure, opts SweepOpt
 		failures = append(failures, fmt.Errorf("report: %w", err))
 	}
 	return rec, errors.Join(failures...)
+}
+
+// announceRun writes the status line of a run about to be reached: prefix,
+// then whether it is skipped, resumed after done tasks or starts from the
+// first task of the run in from.
+func announceRun(status io.Writer, prefix, state string, done int, from string) {
+	switch {
+	case state == StatusFinished:
+		fmt.Fprintf(status, "%s: finished, skipped\n", prefix)
+	case done > 0:
+		fmt.Fprintf(status, "%s: resuming after task %d\n", prefix, done)
+	case from != "":
+		fmt.Fprintf(status, "%s: task 1 from %s\n", prefix, filepath.Base(from))
+	default:
+		fmt.Fprintf(status, "%s\n", prefix)
+	}
 }
 
 // newSweepRecord starts the record of plan, keeping the wall time of runs
