@@ -172,22 +172,7 @@ func TestSweepEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resumed sweep: %v\n%s", err, tail(second.String()))
 	}
-	if !strings.Contains(second.String(), "bicyc-s0: resuming after task 1") || !strings.Contains(stdout, "report.md") {
-		t.Errorf("resumed sweep did not resume bicyc-s0:\n%s", tail(second.String()))
-	}
-	log, err := os.ReadFile(filepath.Join(out, "bicyc-s0", "log.txt"))
-	if err != nil || !strings.Contains(string(log), "resuming") {
-		t.Errorf("bicyc-s0/log.txt shows no resume (%v)", err)
-	}
-	// Each seed trains task 1 once: finetune starts from bicyc's.
-	for _, line := range []string{"finetune-s0: task 1 from bicyc-s0", "finetune-s1: task 1 from bicyc-s1"} {
-		if !strings.Contains(second.String(), line) {
-			t.Errorf("the sweep did not say %q:\n%s", line, tail(second.String()))
-		}
-	}
-	if log, err := os.ReadFile(filepath.Join(out, "finetune-s1", "log.txt")); err != nil || !strings.Contains(string(log), "task 1 taken from") {
-		t.Errorf("finetune-s1/log.txt does not say where task 1 came from (%v)", err)
-	}
+	checkResumedSweep(t, out, second.String(), stdout)
 	names := []string{"bicyc-s0", "finetune-s0", "bicyc-s1", "finetune-s1"}
 	before := map[string]string{}
 	for _, n := range names {
@@ -213,7 +198,45 @@ func TestSweepEndToEnd(t *testing.T) {
 		}
 	}
 
-	// The report's numbers are the runs' own: mean of A_last over seeds.
+	checkSweepReport(t, out)
+	// bicyc report rewrites the same report from the directory alone.
+	root := newRootCmd()
+	var stdout2 bytes.Buffer
+	root.SetArgs([]string{"report", out})
+	root.SetOut(&stdout2)
+	if err := root.Execute(); err != nil || !strings.Contains(stdout2.String(), "(8 figures)") {
+		t.Errorf("bicyc report: %v, %q", err, stdout2.String())
+	}
+}
+
+// checkResumedSweep checks the second session of the smoke sweep in out
+// from its log and stdout: bicyc-s0 resumed after task 1, and each seed's
+// finetune run started from bicyc's task 1.
+func checkResumedSweep(t *testing.T, out, logText, stdout string) {
+	t.Helper()
+	if !strings.Contains(logText, "bicyc-s0: resuming after task 1") || !strings.Contains(stdout, "report.md") {
+		t.Errorf("resumed sweep did not resume bicyc-s0:\n%s", tail(logText))
+	}
+	log, err := os.ReadFile(filepath.Join(out, "bicyc-s0", "log.txt"))
+	if err != nil || !strings.Contains(string(log), "resuming") {
+		t.Errorf("bicyc-s0/log.txt shows no resume (%v)", err)
+	}
+	// Each seed trains task 1 once: finetune starts from bicyc's.
+	for _, line := range []string{"finetune-s0: task 1 from bicyc-s0", "finetune-s1: task 1 from bicyc-s1"} {
+		if !strings.Contains(logText, line) {
+			t.Errorf("the sweep did not say %q:\n%s", line, tail(logText))
+		}
+	}
+	if log, err := os.ReadFile(filepath.Join(out, "finetune-s1", "log.txt")); err != nil || !strings.Contains(string(log), "task 1 taken from") {
+		t.Errorf("finetune-s1/log.txt does not say where task 1 came from (%v)", err)
+	}
+}
+
+// checkSweepReport checks the smoke sweep's report in out: its numbers are
+// the runs' own (mean of A_last over seeds) and its figures are the PNGs it
+// lists.
+func checkSweepReport(t *testing.T, out string) {
+	t.Helper()
 	var sum struct {
 		Groups []struct {
 			Variant report.Variant `json:"variant"`
@@ -266,14 +289,6 @@ func TestSweepEndToEnd(t *testing.T) {
 		}
 	}
 
-	// bicyc report rewrites the same report from the directory alone.
-	root := newRootCmd()
-	var stdout2 bytes.Buffer
-	root.SetArgs([]string{"report", out})
-	root.SetOut(&stdout2)
-	if err := root.Execute(); err != nil || !strings.Contains(stdout2.String(), "(8 figures)") {
-		t.Errorf("bicyc report: %v, %q", err, stdout2.String())
-	}
 }
 
 // pmPercent formats two seeds' values as the report's tables do.
