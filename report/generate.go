@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/bicyc/bicyc/durable"
+	"github.com/bicyc/bicyc/sweep"
 )
 
 // Options are the settings of Generate that do not come from the runs.
@@ -92,7 +93,7 @@ func generate(dir string, opts Options) (*generated, error) {
 		return nil, err
 	}
 	res.Figures = figs.all()
-	if err := writeJSONAtomic(res.Summary, newSummaryFile(set, groups, figs, opts)); err != nil {
+	if err := durable.WriteJSON(res.Summary, newSummaryFile(set, groups, figs, opts)); err != nil {
 		return nil, err
 	}
 	if err := durable.WriteFile(res.Markdown, []byte(markdown(set, groups, figs, opts))); err != nil {
@@ -311,7 +312,7 @@ func runMatrix(r *Run) [][]float64 {
 	return out
 }
 
-func percentSeries(v Variant, steps []Stat) series {
+func percentSeries(v sweep.Variant, steps []Stat) series {
 	s := series{label: v.String(), color: variantColor(v), dash: variantDash(v), lo: 0, hi: 100}
 	for _, st := range steps {
 		s.mean = append(s.mean, 100*st.Mean)
@@ -366,7 +367,7 @@ func driftFigure(groups []*Group) ([]byte, error) {
 
 // variantColor gives every variant a fixed color across figures: bicyc
 // red, adagauss blue, finetune gray, the ablations green, orange, purple.
-func variantColor(v Variant) color.Color {
+func variantColor(v sweep.Variant) color.Color {
 	switch {
 	case v.Method == "adagauss":
 		return color.NRGBA{0x1f, 0x77, 0xb4, 0xff}
@@ -386,7 +387,7 @@ func variantColor(v Variant) color.Color {
 
 // variantDash draws the ablations dashed, so they read apart from the main
 // methods even in gray print.
-func variantDash(v Variant) []vg.Length {
+func variantDash(v sweep.Variant) []vg.Length {
 	if v.Ablated() {
 		return []vg.Length{vg.Points(6), vg.Points(3)}
 	}

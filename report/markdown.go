@@ -7,30 +7,31 @@ import (
 	"time"
 
 	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/sweep"
 )
 
 // summaryFile is summary.json: the numbers of report.md for programs.
 type summaryFile struct {
-	Generated time.Time    `json:"generated"`
-	Machine   Machine      `json:"machine"`
-	Sweep     *SweepRecord `json:"sweep,omitempty"`
-	Groups    []Group      `json:"groups"`
-	Runs      []runLine    `json:"runs"`
-	Pending   []string     `json:"pending,omitempty"`
-	Figures   []Figure     `json:"figures"`
+	Generated time.Time     `json:"generated"`
+	Machine   Machine       `json:"machine"`
+	Sweep     *sweep.Record `json:"sweep,omitempty"`
+	Groups    []Group       `json:"groups"`
+	Runs      []runLine     `json:"runs"`
+	Pending   []string      `json:"pending,omitempty"`
+	Figures   []Figure      `json:"figures"`
 }
 
 // runLine is one run in summary.json.
 type runLine struct {
-	Name         string  `json:"name"`
-	Variant      Variant `json:"variant"`
-	Seed         int64   `json:"seed"`
-	Completed    int     `json:"completed_tasks"`
-	Tasks        int     `json:"tasks"`
-	TAgALast     float64 `json:"tag_a_last"`
-	TAwALast     float64 `json:"taw_a_last"`
-	StageSeconds float64 `json:"stage_seconds"`
-	WallSeconds  float64 `json:"wall_seconds,omitempty"`
+	Name         string        `json:"name"`
+	Variant      sweep.Variant `json:"variant"`
+	Seed         int64         `json:"seed"`
+	Completed    int           `json:"completed_tasks"`
+	Tasks        int           `json:"tasks"`
+	TAgALast     float64       `json:"tag_a_last"`
+	TAwALast     float64       `json:"taw_a_last"`
+	StageSeconds float64       `json:"stage_seconds"`
+	WallSeconds  float64       `json:"wall_seconds,omitempty"`
 	// FirstTaskFrom names the run that trained task 1 for a forked run.
 	FirstTaskFrom string `json:"task1_from,omitempty"`
 }
@@ -230,7 +231,7 @@ func resultsTable(b *strings.Builder, main []*Group) {
 func ablationTable(b *strings.Builder, ablation []*Group) {
 	b.WriteString("| L_bi | L_cyc | seeds | TAg A_last | TAg A_inc | TAg F_last | TAw A_last | TAw A_inc |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
-	for _, v := range []Variant{{"bicyc", false, false}, {"bicyc", true, false}, {"bicyc", false, true}, {"bicyc", true, true}} {
+	for _, v := range []sweep.Variant{{Method: "bicyc", Bi: false, Cyc: false}, {Method: "bicyc", Bi: true, Cyc: false}, {Method: "bicyc", Bi: false, Cyc: true}, {Method: "bicyc", Bi: true, Cyc: true}} {
 		for _, g := range ablation {
 			if g.Variant == v {
 				fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", mark(v.Bi), mark(v.Cyc), len(g.Seeds),
@@ -363,7 +364,7 @@ func runDifferences(runs []*Run) []string {
 	var out []string
 	base := norm(runs[0].Config)
 	for _, r := range runs[1:] {
-		for _, d := range configDiff(base, norm(r.Config)) {
+		for _, d := range config.ExperimentDiff(base, norm(r.Config)) {
 			key, _, _ := strings.Cut(d, ":")
 			if !seen[key] {
 				seen[key] = true

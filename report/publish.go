@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/bicyc/bicyc/durable"
+	"github.com/bicyc/bicyc/sweep"
 )
 
 // Lines that delimit the generated results section of a README. Everything
@@ -213,7 +214,7 @@ func publishDir(g *generated, dest string) ([]string, error) {
 		files = append(files, f.File)
 	}
 	if g.set.Sweep != nil {
-		files = append(files, sweepFile)
+		files = append(files, sweep.RecordFile)
 	}
 	for _, r := range g.set.Runs {
 		rel, err := filepath.Rel(dir, r.Dir)

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bicyc/bicyc/sweep"
 )
 
 var (
@@ -79,7 +81,7 @@ func checkPublishedFiles(t *testing.T, pub *Published, dest string) string {
 	for _, f := range pub.Report.Figures {
 		want = append(want, f.File)
 	}
-	for _, p := range (Spec{Seeds: 3, Methods: []string{"bicyc", "adagauss"}, Ablation: true}).Plan() {
+	for _, p := range (sweep.Spec{Seeds: 3, Methods: []string{"bicyc", "adagauss"}, Ablation: true}).Plan() {
 		want = append(want, p.Name+"/config.yaml", p.Name+"/metrics.json")
 	}
 	slices.Sort(want)

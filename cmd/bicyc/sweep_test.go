@@ -16,6 +16,7 @@ import (
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/report"
+	"github.com/bicyc/bicyc/sweep"
 )
 
 func TestSweepSpecFromFlags(t *testing.T) {
@@ -29,19 +30,19 @@ func TestSweepSpecFromFlags(t *testing.T) {
 		global  globalOptions
 		edit    func(*sweepOptions)
 		changed []string
-		want    report.Spec
+		want    sweep.Spec
 	}{
 		{globalOptions{configFile: "configs/fmnist-t5.yaml"}, func(*sweepOptions) {}, nil,
-			report.Spec{Config: "configs/fmnist-t5.yaml", Out: "runs/sweep-fmnist-t5", Seeds: 3, Methods: []string{"bicyc", "adagauss", "finetune"}}},
+			sweep.Spec{Config: "configs/fmnist-t5.yaml", Out: "runs/sweep-fmnist-t5", Seeds: 3, Methods: []string{"bicyc", "adagauss", "finetune"}}},
 		{globalOptions{configFile: "x.yaml", sets: []string{"train.epochs=1"}}, func(o *sweepOptions) {
 			o.seeds, o.methods, o.ablation, o.out, o.quick = 2, []string{"bicyc", "finetune"}, true, "o", true
 		}, []string{"seeds", "methods", "ablation", "out", "quick"},
-			report.Spec{Config: "x.yaml", Out: "o", Seeds: 2, Methods: []string{"bicyc", "finetune"}, Ablation: true, Sets: []string{"train.epochs=1", "quick=true"}}},
+			sweep.Spec{Config: "x.yaml", Out: "o", Seeds: 2, Methods: []string{"bicyc", "finetune"}, Ablation: true, Sets: []string{"train.epochs=1", "quick=true"}}},
 		{globalOptions{}, func(o *sweepOptions) { o.file = file }, []string{"sweep"},
-			report.Spec{Config: filepath.Join(dir, "c.yaml"), Out: "runs/s", Seeds: 5, Methods: []string{"adagauss"}, Ablation: true, Sets: []string{"eval.drift=true"}}},
+			sweep.Spec{Config: filepath.Join(dir, "c.yaml"), Out: "runs/s", Seeds: 5, Methods: []string{"adagauss"}, Ablation: true, Sets: []string{"eval.drift=true"}}},
 		// Flags given override the file; defaults of flags not given do not.
 		{globalOptions{sets: []string{"train.epochs=1"}}, func(o *sweepOptions) { o.file, o.seeds, o.ablation = file, 1, false }, []string{"sweep", "seeds", "ablation"},
-			report.Spec{Config: filepath.Join(dir, "c.yaml"), Out: "runs/s", Seeds: 1, Methods: []string{"adagauss"}, Sets: []string{"eval.drift=true", "train.epochs=1"}}},
+			sweep.Spec{Config: filepath.Join(dir, "c.yaml"), Out: "runs/s", Seeds: 1, Methods: []string{"adagauss"}, Sets: []string{"eval.drift=true", "train.epochs=1"}}},
 	}
 	for i, c := range cases {
 		o := defaults
@@ -60,7 +61,7 @@ func TestSweepSpecFromFlags(t *testing.T) {
 	}
 }
 
-func specEqual(a, b report.Spec) bool {
+func specEqual(a, b sweep.Spec) bool {
 	return a.Config == b.Config && a.Out == b.Out && a.Seeds == b.Seeds && a.Ablation == b.Ablation &&
 		slices.Equal(a.Methods, b.Methods) && slices.Equal(a.Sets, b.Sets)
 }
@@ -74,7 +75,7 @@ func TestSweepDefinitions(t *testing.T) {
 		t.Fatalf("sweep definitions: %v %v", files, err)
 	}
 	for i, f := range files {
-		spec, err := report.ReadSpec(f)
+		spec, err := sweep.ReadSpec(f)
 		if err == nil {
 			err = spec.Validate()
 		}
@@ -93,7 +94,7 @@ func TestSweepDefinitions(t *testing.T) {
 			t.Errorf("case %d (%s): %d configs for %d runs", i, f, len(configs), len(spec.Plan()))
 		}
 	}
-	spec, err := report.ReadSpec("../../configs/sweeps/fmnist-t5-e10.yaml")
+	spec, err := sweep.ReadSpec("../../configs/sweeps/fmnist-t5-e10.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,11 +156,11 @@ func TestSweepEndToEnd(t *testing.T) {
 	if _, err := run(ctx, first); err == nil || !strings.Contains(err.Error(), "sweep stopped at run bicyc-s0") {
 		t.Fatalf("interrupted sweep: error %v", err)
 	}
-	rec, err := report.ReadSweepRecord(filepath.Join(out, "sweep.json"))
+	rec, err := sweep.ReadRecord(filepath.Join(out, "sweep.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Runs[0].Status != report.StatusStopped || rec.Runs[1].Status != report.StatusPending {
+	if rec.Runs[0].Status != sweep.StatusStopped || rec.Runs[1].Status != sweep.StatusPending {
 		t.Fatalf("after the interruption: %+v", rec.Runs)
 	}
 	if m := readMetrics(t, filepath.Join(out, "bicyc-s0")); m.Completed != 1 || m.Tasks != 2 {
@@ -239,7 +240,7 @@ func checkSweepReport(t *testing.T, out string) {
 	t.Helper()
 	var sum struct {
 		Groups []struct {
-			Variant report.Variant `json:"variant"`
+			Variant sweep.Variant `json:"variant"`
 			TAg     struct {
 				ALast report.Stat `json:"a_last"`
 			} `json:"tag"`

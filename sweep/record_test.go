@@ -1,4 +1,4 @@
-package report
+package sweep
 
 import (
 	"os"
@@ -21,7 +21,7 @@ func TestSweepRecordNamesPathsRelative(t *testing.T) {
 		{"configs/fmnist-t5.yaml", outside, "configs/fmnist-t5.yaml", outside},
 	} {
 		spec := Spec{Config: c.config, Out: c.out, Seeds: 1, Methods: []string{"bicyc"}}
-		rec := newSweepRecord(spec, spec.Plan())
+		rec := newRecord(spec, spec.Plan())
 		if rec.Spec.Config != c.wantConfig || rec.Spec.Out != c.wantOut {
 			t.Errorf("case %d: recorded config %q, out %q; want %q, %q", i, rec.Spec.Config, rec.Spec.Out, c.wantConfig, c.wantOut)
 		}
