@@ -3,10 +3,9 @@
 // content is built beside its target, synced, and renamed over it.
 //
 // Every writer of saved work in bicyc goes through it: run files and
-// checkpoints (train), safetensors files, model bundles (bundle) and
-// published reports (report), sweep records (sweep). One home, because
-// "never lose saved work" is
-// a property each of them must have in the same way.
+// checkpoints (train), safetensors files, model bundles (bundle), sweep
+// records (sweep) and published reports (report). One home, because "never
+// lose saved work" is a property each of them must have in the same way.
 //
 // Files:
 //
