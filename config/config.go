@@ -121,8 +121,8 @@ type Eval struct {
 
 // Export holds what happens after training.
 type Export struct {
-	Enabled bool   `mapstructure:"enabled" yaml:"enabled" doc:"Export the ONNX model directory at the end of training."`
-	Dir     string `mapstructure:"dir" yaml:"dir" doc:"Model directory to write; empty means <run>/model."`
+	Enabled bool   `mapstructure:"enabled" yaml:"enabled" doc:"Export the ONNX model directory after training: at the end of bicyc train, bicyc learn and every run a sweep trains."`
+	Dir     string `mapstructure:"dir" yaml:"dir" doc:"Model directory to write, also bicyc export's default; empty means <run>/model. A sweep refuses it: its runs would share one directory."`
 }
 
 // Quick is the quick profile, applied when quick is true.

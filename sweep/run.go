@@ -51,8 +51,10 @@ type Options struct {
 // checkpoint (train.Fork), which gives the metrics a run from scratch would.
 // Its WallSeconds then leave task 1 out; its metrics keep task 1's times.
 //
-// Every run exports its model directory to <run>/model when its
-// configuration enables export, as `bicyc train` does.
+// Every run that trains exports its model directory to <run>/model when its
+// configuration enables export, by the rule of `bicyc train`
+// (train.ExportAfterTraining); a sweep refuses export.dir, which every run
+// would share.
 func Run(ctx context.Context, spec Spec, configure Configure, opts Options) (*Record, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -186,44 +188,44 @@ func firstTaskSource(out string, earlier []PlannedRun, configs []config.Config, 
 	return ""
 }
 
-// trainRun brings the run in dir to its end from the given state, then
-// exports its model directory if the configuration asks for it and it is
-// not there yet. A pending run starts from the first task of the run in
-// from when that is not empty.
+// trainRun brings the run in dir to its end from the given state and
+// exports it as bicyc train does (train.ExportAfterTraining). A pending run
+// starts from the first task of the run in from when that is not empty. A
+// finished run does not train again; it is exported only when export is
+// enabled and its model directory is missing (a sweep killed between
+// training and export).
 func trainRun(ctx context.Context, dir string, cfg config.Config, state, from string, opts train.Options) error {
-	if state != StatusFinished {
-		var run *train.Run
-		var err error
-		switch {
-		case state == StatusPending && from != "":
-			run, err = train.Fork(from, cfg, dir, opts)
-		case state == StatusPending:
-			run, err = train.New(cfg, dir, opts)
-		default:
-			run, err = train.Resume(dir, opts)
+	if state == StatusFinished {
+		model := train.ModelDir(cfg, dir)
+		if _, err := os.Stat(model); !cfg.Export.Enabled || err == nil {
+			return nil
 		}
-		if err != nil {
-			return err
+		if err := train.Export(dir, model); err != nil {
+			return fmt.Errorf("export: %w", err)
 		}
-		err = run.Execute(ctx)
-		if cerr := run.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if !cfg.Export.Enabled {
 		return nil
 	}
-	model := filepath.Join(dir, "model")
-	if _, err := os.Stat(model); err == nil {
-		return nil
+	var run *train.Run
+	var err error
+	switch {
+	case state == StatusPending && from != "":
+		run, err = train.Fork(from, cfg, dir, opts)
+	case state == StatusPending:
+		run, err = train.New(cfg, dir, opts)
+	default:
+		run, err = train.Resume(dir, opts)
 	}
-	if err := train.Export(dir, model); err != nil {
-		return fmt.Errorf("export: %w", err)
+	if err != nil {
+		return err
 	}
-	return nil
+	err = run.Execute(ctx)
+	if err == nil {
+		_, err = train.ExportAfterTraining(run)
+	}
+	if cerr := run.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // sameConfig returns an error wrapping ErrConfigChanged, naming the keys

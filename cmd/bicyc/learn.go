@@ -1,10 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -26,8 +24,9 @@ func newLearnCmd() *cobra.Command {
 folder per class, PNG/JPEG/...; --test has the same folders), converted with the run's
 preprocessing and given class ids after the run's last one. Training uses only these new
 images: the old classes live on as Gaussian prototypes, carried into the new feature space
-by the adapter. The run's checkpoints, metrics and (by default) its model directory are
-updated; an interrupted learn resumes with 'bicyc train --resume'.`,
+by the adapter. The run's checkpoints and metrics are updated, and its model directory
+too when the run's configuration enables export (export.enabled, written to export.dir or
+<run>/model, as bicyc train does); an interrupted learn resumes with 'bicyc train --resume'.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -43,22 +42,14 @@ updated; an interrupted learn resumes with 'bicyc train --resume'.`,
 			if !opts.export {
 				return nil
 			}
-			dir := run.Config().Export.Dir
-			if dir == "" {
-				dir = filepath.Join(run.Dir(), "model")
-			}
-			if err := train.Export(run.Dir(), dir); err != nil {
-				return fmt.Errorf("export: %w", err)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "model exported to %s\n", dir)
-			return nil
+			return exportAfterTraining(cmd, run)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.run, "run", "", "finished run `dir`ectory (required)")
 	f.StringVar(&opts.trainDir, "train", "", "training images of the new classes, one sub-`dir`ectory per class (required)")
 	f.StringVar(&opts.testDir, "test", "", "test images of the new classes, same sub-directories (required)")
-	f.BoolVar(&opts.export, "export", true, "export the updated model directory")
+	f.BoolVar(&opts.export, "export", true, "export the updated model directory when the run's export.enabled is on (false: never)")
 	cmd.MarkFlagRequired("run")
 	cmd.MarkFlagRequired("train")
 	cmd.MarkFlagRequired("test")
