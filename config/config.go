@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -10,7 +11,7 @@ import (
 // `doc` tag is its documentation; Default gives the defaults.
 type Config struct {
 	Seed    int64  `mapstructure:"seed" yaml:"seed" doc:"Seed of every class-independent random choice: initialisation, shuffling, augmentation, transport samples."`
-	Method  string `mapstructure:"method" yaml:"method" doc:"Continual-learning method: bicyc (bidirectional cycle-consistent adapter), adagauss (one-way distiller, adapter learned after the task) or finetune (no distillation, no transport: the lower bound)."`
+	Method  Method `mapstructure:"method" yaml:"method" doc:"Continual-learning method: bicyc (bidirectional cycle-consistent adapter), adagauss (one-way distiller, adapter learned after the task) or finetune (no distillation, no transport: the lower bound)."`
 	RunDir  string `mapstructure:"run_dir" yaml:"run_dir" doc:"Directory under which each run gets its own folder."`
 	RunName string `mapstructure:"run_name" yaml:"run_name" doc:"Name of the run folder; empty means <config name>-<method>-s<seed>."`
 	Threads int    `mapstructure:"threads" yaml:"threads" doc:"CPU threads for training kernels; 0 means all cores."`
@@ -27,6 +28,25 @@ type Config struct {
 	Export     Export     `mapstructure:"export" yaml:"export"`
 	QuickSet   Quick      `mapstructure:"quick_profile" yaml:"quick_profile"`
 }
+
+// Method is a continual-learning method, the value of the key method.
+type Method string
+
+// The methods bicyc trains (docs/method.md, "Stage I" and "Baselines").
+const (
+	// MethodBicyc is BiCyc: distiller and adapter trained jointly with the
+	// bidirectional, cycle and pairwise losses, then old prototypes
+	// transported through the adapter.
+	MethodBicyc Method = "bicyc"
+	// MethodAdaGauss is the one-way baseline: a distiller in Stage I, an
+	// adapter learned after the task, then transport.
+	MethodAdaGauss Method = "adagauss"
+	// MethodFinetune is the lower bound: no distillation, no transport.
+	MethodFinetune Method = "finetune"
+)
+
+// Methods returns every method, in the order of the documentation.
+func Methods() []Method { return []Method{MethodBicyc, MethodAdaGauss, MethodFinetune} }
 
 // Data selects the dataset, its preprocessing and its augmentation.
 type Data struct {
@@ -142,7 +162,7 @@ type Quick struct {
 func Default() Config {
 	return Config{
 		Seed:    0,
-		Method:  "bicyc",
+		Method:  MethodBicyc,
 		RunDir:  "runs",
 		Threads: 0,
 		Data: Data{
@@ -213,9 +233,7 @@ func (c Config) Validate() error {
 	bad := func(key string, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
 	}
-	switch c.Method {
-	case "bicyc", "adagauss", "finetune":
-	default:
+	if !slices.Contains(Methods(), c.Method) {
 		bad("method", "%q is not one of bicyc, adagauss, finetune", c.Method)
 	}
 	if c.Threads < 0 {

@@ -39,7 +39,7 @@ func ExampleAggregate() {
 				panic(err)
 			}
 		}
-		r.Summary = train.Summary{Method: "bicyc", Seed: int64(seed), Completed: 2, Tasks: 2, MatrixTAg: tag, MatrixTAw: tag,
+		r.Summary = train.Summary{Method: config.MethodBicyc, Seed: int64(seed), Completed: 2, Tasks: 2, MatrixTAg: tag, MatrixTAw: tag,
 			TAg: train.MetricSet{ALast: metrics.ALast(tag), AInc: metrics.AInc(tag), FLast: metrics.FLast(tag, metrics.OldTasks),
 				Steps: []float64{metrics.ALastAt(tag, 0), metrics.ALastAt(tag, 1)}}}
 		runs = append(runs, r)

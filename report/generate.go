@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/durable"
 	"github.com/bicyc/bicyc/sweep"
 )
@@ -106,8 +107,8 @@ func generate(dir string, opts Options) (*generated, error) {
 type figureSet struct {
 	matrices []Figure // one per run, in set order
 	gains    []Figure
-	gainOver []string // the method each gain is over, parallel to gains
-	curves   []Figure // A_last per step: TAg, TAw, then the ablation
+	gainOver []config.Method // the method each gain is over, parallel to gains
+	curves   []Figure        // A_last per step: TAg, TAw, then the ablation
 	drift    *Figure
 }
 
@@ -176,7 +177,7 @@ func (d figureDir) matrices(set *Set) ([]Figure, error) {
 // gains draws the per-step gain of full bicyc over every other method of
 // the main table, and returns the figures with the methods they compare
 // against.
-func (d figureDir) gains(main []*Group) (figs []Figure, over []string, err error) {
+func (d figureDir) gains(main []*Group) (figs []Figure, over []config.Method, err error) {
 	full := fullBicyc(main)
 	if full == nil {
 		return nil, nil, nil
@@ -194,7 +195,7 @@ func (d figureDir) gains(main []*Group) (figs []Figure, over []string, err error
 		if err != nil {
 			return figs, over, err
 		}
-		f, err := d.save("gain-bicyc-vs-"+g.Variant.Method+".png", title, png, w, h)
+		f, err := d.save("gain-bicyc-vs-"+string(g.Variant.Method)+".png", title, png, w, h)
 		if err != nil {
 			return figs, over, err
 		}
@@ -280,7 +281,7 @@ func splitGroups(groups []Group) (main, ablation []*Group) {
 		if !g.Variant.Ablated() {
 			main = append(main, g)
 		}
-		if g.Variant.Method == "bicyc" {
+		if g.Variant.Method == config.MethodBicyc {
 			ablation = append(ablation, g)
 		}
 	}
@@ -291,7 +292,7 @@ func splitGroups(groups []Group) (main, ablation []*Group) {
 // none.
 func fullBicyc(main []*Group) *Group {
 	for _, g := range main {
-		if g.Variant.Method == "bicyc" {
+		if g.Variant.Method == config.MethodBicyc {
 			return g
 		}
 	}
@@ -369,11 +370,11 @@ func driftFigure(groups []*Group) ([]byte, error) {
 // red, adagauss blue, finetune gray, the ablations green, orange, purple.
 func variantColor(v sweep.Variant) color.Color {
 	switch {
-	case v.Method == "adagauss":
+	case v.Method == config.MethodAdaGauss:
 		return color.NRGBA{0x1f, 0x77, 0xb4, 0xff}
-	case v.Method == "finetune":
+	case v.Method == config.MethodFinetune:
 		return color.NRGBA{0x7f, 0x7f, 0x7f, 0xff}
-	case v.Method != "bicyc":
+	case v.Method != config.MethodBicyc:
 		return color.NRGBA{0x8c, 0x56, 0x4b, 0xff}
 	case !v.Bi && !v.Cyc:
 		return color.NRGBA{0x94, 0x67, 0xbd, 0xff}

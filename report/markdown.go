@@ -81,7 +81,7 @@ func mdHeader(b *strings.Builder, set *Set, groups []Group, opts Options) {
 	first := set.Runs[0].Config
 	p("%s\n\n", describeConfig(first))
 	if sw := set.Sweep; sw != nil {
-		p("Sweep: config `%s`, %s, methods %s, ablation %s", sw.Spec.Config, plural(sw.Spec.Seeds, "seed"), strings.Join(sw.Spec.Methods, ", "), onOff(sw.Spec.Ablation))
+		p("Sweep: config `%s`, %s, methods %s, ablation %s", sw.Spec.Config, plural(sw.Spec.Seeds, "seed"), strings.Join(methodNames(sw.Spec.Methods), ", "), onOff(sw.Spec.Ablation))
 		if len(sw.Spec.Sets) > 0 {
 			p(", sets `%s`", strings.Join(sw.Spec.Sets, "`, `"))
 		}
@@ -209,6 +209,15 @@ func mdRuns(b *strings.Builder, set *Set) {
 	}
 }
 
+// methodNames returns the methods as strings, in order.
+func methodNames(ms []config.Method) []string {
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = string(m)
+	}
+	return names
+}
+
 // dateLayout is how reports write their date.
 const dateLayout = "2006-01-02 15:04 MST"
 
@@ -231,7 +240,7 @@ func resultsTable(b *strings.Builder, main []*Group) {
 func ablationTable(b *strings.Builder, ablation []*Group) {
 	b.WriteString("| L_bi | L_cyc | seeds | TAg A_last | TAg A_inc | TAg F_last | TAw A_last | TAw A_inc |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
-	for _, v := range []sweep.Variant{{Method: "bicyc", Bi: false, Cyc: false}, {Method: "bicyc", Bi: true, Cyc: false}, {Method: "bicyc", Bi: false, Cyc: true}, {Method: "bicyc", Bi: true, Cyc: true}} {
+	for _, v := range []sweep.Variant{{Method: config.MethodBicyc, Bi: false, Cyc: false}, {Method: config.MethodBicyc, Bi: true, Cyc: false}, {Method: config.MethodBicyc, Bi: false, Cyc: true}, {Method: config.MethodBicyc, Bi: true, Cyc: true}} {
 		for _, g := range ablation {
 			if g.Variant == v {
 				fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", mark(v.Bi), mark(v.Cyc), len(g.Seeds),

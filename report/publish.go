@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/durable"
 	"github.com/bicyc/bicyc/sweep"
 )
@@ -407,13 +408,13 @@ func snippetFigures(g *generated) []Figure {
 	if len(g.figs.curves) > 0 {
 		out = append(out, g.figs.curves[0])
 	}
-	for _, over := range []string{"adagauss", "finetune"} {
+	for _, over := range []config.Method{config.MethodAdaGauss, config.MethodFinetune} {
 		if i := slices.Index(g.figs.gainOver, over); i >= 0 {
 			return append(out, g.figs.gains[i])
 		}
 	}
 	for i, r := range g.set.Runs {
-		if r.Variant().Method == "bicyc" {
+		if r.Variant().Method == config.MethodBicyc {
 			return append(out, g.figs.matrices[i])
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/sweep"
 )
 
@@ -81,7 +82,7 @@ func checkPublishedFiles(t *testing.T, pub *Published, dest string) string {
 	for _, f := range pub.Report.Figures {
 		want = append(want, f.File)
 	}
-	for _, p := range (sweep.Spec{Seeds: 3, Methods: []string{"bicyc", "adagauss"}, Ablation: true}).Plan() {
+	for _, p := range (sweep.Spec{Seeds: 3, Methods: []config.Method{config.MethodBicyc, config.MethodAdaGauss}, Ablation: true}).Plan() {
 		want = append(want, p.Name+"/config.yaml", p.Name+"/metrics.json")
 	}
 	slices.Sort(want)

@@ -254,7 +254,7 @@ func Load(dir string) (*Set, error) {
 // the sweep lists them (bicyc, adagauss, finetune otherwise), ablations of
 // bicyc after them from most to least complete.
 func (s *Set) sortRuns() {
-	order := []string{"bicyc", "adagauss", "finetune"}
+	order := config.Methods()
 	if s.Sweep != nil && len(s.Sweep.Spec.Methods) > 0 {
 		order = s.Sweep.Spec.Methods
 	}
@@ -278,7 +278,7 @@ func (s *Set) sortRuns() {
 			return ra - rb
 		}
 		if va.Method != vb.Method {
-			return strings.Compare(va.Method, vb.Method)
+			return strings.Compare(string(va.Method), string(vb.Method))
 		}
 		switch {
 		case a.Summary.Seed < b.Summary.Seed:

@@ -132,12 +132,12 @@ func threeTasks(v sweep.Variant, seed int64, offset float64, drift bool) fakeRun
 }
 
 var (
-	full     = sweep.Variant{Method: "bicyc", Bi: true, Cyc: true}
-	noBi     = sweep.Variant{Method: "bicyc", Bi: false, Cyc: true}
-	noCyc    = sweep.Variant{Method: "bicyc", Bi: true, Cyc: false}
-	noBoth   = sweep.Variant{Method: "bicyc", Bi: false, Cyc: false}
-	adagauss = sweep.Variant{Method: "adagauss", Bi: true, Cyc: true}
-	finetune = sweep.Variant{Method: "finetune", Bi: true, Cyc: true}
+	full     = sweep.Variant{Method: config.MethodBicyc, Bi: true, Cyc: true}
+	noBi     = sweep.Variant{Method: config.MethodBicyc, Bi: false, Cyc: true}
+	noCyc    = sweep.Variant{Method: config.MethodBicyc, Bi: true, Cyc: false}
+	noBoth   = sweep.Variant{Method: config.MethodBicyc, Bi: false, Cyc: false}
+	adagauss = sweep.Variant{Method: config.MethodAdaGauss, Bi: true, Cyc: true}
+	finetune = sweep.Variant{Method: config.MethodFinetune, Bi: true, Cyc: true}
 )
 
 // fakeSweep writes the runs of a 3-seed sweep of bicyc and adagauss with
@@ -145,7 +145,7 @@ var (
 // adagauss, the ablations below bicyc.
 func fakeSweep(t *testing.T, out string) (sweep.Spec, []fakeRun) {
 	t.Helper()
-	spec := sweep.Spec{Config: "configs/fmnist-t5.yaml", Out: out, Seeds: 3, Methods: []string{"bicyc", "adagauss"}, Ablation: true}
+	spec := sweep.Spec{Config: "configs/fmnist-t5.yaml", Out: out, Seeds: 3, Methods: []config.Method{config.MethodBicyc, config.MethodAdaGauss}, Ablation: true}
 	offsets := map[sweep.Variant]float64{full: 0.04, adagauss: 0, noBi: 0.01, noCyc: 0.02, noBoth: -0.01}
 	var runs []fakeRun
 	for _, p := range spec.Plan() {

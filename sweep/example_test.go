@@ -3,12 +3,13 @@ package sweep_test
 import (
 	"fmt"
 
+	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/sweep"
 )
 
 func ExampleSpec_Plan() {
 	spec := sweep.Spec{Config: "configs/fmnist-t5-e10.yaml", Out: "runs/sweep", Seeds: 2,
-		Methods: []string{"bicyc", "adagauss"}, Ablation: true}
+		Methods: []config.Method{config.MethodBicyc, config.MethodAdaGauss}, Ablation: true}
 	if err := spec.Validate(); err != nil {
 		panic(err)
 	}

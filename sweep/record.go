@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/bicyc/bicyc/config"
 )
 
 // RecordFile is the sweep record's name inside the sweep directory.
@@ -36,12 +38,12 @@ type Record struct {
 
 // RunRecord is one run of a sweep record.
 type RunRecord struct {
-	Name     string `json:"name"`
-	Method   string `json:"method"`
-	Seed     int64  `json:"seed"`
-	Ablation string `json:"ablation,omitempty"`
-	LossBi   bool   `json:"loss_bi"`
-	LossCyc  bool   `json:"loss_cyc"`
+	Name     string        `json:"name"`
+	Method   config.Method `json:"method"`
+	Seed     int64         `json:"seed"`
+	Ablation string        `json:"ablation,omitempty"`
+	LossBi   bool          `json:"loss_bi"`
+	LossCyc  bool          `json:"loss_cyc"`
 	// Status is pending, running, finished, stopped (cancelled) or failed.
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"`

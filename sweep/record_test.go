@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/bicyc/bicyc/config"
 )
 
 // TestSweepRecordNamesPathsRelative checks that a sweep started with
@@ -20,7 +22,7 @@ func TestSweepRecordNamesPathsRelative(t *testing.T) {
 		{filepath.Join(wd, "configs", "fmnist-t5.yaml"), filepath.Join(wd, "runs", "sweep"), filepath.Join("configs", "fmnist-t5.yaml"), filepath.Join("runs", "sweep")},
 		{"configs/fmnist-t5.yaml", outside, "configs/fmnist-t5.yaml", outside},
 	} {
-		spec := Spec{Config: c.config, Out: c.out, Seeds: 1, Methods: []string{"bicyc"}}
+		spec := Spec{Config: c.config, Out: c.out, Seeds: 1, Methods: []config.Method{config.MethodBicyc}}
 		rec := newRecord(spec, spec.Plan())
 		if rec.Spec.Config != c.wantConfig || rec.Spec.Out != c.wantOut {
 			t.Errorf("case %d: recorded config %q, out %q; want %q, %q", i, rec.Spec.Config, rec.Spec.Out, c.wantConfig, c.wantOut)

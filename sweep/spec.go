@@ -18,9 +18,6 @@ import (
 // ErrInvalidSpec is wrapped by every error about a sweep definition.
 var ErrInvalidSpec = errors.New("invalid sweep definition")
 
-// methods are the values of the config key method (config.Config.Method).
-var methods = []string{"bicyc", "adagauss", "finetune"}
-
 // Spec is a sweep definition, the YAML of configs/sweeps/:
 //
 //	config: ../fmnist-t5-e10.yaml   # relative to the sweep file
@@ -33,12 +30,12 @@ var methods = []string{"bicyc", "adagauss", "finetune"}
 // Every run gets the config file, then sets, then its own method, seed
 // and (ablation) loss.bi, loss.cyc.
 type Spec struct {
-	Config   string   `yaml:"config" json:"config"`
-	Out      string   `yaml:"out" json:"out"`
-	Seeds    int      `yaml:"seeds" json:"seeds"`
-	Methods  []string `yaml:"methods" json:"methods"`
-	Ablation bool     `yaml:"ablation" json:"ablation"`
-	Sets     []string `yaml:"sets" json:"sets"`
+	Config   string          `yaml:"config" json:"config"`
+	Out      string          `yaml:"out" json:"out"`
+	Seeds    int             `yaml:"seeds" json:"seeds"`
+	Methods  []config.Method `yaml:"methods" json:"methods"`
+	Ablation bool            `yaml:"ablation" json:"ablation"`
+	Sets     []string        `yaml:"sets" json:"sets"`
 }
 
 // ReadSpec reads a sweep definition strictly (unknown keys are errors) and
@@ -88,8 +85,8 @@ func (s Spec) Validate() error {
 		bad("methods: none, and no ablation")
 	}
 	for i, m := range s.Methods {
-		if !slices.Contains(methods, m) {
-			bad("methods: %q is not one of %s", m, strings.Join(methods, ", "))
+		if !slices.Contains(config.Methods(), m) {
+			bad("methods: %q is not one of %s", m, methodNames())
 		}
 		if slices.Index(s.Methods, m) != i {
 			bad("methods: %q listed twice", m)
@@ -123,11 +120,27 @@ type PlannedRun struct {
 // Sets returns the overrides that make the sweep's configuration this
 // run's: method, seed, and loss.bi and loss.cyc for bicyc in an ablation.
 func (p PlannedRun) Sets(ablation bool) []string {
-	s := []string{"method=" + p.Variant.Method, "seed=" + strconv.FormatInt(p.Seed, 10)}
-	if ablation && p.Variant.Method == "bicyc" {
+	s := []string{"method=" + string(p.Variant.Method), "seed=" + strconv.FormatInt(p.Seed, 10)}
+	if ablation && p.Variant.Method == config.MethodBicyc {
 		s = append(s, "loss.bi="+strconv.FormatBool(p.Variant.Bi), "loss.cyc="+strconv.FormatBool(p.Variant.Cyc))
 	}
 	return s
+}
+
+// ablationGrid are the bicyc variants of the L_bi x L_cyc ablation, the
+// full method first.
+var ablationGrid = []Variant{
+	{Method: config.MethodBicyc, Bi: true, Cyc: true}, {Method: config.MethodBicyc, Bi: false, Cyc: true},
+	{Method: config.MethodBicyc, Bi: true, Cyc: false}, {Method: config.MethodBicyc, Bi: false, Cyc: false},
+}
+
+// methodNames lists the methods for messages: "bicyc, adagauss, finetune".
+func methodNames() string {
+	var names []string
+	for _, m := range config.Methods() {
+		names = append(names, string(m))
+	}
+	return strings.Join(names, ", ")
 }
 
 // Plan lists the runs of s in the order a sweep runs them: for every seed,
@@ -152,7 +165,7 @@ func (s Spec) Plan() []PlannedRun {
 	}
 	if s.Ablation {
 		for seed := range int64(s.Seeds) {
-			for _, v := range []Variant{{Method: "bicyc", Bi: true, Cyc: true}, {Method: "bicyc", Bi: false, Cyc: true}, {Method: "bicyc", Bi: true, Cyc: false}, {Method: "bicyc", Bi: false, Cyc: false}} {
+			for _, v := range ablationGrid {
 				add(v, seed)
 			}
 		}
@@ -197,7 +210,7 @@ type Configure func(sets []string) (config.Config, error)
 // two losses under ablation (docs/method.md, "Stage I"; paper Table "Contributions of L_bi
 // and L_cyc") were on. Runs of one variant differ only in the seed.
 type Variant struct {
-	Method string `json:"method"`
+	Method config.Method `json:"method"`
 	// Bi and Cyc are loss.bi and loss.cyc; both true unless Method is bicyc
 	// with a loss switched off, since only bicyc uses them.
 	Bi  bool `json:"loss_bi"`
@@ -206,7 +219,7 @@ type Variant struct {
 
 // VariantOf returns the variant of a run configured by c.
 func VariantOf(c config.Config) Variant {
-	if c.Method != "bicyc" {
+	if c.Method != config.MethodBicyc {
 		return Variant{Method: c.Method, Bi: true, Cyc: true}
 	}
 	return Variant{Method: c.Method, Bi: c.Loss.Bi, Cyc: c.Loss.Cyc}
@@ -231,7 +244,7 @@ func (v Variant) Tag() string {
 // RunName is the name a sweep gives the variant's run of a seed:
 // <method>[-<ablation tag>]-s<seed>.
 func (v Variant) RunName(seed int64) string {
-	name := v.Method
+	name := string(v.Method)
 	if tag := v.Tag(); tag != "" {
 		name += "-" + tag
 	}
@@ -249,7 +262,7 @@ func (v Variant) String() string {
 		off = append(off, "L_cyc")
 	}
 	if len(off) == 0 {
-		return v.Method
+		return string(v.Method)
 	}
-	return v.Method + " w/o " + strings.Join(off, ", ")
+	return string(v.Method) + " w/o " + strings.Join(off, ", ")
 }

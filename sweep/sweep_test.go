@@ -21,8 +21,8 @@ func TestPlan(t *testing.T) {
 		spec Spec
 		want string
 	}{
-		{Spec{Seeds: 2, Methods: []string{"bicyc", "finetune"}}, "bicyc-s0 finetune-s0 bicyc-s1 finetune-s1"},
-		{Spec{Seeds: 1, Methods: []string{"adagauss", "bicyc"}, Ablation: true}, "adagauss-s0 bicyc-s0 bicyc-nobi-s0 bicyc-nocyc-s0 bicyc-nobi-nocyc-s0"},
+		{Spec{Seeds: 2, Methods: []config.Method{config.MethodBicyc, config.MethodFinetune}}, "bicyc-s0 finetune-s0 bicyc-s1 finetune-s1"},
+		{Spec{Seeds: 1, Methods: []config.Method{config.MethodAdaGauss, config.MethodBicyc}, Ablation: true}, "adagauss-s0 bicyc-s0 bicyc-nobi-s0 bicyc-nocyc-s0 bicyc-nobi-nocyc-s0"},
 		{Spec{Seeds: 2, Ablation: true}, "bicyc-s0 bicyc-nobi-s0 bicyc-nocyc-s0 bicyc-nobi-nocyc-s0 bicyc-s1 bicyc-nobi-s1 bicyc-nocyc-s1 bicyc-nobi-nocyc-s1"},
 	}
 	for i, c := range cases {
@@ -34,22 +34,22 @@ func TestPlan(t *testing.T) {
 			t.Errorf("case %d: plan %s, want %s", i, got, c.want)
 		}
 	}
-	p := PlannedRun{Variant: Variant{Method: "bicyc", Bi: true, Cyc: false}, Seed: 7}
+	p := PlannedRun{Variant: Variant{Method: config.MethodBicyc, Bi: true, Cyc: false}, Seed: 7}
 	if got := strings.Join(p.Sets(true), " "); got != "method=bicyc seed=7 loss.bi=true loss.cyc=false" {
 		t.Errorf("ablation run sets %q", got)
 	}
 }
 
 func TestSpecValidate(t *testing.T) {
-	ok := Spec{Config: "c.yaml", Out: "out", Seeds: 3, Methods: []string{"bicyc", "adagauss"}, Sets: []string{"eval.drift=true"}}
+	ok := Spec{Config: "c.yaml", Out: "out", Seeds: 3, Methods: []config.Method{config.MethodBicyc, config.MethodAdaGauss}, Sets: []string{"eval.drift=true"}}
 	cases := []struct {
 		edit    func(*Spec)
 		mention string // "" for a valid spec
 	}{
 		{func(*Spec) {}, ""},
 		{func(s *Spec) { s.Seeds = 0 }, "seeds"},
-		{func(s *Spec) { s.Methods = []string{"bicyc", "ewc"} }, `"ewc"`},
-		{func(s *Spec) { s.Methods = []string{"bicyc", "bicyc"} }, "twice"},
+		{func(s *Spec) { s.Methods = []config.Method{config.MethodBicyc, "ewc"} }, `"ewc"`},
+		{func(s *Spec) { s.Methods = []config.Method{config.MethodBicyc, config.MethodBicyc} }, "twice"},
 		{func(s *Spec) { s.Methods = nil }, "methods"},
 		{func(s *Spec) { s.Sets = []string{"seed=4"} }, "sets"},
 		{func(s *Spec) { s.Sets = []string{"train.epochs"} }, "key=value"},
@@ -58,7 +58,7 @@ func TestSpecValidate(t *testing.T) {
 	}
 	for i, c := range cases {
 		s := ok
-		s.Methods = append([]string(nil), ok.Methods...)
+		s.Methods = append([]config.Method(nil), ok.Methods...)
 		c.edit(&s)
 		err := s.Validate()
 		switch {
@@ -121,7 +121,7 @@ func (f fakeRun) config(out string) config.Config {
 // seconds of wall time for run i.
 func fakeSweep(t *testing.T, out string) (Spec, []fakeRun) {
 	t.Helper()
-	spec := Spec{Config: "configs/fmnist-t5.yaml", Out: out, Seeds: 3, Methods: []string{"bicyc", "adagauss"}, Ablation: true}
+	spec := Spec{Config: "configs/fmnist-t5.yaml", Out: out, Seeds: 3, Methods: []config.Method{config.MethodBicyc, config.MethodAdaGauss}, Ablation: true}
 	var runs []fakeRun
 	for _, p := range spec.Plan() {
 		f := fakeRun{variant: p.Variant, seed: p.Seed}
@@ -164,7 +164,7 @@ func fakeConfigure(out string, runs []fakeRun) Configure {
 			kv[k] = v
 		}
 		for _, f := range runs {
-			if f.variant.Method == kv["method"] && strconv.FormatInt(f.seed, 10) == kv["seed"] &&
+			if string(f.variant.Method) == kv["method"] && strconv.FormatInt(f.seed, 10) == kv["seed"] &&
 				(kv["loss.bi"] == "" || kv["loss.bi"] == strconv.FormatBool(f.variant.Bi)) &&
 				(kv["loss.cyc"] == "" || kv["loss.cyc"] == strconv.FormatBool(f.variant.Cyc)) {
 				return f.config(out), nil

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/infer"
 )
 
@@ -28,7 +29,7 @@ func TestExportMatchesTraining(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains on Fashion-MNIST")
 	}
-	cfg := quickConfig("bicyc", 0)
+	cfg := quickConfig(config.MethodBicyc, 0)
 	cfg.Stream.Tasks = 2
 	cfg.Data.TestPerClass = 0
 	dir := t.TempDir()

@@ -16,7 +16,7 @@ import (
 // task-agnostic (TAg) and task-aware (TAw) classifiers, the accuracy
 // matrices, and the per-task reports.
 type Summary struct {
-	Method    string          `json:"method"`
+	Method    config.Method   `json:"method"`
 	Seed      int64           `json:"seed"`
 	Completed int             `json:"completed_tasks"`
 	Tasks     int             `json:"tasks"`

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/models"
@@ -52,14 +53,14 @@ func (r *Run) learnTask(ctx context.Context, t int) (TaskReport, error) {
 		cur = old.Clone()
 	}
 	s := cfg.Model.FeatureDim
-	distil := t > 0 && cfg.Method != "finetune"
+	distil := t > 0 && cfg.Method != config.MethodFinetune
 	var dist, adapt *models.Mapper
 	var err error
 	if distil {
 		if dist, err = models.NewMapper(cfg.Model.Mapper, s, cfg.Model.HiddenMult, r.rng("distiller", t)); err != nil {
 			return rep, err
 		}
-		if cfg.Method == "bicyc" {
+		if cfg.Method == config.MethodBicyc {
 			if adapt, err = models.NewMapper(cfg.Model.Mapper, s, cfg.Model.HiddenMult, r.rng("adapter", t)); err != nil {
 				return rep, err
 			}
@@ -98,7 +99,7 @@ func (r *Run) learnTask(ctx context.Context, t int) (TaskReport, error) {
 			return rep, err
 		}
 		epochs := cfg.AdapterEpochs()
-		if cfg.Method == "adagauss" {
+		if cfg.Method == config.MethodAdaGauss {
 			// AdaGauss learns its adapter only after the task, from scratch,
 			// so it gets the full Stage I epoch budget.
 			if adapt, err = models.NewMapper(cfg.Model.Mapper, s, cfg.Model.HiddenMult, r.rng("adapter", t)); err != nil {
@@ -125,7 +126,7 @@ func (r *Run) learnTask(ctx context.Context, t int) (TaskReport, error) {
 	if err := r.newClassStatistics(classes, idx, zNew, flips, protos); err != nil {
 		return rep, err
 	}
-	if cfg.Method != "finetune" {
+	if cfg.Method != config.MethodFinetune {
 		r.state.Adapter = adapt
 	}
 	r.state.Backbone = cur

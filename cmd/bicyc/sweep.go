@@ -55,7 +55,7 @@ ablation, sets); flags given on the command line override it, --set adds to its 
 	f := cmd.Flags()
 	f.StringVar(&opts.file, "sweep", "", "sweep definition `file` (configs/sweeps/)")
 	f.IntVar(&opts.seeds, "seeds", 3, "number of seeds `n` (seeds 0..n-1)")
-	f.StringSliceVar(&opts.methods, "methods", []string{"bicyc", "adagauss", "finetune"}, "comma-separated `methods`")
+	f.StringSliceVar(&opts.methods, "methods", methodsFlag(config.Methods()), "comma-separated `methods`")
 	f.BoolVar(&opts.ablation, "ablation", false, "add the bicyc runs with loss.bi and/or loss.cyc off")
 	f.StringVar(&opts.out, "out", "", "sweep `dir`ectory (default runs/sweep-<config name>)")
 	f.BoolVar(&opts.quick, "quick", false, "quick profile for every run (config key quick)")
@@ -65,7 +65,7 @@ ablation, sets); flags given on the command line override it, --set adds to its 
 // sweepSpec builds the sweep definition from the sweep file, if any, and
 // the flags that changed.
 func sweepSpec(g *globalOptions, opts *sweepOptions, changed func(string) bool) (sweep.Spec, error) {
-	spec := sweep.Spec{Seeds: opts.seeds, Methods: opts.methods, Ablation: opts.ablation}
+	spec := sweep.Spec{Seeds: opts.seeds, Methods: methodsOf(opts.methods), Ablation: opts.ablation}
 	if opts.file != "" {
 		var err error
 		if spec, err = sweep.ReadSpec(opts.file); err != nil {
@@ -75,7 +75,7 @@ func sweepSpec(g *globalOptions, opts *sweepOptions, changed func(string) bool) 
 			spec.Seeds = opts.seeds
 		}
 		if changed("methods") {
-			spec.Methods = opts.methods
+			spec.Methods = methodsOf(opts.methods)
 		}
 		if changed("ablation") {
 			spec.Ablation = opts.ablation
@@ -98,6 +98,25 @@ func sweepSpec(g *globalOptions, opts *sweepOptions, changed func(string) bool) 
 		spec.Sets = append(spec.Sets, "quick=true")
 	}
 	return spec, spec.Validate()
+}
+
+// methodsOf reads the --methods flag; the sweep's Validate names any that
+// is not a method.
+func methodsOf(names []string) []config.Method {
+	ms := make([]config.Method, len(names))
+	for i, n := range names {
+		ms[i] = config.Method(n)
+	}
+	return ms
+}
+
+// methodsFlag is the default value of --methods.
+func methodsFlag(ms []config.Method) []string {
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = string(m)
+	}
+	return names
 }
 
 // runSweep runs spec with configurations read exactly as bicyc train reads

@@ -33,16 +33,16 @@ func TestSweepSpecFromFlags(t *testing.T) {
 		want    sweep.Spec
 	}{
 		{globalOptions{configFile: "configs/fmnist-t5.yaml"}, func(*sweepOptions) {}, nil,
-			sweep.Spec{Config: "configs/fmnist-t5.yaml", Out: "runs/sweep-fmnist-t5", Seeds: 3, Methods: []string{"bicyc", "adagauss", "finetune"}}},
+			sweep.Spec{Config: "configs/fmnist-t5.yaml", Out: "runs/sweep-fmnist-t5", Seeds: 3, Methods: []config.Method{config.MethodBicyc, config.MethodAdaGauss, config.MethodFinetune}}},
 		{globalOptions{configFile: "x.yaml", sets: []string{"train.epochs=1"}}, func(o *sweepOptions) {
 			o.seeds, o.methods, o.ablation, o.out, o.quick = 2, []string{"bicyc", "finetune"}, true, "o", true
 		}, []string{"seeds", "methods", "ablation", "out", "quick"},
-			sweep.Spec{Config: "x.yaml", Out: "o", Seeds: 2, Methods: []string{"bicyc", "finetune"}, Ablation: true, Sets: []string{"train.epochs=1", "quick=true"}}},
+			sweep.Spec{Config: "x.yaml", Out: "o", Seeds: 2, Methods: []config.Method{config.MethodBicyc, config.MethodFinetune}, Ablation: true, Sets: []string{"train.epochs=1", "quick=true"}}},
 		{globalOptions{}, func(o *sweepOptions) { o.file = file }, []string{"sweep"},
-			sweep.Spec{Config: filepath.Join(dir, "c.yaml"), Out: "runs/s", Seeds: 5, Methods: []string{"adagauss"}, Ablation: true, Sets: []string{"eval.drift=true"}}},
+			sweep.Spec{Config: filepath.Join(dir, "c.yaml"), Out: "runs/s", Seeds: 5, Methods: []config.Method{config.MethodAdaGauss}, Ablation: true, Sets: []string{"eval.drift=true"}}},
 		// Flags given override the file; defaults of flags not given do not.
 		{globalOptions{sets: []string{"train.epochs=1"}}, func(o *sweepOptions) { o.file, o.seeds, o.ablation = file, 1, false }, []string{"sweep", "seeds", "ablation"},
-			sweep.Spec{Config: filepath.Join(dir, "c.yaml"), Out: "runs/s", Seeds: 1, Methods: []string{"adagauss"}, Sets: []string{"eval.drift=true", "train.epochs=1"}}},
+			sweep.Spec{Config: filepath.Join(dir, "c.yaml"), Out: "runs/s", Seeds: 1, Methods: []config.Method{config.MethodAdaGauss}, Sets: []string{"eval.drift=true", "train.epochs=1"}}},
 	}
 	for i, c := range cases {
 		o := defaults
@@ -262,13 +262,13 @@ func checkSweepReport(t *testing.T, out string) {
 		t.Fatalf("%d groups in summary.json, want bicyc and finetune", len(sum.Groups))
 	}
 	for i, g := range sum.Groups {
-		m0 := readMetrics(t, filepath.Join(out, g.Variant.Method+"-s0"))
-		m1 := readMetrics(t, filepath.Join(out, g.Variant.Method+"-s1"))
+		m0 := readMetrics(t, filepath.Join(out, string(g.Variant.Method)+"-s0"))
+		m1 := readMetrics(t, filepath.Join(out, string(g.Variant.Method)+"-s1"))
 		want := (m0.TAg.ALast + m1.TAg.ALast) / 2
 		if d := g.TAg.ALast.Mean - want; d > 1e-12 || d < -1e-12 || g.TAg.ALast.N != 2 {
 			t.Errorf("case %d (%s): A_last %+v, the runs' mean is %v", i, g.Variant, g.TAg.ALast, want)
 		}
-		row := "| " + g.Variant.Method + " | 2 | " + pmPercent(m0.TAg.ALast, m1.TAg.ALast) + " |"
+		row := "| " + string(g.Variant.Method) + " | 2 | " + pmPercent(m0.TAg.ALast, m1.TAg.ALast) + " |"
 		if !strings.Contains(string(md), row) {
 			t.Errorf("case %d: report.md lacks %q", i, row)
 		}
