@@ -143,9 +143,6 @@ func (s TaskStream) Validate(numClasses int) error {
 	return nil
 }
 
-// NumTasks returns len(Tasks).
-func (s TaskStream) NumTasks() int { return len(s.Tasks) }
-
 // TaskOf returns the task (0-based) that holds class, or -1 if none does.
 func (s TaskStream) TaskOf(class int) int {
 	for t, task := range s.Tasks {
@@ -159,7 +156,7 @@ func (s TaskStream) TaskOf(class int) int {
 }
 
 // SeenClasses returns the classes of tasks 0..t in stream order: the label
-// space after training task t. It panics if t is not in [0, NumTasks()).
+// space after training task t. It panics if t is not in [0, len(Tasks)).
 func (s TaskStream) SeenClasses(t int) []int {
 	var classes []int
 	for _, task := range s.Tasks[:t+1] {

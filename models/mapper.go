@@ -3,7 +3,6 @@ package models
 import (
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 
 	"github.com/bicyc/bicyc/models/ops"
 	"github.com/bicyc/bicyc/safetensors"
@@ -160,44 +159,4 @@ func (m *Mapper) Clone() *Mapper {
 		c.layers = append(c.layers, l.Clone())
 	}
 	return c
-}
-
-// Save writes State to a safetensors file at path, atomically, with the kind and sizes in the metadata so that
-// LoadMapper can rebuild the mapper.
-func (m *Mapper) Save(path string) error {
-	return writeModelFile(path, "mapper", m.State(), map[string]string{
-		"kind": m.kind, "dim": strconv.Itoa(m.dim), "hidden_mult": strconv.Itoa(m.hiddenMult)})
-}
-
-// LoadMapper reads a mapper written by Save. Errors name the file; a file that is not a mapper's, or whose
-// tensors do not match its metadata, gives an error wrapping ErrBadState.
-func LoadMapper(path string) (*Mapper, error) {
-	tensors, meta, err := readModelFile(path, "mapper")
-	if err != nil {
-		return nil, err
-	}
-	s, err := metaInt(path, meta, "dim")
-	if err != nil {
-		return nil, err
-	}
-	kind, hiddenMult := meta["kind"], 0
-	switch kind {
-	case MapperMLP:
-		if hiddenMult, err = metaInt(path, meta, "hidden_mult"); err != nil {
-			return nil, err
-		}
-		err = requireShape(path, tensors, "fc1.weight", hiddenMult*s, s)
-	case MapperLinear:
-		err = requireShape(path, tensors, "weight", s, s)
-	default:
-		err = fmt.Errorf("%s: unknown mapper kind %q: %w", path, kind, ErrBadState)
-	}
-	if err != nil {
-		return nil, err
-	}
-	m := newMapper(kind, s, hiddenMult, newLinear)
-	if err := m.SetState(tensors); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return m, nil
 }
