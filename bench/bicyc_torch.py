@@ -102,7 +102,7 @@ class BasicBlock(nn.Module):
 
 
 class ResNet18(nn.Module):
-    """models.ArchResNet18, the CIFAR ResNet-18 of METHOD.md: 3x3 stride-1
+    """models.ArchResNet18, the CIFAR ResNet-18 of docs/method.md: 3x3 stride-1
     stem without max-pool, stages of two BasicBlocks at 64, 128, 256, 512
     channels, then a 1x1 conv 512->S with bias and global average pooling."""
 
@@ -127,7 +127,7 @@ BACKBONES = {"convnet": ConvNet, "resnet18": ResNet18}
 
 class Mapper(nn.Module):
     """models.MapperMLP, the distiller D and adapter A: Linear(S, h*S), exact
-    (erf) GELU, Linear(h*S, S) (METHOD.md "Networks")."""
+    (erf) GELU, Linear(h*S, S) (docs/method.md, "Networks")."""
 
     def __init__(self, s=64, hidden_mult=32):
         super().__init__()

@@ -31,7 +31,7 @@ from torch import nn
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bicyc_torch  # noqa: E402
 
-# config.Default (config/config.go) and METHOD.md: loss weights and the
+# config.Default (config/config.go) and docs/method.md: loss weights and the
 # anti-collapse constants, SGD for tasks t > 1.
 LAMBDA_BI, LAMBDA_CYC, LAMBDA_PAIR = 5.0, 2.0, 0.05
 ALPHA, BETA, AC_JITTER = 1.0, 1.0, 1e-6

@@ -29,7 +29,7 @@ const (
 var ErrPrototypes = errors.New("invalid prototypes")
 
 // Prototypes are the K Gaussian class prototypes in S dimensions, the only
-// memory bicyc keeps of old tasks (METHOD.md, "Stage II"), and the
+// memory bicyc keeps of old tasks (docs/method.md, "Stage II"), and the
 // classifier tables built from them. Class c is Manifest.Classes[c].
 //
 //	Means       [K, S]     raw class means mu_c

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -10,7 +11,7 @@ import (
 // `doc` tag is its documentation; Default gives the defaults.
 type Config struct {
 	Seed    int64  `mapstructure:"seed" yaml:"seed" doc:"Seed of every class-independent random choice: initialisation, shuffling, augmentation, transport samples."`
-	Method  string `mapstructure:"method" yaml:"method" doc:"Continual-learning method: bicyc (bidirectional cycle-consistent adapter), adagauss (one-way distiller, adapter learned after the task) or finetune (no distillation, no transport: the lower bound)."`
+	Method  Method `mapstructure:"method" yaml:"method" doc:"Continual-learning method: bicyc (bidirectional cycle-consistent adapter), adagauss (one-way distiller, adapter learned after the task) or finetune (no distillation, no transport: the lower bound)."`
 	RunDir  string `mapstructure:"run_dir" yaml:"run_dir" doc:"Directory under which each run gets its own folder."`
 	RunName string `mapstructure:"run_name" yaml:"run_name" doc:"Name of the run folder; empty means <config name>-<method>-s<seed>."`
 	Threads int    `mapstructure:"threads" yaml:"threads" doc:"CPU threads for training kernels; 0 means all cores."`
@@ -28,6 +29,25 @@ type Config struct {
 	QuickSet   Quick      `mapstructure:"quick_profile" yaml:"quick_profile"`
 }
 
+// Method is a continual-learning method, the value of the key method.
+type Method string
+
+// The methods bicyc trains (docs/method.md, "Stage I" and "Baselines").
+const (
+	// MethodBicyc is BiCyc: distiller and adapter trained jointly with the
+	// bidirectional, cycle and pairwise losses, then old prototypes
+	// transported through the adapter.
+	MethodBicyc Method = "bicyc"
+	// MethodAdaGauss is the one-way baseline: a distiller in Stage I, an
+	// adapter learned after the task, then transport.
+	MethodAdaGauss Method = "adagauss"
+	// MethodFinetune is the lower bound: no distillation, no transport.
+	MethodFinetune Method = "finetune"
+)
+
+// Methods returns every method, in the order of the documentation.
+func Methods() []Method { return []Method{MethodBicyc, MethodAdaGauss, MethodFinetune} }
+
 // Data selects the dataset, its preprocessing and its augmentation.
 type Data struct {
 	Kind           string    `mapstructure:"kind" yaml:"kind" doc:"Dataset format: fashion-mnist, mnist, cifar10, cifar100 or imagefolder."`
@@ -41,7 +61,7 @@ type Data struct {
 	Std            []float64 `mapstructure:"std" yaml:"std" doc:"Per-channel normalisation standard deviation; empty means the dataset's standard value."`
 	CropPadding    int       `mapstructure:"crop_padding" yaml:"crop_padding" doc:"Training augmentation: random crop back to full size after zero padding by this many pixels; 0 turns it off."`
 	HorizontalFlip bool      `mapstructure:"horizontal_flip" yaml:"horizontal_flip" doc:"Training augmentation: random horizontal flip; also adds flipped copies to new-class statistics."`
-	TrivialAugment bool      `mapstructure:"trivial_augment" yaml:"trivial_augment" doc:"Training augmentation: TrivialAugmentWide after crop and flip, as torchvision's (31 magnitude bins, nearest, fill 0) on uint8 tensors (METHOD.md, Augmentation (CIFAR)); needs 1 or 3 channels."`
+	TrivialAugment bool      `mapstructure:"trivial_augment" yaml:"trivial_augment" doc:"Training augmentation: TrivialAugmentWide after crop and flip, as torchvision's (31 magnitude bins, nearest, fill 0) on uint8 tensors (docs/method.md, Augmentation); needs 1 or 3 channels."`
 	TrainPerClass  int       `mapstructure:"train_per_class" yaml:"train_per_class" doc:"Use at most this many training images per class (first ones in file order); 0 means all."`
 	TestPerClass   int       `mapstructure:"test_per_class" yaml:"test_per_class" doc:"Use at most this many test images per class; 0 means all."`
 	ValPerClass    int       `mapstructure:"val_per_class" yaml:"val_per_class" doc:"Validation split: this many training images of every class, drawn with the run's seed, are held out and never trained on (at most half of a class); -1 means 10% of each class, rounded down (the authors' code also trains on 90%); 0 means none. It checks the adapter (adapter.select), scores settings (bicyc eval --split val) and calibrates exported models."`
@@ -57,10 +77,10 @@ type Stream struct {
 
 // Model chooses the networks.
 type Model struct {
-	Backbone   string `mapstructure:"backbone" yaml:"backbone" doc:"Feature extractor: convnet (28x28 default) or resnet18 (32x32 RGB, METHOD.md)."`
-	FeatureDim int    `mapstructure:"feature_dim" yaml:"feature_dim" doc:"Feature dimension S of the prototypes (METHOD.md: 64)."`
+	Backbone   string `mapstructure:"backbone" yaml:"backbone" doc:"Feature extractor: convnet (28x28 default) or resnet18 (32x32 RGB; docs/method.md, Networks)."`
+	FeatureDim int    `mapstructure:"feature_dim" yaml:"feature_dim" doc:"Feature dimension S of the prototypes (docs/method.md: 64)."`
 	Mapper     string `mapstructure:"mapper" yaml:"mapper" doc:"Architecture of the distiller D and adapter A: mlp (S -> hidden_mult*S -> S with exact GELU, the paper's), linear (S x S), or residual-mlp (x + mlp(x) with the last layer starting at zero, so an untrained map is the identity)."`
-	HiddenMult int    `mapstructure:"hidden_mult" yaml:"hidden_mult" doc:"Hidden width of the mlp mapper as a multiple of S (METHOD.md: 32)."`
+	HiddenMult int    `mapstructure:"hidden_mult" yaml:"hidden_mult" doc:"Hidden width of the mlp mapper as a multiple of S (docs/method.md: 32)."`
 }
 
 // Train holds Stage I optimisation settings.
@@ -68,52 +88,52 @@ type Train struct {
 	EpochsFirst        int       `mapstructure:"epochs_first" yaml:"epochs_first" doc:"Stage I epochs on task 1."`
 	Epochs             int       `mapstructure:"epochs" yaml:"epochs" doc:"Stage I epochs on every later task."`
 	BatchSize          int       `mapstructure:"batch_size" yaml:"batch_size" doc:"Training mini-batch size (drop_last)."`
-	LRFirst            float64   `mapstructure:"lr_first" yaml:"lr_first" doc:"Learning rate on task 1 (METHOD.md: 0.1)."`
-	LR                 float64   `mapstructure:"lr" yaml:"lr" doc:"Learning rate on later tasks (METHOD.md: 0.01)."`
+	LRFirst            float64   `mapstructure:"lr_first" yaml:"lr_first" doc:"Learning rate on task 1 (docs/method.md: 0.1)."`
+	LR                 float64   `mapstructure:"lr" yaml:"lr" doc:"Learning rate on later tasks (docs/method.md: 0.01)."`
 	Momentum           float64   `mapstructure:"momentum" yaml:"momentum" doc:"SGD momentum."`
 	WeightDecay        float64   `mapstructure:"weight_decay" yaml:"weight_decay" doc:"SGD weight decay (L2)."`
 	Milestones         []float64 `mapstructure:"milestones" yaml:"milestones" doc:"Fractions of the epochs at which the learning rate is multiplied by lr_decay."`
 	LRDecay            float64   `mapstructure:"lr_decay" yaml:"lr_decay" doc:"Learning-rate factor at each milestone."`
 	ClipNorm           float64   `mapstructure:"clip_norm" yaml:"clip_norm" doc:"Gradient-norm clipping over backbone, head, D and A together; 0 turns it off."`
-	Rotation           bool      `mapstructure:"rotation" yaml:"rotation" doc:"Rotation self-supervision on task 1: each image and its 90/180/270-degree turns, head of 4x classes (METHOD.md)."`
+	Rotation           bool      `mapstructure:"rotation" yaml:"rotation" doc:"Rotation self-supervision on task 1: each image and its 90/180/270-degree turns, head of 4x classes (docs/method.md, Task 1)."`
 	RotationSplitBatch bool      `mapstructure:"rotation_split_batch" yaml:"rotation_split_batch" doc:"With rotation, each task-1 step takes batch_size/4 images and their three turns, batch_size rows in all, as AdaGauss's public code does (train_backbone: batch_size // 4), on which the authors' code builds; false feeds batch_size images (4x the rows, 4x fewer steps)."`
-	DetachWarmup       float64   `mapstructure:"detach_warmup" yaml:"detach_warmup" doc:"Fraction of the first epochs during which features are detached (METHOD.md: 1%)."`
+	DetachWarmup       float64   `mapstructure:"detach_warmup" yaml:"detach_warmup" doc:"Fraction of the first epochs during which features are detached (docs/method.md: 1%)."`
 	EvalBatch          int       `mapstructure:"eval_batch" yaml:"eval_batch" doc:"Batch size for feature extraction at evaluation and statistics time."`
 	MinSteps           int       `mapstructure:"min_steps" yaml:"min_steps" doc:"Stage I makes at least this many optimisation steps on every task: a small task gets more epochs (the learning-rate milestones scale with them); 0 follows the epochs alone (the authors' code)."`
 }
 
-// Loss holds the Stage I loss weights and switches (METHOD.md).
+// Loss holds the Stage I loss weights and switches (docs/method.md, Stage I).
 type Loss struct {
 	Bi               bool    `mapstructure:"bi" yaml:"bi" doc:"Use the bidirectional alignment L_n2o + L_o2n at lambda_bi (bicyc); off, L_n2o alone distils at kd_weight, so bi and cyc both off is the AdaGauss baseline (paper, ablation)."`
 	Cyc              bool    `mapstructure:"cyc" yaml:"cyc" doc:"Use the cycle-consistency loss L_cyc (bicyc)."`
 	Pair             bool    `mapstructure:"pair" yaml:"pair" doc:"Use the pairwise cosine-similarity loss L_pair (bicyc)."`
 	AntiCollapse     bool    `mapstructure:"anti_collapse" yaml:"anti_collapse" doc:"Use the robust anti-collapse loss L_ac."`
-	LambdaBi         float64 `mapstructure:"lambda_bi" yaml:"lambda_bi" doc:"Weight of L_n2o + L_o2n (METHOD.md code default 5)."`
-	LambdaCyc        float64 `mapstructure:"lambda_cyc" yaml:"lambda_cyc" doc:"Weight of L_cyc (METHOD.md code default 2; the paper's main table uses 1)."`
-	LambdaPair       float64 `mapstructure:"lambda_pair" yaml:"lambda_pair" doc:"Weight of L_pair (METHOD.md: 0.05)."`
-	PairRows         int     `mapstructure:"pair_rows" yaml:"pair_rows" doc:"L_pair uses at most this many random rows of the batch (METHOD.md: 128)."`
-	Alpha            float64 `mapstructure:"alpha" yaml:"alpha" doc:"Weight of L_ac (METHOD.md: 1)."`
-	Beta             float64 `mapstructure:"beta" yaml:"beta" doc:"Cap on each Cholesky diagonal entry in L_ac (METHOD.md: 1)."`
-	ACShrink         float64 `mapstructure:"ac_shrink" yaml:"ac_shrink" doc:"L_ac shrinkage kappa: adds kappa*tr/S*I to the batch covariance (METHOD.md code: 0)."`
-	ACJitter         float64 `mapstructure:"ac_jitter" yaml:"ac_jitter" doc:"L_ac jitter eps added to the batch covariance diagonal (METHOD.md code: 1e-6)."`
+	LambdaBi         float64 `mapstructure:"lambda_bi" yaml:"lambda_bi" doc:"Weight of L_n2o + L_o2n (authors' code: 5; docs/method.md)."`
+	LambdaCyc        float64 `mapstructure:"lambda_cyc" yaml:"lambda_cyc" doc:"Weight of L_cyc (authors' code: 2; the paper's main table uses 1)."`
+	LambdaPair       float64 `mapstructure:"lambda_pair" yaml:"lambda_pair" doc:"Weight of L_pair (docs/method.md: 0.05)."`
+	PairRows         int     `mapstructure:"pair_rows" yaml:"pair_rows" doc:"L_pair uses at most this many random rows of the batch (docs/method.md: 128)."`
+	Alpha            float64 `mapstructure:"alpha" yaml:"alpha" doc:"Weight of L_ac (docs/method.md: 1)."`
+	Beta             float64 `mapstructure:"beta" yaml:"beta" doc:"Cap on each Cholesky diagonal entry in L_ac (docs/method.md: 1)."`
+	ACShrink         float64 `mapstructure:"ac_shrink" yaml:"ac_shrink" doc:"L_ac shrinkage kappa: adds kappa*tr/S*I to the batch covariance (authors' code: 0)."`
+	ACJitter         float64 `mapstructure:"ac_jitter" yaml:"ac_jitter" doc:"L_ac jitter eps added to the batch covariance diagonal (authors' code: 1e-6)."`
 	KDWeight         float64 `mapstructure:"kd_weight" yaml:"kd_weight" doc:"adagauss only: weight of the feature distillation L_n2o (its published script: 10)."`
-	CycleDetachInner bool    `mapstructure:"cycle_detach_inner" yaml:"cycle_detach_inner" doc:"Detach the inner map of each cycle term so it trains only its outer map (METHOD.md, authors' code); false follows the paper, where both maps get cycle gradients."`
+	CycleDetachInner bool    `mapstructure:"cycle_detach_inner" yaml:"cycle_detach_inner" doc:"Detach the inner map of each cycle term so it trains only its outer map (authors' code; docs/method.md, Stage I); false follows the paper, where both maps get cycle gradients."`
 }
 
 // Adapter holds Stage II: the adapter fine-tune and the transport of old classes.
 type Adapter struct {
-	Epochs           int     `mapstructure:"epochs" yaml:"epochs" doc:"Stage II adapter fine-tune epochs on cached features; -1 means half of train.epochs (METHOD.md)."`
-	LR               float64 `mapstructure:"lr" yaml:"lr" doc:"Stage II learning rate (METHOD.md: 0.01)."`
-	TransportSamples int     `mapstructure:"transport_samples" yaml:"transport_samples" doc:"Monte Carlo samples per old class pushed through the adapter (METHOD.md code: 10000)."`
-	Alpha            float64 `mapstructure:"alpha" yaml:"alpha" doc:"Weight of L_ac(A(z_old)) in the Stage II fine-tune; -1 means loss.alpha (METHOD.md, the authors' code); 0 is the paper's Algorithm 1 (Stage II minimises the MSE alone)."`
+	Epochs           int     `mapstructure:"epochs" yaml:"epochs" doc:"Stage II adapter fine-tune epochs on cached features; -1 means half of train.epochs (docs/method.md, Stage II)."`
+	LR               float64 `mapstructure:"lr" yaml:"lr" doc:"Stage II learning rate (docs/method.md: 0.01)."`
+	TransportSamples int     `mapstructure:"transport_samples" yaml:"transport_samples" doc:"Monte Carlo samples per old class pushed through the adapter (authors' code: 10000)."`
+	Alpha            float64 `mapstructure:"alpha" yaml:"alpha" doc:"Weight of L_ac(A(z_old)) in the Stage II fine-tune; -1 means loss.alpha (the authors' code; docs/method.md, Stage II); 0 is the paper's Algorithm 1 (Stage II minimises the MSE alone)."`
 	MinSteps         int     `mapstructure:"min_steps" yaml:"min_steps" doc:"The adapter fine-tune (and adagauss's post-task adapter) makes at least this many steps: a small task gets more epochs; 0 follows the epochs alone (the authors' code)."`
 	Select           bool    `mapstructure:"select" yaml:"select" doc:"After Stage II, score A, the identity and a least-squares linear map on the validation images of the new task (held-out MSE to the new features) and transport the old classes through the best; the log and metrics say which. Needs data.val_per_class; false always transports through A (the authors' code)."`
 }
 
-// Classifier holds the task-agnostic Bayes classifier options (METHOD.md).
+// Classifier holds the task-agnostic Bayes classifier options (docs/method.md, Classifier).
 type Classifier struct {
-	Shrink       float64 `mapstructure:"shrink" yaml:"shrink" doc:"Covariance shrinkage at test time: adds shrink*mean(diag)*I (METHOD.md code: 3)."`
-	Normalize    bool    `mapstructure:"normalize" yaml:"normalize" doc:"Correlation matrix and L2-normalised feature and mean before the distance (METHOD.md: on)."`
+	Shrink       float64 `mapstructure:"shrink" yaml:"shrink" doc:"Covariance shrinkage at test time: adds shrink*mean(diag)*I (authors' code: 3)."`
+	Normalize    bool    `mapstructure:"normalize" yaml:"normalize" doc:"Correlation matrix and L2-normalised feature and mean before the distance (docs/method.md: on)."`
 	FullGaussian bool    `mapstructure:"full_gaussian" yaml:"full_gaussian" doc:"Add log det Sigma and -2 log prior to the distance (the paper's full Bayes score)."`
 	TopK         int     `mapstructure:"top_k" yaml:"top_k" doc:"Predictions reported per image by the exported model."`
 }
@@ -125,8 +145,8 @@ type Eval struct {
 
 // Export holds what happens after training.
 type Export struct {
-	Enabled bool   `mapstructure:"enabled" yaml:"enabled" doc:"Export the ONNX model directory at the end of training."`
-	Dir     string `mapstructure:"dir" yaml:"dir" doc:"Model directory to write; empty means <run>/model."`
+	Enabled bool   `mapstructure:"enabled" yaml:"enabled" doc:"Export the ONNX model directory after training: at the end of bicyc train, bicyc learn and every run a sweep trains."`
+	Dir     string `mapstructure:"dir" yaml:"dir" doc:"Model directory to write, also bicyc export's default; empty means <run>/model. A sweep refuses it: its runs would share one directory."`
 }
 
 // Quick is the quick profile, applied when quick is true.
@@ -143,11 +163,11 @@ type Quick struct {
 
 // Default returns the defaults: Fashion-MNIST in 5 tasks of 2 classes with the
 // convnet backbone, sized to finish in about 15 minutes on 2 CPU cores, and
-// METHOD.md's loss weights and classifier options.
+// the loss weights and classifier options of docs/method.md.
 func Default() Config {
 	return Config{
 		Seed:    0,
-		Method:  "bicyc",
+		Method:  MethodBicyc,
 		RunDir:  "runs",
 		Threads: 0,
 		Data: Data{
@@ -197,7 +217,7 @@ func (c Config) Resolved() Config {
 }
 
 // AdapterAlpha is the weight of the anti-collapse term in the Stage II
-// fine-tune: adapter.alpha, or loss.alpha when that is -1 (METHOD.md).
+// fine-tune: adapter.alpha, or loss.alpha when that is -1 (docs/method.md, Stage II).
 func (c Config) AdapterAlpha() float64 {
 	if c.Adapter.Alpha >= 0 {
 		return c.Adapter.Alpha
@@ -206,7 +226,7 @@ func (c Config) AdapterAlpha() float64 {
 }
 
 // AdapterEpochs is the number of Stage II epochs: half of Stage I's when
-// Adapter.Epochs is -1 (METHOD.md), at least one.
+// Adapter.Epochs is -1 (docs/method.md, Stage II), at least one.
 func (c Config) AdapterEpochs() int {
 	if c.Adapter.Epochs >= 0 {
 		return c.Adapter.Epochs
@@ -220,14 +240,24 @@ func (c Config) Validate() error {
 	bad := func(key string, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
 	}
-	switch c.Method {
-	case "bicyc", "adagauss", "finetune":
-	default:
+	if !slices.Contains(Methods(), c.Method) {
 		bad("method", "%q is not one of bicyc, adagauss, finetune", c.Method)
 	}
 	if c.Threads < 0 {
 		bad("threads", "must be >= 0, got %d", c.Threads)
 	}
+	c.validateData(bad)
+	c.validateModel(bad)
+	c.validateTrain(bad)
+	c.validateStages(bad)
+	return errors.Join(errs...)
+}
+
+// problem records one invalid setting under its key (see Validate).
+type problem func(key string, format string, args ...any)
+
+// validateData checks the data.* keys.
+func (c Config) validateData(bad problem) {
 	switch c.Data.Kind {
 	case "fashion-mnist", "mnist", "cifar10", "cifar100":
 		if c.Data.Dir == "" {
@@ -263,6 +293,10 @@ func (c Config) Validate() error {
 	if c.Data.ValPerClass < -1 {
 		bad("data.val_per_class", "must be -1 (10%% of each class), 0 (none) or a count, got %d", c.Data.ValPerClass)
 	}
+}
+
+// validateModel checks the stream.* and model.* keys.
+func (c Config) validateModel(bad problem) {
 	if c.Stream.Tasks < 1 {
 		bad("stream.tasks", "must be >= 1, got %d", c.Stream.Tasks)
 	}
@@ -285,6 +319,10 @@ func (c Config) Validate() error {
 	if c.Model.HiddenMult < 1 {
 		bad("model.hidden_mult", "must be >= 1, got %d", c.Model.HiddenMult)
 	}
+}
+
+// validateTrain checks the train.* keys (rotation against the image size).
+func (c Config) validateTrain(bad problem) {
 	if c.Train.EpochsFirst < 1 || c.Train.Epochs < 1 {
 		bad("train.epochs", "epochs and epochs_first must be >= 1, got %d and %d", c.Train.Epochs, c.Train.EpochsFirst)
 	}
@@ -313,6 +351,10 @@ func (c Config) Validate() error {
 	if c.Train.EvalBatch < 1 {
 		bad("train.eval_batch", "must be >= 1, got %d", c.Train.EvalBatch)
 	}
+}
+
+// validateStages checks the loss.*, adapter.* and classifier.* keys.
+func (c Config) validateStages(bad problem) {
 	if c.Loss.PairRows < 2 {
 		bad("loss.pair_rows", "must be >= 2, got %d", c.Loss.PairRows)
 	}
@@ -331,7 +373,6 @@ func (c Config) Validate() error {
 	if c.Classifier.TopK < 1 {
 		bad("classifier.top_k", "must be >= 1, got %d", c.Classifier.TopK)
 	}
-	return errors.Join(errs...)
 }
 
 // DefaultRunName is the run folder name used when RunName is empty.

@@ -11,7 +11,7 @@ func TestDiff(t *testing.T) {
 		t.Fatalf("Diff of a config with itself: %v", d)
 	}
 	b := a
-	b.Method = "finetune"
+	b.Method = MethodFinetune
 	b.Train.Milestones = []float64{0.5}
 	b.Adapter.Alpha = 0
 	want := []Change{

@@ -19,7 +19,7 @@ type Key struct {
 func Keys() []Key {
 	var keys []Key
 	walk(reflect.ValueOf(Default()), "", func(name string, f reflect.StructField, v reflect.Value) {
-		keys = append(keys, Key{Name: name, Type: v.Type().String(), Default: format(v), Doc: f.Tag.Get("doc")})
+		keys = append(keys, Key{Name: name, Type: kindName(v.Type()), Default: format(v), Doc: f.Tag.Get("doc")})
 	})
 	return keys
 }
@@ -37,6 +37,15 @@ func walk(v reflect.Value, prefix string, leaf func(string, reflect.StructField,
 		}
 		leaf(name, f, v.Field(i))
 	}
+}
+
+// kindName is how a key's type reads in the reference: the Go kind of a
+// named type (config.Method is a string there), else the type itself.
+func kindName(t reflect.Type) string {
+	if t.PkgPath() != "" {
+		return t.Kind().String()
+	}
+	return t.String()
 }
 
 func format(v reflect.Value) string {
@@ -91,4 +100,18 @@ func Diff(a, b Config) []Change {
 		}
 	})
 	return changes
+}
+
+// ExperimentDiff lists the keys whose values differ from a to b as
+// "key: a -> b", in declaration order, leaving out run_dir and threads:
+// where a run directory is reached from and how many cores train it do not
+// change the experiment.
+func ExperimentDiff(a, b Config) []string {
+	a.RunDir, b.RunDir = "", ""
+	a.Threads, b.Threads = 0, 0
+	var out []string
+	for _, c := range Diff(a, b) {
+		out = append(out, c.String())
+	}
+	return out
 }

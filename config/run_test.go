@@ -28,7 +28,7 @@ func TestReadRun(t *testing.T) {
 	}
 
 	// A run written before the added keys existed keeps what it did:
-	// whole rotated batches, METHOD.md's Stage II, no TrivialAugment.
+	// whole rotated batches, docs/method.md's Stage II, no TrivialAugment.
 	var kept []string
 	for _, line := range strings.Split(string(full), "\n") {
 		switch strings.TrimSpace(line) {

@@ -6,7 +6,7 @@ import (
 )
 
 // Augment is the training-time augmentation of uint8 CHW images, applied
-// before normalisation (METHOD.md, "Augmentation (CIFAR)": random crop 32
+// before normalisation (docs/method.md, "Augmentation": random crop 32
 // with padding 4, horizontal flip, TrivialAugmentWide). The zero value
 // copies images unchanged.
 type Augment struct {
@@ -102,7 +102,7 @@ func FlipHorizontal(src, dst []uint8, c, h, w int) {
 // quarter turns counter-clockwise to dst, as torch.rot90(x, k, dims=(1, 2)):
 // for k = 1, dst[ch][y][x] = src[ch][x][w-1-y]. k may be any integer (taken
 // mod 4; negative turns clockwise). It is the rotation of the task-1
-// rotation self-supervision (METHOD.md, "Task 1"). src and dst must not
+// rotation self-supervision (docs/method.md, "Task 1"). src and dst must not
 // overlap. It panics if h != w or a slice is shorter than c*h*w.
 func Rotate90(src, dst []uint8, c, h, w, k int) {
 	checkImage("Rotate90", src, dst, c, h, w)

@@ -8,13 +8,14 @@ import (
 
 // BatchOptions configure a Batcher.
 type BatchOptions struct {
-	// BatchSize is the number of images per batch, >= 1 (METHOD.md: 256).
+	// BatchSize is the number of images per batch, >= 1 (the authors use 256;
+	// docs/method.md, "Optimisation").
 	BatchSize int
 	// Shuffle draws a new order of the images every epoch; otherwise
 	// batches follow the given indices.
 	Shuffle bool
-	// DropLast skips a final batch smaller than BatchSize (METHOD.md:
-	// "batch 256 with drop_last").
+	// DropLast skips a final batch smaller than BatchSize (docs/method.md,
+	// "Optimisation": training drops it).
 	DropLast bool
 	// Seed, with the epoch number, determines all randomness.
 	Seed int64

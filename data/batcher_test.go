@@ -93,10 +93,7 @@ func TestBatcherValuesAndIndices(t *testing.T) {
 // the order.
 func TestBatcherReproducible(t *testing.T) {
 	train, _ := loadFashionMNIST(t)
-	p, err := PreprocessFor(KindFashionMNIST, train)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := kindPreprocess(KindFashionMNIST, train.Channels, train.Height, train.Width)
 	idx := train.Subset([]int{0, 9})
 	opts := BatchOptions{BatchSize: 256, Shuffle: true, DropLast: true, Seed: 42, Preprocess: p, Augment: Augment{CropPadding: 2, HorizontalFlip: true}}
 	run := NewBatcher(train, idx, opts)
@@ -154,7 +151,7 @@ func TestBatcherReproducible(t *testing.T) {
 
 func TestBatcherNextAllocatesNothing(t *testing.T) {
 	train, _ := loadFashionMNIST(t)
-	p, _ := PreprocessFor(KindFashionMNIST, train)
+	p := kindPreprocess(KindFashionMNIST, train.Channels, train.Height, train.Width)
 	b := NewBatcher(train, nil, BatchOptions{BatchSize: 128, Shuffle: true, Seed: 1, Preprocess: p, Augment: Augment{CropPadding: 4, HorizontalFlip: true}})
 	x := make([]float32, 128*784)
 	labels := make([]int, 128)
@@ -195,7 +192,7 @@ func TestNewBatcherPanics(t *testing.T) {
 // batch of 256.
 func BenchmarkBatcherNext(b *testing.B) {
 	ds := &Dataset{Channels: 3, Height: 32, Width: 32, Pixels: numbered(2000*3, 32, 32), Labels: make([]int, 2000), ClassNames: []string{"a"}}
-	p, _ := DefaultPreprocess(KindCIFAR10, 3, 32, 32)
+	p := kindPreprocess(KindCIFAR10, 3, 32, 32)
 	bt := NewBatcher(ds, nil, BatchOptions{BatchSize: 256, Shuffle: true, DropLast: true, Preprocess: p, Augment: Augment{CropPadding: 4, HorizontalFlip: true}})
 	x := make([]float32, 256*3*32*32)
 	labels := make([]int, 256)

@@ -27,12 +27,12 @@
 // then per-channel normalisation). Preprocess is JSON-marshalable with stable
 // lower_snake field names because it is written into the model manifest.
 //
-// Training input. TaskStream assigns classes to tasks (METHOD.md, "Setting":
+// Training input. TaskStream assigns classes to tasks (docs/method.md, "Setting":
 // tasks bring disjoint class sets). Batcher streams the images of a task in
 // shuffled, augmented, normalised mini-batches whose randomness depends only
 // on (seed, epoch), so a resumed run reproduces its batches. Augment is the
 // training augmentation: random crop with zero padding, horizontal flip and,
-// for the CIFAR recipe (METHOD.md), TrivialAugmentWide, which reproduces
+// for the CIFAR recipe (docs/method.md, "Augmentation"), TrivialAugmentWide, which reproduces
 // torchvision's tensor implementation bit for bit (testdata/trivialaugment).
 //
 // Concurrency. A loaded Dataset is read-only and safe for concurrent reads.

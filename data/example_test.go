@@ -41,8 +41,9 @@ func ExampleNewTaskStream() {
 }
 
 func ExamplePreprocess_Image() {
-	p, err := data.DefaultPreprocess(data.KindFashionMNIST, 1, 28, 28)
-	if err != nil {
+	mean, std := data.DefaultNormalization(data.KindFashionMNIST)
+	p := data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: mean, Std: std, Resize: data.ResizeCatmullRom}
+	if err := p.Validate(); err != nil {
 		panic(err)
 	}
 	// A 56x56 half-transparent white square: composited onto the black

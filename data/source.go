@@ -74,7 +74,7 @@ func Open(src Source) (train, test *Dataset, err error) {
 
 // DefaultNormalization returns the per-channel mean and standard deviation
 // (of pixel/255) used to normalise a dataset kind, new slices each call, or
-// nil, nil for an unknown kind. METHOD.md ("Augmentation (CIFAR)") asks for
+// nil, nil for an unknown kind. docs/method.md ("Augmentation") asks for
 // normalisation with the dataset's channel mean and std:
 //
 //	kind           mean                       std
@@ -104,29 +104,4 @@ func DefaultNormalization(kind string) (mean, std []float32) {
 		return []float32{0.485, 0.456, 0.406}, []float32{0.229, 0.224, 0.225}
 	}
 	return nil, nil
-}
-
-// DefaultPreprocess returns the Preprocess for images of a dataset kind at
-// channels x height x width: DefaultNormalization(kind), Catmull-Rom resize,
-// black background. It fails (wrapping ErrPreprocess) for an unknown kind,
-// for a channel count that the kind's normalisation does not have (a
-// grayscale image folder needs its own Mean and Std), or for an invalid size.
-func DefaultPreprocess(kind string, channels, height, width int) (Preprocess, error) {
-	mean, std := DefaultNormalization(kind)
-	if mean == nil {
-		return Preprocess{}, fmt.Errorf("%w: no default normalisation for kind %q", ErrPreprocess, kind)
-	}
-	if len(mean) != channels {
-		return Preprocess{}, fmt.Errorf("%w: kind %q has a %d-channel default normalisation, not %d: give mean and std", ErrPreprocess, kind, len(mean), channels)
-	}
-	p := Preprocess{Channels: channels, Height: height, Width: width, Mean: mean, Std: std, Resize: ResizeCatmullRom}
-	if err := p.Validate(); err != nil {
-		return Preprocess{}, fmt.Errorf("kind %q at %dx%dx%d: %w", kind, channels, height, width, err)
-	}
-	return p, nil
-}
-
-// PreprocessFor returns DefaultPreprocess(kind, ...) at the size of ds.
-func PreprocessFor(kind string, ds *Dataset) (Preprocess, error) {
-	return DefaultPreprocess(kind, ds.Channels, ds.Height, ds.Width)
 }

@@ -13,7 +13,7 @@ import (
 var ErrTaskStream = errors.New("invalid task stream")
 
 // TaskStream is the order in which a class-incremental run meets the
-// classes (METHOD.md, "Setting": tasks bring disjoint class sets). Order is a
+// classes (docs/method.md, "Setting": tasks bring disjoint class sets). Order is a
 // permutation of the class ids 0..K-1; Tasks[t] lists the class ids of task
 // t (0-based), consecutive runs of Order. Every class is in exactly one task.
 // It marshals to JSON as {"order": [...], "tasks": [[...], ...]}; call
@@ -143,9 +143,6 @@ func (s TaskStream) Validate(numClasses int) error {
 	return nil
 }
 
-// NumTasks returns len(Tasks).
-func (s TaskStream) NumTasks() int { return len(s.Tasks) }
-
 // TaskOf returns the task (0-based) that holds class, or -1 if none does.
 func (s TaskStream) TaskOf(class int) int {
 	for t, task := range s.Tasks {
@@ -159,7 +156,7 @@ func (s TaskStream) TaskOf(class int) int {
 }
 
 // SeenClasses returns the classes of tasks 0..t in stream order: the label
-// space after training task t. It panics if t is not in [0, NumTasks()).
+// space after training task t. It panics if t is not in [0, len(Tasks)).
 func (s TaskStream) SeenClasses(t int) []int {
 	var classes []int
 	for _, task := range s.Tasks[:t+1] {

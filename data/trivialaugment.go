@@ -181,9 +181,22 @@ func (op AugmentOp) Apply(m float64, src, dst []uint8, c, h, w int) {
 	if n > 0 && &src[0] == &dst[0] && (op.geometric() || op == OpSharpness) {
 		src = append([]uint8(nil), src...)
 	}
-	switch op {
-	case OpIdentity:
+	switch {
+	case op == OpIdentity:
 		copy(dst, src)
+	case op.geometric():
+		op.warp(m, src, dst, c, h, w)
+	case op >= OpBrightness && op <= OpSharpness:
+		op.enhance(m, src, dst, c, h, w)
+	default:
+		op.pointwise(m, src, dst, c, h, w)
+	}
+}
+
+// warp applies a geometric operation (shear, translation, rotation) with
+// nearest-neighbour sampling; src and dst do not overlap.
+func (op AugmentOp) warp(m float64, src, dst []uint8, c, h, w int) {
+	switch op {
 	case OpShearX, OpShearY:
 		shear := [2]float64{}
 		shear[op-OpShearX] = math.Atan(m) * radToDeg
@@ -195,6 +208,13 @@ func (op AugmentOp) Apply(m float64, src, dst []uint8, c, h, w int) {
 		warpNearest(inverseAffine([2]float64{}, 0, shift, [2]float64{}), src, dst, c, h, w)
 	case OpRotate:
 		warpNearest(inverseAffine([2]float64{}, -m, [2]float64{}, [2]float64{}), src, dst, c, h, w)
+	}
+}
+
+// enhance applies a blend operation (brightness, colour, contrast,
+// sharpness) at factor 1+m, as PIL's ImageEnhance does.
+func (op AugmentOp) enhance(m float64, src, dst []uint8, c, h, w int) {
+	switch op {
 	case OpBrightness:
 		f := enhanceFactor(op, m)
 		for i, p := range src {
@@ -226,6 +246,13 @@ func (op AugmentOp) Apply(m float64, src, dst []uint8, c, h, w int) {
 			return
 		}
 		sharpen(f, src, dst, c, h, w)
+	}
+}
+
+// pointwise applies an operation on pixel values (posterize, solarize,
+// autocontrast, equalize); it panics on an unknown operation.
+func (op AugmentOp) pointwise(m float64, src, dst []uint8, c, h, w int) {
+	switch op {
 	case OpPosterize:
 		bits := int(m)
 		if bits < 0 || bits > 8 {

@@ -3,9 +3,9 @@
 // content is built beside its target, synced, and renamed over it.
 //
 // Every writer of saved work in bicyc goes through it: run files and
-// checkpoints (train), safetensors files, model bundles (bundle) and
-// published reports (report). One home, because "never lose saved work" is
-// a property each of them must have in the same way.
+// checkpoints (train), safetensors files, model bundles (bundle), sweep
+// records (sweep) and published reports (report). One home, because "never
+// lose saved work" is a property each of them must have in the same way.
 //
 // Files:
 //
@@ -22,6 +22,7 @@
 package durable
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -39,6 +40,16 @@ func WriteFile(path string, b []byte) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// WriteJSON writes v as indented JSON and a final newline to path, as
+// WriteFile does, so readers never see half a file.
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return WriteFile(path, append(b, '\n'))
 }
 
 func writeFile(path string, b []byte) error {

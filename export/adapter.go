@@ -7,7 +7,7 @@ import (
 	"github.com/bicyc/bicyc/safetensors"
 )
 
-// Adapter kinds (METHOD.md, "Networks"); the names and the tensor names are
+// Adapter kinds (docs/method.md, "Networks"); the names and the tensor names are
 // a contract with package models.
 const (
 	AdapterMLP         = "mlp"

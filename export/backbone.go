@@ -113,7 +113,7 @@ type backboneBuilder struct {
 	state stateDict
 }
 
-// convNet is the small default backbone for 28x28 inputs (METHOD.md,
+// convNet is the small default backbone for 28x28 inputs (docs/method.md,
 // "Networks"): three conv-BN-ReLU blocks, max-pooling after the first two.
 func (b backboneBuilder) convNet(x string, in int) (string, error) {
 	widths := []int{32, 64, 128}
@@ -219,7 +219,7 @@ func (b backboneBuilder) convBN(x, conv, bn string, out, in, k, stride, pad int)
 }
 
 // reduce is the linear 1x1 conv (with bias, no BN, no ReLU) from the last
-// stage's channels to the feature dimension S (METHOD.md, "Networks").
+// stage's channels to the feature dimension S (docs/method.md, "Networks").
 func (b backboneBuilder) reduce(x string, in, s int) (string, error) {
 	w, err := b.state.get("reduce.weight", s, in, 1, 1)
 	if err != nil {

@@ -15,7 +15,7 @@
 //	model.onnx       image [N,C,H,W] -> scores, topk_scores, topk_indices
 //
 // Scores are distances: the smallest score is the predicted class
-// (METHOD.md, "Classifier"). Tensor names of state dicts are a contract with
+// (docs/method.md, "Classifier"). Tensor names of state dicts are a contract with
 // package models (see Backbone and Adapter). Bad weights (missing,
 // misshapen, NaN) return errors wrapping ErrState; the functions keep no
 // state and are safe for concurrent use.

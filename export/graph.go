@@ -12,7 +12,7 @@ import (
 
 // Format versions of every exported file. Debian's onnx 1.12 checker, the
 // validator the tests run, accepts IR <= 8 and opset <= 17
-// (/work/shared/TOOLCHAIN.md, "ONNX"); ONNX Runtime supports opset 17 from
+// (docs/toolchain.md, "ONNX"); ONNX Runtime supports opset 17 from
 // release 1.13 on.
 const (
 	IRVersion         = 8
@@ -181,10 +181,6 @@ func attrInts(name string, v ...int64) *onnxpb.AttributeProto {
 
 func attrInt(name string, v int64) *onnxpb.AttributeProto {
 	return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(v)}
-}
-
-func attrFloat(name string, v float32) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_FLOAT.Enum(), F: proto.Float32(v)}
 }
 
 func numElements(shape []int) int {

@@ -9,56 +9,25 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/safetensors"
 )
-
-// ortLibraryCandidates are tried in order when BICYC_ORT_LIB is unset: the
-// path the setup script installs to, then the npm unpack the project's
-// onnxruntime pin gives (see /work/shared/TOOLCHAIN.md).
-var ortLibraryCandidates = []string{
-	"/usr/local/lib/bicyc/libonnxruntime.so",
-	"/tmp/ort/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1",
-}
 
 // ortErr is why ONNX Runtime could not start; tests that need it fail with it.
 var ortErr error
 
+// TestMain starts ONNX Runtime through infer.InitRuntime, the one owner of
+// the process's environment, from the library infer would load
+// ($BICYC_ORT_LIB, else the path scripts/setup.sh installs to). The
+// environment lives until the process ends, as infer keeps it.
 func TestMain(m *testing.M) {
-	ortErr = initRuntime()
-	code := m.Run()
-	if ortErr == nil {
-		if err := ort.DestroyEnvironment(); err != nil {
-			fmt.Fprintln(os.Stderr, "destroy onnxruntime environment:", err)
-		}
-	}
-	os.Exit(code)
-}
-
-func initRuntime() error {
-	lib := os.Getenv("BICYC_ORT_LIB")
-	if lib == "" {
-		for _, c := range ortLibraryCandidates {
-			if _, err := os.Stat(c); err == nil {
-				lib = c
-				break
-			}
-		}
-	}
-	if lib == "" {
-		return fmt.Errorf("no onnxruntime library at %s; install it (scripts/onnxruntime: npm ci --ignore-scripts) or set BICYC_ORT_LIB",
-			strings.Join(ortLibraryCandidates, " or "))
-	}
-	ort.SetSharedLibraryPath(lib)
-	if err := ort.InitializeEnvironment(); err != nil {
-		return fmt.Errorf("onnxruntime %s: %w", lib, err)
-	}
-	return nil
+	_, ortErr = infer.InitRuntime("")
+	os.Exit(m.Run())
 }
 
 // runModel runs an ONNX model on CPU with one thread. inputs are float32

@@ -34,8 +34,8 @@ func (f Fallback) String() string {
 }
 
 // jitterSteps are the relative jitters Cholesky tries, in order, before it
-// floors eigenvalues (METHOD.md asks for "growing jitter, eigenvalue floor as
-// last resort" without numbers).
+// floors eigenvalues (docs/method.md, "Stage II": growing jitter, then an
+// eigenvalue floor; the method gives no numbers).
 var jitterSteps = [...]float64{1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2}
 
 // EigenFloor is the smallest eigenvalue, relative to the mean diagonal, that

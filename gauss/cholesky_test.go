@@ -74,7 +74,7 @@ func TestCholeskyNonFinite(t *testing.T) {
 
 // TestCholeskyRankDeficientCovariance factorises the covariance of 10 samples
 // in 64 dimensions (rank 9, plus the 1e-8 ridge), the situation of a class
-// with few images in METHOD.md's "Known pitfalls".
+// with few images (docs/method.md, "Where bicyc departs from the authors' code").
 func TestCholeskyRankDeficientCovariance(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const n, s = 10, 64

@@ -21,7 +21,7 @@ const NoClass = -1
 const NormEpsilon = 1e-12
 
 // ClassifierOptions configure NewClassifier. DefaultClassifierOptions gives
-// the published setting (METHOD.md, "Classifier").
+// the published setting (docs/method.md, "Classifier").
 type ClassifierOptions struct {
 	// Shrink is gamma in Sigma' = Sigma + gamma*(tr(Sigma)/S)*I + 1e-8 I;
 	// the authors use 3 at test time. Must be >= 0.
@@ -40,7 +40,7 @@ type ClassifierOptions struct {
 }
 
 // DefaultClassifierOptions returns Shrink 3, Normalize true, FullGaussian
-// false (METHOD.md, "Classifier").
+// false (docs/method.md, "Classifier").
 func DefaultClassifierOptions() ClassifierOptions {
 	return ClassifierOptions{Shrink: 3, Normalize: true}
 }
@@ -68,8 +68,8 @@ type ClassifierTables struct {
 }
 
 // Classifier is the task-agnostic Mahalanobis (or full Gaussian) classifier
-// over Gaussian prototypes, METHOD.md "Classifier" and the paper's appendix
-// A.1.2. It is immutable after NewClassifier and safe for concurrent use.
+// over Gaussian prototypes (docs/method.md, "Classifier"; the paper's appendix
+// A.1.2). It is immutable after NewClassifier and safe for concurrent use.
 type Classifier struct {
 	k, s      int
 	normalize bool
@@ -81,7 +81,7 @@ type Classifier struct {
 }
 
 // NewClassifier builds the classifier for the prototypes protos, class c
-// being protos[c]. For each class (METHOD.md, "Classifier"):
+// being protos[c]. For each class (docs/method.md, "Classifier"):
 //
 //	Sigma'_c = Sigma_c + shrink*(tr(Sigma_c)/S)*I + 1e-8 I
 //	Sigma'_c <- D^-1/2 Sigma'_c D^-1/2,  D = diag(Sigma'_c)   if Normalize

@@ -10,7 +10,7 @@ import (
 )
 
 // naiveScores evaluates the classifier's score with an explicit inverse,
-// written from METHOD.md "Classifier" independently of classifier.go:
+// written from docs/method.md ("Classifier") independently of classifier.go:
 //
 //	Sigma' = Sigma + shrink*tr(Sigma)/S*I + 1e-8 I, then its correlation
 //	matrix if normalize; z and mu L2-normalised if normalize;

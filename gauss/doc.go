@@ -13,8 +13,8 @@
 // their arguments and return fresh values. Gaussian values and a built
 // Classifier are safe for concurrent reads.
 //
-// Constants come from the project's METHOD.md ("Stage II", "Classifier") and
-// the paper's appendix A.1.2 and A.3 (paper/bicyc-iclr2026.tex): the 1e-8 ridge
+// Constants come from docs/method.md ("Stage II", "Classifier") and the paper's
+// appendix A.1.2 and A.3: the 1e-8 ridge
 // added to every estimated covariance, the shrinkage of 3 used at test time, the
 // correlation-matrix normalisation, and the drift diagnostics (mu-L2,
 // Sigma-Frobenius, symmetric KL).

@@ -12,7 +12,7 @@ import (
 )
 
 // fashionDir is where Debian's dataset-fashion-mnist installs the IDX files
-// (TOOLCHAIN.md, "Data").
+// (docs/toolchain.md, "Data").
 const fashionDir = "/usr/share/datasets/fashion-mnist"
 
 // readIDX reads a gzipped IDX file: a big-endian magic (0x0801 for labels,

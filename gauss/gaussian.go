@@ -9,7 +9,7 @@ import (
 )
 
 // Ridge is added to the diagonal of every estimated covariance, as the
-// authors' code does after estimation and after transport (METHOD.md,
+// authors' code does after estimation and after transport (docs/method.md,
 // "Stage II", steps 2 and 3).
 const Ridge = 1e-8
 
@@ -68,7 +68,7 @@ func (g Gaussian) Validate() error {
 }
 
 // Estimate returns the mean and the unbiased covariance of the n rows of x,
-// an [n, s] row-major matrix, plus Ridge on the diagonal (METHOD.md, "Stage
+// an [n, s] row-major matrix, plus Ridge on the diagonal (docs/method.md, "Stage
 // II" step 3):
 //
 //	mu    = (1/n) sum_i x_i
@@ -173,7 +173,7 @@ func Symmetrize(a mat.Matrix) *mat.SymDense {
 	return out
 }
 
-// Shrink returns the shrunk covariance used by the classifier (METHOD.md,
+// Shrink returns the shrunk covariance used by the classifier (docs/method.md,
 // "Classifier"; the authors' shrink_cov with alpha1 = gamma):
 //
 //	Sigma' = Sigma + gamma * (tr(Sigma)/S) * I + 1e-8 I

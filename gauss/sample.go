@@ -62,7 +62,7 @@ func (g Gaussian) Sample(rng *rand.Rand, n int) ([]float32, error) {
 type FeatureMap func(x []float32, n int) ([]float32, error)
 
 // Transport pushes the Gaussian g through f by Monte Carlo, the prototype
-// update of METHOD.md "Stage II" step 2 (the authors use n = 10000):
+// update of docs/method.md ("Stage II", step 2) (the authors use n = 10000):
 //
 //	u_m ~ N(mu, Sigma),  v_m = f(u_m),  m = 1..n
 //	mu'    = (1/n) sum_m v_m

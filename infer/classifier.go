@@ -251,7 +251,7 @@ func (c *Classifier) Embed(imgs []image.Image) ([][]float32, error) {
 }
 
 // Transport maps features of the previous task's backbone into the current
-// feature space with the adapter A (METHOD.md "Stage II"): [N][S] in, [N][S]
+// feature space with the adapter A (docs/method.md, "Stage II"): [N][S] in, [N][S]
 // out. Every row must have S finite values. Without an adapter it returns
 // ErrNoAdapter.
 func (c *Classifier) Transport(oldFeatures [][]float32) ([][]float32, error) {

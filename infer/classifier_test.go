@@ -219,7 +219,7 @@ func TestClassifyFileAndReader(t *testing.T) {
 	}
 }
 
-// gelu is the exact GELU, as the adapter computes it (METHOD.md "Networks").
+// gelu is the exact GELU, as the adapter computes it (docs/method.md, "Networks").
 func gelu(x float64) float64 { return x * 0.5 * (1 + math.Erf(x/math.Sqrt2)) }
 
 // linear computes x W^T + b for one row.

@@ -31,7 +31,7 @@
 // # Scores
 //
 // The model scores an image against every class prototype with the squared
-// Mahalanobis distance of its feature (METHOD.md "Classifier"); smaller is
+// Mahalanobis distance of its feature (docs/method.md, "Classifier"); smaller is
 // closer. A Result lists the top-k classes, closest first, ties broken by
 // class index.
 //

@@ -194,7 +194,7 @@ func randomConvNet(rng *rand.Rand, in, s int) []safetensors.Tensor {
 }
 
 // randomMLP draws the adapter's tensors (export.Adapter, kind mlp, hidden
-// width 32S as in METHOD.md "Networks").
+// width 32S as in docs/method.md, "Networks").
 func randomMLP(rng *rand.Rand, s int) []safetensors.Tensor {
 	h := 32 * s
 	return []safetensors.Tensor{

@@ -16,7 +16,7 @@ const DefaultMaxPixels = 16 << 20
 
 // DefaultThreads is the default number of ONNX Runtime intra-op threads per
 // session. One thread per call, with calls running in parallel, keeps p99
-// latency low on two cores (TOOLCHAIN.md "ONNX Runtime"). Measured with
+// latency low on two cores (docs/toolchain.md, "ONNX Runtime"). Measured with
 // BenchmarkClassifyThreads (1x28x28 convnet, two goroutines, two shared
 // cores): 1 thread p50 183 us, p99 4.5 ms, 194 us/op; 2 threads p99 12 ms,
 // 335 us/op; ONNX Runtime's default (0) p99 15 ms, 302 us/op.

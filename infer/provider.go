@@ -165,7 +165,7 @@ func configureSession(opts *ort.SessionOptions, p Provider, cfg *config) error {
 // The option names below are ONNX Runtime's (onnxruntime docs,
 // "TensorRT Execution Provider" and "CUDA Execution Provider"). onnxruntime_go
 // returns plain error strings when the provider libraries are missing, so
-// any error here means the provider is unavailable (TOOLCHAIN.md).
+// any error here means the provider is unavailable (docs/toolchain.md, "ONNX Runtime").
 
 func appendTensorRT(opts *ort.SessionOptions, cfg *config) error {
 	trt, err := ort.NewTensorRTProviderOptions()

@@ -18,7 +18,7 @@ type Prediction struct {
 	// manifest's task stream, so 0 is the first task (bundle.Class.Task).
 	Task int `json:"task"`
 	// Distance is the squared Mahalanobis distance from the image's feature z
-	// to the class prototype (METHOD.md "Classifier"); smaller is closer:
+	// to the class prototype (docs/method.md, "Classifier"); smaller is closer:
 	//
 	//	d_c(z) = (z - mu_c)^T Sigma'_c^-1 (z - mu_c)
 	//

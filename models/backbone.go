@@ -14,7 +14,7 @@ import (
 
 // Backbone architectures accepted by NewBackbone.
 const (
-	// ArchConvNet is the small default backbone for 28x28 grayscale inputs (METHOD.md "Networks": conv blocks,
+	// ArchConvNet is the small default backbone for 28x28 grayscale inputs (docs/method.md, "Networks": conv blocks,
 	// then the linear S-dim reduction, then global average pooling):
 	//
 	//	conv3x3 C->32 pad 1, BN, ReLU, maxpool 2
@@ -22,7 +22,7 @@ const (
 	//	conv3x3 64->128 pad 1, BN, ReLU
 	//	conv1x1 128->S with bias (no BN, no ReLU), global average pool -> [N,S]
 	ArchConvNet = "convnet"
-	// ArchResNet18 is the CIFAR ResNet-18 of METHOD.md: a 3x3 stride-1 stem conv 64 + BN + ReLU without max-pool,
+	// ArchResNet18 is the CIFAR ResNet-18 of docs/method.md ("Networks"): a 3x3 stride-1 stem conv 64 + BN + ReLU without max-pool,
 	// BasicBlocks [2,2,2,2] at 64, 128, 256, 512 channels with strides 1, 2, 2, 2 (1x1 conv + BN downsample where
 	// the shape changes), then a 1x1 conv 512->S with bias (no BN, no ReLU) and global average pooling.
 	ArchResNet18 = "resnet18"
@@ -32,7 +32,7 @@ const (
 // contract).
 const bnEps = 1e-5
 
-// Backbone is the feature extractor f: image [N,C,H,W] -> feature [N,S] (METHOD.md "Networks").
+// Backbone is the feature extractor f: image [N,C,H,W] -> feature [N,S] (docs/method.md, "Networks").
 //
 // Its weights are float32 tensors owned by the Backbone, and its batch-normalisation running statistics are
 // ops.BatchNorm values owned by it too. Every graph built from a Backbone binds the same tensors and statistics:
@@ -71,7 +71,7 @@ func (u *convUnit) params() []namedParam {
 }
 
 // NewBackbone returns a backbone of the given architecture (ArchConvNet or ArchResNet18) for images with
-// inChannels channels, producing featureDim (S) features, initialised as METHOD.md states:
+// inChannels channels, producing featureDim (S) features, initialised as docs/method.md ("Networks") states:
 //
 //	conv weights ~ N(0, 2/(k*k*out))   (standard deviation sqrt(2/(k*k*out)))
 //	BN gamma = 1, beta = 0, running mean 0, running variance 1;  reduce-conv bias = 0
@@ -134,7 +134,7 @@ func newBackbone(arch string, inChannels, featureDim int) (*Backbone, error) {
 	return b, nil
 }
 
-// resnet18Widths are the channels of the four ResNet-18 stages (He et al. 2016, CIFAR variant in METHOD.md).
+// resnet18Widths are the channels of the four ResNet-18 stages (He et al. 2016, CIFAR variant in docs/method.md).
 var resnet18Widths = []int{64, 128, 256, 512}
 
 // resnetBlockName returns the torchvision-style prefix of a BasicBlock: "layer1.0" ... "layer4.1".
@@ -362,7 +362,7 @@ func (b *Backbone) SetState(tensors []safetensors.Tensor) error {
 }
 
 // Clone returns a deep copy: its own weights and running statistics, unaffected by later training of b (the
-// frozen previous backbone f_{t-1} of METHOD.md Stage I).
+// frozen previous backbone f_{t-1} of docs/method.md, "Stage I").
 func (b *Backbone) Clone() *Backbone {
 	c := &Backbone{arch: b.arch, inChannels: b.inChannels, featureDim: b.featureDim,
 		byName: make(map[string]*convUnit, len(b.units)), nodePrefix: newNodePrefix("backbone")}
@@ -379,46 +379,4 @@ func (b *Backbone) Clone() *Backbone {
 		c.addUnit(&cu)
 	}
 	return c
-}
-
-// Save writes State to a safetensors file at path, atomically, with the architecture and sizes in the metadata
-// so that LoadBackbone can rebuild the backbone.
-func (b *Backbone) Save(path string) error {
-	return writeModelFile(path, "backbone", b.State(), map[string]string{
-		"arch": b.arch, "in_channels": strconv.Itoa(b.inChannels), "feature_dim": strconv.Itoa(b.featureDim)})
-}
-
-// LoadBackbone reads a backbone written by Save. Errors name the file; a file that is not a backbone's, or
-// whose tensors do not match its metadata, gives an error wrapping ErrBadState.
-func LoadBackbone(path string) (*Backbone, error) {
-	tensors, meta, err := readModelFile(path, "backbone")
-	if err != nil {
-		return nil, err
-	}
-	in, err := metaInt(path, meta, "in_channels")
-	if err != nil {
-		return nil, err
-	}
-	s, err := metaInt(path, meta, "feature_dim")
-	if err != nil {
-		return nil, err
-	}
-	stem, ok := map[string]int{ArchConvNet: 32, ArchResNet18: 64}[meta["arch"]]
-	if !ok {
-		return nil, fmt.Errorf("%s: unknown backbone architecture %q: %w", path, meta["arch"], ErrBadState)
-	}
-	if err := requireShape(path, tensors, "conv1.weight", stem, in, 3, 3); err != nil {
-		return nil, err
-	}
-	if err := requireShape(path, tensors, "reduce.bias", s); err != nil {
-		return nil, err
-	}
-	b, err := newBackbone(meta["arch"], in, s)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := b.SetState(tensors); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return b, nil
 }

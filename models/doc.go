@@ -1,6 +1,6 @@
 // Package models holds bicyc's trainable networks as gorgonia graph builders: the feature extractor Backbone
 // (ArchConvNet for 28x28 grayscale inputs, ArchResNet18 for 32x32 RGB), the per-task Linear head, and the
-// Mapper used for the distiller D and the adapter A (METHOD.md "Networks").
+// Mapper used for the distiller D and the adapter A (docs/method.md, "Networks").
 //
 // # Layout and dtype
 //
@@ -21,8 +21,8 @@
 //
 // # Files
 //
-// Save writes a model's state as a safetensors file (package safetensors) with the architecture and sizes in its
-// metadata; LoadBackbone, LoadLinear and LoadMapper rebuild the model. WithPrefix and TrimPrefix store several
-// models in one file. State mismatches and corrupt files give errors wrapping ErrBadState that name the file and
-// tensor.
+// State returns a model's tensors under their PyTorch state-dict names (package safetensors writes them) and
+// SetState copies such tensors back in; WithPrefix renames them to store several models in one file. Training
+// checkpoints (package train) and model bundles (package export) are built from them. A state that does not fit
+// the model gives an error wrapping ErrBadState that names the tensor.
 package models

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strconv"
 
 	"github.com/bicyc/bicyc/models/ops"
 	"github.com/bicyc/bicyc/safetensors"
@@ -12,8 +11,8 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// Linear is a fully connected layer with PyTorch's nn.Linear layout, used for the per-task heads (METHOD.md:
-// "a new Linear(S -> |C_t|) per task") and inside Mapper:
+// Linear is a fully connected layer with PyTorch's nn.Linear layout, used for the per-task heads (docs/method.md,
+// "Networks": a new Linear(S -> task classes) per task) and inside Mapper:
 //
 //	y = x W^T + b,   x [N,in], W [out,in], b [out], y [N,out]
 //
@@ -137,40 +136,4 @@ func (l *Linear) SetState(prefix string, tensors []safetensors.Tensor) error {
 func (l *Linear) Clone() *Linear {
 	return &Linear{in: l.in, out: l.out, weight: cloneTensor(l.weight), bias: cloneTensor(l.bias),
 		nodePrefix: newNodePrefix("linear")}
-}
-
-// Save writes the layer's state (names "weight", "bias") to a safetensors file at path, atomically, with its
-// sizes in the metadata so that LoadLinear can rebuild it.
-func (l *Linear) Save(path string) error {
-	return writeModelFile(path, "linear", l.State(""), map[string]string{
-		"in": strconv.Itoa(l.in), "out": strconv.Itoa(l.out), "bias": strconv.FormatBool(l.bias != nil)})
-}
-
-// LoadLinear reads a Linear written by Save. Errors name the file; a file that is not a Linear's, or whose
-// tensors do not match its metadata, gives an error wrapping ErrBadState.
-func LoadLinear(path string) (*Linear, error) {
-	tensors, meta, err := readModelFile(path, "linear")
-	if err != nil {
-		return nil, err
-	}
-	in, err := metaInt(path, meta, "in")
-	if err != nil {
-		return nil, err
-	}
-	out, err := metaInt(path, meta, "out")
-	if err != nil {
-		return nil, err
-	}
-	bias, err := strconv.ParseBool(meta["bias"])
-	if err != nil {
-		return nil, fmt.Errorf("%s: metadata bias is %q, want true or false: %w", path, meta["bias"], ErrBadState)
-	}
-	if err := requireShape(path, tensors, "weight", out, in); err != nil {
-		return nil, err
-	}
-	l := newLinear(in, out, bias)
-	if err := l.SetState("", tensors); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return l, nil
 }

@@ -3,7 +3,6 @@ package models
 import (
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 
 	"github.com/bicyc/bicyc/models/ops"
 	"github.com/bicyc/bicyc/safetensors"
@@ -14,9 +13,9 @@ import (
 // Mapper kinds accepted by NewMapper.
 const (
 	// MapperMLP is Linear(S -> h*S) -> exact GELU -> Linear(h*S -> S), both with bias and no normalisation
-	// (METHOD.md "Networks", h = 32).
+	// (docs/method.md, "Networks", h = 32).
 	MapperMLP = "mlp"
-	// MapperLinear is a single S x S matrix without bias, y = x W^T (METHOD.md ablation variant).
+	// MapperLinear is a single S x S matrix without bias, y = x W^T (docs/method.md, "Networks": the ablation variant).
 	MapperLinear = "linear"
 	// MapperResidualMLP is x + MLP(x), MLP as in MapperMLP, with fc2 starting at zero: an untrained map is the
 	// identity, so a map that gets few training steps (a small task) moves old prototypes little instead of
@@ -24,11 +23,11 @@ const (
 	MapperResidualMLP = "residual-mlp"
 )
 
-// DefaultHiddenMult is the hidden width of MapperMLP in multiples of S (METHOD.md: Linear(S -> 32S)).
+// DefaultHiddenMult is the hidden width of MapperMLP in multiples of S (docs/method.md: Linear(S -> 32S)).
 const DefaultHiddenMult = 32
 
 // Mapper is a map between two S-dimensional feature spaces: the distiller D (new -> old) and the adapter A
-// (old -> new) of METHOD.md, both created fresh at the start of every task t > 1. Input and output are [N,S].
+// (old -> new) of docs/method.md, both created fresh at the start of every task t > 1. Input and output are [N,S].
 //
 // Its tensors are float32 and owned by the Mapper; every graph built from it binds the same tensors, so a
 // solver step through one graph is seen by all of them. A Mapper is not safe for concurrent use.
@@ -175,44 +174,4 @@ func (m *Mapper) Clone() *Mapper {
 		c.layers = append(c.layers, l.Clone())
 	}
 	return c
-}
-
-// Save writes State to a safetensors file at path, atomically, with the kind and sizes in the metadata so that
-// LoadMapper can rebuild the mapper.
-func (m *Mapper) Save(path string) error {
-	return writeModelFile(path, "mapper", m.State(), map[string]string{
-		"kind": m.kind, "dim": strconv.Itoa(m.dim), "hidden_mult": strconv.Itoa(m.hiddenMult)})
-}
-
-// LoadMapper reads a mapper written by Save. Errors name the file; a file that is not a mapper's, or whose
-// tensors do not match its metadata, gives an error wrapping ErrBadState.
-func LoadMapper(path string) (*Mapper, error) {
-	tensors, meta, err := readModelFile(path, "mapper")
-	if err != nil {
-		return nil, err
-	}
-	s, err := metaInt(path, meta, "dim")
-	if err != nil {
-		return nil, err
-	}
-	kind, hiddenMult := meta["kind"], 0
-	switch kind {
-	case MapperMLP, MapperResidualMLP:
-		if hiddenMult, err = metaInt(path, meta, "hidden_mult"); err != nil {
-			return nil, err
-		}
-		err = requireShape(path, tensors, "fc1.weight", hiddenMult*s, s)
-	case MapperLinear:
-		err = requireShape(path, tensors, "weight", s, s)
-	default:
-		err = fmt.Errorf("%s: unknown mapper kind %q: %w", path, kind, ErrBadState)
-	}
-	if err != nil {
-		return nil, err
-	}
-	m := newMapper(kind, s, hiddenMult, newLinear)
-	if err := m.SetState(tensors); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return m, nil
 }

@@ -193,42 +193,6 @@ func (r *stateReader) commit() error {
 	return nil
 }
 
-// metaModel is the metadata key naming which model a file holds.
-const metaModel = "bicyc.model"
-
-// writeModelFile writes tensors and meta, plus metaModel = model, to path atomically.
-func writeModelFile(path, model string, tensors []safetensors.Tensor, meta map[string]string) error {
-	all := map[string]string{metaModel: model}
-	for k, v := range meta {
-		all[k] = v
-	}
-	if err := safetensors.WriteFile(path, tensors, all); err != nil {
-		return fmt.Errorf("saving %s: %w", model, err)
-	}
-	return nil
-}
-
-// readModelFile reads path and checks that it holds a model of the given kind.
-func readModelFile(path, model string) ([]safetensors.Tensor, map[string]string, error) {
-	tensors, meta, err := safetensors.ReadFile(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("loading %s: %w", model, err)
-	}
-	if got := meta[metaModel]; got != model {
-		return nil, nil, fmt.Errorf("loading %s: %s: metadata %s is %q, want %q: %w", model, path, metaModel, got, model, ErrBadState)
-	}
-	return tensors, meta, nil
-}
-
-// metaInt parses the positive integer stored under key in a file's metadata.
-func metaInt(path string, meta map[string]string, key string) (int, error) {
-	v, err := strconv.Atoi(meta[key])
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("%s: metadata %s is %q, want a positive integer: %w", path, key, meta[key], ErrBadState)
-	}
-	return v, nil
-}
-
 // WithPrefix returns tensors renamed to prefix+name, to store several models in one file. The data is shared
 // with tensors, not copied.
 func WithPrefix(prefix string, tensors []safetensors.Tensor) []safetensors.Tensor {
@@ -236,19 +200,6 @@ func WithPrefix(prefix string, tensors []safetensors.Tensor) []safetensors.Tenso
 	for i, t := range tensors {
 		t.Name = prefix + t.Name
 		out[i] = t
-	}
-	return out
-}
-
-// TrimPrefix returns the tensors whose name starts with prefix, with prefix removed: the inverse of WithPrefix
-// on a file holding several models. The data is shared, not copied.
-func TrimPrefix(prefix string, tensors []safetensors.Tensor) []safetensors.Tensor {
-	var out []safetensors.Tensor
-	for _, t := range tensors {
-		if rest, ok := strings.CutPrefix(t.Name, prefix); ok {
-			t.Name = rest
-			out = append(out, t)
-		}
 	}
 	return out
 }
@@ -284,18 +235,4 @@ func cloneTensor(t *tensor.Dense) *tensor.Dense {
 		return nil
 	}
 	return t.Clone().(*tensor.Dense)
-}
-
-// requireShape returns an error unless tensors holds name with exactly the given shape. Loaders call it before
-// allocating a model from sizes found in a file's metadata, so a corrupt header cannot make them allocate more
-// than the file holds.
-func requireShape(path string, tensors []safetensors.Tensor, name string, shape ...int) error {
-	t, ok := safetensors.Find(tensors, name)
-	if !ok {
-		return fmt.Errorf("%s: missing tensor %q: %w", path, name, ErrBadState)
-	}
-	if !slices.Equal(t.Shape, shape) {
-		return fmt.Errorf("%s: tensor %q has shape %v, want %v from the metadata: %w", path, name, t.Shape, shape, ErrBadState)
-	}
-	return nil
 }

@@ -44,9 +44,9 @@ func TestCombinedCheckpoint(t *testing.T) {
 		got  any
 		want any
 	}{
-		{"backbone", b2.SetState(TrimPrefix("backbone.", read)), b2.State(), b.State()},
+		{"backbone", b2.SetState(trimPrefix("backbone.", read)), b2.State(), b.State()},
 		{"head", head2.SetState("head.0.", read), head2.State(""), head.State("")},
-		{"adapter", adapter2.SetState(TrimPrefix("adapter.", read)), adapter2.State(), adapter.State()},
+		{"adapter", adapter2.SetState(trimPrefix("adapter.", read)), adapter2.State(), adapter.State()},
 	}
 	for i, s := range steps {
 		if s.err != nil {

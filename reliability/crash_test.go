@@ -180,9 +180,37 @@ func TestKilledTrainingResumesExactly(t *testing.T) {
 
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "killed")
-	var kills, inWrite int
-	var metricsAfterTask1 []byte
-	hidden := map[string]bool{}
+	k := killAtEveryPoint(t, parent, dir, rng)
+	p := startBicyc(t, "train", "--resume", dir)
+	p.finish(t, runTimeout)
+	v, err := checkRunDir(dir)
+	if err != nil {
+		t.Fatalf("after the final resume: %v", err)
+	}
+	if v.Latest != 2 || v.Metrics != 2 || !v.Model {
+		t.Fatalf("after the final resume: %+v, want 2 tasks in checkpoint and metrics, and a model", v)
+	}
+	t.Logf("survived %d kills, %d of them inside a checkpoint write (a temporary directory was left: %d leftovers in checkpoints/)",
+		k.kills, k.inWrite, len(k.hidden))
+
+	ref := waitReference()
+	compareRuns(t, ref, dir)
+	checkStaleMetricsResume(t, ref, k.metricsAfterTask1)
+}
+
+// killTally is what killAtEveryPoint saw.
+type killTally struct {
+	kills, inWrite    int             // kills, and kills that left a temporary directory
+	hidden            map[string]bool // leftovers of interrupted writes in checkpoints/
+	metricsAfterTask1 []byte          // metrics.json when the run stood after task 1
+}
+
+// killAtEveryPoint trains the test configuration into dir (under parent),
+// kills it at every point of killPoints after rng's random delay, resumes it
+// each time, and checks the run directory after every kill.
+func killAtEveryPoint(t *testing.T, parent, dir string, rng *rand.Rand) killTally {
+	t.Helper()
+	k := killTally{hidden: map[string]bool{}}
 	state := runView{Metrics: -1}
 	for i, kp := range killPoints() {
 		if !kp.when(state) {
@@ -195,7 +223,7 @@ func TestKilledTrainingResumesExactly(t *testing.T) {
 		}
 		p := startBicyc(t, args...)
 		reached := kp.marker == "" || p.waitFor(kp.marker, runTimeout)
-		if reached && kp.inWrite != "" && !waitForTemporary(p, filepath.Join(dir, "checkpoints"), kp.inWrite, hidden, runTimeout) {
+		if reached && kp.inWrite != "" && !waitForTemporary(p, filepath.Join(dir, "checkpoints"), kp.inWrite, k.hidden, runTimeout) {
 			t.Logf("point %d (%s): the poll missed the temporary directory", i, kp.what)
 		}
 		if !reached {
@@ -215,38 +243,32 @@ func TestKilledTrainingResumesExactly(t *testing.T) {
 		state = v
 		var fresh []string
 		for _, h := range v.Hidden {
-			if !hidden[h] {
-				hidden[h] = true
+			if !k.hidden[h] {
+				k.hidden[h] = true
 				fresh = append(fresh, h)
 			}
 		}
 		if killed {
-			kills++
+			k.kills++
 			if len(fresh) > 0 {
-				inWrite++
+				k.inWrite++
 			}
 		}
 		t.Logf("point %d (%s): killed %v; latest checkpoint after task %d, metrics.json of %d tasks, model %v, new leftovers %q",
 			i, kp.what, killed, v.Latest, v.Metrics, v.Model, fresh)
-		if v.Latest == 1 && v.Metrics == 1 && metricsAfterTask1 == nil {
-			if metricsAfterTask1, err = os.ReadFile(filepath.Join(dir, "metrics.json")); err != nil {
+		if v.Latest == 1 && v.Metrics == 1 && k.metricsAfterTask1 == nil {
+			if k.metricsAfterTask1, err = os.ReadFile(filepath.Join(dir, "metrics.json")); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	p := startBicyc(t, "train", "--resume", dir)
-	p.finish(t, runTimeout)
-	v, err := checkRunDir(dir)
-	if err != nil {
-		t.Fatalf("after the final resume: %v", err)
-	}
-	if v.Latest != 2 || v.Metrics != 2 || !v.Model {
-		t.Fatalf("after the final resume: %+v, want 2 tasks in checkpoint and metrics, and a model", v)
-	}
-	t.Logf("survived %d kills, %d of them inside a checkpoint write (a temporary directory was left: %d leftovers in checkpoints/)",
-		kills, inWrite, len(hidden))
+	return k
+}
 
-	ref := waitReference()
+// compareRuns checks that the resumed run in dir has the reference run's
+// metrics, model and accuracy matrices.
+func compareRuns(t *testing.T, ref, dir string) {
+	t.Helper()
 	compareMetrics(t, filepath.Join(ref, "metrics.json"), filepath.Join(dir, "metrics.json"))
 	compareModels(t, filepath.Join(ref, "model"), filepath.Join(dir, "model"))
 	for _, name := range []string{"acc_tag.csv", "acc_taw.csv"} {
@@ -256,7 +278,13 @@ func TestKilledTrainingResumesExactly(t *testing.T) {
 			t.Errorf("%s differs: %q uninterrupted, %q resumed", name, a, b)
 		}
 	}
+}
 
+// checkStaleMetricsResume resumes a copy of the reference run whose
+// metrics.json is that of task 1 (metricsAfterTask1) beside the checkpoint
+// of task 2, and checks that it ends with the reference's metrics.
+func checkStaleMetricsResume(t *testing.T, ref string, metricsAfterTask1 []byte) {
+	t.Helper()
 	// A kill between the checkpoint of the last task and the write of
 	// metrics.json leaves the new checkpoint with the previous task's
 	// metrics. Build that state exactly, from the reference run and the
@@ -274,7 +302,7 @@ func TestKilledTrainingResumesExactly(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(stale, "metrics.json"), metricsAfterTask1, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p = startBicyc(t, "train", "--resume", stale)
+	p := startBicyc(t, "train", "--resume", stale)
 	p.finish(t, runTimeout)
 	compareMetrics(t, filepath.Join(ref, "metrics.json"), filepath.Join(stale, "metrics.json"))
 	b, err := bundle.Open(filepath.Join(stale, "model"))

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/bicyc/bicyc/sweep"
 	"github.com/bicyc/bicyc/train"
 )
 
@@ -64,7 +65,7 @@ type DriftStats struct {
 
 // Group is a variant aggregated over the seeds of its finished runs.
 type Group struct {
-	Variant Variant `json:"variant"`
+	Variant sweep.Variant `json:"variant"`
 	// Runs are the finished runs of the variant, in seed order.
 	Runs  []*Run  `json:"-"`
 	Seeds []int64 `json:"seeds"`
@@ -88,7 +89,7 @@ type Group struct {
 // error naming the runs.
 func Aggregate(runs []*Run) ([]Group, error) {
 	var groups []Group
-	index := map[Variant]int{}
+	index := map[sweep.Variant]int{}
 	for _, r := range runs {
 		if !r.Finished() {
 			continue
@@ -193,7 +194,7 @@ func driftStats(runs []*Run, tasks int) *DriftStats {
 // (paper Figure 3): Delta[t][u] = mean acc_of[t][u] - mean acc_over[t][u]
 // over seeds, in percentage points, TAg.
 type Gain struct {
-	Of, Over Variant
+	Of, Over sweep.Variant
 	Delta    [][]float64
 }
 

@@ -5,6 +5,8 @@ import (
 	"math"
 	"path/filepath"
 	"testing"
+
+	"github.com/bicyc/bicyc/sweep"
 )
 
 func TestNewStat(t *testing.T) {
@@ -43,7 +45,7 @@ func TestAggregateHandMade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Variant{full, adagauss, noCyc, noBi, noBoth}
+	want := []sweep.Variant{full, adagauss, noCyc, noBi, noBoth}
 	if len(groups) != len(want) {
 		t.Fatalf("%d groups, want %d", len(groups), len(want))
 	}

@@ -1,16 +1,10 @@
-// Package report runs experiment sweeps and turns run directories into
-// reports: the paper's tables and figures from the files `bicyc train`
-// writes (config.yaml, metrics.json).
-//
-// A sweep (Spec, RunSweep) trains a grid of runs one after another, seed x
-// method, plus with the ablation the bicyc runs with L_bi and/or L_cyc off
-// (paper Table "Contributions of L_bi and L_cyc"). Each run lives in
-// <out>/<method>[-<ablation>]-s<seed>; finished runs are skipped and
-// started ones resumed, so a sweep can be stopped and started again at any
-// point. sweep.json records the plan and the state of every run.
+// Package report turns run directories into reports: the paper's tables
+// and figures from the files `bicyc train` writes (config.yaml,
+// metrics.json) and, for a sweep, its record (sweep.json, package sweep).
+// It reads runs and never trains them.
 //
 // A report (Generate) covers a run, a sweep, or a directory of runs. It
-// groups finished runs by Variant (method and ablated losses), aggregates
+// groups finished runs by sweep.Variant (method and ablated losses), aggregates
 // A_last, A_inc and F_last over seeds as mean +- sample standard deviation
 // (Stat), and writes report.md, summary.json and PNG figures drawn with
 // gonum.org/v1/plot: per-run TAg accuracy matrices, the per-step gain of
@@ -45,7 +39,6 @@
 // in report.md and the figures, as in the paper. Tasks are numbered from 1
 // in the report and from 0 in Go slices.
 //
-// Reading and aggregating never modify the runs. Nothing in the package is
-// safe for concurrent use on the same directory: run one sweep per output
-// directory.
+// Reading and aggregating never modify the runs. Generate and Publish are
+// not safe for concurrent use on the same directory.
 package report

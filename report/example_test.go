@@ -16,28 +16,6 @@ import (
 	"github.com/bicyc/bicyc/train/metrics"
 )
 
-func ExampleSpec_Plan() {
-	spec := report.Spec{Config: "configs/fmnist-t5-e10.yaml", Out: "runs/sweep", Seeds: 2,
-		Methods: []string{"bicyc", "adagauss"}, Ablation: true}
-	if err := spec.Validate(); err != nil {
-		panic(err)
-	}
-	for _, p := range spec.Plan() {
-		fmt.Printf("%-22s %s\n", p.Name, p.Variant)
-	}
-	// Output:
-	// bicyc-s0               bicyc
-	// adagauss-s0            adagauss
-	// bicyc-s1               bicyc
-	// adagauss-s1            adagauss
-	// bicyc-nobi-s0          bicyc w/o L_bi
-	// bicyc-nocyc-s0         bicyc w/o L_cyc
-	// bicyc-nobi-nocyc-s0    bicyc w/o L_bi, L_cyc
-	// bicyc-nobi-s1          bicyc w/o L_bi
-	// bicyc-nocyc-s1         bicyc w/o L_cyc
-	// bicyc-nobi-nocyc-s1    bicyc w/o L_bi, L_cyc
-}
-
 func ExampleNewStat() {
 	// A_last of three seeds, as fractions.
 	s := report.NewStat([]float64{0.512, 0.498, 0.530})
@@ -61,7 +39,7 @@ func ExampleAggregate() {
 				panic(err)
 			}
 		}
-		r.Summary = train.Summary{Method: "bicyc", Seed: int64(seed), Completed: 2, Tasks: 2, MatrixTAg: tag, MatrixTAw: tag,
+		r.Summary = train.Summary{Method: config.MethodBicyc, Seed: int64(seed), Completed: 2, Tasks: 2, MatrixTAg: tag, MatrixTAw: tag,
 			TAg: train.MetricSet{ALast: metrics.ALast(tag), AInc: metrics.AInc(tag), FLast: metrics.FLast(tag, metrics.OldTasks),
 				Steps: []float64{metrics.ALastAt(tag, 0), metrics.ALastAt(tag, 1)}}}
 		runs = append(runs, r)

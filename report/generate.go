@@ -13,7 +13,9 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/durable"
+	"github.com/bicyc/bicyc/sweep"
 )
 
 // Options are the settings of Generate that do not come from the runs.
@@ -92,7 +94,7 @@ func generate(dir string, opts Options) (*generated, error) {
 		return nil, err
 	}
 	res.Figures = figs.all()
-	if err := writeJSONAtomic(res.Summary, newSummaryFile(set, groups, figs, opts)); err != nil {
+	if err := durable.WriteJSON(res.Summary, newSummaryFile(set, groups, figs, opts)); err != nil {
 		return nil, err
 	}
 	if err := durable.WriteFile(res.Markdown, []byte(markdown(set, groups, figs, opts))); err != nil {
@@ -105,8 +107,8 @@ func generate(dir string, opts Options) (*generated, error) {
 type figureSet struct {
 	matrices []Figure // one per run, in set order
 	gains    []Figure
-	gainOver []string // the method each gain is over, parallel to gains
-	curves   []Figure // A_last per step: TAg, TAw, then the ablation
+	gainOver []config.Method // the method each gain is over, parallel to gains
+	curves   []Figure        // A_last per step: TAg, TAw, then the ablation
 	drift    *Figure
 }
 
@@ -124,53 +126,101 @@ const (
 	driftWidth, driftHeight = 1200, 900
 )
 
+// figureDir writes the PNG figures of a report into <dir>/figures.
+type figureDir string
+
+// save writes png as figures/name and returns its Figure record.
+func (d figureDir) save(name, title string, png []byte, w, h int) (Figure, error) {
+	f := Figure{File: filepath.ToSlash(filepath.Join("figures", name)), Title: strings.ReplaceAll(title, "\n", " "), Width: w, Height: h}
+	return f, durable.WriteFile(filepath.Join(string(d), f.File), png)
+}
+
 func writeFigures(dir string, set *Set, groups []Group) (figureSet, error) {
 	var fs figureSet
 	if err := os.MkdirAll(filepath.Join(dir, "figures"), 0o755); err != nil {
 		return fs, err
 	}
-	save := func(name, title string, png []byte, w, h int) (Figure, error) {
-		f := Figure{File: filepath.ToSlash(filepath.Join("figures", name)), Title: strings.ReplaceAll(title, "\n", " "), Width: w, Height: h}
-		return f, durable.WriteFile(filepath.Join(dir, f.File), png)
+	d := figureDir(dir)
+	var err error
+	if fs.matrices, err = d.matrices(set); err != nil {
+		return fs, err
 	}
+	main, ablation := splitGroups(groups)
+	if fs.gains, fs.gainOver, err = d.gains(main); err != nil {
+		return fs, err
+	}
+	if fs.curves, err = d.curves(main, ablation); err != nil {
+		return fs, err
+	}
+	fs.drift, err = d.drift(groups)
+	return fs, err
+}
 
+// matrices draws the TAg accuracy matrix of every run.
+func (d figureDir) matrices(set *Set) ([]Figure, error) {
+	var figs []Figure
 	for _, r := range set.Runs {
 		title := fmt.Sprintf("TAg accuracy (%%)\n%s, seed %d", r.Variant(), r.Summary.Seed)
 		png, w, h, err := heatmap(title, "accuracy (%)", runMatrix(r), accuracyColors())
 		if err != nil {
-			return fs, err
+			return figs, err
 		}
-		f, err := save("acc-tag-"+r.Name+".png", title, png, w, h)
+		f, err := d.save("acc-tag-"+r.Name+".png", title, png, w, h)
 		if err != nil {
-			return fs, err
+			return figs, err
 		}
-		fs.matrices = append(fs.matrices, f)
+		figs = append(figs, f)
 	}
+	return figs, nil
+}
 
-	main, ablation := splitGroups(groups)
-	if full := fullBicyc(main); full != nil {
-		for _, g := range main {
-			if g == full {
-				continue
-			}
-			gain, err := GainOf(full, g)
-			if err != nil {
-				return fs, err
-			}
-			title := fmt.Sprintf("TAg gain of bicyc over %s\n(percentage points, %s)", g.Variant, seedsText(full, g))
-			png, w, h, err := heatmap(title, "gain (pp)", gain.Delta, gainColors(gain.Delta))
-			if err != nil {
-				return fs, err
-			}
-			f, err := save("gain-bicyc-vs-"+g.Variant.Method+".png", title, png, w, h)
-			if err != nil {
-				return fs, err
-			}
-			fs.gains = append(fs.gains, f)
-			fs.gainOver = append(fs.gainOver, g.Variant.Method)
+// gains draws the per-step gain of full bicyc over every other method of
+// the main table, and returns the figures with the methods they compare
+// against.
+func (d figureDir) gains(main []*Group) (figs []Figure, over []config.Method, err error) {
+	full := fullBicyc(main)
+	if full == nil {
+		return nil, nil, nil
+	}
+	for _, g := range main {
+		if g == full {
+			continue
 		}
+		gain, err := GainOf(full, g)
+		if err != nil {
+			return figs, over, err
+		}
+		title := fmt.Sprintf("TAg gain of bicyc over %s\n(percentage points, %s)", g.Variant, seedsText(full, g))
+		png, w, h, err := heatmap(title, "gain (pp)", gain.Delta, gainColors(gain.Delta))
+		if err != nil {
+			return figs, over, err
+		}
+		f, err := d.save("gain-bicyc-vs-"+string(g.Variant.Method)+".png", title, png, w, h)
+		if err != nil {
+			return figs, over, err
+		}
+		figs = append(figs, f)
+		over = append(over, g.Variant.Method)
 	}
+	return figs, over, nil
+}
 
+// curves draws A_last after each task for the main table (TAg and TAw) and
+// for the ablation grid when it has more than one cell.
+func (d figureDir) curves(main, ablation []*Group) ([]Figure, error) {
+	var figs []Figure
+	draw := func(name, title string, ss []series) error {
+		png, err := curves(title, "A_last (%)", ss, curveWidth, curveHeight, true, false)
+		if err != nil {
+			return err
+		}
+		f, err := d.save(name, title, png, curveWidth, curveHeight)
+		if err != nil {
+			return err
+		}
+		figs = append(figs, f)
+		return nil
+	}
 	if len(main) > 0 {
 		for _, kind := range []string{"TAg", "TAw"} {
 			var ss []series
@@ -182,15 +232,9 @@ func writeFigures(dir string, set *Set, groups []Group) (figureSet, error) {
 				ss = append(ss, percentSeries(g.Variant, ms.Steps))
 			}
 			title := fmt.Sprintf("%s accuracy A_last after each task (mean ± std over seeds)", kind)
-			png, err := curves(title, "A_last (%)", ss, curveWidth, curveHeight, true, false)
-			if err != nil {
-				return fs, err
+			if err := draw("a-last-"+strings.ToLower(kind)+".png", title, ss); err != nil {
+				return figs, err
 			}
-			f, err := save("a-last-"+strings.ToLower(kind)+".png", title, png, curveWidth, curveHeight)
-			if err != nil {
-				return fs, err
-			}
-			fs.curves = append(fs.curves, f)
 		}
 	}
 	if len(ablation) > 1 {
@@ -198,36 +242,34 @@ func writeFigures(dir string, set *Set, groups []Group) (figureSet, error) {
 		for _, g := range ablation {
 			ss = append(ss, percentSeries(g.Variant, g.TAg.Steps))
 		}
-		title := "Ablation of bicyc: TAg A_last after each task (mean ± std over seeds)"
-		png, err := curves(title, "A_last (%)", ss, curveWidth, curveHeight, true, false)
-		if err != nil {
-			return fs, err
+		if err := draw("a-last-ablation.png", "Ablation of bicyc: TAg A_last after each task (mean ± std over seeds)", ss); err != nil {
+			return figs, err
 		}
-		f, err := save("a-last-ablation.png", title, png, curveWidth, curveHeight)
-		if err != nil {
-			return fs, err
-		}
-		fs.curves = append(fs.curves, f)
 	}
+	return figs, nil
+}
 
+// drift draws the drift diagnostics of the groups that recorded them; nil
+// when none did.
+func (d figureDir) drift(groups []Group) (*Figure, error) {
 	var withDrift []*Group
 	for i := range groups {
 		if groups[i].Drift != nil {
 			withDrift = append(withDrift, &groups[i])
 		}
 	}
-	if len(withDrift) > 0 {
-		png, err := driftFigure(withDrift)
-		if err != nil {
-			return fs, err
-		}
-		f, err := save("drift.png", "Drift of the first task's classes and AD-% after each task", png, driftWidth, driftHeight)
-		if err != nil {
-			return fs, err
-		}
-		fs.drift = &f
+	if len(withDrift) == 0 {
+		return nil, nil
 	}
-	return fs, nil
+	png, err := driftFigure(withDrift)
+	if err != nil {
+		return nil, err
+	}
+	f, err := d.save("drift.png", "Drift of the first task's classes and AD-% after each task", png, driftWidth, driftHeight)
+	if err != nil {
+		return nil, err
+	}
+	return &f, nil
 }
 
 // splitGroups returns the groups of the main results table (the variants
@@ -239,7 +281,7 @@ func splitGroups(groups []Group) (main, ablation []*Group) {
 		if !g.Variant.Ablated() {
 			main = append(main, g)
 		}
-		if g.Variant.Method == "bicyc" {
+		if g.Variant.Method == config.MethodBicyc {
 			ablation = append(ablation, g)
 		}
 	}
@@ -250,7 +292,7 @@ func splitGroups(groups []Group) (main, ablation []*Group) {
 // none.
 func fullBicyc(main []*Group) *Group {
 	for _, g := range main {
-		if g.Variant.Method == "bicyc" {
+		if g.Variant.Method == config.MethodBicyc {
 			return g
 		}
 	}
@@ -271,7 +313,7 @@ func runMatrix(r *Run) [][]float64 {
 	return out
 }
 
-func percentSeries(v Variant, steps []Stat) series {
+func percentSeries(v sweep.Variant, steps []Stat) series {
 	s := series{label: v.String(), color: variantColor(v), dash: variantDash(v), lo: 0, hi: 100}
 	for _, st := range steps {
 		s.mean = append(s.mean, 100*st.Mean)
@@ -326,13 +368,13 @@ func driftFigure(groups []*Group) ([]byte, error) {
 
 // variantColor gives every variant a fixed color across figures: bicyc
 // red, adagauss blue, finetune gray, the ablations green, orange, purple.
-func variantColor(v Variant) color.Color {
+func variantColor(v sweep.Variant) color.Color {
 	switch {
-	case v.Method == "adagauss":
+	case v.Method == config.MethodAdaGauss:
 		return color.NRGBA{0x1f, 0x77, 0xb4, 0xff}
-	case v.Method == "finetune":
+	case v.Method == config.MethodFinetune:
 		return color.NRGBA{0x7f, 0x7f, 0x7f, 0xff}
-	case v.Method != "bicyc":
+	case v.Method != config.MethodBicyc:
 		return color.NRGBA{0x8c, 0x56, 0x4b, 0xff}
 	case !v.Bi && !v.Cyc:
 		return color.NRGBA{0x94, 0x67, 0xbd, 0xff}
@@ -346,7 +388,7 @@ func variantColor(v Variant) color.Color {
 
 // variantDash draws the ablations dashed, so they read apart from the main
 // methods even in gray print.
-func variantDash(v Variant) []vg.Length {
+func variantDash(v sweep.Variant) []vg.Length {
 	if v.Ablated() {
 		return []vg.Length{vg.Points(6), vg.Points(3)}
 	}

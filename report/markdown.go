@@ -7,30 +7,31 @@ import (
 	"time"
 
 	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/sweep"
 )
 
 // summaryFile is summary.json: the numbers of report.md for programs.
 type summaryFile struct {
-	Generated time.Time    `json:"generated"`
-	Machine   Machine      `json:"machine"`
-	Sweep     *SweepRecord `json:"sweep,omitempty"`
-	Groups    []Group      `json:"groups"`
-	Runs      []runLine    `json:"runs"`
-	Pending   []string     `json:"pending,omitempty"`
-	Figures   []Figure     `json:"figures"`
+	Generated time.Time     `json:"generated"`
+	Machine   Machine       `json:"machine"`
+	Sweep     *sweep.Record `json:"sweep,omitempty"`
+	Groups    []Group       `json:"groups"`
+	Runs      []runLine     `json:"runs"`
+	Pending   []string      `json:"pending,omitempty"`
+	Figures   []Figure      `json:"figures"`
 }
 
 // runLine is one run in summary.json.
 type runLine struct {
-	Name         string  `json:"name"`
-	Variant      Variant `json:"variant"`
-	Seed         int64   `json:"seed"`
-	Completed    int     `json:"completed_tasks"`
-	Tasks        int     `json:"tasks"`
-	TAgALast     float64 `json:"tag_a_last"`
-	TAwALast     float64 `json:"taw_a_last"`
-	StageSeconds float64 `json:"stage_seconds"`
-	WallSeconds  float64 `json:"wall_seconds,omitempty"`
+	Name         string        `json:"name"`
+	Variant      sweep.Variant `json:"variant"`
+	Seed         int64         `json:"seed"`
+	Completed    int           `json:"completed_tasks"`
+	Tasks        int           `json:"tasks"`
+	TAgALast     float64       `json:"tag_a_last"`
+	TAwALast     float64       `json:"taw_a_last"`
+	StageSeconds float64       `json:"stage_seconds"`
+	WallSeconds  float64       `json:"wall_seconds,omitempty"`
 	// FirstTaskFrom names the run that trained task 1 for a forked run.
 	FirstTaskFrom string `json:"task1_from,omitempty"`
 }
@@ -50,7 +51,29 @@ func newSummaryFile(set *Set, groups []Group, figs figureSet, opts Options) summ
 // markdown renders report.md.
 func markdown(set *Set, groups []Group, figs figureSet, opts Options) string {
 	var b strings.Builder
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	mdHeader(&b, set, groups, opts)
+	main, ablation := splitGroups(groups)
+	mdResults(&b, groups, main, ablation)
+	mdFigures(&b, main, ablation, figs)
+	mdRuns(&b, set)
+	p := printer(&b)
+	p("## Accuracy matrices (TAg)\n\n")
+	p("Accuracy (%%) on each task's test set (column) after training each task (row), one matrix per run.\n\n")
+	for _, f := range figs.matrices {
+		embed(&b, f)
+	}
+	return b.String()
+}
+
+// printer returns a Printf into b.
+func printer(b *strings.Builder) func(format string, args ...any) {
+	return func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+}
+
+// mdHeader writes the title, the machine, the setting, the sweep, warnings
+// about the runs and how to read the numbers.
+func mdHeader(b *strings.Builder, set *Set, groups []Group, opts Options) {
+	p := printer(b)
 	m := opts.Machine
 
 	p("# BiCyc report: %s\n\n", filepath.Base(filepath.Clean(set.Dir)))
@@ -58,7 +81,7 @@ func markdown(set *Set, groups []Group, figs figureSet, opts Options) string {
 	first := set.Runs[0].Config
 	p("%s\n\n", describeConfig(first))
 	if sw := set.Sweep; sw != nil {
-		p("Sweep: config `%s`, %s, methods %s, ablation %s", sw.Spec.Config, plural(sw.Spec.Seeds, "seed"), strings.Join(sw.Spec.Methods, ", "), onOff(sw.Spec.Ablation))
+		p("Sweep: config `%s`, %s, methods %s, ablation %s", sw.Spec.Config, plural(sw.Spec.Seeds, "seed"), strings.Join(methodNames(sw.Spec.Methods), ", "), onOff(sw.Spec.Ablation))
 		if len(sw.Spec.Sets) > 0 {
 			p(", sets `%s`", strings.Join(sw.Spec.Sets, "`, `"))
 		}
@@ -72,15 +95,18 @@ func markdown(set *Set, groups []Group, figs figureSet, opts Options) string {
 	if diff := runDifferences(set.Runs); len(diff) > 0 {
 		p("**Warning:** the runs differ in more than method, seed and the ablated losses; their numbers may not compare: %s.\n\n", strings.Join(diff, "; "))
 	}
-	p("Accuracies are in %%: A_last after the last task, A_inc the mean of A_last over the steps, F_last the class-count-weighted forgetting of the old tasks (METHOD.md \"Metrics\"); mean ± sample std over seeds. TAg classifies among all classes seen, TAw within the task's own classes.\n\n")
+	p("Accuracies are in %%: A_last after the last task, A_inc the mean of A_last over the steps, F_last the class-count-weighted forgetting of the old tasks (docs/method.md, \"Metrics\"); mean ± sample std over seeds. TAg classifies among all classes seen, TAw within the task's own classes.\n\n")
+}
 
-	main, ablation := splitGroups(groups)
+// mdResults writes the results tables (main variants and ablation grid).
+func mdResults(b *strings.Builder, groups []Group, main, ablation []*Group) {
+	p := printer(b)
 	if len(groups) == 0 {
 		p("No run has finished yet: the tables and curves need finished runs.\n\n")
 	}
 	if len(main) > 0 {
 		p("## Results\n\n")
-		resultsTable(&b, main)
+		resultsTable(b, main)
 		p("Task-aware (TAw) metrics in full:\n\n")
 		p("| method | seeds | TAw A_last | TAw A_inc | TAw F_last |\n")
 		p("|---|---|---|---|---|\n")
@@ -92,8 +118,14 @@ func markdown(set *Set, groups []Group, figs figureSet, opts Options) string {
 	if len(ablation) > 1 {
 		p("## Ablation: L_bi and L_cyc\n\n")
 		p("bicyc with the bidirectional alignment L_bi = L_n2o + L_o2n and the cycle loss L_cyc switched on (✓) or off (✗), everything else equal (paper Table \"Contributions of L_bi and L_cyc\").\n\n")
-		ablationTable(&b, ablation)
+		ablationTable(b, ablation)
 	}
+}
+
+// mdFigures writes the per-step curves, the gain matrices and the drift
+// diagnostics.
+func mdFigures(b *strings.Builder, main, ablation []*Group, figs figureSet) {
+	p := printer(b)
 	if len(figs.curves) > 0 {
 		p("## A_last after every task\n\n")
 		all := append(append([]*Group(nil), main...), ablatedOnly(ablation)...)
@@ -111,24 +143,28 @@ func markdown(set *Set, groups []Group, figs figureSet, opts Options) string {
 		}
 		p("\n")
 		for _, f := range figs.curves {
-			embed(&b, f)
+			embed(b, f)
 		}
 	}
 	if len(figs.gains) > 0 {
 		p("## Per-step gain of bicyc (paper Figure 3)\n\n")
 		p("Each cell is the mean TAg accuracy of bicyc minus that of the other method on task u (column) after training task t (row), in percentage points; red where bicyc is ahead. Gains in the lower-left corner are retained old knowledge.\n\n")
 		for _, f := range figs.gains {
-			embed(&b, f)
+			embed(b, f)
 		}
 	}
 	p("## Drift diagnostics\n\n")
 	if figs.drift != nil {
 		p("After every task, the stored Gaussians of the first task's classes are compared with the statistics of those classes' test features under the current backbone (mean over the classes): distance of the means (mu-L2), Frobenius distance of the covariances (Sigma-Frobenius) and symmetric KL divergence. AD-%% is the share of singular values of A_hat D_hat, least-squares maps between the previous and the current backbone's features of the new task's test images, inside [0.9, 1.1]: 100 %% means the transport is an isometry (paper appendix A.3). Bands are ± std over seeds.\n\n")
-		embed(&b, *figs.drift)
+		embed(b, *figs.drift)
 	} else {
 		p("Not recorded: the runs had eval.drift off.\n\n")
 	}
+}
 
+// mdRuns writes the table of runs, their times and the runs left out.
+func mdRuns(b *strings.Builder, set *Set) {
+	p := printer(b)
 	p("## Runs\n\n")
 	p("| run | method | seed | tasks done | TAg A_last | TAw A_last | time in stages | wall time |\n")
 	p("|---|---|---|---|---|---|---|---|\n")
@@ -171,12 +207,15 @@ func markdown(set *Set, groups []Group, figs figureSet, opts Options) string {
 	if len(set.Pending) > 0 {
 		p("Not started or without a completed task: %s.\n\n", strings.Join(set.Pending, ", "))
 	}
-	p("## Accuracy matrices (TAg)\n\n")
-	p("Accuracy (%%) on each task's test set (column) after training each task (row), one matrix per run.\n\n")
-	for _, f := range figs.matrices {
-		embed(&b, f)
+}
+
+// methodNames returns the methods as strings, in order.
+func methodNames(ms []config.Method) []string {
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = string(m)
 	}
-	return b.String()
+	return names
 }
 
 // dateLayout is how reports write their date.
@@ -201,7 +240,7 @@ func resultsTable(b *strings.Builder, main []*Group) {
 func ablationTable(b *strings.Builder, ablation []*Group) {
 	b.WriteString("| L_bi | L_cyc | seeds | TAg A_last | TAg A_inc | TAg F_last | TAw A_last | TAw A_inc |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
-	for _, v := range []Variant{{"bicyc", false, false}, {"bicyc", true, false}, {"bicyc", false, true}, {"bicyc", true, true}} {
+	for _, v := range []sweep.Variant{{Method: config.MethodBicyc, Bi: false, Cyc: false}, {Method: config.MethodBicyc, Bi: true, Cyc: false}, {Method: config.MethodBicyc, Bi: false, Cyc: true}, {Method: config.MethodBicyc, Bi: true, Cyc: true}} {
 		for _, g := range ablation {
 			if g.Variant == v {
 				fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", mark(v.Bi), mark(v.Cyc), len(g.Seeds),
@@ -334,7 +373,7 @@ func runDifferences(runs []*Run) []string {
 	var out []string
 	base := norm(runs[0].Config)
 	for _, r := range runs[1:] {
-		for _, d := range configDiff(base, norm(r.Config)) {
+		for _, d := range config.ExperimentDiff(base, norm(r.Config)) {
 			key, _, _ := strings.Cut(d, ":")
 			if !seen[key] {
 				seen[key] = true

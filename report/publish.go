@@ -11,7 +11,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/durable"
+	"github.com/bicyc/bicyc/sweep"
 )
 
 // Lines that delimit the generated results section of a README. Everything
@@ -213,7 +215,7 @@ func publishDir(g *generated, dest string) ([]string, error) {
 		files = append(files, f.File)
 	}
 	if g.set.Sweep != nil {
-		files = append(files, sweepFile)
+		files = append(files, sweep.RecordFile)
 	}
 	for _, r := range g.set.Runs {
 		rel, err := filepath.Rel(dir, r.Dir)
@@ -406,13 +408,13 @@ func snippetFigures(g *generated) []Figure {
 	if len(g.figs.curves) > 0 {
 		out = append(out, g.figs.curves[0])
 	}
-	for _, over := range []string{"adagauss", "finetune"} {
+	for _, over := range []config.Method{config.MethodAdaGauss, config.MethodFinetune} {
 		if i := slices.Index(g.figs.gainOver, over); i >= 0 {
 			return append(out, g.figs.gains[i])
 		}
 	}
 	for i, r := range g.set.Runs {
-		if r.Variant().Method == "bicyc" {
+		if r.Variant().Method == config.MethodBicyc {
 			return append(out, g.figs.matrices[i])
 		}
 	}

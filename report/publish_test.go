@@ -14,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/sweep"
 )
 
 var (
@@ -65,12 +68,21 @@ func TestPublishSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	md := checkPublishedFiles(t, pub, dest)
+	text := checkReadmeSnippet(t, pub, md, sweep, dest, readme)
+	checkRepublish(t, sweep, dest, readme, text, opts)
+}
 
+// checkPublishedFiles checks that the publication holds exactly the report,
+// its figures, sweep.json and the runs' small files, and that report.md's
+// images resolve inside it; it returns report.md.
+func checkPublishedFiles(t *testing.T, pub *Published, dest string) string {
+	t.Helper()
 	want := []string{"report.md", "summary.json", "sweep.json", "bicyc-s0/log.txt", "bicyc-s0/stream.json"}
 	for _, f := range pub.Report.Figures {
 		want = append(want, f.File)
 	}
-	for _, p := range (Spec{Seeds: 3, Methods: []string{"bicyc", "adagauss"}, Ablation: true}).Plan() {
+	for _, p := range (sweep.Spec{Seeds: 3, Methods: []config.Method{config.MethodBicyc, config.MethodAdaGauss}, Ablation: true}).Plan() {
 		want = append(want, p.Name+"/config.yaml", p.Name+"/metrics.json")
 	}
 	slices.Sort(want)
@@ -84,7 +96,6 @@ func TestPublishSweep(t *testing.T) {
 	if len(pub.Report.Figures) != 20 {
 		t.Errorf("%d figures, want 20", len(pub.Report.Figures))
 	}
-	// report.md's links resolve inside the publication.
 	md := readString(t, filepath.Join(dest, "report.md"))
 	for i, link := range markdownImages(md) {
 		if _, err := os.Stat(filepath.Join(dest, link)); err != nil {
@@ -92,6 +103,14 @@ func TestPublishSweep(t *testing.T) {
 		}
 	}
 
+	return md
+}
+
+// checkReadmeSnippet checks that the README changed only between the
+// markers, where it shows report.md's tables and two figures that exist; it
+// returns the README's text.
+func checkReadmeSnippet(t *testing.T, pub *Published, md, sweep, dest, readme string) string {
+	t.Helper()
 	text := readString(t, readme)
 	if !strings.HasPrefix(text, readmeHead) || !strings.HasSuffix(text, readmeTail) {
 		t.Fatalf("README changed outside the markers:\n%s", text)
@@ -133,6 +152,13 @@ func TestPublishSweep(t *testing.T) {
 		checkPNGFile(t, i, filepath.Join(filepath.Dir(readme), filepath.FromSlash(link)))
 	}
 
+	return text
+}
+
+// checkRepublish publishes again after a simulated crash: the same bytes,
+// the README unchanged (text), and the crash's leftovers gone.
+func checkRepublish(t *testing.T, sweep, dest, readme, text string, opts Options) {
+	t.Helper()
 	// Publishing again: same bytes, and the leftovers of a publish killed
 	// between its two renames are gone: the half-built copy, and the
 	// previous publication waiting beside the destination.

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/sweep"
 	"github.com/bicyc/bicyc/train"
 )
 
@@ -39,59 +40,8 @@ type Run struct {
 	WallSeconds float64
 }
 
-// Variant is what a run compares: its method and, for bicyc, which of the
-// two losses under ablation (METHOD.md, paper Table "Contributions of L_bi
-// and L_cyc") were on. Runs of one variant differ only in the seed.
-type Variant struct {
-	Method string `json:"method"`
-	// Bi and Cyc are loss.bi and loss.cyc; both true unless Method is bicyc
-	// with a loss switched off, since only bicyc uses them.
-	Bi  bool `json:"loss_bi"`
-	Cyc bool `json:"loss_cyc"`
-}
-
-// VariantOf returns the variant of a run configured by c.
-func VariantOf(c config.Config) Variant {
-	if c.Method != "bicyc" {
-		return Variant{Method: c.Method, Bi: true, Cyc: true}
-	}
-	return Variant{Method: c.Method, Bi: c.Loss.Bi, Cyc: c.Loss.Cyc}
-}
-
-// Ablated reports whether a loss of bicyc is switched off.
-func (v Variant) Ablated() bool { return !v.Bi || !v.Cyc }
-
-// Tag is the suffix of the variant's run directories: "", "nobi", "nocyc"
-// or "nobi-nocyc".
-func (v Variant) Tag() string {
-	var parts []string
-	if !v.Bi {
-		parts = append(parts, "nobi")
-	}
-	if !v.Cyc {
-		parts = append(parts, "nocyc")
-	}
-	return strings.Join(parts, "-")
-}
-
-// String is the variant's name in tables and legends, e.g. "bicyc" or
-// "bicyc w/o L_bi, L_cyc".
-func (v Variant) String() string {
-	var off []string
-	if !v.Bi {
-		off = append(off, "L_bi")
-	}
-	if !v.Cyc {
-		off = append(off, "L_cyc")
-	}
-	if len(off) == 0 {
-		return v.Method
-	}
-	return v.Method + " w/o " + strings.Join(off, ", ")
-}
-
 // Variant is the run's variant.
-func (r *Run) Variant() Variant { return VariantOf(r.Config) }
+func (r *Run) Variant() sweep.Variant { return sweep.VariantOf(r.Config) }
 
 // Finished reports whether the run completed every task of its stream.
 func (r *Run) Finished() bool {
@@ -231,7 +181,7 @@ type Set struct {
 	// Dir is the directory the report is about, and where it is written.
 	Dir string
 	// Sweep is the sweep's record (sweep.json), nil if Dir is not a sweep.
-	Sweep *SweepRecord
+	Sweep *sweep.Record
 	// Runs holds every run with at least one completed task, sorted by
 	// variant (methods in sweep or name order, ablations last), then seed.
 	Runs []*Run
@@ -253,7 +203,7 @@ func Load(dir string) (*Set, error) {
 		set.Runs = []*Run{r}
 		return set, nil
 	}
-	rec, err := ReadSweepRecord(filepath.Join(dir, sweepFile))
+	rec, err := sweep.ReadRecord(filepath.Join(dir, sweep.RecordFile))
 	switch {
 	case err == nil:
 		set.Sweep = rec
@@ -288,11 +238,13 @@ func Load(dir string) (*Set, error) {
 			}
 			set.Runs = append(set.Runs, r)
 		}
+	case errors.Is(err, sweep.ErrInvalidRecord):
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRun, err)
 	default:
 		return nil, err
 	}
 	if len(set.Runs) == 0 {
-		return nil, fmt.Errorf("%s: %w (a run directory has metrics.json, a sweep has %s)", dir, ErrNoRuns, sweepFile)
+		return nil, fmt.Errorf("%s: %w (a run directory has metrics.json, a sweep has %s)", dir, ErrNoRuns, sweep.RecordFile)
 	}
 	set.sortRuns()
 	return set, nil
@@ -302,11 +254,11 @@ func Load(dir string) (*Set, error) {
 // the sweep lists them (bicyc, adagauss, finetune otherwise), ablations of
 // bicyc after them from most to least complete.
 func (s *Set) sortRuns() {
-	order := []string{"bicyc", "adagauss", "finetune"}
+	order := config.Methods()
 	if s.Sweep != nil && len(s.Sweep.Spec.Methods) > 0 {
 		order = s.Sweep.Spec.Methods
 	}
-	rank := func(v Variant) int {
+	rank := func(v sweep.Variant) int {
 		i := slices.Index(order, v.Method)
 		if i < 0 {
 			i = len(order)
@@ -326,7 +278,7 @@ func (s *Set) sortRuns() {
 			return ra - rb
 		}
 		if va.Method != vb.Method {
-			return strings.Compare(va.Method, vb.Method)
+			return strings.Compare(string(va.Method), string(vb.Method))
 		}
 		switch {
 		case a.Summary.Seed < b.Summary.Seed:

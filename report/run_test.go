@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bicyc/bicyc/sweep"
 )
 
 func TestLoadRunRejectsBadFiles(t *testing.T) {
@@ -98,7 +100,7 @@ func TestLoadFindsRunsSweepsAndNothing(t *testing.T) {
 
 func TestVariantNames(t *testing.T) {
 	cases := []struct {
-		v         Variant
+		v         sweep.Variant
 		tag, name string
 	}{
 		{full, "", "bicyc"},
@@ -115,7 +117,7 @@ func TestVariantNames(t *testing.T) {
 	// Only bicyc uses the two losses: other methods ignore loss.bi, loss.cyc.
 	c := threeTasks(adagauss, 0, 0, false).config("runs")
 	c.Loss.Bi = false
-	if v := VariantOf(c); v != adagauss {
+	if v := sweep.VariantOf(c); v != adagauss {
 		t.Errorf("adagauss with loss.bi off is variant %+v, want %+v", v, adagauss)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/durable"
+	"github.com/bicyc/bicyc/sweep"
 	"github.com/bicyc/bicyc/train"
 	"github.com/bicyc/bicyc/train/metrics"
 )
@@ -16,7 +18,7 @@ import (
 // fakeRun describes a hand-made run directory: what train would have
 // written for a run with these accuracy matrices.
 type fakeRun struct {
-	variant  Variant
+	variant  sweep.Variant
 	seed     int64
 	counts   []int       // classes per task
 	tag, taw [][]float64 // recorded rows; fewer than len(counts) for a stopped run
@@ -28,7 +30,7 @@ type fakeRun struct {
 
 // name is the run directory name a sweep gives the run.
 func (f fakeRun) name() string {
-	return PlannedRun{Variant: f.variant, Seed: f.seed}.dirName()
+	return f.variant.RunName(f.seed)
 }
 
 // config is the run's resolved configuration, as a sweep over the default
@@ -116,7 +118,7 @@ func writeFile(t *testing.T, path string, b []byte) {
 
 // threeTasks returns a finished 3-task run (2 classes per task) whose TAg
 // rows are base + the seed's offset, TAw rows 0.1 higher.
-func threeTasks(v Variant, seed int64, offset float64, drift bool) fakeRun {
+func threeTasks(v sweep.Variant, seed int64, offset float64, drift bool) fakeRun {
 	tag := [][]float64{{0.9 + offset}, {0.6 + offset, 0.8 + offset}, {0.4 + offset, 0.5 + offset, 0.7 + offset}}
 	var taw [][]float64
 	for _, row := range tag {
@@ -130,32 +132,33 @@ func threeTasks(v Variant, seed int64, offset float64, drift bool) fakeRun {
 }
 
 var (
-	full     = Variant{"bicyc", true, true}
-	noBi     = Variant{"bicyc", false, true}
-	noCyc    = Variant{"bicyc", true, false}
-	noBoth   = Variant{"bicyc", false, false}
-	adagauss = Variant{"adagauss", true, true}
-	finetune = Variant{"finetune", true, true}
+	full     = sweep.Variant{Method: config.MethodBicyc, Bi: true, Cyc: true}
+	noBi     = sweep.Variant{Method: config.MethodBicyc, Bi: false, Cyc: true}
+	noCyc    = sweep.Variant{Method: config.MethodBicyc, Bi: true, Cyc: false}
+	noBoth   = sweep.Variant{Method: config.MethodBicyc, Bi: false, Cyc: false}
+	adagauss = sweep.Variant{Method: config.MethodAdaGauss, Bi: true, Cyc: true}
+	finetune = sweep.Variant{Method: config.MethodFinetune, Bi: true, Cyc: true}
 )
 
 // fakeSweep writes the runs of a 3-seed sweep of bicyc and adagauss with
 // the ablation grid, and its sweep.json; bicyc is 0.02 per seed above
 // adagauss, the ablations below bicyc.
-func fakeSweep(t *testing.T, out string) (Spec, []fakeRun) {
+func fakeSweep(t *testing.T, out string) (sweep.Spec, []fakeRun) {
 	t.Helper()
-	spec := Spec{Config: "configs/fmnist-t5.yaml", Out: out, Seeds: 3, Methods: []string{"bicyc", "adagauss"}, Ablation: true}
-	offsets := map[Variant]float64{full: 0.04, adagauss: 0, noBi: 0.01, noCyc: 0.02, noBoth: -0.01}
+	spec := sweep.Spec{Config: "configs/fmnist-t5.yaml", Out: out, Seeds: 3, Methods: []config.Method{config.MethodBicyc, config.MethodAdaGauss}, Ablation: true}
+	offsets := map[sweep.Variant]float64{full: 0.04, adagauss: 0, noBi: 0.01, noCyc: 0.02, noBoth: -0.01}
 	var runs []fakeRun
 	for _, p := range spec.Plan() {
 		f := threeTasks(p.Variant, p.Seed, offsets[p.Variant]+0.01*float64(p.Seed), true)
 		f.write(t, out)
 		runs = append(runs, f)
 	}
-	rec := newSweepRecord(spec, spec.Plan())
-	for i := range rec.Runs {
-		rec.Runs[i].Status, rec.Runs[i].WallSeconds = StatusFinished, 60+float64(i)
+	rec := &sweep.Record{Spec: spec}
+	for i, p := range spec.Plan() {
+		rec.Runs = append(rec.Runs, sweep.RunRecord{Name: p.Name, Method: p.Variant.Method, Seed: p.Seed, Ablation: p.Variant.Tag(),
+			LossBi: p.Variant.Bi, LossCyc: p.Variant.Cyc, Status: sweep.StatusFinished, WallSeconds: 60 + float64(i)})
 	}
-	if err := writeJSONAtomic(filepath.Join(out, sweepFile), rec); err != nil {
+	if err := durable.WriteJSON(filepath.Join(out, sweep.RecordFile), rec); err != nil {
 		t.Fatal(err)
 	}
 	return spec, runs

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/bicyc/bicyc/durable"
+	"github.com/bicyc/bicyc/sweep"
 )
 
 // SizeCurve compares methods across training-set sizes: one sweep (or
@@ -21,7 +22,7 @@ type SizeCurve struct {
 	// Dirs are the sweep directories, in the order of Sizes.
 	Dirs []string
 	// Variants are the methods found, in first-seen order.
-	Variants []Variant
+	Variants []sweep.Variant
 	// Groups[i][v] aggregates variant v at Sizes[i]; nil when absent.
 	Groups [][]*Group
 }

@@ -22,7 +22,7 @@ func TestSizeCurve(t *testing.T) {
 		dir := filepath.Join(root, fmt.Sprintf("n%d", size))
 		dirs = append(dirs, dir)
 		for seed := range 2 {
-			for j, method := range []string{"bicyc", "finetune"} {
+			for j, method := range []config.Method{config.MethodBicyc, config.MethodFinetune} {
 				cfg := config.Default()
 				cfg.Stream.Tasks, cfg.Method, cfg.Seed, cfg.Data.TrainPerClass = 2, method, int64(seed), size
 				old := 0.5 + 0.1*float64(seed) - 0.2*float64(j)

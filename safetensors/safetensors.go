@@ -128,12 +128,6 @@ func Decode(b []byte) ([]Tensor, map[string]string, error) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	type span struct {
-		name   string
-		shape  []int
-		size   int64 // bytes per value
-		lo, hi int64
-	}
 	spans := make([]span, 0, len(names))
 	for _, name := range names {
 		if name == "__metadata__" {
@@ -145,46 +139,14 @@ func Decode(b []byte) ([]Tensor, map[string]string, error) {
 		if name == "" {
 			return nil, nil, fmt.Errorf("%w: a tensor has an empty name", ErrFormat)
 		}
-		var e entry
-		if err := json.Unmarshal(raw[name], &e); err != nil {
-			return nil, nil, fmt.Errorf("%w: tensor %q: %v", ErrFormat, name, err)
+		sp, err := parseSpan(name, raw[name], int64(len(data)))
+		if err != nil {
+			return nil, nil, err
 		}
-		size := int64(4)
-		switch e.Dtype {
-		case "F32":
-		case "F64":
-			size = 8
-		default:
-			return nil, nil, fmt.Errorf("%w: tensor %q has dtype %q, want F32 or F64", ErrFormat, name, e.Dtype)
-		}
-		count := int64(1)
-		for _, d := range e.Shape {
-			if d < 0 || (d > 0 && count > math.MaxInt32/int64(d)) {
-				return nil, nil, fmt.Errorf("%w: tensor %q has invalid shape %v", ErrFormat, name, e.Shape)
-			}
-			count *= int64(d)
-		}
-		lo, hi := e.Offsets[0], e.Offsets[1]
-		if lo < 0 || hi < lo || hi > int64(len(data)) || hi-lo != count*size {
-			return nil, nil, fmt.Errorf("%w: tensor %q: offsets [%d,%d) do not fit shape %v of %s in %d data bytes",
-				ErrFormat, name, lo, hi, e.Shape, e.Dtype, len(data))
-		}
-		spans = append(spans, span{name: name, shape: e.Shape, size: size, lo: lo, hi: hi})
+		spans = append(spans, sp)
 	}
-	byOffset := append([]span(nil), spans...)
-	sort.SliceStable(byOffset, func(i, j int) bool {
-		return byOffset[i].lo < byOffset[j].lo || (byOffset[i].lo == byOffset[j].lo && byOffset[i].hi < byOffset[j].hi)
-	})
-	var end int64
-	for _, s := range byOffset {
-		if s.lo != end {
-			return nil, nil, fmt.Errorf("%w: tensor %q: data starts at offset %d, want %d (tensors must not overlap or leave gaps)",
-				ErrFormat, s.name, s.lo, end)
-		}
-		end = s.hi
-	}
-	if end != int64(len(data)) {
-		return nil, nil, fmt.Errorf("%w: tensors cover %d of the %d data bytes", ErrFormat, end, len(data))
+	if err := checkTiling(spans, int64(len(data))); err != nil {
+		return nil, nil, err
 	}
 	tensors := make([]Tensor, 0, len(spans))
 	for _, s := range spans {
@@ -233,4 +195,64 @@ func Find(tensors []Tensor, name string) (Tensor, bool) {
 		}
 	}
 	return Tensor{}, false
+}
+
+// span is one tensor's entry in a safetensors header, checked against the
+// data section.
+type span struct {
+	name   string
+	shape  []int
+	size   int64 // bytes per value
+	lo, hi int64
+}
+
+// parseSpan decodes the header entry of tensor name and checks its dtype,
+// shape and offsets against a data section of dataLen bytes.
+func parseSpan(name string, raw json.RawMessage, dataLen int64) (span, error) {
+	var e entry
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return span{}, fmt.Errorf("%w: tensor %q: %v", ErrFormat, name, err)
+	}
+	size := int64(4)
+	switch e.Dtype {
+	case "F32":
+	case "F64":
+		size = 8
+	default:
+		return span{}, fmt.Errorf("%w: tensor %q has dtype %q, want F32 or F64", ErrFormat, name, e.Dtype)
+	}
+	count := int64(1)
+	for _, d := range e.Shape {
+		if d < 0 || (d > 0 && count > math.MaxInt32/int64(d)) {
+			return span{}, fmt.Errorf("%w: tensor %q has invalid shape %v", ErrFormat, name, e.Shape)
+		}
+		count *= int64(d)
+	}
+	lo, hi := e.Offsets[0], e.Offsets[1]
+	if lo < 0 || hi < lo || hi > dataLen || hi-lo != count*size {
+		return span{}, fmt.Errorf("%w: tensor %q: offsets [%d,%d) do not fit shape %v of %s in %d data bytes",
+			ErrFormat, name, lo, hi, e.Shape, e.Dtype, dataLen)
+	}
+	return span{name: name, shape: e.Shape, size: size, lo: lo, hi: hi}, nil
+}
+
+// checkTiling checks that the spans, taken in offset order, tile the
+// dataLen bytes of the data section exactly.
+func checkTiling(spans []span, dataLen int64) error {
+	byOffset := append([]span(nil), spans...)
+	sort.SliceStable(byOffset, func(i, j int) bool {
+		return byOffset[i].lo < byOffset[j].lo || (byOffset[i].lo == byOffset[j].lo && byOffset[i].hi < byOffset[j].hi)
+	})
+	var end int64
+	for _, s := range byOffset {
+		if s.lo != end {
+			return fmt.Errorf("%w: tensor %q: data starts at offset %d, want %d (tensors must not overlap or leave gaps)",
+				ErrFormat, s.name, s.lo, end)
+		}
+		end = s.hi
+	}
+	if end != dataLen {
+		return fmt.Errorf("%w: tensors cover %d of the %d data bytes", ErrFormat, end, dataLen)
+	}
+	return nil
 }

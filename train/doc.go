@@ -1,5 +1,5 @@
 // Package train is bicyc's training engine: it runs a class-incremental
-// task stream with gorgonia on the CPU, following METHOD.md.
+// task stream with gorgonia on the CPU, following docs/method.md.
 //
 // For every task t it runs
 //

@@ -20,7 +20,7 @@ import (
 )
 
 // quickConfig is the quick profile on the real Fashion-MNIST files.
-func quickConfig(method string, seed int64) config.Config {
+func quickConfig(method config.Method, seed int64) config.Config {
 	c := config.Default()
 	c.Quick = true
 	c.Method = method
@@ -59,14 +59,14 @@ func TestTwoTasksBicycVersusFinetune(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains on Fashion-MNIST")
 	}
-	acc := map[string]float64{}
-	runs := map[string]Summary{}
+	acc := map[config.Method]float64{}
+	runs := map[config.Method]Summary{}
 	var bicycDir string
-	for _, method := range []string{"bicyc", "finetune"} {
+	for _, method := range []config.Method{config.MethodBicyc, config.MethodFinetune} {
 		r := trainRun(t, quickConfig(method, 0), t.TempDir(), 2)
 		s := summary(t, r)
 		runs[method] = s
-		if method == "bicyc" {
+		if method == config.MethodBicyc {
 			bicycDir = r.Dir()
 		}
 		if s.Completed != 2 {
@@ -78,16 +78,16 @@ func TestTwoTasksBicycVersusFinetune(t *testing.T) {
 			t.Errorf("%s: task 2 TAg accuracy %.3f: the new task was not learned", method, a)
 		}
 	}
-	if acc["bicyc"] < 0.35 {
-		t.Errorf("bicyc: task-1 accuracy after task 2 is %.3f, want far above chance (0.25)", acc["bicyc"])
+	if acc[config.MethodBicyc] < 0.35 {
+		t.Errorf("bicyc: task-1 accuracy after task 2 is %.3f, want far above chance (0.25)", acc[config.MethodBicyc])
 	}
-	if acc["bicyc"]-acc["finetune"] < 0.15 {
-		t.Errorf("finetune keeps task 1 at %.3f, bicyc at %.3f: want finetune clearly lower", acc["finetune"], acc["bicyc"])
+	if acc[config.MethodBicyc]-acc[config.MethodFinetune] < 0.15 {
+		t.Errorf("finetune keeps task 1 at %.3f, bicyc at %.3f: want finetune clearly lower", acc[config.MethodFinetune], acc[config.MethodBicyc])
 	}
 
 	// Task 1 is the same for every method: finetune forked from the bicyc
 	// run after task 1 must give what finetune from scratch gave.
-	forked, err := Fork(bicycDir, quickConfig("finetune", 0), t.TempDir(), Options{Log: io.Discard, StopAfter: 2})
+	forked, err := Fork(bicycDir, quickConfig(config.MethodFinetune, 0), t.TempDir(), Options{Log: io.Discard, StopAfter: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,17 +98,17 @@ func TestTwoTasksBicycVersusFinetune(t *testing.T) {
 	fs := summary(t, forked)
 	for step := 0; step < 2; step++ {
 		for u := 0; u <= step; u++ {
-			if a, b := runs["finetune"].MatrixTAg.At(step, u), fs.MatrixTAg.At(step, u); a != b {
+			if a, b := runs[config.MethodFinetune].MatrixTAg.At(step, u), fs.MatrixTAg.At(step, u); a != b {
 				t.Errorf("finetune acc[%d][%d]: %v from scratch, %v forked from bicyc's task 1", step, u, a, b)
 			}
 		}
 	}
-	if fs.Method != "finetune" || fs.Completed != 2 || fs.Reports[0].TrainedIn != bicycDir || fs.Reports[1].TrainedIn != "" {
+	if fs.Method != config.MethodFinetune || fs.Completed != 2 || fs.Reports[0].TrainedIn != bicycDir || fs.Reports[1].TrainedIn != "" {
 		t.Errorf("forked run: method %q, %d tasks completed, tasks trained in %q, %q",
 			fs.Method, fs.Completed, fs.Reports[0].TrainedIn, fs.Reports[1].TrainedIn)
 	}
 
-	other := quickConfig("finetune", 1)
+	other := quickConfig(config.MethodFinetune, 1)
 	other.Loss.Alpha = 0.5
 	_, err = Fork(bicycDir, other, t.TempDir(), Options{Log: io.Discard})
 	if !errors.Is(err, ErrForkMismatch) || !strings.Contains(err.Error(), "seed, loss.alpha") {
@@ -123,7 +123,7 @@ func TestSeedsAndResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains on Fashion-MNIST")
 	}
-	cfg := quickConfig("bicyc", 0)
+	cfg := quickConfig(config.MethodBicyc, 0)
 	cfg.Stream.Tasks = 5
 	whole := summary(t, trainRun(t, cfg, t.TempDir(), 2))
 
@@ -151,7 +151,7 @@ func TestSeedsAndResume(t *testing.T) {
 		}
 	}
 
-	other := quickConfig("bicyc", 1)
+	other := quickConfig(config.MethodBicyc, 1)
 	s1 := summary(t, trainRun(t, other, t.TempDir(), 1))
 	if s1.Reports[0].Losses["ce"] == whole.Reports[0].Losses["ce"] {
 		t.Errorf("seeds 0 and 1 gave the same task-1 loss %v", s1.Reports[0].Losses["ce"])
@@ -168,7 +168,7 @@ func TestNaNStopsAndKeepsCheckpoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains on Fashion-MNIST")
 	}
-	cfg := quickConfig("bicyc", 0)
+	cfg := quickConfig(config.MethodBicyc, 0)
 	cfg.Train.Rotation = false
 	dir := t.TempDir()
 	r := trainRun(t, cfg, dir, 1)
@@ -196,7 +196,7 @@ func TestLearnNewClasses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains on Fashion-MNIST")
 	}
-	cfg := quickConfig("bicyc", 0)
+	cfg := quickConfig(config.MethodBicyc, 0)
 	cfg.Stream.Tasks = 2
 	cfg.Data.TrainPerClass, cfg.Data.TestPerClass = 150, 50
 	cfg.Train.Rotation = false
@@ -292,7 +292,7 @@ func TestRotationSplitBatch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains on Fashion-MNIST")
 	}
-	cfg := quickConfig("bicyc", 0)
+	cfg := quickConfig(config.MethodBicyc, 0)
 	cfg.Train.Rotation = true
 	cfg.Train.EpochsFirst = 1
 	cfg.Data.TrainPerClass, cfg.Data.TestPerClass = 256, 100

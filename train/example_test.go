@@ -33,7 +33,7 @@ func Example() {
 	}
 }
 
-// A learning-rate schedule of 10 epochs with METHOD.md's milestones.
+// A learning-rate schedule of 10 epochs with docs/method.md's milestones.
 func ExampleLearningRate() {
 	for epoch := 0; epoch < 10; epoch += 3 {
 		fmt.Printf("epoch %d: %.4g\n", epoch, train.LearningRate(0.1, 0.1, []float64{0.3, 0.6, 0.9}, epoch, 10))

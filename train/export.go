@@ -51,6 +51,43 @@ func Export(runDir, outDir string) error {
 	return export.Write(outDir, in)
 }
 
+// ModelDir is the model directory a run in runDir configured by cfg exports
+// to: export.dir (relative to the working directory, as every path of a
+// configuration), or <runDir>/model when that is empty.
+func ModelDir(cfg config.Config, runDir string) string {
+	if cfg.Export.Dir != "" {
+		return cfg.Export.Dir
+	}
+	return filepath.Join(runDir, "model")
+}
+
+// DefaultModelDir is ModelDir of the run in runDir, read from its
+// config.yaml: where `bicyc export` writes without --out.
+func DefaultModelDir(runDir string) (string, error) {
+	cfg, err := config.ReadRun(filepath.Join(runDir, "config.yaml"))
+	if err != nil {
+		return "", fmt.Errorf("export %s: %w", runDir, err)
+	}
+	return ModelDir(cfg, runDir), nil
+}
+
+// ExportAfterTraining is the one rule for exporting after training, which
+// bicyc train, bicyc learn and bicyc sweep all follow: when the run's
+// configuration enables export (export.enabled) and the run has completed a
+// task, it exports the run to ModelDir and returns that directory; otherwise
+// it returns "" and writes nothing.
+func ExportAfterTraining(r *Run) (string, error) {
+	cfg := r.Config()
+	if !cfg.Export.Enabled || r.State().Completed == 0 {
+		return "", nil
+	}
+	dir := ModelDir(cfg, r.Dir())
+	if err := Export(r.Dir(), dir); err != nil {
+		return "", fmt.Errorf("export: %w", err)
+	}
+	return dir, nil
+}
+
 // exportInput assembles the export of state st: every class seen in the
 // completed tasks, in task order, with its prototype and classifier tables.
 func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.RawMessage) (export.Input, error) {

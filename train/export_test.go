@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/infer"
 )
 
@@ -28,7 +29,7 @@ func TestExportMatchesTraining(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains on Fashion-MNIST")
 	}
-	cfg := quickConfig("bicyc", 0)
+	cfg := quickConfig(config.MethodBicyc, 0)
 	cfg.Stream.Tasks = 2
 	cfg.Data.TestPerClass = 0
 	dir := t.TempDir()
@@ -74,7 +75,21 @@ func TestExportMatchesTraining(t *testing.T) {
 		imgs[i] = g
 	}
 
-	// Backbone parity on 256 images.
+	checkBackboneParity(t, r, clf, imgs)
+	// model.onnx on the whole test set, against the training-time evaluation.
+	pred := map[int]int{}
+	for i, j := range ev.TestIndices {
+		pred[j] = ev.Predictions[i]
+	}
+	checkModelAgreement(t, clf, imgs, pred)
+	checkInferCommand(t, model, imgs, pred)
+}
+
+// checkBackboneParity compares ONNX Runtime's backbone features of 256 of
+// the test images with gorgonia's.
+func checkBackboneParity(t *testing.T, r *Run, clf *infer.Classifier, imgs []image.Image) {
+	t.Helper()
+	test := r.TestSet()
 	const n = 256
 	idx := make([]int, n)
 	for i := range idx {
@@ -92,7 +107,7 @@ func TestExportMatchesTraining(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := cfg.Model.FeatureDim
+	s := r.State().Backbone.FeatureDim()
 	var worst float64
 	for i := range got {
 		for k := range got[i] {
@@ -104,11 +119,13 @@ func TestExportMatchesTraining(t *testing.T) {
 		t.Errorf("backbone features differ by %g, want <= 1e-4", worst)
 	}
 
-	// model.onnx on the whole test set.
-	pred := map[int]int{}
-	for i, j := range ev.TestIndices {
-		pred[j] = ev.Predictions[i]
-	}
+}
+
+// checkModelAgreement classifies imgs with model.onnx and checks that its
+// best class agrees with the training-time prediction pred (by test index)
+// on at least 99.9% of them.
+func checkModelAgreement(t *testing.T, clf *infer.Classifier, imgs []image.Image, pred map[int]int) {
+	t.Helper()
 	agree := 0
 	for start := 0; start < len(imgs); start += 500 {
 		res, err := clf.ClassifyBatch(imgs[start:min(start+500, len(imgs))])
@@ -127,7 +144,13 @@ func TestExportMatchesTraining(t *testing.T) {
 		t.Errorf("agreement %.4f, want >= 0.999", rate)
 	}
 
-	// The same images as PNG files, through the bicyc-infer command.
+}
+
+// checkInferCommand writes imgs as PNG files, classifies them with the
+// bicyc-infer command and checks its agreement with pred as
+// checkModelAgreement does.
+func checkInferCommand(t *testing.T, model string, imgs []image.Image, pred map[int]int) {
+	t.Helper()
 	pngDir := t.TempDir()
 	for i, img := range imgs {
 		f, err := os.Create(filepath.Join(pngDir, fmt.Sprintf("%05d.png", i)))
@@ -169,7 +192,7 @@ func TestExportMatchesTraining(t *testing.T) {
 			agree++
 		}
 	}
-	rate = float64(agree) / float64(len(imgs))
+	rate := float64(agree) / float64(len(imgs))
 	t.Logf("bicyc-infer on %d PNG files agrees on %d (%.3f%%)", lines, agree, 100*rate)
 	if lines != len(imgs) || rate < 0.999 {
 		t.Errorf("bicyc-infer classified %d files, agreement %.4f, want %d and >= 0.999", lines, rate, len(imgs))

@@ -50,8 +50,8 @@ func (e *extractor) close() { e.vm.Close() }
 
 // features returns the [len(indices), S] features of the given images of ds
 // under backbone b, with the test-time preprocessing p; flipped adds the
-// horizontally flipped copy of every image after the originals (METHOD.md
-// Stage II step 3), doubling the rows.
+// horizontally flipped copy of every image after the originals (docs/method.md,
+// "Stage II" step 3), doubling the rows.
 func features(b *models.Backbone, ds *data.Dataset, indices []int, p data.Preprocess, batch int, flipped bool) ([]float32, error) {
 	if len(indices) == 0 {
 		return nil, nil

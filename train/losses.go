@@ -28,7 +28,7 @@ func crossEntropy(logits, onehot *G.Node) (*G.Node, error) {
 }
 
 // mse is the mean squared error over the batch and feature dimensions
-// (METHOD.md: "all MSE terms are means over batch and S").
+// (docs/method.md: every MSE is a mean over the batch and S).
 func mse(a, b *G.Node) (*G.Node, error) {
 	d, err := G.Sub(a, b)
 	if err != nil {

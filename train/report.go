@@ -16,7 +16,7 @@ import (
 // task-agnostic (TAg) and task-aware (TAw) classifiers, the accuracy
 // matrices, and the per-task reports.
 type Summary struct {
-	Method    string          `json:"method"`
+	Method    config.Method   `json:"method"`
 	Seed      int64           `json:"seed"`
 	Completed int             `json:"completed_tasks"`
 	Tasks     int             `json:"tasks"`
@@ -27,7 +27,7 @@ type Summary struct {
 	MatrixTAw *metrics.Matrix `json:"acc_taw"`
 }
 
-// MetricSet holds A_last, A_inc and F_last (fractions in [0,1]; METHOD.md
+// MetricSet holds A_last, A_inc and F_last (fractions in [0,1]; docs/method.md,
 // "Metrics") after the last completed task, and A_last after every step.
 type MetricSet struct {
 	ALast float64   `json:"a_last"`

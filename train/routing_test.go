@@ -109,7 +109,7 @@ func maxAbs(a [][]float32) float64 {
 	return worst
 }
 
-// TestGradientRouting checks METHOD.md's routing: no cycle gradient reaches
+// TestGradientRouting checks docs/method.md's routing: no cycle gradient reaches
 // the backbone, A never pulls the backbone, and CE never reaches A.
 func TestGradientRouting(t *testing.T) {
 	nets := newRoutingNets(t)

@@ -9,7 +9,7 @@ import (
 )
 
 // SGD is stochastic gradient descent with momentum, weight decay and
-// global gradient-norm clipping, with PyTorch's semantics (METHOD.md: SGD
+// global gradient-norm clipping, with PyTorch's semantics (docs/method.md: SGD
 // momentum 0.9, weight decay 5e-4, clipping at 1.0 over all trained
 // parameters together):
 //
@@ -95,7 +95,7 @@ func (s *SGD) Step(model []G.ValueGrad) error {
 	return nil
 }
 
-// LearningRate is the step schedule of METHOD.md: base times decay at each
+// LearningRate is the step schedule of docs/method.md: base times decay at each
 // milestone fraction of the epochs that has been reached.
 //
 //	lr(epoch) = base * decay^#{m in milestones : epoch >= round(m*epochs)}

@@ -157,7 +157,7 @@ func distillationTerms(cfg config.Config, n stage1Nets, g *G.ExprGraph, zNew, zO
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Method == "adagauss" {
+	if cfg.Method == config.MethodAdaGauss {
 		return d.params, add("n2o", n2o, l.KDWeight)
 	}
 	m := mappedFeatures{d: d, a: bindMapper(n.adapter, g), zOld: zOld, dz: dz}

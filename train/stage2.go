@@ -211,7 +211,7 @@ func (r *Run) stage2(t int, p featurePairs, adapt *models.Mapper, protos map[int
 		return nil, err
 	}
 	epochs := cfg.AdapterEpochs()
-	if cfg.Method == "adagauss" {
+	if cfg.Method == config.MethodAdaGauss {
 		// AdaGauss learns its adapter only after the task, from scratch,
 		// so it gets the full Stage I epoch budget.
 		if adapt, err = models.NewMapper(cfg.Model.Mapper, s, cfg.Model.HiddenMult, r.rng("adapter", t)); err != nil {

@@ -96,13 +96,13 @@ func NewStage1Step(cfg config.Config, nets Stage1Nets, in Stage1Input) (*Stage1S
 	}
 	if nets.Old != nil {
 		switch {
-		case cfg.Method == "finetune":
+		case cfg.Method == config.MethodFinetune:
 			return nil, errors.New("stage I step: method finetune has no old backbone")
 		case nets.Old.FeatureDim() != s:
 			return nil, fmt.Errorf("stage I step: old backbone gives %d features, new one %d", nets.Old.FeatureDim(), s)
 		case nets.Distiller == nil:
 			return nil, errors.New("stage I step: distillation from the old backbone needs a distiller")
-		case cfg.Method != "adagauss" && nets.Adapter == nil:
+		case cfg.Method != config.MethodAdaGauss && nets.Adapter == nil:
 			return nil, fmt.Errorf("stage I step: method %s needs an adapter", cfg.Method)
 		}
 	}

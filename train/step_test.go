@@ -211,7 +211,7 @@ func TestStage1StepRotationLabels(t *testing.T) {
 func TestStage1StepBadInput(t *testing.T) {
 	in := train.Stage1Input{Batch: 4, Channels: 1, Height: 8, Width: 8}
 	finetune := config.Default()
-	finetune.Method = "finetune"
+	finetune.Method = config.MethodFinetune
 	for i, c := range []struct {
 		cfg  config.Config
 		nets func(train.Stage1Nets) train.Stage1Nets

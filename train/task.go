@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/models"
 )
@@ -57,7 +58,7 @@ func (r *Run) learnTask(ctx context.Context, t int) (TaskReport, error) {
 	if t > 0 {
 		cur = old.Clone()
 	}
-	distil := t > 0 && cfg.Method != "finetune"
+	distil := t > 0 && cfg.Method != config.MethodFinetune
 	var prev *models.Backbone
 	if distil {
 		prev = old
@@ -94,7 +95,7 @@ func (r *Run) learnTask(ctx context.Context, t int) (TaskReport, error) {
 	if err := r.newClassStatistics(classes, idx, zNew, flips, protos); err != nil {
 		return rep, err
 	}
-	if cfg.Method != "finetune" {
+	if cfg.Method != config.MethodFinetune {
 		r.state.Adapter = adapt
 	}
 	r.state.Backbone = cur
@@ -112,7 +113,7 @@ func (r *Run) newMappers(t int, distil bool) (dist, adapt *models.Mapper, err er
 	if dist, err = models.NewMapper(m.Mapper, m.FeatureDim, m.HiddenMult, r.rng("distiller", t)); err != nil {
 		return nil, nil, err
 	}
-	if r.cfg.Method == "bicyc" {
+	if r.cfg.Method == config.MethodBicyc {
 		adapt, err = models.NewMapper(m.Mapper, m.FeatureDim, m.HiddenMult, r.rng("adapter", t))
 	}
 	return dist, adapt, err

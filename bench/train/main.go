@@ -41,7 +41,7 @@ type options struct {
 // batchesKept is how many distinct batches each side cycles through.
 const batchesKept = 4
 
-// featureDim is S, the default feature dimension (METHOD.md "Setting").
+// featureDim is S, the default feature dimension (docs/method.md, "Setting").
 const featureDim = 64
 
 func main() {
@@ -331,7 +331,7 @@ func (b *benchmark) run(o options, dir string) (string, error) {
 }
 
 // config is the training configuration of b's step: config.Default's
-// (METHOD.md's loss weights, SGD momentum, weight decay and clipping); the
+// (docs/method.md's loss weights, SGD momentum, weight decay and clipping); the
 // plain step has no anti-collapse term, so it is backbone + head + CE.
 func (b *benchmark) config() config.Config {
 	cfg := config.Default()
@@ -357,7 +357,7 @@ func (b *benchmark) ourSteps(step *train.Stage1Step, lr float64, images []float3
 
 // newNets returns b's networks with fixed-seed initial weights: a new
 // backbone and head and, for the BiCyc step, a frozen old backbone, a
-// distiller and an adapter of METHOD.md's shapes (mlp mappers S -> 32S -> S).
+// distiller and an adapter of docs/method.md's shapes (mlp mappers S -> 32S -> S).
 func (b *benchmark) newNets() (train.Stage1Nets, error) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var n train.Stage1Nets

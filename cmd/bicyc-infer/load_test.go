@@ -177,13 +177,71 @@ func TestServerUnderLoad(t *testing.T) {
 	}
 	defer ref.Close()
 	reqs := loadRequests(t, ref)
-	numValid := 0
-	for _, r := range reqs {
-		if r.want != nil {
-			numValid++
-		}
-	}
+	srv := startLoadServer(t, mo)
 
+	heap0, rss0 := heapInuse(), rssBytes(t, false)
+	tally := &loadTally{counts: map[string]map[int]int{}}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}, Timeout: 30 * time.Second}
+	defer client.CloseIdleConnections()
+	deadline := time.Now().Add(duration)
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() { loadClient(client, srv.url, reqs, uint64(c), deadline, tally) })
+	}
+	reloads, peakRSS := srv.reloadUntil(t, deadline, tally)
+	wg.Wait()
+	// The last SIGHUP-style reload may still be running.
+	okReloads := fmt.Sprintf(`bicyc_infer_model_reloads_total{result="ok"} %d`, reloads)
+	metrics := get(t, srv.url+"/metrics")
+	for wait := time.Now().Add(10 * time.Second); !strings.Contains(metrics, okReloads) && time.Now().Before(wait); {
+		time.Sleep(10 * time.Millisecond)
+		metrics = get(t, srv.url+"/metrics")
+	}
+	if err := srv.stop(); err != nil {
+		t.Errorf("serve: %v", err)
+	}
+	client.CloseIdleConnections()
+	heap1, rss1 := heapInuse(), rssBytes(t, false)
+
+	byStatus, total, breakdown := tally.byStatus()
+	t.Logf("%d requests in %v (%.0f/s) by %d clients, %d reloads; by status %v; by kind:%s", total, duration, float64(total)/duration.Seconds(), clients, reloads, byStatus, breakdown)
+	t.Logf("peak classifications in flight %d; Go heap in use %.1f -> %.1f MiB; RSS %.0f MiB before, %.0f MiB peak sampled, %.0f MiB after, process high-water mark %.0f MiB",
+		srv.probe.peak.Load(), float64(heap0)/(1<<20), float64(heap1)/(1<<20), float64(rss0)/(1<<20), float64(peakRSS)/(1<<20), float64(rss1)/(1<<20), float64(rssBytes(t, true))/(1<<20))
+	for _, p := range tally.problems {
+		t.Error(p)
+	}
+	if total < 100 {
+		t.Errorf("only %d requests were served", total)
+	}
+	if p := srv.probe.peak.Load(); p > int64(srv.opts.maxConcurrent) {
+		t.Errorf("%d classifications ran at once, the limit is %d", p, srv.opts.maxConcurrent)
+	}
+	if heap1 > heap0+32<<20 {
+		t.Errorf("Go heap in use grew from %d to %d bytes", heap0, heap1)
+	}
+	if grown := max(peakRSS, rss1) - rss0; grown > 256<<20 {
+		t.Errorf("resident set grew by %d MiB", grown>>20)
+	}
+	srv.checkMetrics(t, metrics, byStatus, okReloads)
+	if _, err := bundle.Open(dir); err != nil {
+		t.Error(err)
+	}
+}
+
+// loadServer is the server under load, on a loopback listener.
+type loadServer struct {
+	url   string
+	opts  *serveOptions
+	probe *concurrencyProbe
+	log   *syncBuffer
+	hup   chan os.Signal
+	stop  func() error // cancels serving and returns serve's error
+}
+
+// startLoadServer serves the model of mo with the limits of
+// TestServerUnderLoad, counting classifications in flight with a probe.
+func startLoadServer(t *testing.T, mo *modelOptions) *loadServer {
+	t.Helper()
 	probe := &concurrencyProbe{}
 	reopen := func() (model, error) {
 		m, err := mo.reopener(io.Discard)()
@@ -198,143 +256,44 @@ func TestServerUnderLoad(t *testing.T) {
 	}
 	o := &serveOptions{model: mo, maxBody: 256 << 10, maxConcurrent: 2, queueTimeout: 10 * time.Second,
 		readTimeout: 10 * time.Second, writeTimeout: 10 * time.Second, shutdownTimeout: 5 * time.Second}
-	var log syncBuffer
-	s := newServer(first, reopen, o, prometheus.NewRegistry(), &log)
-	defer s.close()
+	log := &syncBuffer{}
+	s := newServer(first, reopen, o, prometheus.NewRegistry(), log)
+	t.Cleanup(func() { s.close() })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := "http://" + ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	hup := make(chan os.Signal, 1)
 	served := make(chan error, 1)
 	go func() { served <- s.serve(ctx, ln, o, hup) }()
+	stop := func() error {
+		cancel()
+		return <-served
+	}
+	return &loadServer{url: "http://" + ln.Addr().String(), opts: o, probe: probe, log: log, hup: hup, stop: stop}
+}
 
-	heap0, rss0 := heapInuse(), rssBytes(t, false)
-	var (
-		mu       sync.Mutex
-		counts   = map[string]map[int]int{}
-		problems []string
-		peakRSS  atomic.Int64
-	)
-	problem := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(problems) < 20 {
-			problems = append(problems, fmt.Sprintf(format, args...))
-		}
-	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}, Timeout: 30 * time.Second}
-	defer client.CloseIdleConnections()
-	deadline := time.Now().Add(duration)
-	var wg sync.WaitGroup
-	for c := range clients {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(c), 99))
-			local := map[string]map[int]int{}
-			for time.Now().Before(deadline) {
-				// About 30% malformed requests, the rest valid images.
-				r := reqs[rng.IntN(numValid)]
-				if rng.IntN(10) < 3 {
-					r = reqs[numValid+rng.IntN(len(reqs)-numValid)]
-				}
-				req, _ := http.NewRequest(http.MethodPost, url+"/v1/classify", bytes.NewReader(r.body))
-				if r.contentType != "" {
-					req.Header.Set("Content-Type", r.contentType)
-				}
-				resp, err := client.Do(req)
-				if err != nil {
-					problem("%s: transport error %v", r.kind, err)
-					continue
-				}
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if local[r.kind] == nil {
-					local[r.kind] = map[int]int{}
-				}
-				local[r.kind][resp.StatusCode]++
-				switch {
-				case resp.StatusCode != r.status:
-					problem("%s: status %d %s, want %d", r.kind, resp.StatusCode, body, r.status)
-				case r.want != nil:
-					var got infer.Result
-					if err := json.Unmarshal(body, &got); err != nil || !equalResults(got, *r.want) {
-						problem("%s: wrong answer %s (%v), want %+v", r.kind, body, err, *r.want)
-					}
-				}
-			}
-			mu.Lock()
-			for kind, byStatus := range local {
-				if counts[kind] == nil {
-					counts[kind] = map[int]int{}
-				}
-				for status, n := range byStatus {
-					counts[kind][status] += n
-				}
-			}
-			mu.Unlock()
-		})
-	}
-	reloads := 0
+// reloadUntil reloads the model every 500 ms until deadline, alternately by
+// SIGHUP's channel and POST /admin/reload, sampling the resident set; it
+// returns the number of reloads and the peak resident set sampled.
+func (srv *loadServer) reloadUntil(t *testing.T, deadline time.Time, tally *loadTally) (reloads int, peakRSS int64) {
 	for tick := time.NewTicker(500 * time.Millisecond); time.Now().Before(deadline); <-tick.C {
-		peakRSS.Store(max(peakRSS.Load(), rssBytes(t, false)))
+		peakRSS = max(peakRSS, rssBytes(t, false))
 		if reloads%2 == 0 {
-			hup <- os.Interrupt
-		} else if status, body := postReload(t, url); status != http.StatusOK {
-			problem("POST /admin/reload: %d %s", status, body)
+			srv.hup <- os.Interrupt
+		} else if status, body := postReload(t, srv.url); status != http.StatusOK {
+			tally.problem("POST /admin/reload: %d %s", status, body)
 		}
 		reloads++
 	}
-	wg.Wait()
-	// The last SIGHUP-style reload may still be running.
-	okReloads := fmt.Sprintf(`bicyc_infer_model_reloads_total{result="ok"} %d`, reloads)
-	metrics := get(t, url+"/metrics")
-	for wait := time.Now().Add(10 * time.Second); !strings.Contains(metrics, okReloads) && time.Now().Before(wait); {
-		time.Sleep(10 * time.Millisecond)
-		metrics = get(t, url+"/metrics")
-	}
-	cancel()
-	if err := <-served; err != nil {
-		t.Errorf("serve: %v", err)
-	}
-	client.CloseIdleConnections()
-	heap1, rss1 := heapInuse(), rssBytes(t, false)
+	return reloads, peakRSS
+}
 
-	byStatus := map[int]int{}
-	total := 0
-	kinds := make([]string, 0, len(counts))
-	for kind := range counts {
-		kinds = append(kinds, kind)
-	}
-	sort.Strings(kinds)
-	var breakdown strings.Builder
-	for _, kind := range kinds {
-		fmt.Fprintf(&breakdown, "\n  %-30s", kind)
-		for status, n := range counts[kind] {
-			fmt.Fprintf(&breakdown, " %d x%d", status, n)
-			byStatus[status] += n
-			total += n
-		}
-	}
-	t.Logf("%d requests in %v (%.0f/s) by %d clients, %d reloads; by status %v; by kind:%s", total, duration, float64(total)/duration.Seconds(), clients, reloads, byStatus, breakdown.String())
-	t.Logf("peak classifications in flight %d; Go heap in use %.1f -> %.1f MiB; RSS %.0f MiB before, %.0f MiB peak sampled, %.0f MiB after, process high-water mark %.0f MiB",
-		probe.peak.Load(), float64(heap0)/(1<<20), float64(heap1)/(1<<20), float64(rss0)/(1<<20), float64(peakRSS.Load())/(1<<20), float64(rss1)/(1<<20), float64(rssBytes(t, true))/(1<<20))
-	for _, p := range problems {
-		t.Error(p)
-	}
-	if total < 100 {
-		t.Errorf("only %d requests were served", total)
-	}
-	if p := probe.peak.Load(); p > int64(o.maxConcurrent) {
-		t.Errorf("%d classifications ran at once, the limit is %d", p, o.maxConcurrent)
-	}
-	if heap1 > heap0+32<<20 {
-		t.Errorf("Go heap in use grew from %d to %d bytes", heap0, heap1)
-	}
-	if grown := max(peakRSS.Load(), rss1) - rss0; grown > 256<<20 {
-		t.Errorf("resident set grew by %d MiB", grown>>20)
-	}
+// checkMetrics checks that /metrics counts the requests the clients saw by
+// status and every reload as ok, and that the log shows no failed reload.
+func (srv *loadServer) checkMetrics(t *testing.T, metrics string, byStatus map[int]int, okReloads string) {
+	t.Helper()
 	for status, n := range byStatus {
 		line := fmt.Sprintf(`bicyc_infer_http_requests_total{code="%d",handler="classify",method="post"} %d`, status, n)
 		if !strings.Contains(metrics, line) {
@@ -342,12 +301,106 @@ func TestServerUnderLoad(t *testing.T) {
 		}
 	}
 	if !strings.Contains(metrics, okReloads) {
-		t.Errorf("/metrics lacks %q; log:\n%s", okReloads, log.String())
+		t.Errorf("/metrics lacks %q; log:\n%s", okReloads, srv.log.String())
 	}
-	if strings.Contains(log.String(), "failed") {
-		t.Errorf("a reload failed:\n%s", log.String())
+	if strings.Contains(srv.log.String(), "failed") {
+		t.Errorf("a reload failed:\n%s", srv.log.String())
 	}
-	if _, err := bundle.Open(dir); err != nil {
-		t.Error(err)
+}
+
+// loadTally collects what the load test's clients saw: counts by request
+// kind and status, and the first problems.
+type loadTally struct {
+	mu       sync.Mutex
+	counts   map[string]map[int]int
+	problems []string
+}
+
+// problem records a problem; only the first 20 are kept.
+func (lt *loadTally) problem(format string, args ...any) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	if len(lt.problems) < 20 {
+		lt.problems = append(lt.problems, fmt.Sprintf(format, args...))
 	}
+}
+
+// merge adds one client's counts.
+func (lt *loadTally) merge(local map[string]map[int]int) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	for kind, byStatus := range local {
+		if lt.counts[kind] == nil {
+			lt.counts[kind] = map[int]int{}
+		}
+		for status, n := range byStatus {
+			lt.counts[kind][status] += n
+		}
+	}
+}
+
+// byStatus returns the requests by status, their total, and a breakdown by
+// kind for the log.
+func (lt *loadTally) byStatus() (byStatus map[int]int, total int, breakdown string) {
+	byStatus = map[int]int{}
+	kinds := make([]string, 0, len(lt.counts))
+	for kind := range lt.counts {
+		kinds = append(kinds, kind)
+	}
+	sort.Strings(kinds)
+	var b strings.Builder
+	for _, kind := range kinds {
+		fmt.Fprintf(&b, "\n  %-30s", kind)
+		for status, n := range lt.counts[kind] {
+			fmt.Fprintf(&b, " %d x%d", status, n)
+			byStatus[status] += n
+			total += n
+		}
+	}
+	return byStatus, total, b.String()
+}
+
+// loadClient sends requests of reqs to url until deadline, about 30%
+// malformed and the rest valid images, drawn with a random source seeded by
+// seed, and records what came back in tally.
+func loadClient(client *http.Client, url string, reqs []loadRequest, seed uint64, deadline time.Time, tally *loadTally) {
+	numValid := 0
+	for _, r := range reqs {
+		if r.want != nil {
+			numValid++
+		}
+	}
+	rng := rand.New(rand.NewPCG(seed, 99))
+	local := map[string]map[int]int{}
+	for time.Now().Before(deadline) {
+		r := reqs[rng.IntN(numValid)]
+		if rng.IntN(10) < 3 {
+			r = reqs[numValid+rng.IntN(len(reqs)-numValid)]
+		}
+		req, _ := http.NewRequest(http.MethodPost, url+"/v1/classify", bytes.NewReader(r.body))
+		if r.contentType != "" {
+			req.Header.Set("Content-Type", r.contentType)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			tally.problem("%s: transport error %v", r.kind, err)
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if local[r.kind] == nil {
+			local[r.kind] = map[int]int{}
+		}
+		local[r.kind][resp.StatusCode]++
+		switch {
+		case resp.StatusCode != r.status:
+			tally.problem("%s: status %d %s, want %d", r.kind, resp.StatusCode, body, r.status)
+		case r.want != nil:
+			var got infer.Result
+			if err := json.Unmarshal(body, &got); err != nil || !equalResults(got, *r.want) {
+				tally.problem("%s: wrong answer %s (%v), want %+v", r.kind, body, err, *r.want)
+			}
+		}
+	}
+	tally.merge(local)
 }

@@ -78,7 +78,7 @@ func TestConfigShowPrecedence(t *testing.T) {
 	}
 
 	cfg = showConfig(t, "--config", file, "--seed", "7", "--set", "train.epochs=12", "--method", "adagauss")
-	if cfg.Seed != 7 || cfg.Train.Epochs != 12 || cfg.Method != "adagauss" {
+	if cfg.Seed != 7 || cfg.Train.Epochs != 12 || cfg.Method != config.MethodAdaGauss {
 		t.Errorf("flags over env: seed %d epochs %d method %s", cfg.Seed, cfg.Train.Epochs, cfg.Method)
 	}
 	if cfg.Train.LR != 0.02 {

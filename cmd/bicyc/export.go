@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -26,7 +25,10 @@ interrupted export leaves the previous model directory as it was.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := opts.out
 			if out == "" {
-				out = filepath.Join(opts.run, "model")
+				var err error
+				if out, err = train.DefaultModelDir(opts.run); err != nil {
+					return err
+				}
 			}
 			if err := train.Export(opts.run, out); err != nil {
 				return err
@@ -36,7 +38,7 @@ interrupted export leaves the previous model directory as it was.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.run, "run", "", "run `dir`ectory to export (required)")
-	cmd.Flags().StringVar(&opts.out, "out", "", "model `dir`ectory to write (default <run>/model)")
+	cmd.Flags().StringVar(&opts.out, "out", "", "model `dir`ectory to write (default: the run's export.dir, else <run>/model)")
 	cmd.MarkFlagRequired("run")
 	return cmd
 }

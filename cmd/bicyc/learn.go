@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -27,8 +26,9 @@ func newLearnCmd(g *globalOptions) *cobra.Command {
 folder per class, PNG/JPEG/...; --test has the same folders), converted with the run's
 preprocessing and given class ids after the run's last one. Training uses only these new
 images: the old classes live on as Gaussian prototypes, carried into the new feature space
-by the adapter. The run's checkpoints, metrics and (by default) its model directory are
-updated; an interrupted learn resumes with 'bicyc train --resume'.
+by the adapter. The run's checkpoints and metrics are updated, and its model directory
+too when the run's configuration enables export (export.enabled, written to export.dir or
+<run>/model, as bicyc train does); an interrupted learn resumes with 'bicyc train --resume'.
 
 The new task is trained with the run's configuration (RUN/config.yaml, or --config),
 changed by BICYC_* variables, flags and --set like train: the keys of the new task's own
@@ -64,22 +64,14 @@ already has is refused unless --allow-duplicate-names.`,
 			if !opts.export {
 				return nil
 			}
-			dir := run.Config().Export.Dir
-			if dir == "" {
-				dir = filepath.Join(run.Dir(), "model")
-			}
-			if err := train.Export(run.Dir(), dir); err != nil {
-				return fmt.Errorf("export: %w", err)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "model exported to %s\n", dir)
-			return nil
+			return exportAfterTraining(cmd, run)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.run, "run", "", "finished run `dir`ectory (required)")
 	f.StringVar(&opts.trainDir, "train", "", "training images of the new classes, one sub-`dir`ectory per class (required)")
 	f.StringVar(&opts.testDir, "test", "", "test images of the new classes, same sub-directories (required)")
-	f.BoolVar(&opts.export, "export", true, "export the updated model directory")
+	f.BoolVar(&opts.export, "export", true, "export the updated model directory when the run's export.enabled is on (false: never)")
 	f.BoolVar(&opts.allowDuplicates, "allow-duplicate-names", false, "accept a new class named like an existing one")
 	f.String("method", "", "bicyc, adagauss or finetune for the new task (config key method)")
 	f.Int("threads", 0, "CPU threads, 0 = all (config key threads)")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/report"
+	"github.com/bicyc/bicyc/sweep"
 	"github.com/bicyc/bicyc/train"
 )
 
@@ -54,7 +55,7 @@ ablation, sets); flags given on the command line override it, --set adds to its 
 	f := cmd.Flags()
 	f.StringVar(&opts.file, "sweep", "", "sweep definition `file` (configs/sweeps/)")
 	f.IntVar(&opts.seeds, "seeds", 3, "number of seeds `n` (seeds 0..n-1)")
-	f.StringSliceVar(&opts.methods, "methods", []string{"bicyc", "adagauss", "finetune"}, "comma-separated `methods`")
+	f.StringSliceVar(&opts.methods, "methods", methodsFlag(config.Methods()), "comma-separated `methods`")
 	f.BoolVar(&opts.ablation, "ablation", false, "add the bicyc runs with loss.bi and/or loss.cyc off")
 	f.StringVar(&opts.out, "out", "", "sweep `dir`ectory (default runs/sweep-<config name>)")
 	f.BoolVar(&opts.quick, "quick", false, "quick profile for every run (config key quick)")
@@ -63,18 +64,18 @@ ablation, sets); flags given on the command line override it, --set adds to its 
 
 // sweepSpec builds the sweep definition from the sweep file, if any, and
 // the flags that changed.
-func sweepSpec(g *globalOptions, opts *sweepOptions, changed func(string) bool) (report.Spec, error) {
-	spec := report.Spec{Seeds: opts.seeds, Methods: opts.methods, Ablation: opts.ablation}
+func sweepSpec(g *globalOptions, opts *sweepOptions, changed func(string) bool) (sweep.Spec, error) {
+	spec := sweep.Spec{Seeds: opts.seeds, Methods: methodsOf(opts.methods), Ablation: opts.ablation}
 	if opts.file != "" {
 		var err error
-		if spec, err = report.ReadSpec(opts.file); err != nil {
-			return report.Spec{}, err
+		if spec, err = sweep.ReadSpec(opts.file); err != nil {
+			return sweep.Spec{}, err
 		}
 		if changed("seeds") {
 			spec.Seeds = opts.seeds
 		}
 		if changed("methods") {
-			spec.Methods = opts.methods
+			spec.Methods = methodsOf(opts.methods)
 		}
 		if changed("ablation") {
 			spec.Ablation = opts.ablation
@@ -84,7 +85,7 @@ func sweepSpec(g *globalOptions, opts *sweepOptions, changed func(string) bool) 
 		spec.Config = g.configFile
 	}
 	if spec.Config == "" {
-		return report.Spec{}, fmt.Errorf("sweep: no config: give --config <file> or --sweep <file>")
+		return sweep.Spec{}, fmt.Errorf("sweep: no config: give --config <file> or --sweep <file>")
 	}
 	if opts.out != "" {
 		spec.Out = opts.out
@@ -99,16 +100,41 @@ func sweepSpec(g *globalOptions, opts *sweepOptions, changed func(string) bool) 
 	return spec, spec.Validate()
 }
 
+// methodsOf reads the --methods flag; the sweep's Validate names any that
+// is not a method.
+func methodsOf(names []string) []config.Method {
+	ms := make([]config.Method, len(names))
+	for i, n := range names {
+		ms[i] = config.Method(n)
+	}
+	return ms
+}
+
+// methodsFlag is the default value of --methods.
+func methodsFlag(ms []config.Method) []string {
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = string(m)
+	}
+	return names
+}
+
 // runSweep runs spec with configurations read exactly as bicyc train reads
 // them (the sweep's config file, BICYC_* variables, then the sets).
-func runSweep(ctx context.Context, spec report.Spec, cmd *cobra.Command) error {
+func runSweep(ctx context.Context, spec sweep.Spec, cmd *cobra.Command) error {
 	configure := func(sets []string) (config.Config, error) {
 		return loadConfig(&globalOptions{configFile: spec.Config, sets: sets}, nil)
 	}
 	errOut := cmd.ErrOrStderr()
-	_, err := report.RunSweep(ctx, spec, configure, report.SweepOptions{
+	_, err := sweep.Run(ctx, spec, configure, sweep.Options{
 		Train:  train.Options{Log: errOut, Progress: progressWriter(cmd)},
 		Status: errOut,
+		Finish: func() error {
+			if _, err := report.Generate(spec.Out, report.Options{}); err != nil {
+				return fmt.Errorf("report: %w", err)
+			}
+			return nil
+		},
 	})
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/report"
+	"github.com/bicyc/bicyc/sweep"
 )
 
 func TestSweepSpecFromFlags(t *testing.T) {
@@ -29,19 +30,19 @@ func TestSweepSpecFromFlags(t *testing.T) {
 		global  globalOptions
 		edit    func(*sweepOptions)
 		changed []string
-		want    report.Spec
+		want    sweep.Spec
 	}{
 		{globalOptions{configFile: "configs/fmnist-t5.yaml"}, func(*sweepOptions) {}, nil,
-			report.Spec{Config: "configs/fmnist-t5.yaml", Out: "runs/sweep-fmnist-t5", Seeds: 3, Methods: []string{"bicyc", "adagauss", "finetune"}}},
+			sweep.Spec{Config: "configs/fmnist-t5.yaml", Out: "runs/sweep-fmnist-t5", Seeds: 3, Methods: []config.Method{config.MethodBicyc, config.MethodAdaGauss, config.MethodFinetune}}},
 		{globalOptions{configFile: "x.yaml", sets: []string{"train.epochs=1"}}, func(o *sweepOptions) {
 			o.seeds, o.methods, o.ablation, o.out, o.quick = 2, []string{"bicyc", "finetune"}, true, "o", true
 		}, []string{"seeds", "methods", "ablation", "out", "quick"},
-			report.Spec{Config: "x.yaml", Out: "o", Seeds: 2, Methods: []string{"bicyc", "finetune"}, Ablation: true, Sets: []string{"train.epochs=1", "quick=true"}}},
+			sweep.Spec{Config: "x.yaml", Out: "o", Seeds: 2, Methods: []config.Method{config.MethodBicyc, config.MethodFinetune}, Ablation: true, Sets: []string{"train.epochs=1", "quick=true"}}},
 		{globalOptions{}, func(o *sweepOptions) { o.file = file }, []string{"sweep"},
-			report.Spec{Config: filepath.Join(dir, "c.yaml"), Out: "runs/s", Seeds: 5, Methods: []string{"adagauss"}, Ablation: true, Sets: []string{"eval.drift=true"}}},
+			sweep.Spec{Config: filepath.Join(dir, "c.yaml"), Out: "runs/s", Seeds: 5, Methods: []config.Method{config.MethodAdaGauss}, Ablation: true, Sets: []string{"eval.drift=true"}}},
 		// Flags given override the file; defaults of flags not given do not.
 		{globalOptions{sets: []string{"train.epochs=1"}}, func(o *sweepOptions) { o.file, o.seeds, o.ablation = file, 1, false }, []string{"sweep", "seeds", "ablation"},
-			report.Spec{Config: filepath.Join(dir, "c.yaml"), Out: "runs/s", Seeds: 1, Methods: []string{"adagauss"}, Sets: []string{"eval.drift=true", "train.epochs=1"}}},
+			sweep.Spec{Config: filepath.Join(dir, "c.yaml"), Out: "runs/s", Seeds: 1, Methods: []config.Method{config.MethodAdaGauss}, Sets: []string{"eval.drift=true", "train.epochs=1"}}},
 	}
 	for i, c := range cases {
 		o := defaults
@@ -60,7 +61,7 @@ func TestSweepSpecFromFlags(t *testing.T) {
 	}
 }
 
-func specEqual(a, b report.Spec) bool {
+func specEqual(a, b sweep.Spec) bool {
 	return a.Config == b.Config && a.Out == b.Out && a.Seeds == b.Seeds && a.Ablation == b.Ablation &&
 		slices.Equal(a.Methods, b.Methods) && slices.Equal(a.Sets, b.Sets)
 }
@@ -74,7 +75,7 @@ func TestSweepDefinitions(t *testing.T) {
 		t.Fatalf("sweep definitions: %v %v", files, err)
 	}
 	for i, f := range files {
-		spec, err := report.ReadSpec(f)
+		spec, err := sweep.ReadSpec(f)
 		if err == nil {
 			err = spec.Validate()
 		}
@@ -93,7 +94,7 @@ func TestSweepDefinitions(t *testing.T) {
 			t.Errorf("case %d (%s): %d configs for %d runs", i, f, len(configs), len(spec.Plan()))
 		}
 	}
-	spec, err := report.ReadSpec("../../configs/sweeps/fmnist-t5-e10.yaml")
+	spec, err := sweep.ReadSpec("../../configs/sweeps/fmnist-t5-e10.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,11 +156,11 @@ func TestSweepEndToEnd(t *testing.T) {
 	if _, err := run(ctx, first); err == nil || !strings.Contains(err.Error(), "sweep stopped at run bicyc-s0") {
 		t.Fatalf("interrupted sweep: error %v", err)
 	}
-	rec, err := report.ReadSweepRecord(filepath.Join(out, "sweep.json"))
+	rec, err := sweep.ReadRecord(filepath.Join(out, "sweep.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Runs[0].Status != report.StatusStopped || rec.Runs[1].Status != report.StatusPending {
+	if rec.Runs[0].Status != sweep.StatusStopped || rec.Runs[1].Status != sweep.StatusPending {
 		t.Fatalf("after the interruption: %+v", rec.Runs)
 	}
 	if m := readMetrics(t, filepath.Join(out, "bicyc-s0")); m.Completed != 1 || m.Tasks != 2 {
@@ -172,22 +173,7 @@ func TestSweepEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resumed sweep: %v\n%s", err, tail(second.String()))
 	}
-	if !strings.Contains(second.String(), "bicyc-s0: resuming after task 1") || !strings.Contains(stdout, "report.md") {
-		t.Errorf("resumed sweep did not resume bicyc-s0:\n%s", tail(second.String()))
-	}
-	log, err := os.ReadFile(filepath.Join(out, "bicyc-s0", "log.txt"))
-	if err != nil || !strings.Contains(string(log), "resuming") {
-		t.Errorf("bicyc-s0/log.txt shows no resume (%v)", err)
-	}
-	// Each seed trains task 1 once: finetune starts from bicyc's.
-	for _, line := range []string{"finetune-s0: task 1 from bicyc-s0", "finetune-s1: task 1 from bicyc-s1"} {
-		if !strings.Contains(second.String(), line) {
-			t.Errorf("the sweep did not say %q:\n%s", line, tail(second.String()))
-		}
-	}
-	if log, err := os.ReadFile(filepath.Join(out, "finetune-s1", "log.txt")); err != nil || !strings.Contains(string(log), "task 1 taken from") {
-		t.Errorf("finetune-s1/log.txt does not say where task 1 came from (%v)", err)
-	}
+	checkResumedSweep(t, out, second.String(), stdout)
 	names := []string{"bicyc-s0", "finetune-s0", "bicyc-s1", "finetune-s1"}
 	before := map[string]string{}
 	for _, n := range names {
@@ -213,10 +199,48 @@ func TestSweepEndToEnd(t *testing.T) {
 		}
 	}
 
-	// The report's numbers are the runs' own: mean of A_last over seeds.
+	checkSweepReport(t, out)
+	// bicyc report rewrites the same report from the directory alone.
+	root := newRootCmd()
+	var stdout2 bytes.Buffer
+	root.SetArgs([]string{"report", out})
+	root.SetOut(&stdout2)
+	if err := root.Execute(); err != nil || !strings.Contains(stdout2.String(), "(8 figures)") {
+		t.Errorf("bicyc report: %v, %q", err, stdout2.String())
+	}
+}
+
+// checkResumedSweep checks the second session of the smoke sweep in out
+// from its log and stdout: bicyc-s0 resumed after task 1, and each seed's
+// finetune run started from bicyc's task 1.
+func checkResumedSweep(t *testing.T, out, logText, stdout string) {
+	t.Helper()
+	if !strings.Contains(logText, "bicyc-s0: resuming after task 1") || !strings.Contains(stdout, "report.md") {
+		t.Errorf("resumed sweep did not resume bicyc-s0:\n%s", tail(logText))
+	}
+	log, err := os.ReadFile(filepath.Join(out, "bicyc-s0", "log.txt"))
+	if err != nil || !strings.Contains(string(log), "resuming") {
+		t.Errorf("bicyc-s0/log.txt shows no resume (%v)", err)
+	}
+	// Each seed trains task 1 once: finetune starts from bicyc's.
+	for _, line := range []string{"finetune-s0: task 1 from bicyc-s0", "finetune-s1: task 1 from bicyc-s1"} {
+		if !strings.Contains(logText, line) {
+			t.Errorf("the sweep did not say %q:\n%s", line, tail(logText))
+		}
+	}
+	if log, err := os.ReadFile(filepath.Join(out, "finetune-s1", "log.txt")); err != nil || !strings.Contains(string(log), "task 1 taken from") {
+		t.Errorf("finetune-s1/log.txt does not say where task 1 came from (%v)", err)
+	}
+}
+
+// checkSweepReport checks the smoke sweep's report in out: its numbers are
+// the runs' own (mean of A_last over seeds) and its figures are the PNGs it
+// lists.
+func checkSweepReport(t *testing.T, out string) {
+	t.Helper()
 	var sum struct {
 		Groups []struct {
-			Variant report.Variant `json:"variant"`
+			Variant sweep.Variant `json:"variant"`
 			TAg     struct {
 				ALast report.Stat `json:"a_last"`
 			} `json:"tag"`
@@ -238,13 +262,13 @@ func TestSweepEndToEnd(t *testing.T) {
 		t.Fatalf("%d groups in summary.json, want bicyc and finetune", len(sum.Groups))
 	}
 	for i, g := range sum.Groups {
-		m0 := readMetrics(t, filepath.Join(out, g.Variant.Method+"-s0"))
-		m1 := readMetrics(t, filepath.Join(out, g.Variant.Method+"-s1"))
+		m0 := readMetrics(t, filepath.Join(out, string(g.Variant.Method)+"-s0"))
+		m1 := readMetrics(t, filepath.Join(out, string(g.Variant.Method)+"-s1"))
 		want := (m0.TAg.ALast + m1.TAg.ALast) / 2
 		if d := g.TAg.ALast.Mean - want; d > 1e-12 || d < -1e-12 || g.TAg.ALast.N != 2 {
 			t.Errorf("case %d (%s): A_last %+v, the runs' mean is %v", i, g.Variant, g.TAg.ALast, want)
 		}
-		row := "| " + g.Variant.Method + " | 2 | " + pmPercent(m0.TAg.ALast, m1.TAg.ALast) + " |"
+		row := "| " + string(g.Variant.Method) + " | 2 | " + pmPercent(m0.TAg.ALast, m1.TAg.ALast) + " |"
 		if !strings.Contains(string(md), row) {
 			t.Errorf("case %d: report.md lacks %q", i, row)
 		}
@@ -266,14 +290,6 @@ func TestSweepEndToEnd(t *testing.T) {
 		}
 	}
 
-	// bicyc report rewrites the same report from the directory alone.
-	root := newRootCmd()
-	var stdout2 bytes.Buffer
-	root.SetArgs([]string{"report", out})
-	root.SetOut(&stdout2)
-	if err := root.Execute(); err != nil || !strings.Contains(stdout2.String(), "(8 figures)") {
-		t.Errorf("bicyc report: %v, %q", err, stdout2.String())
-	}
 }
 
 // pmPercent formats two seeds' values as the report's tables do.

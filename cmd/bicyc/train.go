@@ -105,15 +105,15 @@ func runTrain(ctx context.Context, g *globalOptions, opts *trainOptions, cmd *co
 	if err := run.Execute(ctx); err != nil {
 		return err
 	}
-	if !run.Config().Export.Enabled || run.State().Completed == 0 {
-		return nil
-	}
-	dir := run.Config().Export.Dir
-	if dir == "" {
-		dir = filepath.Join(run.Dir(), "model")
-	}
-	if err := train.Export(run.Dir(), dir); err != nil {
-		return fmt.Errorf("export: %w", err)
+	return exportAfterTraining(cmd, run)
+}
+
+// exportAfterTraining exports a run that trained as its configuration says
+// (train.ExportAfterTraining) and tells where.
+func exportAfterTraining(cmd *cobra.Command, run *train.Run) error {
+	dir, err := train.ExportAfterTraining(run)
+	if err != nil || dir == "" {
+		return err
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "model exported to %s\n", dir)
 	return nil

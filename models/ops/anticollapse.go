@@ -11,10 +11,10 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// AntiCollapseOptions are the constants of the robust anti-collapse loss (paper eq. "L_ac^rob", METHOD.md L_ac).
+// AntiCollapseOptions are the constants of the robust anti-collapse loss (paper eq. "L_ac^rob", docs/method.md, "Anti-collapse loss L_ac").
 type AntiCollapseOptions struct {
 	// Beta caps each Cholesky diagonal entry, so only directions whose standard deviation is below Beta are
-	// pushed up (METHOD.md: beta = 1). It must be positive.
+	// pushed up (docs/method.md: beta = 1). It must be positive.
 	Beta float64
 	// Shrink is kappa, the weight of the trace shrinkage kappa*tr(Sigma)/S*I (authors' code: 0). It must be >= 0.
 	Shrink float64
@@ -23,7 +23,7 @@ type AntiCollapseOptions struct {
 	Jitter float64
 }
 
-// DefaultAntiCollapseOptions returns the authors' code defaults (METHOD.md, L_ac): beta 1, kappa 0, eps 1e-6.
+// DefaultAntiCollapseOptions returns the authors' code defaults (docs/method.md, "Anti-collapse loss L_ac"): beta 1, kappa 0, eps 1e-6.
 func DefaultAntiCollapseOptions() AntiCollapseOptions {
 	return AntiCollapseOptions{Beta: 1, Shrink: 0, Jitter: 1e-6}
 }
@@ -42,7 +42,7 @@ func (o AntiCollapseOptions) Validate() error {
 }
 
 // AntiCollapse returns the scalar robust anti-collapse loss of the features z [B,S] (B samples, S dimensions;
-// float32 or float64; the result has z's dtype). Paper, "Pitfall of anti-collapse loss", and METHOD.md L_ac:
+// float32 or float64; the result has z's dtype). Paper, "Pitfall of anti-collapse loss", and docs/method.md, "Anti-collapse loss L_ac":
 //
 //	zc     = z - mean over the batch
 //	Sigma  = zc^T zc / (B-1)                                  unbiased covariance, symmetric by construction

@@ -8,7 +8,7 @@ import (
 
 // BenchmarkConvNetStep measures one training step (forward, backward, SGD) of the default backbone on a
 // batch of 128 Fashion-MNIST images, built from this package's ops and from stock gorgonia ops. The stock
-// variant runs OpenBLAS on all cores, the setting TOOLCHAIN.md measured it with.
+// variant runs OpenBLAS on all cores, the setting docs/toolchain.md ("gorgonia and BLAS") describes.
 //
 // Measured on the 2-core development machine at a load average near 2 (-benchtime=20x): ops 1701 img/s,
 // stock 285 img/s (before the chunked convolutions and AVX2 kernels, at a load average near 6: ops 715,

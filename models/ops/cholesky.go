@@ -181,7 +181,7 @@ func choleskyBackward(l *mat.TriDense, lbar mat.Matrix) *mat.SymDense {
 }
 
 // minRepairJitter is the smallest diagonal jitter RobustCholesky adds, and the smallest eigenvalue it keeps: the
-// eps = 1e-6 of the authors' code (METHOD.md, L_ac).
+// eps = 1e-6 of the authors' code (docs/method.md, "Anti-collapse loss L_ac").
 const minRepairJitter = 1e-6
 
 // jitterRetries is how many times RobustCholesky multiplies the jitter by ten before flooring eigenvalues:
@@ -198,7 +198,7 @@ const (
 )
 
 // RobustCholesky returns the lower Cholesky factor of the symmetric matrix a, repairing a when it is not
-// numerically positive definite (METHOD.md: "if it fails, retry with growing jitter, then floor eigenvalues"):
+// numerically positive definite (docs/method.md, "Anti-collapse loss L_ac": growing jitter, then an eigenvalue floor):
 //
 //  1. factor a;
 //  2. else factor a + d_k I with d_k = max(jitter, 1e-6) * 10^k, k = 0..5;

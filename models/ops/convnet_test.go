@@ -113,43 +113,76 @@ func buildConvNet(batch int, stock bool) (*convNet, error) {
 		cin, cout := chans[i], chans[i+1]
 		w := newParam(g, rng, fmt.Sprintf("w%d", i), cin*9, cout, cin, 3, 3)
 		net.learnable = append(net.learnable, w)
+		block := net.opsBlock
 		if stock {
-			if h, err = G.Conv2d(h, w, tensor.Shape{3, 3}, []int{1, 1}, []int{1, 1}, []int{1, 1}); err != nil {
-				return nil, err
-			}
-			gamma := newConstParam(g, fmt.Sprintf("gamma%d", i), 1, 1, cout, 1, 1)
-			beta := newConstParam(g, fmt.Sprintf("beta%d", i), 0, 1, cout, 1, 1)
-			var bn *G.BatchNormOp
-			if h, _, _, bn, err = G.BatchNorm(h, gamma, beta, 0.1, 1e-5); err != nil {
-				return nil, err
-			}
-			net.bns = append(net.bns, bn)
-			net.learnable = append(net.learnable, gamma, beta)
-			if h, err = G.Rectify(h); err != nil {
-				return nil, err
-			}
-			if i < 2 {
-				if h, err = G.MaxPool2D(h, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}); err != nil {
-					return nil, err
-				}
-			}
-			continue
+			block = net.stockBlock
 		}
-		if h, err = Conv2d(h, w, 1, 1); err != nil {
+		if h, err = block(h, w, i, cout); err != nil {
 			return nil, err
-		}
-		gamma := newConstParam(g, fmt.Sprintf("gamma%d", i), 1, cout)
-		beta := newConstParam(g, fmt.Sprintf("beta%d", i), 0, cout)
-		net.learnable = append(net.learnable, gamma, beta)
-		if h, err = NewBatchNorm(cout).Apply(h, gamma, beta, true, true); err != nil {
-			return nil, err
-		}
-		if i < 2 {
-			if h, err = MaxPool2(h); err != nil {
-				return nil, err
-			}
 		}
 	}
+	feat, err := net.reduce(h, rng, stock)
+	if err != nil {
+		return nil, err
+	}
+	if err := net.loss(feat, rng, batch); err != nil {
+		return nil, err
+	}
+	return net, nil
+}
+
+// stockBlock is conv block i (conv3x3 with weight w, BN, ReLU, maxpool on
+// the first two) from stock gorgonia ops.
+func (net *convNet) stockBlock(h, w *G.Node, i, cout int) (*G.Node, error) {
+	g := net.g
+	var err error
+	if h, err = G.Conv2d(h, w, tensor.Shape{3, 3}, []int{1, 1}, []int{1, 1}, []int{1, 1}); err != nil {
+		return nil, err
+	}
+	gamma := newConstParam(g, fmt.Sprintf("gamma%d", i), 1, 1, cout, 1, 1)
+	beta := newConstParam(g, fmt.Sprintf("beta%d", i), 0, 1, cout, 1, 1)
+	var bn *G.BatchNormOp
+	if h, _, _, bn, err = G.BatchNorm(h, gamma, beta, 0.1, 1e-5); err != nil {
+		return nil, err
+	}
+	net.bns = append(net.bns, bn)
+	net.learnable = append(net.learnable, gamma, beta)
+	if h, err = G.Rectify(h); err != nil {
+		return nil, err
+	}
+	if i < 2 {
+		if h, err = G.MaxPool2D(h, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// opsBlock is conv block i from this package's ops.
+func (net *convNet) opsBlock(h, w *G.Node, i, cout int) (*G.Node, error) {
+	g := net.g
+	var err error
+	if h, err = Conv2d(h, w, 1, 1); err != nil {
+		return nil, err
+	}
+	gamma := newConstParam(g, fmt.Sprintf("gamma%d", i), 1, cout)
+	beta := newConstParam(g, fmt.Sprintf("beta%d", i), 0, cout)
+	net.learnable = append(net.learnable, gamma, beta)
+	if h, err = NewBatchNorm(cout).Apply(h, gamma, beta, true, true); err != nil {
+		return nil, err
+	}
+	if i < 2 {
+		if h, err = MaxPool2(h); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// reduce is the 1x1 conv 128->64 with bias and the global average pool.
+func (net *convNet) reduce(h *G.Node, rng *rand.Rand, stock bool) (*G.Node, error) {
+	g := net.g
+	var err error
 	w1 := newParam(g, rng, "w1x1", 128, 64, 128, 1, 1)
 	net.learnable = append(net.learnable, w1)
 	var feat *G.Node
@@ -182,39 +215,46 @@ func buildConvNet(batch int, stock bool) (*convNet, error) {
 			return nil, err
 		}
 	}
+	return feat, nil
+}
+
+// loss adds the linear 64->10 head, the softmax cross-entropy and its
+// gradients.
+func (net *convNet) loss(feat *G.Node, rng *rand.Rand, batch int) error {
+	g := net.g
 	wl := newParam(g, rng, "wfc", 64, 64, 10)
 	bl := newConstParam(g, "bfc", 0, 1, 10)
 	net.learnable = append(net.learnable, wl, bl)
 	logits, err := G.Mul(feat, wl)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if logits, err = G.BroadcastAdd(logits, bl, nil, []byte{0}); err != nil {
-		return nil, err
+		return err
 	}
 	prob, err := G.SoftMax(logits)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	logp, err := G.Log(prob)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	picked, err := G.HadamardProd(logp, net.onehot)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sum, err := G.Sum(picked)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if net.cost, err = G.Div(sum, G.NewConstant(float32(-batch))); err != nil {
-		return nil, err
+		return err
 	}
 	if _, err = G.Grad(net.cost, net.learnable...); err != nil {
-		return nil, err
+		return err
 	}
-	return net, nil
+	return nil
 }
 
 // trainer runs SGD steps of a convNet on one fixed batch.

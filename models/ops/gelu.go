@@ -12,7 +12,7 @@ import (
 )
 
 // GELU applies the exact Gaussian error linear unit elementwise, the non-linearity of the distiller D and
-// adapter A (METHOD.md "Networks": "GELU (exact, erf)"):
+// adapter A (docs/method.md, "Networks": the exact GELU, with erf):
 //
 //	gelu(x)  = x * Phi(x) = x * 0.5 * (1 + erf(x / sqrt 2))
 //	gelu'(x) = Phi(x) + x * phi(x),   phi(x) = exp(-x^2/2) / sqrt(2 pi)

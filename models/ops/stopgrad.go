@@ -10,7 +10,7 @@ import (
 )
 
 // StopGradient returns a copy of x through which no gradient flows: the forward value equals x, and symbolic
-// differentiation treats the result as a constant (the "sg" / detach of METHOD.md Stage I, e.g.
+// differentiation treats the result as a constant (the "sg" / detach of docs/method.md, "Stage I", e.g.
 // L_o2n = MSE(A(z_old), sg z_new)).
 //
 // x may have any shape and must be float32 or float64. Gradients still reach x through every other path from the

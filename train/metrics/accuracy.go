@@ -54,13 +54,14 @@ func AIncAt(m *Matrix, t int) float64 {
 	return sum / float64(t+1)
 }
 
-// ForgettingWeights chooses the denominator of F_last. METHOD.md and the
-// paper disagree; the zero value follows METHOD.md, as the project requires.
+// ForgettingWeights chooses the denominator of F_last. The authors' code and
+// the paper disagree; the zero value follows the code (docs/method.md,
+// "Metrics"), as bicyc does wherever the two differ.
 type ForgettingWeights int
 
 const (
-	// OldTasks weights by the classes of the old tasks only (METHOD.md:
-	// "class-count-weighted mean over old tasks"):
+	// OldTasks weights by the classes of the old tasks only (the authors'
+	// code; docs/method.md, "Metrics"):
 	//
 	//	F(t) = sum_{u<t} |C_u| f_u(t) / sum_{u<t} |C_u|
 	OldTasks ForgettingWeights = iota

@@ -1,6 +1,6 @@
 // Package metrics computes the continual-learning measures of the paper's
-// appendix A.3 (paper/bicyc-iclr2026.tex, "Accuracy Metrics" and "AD-% in
-// [0.9, 1.1]") and METHOD.md "Metrics":
+// appendix A.3 ("Accuracy Metrics" and "AD-% in
+// [0.9, 1.1]") and docs/method.md, "Metrics":
 //
 //   - the accuracy matrix acc[t][u], accuracy on task u's test set after
 //     training task t, with the number of classes of each task (Matrix), in

@@ -1,0 +1,235 @@
+package sweep
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/durable"
+)
+
+func TestPlan(t *testing.T) {
+	cases := []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{Seeds: 2, Methods: []config.Method{config.MethodBicyc, config.MethodFinetune}}, "bicyc-s0 finetune-s0 bicyc-s1 finetune-s1"},
+		{Spec{Seeds: 1, Methods: []config.Method{config.MethodAdaGauss, config.MethodBicyc}, Ablation: true}, "adagauss-s0 bicyc-s0 bicyc-nobi-s0 bicyc-nocyc-s0 bicyc-nobi-nocyc-s0"},
+		{Spec{Seeds: 2, Ablation: true}, "bicyc-s0 bicyc-nobi-s0 bicyc-nocyc-s0 bicyc-nobi-nocyc-s0 bicyc-s1 bicyc-nobi-s1 bicyc-nocyc-s1 bicyc-nobi-nocyc-s1"},
+	}
+	for i, c := range cases {
+		var names []string
+		for _, p := range c.spec.Plan() {
+			names = append(names, p.Name)
+		}
+		if got := strings.Join(names, " "); got != c.want {
+			t.Errorf("case %d: plan %s, want %s", i, got, c.want)
+		}
+	}
+	p := PlannedRun{Variant: Variant{Method: config.MethodBicyc, Bi: true, Cyc: false}, Seed: 7}
+	if got := strings.Join(p.Sets(true), " "); got != "method=bicyc seed=7 loss.bi=true loss.cyc=false" {
+		t.Errorf("ablation run sets %q", got)
+	}
+}
+
+func TestSpecValidate(t *testing.T) {
+	ok := Spec{Config: "c.yaml", Out: "out", Seeds: 3, Methods: []config.Method{config.MethodBicyc, config.MethodAdaGauss}, Sets: []string{"eval.drift=true"}}
+	cases := []struct {
+		edit    func(*Spec)
+		mention string // "" for a valid spec
+	}{
+		{func(*Spec) {}, ""},
+		{func(s *Spec) { s.Seeds = 0 }, "seeds"},
+		{func(s *Spec) { s.Methods = []config.Method{config.MethodBicyc, "ewc"} }, `"ewc"`},
+		{func(s *Spec) { s.Methods = []config.Method{config.MethodBicyc, config.MethodBicyc} }, "twice"},
+		{func(s *Spec) { s.Methods = nil }, "methods"},
+		{func(s *Spec) { s.Sets = []string{"seed=4"} }, "sets"},
+		{func(s *Spec) { s.Sets = []string{"train.epochs"} }, "key=value"},
+		{func(s *Spec) { s.Ablation, s.Sets = true, []string{"loss.cyc=false"} }, "loss.cyc"},
+		{func(s *Spec) { s.Config = "" }, "config"},
+	}
+	for i, c := range cases {
+		s := ok
+		s.Methods = append([]config.Method(nil), ok.Methods...)
+		c.edit(&s)
+		err := s.Validate()
+		switch {
+		case c.mention == "" && err != nil:
+			t.Errorf("case %d: %v", i, err)
+		case c.mention != "" && (!errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), c.mention)):
+			t.Errorf("case %d: error %v, want ErrInvalidSpec naming %s", i, err, c.mention)
+		}
+	}
+	// loss.cyc is the sweep's to set only with the ablation on.
+	s := ok
+	s.Sets = []string{"loss.cyc=false"}
+	if err := s.Validate(); err != nil {
+		t.Errorf("loss.cyc=false without ablation: %v", err)
+	}
+}
+
+func TestReadSpec(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sweeps", "s.yaml")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, []byte("config: ../c.yaml\nout: runs/x\nseeds: 2\nmethods: [bicyc]\nsets: [eval.drift=true]\n"))
+	s, err := ReadSpec(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Config != filepath.Join(dir, "c.yaml") || s.Out != "runs/x" || s.Seeds != 2 || len(s.Sets) != 1 {
+		t.Errorf("spec %+v", s)
+	}
+	for i, text := range []string{"config: c.yaml\nseed: 3\n", "seeds: three\n", ""} {
+		writeFile(t, path, []byte(text))
+		if _, err := ReadSpec(path); !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), path) {
+			t.Errorf("case %d: error %v, want ErrInvalidSpec naming the file", i, err)
+		}
+	}
+}
+
+// fakeRun is a finished run directory as train leaves it, reduced to what
+// a sweep reads: config.yaml and metrics.json's task counts.
+type fakeRun struct {
+	variant Variant
+	seed    int64
+}
+
+// config is the run's resolved configuration, as a sweep over the default
+// config would make it.
+func (f fakeRun) config(out string) config.Config {
+	c := config.Default()
+	c.Method, c.Seed = f.variant.Method, f.seed
+	c.Loss.Bi, c.Loss.Cyc = f.variant.Bi, f.variant.Cyc
+	c.RunDir, c.RunName = out, f.variant.RunName(f.seed)
+	c.Export.Enabled = false
+	return c
+}
+
+// fakeSweep writes the finished runs of a 3-seed sweep of bicyc and
+// adagauss with the ablation grid, and its sweep.json recording 60+i
+// seconds of wall time for run i.
+func fakeSweep(t *testing.T, out string) (Spec, []fakeRun) {
+	t.Helper()
+	spec := Spec{Config: "configs/fmnist-t5.yaml", Out: out, Seeds: 3, Methods: []config.Method{config.MethodBicyc, config.MethodAdaGauss}, Ablation: true}
+	var runs []fakeRun
+	for _, p := range spec.Plan() {
+		f := fakeRun{variant: p.Variant, seed: p.Seed}
+		dir := filepath.Join(out, p.Name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		y, err := yaml.Marshal(f.config(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, "config.yaml"), y)
+		writeFile(t, filepath.Join(dir, "metrics.json"), []byte(`{"completed_tasks": 5, "tasks": 5}`))
+		runs = append(runs, f)
+	}
+	rec := newRecord(spec, spec.Plan())
+	for i := range rec.Runs {
+		rec.Runs[i].Status, rec.Runs[i].WallSeconds = StatusFinished, 60+float64(i)
+	}
+	if err := durable.WriteJSON(filepath.Join(out, RecordFile), rec); err != nil {
+		t.Fatal(err)
+	}
+	return spec, runs
+}
+
+func writeFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fakeConfigure returns, for the sets of a sweep run, the configuration of
+// the matching hand-made run, as the command line's loader would.
+func fakeConfigure(out string, runs []fakeRun) Configure {
+	return func(sets []string) (config.Config, error) {
+		kv := map[string]string{}
+		for _, s := range sets {
+			k, v, _ := strings.Cut(s, "=")
+			kv[k] = v
+		}
+		for _, f := range runs {
+			if string(f.variant.Method) == kv["method"] && strconv.FormatInt(f.seed, 10) == kv["seed"] &&
+				(kv["loss.bi"] == "" || kv["loss.bi"] == strconv.FormatBool(f.variant.Bi)) &&
+				(kv["loss.cyc"] == "" || kv["loss.cyc"] == strconv.FormatBool(f.variant.Cyc)) {
+				return f.config(out), nil
+			}
+		}
+		return config.Config{}, errors.New("no such run")
+	}
+}
+
+// TestRunSweepSkipsFinishedRuns runs a sweep whose runs have all finished:
+// nothing trains, the record keeps the wall times, and Finish runs.
+func TestRunSweepSkipsFinishedRuns(t *testing.T) {
+	dir := t.TempDir()
+	spec, runs := fakeSweep(t, dir)
+	before, err := os.Stat(filepath.Join(dir, "bicyc-s0", "metrics.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var status bytes.Buffer
+	finished := false
+	rec, err := Run(context.Background(), spec, fakeConfigure(dir, runs), Options{Status: &status, Finish: func() error { finished = true; return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(status.String(), "finished, skipped"); n != 15 {
+		t.Errorf("%d runs skipped, want 15:\n%s", n, status.String())
+	}
+	for i, r := range rec.Runs {
+		if r.Status != StatusFinished || r.WallSeconds < 60+float64(i) {
+			t.Errorf("run %d %s: status %s, wall %v s (the earlier session recorded %d s)", i, r.Name, r.Status, r.WallSeconds, 60+i)
+		}
+	}
+	after, err := os.Stat(filepath.Join(dir, "bicyc-s0", "metrics.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.ModTime().Equal(before.ModTime()) {
+		t.Error("a finished run's metrics.json was rewritten")
+	}
+	if !finished {
+		t.Error("the sweep did not call Finish")
+	}
+}
+
+// TestRunSweepRefusesChangedConfig: a run directory made with other
+// settings must not be resumed or counted as this sweep's run.
+func TestRunSweepRefusesChangedConfig(t *testing.T) {
+	dir := t.TempDir()
+	spec, runs := fakeSweep(t, dir)
+	configure := func(sets []string) (config.Config, error) {
+		c, err := fakeConfigure(dir, runs)(sets)
+		c.Train.Epochs = 9
+		return c, err
+	}
+	_, err := Run(context.Background(), spec, configure, Options{})
+	if !errors.Is(err, ErrConfigChanged) || !strings.Contains(err.Error(), "train.epochs: 3 -> 9") {
+		t.Fatalf("error %v, want ErrConfigChanged naming train.epochs", err)
+	}
+	// Threads and the path to the sweep directory do not change an experiment.
+	configure = func(sets []string) (config.Config, error) {
+		c, err := fakeConfigure(dir, runs)(sets)
+		c.Threads, c.RunDir = 1, c.RunDir+"/"
+		return c, err
+	}
+	if _, err := Run(context.Background(), spec, configure, Options{}); err != nil {
+		t.Fatalf("threads and run_dir changes refused: %v", err)
+	}
+}
