@@ -113,7 +113,7 @@ func LoadMapper(path string) (*Mapper, error) {
 	}
 	kind, hiddenMult := meta["kind"], 0
 	switch kind {
-	case MapperMLP:
+	case MapperMLP, MapperResidualMLP:
 		if hiddenMult, err = metaInt(path, meta, "hidden_mult"); err != nil {
 			return nil, err
 		}

@@ -13,7 +13,7 @@ import (
 )
 
 type learnOptions struct {
-	run, trainDir, testDir string
+	run, trainDir, testDir  string
 	export, allowDuplicates bool
 }
 
