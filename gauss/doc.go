@@ -2,8 +2,8 @@
 // of means and covariances, a Cholesky factorisation that does not give up on
 // nearly singular matrices, sampling, Monte Carlo transport through an adapter,
 // distances between Gaussians, the task-agnostic Mahalanobis classifier, and
-its calibration (a tempered class posterior and an open-set "unknown" score
-with a threshold for a requested acceptance rate).
+// its calibration (a tempered class posterior and an open-set "unknown" score
+// with a threshold for a requested acceptance rate).
 // No other package computes prototype covariances or their factors.
 //
 // Numbers are float64 inside the package (covariances of 64-dim features lose
