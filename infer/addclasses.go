@@ -240,25 +240,36 @@ func embedClasses(modelDir string, classes []LabelledImages, opts []Option) ([]g
 	out := make([]gauss.Gaussian, len(classes))
 	for i, class := range classes {
 		features := make([]float32, 0, len(class.Files)*s)
-		for start := 0; start < len(class.Files); start += embedBatch {
-			chunk := class.Files[start:min(start+embedBatch, len(class.Files))]
-			imgs, err := c.decodeFiles(chunk)
-			if err != nil {
-				return nil, fmt.Errorf("class %q: %w", class.Name, err)
-			}
+		err := c.eachBatch(class, func(imgs []image.Image) error {
 			rows, err := c.Embed(imgs)
-			if err != nil {
-				return nil, fmt.Errorf("class %q: %w", class.Name, err)
-			}
 			for _, r := range rows {
 				features = append(features, r...)
 			}
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
 		if out[i], err = gauss.Estimate(features, len(class.Files), s); err != nil {
 			return nil, fmt.Errorf("class %q: %w", class.Name, err)
 		}
 	}
 	return out, nil
+}
+
+// eachBatch decodes the images of class embedBatch at a time, so memory
+// stays bounded, and calls f on each batch; errors name the class.
+func (c *Classifier) eachBatch(class LabelledImages, f func([]image.Image) error) error {
+	for start := 0; start < len(class.Files); start += embedBatch {
+		imgs, err := c.decodeFiles(class.Files[start:min(start+embedBatch, len(class.Files))])
+		if err == nil {
+			err = f(imgs)
+		}
+		if err != nil {
+			return fmt.Errorf("class %q: %w", class.Name, err)
+		}
+	}
+	return nil
 }
 
 // decodeFiles decodes image files with the Classifier's pixel limit;

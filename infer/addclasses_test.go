@@ -18,12 +18,17 @@ import (
 )
 
 // writeClassFolder writes Fashion-MNIST test images as PNG files into
-// root/<name>/, one sub-folder per class: the first n images of each given
-// label, or those after skip of them.
+// root/<name>/, one sub-folder per class (named by class ID when the name
+// holds a slash): the first n images of each given label after skip of
+// them.
 func writeClassFolder(t testing.TB, f *fixture, root string, labels []int, skip, n int) {
 	t.Helper()
 	for _, y := range labels {
-		dir := filepath.Join(root, data.FashionMNISTClasses[y])
+		name := data.FashionMNISTClasses[y]
+		if strings.Contains(name, "/") {
+			name = strconv.Itoa(y)
+		}
+		dir := filepath.Join(root, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}

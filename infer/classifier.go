@@ -204,15 +204,11 @@ func (c *Classifier) ClassifyBatch(imgs []image.Image) ([]Result, error) {
 	if len(imgs) == 0 {
 		return nil, nil
 	}
-	batch, shape, err := c.preprocess(imgs)
+	scores, err := c.scores(imgs)
 	if err != nil {
 		return nil, err
 	}
 	k := len(c.classes)
-	scores, err := c.runLocked(func() ([]float32, error) { return c.model.run(batch, shape, k) })
-	if err != nil {
-		return nil, err
-	}
 	results := make([]Result, len(imgs))
 	for i := range results {
 		preds, err := rankClasses(scores[i*k:(i+1)*k], c.classes, c.topK)
@@ -223,6 +219,16 @@ func (c *Classifier) ClassifyBatch(imgs []image.Image) ([]Result, error) {
 		c.openSet.apply(scores[i*k:(i+1)*k], &results[i])
 	}
 	return results, nil
+}
+
+// scores runs model.onnx on the preprocessed images: [N, K] row-major.
+func (c *Classifier) scores(imgs []image.Image) ([]float32, error) {
+	batch, shape, err := c.preprocess(imgs)
+	if err != nil {
+		return nil, err
+	}
+	k := len(c.classes)
+	return c.runLocked(func() ([]float32, error) { return c.model.run(batch, shape, k) })
 }
 
 // ClassifyFile decodes the image file at path (DecodeImage, with the
