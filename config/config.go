@@ -44,6 +44,7 @@ type Data struct {
 	TrivialAugment bool      `mapstructure:"trivial_augment" yaml:"trivial_augment" doc:"Training augmentation: TrivialAugmentWide after crop and flip, as torchvision's (31 magnitude bins, nearest, fill 0) on uint8 tensors (METHOD.md, Augmentation (CIFAR)); needs 1 or 3 channels."`
 	TrainPerClass  int       `mapstructure:"train_per_class" yaml:"train_per_class" doc:"Use at most this many training images per class (first ones in file order); 0 means all."`
 	TestPerClass   int       `mapstructure:"test_per_class" yaml:"test_per_class" doc:"Use at most this many test images per class; 0 means all."`
+	ValPerClass    int       `mapstructure:"val_per_class" yaml:"val_per_class" doc:"Validation split: this many training images of every class, drawn with the run's seed, are held out and never trained on (at most half of a class); -1 means 10% of each class, rounded down (the authors' code also trains on 90%); 0 means none. It checks the adapter (adapter.select), scores settings (bicyc eval --split val) and calibrates exported models."`
 }
 
 // Stream splits the classes into tasks.
@@ -58,7 +59,7 @@ type Stream struct {
 type Model struct {
 	Backbone   string `mapstructure:"backbone" yaml:"backbone" doc:"Feature extractor: convnet (28x28 default) or resnet18 (32x32 RGB, METHOD.md)."`
 	FeatureDim int    `mapstructure:"feature_dim" yaml:"feature_dim" doc:"Feature dimension S of the prototypes (METHOD.md: 64)."`
-	Mapper     string `mapstructure:"mapper" yaml:"mapper" doc:"Architecture of the distiller D and adapter A: mlp (S -> hidden_mult*S -> S with exact GELU) or linear (S x S)."`
+	Mapper     string `mapstructure:"mapper" yaml:"mapper" doc:"Architecture of the distiller D and adapter A: mlp (S -> hidden_mult*S -> S with exact GELU, the paper's), linear (S x S), or residual-mlp (x + mlp(x) with the last layer starting at zero, so an untrained map is the identity)."`
 	HiddenMult int    `mapstructure:"hidden_mult" yaml:"hidden_mult" doc:"Hidden width of the mlp mapper as a multiple of S (METHOD.md: 32)."`
 }
 
@@ -78,6 +79,7 @@ type Train struct {
 	RotationSplitBatch bool      `mapstructure:"rotation_split_batch" yaml:"rotation_split_batch" doc:"With rotation, each task-1 step takes batch_size/4 images and their three turns, batch_size rows in all, as AdaGauss's public code does (train_backbone: batch_size // 4), on which the authors' code builds; false feeds batch_size images (4x the rows, 4x fewer steps)."`
 	DetachWarmup       float64   `mapstructure:"detach_warmup" yaml:"detach_warmup" doc:"Fraction of the first epochs during which features are detached (METHOD.md: 1%)."`
 	EvalBatch          int       `mapstructure:"eval_batch" yaml:"eval_batch" doc:"Batch size for feature extraction at evaluation and statistics time."`
+	MinSteps           int       `mapstructure:"min_steps" yaml:"min_steps" doc:"Stage I makes at least this many optimisation steps on every task: a small task gets more epochs (the learning-rate milestones scale with them); 0 follows the epochs alone (the authors' code)."`
 }
 
 // Loss holds the Stage I loss weights and switches (METHOD.md).
@@ -104,6 +106,8 @@ type Adapter struct {
 	LR               float64 `mapstructure:"lr" yaml:"lr" doc:"Stage II learning rate (METHOD.md: 0.01)."`
 	TransportSamples int     `mapstructure:"transport_samples" yaml:"transport_samples" doc:"Monte Carlo samples per old class pushed through the adapter (METHOD.md code: 10000)."`
 	Alpha            float64 `mapstructure:"alpha" yaml:"alpha" doc:"Weight of L_ac(A(z_old)) in the Stage II fine-tune; -1 means loss.alpha (METHOD.md, the authors' code); 0 is the paper's Algorithm 1 (Stage II minimises the MSE alone)."`
+	MinSteps         int     `mapstructure:"min_steps" yaml:"min_steps" doc:"The adapter fine-tune (and adagauss's post-task adapter) makes at least this many steps: a small task gets more epochs; 0 follows the epochs alone (the authors' code)."`
+	Select           bool    `mapstructure:"select" yaml:"select" doc:"After Stage II, score A, the identity and a least-squares linear map on the validation images of the new task (held-out MSE to the new features) and transport the old classes through the best; the log and metrics say which. Needs data.val_per_class; false always transports through A (the authors' code)."`
 }
 
 // Classifier holds the task-agnostic Bayes classifier options (METHOD.md).
@@ -149,7 +153,7 @@ func Default() Config {
 			Kind: "fashion-mnist", Dir: "/usr/share/datasets/fashion-mnist",
 			Channels: 1, Height: 28, Width: 28,
 			Mean: []float64{0.2860}, Std: []float64{0.3530},
-			CropPadding: 2, HorizontalFlip: true,
+			CropPadding: 2, HorizontalFlip: true, ValPerClass: -1,
 		},
 		Stream: Stream{Tasks: 5, OrderSeed: -1},
 		Model:  Model{Backbone: "convnet", FeatureDim: 64, Mapper: "mlp", HiddenMult: 32},
@@ -158,6 +162,7 @@ func Default() Config {
 			LRFirst: 0.1, LR: 0.01, Momentum: 0.9, WeightDecay: 5e-4,
 			Milestones: []float64{0.3, 0.6, 0.9}, LRDecay: 0.1, ClipNorm: 1,
 			Rotation: true, RotationSplitBatch: true, DetachWarmup: 0.01, EvalBatch: 500,
+			MinSteps: 200,
 		},
 		Loss: Loss{
 			Bi: true, Cyc: true, Pair: true, AntiCollapse: true,
@@ -165,7 +170,7 @@ func Default() Config {
 			Alpha: 1, Beta: 1, ACShrink: 0, ACJitter: 1e-6, KDWeight: 10,
 			CycleDetachInner: true,
 		},
-		Adapter:    Adapter{Epochs: -1, LR: 0.01, TransportSamples: 2000, Alpha: -1},
+		Adapter:    Adapter{Epochs: -1, LR: 0.01, TransportSamples: 2000, Alpha: -1, MinSteps: 200, Select: true},
 		Classifier: Classifier{Shrink: 3, Normalize: true, TopK: 5},
 		Export:     Export{Enabled: true},
 		QuickSet: Quick{
@@ -253,6 +258,9 @@ func (c Config) Validate() error {
 	if c.Data.TrainPerClass < 0 || c.Data.TestPerClass < 0 {
 		bad("data.train_per_class", "per-class limits must be >= 0")
 	}
+	if c.Data.ValPerClass < -1 {
+		bad("data.val_per_class", "must be -1 (10%% of each class), 0 (none) or a count, got %d", c.Data.ValPerClass)
+	}
 	if c.Stream.Tasks < 1 {
 		bad("stream.tasks", "must be >= 1, got %d", c.Stream.Tasks)
 	}
@@ -268,9 +276,9 @@ func (c Config) Validate() error {
 		bad("model.feature_dim", "must be >= 2, got %d", c.Model.FeatureDim)
 	}
 	switch c.Model.Mapper {
-	case "mlp", "linear":
+	case "mlp", "linear", "residual-mlp":
 	default:
-		bad("model.mapper", "%q is not one of mlp, linear", c.Model.Mapper)
+		bad("model.mapper", "%q is not one of mlp, linear, residual-mlp", c.Model.Mapper)
 	}
 	if c.Model.HiddenMult < 1 {
 		bad("model.hidden_mult", "must be >= 1, got %d", c.Model.HiddenMult)
@@ -296,6 +304,9 @@ func (c Config) Validate() error {
 	}
 	if c.Train.Rotation && c.Data.Height != c.Data.Width {
 		bad("train.rotation", "needs square images, got %dx%d", c.Data.Height, c.Data.Width)
+	}
+	if c.Train.MinSteps < 0 || c.Adapter.MinSteps < 0 {
+		bad("train.min_steps", "train.min_steps and adapter.min_steps must be >= 0, got %d and %d", c.Train.MinSteps, c.Adapter.MinSteps)
 	}
 	if c.Train.EvalBatch < 1 {
 		bad("train.eval_batch", "must be >= 1, got %d", c.Train.EvalBatch)

@@ -16,6 +16,10 @@ import (
 // (for train.rotation_split_batch that is not the default).
 var addedKeys = map[string]func(*Config){
 	"adapter.alpha":              func(c *Config) { c.Adapter.Alpha = -1 },
+	"adapter.min_steps":          func(c *Config) { c.Adapter.MinSteps = 0 },
+	"adapter.select":             func(c *Config) { c.Adapter.Select = false },
+	"data.val_per_class":         func(c *Config) { c.Data.ValPerClass = 0 },
+	"train.min_steps":            func(c *Config) { c.Train.MinSteps = 0 },
 	"data.trivial_augment":       func(c *Config) { c.Data.TrivialAugment = false },
 	"train.rotation_split_batch": func(c *Config) { c.Train.RotationSplitBatch = false },
 }

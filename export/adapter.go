@@ -10,8 +10,9 @@ import (
 // Adapter kinds (METHOD.md, "Networks"); the names and the tensor names are
 // a contract with package models.
 const (
-	AdapterMLP    = "mlp"
-	AdapterLinear = "linear"
+	AdapterMLP         = "mlp"
+	AdapterLinear      = "linear"
+	AdapterResidualMLP = "residual-mlp"
 )
 
 // Adapter returns adapter.onnx, the old-to-new feature map A:
@@ -25,7 +26,9 @@ const (
 //	g = h * 0.5 * (1 + erf(h / sqrt(2)))
 //	y = g fc2.weight^T + fc2.bias
 //
-// Kind AdapterLinear reads weight [S,S] and computes y = x weight^T.
+// Kind AdapterResidualMLP reads the same tensors and adds the input:
+// y = x + (the AdapterMLP output). Kind AdapterLinear reads weight [S,S]
+// and computes y = x weight^T.
 // Errors wrap ErrState.
 func Adapter(kind string, featureDim int, state []safetensors.Tensor) ([]byte, error) {
 	if featureDim < 1 {
@@ -40,7 +43,12 @@ func Adapter(kind string, featureDim int, state []safetensors.Tensor) ([]byte, e
 	var y string
 	switch kind {
 	case AdapterMLP:
-		y, err = addMLP(g, x, s, featureDim)
+		y, err = addMLP(g, x, s, featureDim, "features")
+	case AdapterResidualMLP:
+		var m string
+		if m, err = addMLP(g, x, s, featureDim, "mlp"); err == nil {
+			y = g.op("Add", "features", []string{x, m})
+		}
 	case AdapterLinear:
 		var w []float32
 		if w, err = s.get("weight", featureDim, featureDim); err == nil {
@@ -48,7 +56,7 @@ func Adapter(kind string, featureDim int, state []safetensors.Tensor) ([]byte, e
 			y = g.op("Gemm", "features", []string{x, wName}, attrInt("transB", 1))
 		}
 	default:
-		err = fmt.Errorf("%w: unknown adapter kind %q (want %q or %q)", ErrState, kind, AdapterMLP, AdapterLinear)
+		err = fmt.Errorf("%w: unknown adapter kind %q (want %q, %q or %q)", ErrState, kind, AdapterMLP, AdapterLinear, AdapterResidualMLP)
 	}
 	if err != nil {
 		return nil, err
@@ -57,7 +65,8 @@ func Adapter(kind string, featureDim int, state []safetensors.Tensor) ([]byte, e
 	return marshalModel(g.model(fmt.Sprintf("bicyc %s adapter: features_old [N,%d] -> features [N,%d]", kind, featureDim, featureDim)))
 }
 
-func addMLP(g *graph, x string, s stateDict, dim int) (string, error) {
+// addMLP adds Gemm-GELU-Gemm to g and returns the output, named out.
+func addMLP(g *graph, x string, s stateDict, dim int, out string) (string, error) {
 	shape, err := s.shape("fc1.weight")
 	if err != nil {
 		return "", err
@@ -88,5 +97,5 @@ func addMLP(g *graph, x string, s stateDict, dim int) (string, error) {
 	e := g.op("Erf", "gelu.erf", []string{g.op("Div", "gelu.scaled", []string{h, sqrt2})})
 	gate := g.op("Mul", "gelu.gate", []string{g.op("Add", "gelu.one_plus_erf", []string{e, one}), half})
 	act := g.op("Mul", "gelu", []string{h, gate})
-	return g.op("Gemm", "features", []string{act, "fc2.weight", "fc2.bias"}, attrInt("transB", 1)), nil
+	return g.op("Gemm", out, []string{act, "fc2.weight", "fc2.bias"}, attrInt("transB", 1)), nil
 }

@@ -18,6 +18,10 @@ const (
 	MapperMLP = "mlp"
 	// MapperLinear is a single S x S matrix without bias, y = x W^T (METHOD.md ablation variant).
 	MapperLinear = "linear"
+	// MapperResidualMLP is x + MLP(x), MLP as in MapperMLP, with fc2 starting at zero: an untrained map is the
+	// identity, so a map that gets few training steps (a small task) moves old prototypes little instead of
+	// scrambling them. Not in the paper; the tensors are MapperMLP's.
+	MapperResidualMLP = "residual-mlp"
 )
 
 // DefaultHiddenMult is the hidden width of MapperMLP in multiples of S (METHOD.md: Linear(S -> 32S)).
@@ -31,14 +35,14 @@ const DefaultHiddenMult = 32
 type Mapper struct {
 	kind       string
 	dim        int
-	hiddenMult int       // MapperMLP only
-	layers     []*Linear // fc1, fc2 for MapperMLP; the single map for MapperLinear
+	hiddenMult int       // MapperMLP and MapperResidualMLP only
+	layers     []*Linear // fc1, fc2 for MapperMLP and MapperResidualMLP; the single map for MapperLinear
 	prefixes   []string  // state name prefix of each layer: "fc1.", "fc2." or ""
 }
 
 // NewMapper returns a mapper of the given kind on s features. For MapperMLP the hidden layer has hiddenMult*s
 // units (DefaultHiddenMult in the paper); MapperLinear ignores hiddenMult. Layers are initialised as PyTorch's
-// nn.Linear (see NewLinear). It returns an error for an unknown kind or non-positive sizes, and panics if rng is
+// nn.Linear (see NewLinear), except MapperResidualMLP's fc2, which starts at zero. It returns an error for an unknown kind or non-positive sizes, and panics if rng is
 // nil.
 func NewMapper(kind string, s, hiddenMult int, rng *rand.Rand) (*Mapper, error) {
 	if rng == nil {
@@ -47,16 +51,20 @@ func NewMapper(kind string, s, hiddenMult int, rng *rand.Rand) (*Mapper, error) 
 	if err := checkMapperSizes(kind, s, hiddenMult); err != nil {
 		return nil, err
 	}
-	return newMapper(kind, s, hiddenMult, func(in, out int, bias bool) *Linear {
+	m := newMapper(kind, s, hiddenMult, func(in, out int, bias bool) *Linear {
 		return NewLinear(in, out, bias, rng)
-	}), nil
+	})
+	if kind == MapperResidualMLP {
+		m.layers[1] = newLinear(hiddenMult*s, s, true)
+	}
+	return m, nil
 }
 
 // newMapper assembles a mapper of valid sizes from layers made by newLayer.
 func newMapper(kind string, s, hiddenMult int, newLayer func(in, out int, bias bool) *Linear) *Mapper {
 	m := &Mapper{kind: kind, dim: s}
 	switch kind {
-	case MapperMLP:
+	case MapperMLP, MapperResidualMLP:
 		m.hiddenMult = hiddenMult
 		m.layers = []*Linear{newLayer(s, hiddenMult*s, true), newLayer(hiddenMult*s, s, true)}
 		m.prefixes = []string{"fc1.", "fc2."}
@@ -69,17 +77,17 @@ func newMapper(kind string, s, hiddenMult int, newLayer func(in, out int, bias b
 
 func checkMapperSizes(kind string, s, hiddenMult int) error {
 	switch {
-	case kind != MapperMLP && kind != MapperLinear:
-		return fmt.Errorf("mapper: unknown kind %q, want %q or %q", kind, MapperMLP, MapperLinear)
+	case kind != MapperMLP && kind != MapperLinear && kind != MapperResidualMLP:
+		return fmt.Errorf("mapper: unknown kind %q, want %q, %q or %q", kind, MapperMLP, MapperLinear, MapperResidualMLP)
 	case s <= 0:
 		return fmt.Errorf("mapper: feature dimension %d must be positive", s)
-	case kind == MapperMLP && hiddenMult <= 0:
+	case kind != MapperLinear && hiddenMult <= 0:
 		return fmt.Errorf("mapper: hidden multiple %d must be positive", hiddenMult)
 	}
 	return nil
 }
 
-// Kind returns MapperMLP or MapperLinear.
+// Kind returns MapperMLP, MapperLinear or MapperResidualMLP.
 func (m *Mapper) Kind() string { return m.kind }
 
 // Dim returns S, the feature dimension of input and output.
@@ -128,6 +136,13 @@ func (m *Mapper) Build(g *G.ExprGraph, x *G.Node) (*Built, error) {
 		}
 		built.Output = lb.Output
 		built.Params = append(built.Params, lb.Params...)
+	}
+	if m.kind == MapperResidualMLP {
+		out, err := G.Add(x, built.Output)
+		if err != nil {
+			return nil, fmt.Errorf("mapper skip: %w", err)
+		}
+		built.Output = out
 	}
 	return built, nil
 }
@@ -182,7 +197,7 @@ func LoadMapper(path string) (*Mapper, error) {
 	}
 	kind, hiddenMult := meta["kind"], 0
 	switch kind {
-	case MapperMLP:
+	case MapperMLP, MapperResidualMLP:
 		if hiddenMult, err = metaInt(path, meta, "hidden_mult"); err != nil {
 			return nil, err
 		}

@@ -216,7 +216,7 @@ func TestLearnNewClasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if err := r.Learn(context.Background(), filepath.Join(root, "train"), filepath.Join(root, "test")); err != nil {
+	if err := r.Learn(context.Background(), filepath.Join(root, "train"), filepath.Join(root, "test"), LearnOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	s := summary(t, r)

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/bicyc/bicyc/config"
@@ -40,10 +41,31 @@ type Evaluation struct {
 	TestIndices, Predictions []int
 }
 
+// Split names the images an evaluation reads.
+type Split string
+
+const (
+	// SplitTest is the test set: read once, for the numbers a run reports.
+	SplitTest Split = "test"
+	// SplitVal is the validation split of the training images
+	// (data.val_per_class): never trained on, for choosing settings.
+	SplitVal Split = "val"
+)
+
 // evaluate classifies the test images of tasks 0..t with the current
 // backbone and prototypes: over all seen classes (task-agnostic, TAg) and
 // over the classes of each image's own task (task-aware, TAw).
 func (r *Run) evaluate(b *models.Backbone, t int) (Evaluation, error) {
+	return r.evaluateSplit(b, t, SplitTest)
+}
+
+// evaluateSplit is evaluate on the images of split. A task without images
+// in the split gives an error wrapping ErrEmptySplit.
+func (r *Run) evaluateSplit(b *models.Backbone, t int, split Split) (Evaluation, error) {
+	ds, indices := r.test, r.testIndices
+	if split == SplitVal {
+		ds, indices = r.train, r.valIndices
+	}
 	var seen []int
 	for u := 0; u <= t; u++ {
 		seen = append(seen, r.stream.Tasks[u]...)
@@ -58,8 +80,11 @@ func (r *Run) evaluate(b *models.Backbone, t int) (Evaluation, error) {
 	}
 	ev := Evaluation{TAg: make([]float64, t+1), TAw: make([]float64, t+1)}
 	for u := 0; u <= t; u++ {
-		idx := r.testIndices(r.stream.Tasks[u])
-		z, err := features(b, r.test, idx, r.prep, r.cfg.Train.EvalBatch, false)
+		idx := indices(r.stream.Tasks[u])
+		if len(idx) == 0 {
+			return Evaluation{}, fmt.Errorf("task %d: %w %s", u+1, ErrEmptySplit, split)
+		}
+		z, err := features(b, ds, idx, r.prep, r.cfg.Train.EvalBatch, false)
 		if err != nil {
 			return Evaluation{}, fmt.Errorf("evaluate task %d: %w", u+1, err)
 		}
@@ -71,7 +96,7 @@ func (r *Run) evaluate(b *models.Backbone, t int) (Evaluation, error) {
 		taw := clf.Predict(z, len(idx), allowed)
 		var okAg, okAw int
 		for i, j := range idx {
-			want := r.test.Labels[j]
+			want := ds.Labels[j]
 			if seen[tag[i]] == want {
 				okAg++
 			}
@@ -93,10 +118,64 @@ func (r *Run) testIndices(classes []int) []int {
 	return limitPerClass(r.test, r.test.Subset(classes), r.cfg.Data.TestPerClass)
 }
 
-// trainIndices returns the training images of the given classes, at most
-// data.train_per_class per class, in dataset order.
+// trainIndices returns the training images of the given classes that are
+// trained on: at most data.train_per_class per class, less the validation
+// split, in dataset order.
 func (r *Run) trainIndices(classes []int) []int {
-	return limitPerClass(r.train, r.train.Subset(classes), r.cfg.Data.TrainPerClass)
+	train, _ := r.splitTraining(classes)
+	return train
+}
+
+// valIndices returns the validation images of the given classes, in
+// dataset order (data.val_per_class).
+func (r *Run) valIndices(classes []int) []int {
+	_, val := r.splitTraining(classes)
+	return val
+}
+
+// ErrEmptySplit is wrapped when a split has no image of a task (no
+// validation split configured, or classes too small for one).
+var ErrEmptySplit = errors.New("no images in split")
+
+// splitTraining divides the training images of the given classes (at most
+// data.train_per_class per class, the first in dataset order) into those
+// trained on and the validation split: ValidationCount of each class's
+// images, drawn with a random source of the run's seed and the class, so a
+// resumed, forked or re-evaluated run holds out the same images.
+func (r *Run) splitTraining(classes []int) (train, val []int) {
+	all := limitPerClass(r.train, r.train.Subset(classes), r.cfg.Data.TrainPerClass)
+	byClass := map[int][]int{}
+	for _, i := range all {
+		byClass[r.train.Labels[i]] = append(byClass[r.train.Labels[i]], i)
+	}
+	held := map[int]bool{}
+	for c, ids := range byClass {
+		k := ValidationCount(r.cfg.Data.ValPerClass, len(ids))
+		for _, p := range r.rng(fmt.Sprintf("validation-%d", c), 0).Perm(len(ids))[:k] {
+			held[ids[p]] = true
+		}
+	}
+	for _, i := range all {
+		if held[i] {
+			val = append(val, i)
+		} else {
+			train = append(train, i)
+		}
+	}
+	return train, val
+}
+
+// ValidationCount is the number of a class's n training images that
+// data.val_per_class = perClass holds out: 10% rounded down for -1, none
+// for 0, else perClass but never more than half of the class.
+func ValidationCount(perClass, n int) int {
+	switch {
+	case perClass < 0:
+		return n / 10
+	case perClass == 0:
+		return 0
+	}
+	return min(perClass, n/2)
 }
 
 // limitPerClass keeps the first limit indices of each class (all when limit is 0).
@@ -120,13 +199,20 @@ func limitPerClass(ds *data.Dataset, idx []int, limit int) []int {
 // ones the run was trained with): the accuracy on each task's test set over
 // all seen classes (TAg) and within each task (TAw), and every prediction.
 func (r *Run) Evaluate(opts config.Classifier) (Evaluation, error) {
+	return r.EvaluateSplit(opts, SplitTest)
+}
+
+// EvaluateSplit is Evaluate on the images of split: SplitVal scores
+// classifier options on images never trained on, leaving the test set for
+// the final reading. Indices and predictions then refer to the training set.
+func (r *Run) EvaluateSplit(opts config.Classifier, split Split) (Evaluation, error) {
 	if r.state.Completed == 0 {
 		return Evaluation{}, fmt.Errorf("%s: no completed task to evaluate", r.dir)
 	}
 	saved := r.cfg.Classifier
 	r.cfg.Classifier = opts
 	defer func() { r.cfg.Classifier = saved }()
-	return r.evaluate(r.state.Backbone, r.state.Completed-1)
+	return r.evaluateSplit(r.state.Backbone, r.state.Completed-1, split)
 }
 
 // TestSet is the run's test data (all tasks, learned ones included).

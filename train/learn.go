@@ -2,9 +2,13 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 
+	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
 )
 
@@ -16,7 +20,31 @@ type LearnedTask struct {
 	TrainDir string `json:"train_dir"`
 	TestDir  string `json:"test_dir"`
 	Classes  []int  `json:"classes"`
+	// Config is the configuration the task was learned with, when it
+	// differed from the run's (LearnOptions.Config); nil means the run's.
+	Config *config.Config `json:"config,omitempty"`
 }
+
+// LearnOptions change how Learn teaches the new task.
+type LearnOptions struct {
+	// Config, when set, is the configuration of the new task: it may
+	// differ from the run's only in LaterTaskKeys (epochs, learning rate,
+	// losses, adapter.*, method, ...); other differences are errors wrapping
+	// ErrForkMismatch that name the keys. nil keeps the run's.
+	Config *config.Config
+	// AllowDuplicateNames accepts a new class named like a class the run
+	// already has (otherwise an error: two classes of one name cannot be
+	// told apart in a prediction).
+	AllowDuplicateNames bool
+}
+
+// MinLearnImages is the fewest training images per class Learn accepts: a
+// covariance needs two; LearnWarnImages is the count below which it warns
+// that the prototype leans mostly on the classifier's shrinkage.
+const (
+	MinLearnImages  = 2
+	LearnWarnImages = 10
+)
 
 // Learn adds one task of new classes to a finished run and trains it: the
 // exemplar-free promise, usable after the fact. The new classes come from
@@ -25,7 +53,7 @@ type LearnedTask struct {
 // last one of the run. Training sees only the new images; old classes live
 // on as their transported prototypes. Evaluation covers every task's test
 // set, so the original test data must still be readable.
-func (r *Run) Learn(ctx context.Context, trainDir, testDir string) error {
+func (r *Run) Learn(ctx context.Context, trainDir, testDir string, opts LearnOptions) error {
 	if r.state.Completed != len(r.stream.Tasks) {
 		return fmt.Errorf("%s: the run has finished %d of %d tasks: resume it (bicyc train --resume) before learning a new task",
 			r.dir, r.state.Completed, len(r.stream.Tasks))
@@ -34,8 +62,23 @@ func (r *Run) Learn(ctx context.Context, trainDir, testDir string) error {
 	if err != nil {
 		return err
 	}
-	base := len(r.train.ClassNames)
+	if err := r.checkLearnData(train, opts.AllowDuplicateNames); err != nil {
+		return err
+	}
 	task := LearnedTask{Task: len(r.stream.Tasks), TrainDir: trainDir, TestDir: testDir}
+	if opts.Config != nil {
+		if keys := FirstTaskDifferences(r.cfg, *opts.Config); len(keys) > 0 {
+			return fmt.Errorf("%s: learn: %w: %s can only change when the run starts", r.dir, ErrForkMismatch, strings.Join(keys, ", "))
+		}
+		if err := opts.Config.Validate(); err != nil {
+			return fmt.Errorf("learn: invalid configuration:\n%w", err)
+		}
+		if len(config.Diff(r.cfg, *opts.Config)) > 0 {
+			c := *opts.Config
+			task.Config = &c
+		}
+	}
+	base := len(r.train.ClassNames)
 	for i := range train.ClassNames {
 		task.Classes = append(task.Classes, base+i)
 	}
@@ -50,6 +93,26 @@ func (r *Run) Learn(ctx context.Context, trainDir, testDir string) error {
 	}
 	r.log.printf("learning task %d: %d new classes %v from %s", task.Task+1, len(task.Classes), train.ClassNames, trainDir)
 	return r.Execute(ctx)
+}
+
+// checkLearnData refuses new classes with fewer than MinLearnImages
+// training images or (unless allowed) a name the run already has, and
+// warns about classes under LearnWarnImages.
+func (r *Run) checkLearnData(train *data.Dataset, allowDuplicates bool) error {
+	counts := train.ClassCounts()
+	var errs []error
+	for i, name := range train.ClassNames {
+		switch {
+		case counts[i] < MinLearnImages:
+			errs = append(errs, fmt.Errorf("%s: class %q has %d training images, need at least %d", train.Source, name, counts[i], MinLearnImages))
+		case counts[i] < LearnWarnImages:
+			r.log.printf("warning: %s: class %q has only %d training images; below %d its prototype leans mostly on the classifier's shrinkage", train.Source, name, counts[i], LearnWarnImages)
+		}
+		if !allowDuplicates && slices.Contains(r.train.ClassNames, name) {
+			errs = append(errs, fmt.Errorf("%s: class %q already exists in the run (allow it explicitly to learn a second class of that name)", train.Source, name))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // appendLearned adds a learned task's images (labels offset to its class

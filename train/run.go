@@ -202,7 +202,7 @@ func (r *Run) Execute(ctx context.Context) error {
 			r.log.printf("stopping after task %d of %d (resume to continue)", t, len(r.stream.Tasks))
 			return nil
 		}
-		rep, err := r.learnTask(ctx, t)
+		rep, err := r.learnTaskWith(ctx, t)
 		if err != nil {
 			return fmt.Errorf("task %d: %w (the run directory keeps the checkpoint of task %d)", t+1, err, r.state.Completed)
 		}
@@ -221,6 +221,20 @@ func (r *Run) Execute(ctx context.Context) error {
 	}
 	r.log.printf("%s", r.summaryTable())
 	return nil
+}
+
+// learnTaskWith runs learnTask under the configuration task t was learned
+// with (LearnOptions.Config), when it has one of its own.
+func (r *Run) learnTaskWith(ctx context.Context, t int) (TaskReport, error) {
+	for _, l := range r.learned {
+		if l.Task == t && l.Config != nil {
+			saved := r.cfg
+			r.cfg = *l.Config
+			useCPU(r.cfg.Threads)
+			defer func() { r.cfg = saved }()
+		}
+	}
+	return r.learnTask(ctx, t)
 }
 
 // useCPU makes the training kernels use OpenBLAS and the given number of

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"time"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -158,4 +159,182 @@ func classStatistics(feats []float32, n, s int, priorVariance float64) (gauss.Ga
 		return gauss.Estimate(feats, n, s)
 	}
 	return gauss.EstimateDiagonal(feats, n, s, priorVariance)
+}
+
+// featurePairs are the inputs of Stage II: the task's training images
+// (idx), the backbones before (old) and after (cur) Stage I, and cur's
+// features of the images, flipped copies after the originals when flips.
+type featurePairs struct {
+	old, cur *models.Backbone
+	idx      []int
+	zNew     []float32
+	rows     int
+	flips    bool
+}
+
+// TransportChoice records which map carried the old classes into the new
+// feature space after a task (adapter.select) and the held-out MSE of each
+// candidate on the validation images of the task's classes.
+type TransportChoice struct {
+	// Map is "adapter" (A), "identity" (prototypes kept as they were) or
+	// "linear" (the ridge least-squares affine map, gauss.FitAffine).
+	Map string `json:"map"`
+	// HeldOutMSE maps each candidate to MSE(map(z_old), z_new) on the
+	// validation images; empty when the choice was not scored.
+	HeldOutMSE map[string]float64 `json:"held_out_mse,omitempty"`
+	// Images is the number of validation images scored.
+	Images int `json:"images"`
+	// Reason says why A was used without scoring, when it was.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Transport maps, in the order a tie prefers them: A is the method's own.
+const (
+	MapAdapter  = "adapter"
+	MapIdentity = "identity"
+	MapLinear   = "linear"
+)
+
+// affineRidge is FitAffine's ridge for the linear candidate: mild, so that
+// with thousands of pairs the fit is the plain least-squares map.
+const affineRidge = 1e-2
+
+// stage2 fine-tunes the adapter on the task's feature pairs (adagauss:
+// trains a fresh one), picks the transport map (adapter.select) and moves
+// every old prototype in protos into the new feature space. It returns the
+// adapter the run keeps.
+func (r *Run) stage2(t int, p featurePairs, adapt *models.Mapper, protos map[int]gauss.Gaussian, rep *TaskReport) (*models.Mapper, error) {
+	cfg := r.cfg
+	s := cfg.Model.FeatureDim
+	zOld, err := features(p.old, r.train, p.idx, r.prep, cfg.Train.EvalBatch, p.flips)
+	if err != nil {
+		return nil, err
+	}
+	epochs := cfg.AdapterEpochs()
+	if cfg.Method == "adagauss" {
+		// AdaGauss learns its adapter only after the task, from scratch,
+		// so it gets the full Stage I epoch budget.
+		if adapt, err = models.NewMapper(cfg.Model.Mapper, s, cfg.Model.HiddenMult, r.rng("adapter", t)); err != nil {
+			return nil, err
+		}
+		epochs = cfg.Train.Epochs
+	}
+	batch := min(cfg.Train.BatchSize, p.rows)
+	if more := epochsForSteps(epochs, p.rows/max(batch, 1), cfg.Adapter.MinSteps); more > epochs {
+		r.log.printf("task %d stage II: %d feature rows give %d steps per epoch: %d epochs for adapter.min_steps %d",
+			t+1, p.rows, p.rows/max(batch, 1), more, cfg.Adapter.MinSteps)
+		epochs = more
+	}
+	bar := r.newBar(epochs, fmt.Sprintf("task %d stage II", t+1))
+	rep.AdapterLoss, err = trainAdapter(cfg, adapt, zOld, p.zNew, p.rows, s, epochs, r.rng("stage2", t), func(e int, l float64) {
+		bar.Describe(fmt.Sprintf("task %d stage II  o2n %.4f", t+1, l))
+		bar.Add(1)
+	})
+	bar.Finish()
+	if err != nil {
+		return nil, err
+	}
+	aMap, done, err := mapperFunc(adapt, s, 1000)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	choice, affine, err := r.chooseTransport(t, p, zOld, aMap)
+	if err != nil {
+		return nil, err
+	}
+	rep.Transport = &choice
+	start := time.Now()
+	switch choice.Map {
+	case MapAdapter:
+		err = r.transport(t, aMap, protos)
+	case MapLinear:
+		err = transportAffine(affine, protos)
+	}
+	rep.TransportSeconds = since(start)
+	return adapt, err
+}
+
+// chooseTransport scores A, the identity and the affine least-squares map
+// (fitted on the task's training pairs) on the validation images of the
+// task's classes and returns the best, with the affine map when it wins.
+// Without adapter.select or validation images it returns A unscored.
+func (r *Run) chooseTransport(t int, p featurePairs, zOld []float32, aMap gauss.FeatureMap) (TransportChoice, gauss.Affine, error) {
+	if !r.cfg.Adapter.Select {
+		return TransportChoice{Map: MapAdapter, Reason: "adapter.select is off"}, gauss.Affine{}, nil
+	}
+	val := r.valIndices(r.stream.Tasks[t])
+	if len(val) < 2 {
+		r.log.printf("task %d transport: through A, unchecked: %d validation images of the new classes (data.val_per_class)", t+1, len(val))
+		return TransportChoice{Map: MapAdapter, Images: len(val), Reason: "fewer than 2 validation images"}, gauss.Affine{}, nil
+	}
+	s := r.cfg.Model.FeatureDim
+	vOld, err := features(p.old, r.train, val, r.prep, r.cfg.Train.EvalBatch, false)
+	if err != nil {
+		return TransportChoice{}, gauss.Affine{}, err
+	}
+	vNew, err := features(p.cur, r.train, val, r.prep, r.cfg.Train.EvalBatch, false)
+	if err != nil {
+		return TransportChoice{}, gauss.Affine{}, err
+	}
+	affine, err := gauss.FitAffine(zOld, p.zNew, p.rows, s, affineRidge)
+	if err != nil {
+		return TransportChoice{}, gauss.Affine{}, fmt.Errorf("linear transport map: %w", err)
+	}
+	choice := TransportChoice{Images: len(val), HeldOutMSE: map[string]float64{MapIdentity: gauss.MeanSquaredError(vOld, vNew)}}
+	for name, f := range map[string]gauss.FeatureMap{MapAdapter: aMap, MapLinear: affine.Map} {
+		out, err := f(vOld, len(val))
+		if err != nil {
+			return TransportChoice{}, gauss.Affine{}, fmt.Errorf("transport map %s: %w", name, err)
+		}
+		choice.HeldOutMSE[name] = gauss.MeanSquaredError(out, vNew)
+	}
+	choice.Map = MapAdapter
+	for _, name := range []string{MapIdentity, MapLinear} {
+		if choice.HeldOutMSE[name] < choice.HeldOutMSE[choice.Map] {
+			choice.Map = name
+		}
+	}
+	r.log.printf("task %d transport: through %s (held-out MSE on %d validation images: adapter %.4f, identity %.4f, linear %.4f)",
+		t+1, choice.Map, len(val), choice.HeldOutMSE[MapAdapter], choice.HeldOutMSE[MapIdentity], choice.HeldOutMSE[MapLinear])
+	return choice, affine, nil
+}
+
+// transport replaces every old class's prototype by its Monte Carlo
+// transport through the map f, the adapter A (docs/method.md, Stage II).
+func (r *Run) transport(t int, f gauss.FeatureMap, protos map[int]gauss.Gaussian) error {
+	ids := sortedClasses(protos)
+	bar := r.newBar(len(ids), fmt.Sprintf("task %d transport", t+1))
+	defer bar.Finish()
+	for _, c := range ids {
+		g, err := gauss.Transport(protos[c], f, r.cfg.Adapter.TransportSamples, r.rng(fmt.Sprintf("transport-%d", c), t))
+		if err != nil {
+			return fmt.Errorf("transport class %d: %w", c, err)
+		}
+		protos[c] = g
+		bar.Add(1)
+	}
+	return nil
+}
+
+// transportAffine replaces every old class's prototype by its exact image
+// under the affine map.
+func transportAffine(a gauss.Affine, protos map[int]gauss.Gaussian) error {
+	for _, c := range sortedClasses(protos) {
+		g, err := a.Transport(protos[c])
+		if err != nil {
+			return fmt.Errorf("transport class %d: %w", c, err)
+		}
+		protos[c] = g
+	}
+	return nil
+}
+
+// epochsForSteps is the number of epochs that makes at least minSteps
+// steps of stepsPerEpoch each, and never fewer than epochs.
+func epochsForSteps(epochs, stepsPerEpoch, minSteps int) int {
+	if minSteps <= 0 || stepsPerEpoch <= 0 || epochs*stepsPerEpoch >= minSteps {
+		return epochs
+	}
+	return (minSteps + stepsPerEpoch - 1) / stepsPerEpoch
 }

@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -30,6 +31,12 @@ type TaskReport struct {
 	Stage2Seconds     float64 `json:"stage2_seconds"`
 	TransportSeconds  float64 `json:"transport_seconds"`
 	EvaluationSeconds float64 `json:"evaluation_seconds"`
+	// Transport says which map carried the old classes into this task's
+	// feature space (adapter.select); nil for task 1 and finetune.
+	Transport *TransportChoice `json:"transport,omitempty"`
+	// ValTAg is the task-agnostic accuracy on each task's validation
+	// images (data.val_per_class); empty when a task has none.
+	ValTAg []float64 `json:"val_tag,omitempty"`
 	// Drift holds the drift diagnostics when eval.drift is on.
 	Drift *Drift `json:"drift,omitempty"`
 	// TrainedIn is the directory of the run that trained this task when
@@ -87,40 +94,16 @@ func (r *Run) learnTask(ctx context.Context, t int) (TaskReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	rows := len(idx) * (1 + btoi(flips))
 	protos := make(map[int]gauss.Gaussian, len(r.state.Prototypes)+len(classes))
 	for c, p := range r.state.Prototypes {
 		protos[c] = p
 	}
 	if distil {
-		zOld, err := features(old, r.train, idx, r.prep, cfg.Train.EvalBatch, flips)
-		if err != nil {
+		pair := featurePairs{old: old, cur: cur, idx: idx, zNew: zNew, rows: len(idx) * (1 + btoi(flips)), flips: flips}
+		if adapt, err = r.stage2(t, pair, adapt, protos, &rep); err != nil {
 			return rep, err
 		}
-		epochs := cfg.AdapterEpochs()
-		if cfg.Method == "adagauss" {
-			// AdaGauss learns its adapter only after the task, from scratch,
-			// so it gets the full Stage I epoch budget.
-			if adapt, err = models.NewMapper(cfg.Model.Mapper, s, cfg.Model.HiddenMult, r.rng("adapter", t)); err != nil {
-				return rep, err
-			}
-			epochs = cfg.Train.Epochs
-		}
-		bar := r.newBar(epochs, fmt.Sprintf("task %d stage II", t+1))
-		rep.AdapterLoss, err = trainAdapter(cfg, adapt, zOld, zNew, rows, s, epochs, r.rng("stage2", t), func(e int, l float64) {
-			bar.Describe(fmt.Sprintf("task %d stage II  o2n %.4f", t+1, l))
-			bar.Add(1)
-		})
-		bar.Finish()
-		if err != nil {
-			return rep, err
-		}
-		rep.Stage2Seconds = since(start)
-		start = time.Now()
-		if err := r.transport(t, adapt, protos); err != nil {
-			return rep, err
-		}
-		rep.TransportSeconds = since(start)
+		rep.Stage2Seconds = since(start) - rep.TransportSeconds
 	}
 	if err := r.newClassStatistics(classes, idx, zNew, flips, protos); err != nil {
 		return rep, err
@@ -137,6 +120,13 @@ func (r *Run) learnTask(ctx context.Context, t int) (TaskReport, error) {
 		return rep, err
 	}
 	rep.TAg, rep.TAw = ev.TAg, ev.TAw
+	val, err := r.evaluateSplit(cur, t, SplitVal)
+	switch {
+	case err == nil:
+		rep.ValTAg = val.TAg
+	case !errors.Is(err, ErrEmptySplit):
+		return rep, err
+	}
 	rep.EvaluationSeconds = since(start)
 	if cfg.Eval.Drift {
 		if rep.Drift, err = r.drift(t, old, cur); err != nil {
@@ -166,6 +156,11 @@ func (r *Run) stage1(ctx context.Context, t int, cur, old *models.Backbone, dist
 	batch = min(batch, len(idx))
 	if batch < 2 {
 		return nil, 0, fmt.Errorf("task %d has %d training images, need at least 2", t+1, len(idx))
+	}
+	if more := epochsForSteps(epochs, len(idx)/batch, cfg.Train.MinSteps); more > epochs {
+		r.log.printf("task %d: %d images give %d steps per epoch: %d epochs for train.min_steps %d",
+			t+1, len(idx), len(idx)/batch, more, cfg.Train.MinSteps)
+		epochs = more
 	}
 	copies := 1
 	if rotation {
@@ -231,8 +226,12 @@ func (r *Run) stage1(ctx context.Context, t int, cur, old *models.Backbone, dist
 		for i, name := range terms {
 			last[name] = sums[i] / float64(max(steps, 1))
 		}
-		r.log.printf("task %d epoch %d/%d lr %.4g: %s (%.0f img/s)", t+1, epoch+1, epochs, epochLR,
-			termString(terms, sums, steps), float64(steps*batch*copies)/time.Since(epochStart).Seconds())
+		// Many short epochs (a small task under train.min_steps) log about
+		// ten lines, not one per epoch.
+		if every := (epochs + 9) / 10; epochs <= 20 || (epoch+1)%every == 0 || epoch+1 == epochs {
+			r.log.printf("task %d epoch %d/%d lr %.4g: %s (%.0f img/s)", t+1, epoch+1, epochs, epochLR,
+				termString(terms, sums, steps), float64(steps*batch*copies)/time.Since(epochStart).Seconds())
+		}
 	}
 	return last, images, nil
 }
@@ -260,29 +259,6 @@ func rotate90(src, dst []float32, c, h, w, k int) {
 			}
 		}
 	}
-}
-
-// transport replaces every old class's prototype by its Monte Carlo
-// transport through A (METHOD.md "Stage II" step 2).
-func (r *Run) transport(t int, a *models.Mapper, protos map[int]gauss.Gaussian) error {
-	s := r.cfg.Model.FeatureDim
-	f, done, err := mapperFunc(a, s, 1000)
-	if err != nil {
-		return err
-	}
-	defer done()
-	ids := sortedClasses(protos)
-	bar := r.newBar(len(ids), fmt.Sprintf("task %d transport", t+1))
-	defer bar.Finish()
-	for _, c := range ids {
-		g, err := gauss.Transport(protos[c], f, r.cfg.Adapter.TransportSamples, r.rng(fmt.Sprintf("transport-%d", c), t))
-		if err != nil {
-			return fmt.Errorf("transport class %d: %w", c, err)
-		}
-		protos[c] = g
-		bar.Add(1)
-	}
-	return nil
 }
 
 // newClassStatistics estimates the prototype of every class of the task from

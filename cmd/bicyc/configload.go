@@ -30,9 +30,15 @@ var flagKeys = map[string]string{
 // the bound flags of fs, and --set overrides. Unknown keys and values of the
 // wrong type are errors that name the key.
 func loadConfig(opts *globalOptions, fs *pflag.FlagSet) (config.Config, error) {
+	return loadConfigOver(config.Default(), opts, fs)
+}
+
+// loadConfigOver is loadConfig with base in place of the defaults: a
+// finished run's own configuration, for instance, which learn changes.
+func loadConfigOver(base config.Config, opts *globalOptions, fs *pflag.FlagSet) (config.Config, error) {
 	v := viper.New()
 	known := map[string]bool{}
-	setDefaults(v, reflect.ValueOf(config.Default()), "")
+	setDefaults(v, reflect.ValueOf(base), "")
 	// Each leaf key is bound to its own variable, rather than viper's
 	// AutomaticEnv, so that a variable named after a section (BICYC_MODEL,
 	// which bicyc-infer reads) is not taken for the whole section.

@@ -15,17 +15,19 @@ type evalOptions struct {
 	shrink       float64
 	normalize    bool
 	fullGaussian bool
+	split        string
 }
 
 func newEvalCmd() *cobra.Command {
 	opts := &evalOptions{}
 	cmd := &cobra.Command{
-		Use:   "eval --run <run-dir> [--shrink <x>] [--normalize=<bool>] [--full-gaussian]",
-		Short: "Evaluate a run's last checkpoint on every seen task's test set",
+		Use:   "eval --run <run-dir> [--split test|val] [--shrink <x>] [--normalize=<bool>] [--full-gaussian]",
+		Short: "Evaluate a run's last checkpoint on every seen task's test or validation images",
 		Long: `eval classifies the test images of every completed task with the run's backbone and
 prototypes, over all seen classes (task-agnostic, TAg) and within each task (task-aware,
 TAw). The classifier options default to the run's and can be changed to compare them
-without retraining.`,
+without retraining. Choose settings with --split val (the validation split of the training
+images, data.val_per_class, never trained on) and read the test set once at the end.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run, err := train.Resume(opts.run, train.Options{Log: io.Discard})
@@ -44,14 +46,20 @@ without retraining.`,
 			if f.Changed("full-gaussian") {
 				c.FullGaussian = opts.fullGaussian
 			}
-			ev, err := run.Evaluate(c)
+			split := train.Split(opts.split)
+			if split != train.SplitTest && split != train.SplitVal {
+				return fmt.Errorf("--split %q: want test or val", opts.split)
+			}
+			ev, err := run.EvaluateSplit(c, split)
 			if err != nil {
 				return err
 			}
+			fmt.Fprintf(cmd.OutOrStdout(), "split: %s\n", split)
 			return printEvaluation(cmd.OutOrStdout(), c, ev.TAg, ev.TAw, run.Stream().Tasks)
 		},
 	}
 	cmd.Flags().StringVar(&opts.run, "run", "", "run `dir`ectory (required)")
+	cmd.Flags().StringVar(&opts.split, "split", "test", "images to evaluate: test, or val (the validation split)")
 	cmd.Flags().Float64Var(&opts.shrink, "shrink", 0, "covariance shrinkage (default: the run's classifier.shrink)")
 	cmd.Flags().BoolVar(&opts.normalize, "normalize", false, "correlation matrix and L2-normalised features (default: the run's)")
 	cmd.Flags().BoolVar(&opts.fullGaussian, "full-gaussian", false, "add log det and prior terms (default: the run's)")

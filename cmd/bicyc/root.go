@@ -31,6 +31,6 @@ Configuration: --config FILE (YAML, see configs/), BICYC_* environment variables
 	cmd.AddCommand(newSweepCmd(opts), newReportCmd())
 	cmd.AddCommand(newExportCmd())
 	cmd.AddCommand(newEvalCmd())
-	cmd.AddCommand(newLearnCmd())
+	cmd.AddCommand(newLearnCmd(opts))
 	return cmd
 }
