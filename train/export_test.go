@@ -109,7 +109,7 @@ func TestExportMatchesTraining(t *testing.T) {
 	for i, j := range ev.TestIndices {
 		pred[j] = ev.Predictions[i]
 	}
-	agree := 0
+	agree, accepted := 0, 0
 	for start := 0; start < len(imgs); start += 500 {
 		res, err := clf.ClassifyBatch(imgs[start:min(start+500, len(imgs))])
 		if err != nil {
@@ -119,7 +119,22 @@ func TestExportMatchesTraining(t *testing.T) {
 			if r.Predictions[0].ClassID == pred[start+i] {
 				agree++
 			}
+			if !r.Unknown {
+				accepted++
+			}
 		}
+	}
+	// Calibrated on the validation split, the model accepts the requested
+	// share of the (unseen, known-class) test images.
+	cal := b.Manifest.Calibration
+	if cal == nil || cal.HeldOutImages != 10*ValidationCount(cfg.Data.ValPerClass, cfg.Data.TrainPerClass) {
+		t.Fatalf("calibration %+v, want one fitted on the validation split", cal)
+	}
+	acceptRate := float64(accepted) / float64(len(imgs))
+	t.Logf("calibrated on %d validation images: accepts %.3f of the test images at accept_rate %.2f (temperature %.3g)",
+		cal.HeldOutImages, acceptRate, cal.AcceptRate, cal.Temperature)
+	if abs(acceptRate-cfg.Export.AcceptRate) > 0.02 {
+		t.Errorf("accepted %.3f of known-class test images, asked %.2f", acceptRate, cfg.Export.AcceptRate)
 	}
 	rate := float64(agree) / float64(len(imgs))
 	t.Logf("model.onnx agrees with the training-time evaluation on %d of %d test images (%.3f%%)", agree, len(imgs), 100*rate)
