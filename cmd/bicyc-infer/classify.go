@@ -8,10 +8,10 @@ import (
 	"image"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 
-	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/infer"
 )
 
@@ -71,7 +71,7 @@ func runClassify(o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) 
 		stdin = io.TeeReader(stdin, &stdinCopy)
 	}
 
-	out := newPrinter(o.json, stdout, stderr, sources, c.Classes(), c.Calibrated())
+	out := newPrinter(o.json, stdout, stderr, sources, c)
 	failed := 0
 	for start := 0; start < len(sources); start += o.batch {
 		chunk := sources[start:min(start+o.batch, len(sources))]
@@ -207,24 +207,27 @@ type printer struct {
 	fileWidth      int
 	nameWidth      int
 	header         bool
-	calibrated     bool
+	calibrated     bool // the model gives probabilities
+	decides        bool // the model can answer unknown
 }
 
-func newPrinter(asJSON bool, stdout, stderr io.Writer, sources []source, classes []bundle.Class, calibrated bool) *printer {
+func newPrinter(asJSON bool, stdout, stderr io.Writer, sources []source, c *infer.Classifier) *printer {
+	threshold, _ := c.UnknownThreshold()
 	p := &printer{json: asJSON, stdout: stdout, stderr: stderr, enc: json.NewEncoder(stdout), fileWidth: len("FILE"), nameWidth: len("NAME"),
-		calibrated: calibrated}
+		calibrated: c.Calibrated(), decides: !math.IsInf(threshold, 1)}
 	for _, s := range sources {
 		p.fileWidth = max(p.fileWidth, len(s.name))
 	}
-	for _, c := range classes {
-		p.nameWidth = max(p.nameWidth, len(c.Name))
+	for _, class := range c.Classes() {
+		p.nameWidth = max(p.nameWidth, len(class.Name))
 	}
 	return p
 }
 
 // result prints one image's answer. The table's PROB column is the
-// calibrated posterior ("-" without calibration) and its ANSWER column,
-// on the first row, is "known" or "unknown" with the unknown score.
+// calibrated posterior and its ANSWER column, on the first row, "known" or
+// "unknown"; both are "-" when the model cannot say (no calibration, no
+// --threshold).
 func (p *printer) result(file string, r infer.Result, collected string) {
 	if p.json {
 		score := r.UnknownScore
@@ -241,13 +244,16 @@ func (p *printer) result(file string, r infer.Result, collected string) {
 		if p.calibrated {
 			prob = fmt.Sprintf("%.3f", pr.Probability)
 		}
-		if rank == 0 {
-			answer = fmt.Sprintf("known (score %.3g)", r.UnknownScore)
-			if r.Unknown {
-				answer = fmt.Sprintf("unknown (score %.3g)", r.UnknownScore)
-			}
+		switch {
+		case rank > 0:
+		case !p.decides:
+			answer = "  -"
+		case r.Unknown:
+			answer = "  unknown"
+		default:
+			answer = "  known"
 		}
-		fmt.Fprintf(p.stdout, "%-*s  %4d  %5d  %-*s  %4d  %10.5g  %5s  %s\n", p.fileWidth, file, rank+1, pr.ClassID, p.nameWidth, pr.Name, pr.Task, pr.Distance, prob, answer)
+		fmt.Fprintf(p.stdout, "%-*s  %4d  %5d  %-*s  %4d  %10.5g  %5s%s\n", p.fileWidth, file, rank+1, pr.ClassID, p.nameWidth, pr.Name, pr.Task, pr.Distance, prob, answer)
 	}
 }
 
