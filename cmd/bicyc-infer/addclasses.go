@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
@@ -40,14 +39,7 @@ result by pointing the server's model path at it (e.g. swap a symlink) and reloa
 }
 
 func runAddClasses(o *addClassesOptions, stdout io.Writer) error {
-	if o.model.model == "" || o.from == "" || o.out == "" {
-		return errors.New("add-classes needs --model, --from and --out")
-	}
-	classes, err := infer.ReadClassFolders(o.from)
-	if err != nil {
-		return err
-	}
-	opts, err := o.model.openOptions(io.Discard)
+	classes, opts, err := o.model.folderJob("add-classes", o.from, o.out)
 	if err != nil {
 		return err
 	}
@@ -60,4 +52,19 @@ func runAddClasses(o *addClassesOptions, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "  class %d %q (task %d) from %d images\n", c.ID, c.Name, c.Task, c.AddedImages)
 	}
 	return nil
+}
+
+// folderJob checks the flags of a command that reads a folder of class
+// folders into a new model directory, and returns the folder's classes
+// and the options to open the model with.
+func (o *modelOptions) folderJob(command, from, out string) ([]infer.LabelledImages, []infer.Option, error) {
+	if o.model == "" || from == "" || out == "" {
+		return nil, nil, fmt.Errorf("%s needs --model, --from and --out", command)
+	}
+	classes, err := infer.ReadClassFolders(from)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts, err := o.openOptions(io.Discard)
+	return classes, opts, err
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
@@ -43,14 +42,7 @@ image is unknown when the score is above the --rate quantile of the held-out ima
 }
 
 func runCalibrate(o *calibrateOptions, stdout io.Writer) error {
-	if o.model.model == "" || o.from == "" || o.out == "" {
-		return errors.New("calibrate needs --model, --from and --out")
-	}
-	heldOut, err := infer.ReadClassFolders(o.from)
-	if err != nil {
-		return err
-	}
-	opts, err := o.model.openOptions(io.Discard)
+	heldOut, opts, err := o.model.folderJob("calibrate", o.from, o.out)
 	if err != nil {
 		return err
 	}
