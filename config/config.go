@@ -139,6 +139,7 @@ type Quick struct {
 	TransportSamples int  `mapstructure:"transport_samples" yaml:"transport_samples" doc:"Quick profile: transport samples per old class."`
 	AdapterEpochs    int  `mapstructure:"adapter_epochs" yaml:"adapter_epochs" doc:"Quick profile: Stage II epochs (a subset gives the adapter few steps per epoch)."`
 	Rotation         bool `mapstructure:"rotation" yaml:"rotation" doc:"Quick profile: rotation self-supervision on task 1 (off: it quadruples task 1 and, in a few epochs, left old prototypes behind the new ones)."`
+	MinSteps         int  `mapstructure:"min_steps" yaml:"min_steps" doc:"Quick profile: train.min_steps and adapter.min_steps (0 turns the floors off, which keeps the profile to minutes; adapter.select still guards the transport)."`
 }
 
 // Default returns the defaults: Fashion-MNIST in 5 tasks of 2 classes with the
@@ -171,7 +172,7 @@ func Default() Config {
 			Alpha: 1, Beta: 1, ACShrink: 0, ACJitter: 1e-6, KDWeight: 10,
 			CycleDetachInner: true,
 		},
-		Adapter:    Adapter{Epochs: -1, LR: 0.01, TransportSamples: 2000, Alpha: -1, MinSteps: 200, Select: true},
+		Adapter:    Adapter{Epochs: -1, LR: 0.01, TransportSamples: 2000, Alpha: -1, MinSteps: 100, Select: true},
 		Classifier: Classifier{Shrink: 3, Normalize: true, TopK: 5},
 		Export:     Export{Enabled: true, AcceptRate: 0.95},
 		QuickSet: Quick{
@@ -192,6 +193,7 @@ func (c Config) Resolved() Config {
 	c.Adapter.TransportSamples = q.TransportSamples
 	c.Adapter.Epochs = q.AdapterEpochs
 	c.Train.Rotation = q.Rotation
+	c.Train.MinSteps, c.Adapter.MinSteps = q.MinSteps, q.MinSteps
 	return c
 }
 

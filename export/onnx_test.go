@@ -101,6 +101,13 @@ func TestAdapterMatchesReference(t *testing.T) {
 		ref   func([]float64) []float64
 	}{
 		{AdapterMLP, mlp, func(z []float64) []float64 { return refMLP(z, mlp) }},
+		{AdapterResidualMLP, mlp, func(z []float64) []float64 {
+			y := refMLP(z, mlp)
+			for c := range y {
+				y[c] += z[c]
+			}
+			return y
+		}},
 		{AdapterLinear, linear, func(z []float64) []float64 {
 			w := refTensor(linear, "weight")
 			y := make([]float64, s)

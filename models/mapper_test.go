@@ -55,6 +55,38 @@ func TestMapperMLPMatchesReference(t *testing.T) {
 	}
 }
 
+// TestResidualMapperStartsAsIdentity checks that an untrained residual-mlp
+// returns its input exactly, and that after fc2 changes it is x + MLP(x)
+// with MLP the plain mapper's.
+func TestResidualMapperStartsAsIdentity(t *testing.T) {
+	const n, s, h = 6, 8, 4
+	m, err := NewMapper(MapperResidualMLP, s, h, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := fashionFeatures(t, n, s)
+	build := func(mp *Mapper) []float32 {
+		return runModel(t, x, func(g *G.ExprGraph, in *G.Node) (*Built, error) { return mp.Build(g, in) })
+	}
+	if got, want := build(m), x.Data().([]float32); !slices.Equal(got, want) {
+		t.Fatalf("untrained residual mapper: %v, want its input %v", got[:s], want[:s])
+	}
+	fc2 := m.Params()[2].Data().([]float32)
+	for i := range fc2 {
+		fc2[i] = float32(i%7) / 10
+	}
+	plain := newMapper(MapperMLP, s, h, newLinear)
+	if err := plain.SetState(m.State()); err != nil {
+		t.Fatal(err)
+	}
+	res, mlp, xs := build(m), build(plain), x.Data().([]float32)
+	for i := range res {
+		if d := math.Abs(float64(res[i] - (xs[i] + mlp[i]))); d > 1e-5 {
+			t.Fatalf("residual[%d] = %v, want x + mlp = %v", i, res[i], xs[i]+mlp[i])
+		}
+	}
+}
+
 func TestMapperState(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	cases := []struct {
@@ -88,7 +120,7 @@ func TestMapperState(t *testing.T) {
 func TestMapperSaveLoad(t *testing.T) {
 	const n, s = 16, 8
 	x := fashionFeatures(t, n, s)
-	for i, kind := range []string{MapperMLP, MapperLinear} {
+	for i, kind := range []string{MapperMLP, MapperLinear, MapperResidualMLP} {
 		m, err := NewMapper(kind, s, 4, rand.New(rand.NewPCG(5, uint64(i))))
 		if err != nil {
 			t.Fatal(err)

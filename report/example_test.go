@@ -154,33 +154,46 @@ func ExamplePublish() {
 // writeDemoRun writes the config.yaml and metrics.json of a finished
 // 2-task bicyc run into dir, as train would.
 func writeDemoRun(dir string) {
+	cfg := config.Default()
+	cfg.Stream.Tasks = 2
+	writeRunFiles(dir, cfg, [][]float64{{0.90}, {0.62, 0.80}}, [][]float64{{0.95}, {0.91, 0.97}})
+}
+
+// writeRunFiles writes the config.yaml and metrics.json of a finished run
+// of cfg with 5 classes per task whose accuracy rows after each task are
+// tagRows and tawRows.
+func writeRunFiles(dir string, cfg config.Config, tagRows, tawRows [][]float64) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		panic(err)
 	}
-	cfg := config.Default()
-	cfg.Stream.Tasks = 2
 	y, err := yaml.Marshal(cfg)
 	if err != nil {
 		panic(err)
 	}
-	tag, _ := metrics.NewMatrix([]int{5, 5})
-	taw, _ := metrics.NewMatrix([]int{5, 5})
-	s := train.Summary{Method: cfg.Method, Seed: cfg.Seed, Completed: 2, Tasks: 2, MatrixTAg: tag, MatrixTAw: taw}
-	for i, rows := range [][2][]float64{{{0.90}, {0.95}}, {{0.62, 0.80}, {0.91, 0.97}}} {
-		if err := tag.AddStep(rows[0]); err != nil {
+	counts := make([]int, len(tagRows))
+	for i := range counts {
+		counts[i] = 5
+	}
+	tag, _ := metrics.NewMatrix(counts)
+	taw, _ := metrics.NewMatrix(counts)
+	s := train.Summary{Method: cfg.Method, Seed: cfg.Seed, Completed: len(tagRows), Tasks: len(tagRows), MatrixTAg: tag, MatrixTAw: taw}
+	for i := range tagRows {
+		if err := tag.AddStep(tagRows[i]); err != nil {
 			panic(err)
 		}
-		if err := taw.AddStep(rows[1]); err != nil {
+		if err := taw.AddStep(tawRows[i]); err != nil {
 			panic(err)
 		}
-		s.Reports = append(s.Reports, train.TaskReport{Task: i + 1, TAg: rows[0], TAw: rows[1], Stage1Seconds: 30, EvaluationSeconds: 2})
+		s.Reports = append(s.Reports, train.TaskReport{Task: i + 1, TAg: tagRows[i], TAw: tawRows[i], Stage1Seconds: 30, EvaluationSeconds: 2})
 	}
 	for _, m := range []struct {
 		mat *metrics.Matrix
 		set *train.MetricSet
 	}{{tag, &s.TAg}, {taw, &s.TAw}} {
-		*m.set = train.MetricSet{ALast: metrics.ALast(m.mat), AInc: metrics.AInc(m.mat), FLast: metrics.FLast(m.mat, metrics.OldTasks),
-			Steps: []float64{metrics.ALastAt(m.mat, 0), metrics.ALastAt(m.mat, 1)}}
+		*m.set = train.MetricSet{ALast: metrics.ALast(m.mat), AInc: metrics.AInc(m.mat), FLast: metrics.FLast(m.mat, metrics.OldTasks)}
+		for t := range tagRows {
+			m.set.Steps = append(m.set.Steps, metrics.ALastAt(m.mat, t))
+		}
 	}
 	j, err := json.Marshal(s)
 	if err != nil {

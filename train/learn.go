@@ -58,13 +58,6 @@ func (r *Run) Learn(ctx context.Context, trainDir, testDir string, opts LearnOpt
 		return fmt.Errorf("%s: the run has finished %d of %d tasks: resume it (bicyc train --resume) before learning a new task",
 			r.dir, r.state.Completed, len(r.stream.Tasks))
 	}
-	train, test, err := data.LoadImageFolders(trainDir, testDir, r.prep)
-	if err != nil {
-		return err
-	}
-	if err := r.checkLearnData(train, opts.AllowDuplicateNames); err != nil {
-		return err
-	}
 	task := LearnedTask{Task: len(r.stream.Tasks), TrainDir: trainDir, TestDir: testDir}
 	if opts.Config != nil {
 		if keys := FirstTaskDifferences(r.cfg, *opts.Config); len(keys) > 0 {
@@ -77,6 +70,13 @@ func (r *Run) Learn(ctx context.Context, trainDir, testDir string, opts LearnOpt
 			c := *opts.Config
 			task.Config = &c
 		}
+	}
+	train, test, err := data.LoadImageFolders(trainDir, testDir, r.prep)
+	if err != nil {
+		return err
+	}
+	if err := r.checkLearnData(train, opts.AllowDuplicateNames); err != nil {
+		return err
 	}
 	base := len(r.train.ClassNames)
 	for i := range train.ClassNames {

@@ -1,13 +1,16 @@
 package train
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"time"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
 	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/models/ops"
 )
@@ -157,99 +160,109 @@ func distillationTerms(cfg config.Config, n stage1Nets, g *G.ExprGraph, zNew, zO
 	if cfg.Method == "adagauss" {
 		return d.params, add("n2o", n2o, l.KDWeight)
 	}
-
-	a := bindMapper(n.adapter, g)
-	sgNew, err := ops.StopGradient(zNew)
-	if err != nil {
+	m := mappedFeatures{d: d, a: bindMapper(n.adapter, g), zOld: zOld, dz: dz}
+	if m.sgNew, err = ops.StopGradient(zNew); err != nil {
 		return nil, err
 	}
-	az, err := a.apply(zOld)
-	if err != nil {
+	if m.az, err = m.a.apply(zOld); err != nil {
 		return nil, err
 	}
 	// Without L_bi the distiller still distils with the adagauss weight, so
 	// the ablation corner "no L_bi, no L_cyc" is the AdaGauss baseline
 	// (paper, "Effect of L_bi and L_cyc").
-	usesA := false
-	if l.Bi {
-		o2n, err := mse(az, sgNew)
-		if err != nil {
-			return nil, err
+	if !l.Bi {
+		err = add("n2o", n2o, l.KDWeight)
+	} else {
+		var o2n *G.Node
+		if o2n, err = mse(m.az, m.sgNew); err == nil {
+			if err = add("n2o", n2o, l.LambdaBi); err == nil {
+				err = add("o2n", o2n, l.LambdaBi)
+			}
 		}
-		if err := add("n2o", n2o, l.LambdaBi); err != nil {
-			return nil, err
+	}
+	if err == nil && l.Cyc {
+		var cyc *G.Node
+		if cyc, err = m.cycle(l.CycleDetachInner); err == nil {
+			err = add("cyc", cyc, l.LambdaCyc)
 		}
-		if err := add("o2n", o2n, l.LambdaBi); err != nil {
-			return nil, err
+	}
+	if err == nil && l.Pair {
+		var pair *G.Node
+		if pair, err = m.pair(min(l.PairRows, n.rows)); err == nil {
+			err = add("pair", pair, l.LambdaPair)
 		}
-		usesA = true
-	} else if err := add("n2o", n2o, l.KDWeight); err != nil {
+	}
+	if err != nil {
 		return nil, err
 	}
-	if l.Cyc {
-		inNew, inOld := dz, az
-		if l.CycleDetachInner {
-			if inNew, err = ops.StopGradient(dz); err != nil {
-				return nil, err
-			}
-			if inOld, err = ops.StopGradient(az); err != nil {
-				return nil, err
-			}
-		}
-		adz, err := a.apply(inNew)
-		if err != nil {
-			return nil, err
-		}
-		daz, err := d.apply(inOld)
-		if err != nil {
-			return nil, err
-		}
-		c1, err := mse(adz, sgNew)
-		if err != nil {
-			return nil, err
-		}
-		c2, err := mse(daz, zOld)
-		if err != nil {
-			return nil, err
-		}
-		cyc, err := G.Add(c1, c2)
-		if err != nil {
-			return nil, err
-		}
-		if err := add("cyc", cyc, l.LambdaCyc); err != nil {
-			return nil, err
-		}
-		usesA = true
-	}
-	if l.Pair {
-		rows := min(l.PairRows, n.rows)
-		var pair *G.Node
-		for _, p := range [][2]*G.Node{{sgNew, az}, {zOld, dz}} {
-			ca, err := cosineMatrix(p[0], rows)
-			if err != nil {
-				return nil, err
-			}
-			cb, err := cosineMatrix(p[1], rows)
-			if err != nil {
-				return nil, err
-			}
-			m, err := mse(ca, cb)
-			if err != nil {
-				return nil, err
-			}
-			if pair, err = sumTerms(pair, m); err != nil {
-				return nil, err
-			}
-		}
-		if err := add("pair", pair, l.LambdaPair); err != nil {
-			return nil, err
-		}
-		usesA = true
-	}
-	if !usesA {
+	if !l.Bi && !l.Cyc && !l.Pair {
 		return d.params, nil
 	}
-	return append(d.params, a.params...), nil
+	return append(d.params, m.a.params...), nil
+}
+
+// mappedFeatures are the nodes the bicyc terms share: D and A bound to the
+// graph, sg z_new, z_old, D(z_new) and A(z_old).
+type mappedFeatures struct {
+	d, a                *boundMapper
+	sgNew, zOld, dz, az *G.Node
+}
+
+// cycle is L_cyc = MSE(A(D(z_new)), sg z_new) + MSE(D(A(z_old)), z_old),
+// with the inner maps detached when detachInner (the authors' code).
+func (m mappedFeatures) cycle(detachInner bool) (*G.Node, error) {
+	inNew, inOld := m.dz, m.az
+	var err error
+	if detachInner {
+		if inNew, err = ops.StopGradient(m.dz); err != nil {
+			return nil, err
+		}
+		if inOld, err = ops.StopGradient(m.az); err != nil {
+			return nil, err
+		}
+	}
+	adz, err := m.a.apply(inNew)
+	if err != nil {
+		return nil, err
+	}
+	daz, err := m.d.apply(inOld)
+	if err != nil {
+		return nil, err
+	}
+	c1, err := mse(adz, m.sgNew)
+	if err != nil {
+		return nil, err
+	}
+	c2, err := mse(daz, m.zOld)
+	if err != nil {
+		return nil, err
+	}
+	return G.Add(c1, c2)
+}
+
+// pair is L_pair on the first rows rows: the MSE between the cosine
+// similarity matrices of sg z_new and A(z_old), plus that of z_old and
+// D(z_new).
+func (m mappedFeatures) pair(rows int) (*G.Node, error) {
+	var pair *G.Node
+	for _, p := range [][2]*G.Node{{m.sgNew, m.az}, {m.zOld, m.dz}} {
+		ca, err := cosineMatrix(p[0], rows)
+		if err != nil {
+			return nil, err
+		}
+		cb, err := cosineMatrix(p[1], rows)
+		if err != nil {
+			return nil, err
+		}
+		d, err := mse(ca, cb)
+		if err != nil {
+			return nil, err
+		}
+		if pair, err = sumTerms(pair, d); err != nil {
+			return nil, err
+		}
+	}
+	return pair, nil
 }
 
 // step runs one forward and backward pass and one solver update, and
@@ -289,4 +302,121 @@ func scalarValue(val G.Value) float64 {
 		return v[0]
 	}
 	return math.NaN()
+}
+
+// stage1Loop is the state of one task's Stage I epochs: the step, the
+// batches and their buffers, and what the log reports.
+type stage1Loop struct {
+	t, epochs, batch, copies int
+	step                     *Stage1Step
+	batcher                  *data.Batcher
+	local                    map[int]int // class id -> head output
+	x                        []float32
+	labels                   []int
+	images                   int
+}
+
+// stage1 trains the backbone, a fresh head and (t > 1) D and A on task t's
+// images; it returns the last epoch's mean loss terms and the number of
+// images processed. A small task gets more epochs (train.min_steps).
+func (r *Run) stage1(ctx context.Context, t int, cur, old *models.Backbone, dist, adapt *models.Mapper, idx []int) (map[string]float64, int, error) {
+	cfg := r.cfg
+	classes := r.stream.Tasks[t]
+	epochs, lr := cfg.Train.Epochs, cfg.Train.LR
+	if t == 0 {
+		epochs, lr = cfg.Train.EpochsFirst, cfg.Train.LRFirst
+	}
+	rotation := t == 0 && cfg.Train.Rotation
+	batch := cfg.Train.BatchSize
+	if rotation && cfg.Train.RotationSplitBatch {
+		batch /= 4
+	}
+	batch = min(batch, len(idx))
+	if batch < 2 {
+		return nil, 0, fmt.Errorf("task %d has %d training images, need at least 2", t+1, len(idx))
+	}
+	if more := epochsForSteps(epochs, len(idx)/batch, cfg.Train.MinSteps); more > epochs {
+		r.log.printf("task %d: %d images give %d steps per epoch: %d epochs for train.min_steps %d",
+			t+1, len(idx), len(idx)/batch, more, cfg.Train.MinSteps)
+		epochs = more
+	}
+	l := &stage1Loop{t: t, epochs: epochs, batch: batch, copies: 1, local: make(map[int]int, len(classes))}
+	if rotation {
+		l.copies = 4
+	}
+	c, h, w := r.train.Channels, r.train.Height, r.train.Width
+	head := models.NewLinear(cfg.Model.FeatureDim, len(classes)*l.copies, true, r.rng("head", t))
+	var err error
+	l.step, err = NewStage1Step(cfg, Stage1Nets{Backbone: cur, Old: old, Head: head, Distiller: dist, Adapter: adapt},
+		Stage1Input{Batch: batch, Channels: c, Height: h, Width: w, Rotation: rotation})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer l.step.Close()
+	for i, cl := range classes {
+		l.local[cl] = i
+	}
+	l.batcher = data.NewBatcher(r.train, idx, data.BatchOptions{
+		BatchSize: batch, Shuffle: true, DropLast: true, Seed: r.seed("batches", t), Augment: r.augment, Preprocess: r.prep,
+	})
+	l.x, l.labels = make([]float32, batch*c*h*w), make([]int, batch)
+	warmup := int(cfg.Train.DetachWarmup * float64(epochs))
+	var last map[string]float64
+	for epoch := 0; epoch < epochs; epoch++ {
+		l.step.SetWarmup(epoch < warmup)
+		if last, err = r.stage1Epoch(ctx, l, epoch, LearningRate(lr, cfg.Train.LRDecay, cfg.Train.Milestones, epoch, epochs)); err != nil {
+			return nil, 0, err
+		}
+	}
+	return last, l.images, nil
+}
+
+// stage1Epoch runs one epoch of l at learning rate lr and returns its mean
+// loss terms.
+func (r *Run) stage1Epoch(ctx context.Context, l *stage1Loop, epoch int, lr float64) (map[string]float64, error) {
+	terms := l.step.Terms()
+	l.batcher.Epoch(epoch)
+	bar := r.newBar(l.batcher.NumBatches(), fmt.Sprintf("task %d stage I epoch %d/%d", l.t+1, epoch+1, l.epochs))
+	sums := make([]float64, len(terms))
+	steps := 0
+	start := time.Now()
+	pixels := len(l.x) / l.batch
+	for {
+		if err := ctx.Err(); err != nil {
+			bar.Finish()
+			return nil, err
+		}
+		n, ok := l.batcher.Next(l.x, l.labels)
+		if !ok {
+			break
+		}
+		for i := range l.labels[:n] {
+			l.labels[i] = l.local[l.labels[i]]
+		}
+		vals, err := l.step.Run(l.x[:n*pixels], l.labels[:n], lr)
+		if err != nil {
+			bar.Finish()
+			return nil, fmt.Errorf("stage I epoch %d step %d: %w", epoch+1, steps+1, err)
+		}
+		for i, v := range vals {
+			sums[i] += v
+		}
+		steps++
+		l.images += n * l.copies
+		bar.Describe(fmt.Sprintf("task %d stage I epoch %d/%d  %s  %.0f img/s", l.t+1, epoch+1, l.epochs,
+			termString(terms, sums, steps), float64(steps*n*l.copies)/time.Since(start).Seconds()))
+		bar.Add(1)
+	}
+	bar.Finish()
+	last := map[string]float64{}
+	for i, name := range terms {
+		last[name] = sums[i] / float64(max(steps, 1))
+	}
+	// Many short epochs (a small task under train.min_steps) log about ten
+	// lines, not one per epoch.
+	if every := (l.epochs + 9) / 10; l.epochs <= 20 || (epoch+1)%every == 0 || epoch+1 == l.epochs {
+		r.log.printf("task %d epoch %d/%d lr %.4g: %s (%.0f img/s)", l.t+1, epoch+1, l.epochs, lr,
+			termString(terms, sums, steps), float64(steps*l.batch*l.copies)/time.Since(start).Seconds())
+	}
+	return last, nil
 }

@@ -223,3 +223,28 @@ func (st *Stage1Step) Close() {
 		st.old = nil
 	}
 }
+
+// rotate90 writes the CHW image src turned k quarter turns counter-clockwise
+// into dst (square images; the same turn as data.Rotate90, on normalised
+// floats, since the rotation is applied after the batcher normalised).
+func rotate90(src, dst []float32, c, h, w, k int) {
+	for ch := 0; ch < c; ch++ {
+		s, d := src[ch*h*w:(ch+1)*h*w], dst[ch*h*w:(ch+1)*h*w]
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				var sy, sx int
+				switch k % 4 {
+				case 0:
+					sy, sx = y, x
+				case 1:
+					sy, sx = x, w-1-y
+				case 2:
+					sy, sx = h-1-y, w-1-x
+				case 3:
+					sy, sx = h-1-x, y
+				}
+				d[y*w+x] = s[sy*w+sx]
+			}
+		}
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/models"
 )
@@ -58,26 +57,16 @@ func (r *Run) learnTask(ctx context.Context, t int) (TaskReport, error) {
 	if t > 0 {
 		cur = old.Clone()
 	}
-	s := cfg.Model.FeatureDim
 	distil := t > 0 && cfg.Method != "finetune"
-	var dist, adapt *models.Mapper
-	var err error
-	if distil {
-		if dist, err = models.NewMapper(cfg.Model.Mapper, s, cfg.Model.HiddenMult, r.rng("distiller", t)); err != nil {
-			return rep, err
-		}
-		if cfg.Method == "bicyc" {
-			if adapt, err = models.NewMapper(cfg.Model.Mapper, s, cfg.Model.HiddenMult, r.rng("adapter", t)); err != nil {
-				return rep, err
-			}
-		}
-	}
-
-	start := time.Now()
 	var prev *models.Backbone
 	if distil {
 		prev = old
 	}
+	dist, adapt, err := r.newMappers(t, distil)
+	if err != nil {
+		return rep, err
+	}
+	start := time.Now()
 	losses, imgs, err := r.stage1(ctx, t, cur, prev, dist, adapt, idx)
 	if err != nil {
 		return rep, err
@@ -94,10 +83,7 @@ func (r *Run) learnTask(ctx context.Context, t int) (TaskReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	protos := make(map[int]gauss.Gaussian, len(r.state.Prototypes)+len(classes))
-	for c, p := range r.state.Prototypes {
-		protos[c] = p
-	}
+	protos := maps.Clone(r.state.Prototypes)
 	if distil {
 		pair := featurePairs{old: old, cur: cur, idx: idx, zNew: zNew, rows: len(idx) * (1 + btoi(flips)), flips: flips}
 		if adapt, err = r.stage2(t, pair, adapt, protos, &rep); err != nil {
@@ -113,11 +99,33 @@ func (r *Run) learnTask(ctx context.Context, t int) (TaskReport, error) {
 	}
 	r.state.Backbone = cur
 	r.state.Prototypes = protos
+	return rep, r.evaluateTask(t, old, &rep)
+}
 
-	start = time.Now()
+// newMappers creates task t's fresh distiller D and (bicyc) adapter A when
+// the task distils.
+func (r *Run) newMappers(t int, distil bool) (dist, adapt *models.Mapper, err error) {
+	if !distil {
+		return nil, nil, nil
+	}
+	m := r.cfg.Model
+	if dist, err = models.NewMapper(m.Mapper, m.FeatureDim, m.HiddenMult, r.rng("distiller", t)); err != nil {
+		return nil, nil, err
+	}
+	if r.cfg.Method == "bicyc" {
+		adapt, err = models.NewMapper(m.Mapper, m.FeatureDim, m.HiddenMult, r.rng("adapter", t))
+	}
+	return dist, adapt, err
+}
+
+// evaluateTask fills rep with the accuracies after task t on the test set
+// and the validation split, and the drift diagnostics when eval.drift is on.
+func (r *Run) evaluateTask(t int, old *models.Backbone, rep *TaskReport) error {
+	start := time.Now()
+	cur := r.state.Backbone
 	ev, err := r.evaluate(cur, t)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	rep.TAg, rep.TAw = ev.TAg, ev.TAw
 	val, err := r.evaluateSplit(cur, t, SplitVal)
@@ -125,140 +133,17 @@ func (r *Run) learnTask(ctx context.Context, t int) (TaskReport, error) {
 	case err == nil:
 		rep.ValTAg = val.TAg
 	case !errors.Is(err, ErrEmptySplit):
-		return rep, err
+		return err
 	}
 	rep.EvaluationSeconds = since(start)
-	if cfg.Eval.Drift {
+	if r.cfg.Eval.Drift {
 		if rep.Drift, err = r.drift(t, old, cur); err != nil {
-			return rep, err
+			return err
 		}
 	}
 	r.log.printf("task %d done: TAg %s  TAw %s  (stage I %.0fs at %.0f img/s, stage II %.1fs, transport %.1fs, eval %.1fs)",
 		t+1, percentRow(ev.TAg), percentRow(ev.TAw), rep.Stage1Seconds, rep.Stage1ImagesPerS, rep.Stage2Seconds, rep.TransportSeconds, rep.EvaluationSeconds)
-	return rep, nil
-}
-
-// stage1 trains the backbone, a fresh head and (t > 1) D and A on task t's
-// images; it returns the last epoch's mean loss terms and the number of
-// images processed.
-func (r *Run) stage1(ctx context.Context, t int, cur, old *models.Backbone, dist, adapt *models.Mapper, idx []int) (map[string]float64, int, error) {
-	cfg := r.cfg
-	classes := r.stream.Tasks[t]
-	epochs, lr := cfg.Train.Epochs, cfg.Train.LR
-	if t == 0 {
-		epochs, lr = cfg.Train.EpochsFirst, cfg.Train.LRFirst
-	}
-	rotation := t == 0 && cfg.Train.Rotation
-	batch := cfg.Train.BatchSize
-	if rotation && cfg.Train.RotationSplitBatch {
-		batch /= 4
-	}
-	batch = min(batch, len(idx))
-	if batch < 2 {
-		return nil, 0, fmt.Errorf("task %d has %d training images, need at least 2", t+1, len(idx))
-	}
-	if more := epochsForSteps(epochs, len(idx)/batch, cfg.Train.MinSteps); more > epochs {
-		r.log.printf("task %d: %d images give %d steps per epoch: %d epochs for train.min_steps %d",
-			t+1, len(idx), len(idx)/batch, more, cfg.Train.MinSteps)
-		epochs = more
-	}
-	copies := 1
-	if rotation {
-		copies = 4
-	}
-	c, h, w := r.train.Channels, r.train.Height, r.train.Width
-	head := models.NewLinear(cfg.Model.FeatureDim, len(classes)*copies, true, r.rng("head", t))
-	step, err := NewStage1Step(cfg, Stage1Nets{Backbone: cur, Old: old, Head: head, Distiller: dist, Adapter: adapt},
-		Stage1Input{Batch: batch, Channels: c, Height: h, Width: w, Rotation: rotation})
-	if err != nil {
-		return nil, 0, err
-	}
-	defer step.Close()
-	terms := step.Terms()
-	warmup := int(cfg.Train.DetachWarmup * float64(epochs))
-	local := make(map[int]int, len(classes))
-	for i, cl := range classes {
-		local[cl] = i
-	}
-	batcher := data.NewBatcher(r.train, idx, data.BatchOptions{
-		BatchSize: batch, Shuffle: true, DropLast: true, Seed: r.seed("batches", t), Augment: r.augment, Preprocess: r.prep,
-	})
-	x := make([]float32, batch*c*h*w)
-	labels := make([]int, batch)
-	var last map[string]float64
-	images := 0
-	for epoch := 0; epoch < epochs; epoch++ {
-		step.SetWarmup(epoch < warmup)
-		epochLR := LearningRate(lr, cfg.Train.LRDecay, cfg.Train.Milestones, epoch, epochs)
-		batcher.Epoch(epoch)
-		bar := r.newBar(batcher.NumBatches(), fmt.Sprintf("task %d stage I epoch %d/%d", t+1, epoch+1, epochs))
-		sums := make([]float64, len(terms))
-		steps := 0
-		epochStart := time.Now()
-		for {
-			if err := ctx.Err(); err != nil {
-				bar.Finish()
-				return nil, 0, err
-			}
-			n, ok := batcher.Next(x, labels)
-			if !ok {
-				break
-			}
-			for i := range labels[:n] {
-				labels[i] = local[labels[i]]
-			}
-			vals, err := step.Run(x[:n*c*h*w], labels[:n], epochLR)
-			if err != nil {
-				bar.Finish()
-				return nil, 0, fmt.Errorf("stage I epoch %d step %d: %w", epoch+1, steps+1, err)
-			}
-			for i, v := range vals {
-				sums[i] += v
-			}
-			steps++
-			images += n * copies
-			bar.Describe(fmt.Sprintf("task %d stage I epoch %d/%d  %s  %.0f img/s", t+1, epoch+1, epochs,
-				termString(terms, sums, steps), float64(steps*n*copies)/time.Since(epochStart).Seconds()))
-			bar.Add(1)
-		}
-		bar.Finish()
-		last = map[string]float64{}
-		for i, name := range terms {
-			last[name] = sums[i] / float64(max(steps, 1))
-		}
-		// Many short epochs (a small task under train.min_steps) log about
-		// ten lines, not one per epoch.
-		if every := (epochs + 9) / 10; epochs <= 20 || (epoch+1)%every == 0 || epoch+1 == epochs {
-			r.log.printf("task %d epoch %d/%d lr %.4g: %s (%.0f img/s)", t+1, epoch+1, epochs, epochLR,
-				termString(terms, sums, steps), float64(steps*batch*copies)/time.Since(epochStart).Seconds())
-		}
-	}
-	return last, images, nil
-}
-
-// rotate90 writes the CHW image src turned k quarter turns counter-clockwise
-// into dst (square images; the same turn as data.Rotate90, on normalised
-// floats, since the rotation is applied after the batcher normalised).
-func rotate90(src, dst []float32, c, h, w, k int) {
-	for ch := 0; ch < c; ch++ {
-		s, d := src[ch*h*w:(ch+1)*h*w], dst[ch*h*w:(ch+1)*h*w]
-		for y := 0; y < h; y++ {
-			for x := 0; x < w; x++ {
-				var sy, sx int
-				switch k % 4 {
-				case 0:
-					sy, sx = y, x
-				case 1:
-					sy, sx = x, w-1-y
-				case 2:
-					sy, sx = h-1-y, w-1-x
-				case 3:
-					sy, sx = h-1-x, y
-				}
-				d[y*w+x] = s[sy*w+sx]
-			}
-		}
-	}
+	return nil
 }
 
 // newClassStatistics estimates the prototype of every class of the task from

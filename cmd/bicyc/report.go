@@ -11,13 +11,13 @@ import (
 
 // reportOptions are the flags of bicyc report.
 type reportOptions struct {
-	publish, readme string
+	publish, readme, sizes string
 }
 
 func newReportCmd() *cobra.Command {
 	var o reportOptions
 	cmd := &cobra.Command{
-		Use:   "report <run-or-sweep-dir>",
+		Use:   "report <run-or-sweep-dir> | --sizes <dest> <sweep-dir>...",
 		Short: "Write report.md, summary.json and PNG figures for a run, a sweep or a directory of runs",
 		Long: `report reads a run directory (metrics.json), a sweep directory (sweep.json) or a
 directory whose sub-directories are runs, and writes into it report.md (date, machine,
@@ -37,12 +37,34 @@ section of FILE between the lines
 with this command line, the date, the machine, the number of runs and their wall time,
 the results table, the ablation grid and two figures linked from DEST; the rest of FILE
 is left byte for byte. Example:
-  bicyc report runs/sweeps/fmnist-t5-e10 --publish docs/results/fmnist-t5-e10 --readme README.md`,
-		Args: cobra.ExactArgs(1),
+  bicyc report runs/sweeps/fmnist-t5-e10 --publish docs/results/fmnist-t5-e10 --readme README.md
+
+--sizes DEST compares sweeps that differ only in data.train_per_class: it writes
+DEST/sizes.md (TAg A_last, F_last and TAw A_last per method and size, mean ± std over
+seeds, and every seed's A_last) and DEST/figures/a-last-by-size.png. Example:
+  bicyc report --sizes docs/results/small-tasks runs/sweeps/fmnist-t5-small-{30,100,500}`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if o.sizes != "" {
+				return cobra.MinimumNArgs(1)(cmd, args)
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.sizes != "" {
+				c, err := report.NewSizeCurve(args)
+				if err != nil {
+					return err
+				}
+				if err := report.WriteSizeCurve(c, o.sizes); err != nil {
+					return err
+				}
+				fmt.Fprint(cmd.OutOrStdout(), c.Markdown())
+				return nil
+			}
 			return runReport(cmd, args[0], o)
 		},
 	}
+	cmd.Flags().StringVar(&o.sizes, "sizes", "", "compare sweeps of different data.train_per_class; write the table and figure to `dir`")
 	cmd.Flags().StringVar(&o.publish, "publish", "", "copy the report and the runs' small files into `dir`, replacing it")
 	cmd.Flags().StringVar(&o.readme, "readme", "", "regenerate the results section of this Markdown `file` (needs --publish)")
 	return cmd
