@@ -91,7 +91,7 @@ func run(ctx context.Context, o options, log io.Writer) error {
 		}
 		results = append(results, res)
 	}
-	return writeResults(o.out, base, results)
+	return writeResults(o.out, o.configFile, base, results)
 }
 
 // baseConfig is the defaults, the --config file and --quick.
@@ -136,7 +136,7 @@ func heldOut(seed int) (known, unknown []int) {
 }
 
 // writeResults writes results.json and README.md into dir.
-func writeResults(dir string, cfg config.Config, results []seedResult) error {
+func writeResults(dir, configFile string, cfg config.Config, results []seedResult) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func writeResults(dir string, cfg config.Config, results []seedResult) error {
 	if err := durable.WriteFile(filepath.Join(dir, "results.json"), append(raw, '\n')); err != nil {
 		return err
 	}
-	return durable.WriteFile(filepath.Join(dir, "README.md"), []byte(markdown(cfg, results)))
+	return durable.WriteFile(filepath.Join(dir, "README.md"), []byte(markdown(cfg, configFile, results)))
 }
 
 // newRun trains cfg in dir.

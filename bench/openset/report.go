@@ -9,11 +9,14 @@ import (
 )
 
 // markdown renders the results as the README of the output directory.
-func markdown(cfg config.Config, results []seedResult) string {
+func markdown(cfg config.Config, configFile string, results []seedResult) string {
 	var b strings.Builder
-	budget := "default budget"
+	budget := "the default configuration"
+	if configFile != "" {
+		budget = "the defaults with " + configFile
+	}
 	if cfg.Quick {
-		budget = "quick profile (a smoke test, not a result)"
+		budget += ", quick profile (a smoke test, not a result)"
 	}
 	fmt.Fprintf(&b, "# Unknown detection and classes added without retraining (Fashion-MNIST)\n\n")
 	fmt.Fprintf(&b, "Written by `go run ./bench/openset`. Method %s, %s, 4 tasks of 2 classes; the last two classes of a\n", cfg.Method, budget)
