@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+
+	"github.com/bicyc/bicyc/infer"
 )
 
 // serveOptions are the serve command's flags.
@@ -126,8 +129,20 @@ func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "bicyc-infer: serving %s (%d classes, %s) on %s\n", o.model.model, len(c.Classes()), c.Provider(), ln.Addr())
+	fmt.Fprintf(stderr, "bicyc-infer: serving %s (%d classes, %s, %s) on %s\n", o.model.model, len(c.Classes()), c.Provider(), unknownPolicy(c), ln.Addr())
 	return s.serve(ctx, ln, o, hup)
+}
+
+// unknownPolicy says when the model answers unknown, for the start-up line.
+func unknownPolicy(c *infer.Classifier) string {
+	threshold, rate := c.UnknownThreshold()
+	switch {
+	case math.IsInf(threshold, 1):
+		return "never unknown: no calibration"
+	case rate > 0:
+		return fmt.Sprintf("unknown above score %.3g, accepting %.0f%% of known images", threshold, 100*rate)
+	}
+	return fmt.Sprintf("unknown above score %.3g", threshold)
 }
 
 // serve answers on ln until ctx ends, reloading the model whenever reload
