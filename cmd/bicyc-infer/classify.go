@@ -37,7 +37,7 @@ type record struct {
 	// Confidence, UnknownScore and Unknown as in infer.Result.
 	Confidence   float64  `json:"confidence,omitempty"`
 	UnknownScore *float64 `json:"unknown_score,omitempty"`
-	Unknown      bool     `json:"unknown,omitempty"`
+	Unknown      bool     `json:"unknown"`
 	// Collected is where --collect-unknown saved the image.
 	Collected string `json:"collected,omitempty"`
 	Error     string `json:"error,omitempty"`
