@@ -25,12 +25,32 @@ type LearnedTask struct {
 	Config *config.Config `json:"config,omitempty"`
 }
 
+// LearnKeys are the configuration keys Learn may change for the new task:
+// LaterTaskKeys and the optimisation settings of the new task's own
+// training. The others (data, model, stream, seed, classifier, ...) shaped
+// the tasks already learned.
+var LearnKeys = append(slices.Clone(LaterTaskKeys),
+	"train.min_steps", "train.batch_size", "train.momentum", "train.weight_decay", "train.milestones",
+	"train.lr_decay", "train.clip_norm", "train.eval_batch",
+	"loss.anti_collapse", "loss.alpha", "loss.beta", "loss.ac_shrink", "loss.ac_jitter")
+
+// learnDifferences lists the keys outside LearnKeys in which a and b differ.
+func learnDifferences(a, b config.Config) []string {
+	var keys []string
+	for _, c := range config.Diff(a, b) {
+		if !slices.Contains(LearnKeys, c.Key) {
+			keys = append(keys, c.Key)
+		}
+	}
+	return keys
+}
+
 // LearnOptions change how Learn teaches the new task.
 type LearnOptions struct {
 	// Config, when set, is the configuration of the new task: it may
-	// differ from the run's only in LaterTaskKeys (epochs, learning rate,
-	// losses, adapter.*, method, ...); other differences are errors wrapping
-	// ErrForkMismatch that name the keys. nil keeps the run's.
+	// differ from the run's only in LearnKeys (epochs, learning rate, step
+	// floors, losses, adapter.*, method, ...); other differences are errors
+	// wrapping ErrForkMismatch that name the keys. nil keeps the run's.
 	Config *config.Config
 	// AllowDuplicateNames accepts a new class named like a class the run
 	// already has (otherwise an error: two classes of one name cannot be
@@ -60,7 +80,7 @@ func (r *Run) Learn(ctx context.Context, trainDir, testDir string, opts LearnOpt
 	}
 	task := LearnedTask{Task: len(r.stream.Tasks), TrainDir: trainDir, TestDir: testDir}
 	if opts.Config != nil {
-		if keys := FirstTaskDifferences(r.cfg, *opts.Config); len(keys) > 0 {
+		if keys := learnDifferences(r.cfg, *opts.Config); len(keys) > 0 {
 			return fmt.Errorf("%s: learn: %w: %s can only change when the run starts", r.dir, ErrForkMismatch, strings.Join(keys, ", "))
 		}
 		if err := opts.Config.Validate(); err != nil {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/gauss"
 )
 
 func TestValidationCount(t *testing.T) {
@@ -121,5 +123,110 @@ func TestLearnRefusesBadNewClasses(t *testing.T) {
 	}
 	if len(r.Stream().Tasks) != 1 || r.State().Completed != 1 {
 		t.Errorf("after refused learns: stream %v, %d completed", r.Stream().Tasks, r.State().Completed)
+	}
+}
+
+// TestLearnSmallTaskKeepsOldClasses teaches a finished run two new classes
+// (inverted Fashion-MNIST bags and boots) from 10 and from 30 images per
+// class, with the default step floors and transport selection, and checks
+// that every old task's TAg accuracy stays within 5 points of what it was
+// before: a small task must not wipe out the old classes. It also checks
+// that learn's own configuration (the step floor) was the one used.
+func TestLearnSmallTaskKeepsOldClasses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains on Fashion-MNIST")
+	}
+	cfg := quickConfig("bicyc", 0)
+	cfg.Stream.Tasks = 2
+	cfg.Data.TrainPerClass, cfg.Data.TestPerClass = 150, 100
+	cfg.Train.Rotation = false
+	base := t.TempDir()
+	trainRun(t, cfg, base, 0)
+	ds, test, err := data.LoadFashionMNIST(cfg.Data.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	learnCfg := cfg
+	learnCfg.Train.MinSteps, learnCfg.Adapter.MinSteps = 200, 100
+	for _, n := range []int{10, 30} {
+		root := t.TempDir()
+		classes := map[int]string{8: "negative-bag", 9: "negative-boot"}
+		writeInverted(t, ds, filepath.Join(root, "train"), classes, n)
+		writeInverted(t, test, filepath.Join(root, "test"), classes, 100)
+		dir := filepath.Join(t.TempDir(), "run")
+		if err := os.CopyFS(dir, os.DirFS(base)); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Resume(dir, Options{Log: io.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := slices.Clone(r.State().Reports[1].TAg)
+		if err := r.Learn(context.Background(), filepath.Join(root, "train"), filepath.Join(root, "test"), LearnOptions{Config: &learnCfg}); err != nil {
+			t.Fatal(err)
+		}
+		rep := r.State().Reports[2]
+		r.Close()
+		t.Logf("%d images per class: old tasks %v -> %v, new task %.3f, transport %+v", n, before, rep.TAg[:2], rep.TAg[2], rep.Transport)
+		for u := range before {
+			if rep.TAg[u] < before[u]-0.05 {
+				t.Errorf("%d images per class: task %d TAg %.3f after learning, %.3f before", n, u+1, rep.TAg[u], before[u])
+			}
+		}
+		if rep.TAg[2] < 0.5 {
+			t.Errorf("%d images per class: new classes TAg %.3f", n, rep.TAg[2])
+		}
+		if rep.Transport == nil {
+			t.Errorf("%d images per class: no transport record", n)
+		}
+		// 200 steps of all 2*(n - n/10) images; the quick profile alone
+		// (no floor, 3 epochs) would make 3 steps.
+		if images := rep.Stage1ImagesPerS * rep.Stage1Seconds; images < 0.99*200*float64(2*(n-n/10)) {
+			t.Errorf("%d images per class: Stage I saw %.0f images: learn's train.min_steps was not used", n, images)
+		}
+	}
+}
+
+// TestChooseTransport runs the transport selection on real features of a
+// one-task run whose backbone did not move (cur == old): the identity is
+// exact there, so a scrambling A loses to it, an exact A ties with it and
+// is kept (a tie prefers the method's own map), and with adapter.select
+// off A is used unscored.
+func TestChooseTransport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains on Fashion-MNIST")
+	}
+	cfg := quickConfig("bicyc", 0)
+	cfg.Data.TrainPerClass, cfg.Data.TestPerClass = 60, 20
+	r := trainRun(t, cfg, t.TempDir(), 1)
+	b := r.State().Backbone
+	idx := r.trainIndices(r.stream.Tasks[0])
+	z, err := features(b, r.train, idx, r.prep, cfg.Train.EvalBatch, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := featurePairs{old: b, cur: b, idx: idx, zNew: z, rows: len(idx)}
+	identity := func(x []float32, n int) ([]float32, error) { return slices.Clone(x), nil }
+	scramble := func(x []float32, n int) ([]float32, error) {
+		out := slices.Clone(x)
+		slices.Reverse(out)
+		return out, nil
+	}
+	for i, c := range []struct {
+		a       gauss.FeatureMap
+		selects bool
+		want    string
+	}{{scramble, true, MapIdentity}, {identity, true, MapAdapter}, {scramble, false, MapAdapter}} {
+		r.cfg.Adapter.Select = c.selects
+		choice, _, err := r.chooseTransport(0, p, z, c.a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if choice.Map != c.want {
+			t.Errorf("case %d: chose %s (%+v), want %s", i, choice.Map, choice, c.want)
+		}
+		if c.selects && (choice.Images != 12 || choice.HeldOutMSE[MapIdentity] != 0) {
+			t.Errorf("case %d: scored %d validation images, identity MSE %v; want 12 and 0", i, choice.Images, choice.HeldOutMSE[MapIdentity])
+		}
 	}
 }

@@ -31,9 +31,10 @@ by the adapter. The run's checkpoints, metrics and (by default) its model direct
 updated; an interrupted learn resumes with 'bicyc train --resume'.
 
 The new task is trained with the run's configuration (RUN/config.yaml, or --config),
-changed by BICYC_* variables, flags and --set like train: the keys a later task uses
-(train.epochs, train.lr, train.min_steps, loss.*, adapter.*, method, threads) may change;
-keys that shaped the run from its start (data, model, seed, ...) are refused. Every class
+changed by BICYC_* variables, flags and --set like train: the keys of the new task's own
+training (train.epochs, train.lr, train.min_steps, train.batch_size, loss weights,
+adapter.*, method, threads; train.LearnKeys) may change; keys that shaped the tasks
+already learned (data, model, stream, seed, classifier) are refused, naming them. Every class
 needs at least 2 training images (a warning below 10), and a class named like one the run
 already has is refused unless --allow-duplicate-names.`,
 		Args: cobra.NoArgs,
