@@ -65,6 +65,10 @@ func (o *modelOptions) folderJob(command, from, out string) ([]infer.LabelledIma
 	if err != nil {
 		return nil, nil, err
 	}
-	opts, err := o.openOptions(io.Discard)
+	// Unknown answers play no part in embedding or scoring images, and an
+	// acceptance rate would refuse an uncalibrated model.
+	embed := *o
+	embed.acceptRate, embed.threshold = 0, 0
+	opts, err := embed.openOptions(io.Discard)
 	return classes, opts, err
 }
