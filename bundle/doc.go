@@ -3,7 +3,8 @@
 //
 //	manifest.json           Manifest (schema_version 1): classes, task stream,
 //	                        feature dim, architecture, classifier options,
-//	                        preprocessing, training config and metrics, and
+//	                        preprocessing, calibration (optional), training
+//	                        config and metrics, and
 //	                        the size and SHA-256 of every other file
 //	backbone.onnx           image [N,C,H,W] (NCHW, normalised) -> features [N,S]
 //	adapter.onnx            features_old [N,S] -> features [N,S] (tasks > 1 only)

@@ -62,6 +62,9 @@ type Manifest struct {
 	// Tasks is the task stream: Tasks[t] lists the class IDs of task t in
 	// training order.
 	Tasks [][]int `json:"tasks"`
+	// Calibration turns scores into a confidence and an "unknown" answer;
+	// nil when the model was exported without held-out images.
+	Calibration *Calibration `json:"calibration,omitempty"`
 
 	// Config and Metrics are the trainer's configuration and results,
 	// stored verbatim so that this package does not depend on the trainer.
@@ -77,6 +80,10 @@ type Class struct {
 	ID   int    `json:"id"`   // the dataset's label
 	Name string `json:"name"` // human-readable; may be empty
 	Task int    `json:"task"` // index into Manifest.Tasks
+	// AddedImages is, for a class added without retraining (bicyc-infer
+	// add-classes), the number of labelled images its Gaussian was
+	// estimated from; 0 for classes the model was trained on.
+	AddedImages int `json:"added_images,omitempty"`
 }
 
 // ClassifierOptions are the options the classifier tables were built with
@@ -98,7 +105,8 @@ type File struct {
 // ErrManifest: a non-positive feature dim or top-k, an invalid shrink or
 // preprocessing (also wrapping data.ErrPreprocess), duplicate class IDs, classes and tasks that disagree, a
 // required file or the adapter file missing from Files, or a file name that
-// is not a plain name in the directory. It does not look at the disk.
+// is not a plain name in the directory, a calibration that does not fit the
+// classes (also wrapping gauss.ErrCalibration). It does not look at the disk.
 func (m *Manifest) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {
@@ -142,8 +150,16 @@ func (m *Manifest) Validate() error {
 			// read back would differ from the one written.
 			bad("classes[%d] (id %d) has a name that is not valid UTF-8: %q", i, c.ID, c.Name)
 		}
+		if c.AddedImages < 0 {
+			bad("classes[%d] (id %d) has added_images %d, want >= 0", i, c.ID, c.AddedImages)
+		}
 		if t, ok := taskOf[c.ID]; !ok || t != c.Task {
 			bad("classes[%d] (id %d) says task %d, but the task stream puts it in task %d (-1: none)", i, c.ID, c.Task, lookupTask(taskOf, c.ID))
+		}
+	}
+	if m.Calibration != nil {
+		if err := m.Calibration.validate(len(m.Classes)); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if len(taskOf) != len(seen) {

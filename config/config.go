@@ -145,8 +145,9 @@ type Eval struct {
 
 // Export holds what happens after training.
 type Export struct {
-	Enabled bool   `mapstructure:"enabled" yaml:"enabled" doc:"Export the ONNX model directory after training: at the end of bicyc train, bicyc learn and every run a sweep trains."`
-	Dir     string `mapstructure:"dir" yaml:"dir" doc:"Model directory to write, also bicyc export's default; empty means <run>/model. A sweep refuses it: its runs would share one directory."`
+	Enabled    bool    `mapstructure:"enabled" yaml:"enabled" doc:"Export the ONNX model directory after training: at the end of bicyc train, bicyc learn and every run a sweep trains."`
+	Dir        string  `mapstructure:"dir" yaml:"dir" doc:"Model directory to write, also bicyc export's default; empty means <run>/model. A sweep refuses it: its runs would share one directory."`
+	AcceptRate float64 `mapstructure:"accept_rate" yaml:"accept_rate" doc:"Share of known-class images the exported model accepts by default; the rest, and images unlike every class, are answered as unknown. Calibrated on the validation split (data.val_per_class, at least 20 images); without one the model has no calibration and never answers unknown."`
 }
 
 // Quick is the quick profile, applied when quick is true.
@@ -193,7 +194,7 @@ func Default() Config {
 		},
 		Adapter:    Adapter{Epochs: -1, LR: 0.01, TransportSamples: 2000, Alpha: -1, MinSteps: 100, Select: true},
 		Classifier: Classifier{Shrink: 3, Normalize: true, TopK: 5},
-		Export:     Export{Enabled: true},
+		Export:     Export{Enabled: true, AcceptRate: 0.95},
 		QuickSet: Quick{
 			TrainPerClass: 500, TestPerClass: 200,
 			EpochsFirst: 2, Epochs: 3, TransportSamples: 500, AdapterEpochs: 5, Rotation: false,
@@ -347,6 +348,9 @@ func (c Config) validateTrain(bad problem) {
 	}
 	if c.Train.MinSteps < 0 || c.Adapter.MinSteps < 0 {
 		bad("train.min_steps", "train.min_steps and adapter.min_steps must be >= 0, got %d and %d", c.Train.MinSteps, c.Adapter.MinSteps)
+	}
+	if !(c.Export.AcceptRate > 0 && c.Export.AcceptRate <= 1) {
+		bad("export.accept_rate", "must be in (0, 1], got %v", c.Export.AcceptRate)
 	}
 	if c.Train.EvalBatch < 1 {
 		bad("train.eval_batch", "must be >= 1, got %d", c.Train.EvalBatch)

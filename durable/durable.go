@@ -10,6 +10,7 @@
 // Files:
 //
 //	durable.WriteFile(path, b)              // path holds the old or the new bytes, never part
+//	durable.CreateFile(path, b)             // the same, but fails if path exists
 //
 // Directories:
 //
@@ -50,6 +51,37 @@ func WriteJSON(path string, v any) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return WriteFile(path, append(b, '\n'))
+}
+
+// CreateFile is WriteFile for a file that must not exist yet: b goes to a
+// synced temporary file that is then hard-linked to path, which fails with
+// an error wrapping fs.ErrExist if path exists, so a file is never
+// overwritten, even by a concurrent writer, and never seen half-written.
+func CreateFile(path string, b []byte) error {
+	if err := createFile(path, b); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+func createFile(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, werr := f.Write(b)
+	merr := f.Chmod(0o644)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, merr, serr, cerr); err != nil {
+		return err
+	}
+	if err := os.Link(tmp, path); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
 }
 
 func writeFile(path string, b []byte) error {

@@ -160,3 +160,23 @@ func entries(t *testing.T, dir string) []string {
 	}
 	return names
 }
+
+// TestCreateFileNeverOverwrites: the first CreateFile wins, the second
+// fails with fs.ErrExist and leaves the content and no temporary file.
+func TestCreateFileNeverOverwrites(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.png")
+	if err := CreateFile(path, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	err := CreateFile(path, []byte("second"))
+	if !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("second CreateFile: %v, want fs.ErrExist", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "first" {
+		t.Fatalf("content %q, want first", got)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("%d entries left in the directory, want 1", len(entries))
+	}
+}

@@ -14,20 +14,16 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/bicyc/bicyc/gauss"
-	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
-// ortErr is why ONNX Runtime could not start; tests that need it fail with it.
-var ortErr error
-
-// TestMain starts ONNX Runtime through infer.InitRuntime, the one owner of
-// the process's environment, from the library infer would load
-// ($BICYC_ORT_LIB, else the path scripts/setup.sh installs to). The
-// environment lives until the process ends, as infer keeps it.
-func TestMain(m *testing.M) {
-	_, ortErr = infer.InitRuntime("")
-	os.Exit(m.Run())
+// requireRuntime fails the test unless TestMain (runtime_test.go) started
+// ONNX Runtime.
+func requireRuntime(t *testing.T) {
+	t.Helper()
+	if !ort.IsInitialized() {
+		t.Fatal("ONNX Runtime is not initialised: see TestMain's message")
+	}
 }
 
 // runModel runs an ONNX model on CPU with one thread. inputs are float32
@@ -35,9 +31,7 @@ func TestMain(m *testing.M) {
 // or int64 slices in the order of outputNames.
 func runModel(t *testing.T, model []byte, inputNames []string, inputs [][]float32, shapes [][]int64, outputNames []string) []any {
 	t.Helper()
-	if ortErr != nil {
-		t.Fatal(ortErr)
-	}
+	requireRuntime(t)
 	opts, err := ort.NewSessionOptions()
 	if err != nil {
 		t.Fatal(err)
@@ -238,8 +232,6 @@ func maxAbsDiff(t *testing.T, got []float32, want []float64) float64 {
 }
 
 func TestRuntimeAvailable(t *testing.T) {
-	if ortErr != nil {
-		t.Fatal(ortErr)
-	}
+	requireRuntime(t)
 	t.Logf("onnxruntime %s", ort.GetVersion())
 }

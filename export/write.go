@@ -40,6 +40,10 @@ type Input struct {
 	Classes    []bundle.Class
 	Tasks      [][]int
 	Preprocess data.Preprocess
+	// Calibration, fitted on held-out images of Classes (gauss.FitCalibration
+	// on the classifier's scores), goes into the manifest; nil for a run
+	// without held-out images, whose model then never answers "unknown".
+	Calibration *bundle.Calibration
 
 	// Config and Metrics are stored verbatim in the manifest.
 	Config, Metrics json.RawMessage
@@ -130,6 +134,7 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 		Preprocess:        in.Preprocess,
 		Classes:           in.Classes,
 		Tasks:             in.Tasks,
+		Calibration:       in.Calibration,
 		Config:            in.Config,
 		Metrics:           in.Metrics,
 	}

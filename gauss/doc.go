@@ -1,7 +1,9 @@
 // Package gauss is bicyc's one home for Gaussian class prototypes: estimation
 // of means and covariances, a Cholesky factorisation that does not give up on
 // nearly singular matrices, sampling, Monte Carlo transport through an adapter,
-// distances between Gaussians, and the task-agnostic Mahalanobis classifier.
+// distances between Gaussians, the task-agnostic Mahalanobis classifier, and
+// its calibration (a tempered class posterior and an open-set "unknown" score
+// with a threshold for a requested acceptance rate).
 // No other package computes prototype covariances or their factors.
 //
 // Numbers are float64 inside the package (covariances of 64-dim features lose

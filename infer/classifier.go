@@ -34,6 +34,7 @@ type Classifier struct {
 	topK      int
 	maxPixels int64
 	provider  Provider
+	openSet   openSet
 
 	// mu is held for reading by every call that runs a session and for
 	// writing by Close, so Close waits for calls in flight and never frees
@@ -86,6 +87,10 @@ func Open(dir string, opts ...Option) (*Classifier, error) {
 			return nil, err
 		}
 	}
+	openSet, err := newOpenSet(b, &cfg)
+	if err != nil {
+		return nil, err
+	}
 	sessions, provider, err := startSessions(&cfg, specs)
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", dir, err)
@@ -98,6 +103,7 @@ func Open(dir string, opts ...Option) (*Classifier, error) {
 		topK:      cfg.topK,
 		maxPixels: cfg.maxPixels,
 		provider:  provider,
+		openSet:   openSet,
 		model:     sessions[0],
 		backbone:  sessions[1],
 	}
@@ -158,6 +164,18 @@ func (c *Classifier) Provider() Provider { return c.provider }
 // TopK returns how many predictions each Result holds.
 func (c *Classifier) TopK() int { return c.topK }
 
+// UnknownThreshold returns the unknown-score threshold above which a
+// Result is Unknown (+Inf for a model without calibration and no
+// WithUnknownThreshold) and the acceptance rate it was chosen for (0 when
+// set directly or not calibrated).
+func (c *Classifier) UnknownThreshold() (threshold, acceptRate float64) {
+	return c.openSet.threshold, c.openSet.rate
+}
+
+// Calibrated reports whether the model has a calibration, so Results carry
+// probabilities and a confidence.
+func (c *Classifier) Calibrated() bool { return c.openSet.cal != nil }
+
 // Classes returns the classes in score-column order, as a new slice.
 func (c *Classifier) Classes() []bundle.Class {
 	return append([]bundle.Class(nil), c.classes...)
@@ -186,15 +204,11 @@ func (c *Classifier) ClassifyBatch(imgs []image.Image) ([]Result, error) {
 	if len(imgs) == 0 {
 		return nil, nil
 	}
-	batch, shape, err := c.preprocess(imgs)
+	scores, err := c.scores(imgs)
 	if err != nil {
 		return nil, err
 	}
 	k := len(c.classes)
-	scores, err := c.runLocked(func() ([]float32, error) { return c.model.run(batch, shape, k) })
-	if err != nil {
-		return nil, err
-	}
 	results := make([]Result, len(imgs))
 	for i := range results {
 		preds, err := rankClasses(scores[i*k:(i+1)*k], c.classes, c.topK)
@@ -202,8 +216,19 @@ func (c *Classifier) ClassifyBatch(imgs []image.Image) ([]Result, error) {
 			return nil, fmt.Errorf("image %d: %w", i, err)
 		}
 		results[i] = Result{Predictions: preds}
+		c.openSet.apply(scores[i*k:(i+1)*k], &results[i])
 	}
 	return results, nil
+}
+
+// scores runs model.onnx on the preprocessed images: [N, K] row-major.
+func (c *Classifier) scores(imgs []image.Image) ([]float32, error) {
+	batch, shape, err := c.preprocess(imgs)
+	if err != nil {
+		return nil, err
+	}
+	k := len(c.classes)
+	return c.runLocked(func() ([]float32, error) { return c.model.run(batch, shape, k) })
 }
 
 // ClassifyFile decodes the image file at path (DecodeImage, with the

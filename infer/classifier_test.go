@@ -508,7 +508,7 @@ func TestRankClassesTiesAndNaN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Prediction{{13, "d", 0, 0.5}, {11, "b", 1, 1}, {12, "c", 0, 1}}
+	want := []Prediction{{ClassID: 13, Name: "d", Distance: 0.5}, {ClassID: 11, Name: "b", Task: 1, Distance: 1}, {ClassID: 12, Name: "c", Distance: 1}}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("rank %d: %+v, want %+v", i, got[i], want[i])

@@ -35,8 +35,20 @@
 // closer. A Result lists the top-k classes, closest first, ties broken by
 // class index.
 //
+// A model calibrated on held-out images (bundle.Calibration, the formulas in
+// gauss.Calibration) also gives each prediction a Probability, the Result a
+// Confidence, an UnknownScore and Unknown: true for images unlike every
+// known class, at a threshold that accepts a stated share of known-class
+// images (WithAcceptRate, default the manifest's, normally 95 %; or
+// WithUnknownThreshold). Collector keeps unknown images for labelling;
+// AddClasses writes a new model directory with classes estimated from a
+// few labelled images (ReadClassFolders), without retraining; Calibrate
+// calibrates a model that has no calibration.
+//
 // Errors from outside data (images, bundle files) are returned, never
 // panics, and wrap sentinels where callers must branch: ErrImageTooLarge,
 // ErrProviderUnavailable, ErrRuntimeNotFound, ErrRuntimeTooOld,
-// ErrRuntimeConflict, ErrNoAdapter, ErrClosed.
+// ErrRuntimeConflict, ErrNoAdapter, ErrClosed, ErrNotCalibrated,
+// ErrCollectionFull, ErrClassFolder, ErrTooFewImages, ErrDuplicateClass,
+// ErrModelChanged.
 package infer

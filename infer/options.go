@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 )
 
@@ -36,6 +37,8 @@ type config struct {
 	fp16        bool
 	maxPixels   int64
 	log         io.Writer
+	acceptRate  float64
+	threshold   float64
 }
 
 func defaultConfig() config {
@@ -81,6 +84,19 @@ func WithMaxPixels(n int64) Option { return func(c *config) { c.maxPixels = n } 
 // runs and why the others do not (default os.Stderr; nil discards it).
 func WithLog(w io.Writer) Option { return func(c *config) { c.log = w } }
 
+// WithAcceptRate sets the share of known-class images the Classifier
+// accepts, in (0, 1]; the rest, and images farther from every class, are
+// Unknown. The threshold is the rate-quantile of the unknown scores of the
+// held-out images the model was calibrated on (default: the manifest's
+// accept_rate, normally 0.95). Open fails with ErrNotCalibrated on a model
+// without calibration.
+func WithAcceptRate(rate float64) Option { return func(c *config) { c.acceptRate = rate } }
+
+// WithUnknownThreshold sets the unknown-score threshold directly (> 0),
+// overriding the calibration; on a model without calibration it applies to
+// the smallest squared Mahalanobis distance.
+func WithUnknownThreshold(t float64) Option { return func(c *config) { c.threshold = t } }
+
 // validate reports every invalid setting at once.
 func (c *config) validate() error {
 	var errs []error
@@ -95,6 +111,15 @@ func (c *config) validate() error {
 	}
 	if c.maxPixels < 1 {
 		errs = append(errs, fmt.Errorf("max pixels %d is not positive", c.maxPixels))
+	}
+	if c.acceptRate != 0 && !(c.acceptRate > 0 && c.acceptRate <= 1) {
+		errs = append(errs, fmt.Errorf("acceptance rate %v: want a value in (0, 1]", c.acceptRate))
+	}
+	if c.threshold != 0 && !(c.threshold > 0 && !math.IsInf(c.threshold, 1)) {
+		errs = append(errs, fmt.Errorf("unknown threshold %v: want a finite value > 0", c.threshold))
+	}
+	if c.acceptRate != 0 && c.threshold != 0 {
+		errs = append(errs, errors.New("set an acceptance rate or an unknown threshold, not both"))
 	}
 	withoutTensorRT := c.provider == ProviderCPU || c.provider == ProviderCUDA
 	if withoutTensorRT && c.engineCache != "" {

@@ -25,6 +25,9 @@ type Prediction struct {
 	// With the bundle's full-Gaussian option it also holds log det Sigma'_c
 	// and -2 log prior_c, and can be negative.
 	Distance float32 `json:"distance"`
+	// Probability is the calibrated posterior p(class | image) (see
+	// gauss.Calibration); 0 and omitted when the model has no calibration.
+	Probability float64 `json:"probability,omitempty"`
 }
 
 // Result is the classification of one image.
@@ -32,6 +35,19 @@ type Result struct {
 	// Predictions are the top-k classes, closest first; equal distances are
 	// ordered by score column (class index), lowest first.
 	Predictions []Prediction `json:"predictions"`
+	// Confidence is the best class's Probability; 0 and omitted when the
+	// model has no calibration.
+	Confidence float64 `json:"confidence,omitempty"`
+	// UnknownScore measures how far the image is from every class: the
+	// smallest squared Mahalanobis distance, divided by each class's
+	// typical held-out distance when the model is calibrated (so about 1 is
+	// a typical image of a known class).
+	UnknownScore float64 `json:"unknown_score"`
+	// Unknown reports that UnknownScore exceeds the Classifier's
+	// threshold (UnknownThreshold): the image is probably of none of the
+	// known classes, and Predictions name the nearest ones only. Always
+	// false for a model without calibration unless a threshold was set.
+	Unknown bool `json:"unknown"`
 }
 
 // Best returns the closest class. It panics on an empty Result, which

@@ -3,6 +3,7 @@ package train
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -15,9 +16,11 @@ import (
 
 // Export writes the model directory of the run in runDir, as of its last
 // completed task, to outDir (see package export): backbone, adapter,
-// classifier and fused ONNX models plus the prototype bundle. It needs only
-// the run directory, not the training data. The manifest's metrics are
-// those of that checkpoint.
+// classifier and fused ONNX models plus the prototype bundle. The manifest's
+// metrics are those of that checkpoint. With a validation split it also
+// reads the training data, to calibrate confidence and "unknown" on the
+// held-out images (see calibration); without one it needs only the run
+// directory.
 func Export(runDir, outDir string) error {
 	cfg, err := config.ReadRun(filepath.Join(runDir, "config.yaml"))
 	if err != nil {
@@ -44,8 +47,11 @@ func Export(runDir, outDir string) error {
 	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
-	in, err := exportInput(cfg, rec, st, metrics)
+	in, clf, err := exportInput(cfg, rec, st, metrics)
 	if err != nil {
+		return fmt.Errorf("export %s: %w", runDir, err)
+	}
+	if in.Calibration, err = calibration(runDir, cfg, in.Classes, clf); err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
 	return export.Write(outDir, in)
@@ -88,9 +94,44 @@ func ExportAfterTraining(r *Run) (string, error) {
 	return dir, nil
 }
 
+// calibration fits the exported model's calibration (export.FitCalibration)
+// on the run's validation split: the backbone's features of the held-out
+// training images of every exported class, which training never saw. A run
+// without a validation split (data.val_per_class 0), or with fewer than
+// gauss.MinCalibrationImages such images, exports no calibration: its
+// model then never answers "unknown" unless given a threshold.
+func calibration(runDir string, cfg config.Config, classes []bundle.Class, clf *gauss.Classifier) (*bundle.Calibration, error) {
+	if cfg.Data.ValPerClass == 0 {
+		return nil, nil
+	}
+	r, err := Resume(runDir, Options{Log: io.Discard})
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	ids := make([]int, len(classes))
+	for i, c := range classes {
+		ids[i] = c.ID
+	}
+	idx := r.valIndices(ids)
+	if len(idx) < gauss.MinCalibrationImages {
+		return nil, nil
+	}
+	z, err := features(r.state.Backbone, r.train, idx, r.prep, cfg.Train.EvalBatch, false)
+	if err != nil {
+		return nil, fmt.Errorf("calibration features: %w", err)
+	}
+	labels := make([]int, len(idx))
+	for i, j := range idx {
+		labels[i] = r.train.Labels[j]
+	}
+	return export.FitCalibration(clf, classes, z, labels, cfg.Export.AcceptRate)
+}
+
 // exportInput assembles the export of state st: every class seen in the
-// completed tasks, in task order, with its prototype and classifier tables.
-func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.RawMessage) (export.Input, error) {
+// completed tasks, in task order, with its prototype and classifier tables,
+// and returns the classifier the tables come from.
+func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.RawMessage) (export.Input, *gauss.Classifier, error) {
 	var classes []bundle.Class
 	var protos []gauss.Gaussian
 	var priors []float64
@@ -98,7 +139,7 @@ func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.Ra
 		for _, c := range rec.Tasks[t] {
 			p, ok := st.Prototypes[c]
 			if !ok {
-				return export.Input{}, fmt.Errorf("no prototype for class %d", c)
+				return export.Input{}, nil, fmt.Errorf("no prototype for class %d", c)
 			}
 			name := ""
 			if c < len(rec.ClassNames) {
@@ -113,7 +154,7 @@ func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.Ra
 	opts := gauss.ClassifierOptions{Shrink: cfg.Classifier.Shrink, Normalize: cfg.Classifier.Normalize, FullGaussian: cfg.Classifier.FullGaussian}
 	clf, err := gauss.NewClassifier(protos, priors, opts)
 	if err != nil {
-		return export.Input{}, err
+		return export.Input{}, nil, err
 	}
 	s := cfg.Model.FeatureDim
 	means := make([]float32, 0, len(protos)*s)
@@ -130,7 +171,7 @@ func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.Ra
 	}
 	cfgJSON, err := json.Marshal(cfg)
 	if err != nil {
-		return export.Input{}, err
+		return export.Input{}, nil, err
 	}
 	in := export.Input{
 		Arch: cfg.Model.Backbone, FeatureDim: s, Backbone: st.Backbone.State(),
@@ -142,7 +183,7 @@ func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.Ra
 	if st.Adapter != nil {
 		in.AdapterKind, in.Adapter = st.Adapter.Kind(), st.Adapter.State()
 	}
-	return in, nil
+	return in, clf, nil
 }
 
 // preprocessFor is the test-time preprocessing of a configuration: its

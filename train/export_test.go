@@ -81,7 +81,8 @@ func TestExportMatchesTraining(t *testing.T) {
 	for i, j := range ev.TestIndices {
 		pred[j] = ev.Predictions[i]
 	}
-	checkModelAgreement(t, clf, imgs, pred)
+	accepted := checkModelAgreement(t, clf, imgs, pred)
+	checkCalibration(t, b.Manifest.Calibration, cfg, accepted, len(imgs))
 	checkInferCommand(t, model, imgs, pred)
 }
 
@@ -121,10 +122,10 @@ func checkBackboneParity(t *testing.T, r *Run, clf *infer.Classifier, imgs []ima
 
 }
 
-// checkModelAgreement classifies imgs with model.onnx and checks that its
+// checkModelAgreement classifies imgs with model.onnx, checks that its
 // best class agrees with the training-time prediction pred (by test index)
-// on at least 99.9% of them.
-func checkModelAgreement(t *testing.T, clf *infer.Classifier, imgs []image.Image, pred map[int]int) {
+// on at least 99.9% of them, and returns how many it accepted as known.
+func checkModelAgreement(t *testing.T, clf *infer.Classifier, imgs []image.Image, pred map[int]int) (accepted int) {
 	t.Helper()
 	agree := 0
 	for start := 0; start < len(imgs); start += 500 {
@@ -136,6 +137,9 @@ func checkModelAgreement(t *testing.T, clf *infer.Classifier, imgs []image.Image
 			if r.Predictions[0].ClassID == pred[start+i] {
 				agree++
 			}
+			if !r.Unknown {
+				accepted++
+			}
 		}
 	}
 	rate := float64(agree) / float64(len(imgs))
@@ -143,7 +147,23 @@ func checkModelAgreement(t *testing.T, clf *infer.Classifier, imgs []image.Image
 	if rate < 0.999 {
 		t.Errorf("agreement %.4f, want >= 0.999", rate)
 	}
+	return accepted
+}
 
+// checkCalibration checks that the model was calibrated on the validation
+// split and accepts the requested share (within 2 points) of the unseen,
+// known-class test images, of which it accepted accepted of n.
+func checkCalibration(t *testing.T, cal *bundle.Calibration, cfg config.Config, accepted, n int) {
+	t.Helper()
+	if cal == nil || cal.HeldOutImages != 10*ValidationCount(cfg.Data.ValPerClass, cfg.Data.TrainPerClass) {
+		t.Fatalf("calibration %+v, want one fitted on the validation split", cal)
+	}
+	acceptRate := float64(accepted) / float64(n)
+	t.Logf("calibrated on %d validation images: accepts %.3f of the test images at accept_rate %.2f (temperature %.3g)",
+		cal.HeldOutImages, acceptRate, cal.AcceptRate, cal.Temperature)
+	if abs(acceptRate-cfg.Export.AcceptRate) > 0.02 {
+		t.Errorf("accepted %.3f of known-class test images, asked %.2f", acceptRate, cfg.Export.AcceptRate)
+	}
 }
 
 // checkInferCommand writes imgs as PNG files, classifies them with the

@@ -1,25 +1,27 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"image"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 
-	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/infer"
 )
 
 // classifyOptions are the root command's flags and arguments.
 type classifyOptions struct {
-	model modelOptions
-	json  bool
-	batch int
-	paths []string
+	model   modelOptions
+	json    bool
+	batch   int
+	paths   []string
+	collect collectOptions
 }
 
 // source is one image to classify: a file, or standard input ("-").
@@ -32,7 +34,13 @@ type source struct {
 type record struct {
 	File        string             `json:"file"`
 	Predictions []infer.Prediction `json:"predictions,omitempty"`
-	Error       string             `json:"error,omitempty"`
+	// Confidence, UnknownScore and Unknown as in infer.Result.
+	Confidence   float64  `json:"confidence,omitempty"`
+	UnknownScore *float64 `json:"unknown_score,omitempty"`
+	Unknown      bool     `json:"unknown"`
+	// Collected is where --collect-unknown saved the image.
+	Collected string `json:"collected,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 // runClassify classifies every image the paths name, in order, batch by
@@ -49,13 +57,21 @@ func runClassify(o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) 
 	if len(sources) == 0 {
 		return errors.New("no image files found in the given directories")
 	}
+	collector, err := o.collect.collector()
+	if err != nil {
+		return err
+	}
 	c, err := o.model.open(stderr)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	var stdinCopy bytes.Buffer
+	if collector != nil {
+		stdin = io.TeeReader(stdin, &stdinCopy)
+	}
 
-	out := newPrinter(o.json, stdout, stderr, sources, c.Classes())
+	out := newPrinter(o.json, stdout, stderr, sources, c)
 	failed := 0
 	for start := 0; start < len(sources); start += o.batch {
 		chunk := sources[start:min(start+o.batch, len(sources))]
@@ -84,15 +100,42 @@ func runClassify(o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) 
 			if errs[i] != nil {
 				failed++
 				out.failure(s.name, errs[i])
-			} else {
-				out.result(s.name, results[i])
+				continue
 			}
+			saved := ""
+			if results[i].Unknown && collector != nil {
+				saved = collect(collector, s, stdinCopy.Bytes(), stderr)
+			}
+			out.result(s.name, results[i], saved)
 		}
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d images failed", failed, len(sources))
 	}
 	return nil
+}
+
+// collect saves the bytes of an image answered unknown (standard input's
+// from stdinCopy) and returns the path, or "" after printing why not; a
+// full collection is a warning, not a failure of the image.
+func collect(c *infer.Collector, s source, stdinCopy []byte, stderr io.Writer) string {
+	raw := stdinCopy
+	if s.name != "-" {
+		var err error
+		if raw, err = os.ReadFile(s.name); err != nil {
+			fmt.Fprintf(stderr, "bicyc-infer: %s: not collected: %v\n", s.name, withoutPath(err))
+			return ""
+		}
+	}
+	_, format, err := image.DecodeConfig(bytes.NewReader(raw))
+	if err == nil {
+		var path string
+		if path, err = c.Save(raw, format); err == nil {
+			return path
+		}
+	}
+	fmt.Fprintf(stderr, "bicyc-infer: %s: not collected: %v\n", s.name, err)
+	return ""
 }
 
 // expandPaths turns the arguments into image sources: files as given,
@@ -164,30 +207,53 @@ type printer struct {
 	fileWidth      int
 	nameWidth      int
 	header         bool
+	calibrated     bool // the model gives probabilities
+	decides        bool // the model can answer unknown
 }
 
-func newPrinter(asJSON bool, stdout, stderr io.Writer, sources []source, classes []bundle.Class) *printer {
-	p := &printer{json: asJSON, stdout: stdout, stderr: stderr, enc: json.NewEncoder(stdout), fileWidth: len("FILE"), nameWidth: len("NAME")}
+func newPrinter(asJSON bool, stdout, stderr io.Writer, sources []source, c *infer.Classifier) *printer {
+	threshold, _ := c.UnknownThreshold()
+	p := &printer{json: asJSON, stdout: stdout, stderr: stderr, enc: json.NewEncoder(stdout), fileWidth: len("FILE"), nameWidth: len("NAME"),
+		calibrated: c.Calibrated(), decides: !math.IsInf(threshold, 1)}
 	for _, s := range sources {
 		p.fileWidth = max(p.fileWidth, len(s.name))
 	}
-	for _, c := range classes {
-		p.nameWidth = max(p.nameWidth, len(c.Name))
+	for _, class := range c.Classes() {
+		p.nameWidth = max(p.nameWidth, len(class.Name))
 	}
 	return p
 }
 
-func (p *printer) result(file string, r infer.Result) {
+// result prints one image's answer. The table's PROB column is the
+// calibrated posterior and its ANSWER column, on the first row, "known" or
+// "unknown"; both are "-" when the model cannot say (no calibration, no
+// --threshold).
+func (p *printer) result(file string, r infer.Result, collected string) {
 	if p.json {
-		p.enc.Encode(record{File: file, Predictions: r.Predictions})
+		score := r.UnknownScore
+		p.enc.Encode(record{File: file, Predictions: r.Predictions, Confidence: r.Confidence, UnknownScore: &score,
+			Unknown: r.Unknown, Collected: collected})
 		return
 	}
 	if !p.header {
-		fmt.Fprintf(p.stdout, "%-*s  %4s  %5s  %-*s  %4s  %s\n", p.fileWidth, "FILE", "RANK", "CLASS", p.nameWidth, "NAME", "TASK", "DISTANCE")
+		fmt.Fprintf(p.stdout, "%-*s  %4s  %5s  %-*s  %4s  %10s  %5s  %s\n", p.fileWidth, "FILE", "RANK", "CLASS", p.nameWidth, "NAME", "TASK", "DISTANCE", "PROB", "ANSWER")
 		p.header = true
 	}
 	for rank, pr := range r.Predictions {
-		fmt.Fprintf(p.stdout, "%-*s  %4d  %5d  %-*s  %4d  %.5g\n", p.fileWidth, file, rank+1, pr.ClassID, p.nameWidth, pr.Name, pr.Task, pr.Distance)
+		prob, answer := "-", ""
+		if p.calibrated {
+			prob = fmt.Sprintf("%.3f", pr.Probability)
+		}
+		switch {
+		case rank > 0:
+		case !p.decides:
+			answer = "  -"
+		case r.Unknown:
+			answer = "  unknown"
+		default:
+			answer = "  known"
+		}
+		fmt.Fprintf(p.stdout, "%-*s  %4d  %5d  %-*s  %4d  %10.5g  %5s%s\n", p.fileWidth, file, rank+1, pr.ClassID, p.nameWidth, pr.Name, pr.Task, pr.Distance, prob, answer)
 	}
 }
 

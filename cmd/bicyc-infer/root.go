@@ -21,23 +21,30 @@ type modelOptions struct {
 	engineCache string
 	fp16        bool
 	maxPixels   int64
+	acceptRate  float64
+	threshold   float64
 }
 
 // envNames maps flags to the BICYC_* environment variables that set them
 // when the flag is not given. Threads has its own name because the
 // trainer's BICYC_THREADS means its training threads.
 var envNames = map[string]string{
-	"model":          "BICYC_MODEL",
-	"provider":       "BICYC_PROVIDER",
-	"threads":        "BICYC_INFER_THREADS",
-	"top-k":          "BICYC_TOP_K",
-	"ort-lib":        infer.LibraryPathEnv,
-	"engine-cache":   "BICYC_ENGINE_CACHE",
-	"fp16":           "BICYC_FP16",
-	"max-pixels":     "BICYC_MAX_PIXELS",
-	"addr":           "BICYC_ADDR",
-	"max-body":       "BICYC_MAX_BODY",
-	"max-concurrent": "BICYC_MAX_CONCURRENT",
+	"model":             "BICYC_MODEL",
+	"provider":          "BICYC_PROVIDER",
+	"threads":           "BICYC_INFER_THREADS",
+	"top-k":             "BICYC_TOP_K",
+	"ort-lib":           infer.LibraryPathEnv,
+	"engine-cache":      "BICYC_ENGINE_CACHE",
+	"fp16":              "BICYC_FP16",
+	"max-pixels":        "BICYC_MAX_PIXELS",
+	"addr":              "BICYC_ADDR",
+	"max-body":          "BICYC_MAX_BODY",
+	"max-concurrent":    "BICYC_MAX_CONCURRENT",
+	"accept-rate":       "BICYC_ACCEPT_RATE",
+	"threshold":         "BICYC_UNKNOWN_THRESHOLD",
+	"collect-unknown":   "BICYC_COLLECT_UNKNOWN",
+	"collect-max-files": "BICYC_COLLECT_MAX_FILES",
+	"collect-max-bytes": "BICYC_COLLECT_MAX_BYTES",
 }
 
 func (o *modelOptions) addFlags(fs *pflag.FlagSet) {
@@ -49,6 +56,30 @@ func (o *modelOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.engineCache, "engine-cache", "", "TensorRT engine cache `dir`ectory (env BICYC_ENGINE_CACHE)")
 	fs.BoolVar(&o.fp16, "fp16", false, "let TensorRT run in half precision (env BICYC_FP16)")
 	fs.Int64Var(&o.maxPixels, "max-pixels", infer.DefaultMaxPixels, "refuse images whose header declares more `pixels` (env BICYC_MAX_PIXELS)")
+	fs.Float64Var(&o.acceptRate, "accept-rate", 0, "share of known-class images to accept, the rest are unknown; 0 = the model's calibrated default, normally 0.95 (env BICYC_ACCEPT_RATE)")
+	fs.Float64Var(&o.threshold, "threshold", 0, "answer unknown above this unknown score instead (for an uncalibrated model: the nearest distance); 0 = none (env BICYC_UNKNOWN_THRESHOLD)")
+}
+
+// collectOptions save images answered unknown (--collect-unknown).
+type collectOptions struct {
+	dir      string
+	maxFiles int
+	maxBytes int64
+}
+
+func (o *collectOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.dir, "collect-unknown", "", "save images answered unknown into this `dir`ectory, to label them for add-classes or bicyc learn (env BICYC_COLLECT_UNKNOWN)")
+	fs.IntVar(&o.maxFiles, "collect-max-files", 10000, "stop collecting once the directory holds this many `files` (env BICYC_COLLECT_MAX_FILES)")
+	fs.Int64Var(&o.maxBytes, "collect-max-bytes", 1<<30, "stop collecting once the directory holds this many `bytes` (env BICYC_COLLECT_MAX_BYTES)")
+}
+
+// collector returns the Collector the flags ask for, or nil without
+// --collect-unknown.
+func (o *collectOptions) collector() (*infer.Collector, error) {
+	if o.dir == "" {
+		return nil, nil
+	}
+	return infer.NewCollector(o.dir, o.maxFiles, o.maxBytes)
 }
 
 // open opens the model with these options; the auto provider's one line
@@ -57,11 +88,20 @@ func (o *modelOptions) open(log io.Writer) (*infer.Classifier, error) {
 	if o.model == "" {
 		return nil, fmt.Errorf("no model: pass --model DIR or set BICYC_MODEL")
 	}
+	opts, err := o.openOptions(log)
+	if err != nil {
+		return nil, err
+	}
+	return infer.Open(o.model, opts...)
+}
+
+// openOptions are these options for infer.
+func (o *modelOptions) openOptions(log io.Writer) ([]infer.Option, error) {
 	provider, err := infer.ParseProvider(o.provider)
 	if err != nil {
 		return nil, err
 	}
-	return infer.Open(o.model,
+	return []infer.Option{
 		infer.WithProvider(provider),
 		infer.WithThreads(o.threads),
 		infer.WithTopK(o.topK),
@@ -69,7 +109,10 @@ func (o *modelOptions) open(log io.Writer) (*infer.Classifier, error) {
 		infer.WithEngineCache(o.engineCache),
 		infer.WithFP16(o.fp16),
 		infer.WithMaxPixels(o.maxPixels),
-		infer.WithLog(log))
+		infer.WithAcceptRate(o.acceptRate),
+		infer.WithUnknownThreshold(o.threshold),
+		infer.WithLog(log),
+	}, nil
 }
 
 // reopener returns the function that opens the model again with these
@@ -116,7 +159,11 @@ image file, a directory (searched recursively for .png, .jpg, .jpeg, .gif, .bmp,
 and .webp files) or - for one image on standard input.
 
 It prints the top-k classes of every image, closest first: the distance is the squared
-Mahalanobis distance to the class prototype, smaller is closer. A file that cannot be read
+Mahalanobis distance to the class prototype, smaller is closer. A calibrated model (exported
+with a validation split, or from 'bicyc-infer calibrate') also gives each class's probability
+and answers "unknown" for images unlike every class: by default it accepts 95% of known-class
+images; --accept-rate or --threshold change that, and --collect-unknown DIR keeps the unknown
+images so they can be labelled and added ('bicyc-infer add-classes'). A file that cannot be read
 or classified gets an error line and the others are still classified; the exit status is
 non-zero if any failed. 'bicyc-infer serve' runs the same model as an HTTP service.
 
@@ -139,6 +186,7 @@ Flags fall back to BICYC_* environment variables (named in each flag's help), th
 	opts.model.addFlags(cmd.PersistentFlags())
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object per image instead of a table")
 	cmd.Flags().IntVar(&opts.batch, "batch", 16, "images per ONNX Runtime call")
-	cmd.AddCommand(newServeCmd(&opts.model, stderr))
+	opts.collect.addFlags(cmd.Flags())
+	cmd.AddCommand(newServeCmd(&opts.model, stderr), newAddClassesCmd(&opts.model, stdout), newCalibrateCmd(&opts.model, stdout))
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+
+	"github.com/bicyc/bicyc/infer"
 )
 
 // serveOptions are the serve command's flags.
@@ -27,6 +30,7 @@ type serveOptions struct {
 	readTimeout     time.Duration
 	writeTimeout    time.Duration
 	shutdownTimeout time.Duration
+	collect         collectOptions
 }
 
 func newServeCmd(model *modelOptions, stderr io.Writer) *cobra.Command {
@@ -38,8 +42,10 @@ func newServeCmd(model *modelOptions, stderr io.Writer) *cobra.Command {
 
   POST /v1/classify   the image as the raw request body (Content-Type image/*,
                       application/octet-stream or none), or as the multipart form field "image";
-                      answers {"predictions": [{"class_id", "name", "task", "distance"}, ...]},
-                      closest first (squared Mahalanobis distance), or {"error": "..."} with
+                      answers {"predictions": [{"class_id", "name", "task", "distance",
+                      "probability"}, ...], "confidence", "unknown_score", "unknown"}, closest
+                      first (squared Mahalanobis distance; probability and confidence only for a
+                      calibrated model; unknown: like no known class), or {"error": "..."} with
                       400 (unreadable image), 413 (body or image too large), 415 (unknown image
                       format or other content type), 503 (busy or shutting down)
   POST /admin/reload  open and verify the model directory again (schema version, SHA-256 of every
@@ -49,14 +55,18 @@ func newServeCmd(model *modelOptions, stderr io.Writer) *cobra.Command {
   GET  /readyz        200 while it accepts requests (after a failed reload the body says why),
                       503 once shutting down
   GET  /metrics       Prometheus metrics: requests by handler and code, latency, requests in
-                      flight, model reloads by result
+                      flight, model reloads by result, unknown answers (bicyc_infer_unknown_total,
+                      a drift signal) and unknown images collected
 
   curl -H 'Content-Type: image/png' --data-binary @shirt.png localhost:8080/v1/classify
   curl -F image=@shirt.png localhost:8080/v1/classify
 
 At most --max-concurrent requests classify at once; others wait up to --queue-timeout, then get
 503. SIGHUP reloads the model like POST /admin/reload (a line on stderr says how it went); keep
-/admin/ off public networks. SIGINT or SIGTERM stop accepting connections and finish requests in
+/admin/ off public networks. --collect-unknown DIR saves every image answered unknown (bounded by
+--collect-max-files and --collect-max-bytes, never overwriting) to be labelled and added with
+add-classes; to serve the result, point --model at a symlink, swap it to the new directory and
+reload. SIGINT or SIGTERM stop accepting connections and finish requests in
 flight (up to --shutdown-timeout).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -73,6 +83,7 @@ flight (up to --shutdown-timeout).`,
 	f.DurationVar(&o.readTimeout, "read-timeout", 30*time.Second, "time limit to read a request, body included")
 	f.DurationVar(&o.writeTimeout, "write-timeout", 60*time.Second, "time limit from the end of the request headers to the end of the response")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for requests in flight")
+	o.collect.addFlags(f)
 	return cmd
 }
 
@@ -100,11 +111,16 @@ func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
+	collector, err := o.collect.collector()
+	if err != nil {
+		return err
+	}
 	c, err := o.model.open(stderr)
 	if err != nil {
 		return err
 	}
 	s := newServer(c, o.model.reopener(stderr), o, prometheus.NewRegistry(), stderr)
+	s.collector = collector
 	defer s.close()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -113,8 +129,20 @@ func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "bicyc-infer: serving %s (%d classes, %s) on %s\n", o.model.model, len(c.Classes()), c.Provider(), ln.Addr())
+	fmt.Fprintf(stderr, "bicyc-infer: serving %s (%d classes, %s, %s) on %s\n", o.model.model, len(c.Classes()), c.Provider(), unknownPolicy(c), ln.Addr())
 	return s.serve(ctx, ln, o, hup)
+}
+
+// unknownPolicy says when the model answers unknown, for the start-up line.
+func unknownPolicy(c *infer.Classifier) string {
+	threshold, rate := c.UnknownThreshold()
+	switch {
+	case math.IsInf(threshold, 1):
+		return "never unknown: no calibration"
+	case rate > 0:
+		return fmt.Sprintf("unknown above score %.3g, accepting %.0f%% of known images", threshold, 100*rate)
+	}
+	return fmt.Sprintf("unknown above score %.3g", threshold)
 }
 
 // serve answers on ln until ctx ends, reloading the model whenever reload

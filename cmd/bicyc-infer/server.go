@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,6 +54,9 @@ type server struct {
 	queueTimeout time.Duration
 	ready        atomic.Bool
 	handler      http.Handler
+	unknowns     prometheus.Counter
+	collected    *prometheus.CounterVec
+	collector    *infer.Collector // nil: unknown images are not kept
 }
 
 // latencyBuckets span a sub-millisecond classification of a small image to
@@ -93,7 +97,15 @@ func newServer(m model, reopen func() (model, error), o *serveOptions, reg *prom
 		Name: "bicyc_infer_http_requests_in_flight",
 		Help: "HTTP requests being served.",
 	})
-	reg.MustRegister(requests, latency, inFlight, s.reloads,
+	s.unknowns = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "bicyc_infer_unknown_total",
+		Help: "Images answered unknown (unlike every known class): a rising share of requests signals drift or new classes.",
+	})
+	s.collected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bicyc_infer_unknown_collected_total",
+		Help: "Unknown images offered to --collect-unknown, by result: saved, full (a limit reached) or failed.",
+	}, []string{"result"})
+	reg.MustRegister(requests, latency, inFlight, s.reloads, s.unknowns, s.collected,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	mux := http.NewServeMux()
@@ -217,7 +229,11 @@ func (s *server) classify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, requestStatus(err), err)
 		return
 	}
-	img, _, err := infer.DecodeImage(src, s.maxPixels)
+	var raw bytes.Buffer
+	if s.collector != nil {
+		src = io.TeeReader(src, &raw)
+	}
+	img, format, err := infer.DecodeImage(src, s.maxPixels)
 	if err != nil {
 		writeError(w, requestStatus(err), err)
 		return
@@ -229,7 +245,29 @@ func (s *server) classify(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, err)
 	default:
+		if res.Unknown {
+			s.unknowns.Inc()
+			s.collect(raw.Bytes(), format)
+		}
 		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+// collect keeps an unknown image when --collect-unknown is set; a full or
+// failing collection is counted and logged, never the request's failure.
+func (s *server) collect(raw []byte, format string) {
+	if s.collector == nil {
+		return
+	}
+	_, err := s.collector.Save(raw, format)
+	switch {
+	case err == nil:
+		s.collected.WithLabelValues("saved").Inc()
+	case errors.Is(err, infer.ErrCollectionFull):
+		s.collected.WithLabelValues("full").Inc()
+	default:
+		s.collected.WithLabelValues("failed").Inc()
+		fmt.Fprintf(s.log, "bicyc-infer: collect unknown image: %v\n", err)
 	}
 }
 

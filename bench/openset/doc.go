@@ -1,0 +1,30 @@
+// Command openset measures the production loop of issue 17 on
+// Fashion-MNIST: unknown detection by a calibrated model, and classes added
+// without retraining (bicyc-infer add-classes) against `bicyc learn` on the
+// same images.
+//
+// For every seed it draws a class permutation, keeps the last two classes
+// out as the unknowns and trains the other eight as 4 tasks of 2 classes
+// (the configuration given, kind imagefolder over PNG files it writes, with
+// the validation split that calibrates the export). Then:
+//
+//   - unknown detection: the exported model classifies the test images of
+//     the eight known classes and of the two unknown ones; AUROC and the
+//     FPR at 95 % TPR (the share of unknown images accepted when 95 % of
+//     known ones are) of the calibrated unknown score, against the nearest
+//     distance as the baseline score, and the share of known test images the
+//     calibrated threshold accepts (asked: export.accept_rate);
+//   - new classes: for each n in --add, the two unknown classes are added
+//     from n training images each with infer.AddClasses, and learnt from the
+//     same images as a new task with train.Run.Learn on a copy of the run;
+//     both models are exported and scored on the test images: accuracy over
+//     all ten classes on the new classes' images and on the old ones'.
+//
+// It writes results.json and README.md (a table per measurement, one row
+// per seed) into --out. Training runs are long: a default-budget run takes
+// tens of minutes per seed on two cores; --quick uses the quick profile.
+//
+// Usage (from the repository root):
+//
+//	CGO_LDFLAGS=-lopenblas go run ./bench/openset --out docs/results/openset [--seeds 0,1,2] [--add 10,50,200] [--config configs/fmnist-t5.yaml] [--quick] [--learn=true] [--work DIR]
+package main

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/durable"
+	"github.com/bicyc/bicyc/train"
+)
+
+// options are the command's flags.
+type options struct {
+	out, work, configFile string
+	seeds, adds           []int
+	quick, learn          bool
+}
+
+func main() {
+	var o options
+	var seeds, adds string
+	flag.StringVar(&o.out, "out", "docs/results/openset", "directory for results.json and README.md")
+	flag.StringVar(&o.work, "work", "", "working directory for data, runs and models (default: a new temporary one, removed at the end)")
+	flag.StringVar(&o.configFile, "config", "", "YAML file of configuration keys over the defaults (data and stream keys are set by the experiment)")
+	flag.StringVar(&seeds, "seeds", "0,1,2", "comma-separated seeds")
+	flag.StringVar(&adds, "add", "10,50,200", "comma-separated training images per new class")
+	flag.BoolVar(&o.quick, "quick", false, "use the quick profile (minutes per seed; numbers for a smoke test only)")
+	flag.BoolVar(&o.learn, "learn", true, "also learn the new classes with bicyc learn (trains one task per --add value)")
+	flag.Parse()
+	var err error
+	if o.seeds, err = ints(seeds); err == nil {
+		o.adds, err = ints(adds)
+	}
+	if err == nil {
+		err = run(context.Background(), o, os.Stderr)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench/openset:", err)
+		os.Exit(1)
+	}
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("%q: want comma-separated non-negative integers", s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// run measures every seed and writes the results.
+func run(ctx context.Context, o options, log io.Writer) error {
+	base, err := baseConfig(o)
+	if err != nil {
+		return err
+	}
+	work := o.work
+	if work == "" {
+		if work, err = os.MkdirTemp("", "bicyc-openset-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(work)
+	}
+	trainSet, testSet, err := data.LoadFashionMNIST("")
+	if err != nil {
+		return err
+	}
+	var results []seedResult
+	for _, seed := range o.seeds {
+		res, err := measureSeed(ctx, o, base, seedData{train: trainSet, test: testSet, seed: seed,
+			dir: filepath.Join(work, fmt.Sprintf("seed%d", seed))}, log)
+		if err != nil {
+			return fmt.Errorf("seed %d: %w", seed, err)
+		}
+		results = append(results, res)
+	}
+	return writeResults(o.out, o.configFile, base, results)
+}
+
+// baseConfig is the defaults, the --config file and --quick.
+func baseConfig(o options) (config.Config, error) {
+	cfg := config.Default()
+	if o.configFile != "" {
+		raw, err := os.ReadFile(o.configFile)
+		if err != nil {
+			return cfg, err
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(raw))
+		dec.KnownFields(true)
+		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+			return cfg, fmt.Errorf("%s: %w", o.configFile, err)
+		}
+	}
+	cfg.Quick = cfg.Quick || o.quick
+	return cfg, nil
+}
+
+// seedConfig is the run configuration of one seed over the image folders
+// in dir: Fashion-MNIST's geometry and normalisation, 4 tasks in a class
+// order drawn from the seed.
+func seedConfig(base config.Config, seed int, dir string) config.Config {
+	cfg := base
+	cfg.Seed = int64(seed)
+	cfg.Data.Kind = data.KindImageFolder
+	cfg.Data.Dir = ""
+	cfg.Data.TrainDir, cfg.Data.TestDir = filepath.Join(dir, "train"), filepath.Join(dir, "test")
+	cfg.Data.Channels, cfg.Data.Height, cfg.Data.Width = 1, 28, 28
+	cfg.Data.Mean, cfg.Data.Std = []float64{0.2860}, []float64{0.3530}
+	cfg.Stream = config.Stream{Tasks: 4, OrderSeed: int64(seed)}
+	cfg.Export.Enabled = false // exported explicitly
+	return cfg.Resolved()
+}
+
+// heldOut draws the two unknown classes of a seed: the last two of a
+// permutation of the ten.
+func heldOut(seed int) (known, unknown []int) {
+	perm := rand.New(rand.NewPCG(uint64(seed), 17)).Perm(10)
+	return perm[:8], perm[8:]
+}
+
+// writeResults writes results.json and README.md into dir.
+func writeResults(dir, configFile string, cfg config.Config, results []seedResult) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	raw, err := json.MarshalIndent(struct {
+		Config  config.Config `json:"config"`
+		Results []seedResult  `json:"results"`
+	}{cfg, results}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := durable.WriteFile(filepath.Join(dir, "results.json"), append(raw, '\n')); err != nil {
+		return err
+	}
+	return durable.WriteFile(filepath.Join(dir, "README.md"), []byte(markdown(cfg, configFile, results)))
+}
+
+// newRun trains cfg in dir.
+func newRun(ctx context.Context, cfg config.Config, dir string, log io.Writer) error {
+	r, err := train.New(cfg, dir, train.Options{Log: log})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return r.Execute(ctx)
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bicyc/bicyc/infer"
+)
+
+// addClassesOptions are the add-classes command's flags.
+type addClassesOptions struct {
+	model *modelOptions
+	from  string
+	out   string
+}
+
+func newAddClassesCmd(model *modelOptions, stdout io.Writer) *cobra.Command {
+	o := &addClassesOptions{model: model}
+	cmd := &cobra.Command{
+		Use:   "add-classes --model <dir> --from <folder> --out <new-dir>",
+		Short: "Add classes from labelled images, without retraining",
+		Long: fmt.Sprintf(`add-classes writes a new model directory that also predicts the classes in <folder>:
+one sub-folder per class, named after it, holding at least %d of its images (10 to 50 work
+well). Each image goes through the model's backbone once; a class is the Gaussian of its
+features, estimated with the same shrinkage as the trained classes, so nothing is retrained
+and the images are not kept. The new classes get the next class IDs and one new task; the
+manifest records how many images each was added from.
+
+The model directory is never modified, and --out must not exist yet (or be empty). Serve the
+result by pointing the server's model path at it (e.g. swap a symlink) and reloading.`, infer.MinAddImages),
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return runAddClasses(o, stdout) },
+	}
+	cmd.Flags().StringVar(&o.from, "from", "", "`folder` with one sub-folder of images per new class (required)")
+	cmd.Flags().StringVar(&o.out, "out", "", "new model `dir`ectory to write (required)")
+	return cmd
+}
+
+func runAddClasses(o *addClassesOptions, stdout io.Writer) error {
+	classes, opts, err := o.model.folderJob("add-classes", o.from, o.out)
+	if err != nil {
+		return err
+	}
+	added, err := infer.AddClasses(o.model.model, o.out, classes, opts...)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: %s plus %d classes\n", added.Dir, o.model.model, len(added.Classes))
+	for _, c := range added.Classes {
+		fmt.Fprintf(stdout, "  class %d %q (task %d) from %d images\n", c.ID, c.Name, c.Task, c.AddedImages)
+	}
+	return nil
+}
+
+// folderJob checks the flags of a command that reads a folder of class
+// folders into a new model directory, and returns the folder's classes
+// and the options to open the model with.
+func (o *modelOptions) folderJob(command, from, out string) ([]infer.LabelledImages, []infer.Option, error) {
+	if o.model == "" || from == "" || out == "" {
+		return nil, nil, fmt.Errorf("%s needs --model, --from and --out", command)
+	}
+	classes, err := infer.ReadClassFolders(from)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Unknown answers play no part in embedding or scoring images, and an
+	// acceptance rate would refuse an uncalibrated model.
+	embed := *o
+	embed.acceptRate, embed.threshold = 0, 0
+	opts, err := embed.openOptions(io.Discard)
+	return classes, opts, err
+}

@@ -1,0 +1,66 @@
+package export
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/bicyc/bicyc/export/onnxpb"
+	"github.com/bicyc/bicyc/gauss"
+)
+
+// ErrONNX is wrapped by errors about an ONNX file that ModelFromBackbone
+// cannot extend: not a model, another opset, no "image" input or
+// "features" output.
+var ErrONNX = errors.New("unusable onnx model")
+
+// ModelFromBackbone returns model.onnx for an exported backbone.onnx (as
+// Backbone writes it) and new classifier tables: the backbone's graph, left
+// as it is, followed by the classifier of Classifier, so the fused model
+// scores exactly like backbone.onnx followed by classifier.onnx. It is how
+// a model directory gets new classes without the training weights (infer's
+// AddClasses). The tables' S must be the backbone's feature dim. Errors
+// wrap ErrONNX or ErrState.
+func ModelFromBackbone(backbone []byte, t gauss.ClassifierTables, topK int) ([]byte, error) {
+	var m onnxpb.ModelProto
+	if err := proto.Unmarshal(backbone, &m); err != nil {
+		return nil, fmt.Errorf("%w: backbone: %v", ErrONNX, err)
+	}
+	src := m.GetGraph()
+	if len(m.GetOpsetImport()) != 1 || m.GetOpsetImport()[0].GetVersion() != OpsetVersion || src == nil {
+		return nil, fmt.Errorf("%w: backbone: not a bicyc backbone of opset %d", ErrONNX, OpsetVersion)
+	}
+	if len(src.GetInput()) != 1 || src.GetInput()[0].GetName() != "image" ||
+		len(src.GetOutput()) != 1 || src.GetOutput()[0].GetName() != "features" {
+		return nil, fmt.Errorf("%w: backbone: want one input \"image\" and one output \"features\"", ErrONNX)
+	}
+	if dims := src.GetOutput()[0].GetType().GetTensorType().GetShape().GetDim(); len(dims) != 2 || dims[1].GetDimValue() != int64(t.S) {
+		return nil, fmt.Errorf("%w: backbone features are not [N,%d], the classifier tables' dim", ErrState, t.S)
+	}
+	g := newGraph("bicyc_model")
+	g.inputs = src.GetInput()
+	g.inits = src.GetInitializer()
+	g.nodes = src.GetNode()
+	for _, v := range g.inputs {
+		g.claim(v.GetName())
+	}
+	for _, init := range g.inits {
+		g.claim(init.GetName())
+	}
+	for _, n := range g.nodes {
+		g.ops[n.GetOpType()]++
+		for _, out := range n.GetOutput() {
+			g.claim(out)
+		}
+	}
+	if !g.taken["features"] {
+		return nil, fmt.Errorf("%w: backbone: no node computes \"features\"", ErrONNX)
+	}
+	k, err := addClassifier(g, "features", t, topK)
+	if err != nil {
+		return nil, err
+	}
+	declareScores(g, t.K, k)
+	return marshalModel(g.model(fmt.Sprintf("%s + Gaussian classifier: image -> scores [N,%d], top-%d smallest", src.GetName(), t.K, k)))
+}

@@ -1,0 +1,50 @@
+package export
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/bicyc/bicyc/export/onnxpb"
+)
+
+// TestModelFromBackboneMatchesModel: extending backbone.onnx with a
+// classifier gives the same graph as Model built from the weights.
+func TestModelFromBackboneMatchesModel(t *testing.T) {
+	shape := BackboneShape{Arch: ArchConvNet, InChannels: 1, Height: 8, Width: 8, FeatureDim: 4}
+	rng := rand.New(rand.NewPCG(7, 8))
+	weights := randomConvNet(rng, 1, 4)
+	backbone, err := Backbone(shape, weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := randomTables(rng, 3, 4, true)
+	want, err := Model(shape, weights, tables, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ModelFromBackbone(backbone, tables, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b onnxpb.ModelProto
+	if err := proto.Unmarshal(want, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := proto.Unmarshal(got, &b); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(a.GetGraph(), b.GetGraph()) {
+		t.Fatal("graph of ModelFromBackbone differs from Model's")
+	}
+	for i, bad := range [][]byte{[]byte("not onnx"), want} {
+		if _, err := ModelFromBackbone(bad, tables, 2); !errors.Is(err, ErrONNX) {
+			t.Errorf("case %d: error %v, want ErrONNX", i, err)
+		}
+	}
+	if _, err := ModelFromBackbone(backbone, randomTables(rng, 3, 5, true), 2); !errors.Is(err, ErrState) {
+		t.Errorf("tables of another dim: error %v, want ErrState", err)
+	}
+}

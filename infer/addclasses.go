@@ -1,0 +1,417 @@
+package infer
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"image"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/export"
+	"github.com/bicyc/bicyc/gauss"
+)
+
+// MinAddImages is the fewest labelled images AddClasses takes for a class.
+// The classifier's shrinkage makes a covariance from 10 to 50 images usable
+// (it blends it with a multiple of its mean variance), but below 5 the mean
+// itself is too noisy to place the class.
+const MinAddImages = 5
+
+// embedBatch is how many images AddClasses decodes and embeds at once, so
+// memory stays bounded however many images a class has.
+const embedBatch = 32
+
+// Sentinels of AddClasses and ReadClassFolders that callers branch on; the
+// errors wrapping them name the folder, class or file.
+var (
+	// ErrClassFolder: the folder is not one sub-folder of image files per
+	// class.
+	ErrClassFolder = errors.New("not a folder of class folders")
+	// ErrTooFewImages: a class has fewer than MinAddImages images.
+	ErrTooFewImages = errors.New("too few images for a class")
+	// ErrDuplicateClass: a class name is given twice or is already in the
+	// model.
+	ErrDuplicateClass = errors.New("duplicate class name")
+	// ErrModelChanged: the model directory changed while classes were
+	// being added; nothing was written.
+	ErrModelChanged = errors.New("model directory changed during add-classes")
+)
+
+// LabelledImages are the image files of one new class.
+type LabelledImages struct {
+	Name  string   // the class name, unique in the model
+	Files []string // image files
+}
+
+// ReadClassFolders lists dir as the layout AddClasses takes: one
+// sub-folder per class, named after it, holding that class's image files
+// (IsImageFile), sorted by name. Hidden entries (".*") are skipped. Files
+// directly in dir, folders inside class folders, other files, and class
+// folders without images are errors wrapping ErrClassFolder.
+func ReadClassFolders(dir string) ([]LabelledImages, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrClassFolder, err)
+	}
+	var out []LabelledImages
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		switch {
+		case strings.HasPrefix(e.Name(), "."):
+			continue
+		case !e.IsDir():
+			return nil, fmt.Errorf("%s: %w: a file directly in the folder; put each class's images in a sub-folder named after the class", path, ErrClassFolder)
+		}
+		class, err := readClassFolder(path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, class)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: %w: no class sub-folders", dir, ErrClassFolder)
+	}
+	return out, nil
+}
+
+func readClassFolder(dir string) (LabelledImages, error) {
+	class := LabelledImages{Name: filepath.Base(dir)}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return class, fmt.Errorf("%w: %w", ErrClassFolder, err)
+	}
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		switch {
+		case strings.HasPrefix(e.Name(), "."):
+			continue
+		case e.IsDir():
+			return class, fmt.Errorf("%s: %w: a folder inside a class folder; one level of class folders only", path, ErrClassFolder)
+		case !IsImageFile(e.Name()):
+			return class, fmt.Errorf("%s: %w: not an image file (%s)", path, ErrClassFolder, strings.Join(ImageExtensions, ", "))
+		}
+		class.Files = append(class.Files, path)
+	}
+	if len(class.Files) == 0 {
+		return class, fmt.Errorf("%s: %w: class folder without images", dir, ErrClassFolder)
+	}
+	return class, nil
+}
+
+// Added describes a model directory AddClasses wrote.
+type Added struct {
+	Dir     string
+	Classes []bundle.Class // the new classes, as in the new manifest
+}
+
+// AddClasses writes outDir, a new model directory that is modelDir plus
+// the given classes, without retraining and without keeping the images
+// (exemplar-free). It opens modelDir with opts, embeds every image with its
+// backbone (Embed), estimates each new class's Gaussian (gauss.Estimate),
+// and builds the classifier over old and new prototypes with the model's
+// own options (shrinkage, normalisation), so new classes are scored exactly
+// like trained ones. The new classes get the next free class IDs, in the
+// order given, form one new task, and record their image count in
+// bundle.Class.AddedImages; a calibration is extended to them
+// (gauss.Calibration.WithClasses). outDir is written through bundle.Write
+// (atomic, checksummed) and must not exist yet or be empty; modelDir is
+// never modified.
+//
+// Errors: fewer than MinAddImages images (ErrTooFewImages), a name that is
+// empty, repeated or already a class of the model (ErrDuplicateClass), an
+// unreadable image (naming the file), or a modelDir whose manifest changed
+// while the images were embedded (ErrModelChanged).
+func AddClasses(modelDir, outDir string, classes []LabelledImages, opts ...Option) (Added, error) {
+	manifestSum, err := manifestDigest(modelDir)
+	if err != nil {
+		return Added{}, err
+	}
+	b, err := bundle.Open(modelDir)
+	if err != nil {
+		return Added{}, err
+	}
+	if err := checkNewClasses(b.Manifest.Classes, classes); err != nil {
+		return Added{}, err
+	}
+	if err := checkOutDir(modelDir, outDir); err != nil {
+		return Added{}, err
+	}
+	protos, err := embedClasses(modelDir, classes, opts)
+	if err != nil {
+		return Added{}, err
+	}
+	afterEmbed(modelDir)
+	m, files, added, err := extend(b, classes, protos)
+	if err != nil {
+		return Added{}, fmt.Errorf("add classes to %s: %w", modelDir, err)
+	}
+	if now, err := manifestDigest(modelDir); err != nil || now != manifestSum {
+		return Added{}, fmt.Errorf("%s: %w; run add-classes again on the new version", modelDir, ErrModelChanged)
+	}
+	if err := bundle.Write(outDir, m, files); err != nil {
+		return Added{}, err
+	}
+	return Added{Dir: outDir, Classes: added}, nil
+}
+
+// afterEmbed runs between embedding and the final check of the model
+// directory; tests replace it to change the directory underneath.
+var afterEmbed = func(string) {}
+
+// manifestDigest returns the SHA-256 of dir's manifest.json, which lists
+// the checksum of every other file, so an unchanged digest means an
+// unchanged model.
+func manifestDigest(dir string) ([sha256.Size]byte, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, bundle.ManifestFile))
+	if err != nil {
+		return [sha256.Size]byte{}, fmt.Errorf("model %s: %w", dir, err)
+	}
+	return sha256.Sum256(raw), nil
+}
+
+// checkNewClasses enforces unique, non-empty names and enough images.
+func checkNewClasses(existing []bundle.Class, classes []LabelledImages) error {
+	if len(classes) == 0 {
+		return fmt.Errorf("%w: no classes to add", ErrClassFolder)
+	}
+	taken := make(map[string]string, len(existing)+len(classes))
+	for _, c := range existing {
+		taken[strings.ToLower(c.Name)] = fmt.Sprintf("class %d of the model", c.ID)
+	}
+	var errs []error
+	for i, c := range classes {
+		key := strings.ToLower(strings.TrimSpace(c.Name))
+		switch {
+		case key == "" || !utf8.ValidString(c.Name):
+			errs = append(errs, fmt.Errorf("%w: new class %d has an empty or non-UTF-8 name %q", ErrDuplicateClass, i, c.Name))
+		case taken[key] != "":
+			errs = append(errs, fmt.Errorf("%w: %q is already %s", ErrDuplicateClass, c.Name, taken[key]))
+		}
+		taken[key] = fmt.Sprintf("new class %d", i)
+		if len(c.Files) < MinAddImages {
+			errs = append(errs, fmt.Errorf("class %q: %w: %d images, want at least %d", c.Name, ErrTooFewImages, len(c.Files), MinAddImages))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkOutDir refuses to write over the source or over anything that
+// exists and is not empty.
+func checkOutDir(modelDir, outDir string) error {
+	src, err1 := filepath.Abs(modelDir)
+	dst, err2 := filepath.Abs(outDir)
+	if err := errors.Join(err1, err2); err != nil {
+		return err
+	}
+	if src == dst {
+		return fmt.Errorf("--out %s is the model itself; add-classes writes a new model directory", outDir)
+	}
+	entries, err := os.ReadDir(outDir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("--out %s: %w", outDir, err)
+	case len(entries) > 0:
+		return fmt.Errorf("--out %s exists and is not empty; add-classes writes a new model directory", outDir)
+	}
+	return nil
+}
+
+// embedClasses estimates one Gaussian per class from its images' features.
+func embedClasses(modelDir string, classes []LabelledImages, opts []Option) ([]gauss.Gaussian, error) {
+	c, err := Open(modelDir, opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	s := c.manifest.FeatureDim
+	out := make([]gauss.Gaussian, len(classes))
+	for i, class := range classes {
+		features := make([]float32, 0, len(class.Files)*s)
+		err := c.eachBatch(class, func(imgs []image.Image) error {
+			rows, err := c.Embed(imgs)
+			for _, r := range rows {
+				features = append(features, r...)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if out[i], err = gauss.Estimate(features, len(class.Files), s); err != nil {
+			return nil, fmt.Errorf("class %q: %w", class.Name, err)
+		}
+	}
+	return out, nil
+}
+
+// eachBatch decodes the images of class embedBatch at a time, so memory
+// stays bounded, and calls f on each batch; errors name the class.
+func (c *Classifier) eachBatch(class LabelledImages, f func([]image.Image) error) error {
+	for start := 0; start < len(class.Files); start += embedBatch {
+		imgs, err := c.decodeFiles(class.Files[start:min(start+embedBatch, len(class.Files))])
+		if err == nil {
+			err = f(imgs)
+		}
+		if err != nil {
+			return fmt.Errorf("class %q: %w", class.Name, err)
+		}
+	}
+	return nil
+}
+
+// decodeFiles decodes image files with the Classifier's pixel limit;
+// errors name the file.
+func (c *Classifier) decodeFiles(paths []string) ([]image.Image, error) {
+	imgs := make([]image.Image, len(paths))
+	for i, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		if imgs[i], _, err = DecodeImage(bytes.NewReader(raw), c.maxPixels); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	return imgs, nil
+}
+
+// extend builds the manifest and files of b plus the new classes.
+func extend(b *bundle.Bundle, classes []LabelledImages, newProtos []gauss.Gaussian) (*bundle.Manifest, map[string][]byte, []bundle.Class, error) {
+	m := b.Manifest
+	old := b.Prototypes
+	protos := prototypesOf(old)
+	priors, err := priorsOf(m, old.Tables.Bias, protos, len(newProtos))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	protos = append(protos, newProtos...)
+	opts := gauss.ClassifierOptions{Shrink: m.Classifier.Shrink, Normalize: m.Classifier.Normalize, FullGaussian: m.Classifier.FullGaussian}
+	clf, err := gauss.NewClassifier(protos, priors, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tables := clf.Tables()
+	files := map[string][]byte{}
+	for _, name := range []string{bundle.BackboneFile, bundle.AdapterFile} {
+		if b.Has(name) {
+			if files[name], err = b.ReadFile(name); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+	}
+	topK := m.Classifier.TopK
+	if files[bundle.ClassifierFile], err = export.Classifier(tables, topK); err != nil {
+		return nil, nil, nil, err
+	}
+	if files[bundle.ModelFile], err = export.ModelFromBackbone(files[bundle.BackboneFile], tables, topK); err != nil {
+		return nil, nil, nil, err
+	}
+	p := bundle.Prototypes{K: len(protos), S: old.S, Means: slices.Clone(old.Means), Covariances: slices.Clone(old.Covariances), Tables: tables}
+	for _, g := range newProtos {
+		p.Means, p.Covariances = appendGaussian(p.Means, p.Covariances, g)
+	}
+	if files[bundle.PrototypesFile], err = p.Encode(); err != nil {
+		return nil, nil, nil, err
+	}
+	added := newClassEntries(m, classes)
+	m.Classes = append(slices.Clone(m.Classes), added...)
+	task := make([]int, len(added))
+	for i, c := range added {
+		task[i] = c.ID
+	}
+	m.Tasks = append(slices.Clone(m.Tasks), task)
+	if m.Calibration != nil {
+		cal := *m.Calibration
+		cal.ClassScales = m.Calibration.Gauss().WithClasses(len(m.Classes)).Scales
+		m.Calibration = &cal
+	}
+	m.CreatedAt = time.Now().UTC()
+	return &m, files, added, nil
+}
+
+// newClassEntries names the new classes with the next free IDs, in one new
+// task.
+func newClassEntries(m bundle.Manifest, classes []LabelledImages) []bundle.Class {
+	next := 0
+	for _, c := range m.Classes {
+		next = max(next, c.ID+1)
+	}
+	out := make([]bundle.Class, len(classes))
+	for i, c := range classes {
+		out[i] = bundle.Class{ID: next + i, Name: c.Name, Task: len(m.Tasks), AddedImages: len(c.Files)}
+	}
+	return out
+}
+
+// prototypesOf returns the stored Gaussians of a bundle.
+func prototypesOf(p bundle.Prototypes) []gauss.Gaussian {
+	out := make([]gauss.Gaussian, p.K)
+	for c := range p.K {
+		mean := make([]float64, p.S)
+		for i, v := range p.Means[c*p.S : (c+1)*p.S] {
+			mean[i] = float64(v)
+		}
+		cov := mat.NewSymDense(p.S, nil)
+		block := p.Covariances[c*p.S*p.S : (c+1)*p.S*p.S]
+		for i := range p.S {
+			for j := i; j < p.S; j++ {
+				cov.SetSym(i, j, 0.5*(float64(block[i*p.S+j])+float64(block[j*p.S+i])))
+			}
+		}
+		out[c] = gauss.Gaussian{Mean: mean, Cov: cov}
+	}
+	return out
+}
+
+func appendGaussian(means, covs []float32, g gauss.Gaussian) ([]float32, []float32) {
+	s := g.Dim()
+	for i := range s {
+		means = append(means, float32(g.Mean[i]))
+		for j := range s {
+			covs = append(covs, float32(g.Cov.At(i, j)))
+		}
+	}
+	return means, covs
+}
+
+// priorsOf returns the class priors for the classifier of old plus added
+// classes: nil (uniform, unused) unless the model scores with the full
+// Gaussian, whose bias b_c = log det Sigma'_c - 2 log pi_c holds the old
+// priors. They are recovered against a uniform-prior classifier of the
+// same prototypes, and every added class gets the old classes' mean prior.
+func priorsOf(m bundle.Manifest, stored []float32, protos []gauss.Gaussian, added int) ([]float64, error) {
+	if !m.Classifier.FullGaussian {
+		return nil, nil
+	}
+	opts := gauss.ClassifierOptions{Shrink: m.Classifier.Shrink, Normalize: m.Classifier.Normalize, FullGaussian: true}
+	uniform, err := gauss.NewClassifier(protos, nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	k := len(protos)
+	priors := make([]float64, 0, k+added)
+	var sum float64
+	for c, b0 := range uniform.Tables().Bias {
+		// b0 = logdet + 2 log K, stored b = logdet - 2 log pi_c.
+		p := math.Exp((float64(b0) - 2*math.Log(float64(k)) - float64(stored[c])) / 2)
+		priors = append(priors, p)
+		sum += p
+	}
+	for range added {
+		priors = append(priors, sum/float64(k))
+	}
+	return priors, nil
+}

@@ -1,0 +1,241 @@
+package infer
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"image"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/data"
+)
+
+// writeClassFolder writes Fashion-MNIST test images as PNG files into
+// root/<name>/, one sub-folder per class (named by class ID when the name
+// holds a slash): the first n images of each given label after skip of
+// them.
+func writeClassFolder(t testing.TB, f *fixture, root string, labels []int, skip, n int) {
+	t.Helper()
+	for _, y := range labels {
+		name := data.FashionMNISTClasses[y]
+		if strings.Contains(name, "/") {
+			name = strconv.Itoa(y)
+		}
+		dir := filepath.Join(root, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		seen := 0
+		for i, l := range f.test.Labels {
+			if int(l) != y {
+				continue
+			}
+			seen++
+			if seen <= skip {
+				continue
+			}
+			if seen > skip+n {
+				break
+			}
+			out, err := os.Create(filepath.Join(dir, fmt.Sprintf("%05d.png", i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := png.Encode(out, fashionImage(f.test, i)); err != nil {
+				t.Fatal(err)
+			}
+			out.Close()
+		}
+	}
+}
+
+// dirDigest hashes every file of dir, to prove a directory untouched.
+func dirDigest(t testing.TB, dir string) [sha256.Size]byte {
+	t.Helper()
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		raw, err := os.ReadFile(path)
+		h.Write([]byte(path))
+		h.Write(raw)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// TestAddClasses adds Sandal and Bag to the one-task model from the same 30
+// images the fixture's reference prototypes come from: the new model must
+// score the new classes exactly like the reference classifier, keep the old
+// classes' scores, and record the additions.
+func TestAddClasses(t *testing.T) {
+	f := loadFixture(t)
+	root := t.TempDir()
+	writeClassFolder(t, f, filepath.Join(root, "new"), []int{5, 8}, 0, fixturePerClass)
+	classes, err := ReadClassFolders(filepath.Join(root, "new"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := dirDigest(t, f.oneTask)
+	out := filepath.Join(root, "model-v2")
+	added, err := AddClasses(f.oneTask, out, classes, WithProvider(ProviderCPU), WithLog(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dirDigest(t, f.oneTask) != before {
+		t.Fatal("the original model changed")
+	}
+	// Folders are read in name order: Bag, then Sandal.
+	if len(added.Classes) != 2 || added.Classes[0] != (bundle.Class{ID: 5, Name: "Bag", Task: 1, AddedImages: fixturePerClass}) ||
+		added.Classes[1].Name != "Sandal" || added.Classes[1].ID != 6 {
+		t.Fatalf("added %+v", added.Classes)
+	}
+	c := openCPU(t, out, WithTopK(7))
+	old := openCPU(t, f.oneTask, WithTopK(5))
+	idx := heldOut(f, 10)
+	var worst float64
+	for _, i := range idx {
+		img := fashionImage(f.test, i)
+		feat, err := c.Embed([]image.Image{img})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := f.reference.Scores(feat[0], 1)
+		got, err := c.Classify(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		was, err := old.Classify(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byID := map[int]float32{}
+		for _, p := range got.Predictions {
+			byID[p.ClassID] = p.Distance
+		}
+		for _, p := range was.Predictions {
+			worst = max(worst, relDiff(byID[p.ClassID], p.Distance))
+		}
+		worst = max(worst, relDiff(byID[5], want[8]), relDiff(byID[6], want[5]))
+	}
+	t.Logf("largest relative score difference to the reference and the old model: %.3g", worst)
+	if worst > 1e-3 {
+		t.Errorf("largest relative score difference %.3g, want <= 1e-3", worst)
+	}
+}
+
+func relDiff(a, b float32) float64 {
+	return math.Abs(float64(a-b)) / max(math.Abs(float64(b)), 1)
+}
+
+// TestAddClassesRejectsBadInput pins each refusal; the original model is
+// untouched and no output is written.
+func TestAddClassesRejectsBadInput(t *testing.T) {
+	f := loadFixture(t)
+	root := t.TempDir()
+	good := filepath.Join(root, "good")
+	writeClassFolder(t, f, good, []int{5}, 0, MinAddImages)
+	few := filepath.Join(root, "few")
+	writeClassFolder(t, f, few, []int{5}, 0, MinAddImages-1)
+	dup := filepath.Join(root, "dup")
+	writeClassFolder(t, f, dup, []int{1}, 0, MinAddImages) // "Trouser" is class 1 of the model
+	before := dirDigest(t, f.oneTask)
+	for i, tc := range []struct {
+		from     string
+		setup    func()
+		sentinel error
+		want     string
+	}{
+		{few, nil, ErrTooFewImages, `class "Sandal": too few images for a class: 4 images, want at least 5`},
+		{dup, nil, ErrDuplicateClass, `"Trouser" is already class 1 of the model`},
+		{good, func() {
+			afterEmbed = func(dir string) {
+				raw, _ := os.ReadFile(filepath.Join(dir, bundle.ManifestFile))
+				os.WriteFile(filepath.Join(dir, bundle.ManifestFile), append(raw, ' '), 0o644)
+			}
+		}, ErrModelChanged, "model directory changed during add-classes"},
+	} {
+		copyDir := filepath.Join(root, "model", strconv.Itoa(i))
+		copyTree(t, f.oneTask, copyDir)
+		if tc.setup != nil {
+			tc.setup()
+		}
+		classes, err := ReadClassFolders(tc.from)
+		if err == nil {
+			_, err = AddClasses(copyDir, filepath.Join(root, "out", strconv.Itoa(i)), classes, WithProvider(ProviderCPU), WithLog(nil))
+		}
+		afterEmbed = func(string) {}
+		if !errors.Is(err, tc.sentinel) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("case %d: error %v, want %v containing %q", i, err, tc.sentinel, tc.want)
+		}
+		if _, err := os.Stat(filepath.Join(root, "out", strconv.Itoa(i))); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("case %d: output written (%v)", i, err)
+		}
+	}
+	if dirDigest(t, f.oneTask) != before {
+		t.Fatal("the original model changed")
+	}
+}
+
+// TestReadClassFoldersLayout pins the folder-layout errors.
+func TestReadClassFoldersLayout(t *testing.T) {
+	root := t.TempDir()
+	mk := func(path, content string) {
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk(filepath.Join(root, "flat", "a.png"), "x")
+	mk(filepath.Join(root, "nested", "bag", "deeper", "a.png"), "x")
+	mk(filepath.Join(root, "text", "bag", "notes.txt"), "x")
+	os.MkdirAll(filepath.Join(root, "empty", "bag"), 0o755)
+	os.MkdirAll(filepath.Join(root, "none"), 0o755)
+	for i, tc := range []struct{ dir, want string }{
+		{"flat", "a file directly in the folder"},
+		{"nested", "a folder inside a class folder"},
+		{"text", "not an image file"},
+		{"empty", "class folder without images"},
+		{"none", "no class sub-folders"},
+		{"missing", "no such file"},
+	} {
+		_, err := ReadClassFolders(filepath.Join(root, tc.dir))
+		if !errors.Is(err, ErrClassFolder) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("case %d %s: error %v, want ErrClassFolder containing %q", i, tc.dir, err, tc.want)
+		}
+	}
+}
+
+func copyTree(t testing.TB, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), raw, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
