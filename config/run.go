@@ -15,13 +15,15 @@ import (
 // each with the value that reproduces a run whose config.yaml predates it
 // (for train.rotation_split_batch that is not the default).
 var addedKeys = map[string]func(*Config){
-	"adapter.alpha":              func(c *Config) { c.Adapter.Alpha = -1 },
-	"adapter.min_steps":          func(c *Config) { c.Adapter.MinSteps = 0 },
-	"adapter.select":             func(c *Config) { c.Adapter.Select = false },
-	"data.val_per_class":         func(c *Config) { c.Data.ValPerClass = 0 },
-	"export.accept_rate":         func(c *Config) { c.Export.AcceptRate = 0.95 },
-	"quick_profile.min_steps":    func(c *Config) { c.QuickSet.MinSteps = 0 },
-	"train.min_steps":            func(c *Config) { c.Train.MinSteps = 0 },
+	"adapter.alpha":           func(c *Config) { c.Adapter.Alpha = -1 },
+	"adapter.min_steps":       func(c *Config) { c.Adapter.MinSteps = 0 },
+	"adapter.select":          func(c *Config) { c.Adapter.Select = false },
+	"data.val_per_class":      func(c *Config) { c.Data.ValPerClass = 0 },
+	"export.accept_rate":      func(c *Config) { c.Export.AcceptRate = 0.95 },
+	"quick_profile.min_steps": func(c *Config) { c.QuickSet.MinSteps = 0 },
+	"train.min_steps":         func(c *Config) { c.Train.MinSteps = 0 },
+	// Written while train.min_steps applied to task 1 too.
+	"train.min_steps_first":      func(c *Config) { c.Train.MinStepsFirst = c.Train.MinSteps },
 	"data.trivial_augment":       func(c *Config) { c.Data.TrivialAugment = false },
 	"train.rotation_split_batch": func(c *Config) { c.Train.RotationSplitBatch = false },
 }

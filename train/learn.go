@@ -30,7 +30,7 @@ type LearnedTask struct {
 // training. The others (data, model, stream, seed, classifier, ...) shaped
 // the tasks already learned.
 var LearnKeys = append(slices.Clone(LaterTaskKeys),
-	"train.min_steps", "train.batch_size", "train.momentum", "train.weight_decay", "train.milestones",
+	"train.batch_size", "train.momentum", "train.weight_decay", "train.milestones",
 	"train.lr_decay", "train.clip_norm", "train.eval_batch",
 	"loss.anti_collapse", "loss.alpha", "loss.beta", "loss.ac_shrink", "loss.ac_jitter")
 

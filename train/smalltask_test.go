@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
 )
@@ -128,10 +130,10 @@ func TestLearnRefusesBadNewClasses(t *testing.T) {
 
 // TestLearnSmallTaskKeepsOldClasses teaches a finished run two new classes
 // (inverted Fashion-MNIST bags and boots) from 10 and from 30 images per
-// class, with the default step floors and transport selection, and checks
+// class, with the default adapter floor and transport selection, and checks
 // that every old task's TAg accuracy stays within 5 points of what it was
 // before: a small task must not wipe out the old classes. It also checks
-// that learn's own configuration (the step floor) was the one used.
+// that learn's own configuration (its train.epochs) was the one used.
 func TestLearnSmallTaskKeepsOldClasses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains on Fashion-MNIST")
@@ -147,7 +149,7 @@ func TestLearnSmallTaskKeepsOldClasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	learnCfg := cfg
-	learnCfg.Train.MinSteps, learnCfg.Adapter.MinSteps = 200, 100
+	learnCfg.Adapter.MinSteps, learnCfg.Train.Epochs = config.Default().Adapter.MinSteps, 5
 	for _, n := range []int{10, 30} {
 		root := t.TempDir()
 		classes := map[int]string{8: "negative-bag", 9: "negative-boot"}
@@ -179,10 +181,10 @@ func TestLearnSmallTaskKeepsOldClasses(t *testing.T) {
 		if rep.Transport == nil {
 			t.Errorf("%d images per class: no transport record", n)
 		}
-		// 200 steps of all 2*(n - n/10) images; the quick profile alone
-		// (no floor, 3 epochs) would make 3 steps.
-		if images := rep.Stage1ImagesPerS * rep.Stage1Seconds; images < 0.99*200*float64(2*(n-n/10)) {
-			t.Errorf("%d images per class: Stage I saw %.0f images: learn's train.min_steps was not used", n, images)
+		// 5 epochs of one step over all 2*(n - n/10) images; the run's own
+		// configuration has 3.
+		if images, want := rep.Stage1ImagesPerS*rep.Stage1Seconds, float64(5*2*(n-n/10)); math.Abs(images-want) > 0.5 {
+			t.Errorf("%d images per class: Stage I saw %.0f images, want %.0f: learn's train.epochs was not used", n, images, want)
 		}
 	}
 }

@@ -318,13 +318,14 @@ type stage1Loop struct {
 
 // stage1 trains the backbone, a fresh head and (t > 1) D and A on task t's
 // images; it returns the last epoch's mean loss terms and the number of
-// images processed. A small task gets more epochs (train.min_steps).
+// images processed. A small task gets more epochs when a step floor is set
+// (train.min_steps_first on task 1, train.min_steps later).
 func (r *Run) stage1(ctx context.Context, t int, cur, old *models.Backbone, dist, adapt *models.Mapper, idx []int) (map[string]float64, int, error) {
 	cfg := r.cfg
 	classes := r.stream.Tasks[t]
-	epochs, lr := cfg.Train.Epochs, cfg.Train.LR
+	epochs, lr, minSteps := cfg.Train.Epochs, cfg.Train.LR, cfg.Train.MinSteps
 	if t == 0 {
-		epochs, lr = cfg.Train.EpochsFirst, cfg.Train.LRFirst
+		epochs, lr, minSteps = cfg.Train.EpochsFirst, cfg.Train.LRFirst, cfg.Train.MinStepsFirst
 	}
 	rotation := t == 0 && cfg.Train.Rotation
 	batch := cfg.Train.BatchSize
@@ -335,9 +336,9 @@ func (r *Run) stage1(ctx context.Context, t int, cur, old *models.Backbone, dist
 	if batch < 2 {
 		return nil, 0, fmt.Errorf("task %d has %d training images, need at least 2", t+1, len(idx))
 	}
-	if more := epochsForSteps(epochs, len(idx)/batch, cfg.Train.MinSteps); more > epochs {
-		r.log.printf("task %d: %d images give %d steps per epoch: %d epochs for train.min_steps %d",
-			t+1, len(idx), len(idx)/batch, more, cfg.Train.MinSteps)
+	if more := epochsForSteps(epochs, len(idx)/batch, minSteps); more > epochs {
+		r.log.printf("task %d: %d images give %d steps per epoch: %d epochs for a floor of %d steps (train.min_steps%s)",
+			t+1, len(idx), len(idx)/batch, more, minSteps, map[bool]string{true: "_first"}[t == 0])
 		epochs = more
 	}
 	l := &stage1Loop{t: t, epochs: epochs, batch: batch, copies: 1, local: make(map[int]int, len(classes))}
