@@ -36,9 +36,14 @@ var ErrForkMismatch = errors.New("configuration changes task 1")
 // FirstTaskDifferences lists the keys outside LaterTaskKeys in which a and b
 // differ: the reasons two runs cannot share their first task.
 func FirstTaskDifferences(a, b config.Config) []string {
+	return differencesOutside(a, b, LaterTaskKeys)
+}
+
+// differencesOutside lists the keys not in allowed in which a and b differ.
+func differencesOutside(a, b config.Config, allowed []string) []string {
 	var keys []string
 	for _, c := range config.Diff(a, b) {
-		if !slices.Contains(LaterTaskKeys, c.Key) {
+		if !slices.Contains(allowed, c.Key) {
 			keys = append(keys, c.Key)
 		}
 	}

@@ -34,17 +34,6 @@ var LearnKeys = append(slices.Clone(LaterTaskKeys),
 	"train.lr_decay", "train.clip_norm", "train.eval_batch",
 	"loss.anti_collapse", "loss.alpha", "loss.beta", "loss.ac_shrink", "loss.ac_jitter")
 
-// learnDifferences lists the keys outside LearnKeys in which a and b differ.
-func learnDifferences(a, b config.Config) []string {
-	var keys []string
-	for _, c := range config.Diff(a, b) {
-		if !slices.Contains(LearnKeys, c.Key) {
-			keys = append(keys, c.Key)
-		}
-	}
-	return keys
-}
-
 // LearnOptions change how Learn teaches the new task.
 type LearnOptions struct {
 	// Config, when set, is the configuration of the new task: it may
@@ -80,7 +69,7 @@ func (r *Run) Learn(ctx context.Context, trainDir, testDir string, opts LearnOpt
 	}
 	task := LearnedTask{Task: len(r.stream.Tasks), TrainDir: trainDir, TestDir: testDir}
 	if opts.Config != nil {
-		if keys := learnDifferences(r.cfg, *opts.Config); len(keys) > 0 {
+		if keys := differencesOutside(r.cfg, *opts.Config, LearnKeys); len(keys) > 0 {
 			return fmt.Errorf("%s: learn: %w: %s can only change when the run starts", r.dir, ErrForkMismatch, strings.Join(keys, ", "))
 		}
 		if err := opts.Config.Validate(); err != nil {
