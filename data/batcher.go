@@ -31,7 +31,8 @@ type BatchOptions struct {
 // The order of an epoch and its augmentations depend only on (Seed, epoch)
 // and the indices, never on earlier epochs, so a run resumed at epoch e
 // calls Epoch(e) and gets the batches the uninterrupted run would have had.
-// Filling a batch allocates nothing. A Batcher reads the Dataset without
+// Filling a batch allocates nothing, except the resampling buffers of a
+// resized crop. A Batcher reads the Dataset without
 // modifying it; it is not safe for concurrent use.
 type Batcher struct {
 	ds      *Dataset

@@ -70,7 +70,7 @@ func TestTorchvisionGeometry(t *testing.T) {
 // not squashed.
 func TestCenterCropPixels(t *testing.T) {
 	p := Preprocess{Channels: 3, Height: 24, Width: 20, ResizeMode: ResizeCenterCrop, ResizeShorter: 27}
-	for _, size := range []image.Point{{40, 30}, {56, 72}, {27, 27}, {300, 28}} {
+	for _, size := range []image.Point{{40, 30}, {56, 72}, {27, 27}, {110, 28}} {
 		src := gradient(size.X, size.Y, 5)
 		got := p.Pixels(src)
 		nw, nh := ShorterSideSize(size.X, size.Y, 27)
@@ -339,5 +339,32 @@ func TestPreprocessJSONModes(t *testing.T) {
 	p.ResizeMode, p.ResizeShorter = ResizeSquash, 0
 	if raw, _ := json.Marshal(p); !strings.Contains(string(raw), `"resize_mode":"squash","background"`) {
 		t.Errorf("squash json %s", raw)
+	}
+}
+
+// TestCenterCropLongStrip: a 20000x5 strip is cropped around its centre
+// to 4:1 (20x5) before the shorter-side resize, so preprocessing it needs a
+// small resampling buffer; here that centre is a uniform band, so the crop
+// is uniform too. Images up to 4:1 are not cropped first.
+func TestCenterCropLongStrip(t *testing.T) {
+	strip := image.NewGray(image.Rect(0, 0, 20000, 5))
+	for i := range strip.Pix {
+		if x := i % 20000; x >= 9990 && x < 10010 {
+			strip.Pix[i] = 200
+		}
+	}
+	p := Preprocess{Channels: 1, Height: 16, Width: 16, ResizeMode: ResizeCenterCrop, ResizeShorter: 256}
+	if got := p.Pixels(strip); slices.Min(got) != 200 || slices.Max(got) != 200 {
+		t.Errorf("strip centre: values %d..%d, want the band's 200", slices.Min(got), slices.Max(got))
+	}
+	for _, c := range []struct{ in, want image.Rectangle }{
+		{image.Rect(0, 0, 20000, 5), image.Rect(9990, 0, 10010, 5)},
+		{image.Rect(3, 4, 13, 104), image.Rect(3, 34, 13, 74)},
+		{image.Rect(0, 0, 40, 10), image.Rect(0, 0, 40, 10)},
+	} {
+		img := image.NewRGBA64(c.in)
+		if got := limitAspect(img).Rect; got != c.want {
+			t.Errorf("limitAspect(%v) = %v, want %v", c.in, got, c.want)
+		}
 	}
 }

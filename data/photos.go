@@ -70,8 +70,10 @@ func ConcatPhotos(a, b *Photos) (*Photos, error) {
 }
 
 // photoPixels converts a composited image (bounds at (0, 0)) into a stored
-// photo of shorter side side (see Photos) and returns it with its size.
+// photo of shorter side side (see Photos) and returns it with its size;
+// bounds need not start at (0, 0).
 func photoPixels(rgba *image.RGBA64, channels, side int) (pix []uint8, w, h int) {
+	rgba = limitAspect(rgba)
 	nw, nh := ShorterSideSize(rgba.Rect.Dx(), rgba.Rect.Dy(), side)
 	w, h = min(nw, MaxPhotoAspect*side), min(nh, MaxPhotoAspect*side)
 	pix = make([]uint8, channels*w*h)

@@ -72,7 +72,9 @@ var ErrPreprocess = errors.New("invalid preprocessing")
 //	top = round((h' - Height)/2),   left = round((w' - Width)/2)
 //
 // Only the window is computed; its pixels equal those of the whole resized
-// image. ShorterSideSize and CenterCropWindow give this geometry.
+// image. ShorterSideSize and CenterCropWindow give this geometry. An image
+// longer than MaxResizeAspect:1 (a 4:1 strip) is first cropped around its
+// centre to that ratio, which bounds the resampler's memory.
 //
 // Where this differs from torchvision on PIL images: torchvision's default
 // filter is bilinear (with antialiasing when shrinking), Preprocess always
@@ -230,19 +232,44 @@ func (p Preprocess) Pixels(img image.Image) []uint8 {
 func (p Preprocess) pixelsOf(rgba *image.RGBA64, out []uint8) {
 	nw, nh, window := p.Width, p.Height, image.Rect(0, 0, p.Width, p.Height)
 	if p.ResizeMode == ResizeCenterCrop {
+		rgba = limitAspect(rgba)
 		nw, nh = ShorterSideSize(rgba.Rect.Dx(), rgba.Rect.Dy(), p.ResizeShorter)
 		window = CenterCropWindow(nw, nh, p.Width, p.Height)
 	}
 	toCHW(resizeWindow(rgba, nw, nh, window), p.Channels, out)
 }
 
+// MaxResizeAspect bounds the aspect ratio an image is resized at by its
+// shorter side (center-crop preprocessing, Photos): a longer image is first
+// cropped around its centre to MaxResizeAspect:1. The resampler allocates
+// the whole resized width (or height) times the source's other side, which
+// for a 100000x10 strip would be gigabytes; the crop keeps it to a few
+// times the image. The centre window is the same region of the image; its
+// pixels can differ from an uncropped resize by the sub-pixel shift of a
+// truncated size.
+const MaxResizeAspect = 4
+
+// limitAspect returns img cropped around its centre to at most
+// MaxResizeAspect:1 (a sub-image, not a copy).
+func limitAspect(img *image.RGBA64) *image.RGBA64 {
+	w, h := img.Rect.Dx(), img.Rect.Dy()
+	win := img.Rect
+	switch {
+	case w > MaxResizeAspect*h:
+		win = CenterCropWindow(w, h, MaxResizeAspect*h, h).Add(img.Rect.Min)
+	case h > MaxResizeAspect*w:
+		win = CenterCropWindow(w, h, w, MaxResizeAspect*w).Add(img.Rect.Min)
+	}
+	return img.SubImage(win).(*image.RGBA64)
+}
+
 // resizeWindow returns the pixels inside window of src resized to nw x nh
-// with Catmull-Rom, window being in the coordinates of the resized image and
-// inside it; src must have bounds starting at (0, 0). When src already is
+// with Catmull-Rom, window being in the coordinates of the resized image
+// (origin at its top-left corner) and inside it. When src already is
 // nw x nh it is not resampled. Only the window's pixels are computed.
 func resizeWindow(src *image.RGBA64, nw, nh int, window image.Rectangle) *image.RGBA64 {
 	if src.Rect.Dx() == nw && src.Rect.Dy() == nh {
-		return src.SubImage(window).(*image.RGBA64)
+		return src.SubImage(window.Add(src.Rect.Min)).(*image.RGBA64)
 	}
 	dst := image.NewRGBA64(window)
 	draw.CatmullRom.Scale(dst, image.Rect(0, 0, nw, nh), src, src.Bounds(), draw.Src, nil)
