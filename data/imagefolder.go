@@ -227,8 +227,19 @@ func storeImage(ds *Dataset, i int, img image.Image, p Preprocess, loadSide int)
 		return
 	}
 	rgba := composite(img, p.Background)
+	photo, win := photoPixels(rgba, p.Channels, loadSide)
+	ds.Photos.Pixels[i], ds.Photos.Sizes[i] = photo, win.Size()
+	// At the test-time resize size the view is a window of the photo: the
+	// same resized pixels, so copying them saves a second resize.
+	if p.ResizeMode == ResizeCenterCrop && loadSide == p.ResizeShorter {
+		full := limitAspect(rgba).Rect.Size()
+		nw, nh := ShorterSideSize(full.X, full.Y, loadSide)
+		if vw := CenterCropWindow(nw, nh, p.Width, p.Height); vw.In(win) {
+			cropCHW(photo, p.Channels, win.Dy(), win.Dx(), vw.Sub(win.Min), view)
+			return
+		}
+	}
 	p.pixelsOf(rgba, view)
-	ds.Photos.Pixels[i], ds.Photos.Sizes[i].X, ds.Photos.Sizes[i].Y = photoPixels(rgba, p.Channels, loadSide)
 }
 
 // MaxImagePixels bounds the width*height an image header may declare

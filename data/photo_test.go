@@ -251,7 +251,7 @@ func TestLoadPhotoFolders(t *testing.T) {
 		if (image.Point{w, h}) != wantSizes[i] || len(pix) != 3*w*h {
 			t.Errorf("%s: photo %dx%d with %d values, want %v", name, w, h, len(pix), wantSizes[i])
 		}
-		want, _, _ := photoPixels(composite(img, [3]uint8{}), 3, 32)
+		want, _ := photoPixels(composite(img, [3]uint8{}), 3, 32)
 		if !slices.Equal(pix, want) {
 			t.Errorf("%s: photo pixels differ from photoPixels", name)
 		}
@@ -259,6 +259,15 @@ func TestLoadPhotoFolders(t *testing.T) {
 	}
 	if train.Photos.Bytes() != bytes {
 		t.Errorf("Bytes() = %d, want %d", train.Photos.Bytes(), bytes)
+	}
+	// At the test-time resize size the views are cut from the photos: they
+	// must still equal p.Pixels exactly.
+	same, _, err := LoadPhotoFolders(filepath.Join(root, "train"), filepath.Join(root, "test"), p, p.ResizeShorter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(same.Pixels, train.Pixels) {
+		t.Error("with the load side at the resize size, the dataset images differ from the test-time preprocessing")
 	}
 	if _, _, err := LoadPhotoFolders(filepath.Join(root, "train"), filepath.Join(root, "test"), p, -1); !errors.Is(err, ErrPreprocess) {
 		t.Errorf("negative load side: %v", err)

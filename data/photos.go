@@ -69,14 +69,14 @@ func ConcatPhotos(a, b *Photos) (*Photos, error) {
 	}, nil
 }
 
-// photoPixels converts a composited image (bounds at (0, 0)) into a stored
-// photo of shorter side side (see Photos) and returns it with its size;
-// bounds need not start at (0, 0).
-func photoPixels(rgba *image.RGBA64, channels, side int) (pix []uint8, w, h int) {
+// photoPixels converts a composited image into a stored photo of shorter
+// side side (see Photos) and returns it with its size and its window in the
+// coordinates of the whole resized image; bounds need not start at (0, 0).
+func photoPixels(rgba *image.RGBA64, channels, side int) (pix []uint8, win image.Rectangle) {
 	rgba = limitAspect(rgba)
 	nw, nh := ShorterSideSize(rgba.Rect.Dx(), rgba.Rect.Dy(), side)
-	w, h = min(nw, MaxPhotoAspect*side), min(nh, MaxPhotoAspect*side)
-	pix = make([]uint8, channels*w*h)
-	toCHW(resizeWindow(rgba, nw, nh, CenterCropWindow(nw, nh, w, h)), channels, pix)
-	return pix, w, h
+	win = CenterCropWindow(nw, nh, min(nw, MaxPhotoAspect*side), min(nh, MaxPhotoAspect*side))
+	pix = make([]uint8, channels*win.Dx()*win.Dy())
+	toCHW(resizeWindow(rgba, nw, nh, win), channels, pix)
+	return pix, win
 }
