@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
 )
@@ -44,14 +43,7 @@ func TestExportMatchesTraining(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "metrics.json"), []byte(`{"completed_tasks": 1}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	model := filepath.Join(dir, "model")
-	if err := Export(dir, model); err != nil {
-		t.Fatal(err)
-	}
-	b, err := bundle.Open(model)
-	if err != nil {
-		t.Fatal(err)
-	}
+	model, b := exportBundle(t, dir)
 	if p := b.Manifest.Preprocess; p.ResizeMode != data.ResizeSquash || p.ResizeShorter != 0 {
 		t.Errorf("Fashion-MNIST manifest preprocessing %+v, want squash stated explicitly", p)
 	}

@@ -179,14 +179,7 @@ func TestPhotoFolderEndToEnd(t *testing.T) {
 		t.Errorf("task accuracies %.3f and %.3f right after training them: the photos were not learned", a, b)
 	}
 
-	model := filepath.Join(dir, "model")
-	if err := Export(dir, model); err != nil {
-		t.Fatal(err)
-	}
-	b, err := bundle.Open(model)
-	if err != nil {
-		t.Fatal(err)
-	}
+	model, b := exportBundle(t, dir)
 	if p := b.Manifest.Preprocess; p.ResizeMode != data.ResizeCenterCrop || p.ResizeShorter != 32 || p.Height != 28 || p.Mean[0] != 0.485 {
 		t.Fatalf("manifest preprocessing %+v, want a 28x28 center crop of the shorter side resized to 32, ImageNet mean", p)
 	}
@@ -216,6 +209,20 @@ func TestPhotoFolderEndToEnd(t *testing.T) {
 			t.Errorf("bicyc-infer %s: class %d, the trainer %d", file, got[file], class)
 		}
 	}
+}
+
+// exportBundle exports the run in dir to dir/model and opens the bundle.
+func exportBundle(t *testing.T, dir string) (string, *bundle.Bundle) {
+	t.Helper()
+	model := filepath.Join(dir, "model")
+	if err := Export(dir, model); err != nil {
+		t.Fatal(err)
+	}
+	b, err := bundle.Open(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return model, b
 }
 
 // runInferCommand builds the bicyc-infer command, runs it with --json on a
