@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -50,21 +51,27 @@ func Methods() []Method { return []Method{MethodBicyc, MethodAdaGauss, MethodFin
 
 // Data selects the dataset, its preprocessing and its augmentation.
 type Data struct {
-	Kind           string    `mapstructure:"kind" yaml:"kind" doc:"Dataset format: fashion-mnist, mnist, cifar10, cifar100 or imagefolder."`
-	Dir            string    `mapstructure:"dir" yaml:"dir" doc:"Directory holding the dataset files (IDX or CIFAR binary)."`
-	TrainDir       string    `mapstructure:"train_dir" yaml:"train_dir" doc:"imagefolder only: root of the training images, one sub-folder per class."`
-	TestDir        string    `mapstructure:"test_dir" yaml:"test_dir" doc:"imagefolder only: root of the test images, same class folders as train_dir."`
-	Channels       int       `mapstructure:"channels" yaml:"channels" doc:"Image channels the network sees (1 gray, 3 RGB); imagefolder converts to it."`
-	Height         int       `mapstructure:"height" yaml:"height" doc:"Image height the network sees; imagefolder resizes to it."`
-	Width          int       `mapstructure:"width" yaml:"width" doc:"Image width the network sees; imagefolder resizes to it."`
-	Mean           []float64 `mapstructure:"mean" yaml:"mean" doc:"Per-channel normalisation mean (of pixel/255); empty means the dataset's standard value."`
-	Std            []float64 `mapstructure:"std" yaml:"std" doc:"Per-channel normalisation standard deviation; empty means the dataset's standard value."`
-	CropPadding    int       `mapstructure:"crop_padding" yaml:"crop_padding" doc:"Training augmentation: random crop back to full size after zero padding by this many pixels; 0 turns it off."`
-	HorizontalFlip bool      `mapstructure:"horizontal_flip" yaml:"horizontal_flip" doc:"Training augmentation: random horizontal flip; also adds flipped copies to new-class statistics."`
-	TrivialAugment bool      `mapstructure:"trivial_augment" yaml:"trivial_augment" doc:"Training augmentation: TrivialAugmentWide after crop and flip, as torchvision's (31 magnitude bins, nearest, fill 0) on uint8 tensors (docs/method.md, Augmentation); needs 1 or 3 channels."`
-	TrainPerClass  int       `mapstructure:"train_per_class" yaml:"train_per_class" doc:"Use at most this many training images per class (first ones in file order); 0 means all."`
-	TestPerClass   int       `mapstructure:"test_per_class" yaml:"test_per_class" doc:"Use at most this many test images per class; 0 means all."`
-	ValPerClass    int       `mapstructure:"val_per_class" yaml:"val_per_class" doc:"Validation split: this many training images of every class, drawn with the run's seed, are held out and never trained on (at most half of a class); -1 means 10% of each class, rounded down (the authors' code also trains on 90%); 0 means none. It checks the adapter (adapter.select), scores settings (bicyc eval --split val) and calibrates exported models."`
+	Kind              string    `mapstructure:"kind" yaml:"kind" doc:"Dataset format: fashion-mnist, mnist, cifar10, cifar100 or imagefolder."`
+	Dir               string    `mapstructure:"dir" yaml:"dir" doc:"Directory holding the dataset files (IDX or CIFAR binary)."`
+	TrainDir          string    `mapstructure:"train_dir" yaml:"train_dir" doc:"imagefolder only: root of the training images, one sub-folder per class."`
+	TestDir           string    `mapstructure:"test_dir" yaml:"test_dir" doc:"imagefolder only: root of the test images, same class folders as train_dir."`
+	Channels          int       `mapstructure:"channels" yaml:"channels" doc:"Image channels the network sees (1 gray, 3 RGB); imagefolder converts to it."`
+	Height            int       `mapstructure:"height" yaml:"height" doc:"Image height the network sees; imagefolder converts to it as data.resize_mode says."`
+	Width             int       `mapstructure:"width" yaml:"width" doc:"Image width the network sees; imagefolder converts to it as data.resize_mode says."`
+	ResizeMode        string    `mapstructure:"resize_mode" yaml:"resize_mode" doc:"How an image of another size becomes height x width, at test time, in the exported model and for image folders: squash (resize the whole image, aspect ratio lost; images already of the size pass unchanged) or center-crop (resize the shorter side to max(height, width)/center_crop_ratio, then crop the centre, as torchvision's Resize + CenterCrop)."`
+	CenterCropRatio   float64   `mapstructure:"center_crop_ratio" yaml:"center_crop_ratio" doc:"center-crop only: the crop's share of the resized shorter side; the shorter side is resized to floor(max(height, width)/ratio): 0.875 gives torchvision's ImageNet evaluation (256, then 224), 1 crops the whole shorter side."`
+	LoadSize          int       `mapstructure:"load_size" yaml:"load_size" doc:"imagefolder with random_resized_crop: shorter side of the training images kept in memory to crop from (about 3*load_size^2*aspect bytes each, at most twice as long as wide); 0 means the center-crop resize size (max(height, width) with squash)."`
+	RandomResizedCrop bool      `mapstructure:"random_resized_crop" yaml:"random_resized_crop" doc:"Training augmentation: torchvision's RandomResizedCrop to height x width (10 attempts, then the centre crop), cut from the image at load resolution (imagefolder) or from the stored image; replaces crop_padding, which must be 0."`
+	ResizedCropScale  []float64 `mapstructure:"resized_crop_scale" yaml:"resized_crop_scale" doc:"random_resized_crop: range of the crop's fraction of the image area (torchvision: 0.08 to 1)."`
+	ResizedCropRatio  []float64 `mapstructure:"resized_crop_ratio" yaml:"resized_crop_ratio" doc:"random_resized_crop: range of the crop's aspect ratio width/height, sampled log-uniformly (torchvision: 3/4 to 4/3)."`
+	Mean              []float64 `mapstructure:"mean" yaml:"mean" doc:"Per-channel normalisation mean (of pixel/255); empty means the dataset's standard value."`
+	Std               []float64 `mapstructure:"std" yaml:"std" doc:"Per-channel normalisation standard deviation; empty means the dataset's standard value."`
+	CropPadding       int       `mapstructure:"crop_padding" yaml:"crop_padding" doc:"Training augmentation: random crop back to full size after zero padding by this many pixels; 0 turns it off."`
+	HorizontalFlip    bool      `mapstructure:"horizontal_flip" yaml:"horizontal_flip" doc:"Training augmentation: random horizontal flip; also adds flipped copies to new-class statistics."`
+	TrivialAugment    bool      `mapstructure:"trivial_augment" yaml:"trivial_augment" doc:"Training augmentation: TrivialAugmentWide after crop and flip, as torchvision's (31 magnitude bins, nearest, fill 0) on uint8 tensors (docs/method.md, Augmentation); needs 1 or 3 channels."`
+	TrainPerClass     int       `mapstructure:"train_per_class" yaml:"train_per_class" doc:"Use at most this many training images per class (first ones in file order); 0 means all."`
+	TestPerClass      int       `mapstructure:"test_per_class" yaml:"test_per_class" doc:"Use at most this many test images per class; 0 means all."`
+	ValPerClass       int       `mapstructure:"val_per_class" yaml:"val_per_class" doc:"Validation split: this many training images of every class, drawn with the run's seed, are held out and never trained on (at most half of a class); -1 means 10% of each class, rounded down (the authors' code also trains on 90%); 0 means none. It checks the adapter (adapter.select), scores settings (bicyc eval --split val) and calibrates exported models."`
 }
 
 // Stream splits the classes into tasks.
@@ -176,6 +183,8 @@ func Default() Config {
 			Kind: "fashion-mnist", Dir: "/usr/share/datasets/fashion-mnist",
 			Channels: 1, Height: 28, Width: 28,
 			Mean: []float64{0.2860}, Std: []float64{0.3530},
+			ResizeMode: "squash", CenterCropRatio: 0.875,
+			ResizedCropScale: []float64{0.08, 1}, ResizedCropRatio: []float64{3.0 / 4, 4.0 / 3},
 			CropPadding: 2, HorizontalFlip: true, ValPerClass: -1,
 		},
 		Stream: Stream{Tasks: 5, OrderSeed: -1},
@@ -289,6 +298,7 @@ func (c Config) validateData(bad problem) {
 	if c.Data.CropPadding < 0 {
 		bad("data.crop_padding", "must be >= 0, got %d", c.Data.CropPadding)
 	}
+	c.Data.validatePhoto(bad)
 	if c.Data.TrainPerClass < 0 || c.Data.TestPerClass < 0 {
 		bad("data.train_per_class", "per-class limits must be >= 0")
 	}
@@ -377,6 +387,29 @@ func (c Config) validateStages(bad problem) {
 	}
 	if c.Classifier.TopK < 1 {
 		bad("classifier.top_k", "must be >= 1, got %d", c.Classifier.TopK)
+	}
+}
+
+// validatePhoto checks the resize mode and the random resized crop.
+func (d Data) validatePhoto(bad problem) {
+	switch d.ResizeMode {
+	case "squash", "center-crop":
+	default:
+		bad("data.resize_mode", "%q is not one of squash, center-crop", d.ResizeMode)
+	}
+	if !(d.CenterCropRatio > 0 && d.CenterCropRatio <= 1) {
+		bad("data.center_crop_ratio", "must lie in (0, 1], got %g", d.CenterCropRatio)
+	}
+	if d.LoadSize < 0 {
+		bad("data.load_size", "must be >= 0, got %d", d.LoadSize)
+	}
+	if d.RandomResizedCrop && d.CropPadding > 0 {
+		bad("data.random_resized_crop", "replaces data.crop_padding: set crop_padding to 0 (got %d)", d.CropPadding)
+	}
+	for i, r := range [][]float64{d.ResizedCropScale, d.ResizedCropRatio} {
+		if len(r) != 2 || !(r[0] > 0 && r[0] <= r[1]) || math.IsInf(r[1], 0) {
+			bad([]string{"data.resized_crop_scale", "data.resized_crop_ratio"}[i], "must be two finite values 0 < low <= high, got %v", r)
+		}
 	}
 }
 

@@ -26,6 +26,13 @@ var addedKeys = map[string]func(*Config){
 	"train.min_steps_first":      func(c *Config) { c.Train.MinStepsFirst = c.Train.MinSteps },
 	"data.trivial_augment":       func(c *Config) { c.Data.TrivialAugment = false },
 	"train.rotation_split_batch": func(c *Config) { c.Train.RotationSplitBatch = false },
+	// Photo preprocessing: runs before it squashed and cropped with padding.
+	"data.resize_mode":         func(c *Config) { c.Data.ResizeMode = "squash" },
+	"data.center_crop_ratio":   func(c *Config) { c.Data.CenterCropRatio = 0.875 },
+	"data.load_size":           func(c *Config) { c.Data.LoadSize = 0 },
+	"data.random_resized_crop": func(c *Config) { c.Data.RandomResizedCrop = false },
+	"data.resized_crop_scale":  func(c *Config) { c.Data.ResizedCropScale = []float64{0.08, 1} },
+	"data.resized_crop_ratio":  func(c *Config) { c.Data.ResizedCropRatio = []float64{3.0 / 4, 4.0 / 3} },
 }
 
 // ReadRun reads a run directory's config.yaml, which holds every key the

@@ -16,6 +16,11 @@ type Augment struct {
 	// uncovered border with 0. As torchvision's RandomCrop(size, padding=p)
 	// on uint8 images, before normalisation.
 	CropPadding int `json:"crop_padding"`
+	// ResizedCrop, when enabled, is random-resized-crop (see ResizedCrop):
+	// the first step, in place of CropPadding (which must then be 0), as in
+	// torchvision's ImageNet recipe (RandomResizedCrop,
+	// RandomHorizontalFlip). ApplyPhoto crops from an image of any size.
+	ResizedCrop ResizedCrop `json:"resized_crop"`
 	// HorizontalFlip mirrors the image left-right with probability 1/2.
 	HorizontalFlip bool `json:"horizontal_flip"`
 	// TrivialAugment applies TrivialAugmentWide (see that function) after
@@ -26,28 +31,48 @@ type Augment struct {
 }
 
 // Enabled reports whether Apply does anything but copy.
-func (a Augment) Enabled() bool { return a.CropPadding > 0 || a.HorizontalFlip || a.TrivialAugment }
+func (a Augment) Enabled() bool {
+	return a.CropPadding > 0 || a.ResizedCrop.Enabled() || a.HorizontalFlip || a.TrivialAugment
+}
 
 // Apply writes an augmented copy of the CHW image src (c x h x w uint8) to
 // dst, drawing its randomness from rng: first the crop offsets (x, then y)
-// when CropPadding > 0, then the flip when HorizontalFlip is set, then
+// when CropPadding > 0, or the resized crop's window when ResizedCrop is
+// enabled, then the flip when HorizontalFlip is set, then
 // TrivialAugmentWide's operation, bin and sign when TrivialAugment is set.
 // src and dst must not overlap. It panics if a slice is shorter than c*h*w,
-// CropPadding is negative, or TrivialAugment is set and c is not 1 or 3.
+// CropPadding is negative or set together with ResizedCrop, or
+// TrivialAugment or ResizedCrop is set and c is not 1 or 3.
 func (a Augment) Apply(rng *rand.Rand, src, dst []uint8, c, h, w int) {
-	checkImage("Augment.Apply", src, dst, c, h, w)
-	if a.CropPadding < 0 {
+	a.ApplyPhoto(rng, src, h, w, dst, c, h, w)
+}
+
+// ApplyPhoto is Apply from a source image of another size, c x sh x sw:
+// the resized crop (which must be enabled unless the sizes are equal)
+// brings it to c x h x w.
+func (a Augment) ApplyPhoto(rng *rand.Rand, src []uint8, sh, sw int, dst []uint8, c, h, w int) {
+	checkImage("Augment.Apply", src, src, c, sh, sw)
+	checkImage("Augment.Apply", dst, dst, c, h, w)
+	switch {
+	case a.CropPadding < 0:
 		panic(fmt.Sprintf("data: Augment.Apply: negative crop padding %d", a.CropPadding))
-	}
-	if a.TrivialAugment && c != 1 && c != 3 {
+	case a.CropPadding > 0 && a.ResizedCrop.Enabled():
+		panic("data: Augment.Apply: crop padding and resized crop are exclusive")
+	case a.TrivialAugment && c != 1 && c != 3:
 		panic(fmt.Sprintf("data: Augment.Apply: TrivialAugment needs 1 or 3 channels, got %d", c))
+	case !a.ResizedCrop.Enabled() && (sh != h || sw != w):
+		panic(fmt.Sprintf("data: Augment.Apply: a %dx%d source for a %dx%d image needs the resized crop", sw, sh, w, h))
 	}
-	dx, dy := 0, 0
-	if a.CropPadding > 0 {
-		dx = rng.IntN(2*a.CropPadding+1) - a.CropPadding
-		dy = rng.IntN(2*a.CropPadding+1) - a.CropPadding
+	if a.ResizedCrop.Enabled() {
+		a.ResizedCrop.Apply(rng, src, c, sh, sw, dst, h, w)
+	} else {
+		dx, dy := 0, 0
+		if a.CropPadding > 0 {
+			dx = rng.IntN(2*a.CropPadding+1) - a.CropPadding
+			dy = rng.IntN(2*a.CropPadding+1) - a.CropPadding
+		}
+		shift(src, dst, c, h, w, dx, dy)
 	}
-	shift(src, dst, c, h, w, dx, dy)
 	if a.HorizontalFlip && rng.IntN(2) == 1 {
 		FlipHorizontal(dst, dst, c, h, w)
 	}

@@ -32,7 +32,8 @@ type BatchOptions struct {
 // The order of an epoch and its augmentations depend only on (Seed, epoch)
 // and the indices, never on earlier epochs, so a run resumed at epoch e
 // calls Epoch(e) and gets the batches the uninterrupted run would have had.
-// Filling a batch allocates nothing. A Batcher reads the Dataset without
+// Filling a batch allocates nothing, except the resampling buffers of a
+// resized crop. A Batcher reads the Dataset without
 // modifying it; it is not safe for concurrent use.
 type Batcher struct {
 	ds      *Dataset
@@ -56,8 +57,10 @@ const (
 // NewBatcher returns a Batcher over the images of ds at indices (nil means
 // all images, in dataset order), positioned at the start of epoch 0. It
 // copies indices. It panics on programmer errors: BatchSize < 1, an invalid
-// Preprocess or one whose size differs from ds, a negative CropPadding, or
-// an index out of range.
+// Preprocess or one whose size differs from ds, a negative CropPadding or
+// one combined with ResizedCrop, an invalid ResizedCrop, Photos that do not
+// match ds, or an index out of range. With ResizedCrop, crops are cut from
+// ds.Photos when ds has them (load resolution), else from ds's images.
 func NewBatcher(ds *Dataset, indices []int, opts BatchOptions) *Batcher {
 	if opts.BatchSize < 1 {
 		panic(fmt.Sprintf("data: NewBatcher: batch size %d, want >= 1", opts.BatchSize))
@@ -69,8 +72,11 @@ func NewBatcher(ds *Dataset, indices []int, opts BatchOptions) *Batcher {
 	if p.Channels != ds.Channels || p.Height != ds.Height || p.Width != ds.Width {
 		panic(fmt.Sprintf("data: NewBatcher: preprocessing is %dx%dx%d, dataset %s is %dx%dx%d", p.Channels, p.Height, p.Width, ds.Name, ds.Channels, ds.Height, ds.Width))
 	}
-	if opts.Augment.CropPadding < 0 {
-		panic(fmt.Sprintf("data: NewBatcher: negative crop padding %d", opts.Augment.CropPadding))
+	if a := opts.Augment; a.CropPadding < 0 || (a.CropPadding > 0 && a.ResizedCrop.Enabled()) || a.ResizedCrop.Validate() != nil {
+		panic(fmt.Sprintf("data: NewBatcher: crop padding %d with resized crop %+v: want padding >= 0, a valid resized crop, not both", a.CropPadding, a.ResizedCrop))
+	}
+	if ds.Photos != nil && (ds.Photos.Len() != ds.Len() || ds.Photos.Channels != ds.Channels) {
+		panic(fmt.Sprintf("data: NewBatcher: dataset %s has %d images of %d channels, its photos %d of %d", ds.Name, ds.Len(), ds.Channels, ds.Photos.Len(), ds.Photos.Channels))
 	}
 	if indices == nil {
 		indices = make([]int, ds.Len())
@@ -147,10 +153,15 @@ func (b *Batcher) Next(x []float32, labels []int) (n int, ok bool) {
 		panic(fmt.Sprintf("data: Batcher.Next: batch of %d images needs %d floats and %d labels, got %d and %d", n, n*size, n, len(x), len(labels)))
 	}
 	aug := b.opts.Augment
+	c, h, w := b.ds.Channels, b.ds.Height, b.ds.Width
 	for j, idx := range b.order[b.pos : b.pos+n] {
 		img := b.ds.Image(idx)
 		if aug.Enabled() {
-			aug.Apply(b.aug, img, b.scratch, b.ds.Channels, b.ds.Height, b.ds.Width)
+			src, sh, sw := img, h, w
+			if aug.ResizedCrop.Enabled() && b.ds.Photos != nil {
+				src, sw, sh = b.ds.Photos.Image(idx)
+			}
+			aug.ApplyPhoto(b.aug, src, sh, sw, b.scratch, c, h, w)
 			img = b.scratch
 		}
 		b.norm.apply(img, x[j*size:(j+1)*size])

@@ -27,7 +27,10 @@ var (
 // Pixels holds Len() images of Channels x Height x Width uint8 values each,
 // image after image, in NCHW order. Labels[i] is the class id of image i, in
 // [0, NumClasses()), and ClassNames[id] is that class's name. Source names
-// the file or directory the data came from.
+// the file or directory the data came from. Photos is nil except for an
+// image-folder training set loaded with a load side (LoadPhotoFolders):
+// then Photos.Image(i) is image i at load resolution, the source of
+// random-resized crops, while Image(i) stays its test-time view.
 //
 // A Dataset returned by a loader is consistent (len(Pixels) =
 // Len()*Channels*Height*Width, every label in range) and is never modified
@@ -39,6 +42,7 @@ type Dataset struct {
 	Labels                  []int
 	ClassNames              []string
 	Source                  string
+	Photos                  *Photos
 }
 
 // Len returns the number of images.

@@ -11,11 +11,13 @@
 // Loaders. LoadFashionMNIST, LoadMNIST and LoadIDX read IDX files (gzip or
 // plain, detected by magic bytes); LoadCIFAR10 and LoadCIFAR100 read the
 // official binary versions; LoadImageFolder and LoadImageFolders read one
-// sub-folder per class (PNG, JPEG, GIF, BMP, TIFF, WebP). Open dispatches on
-// a Source. Loaders never panic on outside data: malformed files return an
+// sub-folder per class (PNG, JPEG, GIF, BMP, TIFF, WebP); LoadPhotoFolders
+// also keeps the training images at load resolution (Photos) for random
+// resized crops, and ConvertLayout rewrites TinyImageNet and CUB-200-2011
+// into that layout. Open dispatches on a Source. Loaders never panic on outside data: malformed files return an
 // error that names the file and the problem and wraps one of the sentinels
-// ErrFormat, ErrLabelRange, ErrEmptyClass or ErrClassMismatch (or
-// fs.ErrNotExist for a missing file); ErrPreprocess, ErrTaskStream and
+// ErrFormat, ErrLabelRange, ErrEmptyClass, ErrClassMismatch or ErrLayout
+// (or fs.ErrNotExist for a missing file); ErrPreprocess, ErrTaskStream and
 // ErrSource mark invalid configuration. Sizes read from headers are checked
 // against limits and against the data actually present before memory is
 // committed to them.
@@ -23,7 +25,9 @@
 // Preprocessing. Preprocess.Image is the one test-time preprocessing
 // function: evaluation during training and the ONNX inference side both call
 // it, so they convert images identically (alpha composited onto Background,
-// ITU-R BT.601 luma or RGB, Catmull-Rom resize only when the size differs,
+// ITU-R BT.601 luma or RGB, a Catmull-Rom resize that either squashes the
+// image to the input size, only when the size differs, or resizes its
+// shorter side and crops the centre as torchvision's Resize + CenterCrop,
 // then per-channel normalisation). Preprocess is JSON-marshalable with stable
 // lower_snake field names because it is written into the model manifest.
 //
@@ -31,7 +35,9 @@
 // tasks bring disjoint class sets). Batcher streams the images of a task in
 // shuffled, augmented, normalised mini-batches whose randomness depends only
 // on (seed, epoch), so a resumed run reproduces its batches. Augment is the
-// training augmentation: random crop with zero padding, horizontal flip and,
+// training augmentation: random crop with zero padding or torchvision's
+// random resized crop (ResizedCrop, from Photos when the dataset has them),
+// horizontal flip and,
 // for the CIFAR recipe (docs/method.md, "Augmentation"), TrivialAugmentWide, which reproduces
 // torchvision's tensor implementation bit for bit (testdata/trivialaugment).
 //

@@ -45,13 +45,25 @@ func LoadImageFolder(root string, p Preprocess) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	return loadImageFolder(root, classes, p)
+	return loadImageFolder(root, classes, p, 0)
 }
 
 // LoadImageFolders reads a training and a test image folder (see
 // LoadImageFolder). Both must have the same class sub-folders; otherwise
 // the error wraps ErrClassMismatch and names the classes that differ.
 func LoadImageFolders(trainRoot, testRoot string, p Preprocess) (train, test *Dataset, err error) {
+	return LoadPhotoFolders(trainRoot, testRoot, p, 0)
+}
+
+// LoadPhotoFolders is LoadImageFolders that also keeps every training
+// image at load resolution in train.Photos, its shorter side resized to
+// loadSide (see Photos for the memory this takes), for random-resized-crop
+// training; loadSide 0 keeps none. The Dataset images of both sets are the
+// test-time views p.Pixels gives, as with LoadImageFolders.
+func LoadPhotoFolders(trainRoot, testRoot string, p Preprocess, loadSide int) (train, test *Dataset, err error) {
+	if loadSide < 0 || loadSide > maxPreprocessSide {
+		return nil, nil, fmt.Errorf("data: image folder %s: %w: load side %d, want [0, %d]", trainRoot, ErrPreprocess, loadSide, maxPreprocessSide)
+	}
 	trainClasses, err := classFolders(trainRoot)
 	if err != nil {
 		return nil, nil, err
@@ -63,10 +75,10 @@ func LoadImageFolders(trainRoot, testRoot string, p Preprocess) (train, test *Da
 	if !slices.Equal(trainClasses, testClasses) {
 		return nil, nil, fmt.Errorf("data: %s and %s: %w: only in train %q, only in test %q", trainRoot, testRoot, ErrClassMismatch, missingFrom(trainClasses, testClasses), missingFrom(testClasses, trainClasses))
 	}
-	if train, err = loadImageFolder(trainRoot, trainClasses, p); err != nil {
+	if train, err = loadImageFolder(trainRoot, trainClasses, p, loadSide); err != nil {
 		return nil, nil, err
 	}
-	if test, err = loadImageFolder(testRoot, testClasses, p); err != nil {
+	if test, err = loadImageFolder(testRoot, testClasses, p, 0); err != nil {
 		return nil, nil, err
 	}
 	return train, test, nil
@@ -110,8 +122,9 @@ func isDir(parent string, e fs.DirEntry) bool {
 	return e.IsDir()
 }
 
-// loadImageFolder lists and decodes the images of the given class folders.
-func loadImageFolder(root string, classes []string, p Preprocess) (*Dataset, error) {
+// loadImageFolder lists and decodes the images of the given class folders,
+// keeping them at load resolution too when loadSide > 0.
+func loadImageFolder(root string, classes []string, p Preprocess, loadSide int) (*Dataset, error) {
 	if err := p.checkGeometry(); err != nil {
 		return nil, fmt.Errorf("data: image folder %s: %w", root, err)
 	}
@@ -137,7 +150,10 @@ func loadImageFolder(root string, classes []string, p Preprocess) (*Dataset, err
 		ClassNames: slices.Clone(classes),
 		Source:     root,
 	}
-	if err := decodeAll(files, ds, p); err != nil {
+	if loadSide > 0 {
+		ds.Photos = &Photos{Channels: p.Channels, Pixels: make([][]uint8, len(files)), Sizes: make([]image.Point, len(files))}
+	}
+	if err := decodeAll(files, ds, p, loadSide); err != nil {
 		return nil, err
 	}
 	return ds, nil
@@ -170,9 +186,9 @@ func imageFiles(dir string) ([]string, error) {
 	return files, nil
 }
 
-// decodeAll decodes files[i] into image i of ds, on all CPUs. On failure it
+// decodeAll decodes files[i] into image i of ds (storeImage), on all CPUs. On failure it
 // returns the error of the first failing file in list order.
-func decodeAll(files []string, ds *Dataset, p Preprocess) error {
+func decodeAll(files []string, ds *Dataset, p Preprocess, loadSide int) error {
 	errs := make([]error, len(files))
 	jobs := make(chan int)
 	var wg sync.WaitGroup
@@ -184,7 +200,7 @@ func decodeAll(files []string, ds *Dataset, p Preprocess) error {
 					errs[i] = err
 					continue
 				}
-				copy(ds.Pixels[i*ds.ImageSize():], p.Pixels(img))
+				storeImage(ds, i, img, p, loadSide)
 			}
 		})
 	}
@@ -199,6 +215,31 @@ func decodeAll(files []string, ds *Dataset, p Preprocess) error {
 		}
 	}
 	return nil
+}
+
+// storeImage writes image i of ds: its test-time view p.Pixels, and, when
+// ds keeps photos, the same image at load resolution (shorter side
+// loadSide).
+func storeImage(ds *Dataset, i int, img image.Image, p Preprocess, loadSide int) {
+	view := ds.Pixels[i*ds.ImageSize() : (i+1)*ds.ImageSize()]
+	if ds.Photos == nil || img.Bounds().Empty() {
+		copy(view, p.Pixels(img))
+		return
+	}
+	rgba := composite(img, p.Background)
+	photo, win := photoPixels(rgba, p.Channels, loadSide)
+	ds.Photos.Pixels[i], ds.Photos.Sizes[i] = photo, win.Size()
+	// At the test-time resize size the view is a window of the photo: the
+	// same resized pixels, so copying them saves a second resize.
+	if p.ResizeMode == ResizeCenterCrop && loadSide == p.ResizeShorter {
+		full := limitAspect(rgba).Rect.Size()
+		nw, nh := ShorterSideSize(full.X, full.Y, loadSide)
+		if vw := CenterCropWindow(nw, nh, p.Width, p.Height); vw.In(win) {
+			cropCHW(photo, p.Channels, win.Dy(), win.Dx(), vw.Sub(win.Min), view)
+			return
+		}
+	}
+	p.pixelsOf(rgba, view)
 }
 
 // MaxImagePixels bounds the width*height an image header may declare

@@ -15,8 +15,24 @@ import (
 // training and inference cannot disagree about it.
 const ResizeCatmullRom = "catmull-rom"
 
-// maxPreprocessSide bounds Height and Width so a corrupt manifest cannot ask
-// for a gigantic buffer per image.
+// Resize modes of Preprocess (step 2, size).
+const (
+	// ResizeSquash resizes the whole image to Height x Width, whatever its
+	// aspect ratio: the behaviour of every model directory written before
+	// the mode was recorded (an empty ResizeMode means squash), and the
+	// right one for datasets whose images all have the model's size
+	// (Fashion-MNIST, CIFAR), which it leaves untouched.
+	ResizeSquash = "squash"
+	// ResizeCenterCrop keeps the aspect ratio: it resizes the shorter side
+	// to ResizeShorter and crops the centre Height x Width, as torchvision's
+	// Resize(ResizeShorter) followed by CenterCrop((Height, Width)), the
+	// standard ImageNet evaluation transform. A 640x480 photo is cropped,
+	// never squashed.
+	ResizeCenterCrop = "center-crop"
+)
+
+// maxPreprocessSide bounds Height, Width and ResizeShorter so a corrupt
+// manifest cannot ask for a gigantic buffer per image.
 const maxPreprocessSide = 8192
 
 // ErrPreprocess marks an invalid Preprocess (see Preprocess.Validate).
@@ -38,9 +54,33 @@ var ErrPreprocess = errors.New("invalid preprocessing")
 // backgrounds of MNIST and Fashion-MNIST; set {255, 255, 255} for datasets
 // photographed on white.
 //
-// Step 2, size: resize to Height x Width with Catmull-Rom (ResizeCatmullRom)
-// only when the image size differs; an image of the right size is not
-// resampled. The aspect ratio is not preserved.
+// Step 2, size, by ResizeMode, always with Catmull-Rom (ResizeCatmullRom),
+// whose support widens when shrinking, so downscaling is antialiased.
+// Squash (ResizeSquash, or empty) resizes to Height x Width only when the
+// image size differs; an image of the right size is not resampled. The
+// aspect ratio is not preserved. Center-crop (ResizeCenterCrop) resizes a
+// w x h image so that its shorter side is s = ResizeShorter, the longer one
+// truncated as torchvision's Resize(s) does (no resampling when the size
+// is already that):
+//
+//	w <= h:  w' = s,             h' = floor(s*h/w)
+//	w >  h:  w' = floor(s*w/h),  h' = s
+//
+// and takes the centre Height x Width window at the offsets of
+// torchvision's CenterCrop (Python's round, halves to even):
+//
+//	top = round((h' - Height)/2),   left = round((w' - Width)/2)
+//
+// Only the window is computed; its pixels equal those of the whole resized
+// image. ShorterSideSize and CenterCropWindow give this geometry. An image
+// longer than MaxResizeAspect:1 (a 4:1 strip) is first cropped around its
+// centre to that ratio, which bounds the resampler's memory.
+//
+// Where this differs from torchvision on PIL images: torchvision's default
+// filter is bilinear (with antialiasing when shrinking), Preprocess always
+// uses Catmull-Rom bicubic, also antialiased, computed in 16-bit rather than
+// PIL's 8-bit fixed point; pixels differ by a few levels, the geometry
+// (sizes, offsets) is identical.
 //
 // Step 3, channels: 3 keeps R, G, B (the high byte of each 16-bit value); 1
 // takes the ITU-R BT.601 luma exactly as image/color.GrayModel does, from
@@ -56,19 +96,30 @@ var ErrPreprocess = errors.New("invalid preprocessing")
 // Preprocess is a value; its methods do not modify it and are safe for
 // concurrent use.
 type Preprocess struct {
-	Channels   int       `json:"channels"`
-	Height     int       `json:"height"`
-	Width      int       `json:"width"`
-	Mean       []float32 `json:"mean"`
-	Std        []float32 `json:"std"`
-	Resize     string    `json:"resize"`
-	Background [3]uint8  `json:"background"`
+	Channels int       `json:"channels"`
+	Height   int       `json:"height"`
+	Width    int       `json:"width"`
+	Mean     []float32 `json:"mean"`
+	Std      []float32 `json:"std"`
+	Resize   string    `json:"resize"`
+	// ResizeMode is ResizeSquash or ResizeCenterCrop (step 2). The trainer
+	// always states it; empty, as in manifests written before it existed,
+	// means squash.
+	ResizeMode string `json:"resize_mode,omitempty"`
+	// ResizeShorter is, for center-crop, the length the shorter side is
+	// resized to before the crop, at least max(Height, Width) (ImageNet
+	// evaluation: 256 for a 224 crop, see CenterCropResize); 0 for squash.
+	ResizeShorter int      `json:"resize_shorter,omitempty"`
+	Background    [3]uint8 `json:"background"`
 }
 
 // Validate reports every problem of p joined into one error wrapping
 // ErrPreprocess: Channels not 1 or 3, Height or Width outside [1, 8192],
-// Mean or Std without one finite value per channel, a Std value <= 0, or a
-// Resize other than "catmull-rom" (the empty string means catmull-rom).
+// Mean or Std without one finite value per channel, a Std value <= 0, a
+// Resize other than "catmull-rom" (the empty string means catmull-rom), a
+// ResizeMode other than squash, center-crop or empty, or a ResizeShorter
+// that is not 0 for squash or not in [max(Height, Width), 8192] for
+// center-crop.
 // Call it on any Preprocess read from outside (a manifest) before use.
 func (p Preprocess) Validate() error {
 	var errs []error
@@ -109,7 +160,51 @@ func (p Preprocess) checkGeometry() error {
 	if p.Height < 1 || p.Height > maxPreprocessSide || p.Width < 1 || p.Width > maxPreprocessSide {
 		errs = append(errs, fmt.Errorf("%w: size %dx%d, want each side in [1, %d]", ErrPreprocess, p.Height, p.Width, maxPreprocessSide))
 	}
+	switch p.ResizeMode {
+	case "", ResizeSquash:
+		if p.ResizeShorter != 0 {
+			errs = append(errs, fmt.Errorf("%w: resize_shorter %d with resize mode squash, want 0", ErrPreprocess, p.ResizeShorter))
+		}
+	case ResizeCenterCrop:
+		if p.ResizeShorter < max(p.Height, p.Width) || p.ResizeShorter > maxPreprocessSide {
+			errs = append(errs, fmt.Errorf("%w: resize_shorter %d for a %dx%d center crop, want [%d, %d]",
+				ErrPreprocess, p.ResizeShorter, p.Height, p.Width, max(p.Height, p.Width), maxPreprocessSide))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("%w: resize mode %q, want %q or %q", ErrPreprocess, p.ResizeMode, ResizeSquash, ResizeCenterCrop))
+	}
 	return errors.Join(errs...)
+}
+
+// ShorterSideSize returns the size (w2, h2) of a w x h image resized so that
+// its shorter side is s, as torchvision's Resize(s) computes it: the longer
+// side is s*long/short truncated. Sides must be >= 1.
+func ShorterSideSize(w, h, s int) (w2, h2 int) {
+	if w <= h {
+		return s, s * h / w
+	}
+	return s * w / h, s
+}
+
+// CenterCropWindow returns the window of size cw x ch at the centre of a
+// w x h image, at the offsets of torchvision's CenterCrop:
+// round((w-cw)/2) and round((h-ch)/2) with halves rounded to even, as
+// Python's round does. It requires cw <= w and ch <= h.
+func CenterCropWindow(w, h, cw, ch int) image.Rectangle {
+	left := int(math.RoundToEven(float64(w-cw) / 2))
+	top := int(math.RoundToEven(float64(h-ch) / 2))
+	return image.Rect(left, top, left+cw, top+ch)
+}
+
+// CenterCropResize returns the ResizeShorter for a center crop of side
+// (the larger of Height and Width) that keeps the fraction ratio of the
+// resized shorter side, floor(side/ratio) as timm computes it from its
+// crop_pct: ratio 0.875 gives 256 for 224, torchvision's and the
+// authors' ImageNet evaluation (Resize(256), CenterCrop(224)); ratio 1
+// crops the whole shorter side. ratio must lie in (0, 1].
+func CenterCropResize(side int, ratio float64) int {
+	// The epsilon keeps 224/0.875 at 256 despite rounding in the division.
+	return int(math.Floor(float64(side)/ratio + 1e-9))
 }
 
 // ImageSize returns Channels*Height*Width, the length of Pixels' result.
@@ -117,8 +212,8 @@ func (p Preprocess) ImageSize() int { return p.Channels * p.Height * p.Width }
 
 // Pixels runs steps 1-3 (alpha, resize, channels) and returns a new uint8
 // CHW slice of length Channels*Height*Width. An image with empty bounds
-// gives an all-zero result. It panics if Channels, Height or Width are
-// invalid (see Validate).
+// gives an all-zero result. It panics if Channels, Height, Width or the
+// resize mode are invalid (see Validate).
 func (p Preprocess) Pixels(img image.Image) []uint8 {
 	if err := p.checkGeometry(); err != nil {
 		panic("data: Preprocess.Pixels: " + err.Error())
@@ -128,27 +223,82 @@ func (p Preprocess) Pixels(img image.Image) []uint8 {
 	if b.Empty() {
 		return out
 	}
-	rgba := composite(img, p.Background)
-	if b.Dx() != p.Width || b.Dy() != p.Height {
-		resized := image.NewRGBA64(image.Rect(0, 0, p.Width, p.Height))
-		draw.CatmullRom.Scale(resized, resized.Bounds(), rgba, rgba.Bounds(), draw.Src, nil)
-		rgba = resized
+	p.pixelsOf(composite(img, p.Background), out)
+	return out
+}
+
+// pixelsOf runs steps 2-3 on a composited, non-empty image with bounds at
+// (0, 0), writing Channels*Height*Width values to out.
+func (p Preprocess) pixelsOf(rgba *image.RGBA64, out []uint8) {
+	nw, nh, window := p.Width, p.Height, image.Rect(0, 0, p.Width, p.Height)
+	if p.ResizeMode == ResizeCenterCrop {
+		rgba = limitAspect(rgba)
+		nw, nh = ShorterSideSize(rgba.Rect.Dx(), rgba.Rect.Dy(), p.ResizeShorter)
+		window = CenterCropWindow(nw, nh, p.Width, p.Height)
 	}
-	plane := p.Height * p.Width
-	for i := range plane {
-		px := rgba.Pix[8*i : 8*i+6 : 8*i+6]
-		r := uint32(px[0])<<8 | uint32(px[1])
-		g := uint32(px[2])<<8 | uint32(px[3])
-		bl := uint32(px[4])<<8 | uint32(px[5])
-		if p.Channels == 1 {
-			out[i] = uint8((19595*r + 38470*g + 7471*bl + 1<<15) >> 24)
-		} else {
-			out[i] = uint8(r >> 8)
-			out[plane+i] = uint8(g >> 8)
-			out[2*plane+i] = uint8(bl >> 8)
+	toCHW(resizeWindow(rgba, nw, nh, window), p.Channels, out)
+}
+
+// MaxResizeAspect bounds the aspect ratio an image is resized at by its
+// shorter side (center-crop preprocessing, Photos): a longer image is first
+// cropped around its centre to MaxResizeAspect:1. The resampler allocates
+// the whole resized width (or height) times the source's other side, which
+// for a 100000x10 strip would be gigabytes; the crop keeps it to a few
+// times the image. The centre window is the same region of the image; its
+// pixels can differ from an uncropped resize by the sub-pixel shift of a
+// truncated size.
+const MaxResizeAspect = 4
+
+// limitAspect returns img cropped around its centre to at most
+// MaxResizeAspect:1 (a sub-image, not a copy).
+func limitAspect(img *image.RGBA64) *image.RGBA64 {
+	w, h := img.Rect.Dx(), img.Rect.Dy()
+	win := img.Rect
+	switch {
+	case w > MaxResizeAspect*h:
+		win = CenterCropWindow(w, h, MaxResizeAspect*h, h).Add(img.Rect.Min)
+	case h > MaxResizeAspect*w:
+		win = CenterCropWindow(w, h, w, MaxResizeAspect*w).Add(img.Rect.Min)
+	}
+	return img.SubImage(win).(*image.RGBA64)
+}
+
+// resizeWindow returns the pixels inside window of src resized to nw x nh
+// with Catmull-Rom, window being in the coordinates of the resized image
+// (origin at its top-left corner) and inside it. When src already is
+// nw x nh it is not resampled. Only the window's pixels are computed.
+func resizeWindow(src *image.RGBA64, nw, nh int, window image.Rectangle) *image.RGBA64 {
+	if src.Rect.Dx() == nw && src.Rect.Dy() == nh {
+		return src.SubImage(window.Add(src.Rect.Min)).(*image.RGBA64)
+	}
+	dst := image.NewRGBA64(window)
+	draw.CatmullRom.Scale(dst, image.Rect(0, 0, nw, nh), src, src.Bounds(), draw.Src, nil)
+	return dst
+}
+
+// toCHW writes step 3 (channels) of img into out, which holds
+// channels*Dy*Dx values: 3 keeps the high bytes of R, G, B; 1 takes the
+// BT.601 luma of Preprocess's doc comment.
+func toCHW(img *image.RGBA64, channels int, out []uint8) {
+	w, h := img.Rect.Dx(), img.Rect.Dy()
+	plane := w * h
+	for y := range h {
+		row := img.Pix[img.PixOffset(img.Rect.Min.X, img.Rect.Min.Y+y):]
+		for x := range w {
+			px := row[8*x : 8*x+6 : 8*x+6]
+			r := uint32(px[0])<<8 | uint32(px[1])
+			g := uint32(px[2])<<8 | uint32(px[3])
+			bl := uint32(px[4])<<8 | uint32(px[5])
+			i := y*w + x
+			if channels == 1 {
+				out[i] = uint8((19595*r + 38470*g + 7471*bl + 1<<15) >> 24)
+			} else {
+				out[i] = uint8(r >> 8)
+				out[plane+i] = uint8(g >> 8)
+				out[2*plane+i] = uint8(bl >> 8)
+			}
 		}
 	}
-	return out
 }
 
 // composite returns img composited onto the opaque colour bg, as an opaque

@@ -26,15 +26,20 @@ var ErrSource = errors.New("invalid data source")
 // IDX and CIFAR kinds (empty for fashion-mnist means FashionMNISTDir). For
 // imagefolder, TrainDir and TestDir are the two class-folder roots, or, when
 // both are empty, Dir/train and Dir/test; Channels (0 means 3), Height and
-// Width give the size every image is converted to.
+// Width give the size every image is converted to, ResizeMode and
+// ResizeShorter how (see Preprocess), and LoadSide > 0 keeps the training
+// images at load resolution too (LoadPhotoFolders).
 type Source struct {
-	Kind     string `json:"kind"`
-	Dir      string `json:"dir,omitempty"`
-	TrainDir string `json:"train_dir,omitempty"`
-	TestDir  string `json:"test_dir,omitempty"`
-	Channels int    `json:"channels,omitempty"`
-	Height   int    `json:"height,omitempty"`
-	Width    int    `json:"width,omitempty"`
+	Kind          string `json:"kind"`
+	Dir           string `json:"dir,omitempty"`
+	TrainDir      string `json:"train_dir,omitempty"`
+	TestDir       string `json:"test_dir,omitempty"`
+	Channels      int    `json:"channels,omitempty"`
+	Height        int    `json:"height,omitempty"`
+	Width         int    `json:"width,omitempty"`
+	ResizeMode    string `json:"resize_mode,omitempty"`
+	ResizeShorter int    `json:"resize_shorter,omitempty"`
+	LoadSide      int    `json:"load_side,omitempty"`
 }
 
 // Open loads the training and test sets that src names. Errors wrap
@@ -63,11 +68,12 @@ func Open(src Source) (train, test *Dataset, err error) {
 			return nil, nil, fmt.Errorf("data: %w: imagefolder needs train_dir and test_dir, or dir holding train/ and test/", ErrSource)
 		}
 		// Loading needs only the geometry; normalisation is applied later.
-		p := Preprocess{Channels: cmp.Or(src.Channels, 3), Height: src.Height, Width: src.Width}
+		p := Preprocess{Channels: cmp.Or(src.Channels, 3), Height: src.Height, Width: src.Width,
+			ResizeMode: src.ResizeMode, ResizeShorter: src.ResizeShorter}
 		if err := p.checkGeometry(); err != nil {
 			return nil, nil, fmt.Errorf("data: %w: imagefolder: %w", ErrSource, err)
 		}
-		return LoadImageFolders(trainDir, testDir, p)
+		return LoadPhotoFolders(trainDir, testDir, p, src.LoadSide)
 	}
 	return nil, nil, fmt.Errorf("data: %w: unknown kind %q, want one of %q", ErrSource, src.Kind, []string{KindFashionMNIST, KindMNIST, KindCIFAR10, KindCIFAR100, KindImageFolder})
 }

@@ -195,8 +195,9 @@ func (c *Classifier) Classify(img image.Image) (Result, error) {
 }
 
 // ClassifyBatch preprocesses every image with the manifest's preprocessing
-// (data.Preprocess.Image: alpha onto the background, Catmull-Rom resize
-// when the size differs, channel conversion, normalisation), runs
+// (data.Preprocess.Image: alpha onto the background, Catmull-Rom resize by
+// the manifest's resize mode, squash or center crop, channel conversion,
+// normalisation), runs
 // model.onnx once on the [N,C,H,W] batch and returns one Result per image,
 // in order. A nil image, or a distance that is NaN or infinite, is an error
 // naming the image's index. An empty batch returns no results.

@@ -25,8 +25,11 @@
 // and refuses, from the header alone, images larger than WithMaxPixels
 // (decompression bombs). The decoded image then goes through the bundle's
 // preprocessing, data.Preprocess.Image: the same function training used
-// for its test-time input, so the two cannot disagree. Network inputs are
-// float32 NCHW.
+// for its test-time input, so the two cannot disagree. Its resize mode comes
+// from the manifest: center-crop resizes the shorter side and crops the
+// centre (a photo of any aspect ratio is cropped, not squashed); squash, or
+// no mode in manifests that predate it, resizes the whole image. Network
+// inputs are float32 NCHW.
 //
 // # Scores
 //

@@ -187,13 +187,33 @@ func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.Ra
 }
 
 // preprocessFor is the test-time preprocessing of a configuration: its
-// image geometry and normalisation (the dataset's standard values when the
-// config gives none).
+// image geometry, resize mode (written out even for squash, so every
+// manifest states it) and normalisation (the dataset's standard values when
+// the config gives none).
 func preprocessFor(cfg config.Config) data.Preprocess {
 	d := cfg.Data
 	mean, std := toFloat32(d.Mean), toFloat32(d.Std)
 	if len(mean) == 0 {
 		mean, std = data.DefaultNormalization(d.Kind)
 	}
-	return data.Preprocess{Channels: d.Channels, Height: d.Height, Width: d.Width, Mean: mean, Std: std, Resize: data.ResizeCatmullRom}
+	p := data.Preprocess{Channels: d.Channels, Height: d.Height, Width: d.Width, Mean: mean, Std: std,
+		Resize: data.ResizeCatmullRom, ResizeMode: d.ResizeMode}
+	if d.ResizeMode == data.ResizeCenterCrop {
+		p.ResizeShorter = data.CenterCropResize(max(d.Height, d.Width), d.CenterCropRatio)
+	}
+	return p
+}
+
+// loadSide is the shorter side at which image-folder training images are
+// kept for random-resized crops (data.load_size, by default the test-time
+// resize size), or 0 when they need not be kept.
+func loadSide(cfg config.Config, p data.Preprocess) int {
+	d := cfg.Data
+	if !d.RandomResizedCrop || d.Kind != data.KindImageFolder {
+		return 0
+	}
+	if d.LoadSize > 0 {
+		return d.LoadSize
+	}
+	return max(p.ResizeShorter, d.Height, d.Width)
 }

@@ -1,21 +1,19 @@
 package train
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"image"
 	"image/png"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
 )
 
@@ -47,13 +45,9 @@ func TestExportMatchesTraining(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "metrics.json"), []byte(`{"completed_tasks": 1}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	model := filepath.Join(dir, "model")
-	if err := Export(dir, model); err != nil {
-		t.Fatal(err)
-	}
-	b, err := bundle.Open(model)
-	if err != nil {
-		t.Fatal(err)
+	model, b := exportBundle(t, dir)
+	if p := b.Manifest.Preprocess; p.ResizeMode != data.ResizeSquash || p.ResizeShorter != 0 {
+		t.Errorf("Fashion-MNIST manifest preprocessing %+v, want squash stated explicitly", p)
 	}
 	var shipped Summary
 	if err := json.Unmarshal(b.Manifest.Metrics, &shipped); err != nil {
@@ -182,33 +176,14 @@ func checkInferCommand(t *testing.T, model string, imgs []image.Image, pred map[
 		}
 		f.Close()
 	}
-	bin := filepath.Join(t.TempDir(), "bicyc-infer")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/bicyc-infer").CombinedOutput(); err != nil {
-		t.Fatalf("build bicyc-infer: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "--model", model, "--json", pngDir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("bicyc-infer: %v\n%s", err, stderr.String())
-	}
 	agree, lines := 0, 0
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		var line struct {
-			File        string             `json:"file"`
-			Predictions []infer.Prediction `json:"predictions"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			t.Fatalf("bicyc-infer --json line %q: %v", sc.Text(), err)
-		}
+	for file, class := range runInferCommand(t, model, pngDir) {
 		var i int
-		if _, err := fmt.Sscanf(strings.TrimSuffix(filepath.Base(line.File), ".png"), "%d", &i); err != nil {
-			t.Fatalf("file %q: %v", line.File, err)
+		if _, err := fmt.Sscanf(strings.TrimSuffix(filepath.Base(file), ".png"), "%d", &i); err != nil {
+			t.Fatalf("file %q: %v", file, err)
 		}
 		lines++
-		if len(line.Predictions) > 0 && line.Predictions[0].ClassID == pred[i] {
+		if class == pred[i] {
 			agree++
 		}
 	}

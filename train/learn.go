@@ -57,7 +57,7 @@ const (
 
 // Learn adds one task of new classes to a finished run and trains it: the
 // exemplar-free promise, usable after the fact. The new classes come from
-// image folders (one sub-folder per class, see data.LoadImageFolders),
+// image folders (one sub-folder per class, see data.LoadPhotoFolders),
 // converted with the run's preprocessing; they get the class ids after the
 // last one of the run. Training sees only the new images; old classes live
 // on as their transported prototypes. Evaluation covers every task's test
@@ -80,7 +80,7 @@ func (r *Run) Learn(ctx context.Context, trainDir, testDir string, opts LearnOpt
 			task.Config = &c
 		}
 	}
-	train, test, err := data.LoadImageFolders(trainDir, testDir, r.prep)
+	train, test, err := data.LoadPhotoFolders(trainDir, testDir, r.prep, loadSide(r.cfg, r.prep))
 	if err != nil {
 		return err
 	}
@@ -154,7 +154,12 @@ func concat(a, b *data.Dataset, offset int) (*data.Dataset, error) {
 	if offset != len(a.ClassNames) {
 		return nil, fmt.Errorf("%s: new class ids start at %d, the run has %d classes", b.Source, offset, len(a.ClassNames))
 	}
+	photos, err := data.ConcatPhotos(a.Photos, b.Photos)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.Source, err)
+	}
 	out := &data.Dataset{Name: a.Name, Channels: a.Channels, Height: a.Height, Width: a.Width, Source: a.Source + " + " + b.Source,
+		Photos:     photos,
 		Pixels:     append(append([]uint8(nil), a.Pixels...), b.Pixels...),
 		Labels:     append([]int(nil), a.Labels...),
 		ClassNames: append(append([]string(nil), a.ClassNames...), b.ClassNames...)}

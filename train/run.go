@@ -143,7 +143,7 @@ func Resume(dir string, opts Options) (*Run, error) {
 		return nil, err
 	}
 	for _, task := range rec.Learned {
-		train, test, err := data.LoadImageFolders(task.TrainDir, task.TestDir, r.prep)
+		train, test, err := data.LoadPhotoFolders(task.TrainDir, task.TestDir, r.prep, loadSide(r.cfg, r.prep))
 		if err != nil {
 			return nil, fmt.Errorf("resume %s: learned task %d: %w", dir, task.Task+1, err)
 		}
@@ -247,7 +247,9 @@ func useCPU(threads int) {
 // loadData opens the configured dataset and sets the preprocessing.
 func (r *Run) loadData() error {
 	d := r.cfg.Data
-	src := data.Source{Kind: d.Kind, Dir: d.Dir, TrainDir: d.TrainDir, TestDir: d.TestDir, Channels: d.Channels, Height: d.Height, Width: d.Width}
+	r.prep = preprocessFor(r.cfg)
+	src := data.Source{Kind: d.Kind, Dir: d.Dir, TrainDir: d.TrainDir, TestDir: d.TestDir, Channels: d.Channels, Height: d.Height, Width: d.Width,
+		ResizeMode: r.prep.ResizeMode, ResizeShorter: r.prep.ResizeShorter, LoadSide: loadSide(r.cfg, r.prep)}
 	train, test, err := data.Open(src)
 	if err != nil {
 		return err
@@ -257,8 +259,13 @@ func (r *Run) loadData() error {
 			train.Source, train.Channels, train.Height, train.Width, d.Channels, d.Height, d.Width)
 	}
 	r.train, r.test = train, test
-	r.prep = preprocessFor(r.cfg)
 	r.augment = data.Augment{CropPadding: d.CropPadding, HorizontalFlip: d.HorizontalFlip, TrivialAugment: d.TrivialAugment}
+	if d.RandomResizedCrop {
+		r.augment.ResizedCrop = data.ResizedCrop{Scale: [2]float64(d.ResizedCropScale), Ratio: [2]float64(d.ResizedCropRatio)}
+	}
+	if train.Photos != nil {
+		r.log.printf("training images kept at load resolution for random resized crops: %d images, %.1f MiB", train.Photos.Len(), float64(train.Photos.Bytes())/(1<<20))
+	}
 	return r.prep.Validate()
 }
 

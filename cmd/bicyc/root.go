@@ -32,5 +32,6 @@ Configuration: --config FILE (YAML, see configs/), BICYC_* environment variables
 	cmd.AddCommand(newExportCmd())
 	cmd.AddCommand(newEvalCmd())
 	cmd.AddCommand(newLearnCmd(opts))
+	cmd.AddCommand(newConvertDatasetCmd())
 	return cmd
 }

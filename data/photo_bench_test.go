@@ -1,0 +1,38 @@
+package data
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// BenchmarkPixelsPhoto preprocesses a 640x480 RGB photo to a 224x224
+// network input: squashed, and center-cropped from its 341x256 resize.
+func BenchmarkPixelsPhoto(b *testing.B) {
+	photo := gradient(640, 480, 1)
+	for _, p := range []Preprocess{
+		{Channels: 3, Height: 224, Width: 224, ResizeMode: ResizeSquash},
+		{Channels: 3, Height: 224, Width: 224, ResizeMode: ResizeCenterCrop, ResizeShorter: 256},
+	} {
+		b.Run(p.ResizeMode, func(b *testing.B) {
+			for range b.N {
+				p.Pixels(photo)
+			}
+		})
+	}
+}
+
+// BenchmarkResizedCrop cuts a random resized 224x224 crop from a 341x256
+// RGB photo kept at load resolution: the per-image cost of photo training
+// augmentation.
+func BenchmarkResizedCrop(b *testing.B) {
+	src := make([]uint8, 3*256*341)
+	for i := range src {
+		src[i] = uint8(i * 7)
+	}
+	dst := make([]uint8, 3*224*224)
+	rng := rand.New(rand.NewPCG(1, 2))
+	r := DefaultResizedCrop()
+	for range b.N {
+		r.Apply(rng, src, 3, 256, 341, dst, 224, 224)
+	}
+}
