@@ -107,6 +107,7 @@ type Train struct {
 	DetachWarmup       float64   `mapstructure:"detach_warmup" yaml:"detach_warmup" doc:"Fraction of the first epochs during which features are detached (docs/method.md: 1%)."`
 	EvalBatch          int       `mapstructure:"eval_batch" yaml:"eval_batch" doc:"Batch size for feature extraction at evaluation and statistics time."`
 	MinStepsFirst      int       `mapstructure:"min_steps_first" yaml:"min_steps_first" doc:"Stage I on task 1 (training from scratch) makes at least this many optimisation steps: a small first task gets more epochs (the learning-rate milestones scale with them); 0 follows epochs_first alone (the authors' code)."`
+	FreezeBNStats      bool      `mapstructure:"freeze_bn_stats" yaml:"freeze_bn_stats" doc:"On every task after the first, BatchNorm runs in evaluation mode: its running statistics are used and kept while its scale and shift still train, so a new task's images do not move the old classes' features through the statistics (a new task unlike the old ones, such as bicyc learn's, moved them most). false trains BatchNorm as the authors' code does."`
 	MinSteps           int       `mapstructure:"min_steps" yaml:"min_steps" doc:"Stage I on every later task makes at least this many optimisation steps; 0 (the default, the authors' code) follows the epochs alone: measured on Fashion-MNIST, more steps on a small later task moved the backbone further and lost more old-class accuracy than they gained on the new classes (README, Small tasks)."`
 }
 

@@ -22,6 +22,7 @@ var addedKeys = map[string]func(*Config){
 	"export.accept_rate":      func(c *Config) { c.Export.AcceptRate = 0.95 },
 	"quick_profile.min_steps": func(c *Config) { c.QuickSet.MinSteps = 0 },
 	"train.min_steps":         func(c *Config) { c.Train.MinSteps = 0 },
+	"train.freeze_bn_stats":   func(c *Config) { c.Train.FreezeBNStats = false },
 	// Written while train.min_steps applied to task 1 too.
 	"train.min_steps_first":      func(c *Config) { c.Train.MinStepsFirst = c.Train.MinSteps },
 	"data.trivial_augment":       func(c *Config) { c.Data.TrivialAugment = false },

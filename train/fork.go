@@ -21,7 +21,7 @@ import (
 var LaterTaskKeys = []string{
 	"method", "run_dir", "run_name", "threads",
 	"model.mapper", "model.hidden_mult",
-	"train.epochs", "train.lr", "train.min_steps",
+	"train.epochs", "train.lr", "train.min_steps", "train.freeze_bn_stats",
 	"loss.bi", "loss.cyc", "loss.pair", "loss.lambda_bi", "loss.lambda_cyc", "loss.lambda_pair",
 	"loss.pair_rows", "loss.kd_weight", "loss.cycle_detach_inner",
 	"adapter.epochs", "adapter.lr", "adapter.transport_samples", "adapter.alpha", "adapter.min_steps", "adapter.select",

@@ -25,6 +25,7 @@ type stage1Nets struct {
 	numClasses int            // head outputs
 	hasOld     bool           // z_old is an input (task > 1 with distillation)
 	detach     bool           // features detached from the backbone (warm-up)
+	frozenBN   bool           // BatchNorm in evaluation mode (Stage1Input.FrozenBatchNorm)
 }
 
 // stage1Graph is the Stage I training graph of one task: inputs, named loss
@@ -84,7 +85,7 @@ func buildStage1(cfg config.Config, n stage1Nets, c, h, w int) (*stage1Graph, er
 	x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(n.rows, c, h, w), G.WithName("image"), G.WithValue(sg.image))
 	onehot := G.NewMatrix(g, tensor.Float32, G.WithShape(n.rows, n.numClasses), G.WithName("onehot"), G.WithValue(sg.onehot))
 
-	zNew, params, err := buildBackbone(n.backbone, g, x, true)
+	zNew, params, err := buildBackbone(n.backbone, g, x, !n.frozenBN)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +350,7 @@ func (r *Run) stage1(ctx context.Context, t int, cur, old *models.Backbone, dist
 	head := models.NewLinear(cfg.Model.FeatureDim, len(classes)*l.copies, true, r.rng("head", t))
 	var err error
 	l.step, err = NewStage1Step(cfg, Stage1Nets{Backbone: cur, Old: old, Head: head, Distiller: dist, Adapter: adapt},
-		Stage1Input{Batch: batch, Channels: c, Height: h, Width: w, Rotation: rotation})
+		Stage1Input{Batch: batch, Channels: c, Height: h, Width: w, Rotation: rotation, FrozenBatchNorm: t > 0 && cfg.Train.FreezeBNStats})
 	if err != nil {
 		return nil, 0, err
 	}

@@ -34,10 +34,14 @@ type Stage1Input struct {
 	// Channels, Height, Width are the image shape (NCHW).
 	Channels, Height, Width int
 	// Rotation adds each image's 90, 180 and 270 degree turns as their own
-	// classes (METHOD.md: task 1 with train.rotation): the graph sees
+	// classes (docs/method.md, Task 1: train.rotation): the graph sees
 	// 4*Batch rows and the head needs 4 outputs per class. Needs square
 	// images.
 	Rotation bool
+	// FrozenBatchNorm runs the backbone's BatchNorm layers in evaluation
+	// mode: running statistics used and kept, scale and shift still
+	// trained (train.freeze_bn_stats on tasks after the first).
+	FrozenBatchNorm bool
 }
 
 // Stage1Step is one Stage I training step of a task, with the exact graph
@@ -109,7 +113,7 @@ func NewStage1Step(cfg config.Config, nets Stage1Nets, in Stage1Input) (*Stage1S
 	st := &Stage1Step{
 		cfg: cfg,
 		nets: stage1Nets{backbone: nets.Backbone, head: nets.Head, distiller: nets.Distiller, adapter: nets.Adapter,
-			rows: in.Batch * copies, numClasses: nets.Head.Out(), hasOld: nets.Old != nil},
+			rows: in.Batch * copies, numClasses: nets.Head.Out(), hasOld: nets.Old != nil, frozenBN: in.FrozenBatchNorm},
 		in:       in,
 		classes:  nets.Head.Out() / copies,
 		graphs:   map[bool]*stage1Graph{},
