@@ -24,8 +24,8 @@ const (
 	ManifestFile   = "manifest.json"
 	BackboneFile   = "backbone.onnx"   // image [N,C,H,W] -> features [N,S]
 	AdapterFile    = "adapter.onnx"    // features_old [N,S] -> features [N,S]; only when Manifest.Adapter is set
-	ClassifierFile = "classifier.onnx" // features [N,S] -> scores [N,K], topk_scores, topk_indices
-	ModelFile      = "model.onnx"      // image -> scores, topk_scores, topk_indices
+	ClassifierFile = "classifier.onnx" // features [N,S] -> scores [N,K]
+	ModelFile      = "model.onnx"      // image -> scores
 	PrototypesFile = "prototypes.safetensors"
 )
 
@@ -39,7 +39,7 @@ var ErrManifest = errors.New("invalid manifest")
 
 // Manifest describes a model directory; it is stored as manifest.json.
 // Classes are in score order: column c of the ONNX scores, and index c of
-// topk_indices and of the prototypes, is Classes[c].
+// the prototypes, is Classes[c].
 type Manifest struct {
 	SchemaVersion int       `json:"schema_version"`
 	BicycVersion  string    `json:"bicyc_version"`
@@ -80,7 +80,8 @@ type Class struct {
 }
 
 // ClassifierOptions are the options the classifier tables were built with
-// (gauss.ClassifierOptions) and the k of the exported top-k outputs.
+// (gauss.ClassifierOptions) and TopK, how many predictions a reader reports
+// per image unless asked for another number.
 type ClassifierOptions struct {
 	Normalize    bool    `json:"normalize"`
 	Shrink       float64 `json:"shrink"`

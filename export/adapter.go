@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
@@ -15,7 +16,7 @@ const (
 )
 
 // Adapter returns adapter.onnx, the old-to-new feature map A:
-// input "features_old" [N,S] -> output "features" [N,S].
+// input bundle.TensorFeaturesOld [N,S] -> output bundle.TensorFeatures [N,S].
 //
 // Kind AdapterMLP reads fc1.weight [H,S], fc1.bias [H], fc2.weight [S,H],
 // fc2.bias [S] (H = 32S in package models) and computes, with the exact
@@ -36,7 +37,7 @@ func Adapter(kind string, featureDim int, state []safetensors.Tensor) ([]byte, e
 		return nil, err
 	}
 	g := newGraph("bicyc_adapter")
-	x := g.input("features_old", elemFloat, batchDim, featureDim)
+	x := g.input(bundle.TensorFeaturesOld, elemFloat, batchDim, featureDim)
 	var y string
 	switch kind {
 	case AdapterMLP:
@@ -45,7 +46,7 @@ func Adapter(kind string, featureDim int, state []safetensors.Tensor) ([]byte, e
 		var w []float32
 		if w, err = s.get("weight", featureDim, featureDim); err == nil {
 			wName := g.floats("weight", []int{featureDim, featureDim}, w)
-			y = g.op("Gemm", "features", []string{x, wName}, attrInt("transB", 1))
+			y = g.op("Gemm", bundle.TensorFeatures, []string{x, wName}, attrInt("transB", 1))
 		}
 	default:
 		err = fmt.Errorf("%w: unknown adapter kind %q (want %q or %q)", ErrState, kind, AdapterMLP, AdapterLinear)
@@ -88,5 +89,5 @@ func addMLP(g *graph, x string, s stateDict, dim int) (string, error) {
 	e := g.op("Erf", "gelu.erf", []string{g.op("Div", "gelu.scaled", []string{h, sqrt2})})
 	gate := g.op("Mul", "gelu.gate", []string{g.op("Add", "gelu.one_plus_erf", []string{e, one}), half})
 	act := g.op("Mul", "gelu", []string{h, gate})
-	return g.op("Gemm", "features", []string{act, "fc2.weight", "fc2.bias"}, attrInt("transB", 1)), nil
+	return g.op("Gemm", bundle.TensorFeatures, []string{act, "fc2.weight", "fc2.bias"}, attrInt("transB", 1)), nil
 }

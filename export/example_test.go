@@ -58,7 +58,7 @@ func ExampleClassifier() {
 		Whiten: []float32{1, 0, 0, 1, 2, 0, 0, 2, 1, 0, 0, 1},
 		Bias:   []float32{0, 0, 0},
 	}
-	model, err := export.Classifier(tables, 2)
+	model, err := export.Classifier(tables)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -66,9 +66,7 @@ func ExampleClassifier() {
 	// Output:
 	// input  features[N,2]
 	// output scores[N,3]
-	// output topk_scores[N,2]
-	// output topk_indices[N,2]
-	// ir 8, opset 17: ReduceL2 Max Div Gemm Reshape Mul ReduceSum Add TopK
+	// ir 8, opset 17: ReduceL2 Max Div Gemm Reshape Mul ReduceSum Add
 }
 
 // zeroConvNet is a convnet state dict of zeros with unit BatchNorm

@@ -68,7 +68,7 @@ func newExportFixture(t *testing.T) exportFixture {
 		t.Fatal(err)
 	}
 	images, labels := fashionImages(t, n), fashionLabels(t, n)
-	feats := runModel(t, backbone, []string{"image"}, [][]float32{images}, [][]int64{{n, 1, 28, 28}}, []string{"features"})[0].([]float32)
+	feats := runModel(t, backbone, []string{bundle.TensorImage}, [][]float32{images}, [][]int64{{n, 1, 28, 28}}, []string{bundle.TensorFeatures})[0].([]float32)
 
 	tasks := [][]int{{0, 1, 2, 3, 4}, {5, 6, 7, 8, 9}}
 	var classes []bundle.Class
@@ -146,24 +146,24 @@ func TestWriteExportsAWorkingModel(t *testing.T) {
 
 	const n = 40
 	images := fx.images[:n*28*28]
-	feats := runModel(t, models[bundle.BackboneFile], []string{"image"}, [][]float32{images}, [][]int64{{n, 1, 28, 28}},
-		[]string{"features"})[0].([]float32)
-	outs := runModel(t, models[bundle.ModelFile], []string{"image"}, [][]float32{images}, [][]int64{{n, 1, 28, 28}},
-		[]string{"scores", "topk_scores", "topk_indices"})
+	feats := runModel(t, models[bundle.BackboneFile], []string{bundle.TensorImage}, [][]float32{images}, [][]int64{{n, 1, 28, 28}},
+		[]string{bundle.TensorFeatures})[0].([]float32)
+	outs := runModel(t, models[bundle.ModelFile], []string{bundle.TensorImage}, [][]float32{images}, [][]int64{{n, 1, 28, 28}},
+		[]string{bundle.TensorScores})
 	want := make([]float64, n*10)
 	for i, v := range fx.classifier.Scores(feats, n) {
 		want[i] = float64(v)
 	}
-	checkScores(t, "model.onnx vs gauss", outs, want, n, 10, DefaultTopK)
+	checkScores(t, "model.onnx vs gauss", outs, want, n, 10)
 	pred := fx.classifier.Predict(feats, n, nil)
-	top := outs[2].([]int64)
+	scores := outs[0].([]float32)
 	for r := range n {
-		if top[r*DefaultTopK] != int64(pred[r]) {
-			t.Errorf("image %d: model.onnx predicts class index %d, gauss %d", r, top[r*DefaultTopK], pred[r])
+		if best := argmin(scores[r*10 : (r+1)*10]); best != pred[r] {
+			t.Errorf("image %d: model.onnx's best class index %d, gauss %d", r, best, pred[r])
 		}
 	}
-	adapted := runModel(t, models[bundle.AdapterFile], []string{"features_old"}, [][]float32{feats}, [][]int64{{n, 8}},
-		[]string{"features"})[0].([]float32)
+	adapted := runModel(t, models[bundle.AdapterFile], []string{bundle.TensorFeaturesOld}, [][]float32{feats}, [][]int64{{n, 8}},
+		[]string{bundle.TensorFeatures})[0].([]float32)
 	if len(adapted) != n*8 {
 		t.Fatalf("adapter.onnx gave %d values, want %d", len(adapted), n*8)
 	}
