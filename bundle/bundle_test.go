@@ -49,7 +49,7 @@ func testModel(t *testing.T) (*Manifest, map[string][]byte) {
 	m := &Manifest{
 		BicycVersion:      "v0.0.0-test",
 		CreatedAt:         time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC),
-		MinRuntimeVersion: "1.13.0",
+		MinRuntimeVersion: MinRuntimeVersion,
 		Backbone:          "convnet",
 		FeatureDim:        2,
 		Adapter:           "mlp",

@@ -58,7 +58,7 @@ func fuzzModel(tb testing.TB, k, s int, adapter bool) (*Manifest, map[string][]b
 		tb.Fatal(err)
 	}
 	m := &Manifest{
-		BicycVersion: "v0.0.0-fuzz", CreatedAt: time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC), MinRuntimeVersion: "1.13.0",
+		BicycVersion: "v0.0.0-fuzz", CreatedAt: time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC), MinRuntimeVersion: MinRuntimeVersion,
 		Backbone: "convnet", FeatureDim: s,
 		Classifier: ClassifierOptions{Normalize: true, Shrink: 1, TopK: 1},
 		Preprocess: data.Preprocess{Channels: 3, Height: 32, Width: 32, Mean: []float32{0.5, 0.5, 0.5},

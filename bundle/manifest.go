@@ -44,8 +44,8 @@ type Manifest struct {
 	SchemaVersion int       `json:"schema_version"`
 	BicycVersion  string    `json:"bicyc_version"`
 	CreatedAt     time.Time `json:"created_at"`
-	// MinRuntimeVersion is the oldest ONNX Runtime release that runs the
-	// ONNX files (opset support), e.g. "1.13.0".
+	// MinRuntimeVersion is the oldest ONNX Runtime release that reads the
+	// directory with package infer, e.g. "1.24.0" (see MinRuntimeVersion).
 	MinRuntimeVersion string `json:"onnxruntime_min_version"`
 
 	// Backbone is the architecture of backbone.onnx ("convnet", "resnet18").

@@ -18,3 +18,10 @@ const (
 	TensorFeaturesOld = "features_old"
 	TensorScores      = "scores"
 )
+
+// MinRuntimeVersion is the oldest ONNX Runtime release that reads a model
+// directory with package infer, written into every manifest: infer runs
+// ONNX Runtime through onnxruntime_go v1.27.0, which needs its C API
+// version 24, first served by ONNX Runtime 1.24 (docs/toolchain.md, "ONNX
+// Runtime"). The ONNX files alone (opset 17) would run on 1.13 and later.
+const MinRuntimeVersion = "1.24.0"
