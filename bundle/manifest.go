@@ -14,10 +14,14 @@ import (
 	"github.com/bicyc/bicyc/data"
 )
 
-// SchemaVersion is the manifest format this package writes and the only
-// one Open accepts. Bump it on any change a reader of version 1 would
-// misread.
-const SchemaVersion = 1
+// SchemaVersion is the manifest format this package writes. Bump it on any
+// change a reader of the previous version would misread. Version 2 numbers
+// tasks from 1 (Class.Task), as everything bicyc shows a person does;
+// version 1 numbered them from 0. Open reads both (see Open).
+const SchemaVersion = 2
+
+// oldestSchemaVersion is the oldest manifest format Open still reads.
+const oldestSchemaVersion = 1
 
 // Names of the files of a model directory.
 const (
@@ -76,7 +80,7 @@ type Manifest struct {
 type Class struct {
 	ID   int    `json:"id"`   // the dataset's label
 	Name string `json:"name"` // human-readable; may be empty
-	Task int    `json:"task"` // index into Manifest.Tasks
+	Task int    `json:"task"` // the task that brought it, from 1: Manifest.Tasks[Task-1] lists it
 }
 
 // ClassifierOptions are the options the classifier tables were built with
@@ -143,8 +147,8 @@ func (m *Manifest) Validate() error {
 			// read back would differ from the one written.
 			bad("classes[%d] (id %d) has a name that is not valid UTF-8: %q", i, c.ID, c.Name)
 		}
-		if t, ok := taskOf[c.ID]; !ok || t != c.Task {
-			bad("classes[%d] (id %d) says task %d, but the task stream puts it in task %d (-1: none)", i, c.ID, c.Task, lookupTask(taskOf, c.ID))
+		if t, ok := taskOf[c.ID]; !ok || t+1 != c.Task {
+			bad("classes[%d] (id %d) says task %d, but the task stream puts it in task %d (0: none)", i, c.ID, c.Task, lookupTask(taskOf, c.ID))
 		}
 	}
 	if len(taskOf) != len(seen) {
@@ -169,11 +173,13 @@ func (m *Manifest) Validate() error {
 	return errors.Join(errs...)
 }
 
+// lookupTask returns the task, numbered from 1, that the stream puts class
+// id in, 0 if none.
 func lookupTask(taskOf map[int]int, id int) int {
 	if t, ok := taskOf[id]; ok {
-		return t
+		return t + 1
 	}
-	return -1
+	return 0
 }
 
 // checkFileName accepts only plain names inside the directory, so a

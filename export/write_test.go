@@ -91,7 +91,7 @@ func newExportFixture(t *testing.T) exportFixture {
 				t.Fatalf("class %d: %v", id, err)
 			}
 			protos = append(protos, g)
-			classes = append(classes, bundle.Class{ID: id, Name: fashionNames[id], Task: task})
+			classes = append(classes, bundle.Class{ID: id, Name: fashionNames[id], Task: task + 1})
 			for i := range s {
 				in.Means = append(in.Means, float32(g.Mean[i]))
 				for j := range s {
@@ -198,7 +198,7 @@ func TestWriteRejectsInconsistentInput(t *testing.T) {
 		{func(in *Input) { in.AdapterKind = "attention" }, `unknown adapter kind "attention"`},
 		{func(in *Input) { in.Backbone = in.Backbone[1:] }, `backbone tensor "conv1.weight" is missing`},
 		{func(in *Input) { in.Preprocess.Channels = 2 }, "channels 2, want 1 or 3"},
-		{func(in *Input) { in.Tasks = in.Tasks[:1] }, "the task stream puts it in task -1"},
+		{func(in *Input) { in.Tasks = in.Tasks[:1] }, "the task stream puts it in task 0 (0: none)"},
 	} {
 		fx := newExportFixture(t)
 		tc.edit(&fx.in)

@@ -78,7 +78,7 @@ func TestClassifyMatchesReference(t *testing.T) {
 		}
 		for rank, p := range r.Predictions {
 			cls := c.Classes()[p.ClassID] // IDs are 0..9 in column order here
-			if p.Name != cls.Name || p.Task != cls.Task || p.Task != p.ClassID/5 {
+			if p.Name != cls.Name || p.Task != cls.Task || p.Task != p.ClassID/5+1 {
 				t.Fatalf("image %d rank %d: %+v does not match class %+v", i, rank, p, cls)
 			}
 			ref := float64(want[i*k+p.ClassID])
