@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/bicyc/bicyc/data"
 )
 
 // Config is the complete configuration of a training run. Each field's
@@ -166,7 +168,7 @@ func Default() Config {
 		RunDir:  "runs",
 		Threads: 0,
 		Data: Data{
-			Kind: "fashion-mnist", Dir: "/usr/share/datasets/fashion-mnist",
+			Kind: "fashion-mnist", Dir: data.FashionMNISTDir,
 			Channels: 1, Height: 28, Width: 28,
 			Mean: []float64{0.2860}, Std: []float64{0.3530},
 			CropPadding: 2, HorizontalFlip: true,

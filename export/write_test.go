@@ -1,10 +1,8 @@
 package export
 
 import (
-	"compress/gzip"
 	"encoding/json"
 	"errors"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -22,28 +20,8 @@ import (
 // fashionLabels returns the first n Fashion-MNIST test labels.
 func fashionLabels(t *testing.T, n int) []int {
 	t.Helper()
-	f, err := os.Open("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")
-	if err != nil {
-		t.Fatalf("%v (apt-get install dataset-fashion-mnist)", err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 8+n)
-	if _, err := io.ReadFull(zr, buf); err != nil {
-		t.Fatal(err)
-	}
-	labels := make([]int, n)
-	for i, b := range buf[8:] {
-		labels[i] = int(b)
-	}
-	return labels
+	return slices.Clone(fashionTest(t).Labels[:n])
 }
-
-// fashionNames are the class names of Fashion-MNIST labels 0-9.
-var fashionNames = []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
 
 // exportFixture is a convnet with random weights, its features on real
 // Fashion-MNIST test images, and Gaussian prototypes estimated from them
@@ -91,7 +69,7 @@ func newExportFixture(t *testing.T) exportFixture {
 				t.Fatalf("class %d: %v", id, err)
 			}
 			protos = append(protos, g)
-			classes = append(classes, bundle.Class{ID: id, Name: fashionNames[id], Task: task + 1})
+			classes = append(classes, bundle.Class{ID: id, Name: data.FashionMNISTClasses[id], Task: task + 1})
 			for i := range s {
 				in.Means = append(in.Means, float32(g.Mean[i]))
 				for j := range s {
