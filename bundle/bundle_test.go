@@ -49,14 +49,14 @@ func testModel(t *testing.T) (*Manifest, map[string][]byte) {
 	m := &Manifest{
 		BicycVersion:      "v0.0.0-test",
 		CreatedAt:         time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC),
-		MinRuntimeVersion: "1.13.0",
+		MinRuntimeVersion: MinRuntimeVersion,
 		Backbone:          "convnet",
 		FeatureDim:        2,
 		Adapter:           "mlp",
 		Classifier:        ClassifierOptions{Normalize: true, Shrink: 3, TopK: 3},
 		Preprocess: data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.286}, Std: []float32{0.353},
 			Resize: "catmull-rom"},
-		Classes: []Class{{ID: 0, Name: "T-shirt/top", Task: 0}, {ID: 1, Name: "Trouser", Task: 0}, {ID: 7, Name: "Sneaker", Task: 1}},
+		Classes: []Class{{ID: 0, Name: "T-shirt/top", Task: 1}, {ID: 1, Name: "Trouser", Task: 1}, {ID: 7, Name: "Sneaker", Task: 2}},
 		Tasks:   [][]int{{0, 1}, {7}},
 		Config:  json.RawMessage(`{"epochs":2}`),
 		Metrics: json.RawMessage(`{"a_last":0.5}`),
@@ -275,8 +275,8 @@ func TestOpenRejectsDamagedModels(t *testing.T) {
 		want     string
 	}{
 		{func(t *testing.T, dir string) {
-			rewriteManifest(t, dir, func(m map[string]any) { m["schema_version"] = 2 })
-		}, ErrSchemaVersion, "manifest.json: unsupported manifest schema version: schema_version 2, this build reads 1"},
+			rewriteManifest(t, dir, func(m map[string]any) { m["schema_version"] = SchemaVersion + 1 })
+		}, ErrSchemaVersion, "manifest.json: unsupported manifest schema version: schema_version 3, this build reads 1 to 2"},
 		{func(t *testing.T, dir string) {
 			rewriteManifest(t, dir, func(m map[string]any) { delete(m, "schema_version") })
 		}, ErrSchemaVersion, "schema_version none"},

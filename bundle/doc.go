@@ -8,10 +8,14 @@
 //	                        the size and SHA-256 of every other file
 //	backbone.onnx           image [N,C,H,W] (NCHW, normalised) -> features [N,S]
 //	adapter.onnx            features_old [N,S] -> features [N,S] (tasks > 1 only)
-//	classifier.onnx         features [N,S] -> scores [N,K], topk_scores, topk_indices [N,k]
-//	model.onnx              image -> scores, topk_scores, topk_indices
+//	classifier.onnx         features [N,S] -> scores [N,K]
+//	model.onnx              image -> scores (backbone and classifier fused)
 //	prototypes.safetensors  Prototypes: Gaussian means [K,S], covariances
 //	                        [K,S,S] and the classifier tables
+//
+// The tensor names (TensorImage, TensorFeatures, ...) are constants of this
+// package; models written before them also had top-k outputs, which
+// readers ignore.
 //
 // Write replaces a directory only once the new one is complete and synced,
 // so an interrupted export never leaves a half-written model that looks

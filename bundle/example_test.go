@@ -36,7 +36,7 @@ func Example() {
 		Backbone: "convnet", FeatureDim: 2,
 		Classifier: bundle.ClassifierOptions{Normalize: true, Shrink: 3, TopK: 2},
 		Preprocess: data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.286}, Std: []float32{0.353}},
-		Classes:    []bundle.Class{{ID: 0, Name: "T-shirt/top"}, {ID: 1, Name: "Trouser"}},
+		Classes:    []bundle.Class{{ID: 0, Name: "T-shirt/top", Task: 1}, {ID: 1, Name: "Trouser", Task: 1}},
 		Tasks:      [][]int{{0, 1}},
 	}
 	files := map[string][]byte{
@@ -57,8 +57,8 @@ func Example() {
 	}
 	fmt.Println("adapter:", b.Has(bundle.AdapterFile), "model:", filepath.Base(b.Path(bundle.ModelFile)))
 	// Output:
-	// schema 1 classes 2 dim 2
-	// class 0 "T-shirt/top" task 0
-	// class 1 "Trouser" task 0
+	// schema 2 classes 2 dim 2
+	// class 0 "T-shirt/top" task 1
+	// class 1 "Trouser" task 1
 	// adapter: false model: model.onnx
 }

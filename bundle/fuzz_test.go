@@ -58,7 +58,7 @@ func fuzzModel(tb testing.TB, k, s int, adapter bool) (*Manifest, map[string][]b
 		tb.Fatal(err)
 	}
 	m := &Manifest{
-		BicycVersion: "v0.0.0-fuzz", CreatedAt: time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC), MinRuntimeVersion: "1.13.0",
+		BicycVersion: "v0.0.0-fuzz", CreatedAt: time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC), MinRuntimeVersion: MinRuntimeVersion,
 		Backbone: "convnet", FeatureDim: s,
 		Classifier: ClassifierOptions{Normalize: true, Shrink: 1, TopK: 1},
 		Preprocess: data.Preprocess{Channels: 3, Height: 32, Width: 32, Mean: []float32{0.5, 0.5, 0.5},
@@ -71,7 +71,7 @@ func fuzzModel(tb testing.TB, k, s int, adapter bool) (*Manifest, map[string][]b
 		}
 		t := len(m.Tasks) - 1
 		m.Tasks[t] = append(m.Tasks[t], 10+c)
-		m.Classes = append(m.Classes, Class{ID: 10 + c, Name: fmt.Sprintf("class %d", c), Task: t})
+		m.Classes = append(m.Classes, Class{ID: 10 + c, Name: fmt.Sprintf("class %d", c), Task: t + 1})
 	}
 	files := map[string][]byte{BackboneFile: []byte("backbone"), ClassifierFile: []byte("classifier"),
 		ModelFile: []byte("model"), PrototypesFile: protos}
@@ -324,7 +324,7 @@ func FuzzWriteOpen(f *testing.F) {
 				}
 			}
 			m.Tasks[task] = append(m.Tasks[task], int(id))
-			m.Classes[i] = Class{ID: int(id), Name: fmt.Sprintf("%s %d", name, i), Task: task}
+			m.Classes[i] = Class{ID: int(id), Name: fmt.Sprintf("%s %d", name, i), Task: task + 1}
 		}
 		m.Preprocess = data.Preprocess{Channels: 1, Height: int(h), Width: int(w), Mean: []float32{mean}, Std: []float32{std}}
 		if rgb {

@@ -14,18 +14,22 @@ import (
 	"github.com/bicyc/bicyc/data"
 )
 
-// SchemaVersion is the manifest format this package writes and the only
-// one Open accepts. Bump it on any change a reader of version 1 would
-// misread.
-const SchemaVersion = 1
+// SchemaVersion is the manifest format this package writes. Bump it on any
+// change a reader of the previous version would misread. Version 2 numbers
+// tasks from 1 (Class.Task), as everything bicyc shows a person does;
+// version 1 numbered them from 0. Open reads both (see Open).
+const SchemaVersion = 2
+
+// oldestSchemaVersion is the oldest manifest format Open still reads.
+const oldestSchemaVersion = 1
 
 // Names of the files of a model directory.
 const (
 	ManifestFile   = "manifest.json"
 	BackboneFile   = "backbone.onnx"   // image [N,C,H,W] -> features [N,S]
 	AdapterFile    = "adapter.onnx"    // features_old [N,S] -> features [N,S]; only when Manifest.Adapter is set
-	ClassifierFile = "classifier.onnx" // features [N,S] -> scores [N,K], topk_scores, topk_indices
-	ModelFile      = "model.onnx"      // image -> scores, topk_scores, topk_indices
+	ClassifierFile = "classifier.onnx" // features [N,S] -> scores [N,K]
+	ModelFile      = "model.onnx"      // image -> scores
 	PrototypesFile = "prototypes.safetensors"
 )
 
@@ -39,13 +43,13 @@ var ErrManifest = errors.New("invalid manifest")
 
 // Manifest describes a model directory; it is stored as manifest.json.
 // Classes are in score order: column c of the ONNX scores, and index c of
-// topk_indices and of the prototypes, is Classes[c].
+// the prototypes, is Classes[c].
 type Manifest struct {
 	SchemaVersion int       `json:"schema_version"`
 	BicycVersion  string    `json:"bicyc_version"`
 	CreatedAt     time.Time `json:"created_at"`
-	// MinRuntimeVersion is the oldest ONNX Runtime release that runs the
-	// ONNX files (opset support), e.g. "1.13.0".
+	// MinRuntimeVersion is the oldest ONNX Runtime release that reads the
+	// directory with package infer, e.g. "1.24.0" (see MinRuntimeVersion).
 	MinRuntimeVersion string `json:"onnxruntime_min_version"`
 
 	// Backbone is the architecture of backbone.onnx ("convnet", "resnet18").
@@ -79,7 +83,7 @@ type Manifest struct {
 type Class struct {
 	ID   int    `json:"id"`   // the dataset's label
 	Name string `json:"name"` // human-readable; may be empty
-	Task int    `json:"task"` // index into Manifest.Tasks
+	Task int    `json:"task"` // the task that brought it, from 1: Manifest.Tasks[Task-1] lists it
 	// AddedImages is, for a class added without retraining (bicyc-infer
 	// add-classes), the number of labelled images its Gaussian was
 	// estimated from; 0 for classes the model was trained on.
@@ -87,7 +91,8 @@ type Class struct {
 }
 
 // ClassifierOptions are the options the classifier tables were built with
-// (gauss.ClassifierOptions) and the k of the exported top-k outputs.
+// (gauss.ClassifierOptions) and TopK, how many predictions a reader reports
+// per image unless asked for another number.
 type ClassifierOptions struct {
 	Normalize    bool    `json:"normalize"`
 	Shrink       float64 `json:"shrink"`
@@ -153,8 +158,8 @@ func (m *Manifest) Validate() error {
 		if c.AddedImages < 0 {
 			bad("classes[%d] (id %d) has added_images %d, want >= 0", i, c.ID, c.AddedImages)
 		}
-		if t, ok := taskOf[c.ID]; !ok || t != c.Task {
-			bad("classes[%d] (id %d) says task %d, but the task stream puts it in task %d (-1: none)", i, c.ID, c.Task, lookupTask(taskOf, c.ID))
+		if t, ok := taskOf[c.ID]; !ok || t+1 != c.Task {
+			bad("classes[%d] (id %d) says task %d, but the task stream puts it in task %d (0: none)", i, c.ID, c.Task, lookupTask(taskOf, c.ID))
 		}
 	}
 	if m.Calibration != nil {
@@ -184,11 +189,13 @@ func (m *Manifest) Validate() error {
 	return errors.Join(errs...)
 }
 
+// lookupTask returns the task, numbered from 1, that the stream puts class
+// id in, 0 if none.
 func lookupTask(taskOf map[int]int, id int) int {
 	if t, ok := taskOf[id]; ok {
-		return t
+		return t + 1
 	}
-	return -1
+	return 0
 }
 
 // checkFileName accepts only plain names inside the directory, so a

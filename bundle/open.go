@@ -40,7 +40,8 @@ type Bundle struct {
 	Prototypes Prototypes
 }
 
-// Open reads dir/manifest.json, checks its schema_version (ErrSchemaVersion)
+// Open reads dir/manifest.json, checks its schema_version (ErrSchemaVersion;
+// older versions are read and returned in the current version's terms)
 // and content (ErrManifest), verifies the size and SHA-256 of every listed
 // file (ErrMissingFile, ErrChecksum) and decodes prototypes.safetensors
 // (ErrPrototypes), checking it against the manifest's classes and feature
@@ -61,12 +62,12 @@ func Open(dir string) (*Bundle, error) {
 	if err := json.Unmarshal(raw, &version); err != nil {
 		return nil, fmt.Errorf("bundle: %s: %w: %v", manifestPath, ErrManifest, err)
 	}
-	if version.SchemaVersion == nil || *version.SchemaVersion != SchemaVersion {
+	if v := version.SchemaVersion; v == nil || *v < oldestSchemaVersion || *v > SchemaVersion {
 		got := "none"
-		if version.SchemaVersion != nil {
-			got = fmt.Sprint(*version.SchemaVersion)
+		if v != nil {
+			got = fmt.Sprint(*v)
 		}
-		return nil, fmt.Errorf("bundle: %s: %w: schema_version %s, this build reads %d", manifestPath, ErrSchemaVersion, got, SchemaVersion)
+		return nil, fmt.Errorf("bundle: %s: %w: schema_version %s, this build reads %d to %d", manifestPath, ErrSchemaVersion, got, oldestSchemaVersion, SchemaVersion)
 	}
 	b := &Bundle{Dir: dir}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -74,6 +75,7 @@ func Open(dir string) (*Bundle, error) {
 	if err := dec.Decode(&b.Manifest); err != nil {
 		return nil, fmt.Errorf("bundle: %s: %w: %v", manifestPath, ErrManifest, err)
 	}
+	upgradeManifest(&b.Manifest)
 	if err := b.Manifest.Validate(); err != nil {
 		return nil, fmt.Errorf("bundle: %s: %w", manifestPath, err)
 	}
@@ -96,6 +98,17 @@ func Open(dir string) (*Bundle, error) {
 		return nil, fmt.Errorf("bundle: %s: %w", b.Path(PrototypesFile), err)
 	}
 	return b, nil
+}
+
+// upgradeManifest brings a manifest of an older schema version to the
+// current one's terms: version 1 numbered tasks from 0.
+func upgradeManifest(m *Manifest) {
+	if m.SchemaVersion == 1 {
+		for i := range m.Classes {
+			m.Classes[i].Task++
+		}
+	}
+	m.SchemaVersion = SchemaVersion
 }
 
 // checkPrototypes checks that p matches m: one prototype per class, the

@@ -31,6 +31,7 @@ func TestManifestBeforeResizeMode(t *testing.T) {
 	if err := dec.Decode(&m); err != nil {
 		t.Fatal(err)
 	}
+	upgradeManifest(&m) // schema version 1: tasks from 0
 	if err := m.Validate(); err != nil {
 		t.Fatal(err)
 	}

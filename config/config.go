@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/bicyc/bicyc/data"
 )
 
 // Config is the complete configuration of a training run. Each field's
@@ -181,7 +183,7 @@ func Default() Config {
 		RunDir:  "runs",
 		Threads: 0,
 		Data: Data{
-			Kind: "fashion-mnist", Dir: "/usr/share/datasets/fashion-mnist",
+			Kind: "fashion-mnist", Dir: data.FashionMNISTDir,
 			Channels: 1, Height: 28, Width: 28,
 			Mean: []float64{0.2860}, Std: []float64{0.3530},
 			ResizeMode: "squash", CenterCropRatio: 0.875,

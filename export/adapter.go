@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
@@ -16,7 +17,7 @@ const (
 )
 
 // Adapter returns adapter.onnx, the old-to-new feature map A:
-// input "features_old" [N,S] -> output "features" [N,S].
+// input bundle.TensorFeaturesOld [N,S] -> output bundle.TensorFeatures [N,S].
 //
 // Kind AdapterMLP reads fc1.weight [H,S], fc1.bias [H], fc2.weight [S,H],
 // fc2.bias [S] (H = 32S in package models) and computes, with the exact
@@ -39,21 +40,21 @@ func Adapter(kind string, featureDim int, state []safetensors.Tensor) ([]byte, e
 		return nil, err
 	}
 	g := newGraph("bicyc_adapter")
-	x := g.input("features_old", elemFloat, batchDim, featureDim)
+	x := g.input(bundle.TensorFeaturesOld, elemFloat, batchDim, featureDim)
 	var y string
 	switch kind {
 	case AdapterMLP:
-		y, err = addMLP(g, x, s, featureDim, "features")
+		y, err = addMLP(g, x, s, featureDim, bundle.TensorFeatures)
 	case AdapterResidualMLP:
 		var m string
 		if m, err = addMLP(g, x, s, featureDim, "mlp"); err == nil {
-			y = g.op("Add", "features", []string{x, m})
+			y = g.op("Add", bundle.TensorFeatures, []string{x, m})
 		}
 	case AdapterLinear:
 		var w []float32
 		if w, err = s.get("weight", featureDim, featureDim); err == nil {
 			wName := g.floats("weight", []int{featureDim, featureDim}, w)
-			y = g.op("Gemm", "features", []string{x, wName}, attrInt("transB", 1))
+			y = g.op("Gemm", bundle.TensorFeatures, []string{x, wName}, attrInt("transB", 1))
 		}
 	default:
 		err = fmt.Errorf("%w: unknown adapter kind %q (want %q, %q or %q)", ErrState, kind, AdapterMLP, AdapterLinear, AdapterResidualMLP)

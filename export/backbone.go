@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
@@ -44,8 +45,8 @@ func (s BackboneShape) validate() error {
 	return nil
 }
 
-// Backbone returns backbone.onnx: input "image" [N,C,H,W] float32 ->
-// output "features" [N,S], in inference form. Every BatchNorm is folded
+// Backbone returns backbone.onnx: input bundle.TensorImage [N,C,H,W] float32
+// -> output bundle.TensorFeatures [N,S], in inference form. Every BatchNorm is folded
 // into the convolution before it:
 //
 //	scale = gamma / sqrt(running_var + 1e-5)
@@ -65,7 +66,7 @@ func (s BackboneShape) validate() error {
 // misshapen or non-finite tensor is an error wrapping ErrState.
 func Backbone(shape BackboneShape, state []safetensors.Tensor) ([]byte, error) {
 	g := newGraph("bicyc_backbone")
-	image := g.input("image", elemFloat, batchDim, shape.InChannels, shape.Height, shape.Width)
+	image := g.input(bundle.TensorImage, elemFloat, batchDim, shape.InChannels, shape.Height, shape.Width)
 	features, err := addBackbone(g, image, shape, state)
 	if err != nil {
 		return nil, err
@@ -76,7 +77,7 @@ func Backbone(shape BackboneShape, state []safetensors.Tensor) ([]byte, error) {
 }
 
 // addBackbone appends the backbone to g and returns the name of its
-// [N,S] output value, "features".
+// [N,S] output value, bundle.TensorFeatures.
 func addBackbone(g *graph, image string, shape BackboneShape, tensors []safetensors.Tensor) (string, error) {
 	if err := shape.validate(); err != nil {
 		return "", err
@@ -105,7 +106,7 @@ func addBackbone(g *graph, image string, shape BackboneShape, tensors []safetens
 	}
 	pooled := g.op("GlobalAveragePool", "pooled", []string{x})
 	flat := g.ints("features_shape", []int{2}, -1, int64(shape.FeatureDim))
-	return g.op("Reshape", "features", []string{pooled, flat}), nil
+	return g.op("Reshape", bundle.TensorFeatures, []string{pooled, flat}), nil
 }
 
 type backboneBuilder struct {

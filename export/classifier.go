@@ -3,11 +3,13 @@ package export
 import (
 	"fmt"
 
+	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/gauss"
 )
 
-// DefaultTopK is the number of best classes the exported classifier
-// reports when the caller has no preference; the graph uses min(k, K).
+// DefaultTopK is the number of predictions per image the manifest asks
+// readers to report when the caller has no preference; Write records
+// min(k, K).
 const DefaultTopK = 5
 
 // validateTables checks the table sizes against K and S and that every
@@ -31,43 +33,31 @@ func validateTables(t gauss.ClassifierTables) error {
 //	zh         = z / max(||z||_2, 1e-12)      if t.Normalize, else z
 //	score_c(z) = || W_c (zh - m_c) ||^2 + b_c
 //
-// The model maps input "features" [N,S] -> outputs
-// "scores" [N,K], "topk_scores" [N,k] and "topk_indices" [N,k] (int64
-// class indices into the tables), k = min(topK, K), smallest score first,
-// ties by lower class index (ONNX TopK). The graph evaluates all classes
-// with one Gemm:
+// The model maps input bundle.TensorFeatures [N,S] -> output
+// bundle.TensorScores [N,K], column c the score of class c of the tables;
+// ranking the scores is the reader's (package infer). The graph evaluates
+// all classes with one Gemm:
 //
 //	y      = zh Wall^T - vec(W_c m_c)     Wall = W stacked to [K*S, S]
 //	scores = ReduceSum_S(Reshape(y, [N,K,S])^2) + b
 //
-// Errors wrap ErrState; topK < 1 is an error.
-func Classifier(t gauss.ClassifierTables, topK int) ([]byte, error) {
+// Errors wrap ErrState.
+func Classifier(t gauss.ClassifierTables) ([]byte, error) {
 	g := newGraph("bicyc_classifier")
-	z := g.input("features", elemFloat, batchDim, t.S)
-	k, err := addClassifier(g, z, t, topK)
-	if err != nil {
+	z := g.input(bundle.TensorFeatures, elemFloat, batchDim, t.S)
+	if err := addClassifier(g, z, t); err != nil {
 		return nil, err
 	}
-	declareScores(g, t.K, k)
-	return marshalModel(g.model(fmt.Sprintf("bicyc Gaussian classifier: features [N,%d] -> scores [N,%d], top-%d smallest", t.S, t.K, k)))
+	g.output(bundle.TensorScores, elemFloat, batchDim, t.K)
+	return marshalModel(g.model(fmt.Sprintf("bicyc Gaussian classifier: features [N,%d] -> scores [N,%d], smaller is closer", t.S, t.K)))
 }
 
-func declareScores(g *graph, classes, k int) {
-	g.output("scores", elemFloat, batchDim, classes)
-	g.output("topk_scores", elemFloat, batchDim, k)
-	g.output("topk_indices", elemInt64, batchDim, k)
-}
-
-// addClassifier appends the scoring graph to g, reading features z [N,S],
-// and returns the effective k.
-func addClassifier(g *graph, z string, t gauss.ClassifierTables, topK int) (int, error) {
+// addClassifier appends the scoring graph to g, reading features z [N,S]
+// and writing bundle.TensorScores.
+func addClassifier(g *graph, z string, t gauss.ClassifierTables) error {
 	if err := validateTables(t); err != nil {
-		return 0, err
+		return err
 	}
-	if topK < 1 {
-		return 0, fmt.Errorf("%w: top-k is %d, want >= 1", ErrState, topK)
-	}
-	k := min(topK, t.K)
 	if t.Normalize {
 		norm := g.op("ReduceL2", "classifier.norm", []string{z}, attrInts("axes", 1), attrInt("keepdims", 1))
 		eps := g.floats("classifier.norm_eps", nil, []float32{gauss.NormEpsilon})
@@ -94,8 +84,6 @@ func addClassifier(g *graph, z string, t gauss.ClassifierTables, topK int) (int,
 	y = g.op("Reshape", "classifier.whitened_per_class", []string{y, g.ints("classifier.per_class_shape", []int{3}, -1, int64(t.K), int64(t.S))})
 	sq := g.op("Mul", "classifier.squared", []string{y, y})
 	sum := g.op("ReduceSum", "classifier.distance", []string{sq, g.ints("classifier.sum_axes", []int{1}, 2)}, attrInt("keepdims", 0))
-	scores := g.op("Add", "scores", []string{sum, g.floats("classifier.bias", []int{t.K}, t.Bias)})
-	g.node("TopK", []string{scores, g.ints("classifier.k", []int{1}, int64(k))}, []string{"topk_scores", "topk_indices"},
-		attrInt("axis", -1), attrInt("largest", 0), attrInt("sorted", 1))
-	return k, nil
+	g.op("Add", bundle.TensorScores, []string{sum, g.floats("classifier.bias", []int{t.K}, t.Bias)})
+	return nil
 }

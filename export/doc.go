@@ -5,17 +5,19 @@
 // Every file is an ONNX model of IR version 8 and opset 17 with a symbolic
 // batch dimension "N" on each input and output, built only from operators
 // TensorRT supports (Conv, Gemm, Relu, MaxPool, GlobalAveragePool, Erf, Mul,
-// Add, Div, Reshape, ReduceSum, ReduceL2, Max, TopK); BatchNorm is folded
+// Add, Div, Reshape, ReduceSum, ReduceL2, Max); BatchNorm is folded
 // into the convolutions. Models are marshalled deterministically, so the
 // same weights give the same bytes.
 //
 //	backbone.onnx    image [N,C,H,W] (NCHW, normalised) -> features [N,S]
 //	adapter.onnx     features_old [N,S] -> features [N,S]
-//	classifier.onnx  features [N,S] -> scores [N,K], topk_scores, topk_indices [N,k]
-//	model.onnx       image [N,C,H,W] -> scores, topk_scores, topk_indices
+//	classifier.onnx  features [N,S] -> scores [N,K]
+//	model.onnx       image [N,C,H,W] -> scores [N,K]
 //
-// Scores are distances: the smallest score is the predicted class
-// (docs/method.md, "Classifier"). Tensor names of state dicts are a contract with
+// (tensor names: bundle.TensorImage and the other bundle.Tensor*
+// constants). Scores are distances: the smallest score is the predicted
+// class (docs/method.md, "Classifier"). The graphs do not rank them: the
+// reader does, once (package infer, ties by class index). Tensor names of state dicts are a contract with
 // package models (see Backbone and Adapter). Bad weights (missing,
 // misshapen, NaN) return errors wrapping ErrState; the functions keep no
 // state and are safe for concurrent use.

@@ -58,7 +58,7 @@ func ExampleClassifier() {
 		Whiten: []float32{1, 0, 0, 1, 2, 0, 0, 2, 1, 0, 0, 1},
 		Bias:   []float32{0, 0, 0},
 	}
-	model, err := export.Classifier(tables, 2)
+	model, err := export.Classifier(tables)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -66,9 +66,7 @@ func ExampleClassifier() {
 	// Output:
 	// input  features[N,2]
 	// output scores[N,3]
-	// output topk_scores[N,2]
-	// output topk_indices[N,2]
-	// ir 8, opset 17: ReduceL2 Max Div Gemm Reshape Mul ReduceSum Add TopK
+	// ir 8, opset 17: ReduceL2 Max Div Gemm Reshape Mul ReduceSum Add
 }
 
 // zeroConvNet is a convnet state dict of zeros with unit BatchNorm
@@ -132,7 +130,7 @@ func ExampleWrite() {
 		Tables: gauss.ClassifierTables{K: 2, S: s, Means: []float32{1, 0, 0, 1}, Whiten: identity,
 			Bias: []float32{0, 0}, Normalize: true},
 		Classifier: bundle.ClassifierOptions{Normalize: true, Shrink: 3},
-		Classes:    []bundle.Class{{ID: 0, Name: "T-shirt/top"}, {ID: 1, Name: "Trouser"}},
+		Classes:    []bundle.Class{{ID: 0, Name: "T-shirt/top", Task: 1}, {ID: 1, Name: "Trouser", Task: 1}},
 		Tasks:      [][]int{{0, 1}},
 		Preprocess: data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.2860}, Std: []float32{0.3530}},
 	}

@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/export/onnxpb"
 	"github.com/bicyc/bicyc/gauss"
 )
@@ -22,7 +23,7 @@ var ErrONNX = errors.New("unusable onnx model")
 // a model directory gets new classes without the training weights (infer's
 // AddClasses). The tables' S must be the backbone's feature dim. Errors
 // wrap ErrONNX or ErrState.
-func ModelFromBackbone(backbone []byte, t gauss.ClassifierTables, topK int) ([]byte, error) {
+func ModelFromBackbone(backbone []byte, t gauss.ClassifierTables) ([]byte, error) {
 	var m onnxpb.ModelProto
 	if err := proto.Unmarshal(backbone, &m); err != nil {
 		return nil, fmt.Errorf("%w: backbone: %v", ErrONNX, err)
@@ -31,9 +32,9 @@ func ModelFromBackbone(backbone []byte, t gauss.ClassifierTables, topK int) ([]b
 	if len(m.GetOpsetImport()) != 1 || m.GetOpsetImport()[0].GetVersion() != OpsetVersion || src == nil {
 		return nil, fmt.Errorf("%w: backbone: not a bicyc backbone of opset %d", ErrONNX, OpsetVersion)
 	}
-	if len(src.GetInput()) != 1 || src.GetInput()[0].GetName() != "image" ||
-		len(src.GetOutput()) != 1 || src.GetOutput()[0].GetName() != "features" {
-		return nil, fmt.Errorf("%w: backbone: want one input \"image\" and one output \"features\"", ErrONNX)
+	if len(src.GetInput()) != 1 || src.GetInput()[0].GetName() != bundle.TensorImage ||
+		len(src.GetOutput()) != 1 || src.GetOutput()[0].GetName() != bundle.TensorFeatures {
+		return nil, fmt.Errorf("%w: backbone: want one input %q and one output %q", ErrONNX, bundle.TensorImage, bundle.TensorFeatures)
 	}
 	if dims := src.GetOutput()[0].GetType().GetTensorType().GetShape().GetDim(); len(dims) != 2 || dims[1].GetDimValue() != int64(t.S) {
 		return nil, fmt.Errorf("%w: backbone features are not [N,%d], the classifier tables' dim", ErrState, t.S)
@@ -54,13 +55,12 @@ func ModelFromBackbone(backbone []byte, t gauss.ClassifierTables, topK int) ([]b
 			g.claim(out)
 		}
 	}
-	if !g.taken["features"] {
-		return nil, fmt.Errorf("%w: backbone: no node computes \"features\"", ErrONNX)
+	if !g.taken[bundle.TensorFeatures] {
+		return nil, fmt.Errorf("%w: backbone: no node computes %q", ErrONNX, bundle.TensorFeatures)
 	}
-	k, err := addClassifier(g, "features", t, topK)
-	if err != nil {
+	if err := addClassifier(g, bundle.TensorFeatures, t); err != nil {
 		return nil, err
 	}
-	declareScores(g, t.K, k)
-	return marshalModel(g.model(fmt.Sprintf("%s + Gaussian classifier: image -> scores [N,%d], top-%d smallest", src.GetName(), t.K, k)))
+	g.output(bundle.TensorScores, elemFloat, batchDim, t.K)
+	return marshalModel(g.model(fmt.Sprintf("%s + Gaussian classifier: image -> scores [N,%d], smaller is closer", src.GetName(), t.K)))
 }

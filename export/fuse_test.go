@@ -21,11 +21,11 @@ func TestModelFromBackboneMatchesModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	tables := randomTables(rng, 3, 4, true)
-	want, err := Model(shape, weights, tables, 2)
+	want, err := Model(shape, weights, tables)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ModelFromBackbone(backbone, tables, 2)
+	got, err := ModelFromBackbone(backbone, tables)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,11 +40,11 @@ func TestModelFromBackboneMatchesModel(t *testing.T) {
 		t.Fatal("graph of ModelFromBackbone differs from Model's")
 	}
 	for i, bad := range [][]byte{[]byte("not onnx"), want} {
-		if _, err := ModelFromBackbone(bad, tables, 2); !errors.Is(err, ErrONNX) {
+		if _, err := ModelFromBackbone(bad, tables); !errors.Is(err, ErrONNX) {
 			t.Errorf("case %d: error %v, want ErrONNX", i, err)
 		}
 	}
-	if _, err := ModelFromBackbone(backbone, randomTables(rng, 3, 5, true), 2); !errors.Is(err, ErrState) {
+	if _, err := ModelFromBackbone(backbone, randomTables(rng, 3, 5, true)); !errors.Is(err, ErrState) {
 		t.Errorf("tables of another dim: error %v, want ErrState", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/gauss"
 )
 
@@ -56,22 +57,22 @@ func TestClassifierMatchesGauss(t *testing.T) {
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
-		model, err := Classifier(c.Tables(), DefaultTopK)
+		model, err := Classifier(c.Tables())
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
-		outs := runModel(t, model, []string{"features"}, [][]float32{z}, [][]int64{{n, s}},
-			[]string{"scores", "topk_scores", "topk_indices"})
+		outs := runModel(t, model, []string{bundle.TensorFeatures}, [][]float32{z}, [][]int64{{n, s}},
+			[]string{bundle.TensorScores})
 		want := make([]float64, n*k)
 		for j, v := range c.Scores(z, n) {
 			want[j] = float64(v)
 		}
-		checkScores(t, fmt.Sprintf("case %d %+v", i, opts), outs, want, n, k, DefaultTopK)
+		checkScores(t, fmt.Sprintf("case %d %+v", i, opts), outs, want, n, k)
 		pred := c.Predict(z, n, nil)
-		top := outs[2].([]int64)
+		scores := outs[0].([]float32)
 		for r := range n {
-			if top[r*DefaultTopK] != int64(pred[r]) {
-				t.Errorf("case %d: row %d: onnx top-1 %d, gauss predicts %d", i, r, top[r*DefaultTopK], pred[r])
+			if best := argmin(scores[r*k : (r+1)*k]); best != pred[r] {
+				t.Errorf("case %d: row %d: onnx best class %d, gauss predicts %d", i, r, best, pred[r])
 			}
 		}
 	}

@@ -7,17 +7,18 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/export/onnxpb"
 )
 
 // Format versions of every exported file. Debian's onnx 1.12 checker, the
 // validator the tests run, accepts IR <= 8 and opset <= 17
-// (docs/toolchain.md, "ONNX"); ONNX Runtime supports opset 17 from
-// release 1.13 on.
+// (docs/toolchain.md, "ONNX"). MinRuntimeVersion is what the manifest
+// says readers need (bundle.MinRuntimeVersion).
 const (
 	IRVersion         = 8
 	OpsetVersion      = 17
-	MinRuntimeVersion = "1.13.0"
+	MinRuntimeVersion = bundle.MinRuntimeVersion
 )
 
 // batchDim is the symbolic batch dimension of every graph input and output.

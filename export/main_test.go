@@ -1,18 +1,17 @@
 package export
 
 import (
-	"compress/gzip"
-	"encoding/binary"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	ort "github.com/yalue/onnxruntime_go"
 
+	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/safetensors"
 )
@@ -106,32 +105,28 @@ func checkONNX(t *testing.T, models map[string][]byte) {
 	}
 }
 
+// loadFashion reads Fashion-MNIST once for all the package's tests.
+var loadFashion = sync.OnceValues(func() (*data.Dataset, error) {
+	_, test, err := data.LoadFashionMNIST("")
+	return test, err
+})
+
+// fashionTest returns the Fashion-MNIST test set.
+func fashionTest(t *testing.T) *data.Dataset {
+	t.Helper()
+	test, err := loadFashion()
+	if err != nil {
+		t.Fatalf("%v (apt-get install dataset-fashion-mnist)", err)
+	}
+	return test
+}
+
 // fashionImages returns the first n Fashion-MNIST test images as
 // [n,1,28,28] float32, normalised with the dataset's mean 0.2860 and std
 // 0.3530 (statistics of the training set's pixels in [0,1]).
 func fashionImages(t *testing.T, n int) []float32 {
 	t.Helper()
-	const path = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("%v (apt-get install dataset-fashion-mnist)", err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var hdr [4]uint32
-	if err := binary.Read(zr, binary.BigEndian, &hdr); err != nil {
-		t.Fatal(err)
-	}
-	if hdr[0] != 2051 || hdr[2] != 28 || hdr[3] != 28 || int(hdr[1]) < n {
-		t.Fatalf("%s: unexpected IDX header %v", path, hdr)
-	}
-	pix := make([]byte, n*28*28)
-	if _, err := io.ReadFull(zr, pix); err != nil {
-		t.Fatal(err)
-	}
+	pix := fashionTest(t).Pixels[:n*28*28]
 	out := make([]float32, len(pix))
 	for i, p := range pix {
 		out[i] = (float32(p)/255 - 0.2860) / 0.3530

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/export/onnxpb"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/safetensors"
@@ -30,7 +31,7 @@ func TestBackboneConvNetMatchesReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	images := fashionImages(t, n)
-	got := runModel(t, model, []string{"image"}, [][]float32{images}, [][]int64{{n, 1, 28, 28}}, []string{"features"})[0].([]float32)
+	got := runModel(t, model, []string{bundle.TensorImage}, [][]float32{images}, [][]int64{{n, 1, 28, 28}}, []string{bundle.TensorFeatures})[0].([]float32)
 	var want []float64
 	for i := range n {
 		img := act{c: 1, h: 28, w: 28, v: make([]float64, 28*28)}
@@ -64,7 +65,7 @@ func TestBackboneResNet18MatchesReference(t *testing.T) {
 	for i := range images {
 		images[i] = float32(rng.NormFloat64())
 	}
-	got := runModel(t, model, []string{"image"}, [][]float32{images}, [][]int64{{n, c, hw, hw}}, []string{"features"})[0].([]float32)
+	got := runModel(t, model, []string{bundle.TensorImage}, [][]float32{images}, [][]int64{{n, c, hw, hw}}, []string{bundle.TensorFeatures})[0].([]float32)
 	var want []float64
 	per := c * hw * hw
 	for i := range n {
@@ -123,7 +124,7 @@ func TestAdapterMatchesReference(t *testing.T) {
 		if err != nil {
 			t.Fatalf("case %d (%s): %v", i, tc.kind, err)
 		}
-		got := runModel(t, model, []string{"features_old"}, [][]float32{x}, [][]int64{{n, s}}, []string{"features"})[0].([]float32)
+		got := runModel(t, model, []string{bundle.TensorFeaturesOld}, [][]float32{x}, [][]int64{{n, s}}, []string{bundle.TensorFeatures})[0].([]float32)
 		var want []float64
 		for r := range n {
 			z := make([]float64, s)
@@ -140,13 +141,13 @@ func TestAdapterMatchesReference(t *testing.T) {
 	}
 }
 
-// checkScores compares scores relative to their size (they are sums of S
-// squares) and checks the top-k outputs against a sort of the reference.
-func checkScores(t *testing.T, label string, outs []any, want []float64, n, classes, k int) {
+// checkScores compares the scores output [n, classes] with the reference
+// want, relative to their size (they are sums of S squares).
+func checkScores(t *testing.T, label string, outs []any, want []float64, n, classes int) {
 	t.Helper()
-	scores, topScores, topIdx := outs[0].([]float32), outs[1].([]float32), outs[2].([]int64)
-	if len(scores) != n*classes || len(topScores) != n*k || len(topIdx) != n*k {
-		t.Fatalf("%s: output sizes %d, %d, %d; want %d, %d, %d", label, len(scores), len(topScores), len(topIdx), n*classes, n*k, n*k)
+	scores := outs[0].([]float32)
+	if len(scores) != n*classes {
+		t.Fatalf("%s: %d scores, want %d", label, len(scores), n*classes)
 	}
 	var worst float64
 	for i, w := range want {
@@ -156,32 +157,18 @@ func checkScores(t *testing.T, label string, outs []any, want []float64, n, clas
 	if worst > 1e-5 {
 		t.Errorf("%s: scores differ from the reference by %g (relative)", label, worst)
 	}
-	for r := range n {
-		order := make([]int, classes)
-		for c := range order {
-			order[c] = c
-		}
-		row := want[r*classes : (r+1)*classes]
-		slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(row[a], row[b]) })
-		for j := range k {
-			if got := topIdx[r*k+j]; got != int64(order[j]) {
-				t.Errorf("%s: row %d rank %d is class %d, want %d (smallest score first)", label, r, j, got, order[j])
-			}
-			if topScores[r*k+j] != scores[r*classes+int(topIdx[r*k+j])] {
-				t.Errorf("%s: row %d rank %d: topk score %v is not scores[%d]", label, r, j, topScores[r*k+j], topIdx[r*k+j])
-			}
-		}
-	}
 }
 
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+// argmin is the class with the smallest score of a row, the lower index on
+// ties: the prediction infer makes from a scores row.
+func argmin(row []float32) int {
+	best := 0
+	for c, v := range row {
+		if v < row[best] {
+			best = c
+		}
 	}
-	return 0
+	return best
 }
 
 func TestClassifierMatchesReference(t *testing.T) {
@@ -192,21 +179,21 @@ func TestClassifierMatchesReference(t *testing.T) {
 		x[i] = float32(rng.NormFloat64() * 2)
 	}
 	for i, tc := range []struct {
-		classes, topK int
-		normalize     bool
+		classes   int
+		normalize bool
 	}{
-		{10, DefaultTopK, true},
-		{10, DefaultTopK, false},
-		{3, DefaultTopK, true}, // k = min(5, 3)
-		{7, 1, false},
+		{10, true},
+		{10, false},
+		{3, true},
+		{7, false},
 	} {
 		tables := randomTables(rng, tc.classes, s, tc.normalize)
-		model, err := Classifier(tables, tc.topK)
+		model, err := Classifier(tables)
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
-		outs := runModel(t, model, []string{"features"}, [][]float32{x}, [][]int64{{n, s}},
-			[]string{"scores", "topk_scores", "topk_indices"})
+		outs := runModel(t, model, []string{bundle.TensorFeatures}, [][]float32{x}, [][]int64{{n, s}},
+			[]string{bundle.TensorScores})
 		var want []float64
 		for r := range n {
 			z := make([]float64, s)
@@ -215,7 +202,7 @@ func TestClassifierMatchesReference(t *testing.T) {
 			}
 			want = append(want, refScores(z, tables)...)
 		}
-		checkScores(t, fmt.Sprintf("case %d", i), outs, want, n, tc.classes, min(tc.topK, tc.classes))
+		checkScores(t, fmt.Sprintf("case %d", i), outs, want, n, tc.classes)
 	}
 }
 
@@ -225,13 +212,13 @@ func TestModelFusesBackboneAndClassifier(t *testing.T) {
 	state := randomConvNet(rng, 1, s)
 	shape := BackboneShape{Arch: ArchConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: s}
 	tables := randomTables(rng, classes, s, true)
-	model, err := Model(shape, state, tables, DefaultTopK)
+	model, err := Model(shape, state, tables)
 	if err != nil {
 		t.Fatal(err)
 	}
 	images := fashionImages(t, n)
-	outs := runModel(t, model, []string{"image"}, [][]float32{images}, [][]int64{{n, 1, 28, 28}},
-		[]string{"scores", "topk_scores", "topk_indices"})
+	outs := runModel(t, model, []string{bundle.TensorImage}, [][]float32{images}, [][]int64{{n, 1, 28, 28}},
+		[]string{bundle.TensorScores})
 	var want []float64
 	for i := range n {
 		img := act{c: 1, h: 28, w: 28, v: make([]float64, 28*28)}
@@ -240,7 +227,7 @@ func TestModelFusesBackboneAndClassifier(t *testing.T) {
 		}
 		want = append(want, refScores(refConvNet(img, state, s), tables)...)
 	}
-	checkScores(t, "model", outs, want, n, classes, DefaultTopK)
+	checkScores(t, "model", outs, want, n, classes)
 }
 
 // TestCheckerAcceptsEveryModel runs onnx.checker.check_model(full_check=True)
@@ -269,12 +256,12 @@ func TestCheckerAcceptsEveryModel(t *testing.T) {
 	add("adapter_mlp.onnx", b, err)
 	b, err = Adapter(AdapterLinear, s, []safetensors.Tensor{randomTensor(rng, "weight", []int{s, s}, 1, false)})
 	add("adapter_linear.onnx", b, err)
-	b, err = Classifier(tables, DefaultTopK)
+	b, err = Classifier(tables)
 	add("classifier.onnx", b, err)
 	tables.Normalize = false
-	b, err = Classifier(tables, 2)
+	b, err = Classifier(tables)
 	add("classifier_plain.onnx", b, err)
-	b, err = Model(res, resState, tables, DefaultTopK)
+	b, err = Model(res, resState, tables)
 	add("model.onnx", b, err)
 	checkONNX(t, models)
 }
@@ -284,11 +271,11 @@ func TestExportIsDeterministicAndDeclaresBatchDim(t *testing.T) {
 	shape := BackboneShape{Arch: ArchConvNet, InChannels: 1, Height: 8, Width: 8, FeatureDim: s}
 	state := randomConvNet(rand.New(rand.NewPCG(13, 14)), 1, s)
 	tables := randomTables(rand.New(rand.NewPCG(15, 16)), 3, s, true)
-	a, err := Model(shape, state, tables, 2)
+	a, err := Model(shape, state, tables)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Model(shape, state, tables, 2)
+	b, err := Model(shape, state, tables)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +296,7 @@ func TestExportIsDeterministicAndDeclaresBatchDim(t *testing.T) {
 	}
 	allowed := map[string]bool{"Conv": true, "Gemm": true, "Relu": true, "MaxPool": true, "GlobalAveragePool": true,
 		"Erf": true, "Mul": true, "Add": true, "Div": true, "Reshape": true, "ReduceSum": true, "ReduceL2": true,
-		"Max": true, "TopK": true}
+		"Max": true}
 	for _, n := range m.GetGraph().GetNode() {
 		if !allowed[n.GetOpType()] {
 			t.Errorf("operator %s is outside the TensorRT-supported set", n.GetOpType())
@@ -356,17 +343,15 @@ func TestBadTablesAreRejected(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 20))
 	for i, tc := range []struct {
 		edit func(*gauss.ClassifierTables)
-		topK int
 		want string
 	}{
-		{func(c *gauss.ClassifierTables) { c.Whiten = c.Whiten[1:] }, 5, "classifier whiten has 47 values, want 48"},
-		{func(c *gauss.ClassifierTables) { c.Bias[1] = float32(math.Inf(1)) }, 5, "classifier bias has non-finite value +Inf at index 1"},
-		{func(c *gauss.ClassifierTables) { c.K = 0 }, 5, "K=0 classes"},
-		{func(*gauss.ClassifierTables) {}, 0, "top-k is 0"},
+		{func(c *gauss.ClassifierTables) { c.Whiten = c.Whiten[1:] }, "classifier whiten has 47 values, want 48"},
+		{func(c *gauss.ClassifierTables) { c.Bias[1] = float32(math.Inf(1)) }, "classifier bias has non-finite value +Inf at index 1"},
+		{func(c *gauss.ClassifierTables) { c.K = 0 }, "K=0 classes"},
 	} {
 		tables := randomTables(rng, 3, 4, true)
 		tc.edit(&tables)
-		_, err := Classifier(tables, tc.topK)
+		_, err := Classifier(tables)
 		if !errors.Is(err, ErrState) || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {
 			t.Errorf("case %d: error %v, want ErrState containing %q", i, err, tc.want)
 		}

@@ -108,10 +108,10 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 			return nil, nil, err
 		}
 	}
-	if files[bundle.ClassifierFile], err = Classifier(in.Tables, opts.TopK); err != nil {
+	if files[bundle.ClassifierFile], err = Classifier(in.Tables); err != nil {
 		return nil, nil, err
 	}
-	if files[bundle.ModelFile], err = Model(shape, in.Backbone, in.Tables, opts.TopK); err != nil {
+	if files[bundle.ModelFile], err = Model(shape, in.Backbone, in.Tables); err != nil {
 		return nil, nil, err
 	}
 	protos := bundle.Prototypes{K: k, S: in.FeatureDim, Means: in.Means, Covariances: in.Covariances, Tables: in.Tables}

@@ -1,10 +1,8 @@
 package export
 
 import (
-	"compress/gzip"
 	"encoding/json"
 	"errors"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -22,28 +20,8 @@ import (
 // fashionLabels returns the first n Fashion-MNIST test labels.
 func fashionLabels(t *testing.T, n int) []int {
 	t.Helper()
-	f, err := os.Open("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")
-	if err != nil {
-		t.Fatalf("%v (apt-get install dataset-fashion-mnist)", err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 8+n)
-	if _, err := io.ReadFull(zr, buf); err != nil {
-		t.Fatal(err)
-	}
-	labels := make([]int, n)
-	for i, b := range buf[8:] {
-		labels[i] = int(b)
-	}
-	return labels
+	return slices.Clone(fashionTest(t).Labels[:n])
 }
-
-// fashionNames are the class names of Fashion-MNIST labels 0-9.
-var fashionNames = []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
 
 // exportFixture is a convnet with random weights, its features on real
 // Fashion-MNIST test images, and Gaussian prototypes estimated from them
@@ -68,7 +46,7 @@ func newExportFixture(t *testing.T) exportFixture {
 		t.Fatal(err)
 	}
 	images, labels := fashionImages(t, n), fashionLabels(t, n)
-	feats := runModel(t, backbone, []string{"image"}, [][]float32{images}, [][]int64{{n, 1, 28, 28}}, []string{"features"})[0].([]float32)
+	feats := runModel(t, backbone, []string{bundle.TensorImage}, [][]float32{images}, [][]int64{{n, 1, 28, 28}}, []string{bundle.TensorFeatures})[0].([]float32)
 
 	tasks := [][]int{{0, 1, 2, 3, 4}, {5, 6, 7, 8, 9}}
 	var classes []bundle.Class
@@ -91,7 +69,7 @@ func newExportFixture(t *testing.T) exportFixture {
 				t.Fatalf("class %d: %v", id, err)
 			}
 			protos = append(protos, g)
-			classes = append(classes, bundle.Class{ID: id, Name: fashionNames[id], Task: task})
+			classes = append(classes, bundle.Class{ID: id, Name: data.FashionMNISTClasses[id], Task: task + 1})
 			for i := range s {
 				in.Means = append(in.Means, float32(g.Mean[i]))
 				for j := range s {
@@ -146,24 +124,24 @@ func TestWriteExportsAWorkingModel(t *testing.T) {
 
 	const n = 40
 	images := fx.images[:n*28*28]
-	feats := runModel(t, models[bundle.BackboneFile], []string{"image"}, [][]float32{images}, [][]int64{{n, 1, 28, 28}},
-		[]string{"features"})[0].([]float32)
-	outs := runModel(t, models[bundle.ModelFile], []string{"image"}, [][]float32{images}, [][]int64{{n, 1, 28, 28}},
-		[]string{"scores", "topk_scores", "topk_indices"})
+	feats := runModel(t, models[bundle.BackboneFile], []string{bundle.TensorImage}, [][]float32{images}, [][]int64{{n, 1, 28, 28}},
+		[]string{bundle.TensorFeatures})[0].([]float32)
+	outs := runModel(t, models[bundle.ModelFile], []string{bundle.TensorImage}, [][]float32{images}, [][]int64{{n, 1, 28, 28}},
+		[]string{bundle.TensorScores})
 	want := make([]float64, n*10)
 	for i, v := range fx.classifier.Scores(feats, n) {
 		want[i] = float64(v)
 	}
-	checkScores(t, "model.onnx vs gauss", outs, want, n, 10, DefaultTopK)
+	checkScores(t, "model.onnx vs gauss", outs, want, n, 10)
 	pred := fx.classifier.Predict(feats, n, nil)
-	top := outs[2].([]int64)
+	scores := outs[0].([]float32)
 	for r := range n {
-		if top[r*DefaultTopK] != int64(pred[r]) {
-			t.Errorf("image %d: model.onnx predicts class index %d, gauss %d", r, top[r*DefaultTopK], pred[r])
+		if best := argmin(scores[r*10 : (r+1)*10]); best != pred[r] {
+			t.Errorf("image %d: model.onnx's best class index %d, gauss %d", r, best, pred[r])
 		}
 	}
-	adapted := runModel(t, models[bundle.AdapterFile], []string{"features_old"}, [][]float32{feats}, [][]int64{{n, 8}},
-		[]string{"features"})[0].([]float32)
+	adapted := runModel(t, models[bundle.AdapterFile], []string{bundle.TensorFeaturesOld}, [][]float32{feats}, [][]int64{{n, 8}},
+		[]string{bundle.TensorFeatures})[0].([]float32)
 	if len(adapted) != n*8 {
 		t.Fatalf("adapter.onnx gave %d values, want %d", len(adapted), n*8)
 	}
@@ -198,7 +176,7 @@ func TestWriteRejectsInconsistentInput(t *testing.T) {
 		{func(in *Input) { in.AdapterKind = "attention" }, `unknown adapter kind "attention"`},
 		{func(in *Input) { in.Backbone = in.Backbone[1:] }, `backbone tensor "conv1.weight" is missing`},
 		{func(in *Input) { in.Preprocess.Channels = 2 }, "channels 2, want 1 or 3"},
-		{func(in *Input) { in.Tasks = in.Tasks[:1] }, "the task stream puts it in task -1"},
+		{func(in *Input) { in.Tasks = in.Tasks[:1] }, "the task stream puts it in task 0 (0: none)"},
 	} {
 		fx := newExportFixture(t)
 		tc.edit(&fx.in)

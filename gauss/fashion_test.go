@@ -1,64 +1,38 @@
 package gauss
 
 import (
-	"compress/gzip"
-	"encoding/binary"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
+
+	"github.com/bicyc/bicyc/data"
 )
 
-// fashionDir is where Debian's dataset-fashion-mnist installs the IDX files
-// (docs/toolchain.md, "Data").
-const fashionDir = "/usr/share/datasets/fashion-mnist"
+// loadFashion reads Fashion-MNIST once for all the package's tests.
+var loadFashion = sync.OnceValues(func() ([2]*data.Dataset, error) {
+	train, test, err := data.LoadFashionMNIST("")
+	return [2]*data.Dataset{train, test}, err
+})
 
-// readIDX reads a gzipped IDX file: a big-endian magic (0x0801 for labels,
-// 0x0803 for images), the dimensions, then unsigned bytes.
-func readIDX(t *testing.T, name string) (dims []int, data []byte) {
+// fashionSets returns the Fashion-MNIST training and test sets.
+func fashionSets(t *testing.T) (train, test *data.Dataset) {
 	t.Helper()
-	f, err := os.Open(filepath.Join(fashionDir, name))
+	sets, err := loadFashion()
 	if err != nil {
-		t.Fatalf("Fashion-MNIST (apt-get install dataset-fashion-mnist): %v", err)
+		t.Fatalf("%v (apt-get install dataset-fashion-mnist)", err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	var magic uint32
-	if err := binary.Read(zr, binary.BigEndian, &magic); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	dims = make([]int, magic&0xff)
-	size := 1
-	for i := range dims {
-		var d uint32
-		if err := binary.Read(zr, binary.BigEndian, &d); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		dims[i] = int(d)
-		size *= int(d)
-	}
-	data = make([]byte, size)
-	if _, err := io.ReadFull(zr, data); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return dims, data
+	return sets[0], sets[1]
 }
 
 // fashionFeatures returns 7x7 average-pooled pixels (4x4 blocks, scaled to
-// [0, 1]) of an IDX image set, [n, 49], and the labels.
-func fashionFeatures(t *testing.T, images, labels string) ([]float32, []int, int) {
-	dims, pix := readIDX(t, images)
-	_, lab := readIDX(t, labels)
-	n := dims[0]
+// [0, 1]) of a Fashion-MNIST image set, [n, 49], and the labels.
+func fashionFeatures(ds *data.Dataset) ([]float32, []int, int) {
+	n := ds.Len()
 	const s = 49
 	x := make([]float32, n*s)
 	for i := range n {
-		img := pix[i*784 : (i+1)*784]
+		img := ds.Image(i)
 		for by := range 7 {
 			for bx := range 7 {
 				var sum int
@@ -71,11 +45,7 @@ func fashionFeatures(t *testing.T, images, labels string) ([]float32, []int, int
 			}
 		}
 	}
-	y := make([]int, n)
-	for i := range y {
-		y[i] = int(lab[i])
-	}
-	return x, y, n
+	return x, slices.Clone(ds.Labels), n
 }
 
 // TestFashionMNIST fits one Gaussian per class on pooled pixels of the
@@ -90,8 +60,9 @@ func fashionFeatures(t *testing.T, images, labels string) ([]float32, []int, int
 // meaningless (measured: same class up to 1.5, other classes from 72).
 func TestFashionMNIST(t *testing.T) {
 	const s = 49
-	xTrain, yTrain, nTrain := fashionFeatures(t, "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz")
-	xTest, yTest, nTest := fashionFeatures(t, "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
+	trainSet, testSet := fashionSets(t)
+	xTrain, yTrain, nTrain := fashionFeatures(trainSet)
+	xTest, yTest, nTest := fashionFeatures(testSet)
 	train := classGaussians(t, xTrain, yTrain, nTrain, s)
 	test := classGaussians(t, xTest, yTest, nTest, s)
 

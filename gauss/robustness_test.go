@@ -38,7 +38,8 @@ var (
 func loadFashionSplit(t *testing.T) fashionSplit {
 	t.Helper()
 	splitOnce.Do(func() {
-		x, y, n := fashionFeatures(t, "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
+		_, test := fashionSets(t)
+		x, y, n := fashionFeatures(test)
 		h := n / 2
 		splitValue = fashionSplit{x: x[:h*pooledDim], y: y[:h], tx: x[h*pooledDim:], ty: y[h:]}
 	})

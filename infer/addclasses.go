@@ -312,11 +312,10 @@ func extend(b *bundle.Bundle, classes []LabelledImages, newProtos []gauss.Gaussi
 			}
 		}
 	}
-	topK := m.Classifier.TopK
-	if files[bundle.ClassifierFile], err = export.Classifier(tables, topK); err != nil {
+	if files[bundle.ClassifierFile], err = export.Classifier(tables); err != nil {
 		return nil, nil, nil, err
 	}
-	if files[bundle.ModelFile], err = export.ModelFromBackbone(files[bundle.BackboneFile], tables, topK); err != nil {
+	if files[bundle.ModelFile], err = export.ModelFromBackbone(files[bundle.BackboneFile], tables); err != nil {
 		return nil, nil, nil, err
 	}
 	p := bundle.Prototypes{K: len(protos), S: old.S, Means: slices.Clone(old.Means), Covariances: slices.Clone(old.Covariances), Tables: tables}
@@ -351,7 +350,8 @@ func newClassEntries(m bundle.Manifest, classes []LabelledImages) []bundle.Class
 	}
 	out := make([]bundle.Class, len(classes))
 	for i, c := range classes {
-		out[i] = bundle.Class{ID: next + i, Name: c.Name, Task: len(m.Tasks), AddedImages: len(c.Files)}
+		// Tasks are numbered from 1: the new one is Manifest.Tasks[len].
+		out[i] = bundle.Class{ID: next + i, Name: c.Name, Task: len(m.Tasks) + 1, AddedImages: len(c.Files)}
 	}
 	return out
 }

@@ -98,8 +98,9 @@ func TestAddClasses(t *testing.T) {
 	if dirDigest(t, f.oneTask) != before {
 		t.Fatal("the original model changed")
 	}
-	// Folders are read in name order: Bag, then Sandal.
-	if len(added.Classes) != 2 || added.Classes[0] != (bundle.Class{ID: 5, Name: "Bag", Task: 1, AddedImages: fixturePerClass}) ||
+	// Folders are read in name order: Bag, then Sandal, in a second task
+	// (tasks are numbered from 1).
+	if len(added.Classes) != 2 || added.Classes[0] != (bundle.Class{ID: 5, Name: "Bag", Task: 2, AddedImages: fixturePerClass}) ||
 		added.Classes[1].Name != "Sandal" || added.Classes[1].ID != 6 {
 		t.Fatalf("added %+v", added.Classes)
 	}

@@ -74,11 +74,11 @@ func Open(dir string, opts ...Option) (*Classifier, error) {
 	m := b.Manifest
 	// File, input and output names: the bundle's contract (package bundle).
 	files := [][3]string{
-		{bundle.ModelFile, "image", "scores"},
-		{bundle.BackboneFile, "image", "features"},
+		{bundle.ModelFile, bundle.TensorImage, bundle.TensorScores},
+		{bundle.BackboneFile, bundle.TensorImage, bundle.TensorFeatures},
 	}
 	if b.Has(bundle.AdapterFile) {
-		files = append(files, [3]string{bundle.AdapterFile, "features_old", "features"})
+		files = append(files, [3]string{bundle.AdapterFile, bundle.TensorFeaturesOld, bundle.TensorFeatures})
 	}
 	specs := make([]modelSpec, len(files))
 	for i, f := range files {

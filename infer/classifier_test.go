@@ -78,7 +78,7 @@ func TestClassifyMatchesReference(t *testing.T) {
 		}
 		for rank, p := range r.Predictions {
 			cls := c.Classes()[p.ClassID] // IDs are 0..9 in column order here
-			if p.Name != cls.Name || p.Task != cls.Task || p.Task != p.ClassID/5 {
+			if p.Name != cls.Name || p.Task != cls.Task || p.Task != p.ClassID/5+1 {
 				t.Fatalf("image %d rank %d: %+v does not match class %+v", i, rank, p, cls)
 			}
 			ref := float64(want[i*k+p.ClassID])
@@ -450,39 +450,97 @@ func TestOpenModelNotMatchingManifest(t *testing.T) {
 	}
 }
 
-// TestProviders checks the fallback on this machine, which has no GPU and a
-// CPU-only ONNX Runtime: auto runs on the CPU and says in one line why
-// TensorRT and CUDA do not run; asking for either fails with
-// ErrProviderUnavailable.
+// TestProviders checks what the ONNX Runtime library offers. A GPU provider
+// that is not available must fail with ErrProviderUnavailable, naming it and
+// the fix (on a CPU build: both TensorRT and CUDA); one that is available
+// must classify 64 real test images as the CPU does. Auto must run on the
+// first available of TensorRT, CUDA, CPU and say in one line why it passed
+// over the others.
 func TestProviders(t *testing.T) {
 	f := loadFixture(t)
+	imgs := make([]image.Image, 64)
+	for i := range imgs {
+		imgs[i] = fashionImage(f.test, 100*i)
+	}
+	cpu, err := Open(f.twoTasks, WithProvider(ProviderCPU), WithLog(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cpu.Close()
+	want, err := cpu.ClassifyBatch(imgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expected := ProviderCPU
+	for i, p := range []Provider{ProviderTensorRT, ProviderCUDA} {
+		opts := []Option{WithProvider(p), WithLog(io.Discard)}
+		if p == ProviderTensorRT {
+			opts = append(opts, WithEngineCache(t.TempDir()))
+		}
+		c, err := Open(f.twoTasks, opts...)
+		switch {
+		case errors.Is(err, ErrProviderUnavailable):
+			if !strings.Contains(err.Error(), string(p)) || !strings.Contains(err.Error(), "GPU build") {
+				t.Errorf("case %d %s: error %v, want one naming the provider and the fix", i, p, err)
+			}
+			t.Logf("%s: unavailable, as on a CPU build of ONNX Runtime", p)
+		case err != nil:
+			t.Errorf("case %d %s: error %v, want success or ErrProviderUnavailable", i, p, err)
+		default:
+			if expected == ProviderCPU {
+				expected = p
+			}
+			compareWithCPU(t, c, imgs, want)
+			c.Close()
+		}
+	}
+
 	var log bytes.Buffer
 	c, err := Open(f.twoTasks, WithLog(&log), WithEngineCache(t.TempDir()), WithFP16(true))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if c.Provider() != ProviderCPU {
-		t.Errorf("auto chose %s, want cpu", c.Provider())
+	if c.Provider() != expected {
+		t.Errorf("auto chose %s, want %s, the first available", c.Provider(), expected)
 	}
 	line := log.String()
 	if strings.Count(line, "\n") != 1 || !strings.HasSuffix(line, "\n") {
 		t.Errorf("auto wrote %q, want exactly one line", line)
 	}
-	for _, want := range []string{"runs on cpu", "tensorrt: ", "cuda: "} {
-		if !strings.Contains(line, want) {
-			t.Errorf("auto line %q does not mention %q", line, want)
+	wantWords := []string{"runs on " + string(expected)}
+	for _, p := range autoOrder {
+		if p == expected {
+			break
+		}
+		wantWords = append(wantWords, string(p)+": ")
+	}
+	for _, w := range wantWords {
+		if !strings.Contains(line, w) {
+			t.Errorf("auto line %q does not mention %q", line, w)
 		}
 	}
 	t.Logf("auto: %s", strings.TrimSpace(line))
+}
 
-	for i, p := range []Provider{ProviderTensorRT, ProviderCUDA} {
-		c, err := Open(f.twoTasks, WithProvider(p), WithLog(io.Discard))
-		if !errors.Is(err, ErrProviderUnavailable) || !strings.Contains(err.Error(), string(p)) || !strings.Contains(err.Error(), "GPU build") {
-			c.Close()
-			t.Errorf("case %d %s: error %v, want ErrProviderUnavailable naming it and the fix", i, p, err)
+// compareWithCPU classifies imgs on c and checks that every image gets the
+// CPU's classes in the CPU's order, with distances within 1e-3 relative (GPU
+// kernels round differently).
+func compareWithCPU(t *testing.T, c *Classifier, imgs []image.Image, want []Result) {
+	t.Helper()
+	got, err := c.ClassifyBatch(imgs)
+	if err != nil {
+		t.Fatalf("%s: %v", c.Provider(), err)
+	}
+	for i := range want {
+		for r, p := range got[i].Predictions {
+			q := want[i].Predictions[r]
+			if p.ClassID != q.ClassID || math.Abs(float64(p.Distance-q.Distance)) > 1e-3*math.Max(1, math.Abs(float64(q.Distance))) {
+				t.Errorf("%s: image %d rank %d: %+v, the CPU gives %+v", c.Provider(), i, r, p, q)
+			}
 		}
 	}
+	t.Logf("%s: %d images classified as on the CPU", c.Provider(), len(imgs))
 }
 
 func TestParseProvider(t *testing.T) {

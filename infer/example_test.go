@@ -60,9 +60,9 @@ func ExampleClassifier_ClassifyFile() {
 		fmt.Printf("%d. class %d %s (task %d)\n", rank+1, p.ClassID, p.Name, p.Task)
 	}
 	// Output:
-	// 1. class 1 Trouser (task 0)
-	// 2. class 6 Shirt (task 1)
-	// 3. class 4 Coat (task 0)
+	// 1. class 1 Trouser (task 1)
+	// 2. class 6 Shirt (task 2)
+	// 3. class 4 Coat (task 1)
 }
 
 func ExampleClassifier_Transport() {

@@ -168,7 +168,7 @@ func writeFixtureBundle(dir string, in export.Input, protos []gauss.Gaussian, op
 	in.Tasks = tasks
 	for t, ids := range tasks {
 		for _, id := range ids {
-			in.Classes = append(in.Classes, bundle.Class{ID: id, Name: data.FashionMNISTClasses[id], Task: t})
+			in.Classes = append(in.Classes, bundle.Class{ID: id, Name: data.FashionMNISTClasses[id], Task: t + 1})
 		}
 	}
 	return export.Write(dir, in)

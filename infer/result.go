@@ -14,8 +14,8 @@ type Prediction struct {
 	ClassID int `json:"class_id"`
 	// Name is the class name; it may be empty.
 	Name string `json:"name"`
-	// Task is the task in which the class was learnt: an index into the
-	// manifest's task stream, so 0 is the first task (bundle.Class.Task).
+	// Task is the task in which the class was learnt, numbered from 1 as
+	// everywhere bicyc shows tasks (bundle.Class.Task).
 	Task int `json:"task"`
 	// Distance is the squared Mahalanobis distance from the image's feature z
 	// to the class prototype (docs/method.md, "Classifier"); smaller is closer:

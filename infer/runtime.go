@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/bicyc/bicyc/bundle"
 )
 
 // LibraryPathEnv is the environment variable that names the ONNX Runtime
@@ -23,6 +25,7 @@ const InstalledLibraryPath = "/usr/local/lib/bicyc/libonnxruntime.so"
 // requiredAPIVersion is the ONNX Runtime C API version that
 // github.com/yalue/onnxruntime_go v1.27.0 asks for (ORT_API_VERSION in its
 // onnxruntime_c_api.h); ONNX Runtime 1.24.x is the first release serving it.
+// Manifests state that release as bundle.MinRuntimeVersion.
 const requiredAPIVersion = 24
 
 var (
@@ -42,7 +45,7 @@ var (
 // library that works.
 const runtimeFix = "run scripts/setup.sh (installs ONNX Runtime 1.24.3 into " +
 	InstalledLibraryPath + "), or set " + LibraryPathEnv +
-	" to a libonnxruntime.so of version >= 1.24 (a GPU build of ONNX Runtime for the cuda and tensorrt providers)"
+	" to a libonnxruntime.so of version >= " + bundle.MinRuntimeVersion + " (a GPU build of ONNX Runtime for the cuda and tensorrt providers)"
 
 // runtimeEnv is the process's single ONNX Runtime environment. onnxruntime_go
 // keeps the environment in package globals, so infer owns it here, once,

@@ -230,15 +230,18 @@ func (v Variant) Ablated() bool { return !v.Bi || !v.Cyc }
 
 // Tag is the suffix of the variant's run directories: "", "nobi", "nocyc"
 // or "nobi-nocyc".
-func (v Variant) Tag() string {
-	var parts []string
+func (v Variant) Tag() string { return strings.Join(v.off("nobi", "nocyc"), "-") }
+
+// off returns bi and cyc, in that order, for the losses switched off.
+func (v Variant) off(bi, cyc string) []string {
+	var names []string
 	if !v.Bi {
-		parts = append(parts, "nobi")
+		names = append(names, bi)
 	}
 	if !v.Cyc {
-		parts = append(parts, "nocyc")
+		names = append(names, cyc)
 	}
-	return strings.Join(parts, "-")
+	return names
 }
 
 // RunName is the name a sweep gives the variant's run of a seed:
@@ -254,13 +257,7 @@ func (v Variant) RunName(seed int64) string {
 // String is the variant's name in tables and legends, e.g. "bicyc" or
 // "bicyc w/o L_bi, L_cyc".
 func (v Variant) String() string {
-	var off []string
-	if !v.Bi {
-		off = append(off, "L_bi")
-	}
-	if !v.Cyc {
-		off = append(off, "L_cyc")
-	}
+	off := v.off("L_bi", "L_cyc")
 	if len(off) == 0 {
 		return string(v.Method)
 	}

@@ -82,17 +82,19 @@ func TestReadSpec(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, path, []byte("config: ../c.yaml\nout: runs/x\nseeds: 2\nmethods: [bicyc]\nsets: [eval.drift=true]\n"))
-	s, err := ReadSpec(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Config != filepath.Join(dir, "c.yaml") || s.Out != "runs/x" || s.Seeds != 2 || len(s.Sets) != 1 {
-		t.Errorf("spec %+v", s)
-	}
-	for i, text := range []string{"config: c.yaml\nseed: 3\n", "seeds: three\n", ""} {
-		writeFile(t, path, []byte(text))
-		if _, err := ReadSpec(path); !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), path) {
+	texts := []string{"config: ../c.yaml\nout: runs/x\nseeds: 2\nmethods: [bicyc]\nsets: [eval.drift=true]\n",
+		"config: c.yaml\nseed: 3\n", "seeds: three\n", ""}
+	for i, text := range texts {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := ReadSpec(path)
+		if i == 0 {
+			// The config path is relative to the sweep file.
+			if err != nil || s.Config != filepath.Join(dir, "c.yaml") || s.Out != "runs/x" || s.Seeds != 2 || len(s.Sets) != 1 {
+				t.Errorf("case %d: spec %+v, %v", i, s, err)
+			}
+		} else if !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), path) {
 			t.Errorf("case %d: error %v, want ErrInvalidSpec naming the file", i, err)
 		}
 	}
@@ -133,8 +135,11 @@ func fakeSweep(t *testing.T, out string) (Spec, []fakeRun) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, filepath.Join(dir, "config.yaml"), y)
-		writeFile(t, filepath.Join(dir, "metrics.json"), []byte(`{"completed_tasks": 5, "tasks": 5}`))
+		for name, b := range map[string][]byte{"config.yaml": y, "metrics.json": []byte(`{"completed_tasks": 5, "tasks": 5}`)} {
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 		runs = append(runs, f)
 	}
 	rec := newRecord(spec, spec.Plan())
@@ -145,13 +150,6 @@ func fakeSweep(t *testing.T, out string) (Spec, []fakeRun) {
 		t.Fatal(err)
 	}
 	return spec, runs
-}
-
-func writeFile(t *testing.T, path string, b []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // fakeConfigure returns, for the sets of a sweep run, the configuration of

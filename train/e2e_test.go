@@ -236,7 +236,7 @@ func TestLearnNewClasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := b.Manifest
-	if len(m.Classes) != 12 || m.Classes[11].Name != "negative-boot" || m.Classes[11].Task != 2 {
+	if len(m.Classes) != 12 || m.Classes[11].Name != "negative-boot" || m.Classes[11].Task != 3 {
 		t.Errorf("exported classes: %+v", m.Classes[10:])
 	}
 

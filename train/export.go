@@ -146,7 +146,7 @@ func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.Ra
 				// Folder names need not be UTF-8; the manifest is JSON.
 				name = strings.ToValidUTF8(rec.ClassNames[c], "\uFFFD")
 			}
-			classes = append(classes, bundle.Class{ID: c, Name: name, Task: t})
+			classes = append(classes, bundle.Class{ID: c, Name: name, Task: t + 1})
 			protos = append(protos, p)
 			priors = append(priors, float64(st.ClassCounts[c]))
 		}

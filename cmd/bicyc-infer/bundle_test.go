@@ -93,7 +93,7 @@ func buildTestModel() (string, *data.Dataset, error) {
 		Version:    "test",
 	}
 	for id := range testClasses {
-		in.Classes = append(in.Classes, bundle.Class{ID: id, Name: data.FashionMNISTClasses[id], Task: min(id/2, 1)})
+		in.Classes = append(in.Classes, bundle.Class{ID: id, Name: data.FashionMNISTClasses[id], Task: min(id/2, 1) + 1})
 	}
 	unit := make([]gauss.Gaussian, testClasses)
 	for c := range unit {

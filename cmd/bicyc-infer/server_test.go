@@ -143,18 +143,14 @@ func TestServerConcurrentRequests(t *testing.T) {
 	}
 }
 
+// get returns the body of a GET that must answer 200.
 func get(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
+	status, body := getAny(t, url)
+	if status != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, status, body)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
-	}
-	return string(b)
+	return body
 }
 
 // pngHeader returns a PNG signature and an IHDR chunk declaring w x h.

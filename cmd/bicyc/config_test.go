@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -109,6 +110,7 @@ func TestConfigRejectsBadInput(t *testing.T) {
 		{yaml: "seed: [1\n", want: []string{"c.yaml"}},
 		{args: []string{"--set", "loss.nope=1"}, want: []string{"loss.nope"}},
 		{args: []string{"--set", "loss.alpha=abc"}, want: []string{"loss.alpha", "abc"}},
+		{args: []string{"--set", "stream.class_order=[6,3"}, want: []string{"stream.class_order", "[6"}},
 	}
 	for i, c := range cases {
 		args := c.args
@@ -156,5 +158,27 @@ func TestKeysReferenceIsCurrent(t *testing.T) {
 		if k.Doc == "" {
 			t.Errorf("config key %s has no doc tag", k.Name)
 		}
+	}
+}
+
+// TestSetListForms: a list given with --set or in the environment may be
+// comma-separated with or without YAML's brackets.
+func TestSetListForms(t *testing.T) {
+	want := []int{6, 3, 9, 0, 1, 2, 4, 5, 7, 8}
+	for i, args := range [][]string{
+		{"--set", "stream.class_order=6,3,9,0,1,2,4,5,7,8"},
+		{"--set", "stream.class_order=[6,3,9,0,1,2,4,5,7,8]"},
+		{"--set", "stream.class_order=[ 6, 3, 9, 0, 1, 2, 4, 5, 7, 8 ]"},
+	} {
+		if got := showConfig(t, args...).Stream.ClassOrder; !slices.Equal(got, want) {
+			t.Errorf("case %d %v: class order %v, want %v", i, args, got, want)
+		}
+	}
+	if got := showConfig(t, "--set", "train.milestones=[]").Train.Milestones; len(got) != 0 {
+		t.Errorf("train.milestones=[]: %v, want none", got)
+	}
+	t.Setenv("BICYC_STREAM_CLASS_ORDER", "[9,8,7,6,5,4,3,2,1,0]")
+	if got := showConfig(t).Stream.ClassOrder; !slices.Equal(got, []int{9, 8, 7, 6, 5, 4, 3, 2, 1, 0}) {
+		t.Errorf("BICYC_STREAM_CLASS_ORDER=[9,...,0]: class order %v", got)
 	}
 }

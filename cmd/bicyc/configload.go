@@ -113,7 +113,8 @@ func setDefaults(v *viper.Viper, val reflect.Value, prefix string) {
 }
 
 // strictStringHook parses strings (from the environment, flags and --set)
-// into numbers, booleans and comma-separated lists exactly, and lets every
+// into numbers, booleans and lists exactly, a list comma-separated with or
+// without the brackets of YAML's flow form ("6,3,9" or "[6,3,9]"), and lets every
 // other value through unchanged for the strict decoder to check: so
 // "train.epochs: ten", "epochs: 2.5" or "normalize: 3" in a file are errors,
 // not guesses.
@@ -126,6 +127,12 @@ func strictStringHook(from, to reflect.Type, data any) (any, error) {
 		return data, nil
 	}
 	if to.Kind() == reflect.Slice {
+		s = strings.TrimSpace(s)
+		if inner, ok := strings.CutPrefix(s, "["); ok {
+			if inner, ok = strings.CutSuffix(inner, "]"); ok {
+				s = inner
+			}
+		}
 		if strings.TrimSpace(s) == "" {
 			return reflect.MakeSlice(to, 0, 0).Interface(), nil
 		}

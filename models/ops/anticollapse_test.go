@@ -200,9 +200,7 @@ func ExampleAntiCollapse() {
 		fmt.Println(err)
 		return
 	}
-	vm := G.NewTapeMachine(g)
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
+	if err := runGraph(g); err != nil {
 		fmt.Println(err)
 		return
 	}

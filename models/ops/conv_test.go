@@ -46,39 +46,44 @@ func TestConv2dGradient(t *testing.T) {
 	}
 }
 
+// stockConv builds gorgonia's own Conv2d of in[0] with kernel in[1], the
+// reference for Conv2d.
+func stockConv(stride, pad int) func(in []*G.Node) (*G.Node, error) {
+	return func(in []*G.Node) (*G.Node, error) {
+		x, err := nonLeaf(in[0])
+		if err != nil {
+			return nil, err
+		}
+		k := in[1].Shape()[2]
+		return G.Conv2d(x, in[1], tensor.Shape{k, k}, []int{pad, pad}, []int{stride, stride}, []int{1, 1})
+	}
+}
+
+// ownConv builds this package's Conv2d of in[0] with kernel in[1].
+func ownConv(stride, pad int) func(in []*G.Node) (*G.Node, error) {
+	return func(in []*G.Node) (*G.Node, error) {
+		x, err := nonLeaf(in[0])
+		if err != nil {
+			return nil, err
+		}
+		return Conv2d(x, in[1], stride, pad)
+	}
+}
+
 func TestConv2dMatchesStock(t *testing.T) {
-	stock := func(stride, pad int) func(in []*G.Node) (*G.Node, error) {
-		return func(in []*G.Node) (*G.Node, error) {
-			x, err := nonLeaf(in[0])
-			if err != nil {
-				return nil, err
-			}
-			k := in[1].Shape()[2]
-			return G.Conv2d(x, in[1], tensor.Shape{k, k}, []int{pad, pad}, []int{stride, stride}, []int{1, 1})
-		}
-	}
-	mine := func(stride, pad int) func(in []*G.Node) (*G.Node, error) {
-		return func(in []*G.Node) (*G.Node, error) {
-			x, err := nonLeaf(in[0])
-			if err != nil {
-				return nil, err
-			}
-			return Conv2d(x, in[1], stride, pad)
-		}
-	}
 	for _, dt := range floatTypes {
 		for i, c := range convCases {
 			t.Run(fmt.Sprintf("%v/case%d", dt, i), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(i), 2))
 				inputs := []*tensor.Dense{randDense(rng, c.x...), randDense(rng, c.w...)}
-				compareWithStock(t, inputs, dt, 1e-5, mine(c.stride, c.pad), stock(c.stride, c.pad))
+				compareWithStock(t, inputs, dt, 1e-5, ownConv(c.stride, c.pad), stockConv(c.stride, c.pad))
 			})
 		}
 		// The first layer of the default backbone on real images.
 		t.Run(fmt.Sprintf("%v/fashion", dt), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(9, 2))
 			inputs := []*tensor.Dense{fashionBatch(t, 16), randDense(rng, 8, 1, 3, 3)}
-			compareWithStock(t, inputs, dt, 1e-5, mine(1, 1), stock(1, 1))
+			compareWithStock(t, inputs, dt, 1e-5, ownConv(1, 1), stockConv(1, 1))
 		})
 	}
 }
@@ -231,25 +236,6 @@ func TestConv2dChunks(t *testing.T) {
 		{[]int{3, 2, 33, 33}, []int{2, 2, 3, 3}, 1, 1},
 		{[]int{3, 2, 33, 33}, []int{3, 2, 1, 1}, 1, 0},
 	}
-	stock := func(stride, pad int) func(in []*G.Node) (*G.Node, error) {
-		return func(in []*G.Node) (*G.Node, error) {
-			x, err := nonLeaf(in[0])
-			if err != nil {
-				return nil, err
-			}
-			k := in[1].Shape()[2]
-			return G.Conv2d(x, in[1], tensor.Shape{k, k}, []int{pad, pad}, []int{stride, stride}, []int{1, 1})
-		}
-	}
-	mine := func(stride, pad int) func(in []*G.Node) (*G.Node, error) {
-		return func(in []*G.Node) (*G.Node, error) {
-			x, err := nonLeaf(in[0])
-			if err != nil {
-				return nil, err
-			}
-			return Conv2d(x, in[1], stride, pad)
-		}
-	}
 	for _, threads := range []int{1, 2, 3} {
 		SetThreads(threads)
 		for i, c := range cases {
@@ -257,7 +243,7 @@ func TestConv2dChunks(t *testing.T) {
 				t.Run(fmt.Sprintf("threads%d/case%d/%v", threads, i, dt), func(t *testing.T) {
 					rng := rand.New(rand.NewPCG(uint64(i), 5))
 					inputs := []*tensor.Dense{randDense(rng, c.x...), randDense(rng, c.w...)}
-					compareWithStock(t, inputs, dt, 1e-5, mine(c.stride, c.pad), stock(c.stride, c.pad))
+					compareWithStock(t, inputs, dt, 1e-5, ownConv(c.stride, c.pad), stockConv(c.stride, c.pad))
 				})
 			}
 		}

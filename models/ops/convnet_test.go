@@ -1,64 +1,41 @@
 package ops
 
 import (
-	"compress/gzip"
-	"encoding/binary"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
-	"os"
+	"slices"
+	"sync"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/bicyc/bicyc/data"
 )
 
-const fashionDir = "/usr/share/datasets/fashion-mnist" // Debian package dataset-fashion-mnist
+// loadFashion reads Fashion-MNIST once for all the package's tests.
+var loadFashion = sync.OnceValues(func() (*data.Dataset, error) {
+	train, _, err := data.LoadFashionMNIST("")
+	return train, err
+})
 
 // readFashion returns the first n training images of Fashion-MNIST as [n,1,28,28] float32 in [0,1] and their
 // labels.
 func readFashion(n int) ([]float32, []int, error) {
-	read := func(name string, magic uint32, dims int, size int) ([]byte, error) {
-		f, err := os.Open(fashionDir + "/" + name)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		z, err := gzip.NewReader(f)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		head := make([]uint32, 1+dims)
-		if err := binary.Read(z, binary.BigEndian, head); err != nil {
-			return nil, fmt.Errorf("%s: header: %w", name, err)
-		}
-		if head[0] != magic || int(head[1]) < n {
-			return nil, fmt.Errorf("%s: header %v, want magic %#x and at least %d items", name, head, magic, n)
-		}
-		buf := make([]byte, n*size)
-		if _, err := io.ReadFull(z, buf); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		return buf, nil
-	}
-	pix, err := read("train-images-idx3-ubyte.gz", 0x803, 3, 28*28)
+	train, err := loadFashion()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%w (apt-get install dataset-fashion-mnist)", err)
 	}
-	lab, err := read("train-labels-idx1-ubyte.gz", 0x801, 1, 1)
-	if err != nil {
-		return nil, nil, err
+	if train.Len() < n {
+		return nil, nil, fmt.Errorf("Fashion-MNIST has %d training images, want %d", train.Len(), n)
 	}
+	pix := train.Pixels[:n*28*28]
 	images := make([]float32, len(pix))
 	for i, p := range pix {
 		images[i] = float32(p) / 255
 	}
-	labels := make([]int, n)
-	for i, l := range lab {
-		labels[i] = int(l)
-	}
-	return images, labels, nil
+	return images, slices.Clone(train.Labels[:n]), nil
 }
 
 // convNet is the default backbone plus a linear head and softmax cross-entropy, built either from this

@@ -158,3 +158,10 @@ func nonLeaf(x *G.Node) (*G.Node, error) {
 	}
 	return G.Add(x, zero)
 }
+
+// runGraph executes g once on a tape machine, for the examples.
+func runGraph(g *G.ExprGraph) error {
+	vm := G.NewTapeMachine(g)
+	defer vm.Close()
+	return vm.RunAll()
+}

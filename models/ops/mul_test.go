@@ -70,9 +70,7 @@ func ExampleMulTransposed() {
 		fmt.Println(err)
 		return
 	}
-	vm := G.NewTapeMachine(g)
-	defer vm.Close()
-	if err := vm.RunAll(); err != nil {
+	if err := runGraph(g); err != nil {
 		fmt.Println(err)
 		return
 	}
