@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/bicyc/bicyc/data"
 )
 
 // DefaultMaxPixels is the largest width*height an image header may declare
-// before infer refuses to decode it (16 Mpx, e.g. 4096x4096): a guard
-// against decompression bombs, whose small files declare huge images. Go's
-// decoders need up to about 9 bytes per declared pixel (measured: an 84 KB
-// 8192x8192 gray PNG took 585 MB), so 16 Mpx bounds one image near 150 MB.
-const DefaultMaxPixels = 16 << 20
+// before infer refuses to decode it: data.MaxImagePixels (16 Mpx, e.g.
+// 4096x4096), the limit training's image folders use too. A guard against
+// decompression bombs, whose small files declare huge images; one image of
+// this size peaks near 256 MiB while it is decoded and reduced to the
+// network's input.
+const DefaultMaxPixels = data.MaxImagePixels
 
 // DefaultThreads is the default number of ONNX Runtime intra-op threads per
 // session. One thread per call, with calls running in parallel, keeps p99
