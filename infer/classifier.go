@@ -6,9 +6,9 @@ import (
 	"image"
 	"io"
 	"math"
-	"os"
 	"sync"
 
+	"github.com/bicyc/bicyc/bounded"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
 )
@@ -190,12 +190,65 @@ func (c *Classifier) ClassifyBatch(imgs []image.Image) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.classifyNCHW(batch, shape)
+}
+
+// Input is one image reduced to the model's input by the manifest's
+// preprocessing: C*H*W float32 values, CHW. It is small where a decoded
+// image can take hundreds of megabytes (a 4096x4096 16-bit PNG decodes to
+// 128 MiB, its Input for a 28x28 gray model is 3 KiB), so a caller that
+// gathers a batch from many images keeps Inputs rather than images: decode
+// one, Prepare it, let the image go, decode the next. The zero Input is
+// not valid; make one with Prepare or PrepareReader.
+type Input struct{ x []float32 }
+
+// Prepare reduces img to the model's input, as ClassifyBatch does.
+func (c *Classifier) Prepare(img image.Image) (Input, error) {
+	if img == nil {
+		return Input{}, errors.New("image is nil")
+	}
+	return Input{c.pre.Image(img)}, nil
+}
+
+// PrepareReader decodes one image from r (DecodeImage, with the
+// WithMaxPixels limit) and reduces it to the model's input. It reads r to
+// the end of the image, at most data.MaxImageBytes bytes.
+func (c *Classifier) PrepareReader(r io.Reader) (Input, error) {
+	img, _, err := DecodeImage(r, c.maxPixels)
+	if err != nil {
+		return Input{}, err
+	}
+	return c.Prepare(img)
+}
+
+// ClassifyInputs classifies prepared inputs with one run of model.onnx and
+// returns one Result per input, in order; see ClassifyBatch. An input not
+// made by this Classifier's Prepare (the zero Input, or one of another
+// model's size) is an error naming its index.
+func (c *Classifier) ClassifyInputs(inputs []Input) ([]Result, error) {
+	if len(inputs) == 0 {
+		return nil, nil
+	}
+	size := c.pre.ImageSize()
+	batch := make([]float32, 0, len(inputs)*size)
+	for i, in := range inputs {
+		if len(in.x) != size {
+			return nil, fmt.Errorf("input %d has %d values, want %d: make inputs with this model's Prepare", i, len(in.x), size)
+		}
+		batch = append(batch, in.x...)
+	}
+	return c.classifyNCHW(batch, c.batchShape(len(inputs)))
+}
+
+// classifyNCHW runs model.onnx on a preprocessed batch and ranks the
+// classes of each image.
+func (c *Classifier) classifyNCHW(batch []float32, shape []int64) ([]Result, error) {
 	k := len(c.classes)
 	scores, err := c.runLocked(func() ([]float32, error) { return c.model.run(batch, shape, k) })
 	if err != nil {
 		return nil, err
 	}
-	results := make([]Result, len(imgs))
+	results := make([]Result, shape[0])
 	for i := range results {
 		preds, err := rankClasses(scores[i*k:(i+1)*k], c.classes, c.topK)
 		if err != nil {
@@ -207,9 +260,11 @@ func (c *Classifier) ClassifyBatch(imgs []image.Image) ([]Result, error) {
 }
 
 // ClassifyFile decodes the image file at path (DecodeImage, with the
-// WithMaxPixels limit) and classifies it. Errors name the file.
+// WithMaxPixels limit) and classifies it. Only a regular file is read: a
+// named pipe or device is refused at once (bounded.ErrNotRegular; use
+// ClassifyReader to read one). Errors name the file.
 func (c *Classifier) ClassifyFile(path string) (Result, error) {
-	f, err := os.Open(path)
+	f, _, err := bounded.OpenRegular(path)
 	if err != nil {
 		return Result{}, err
 	}
@@ -221,14 +276,18 @@ func (c *Classifier) ClassifyFile(path string) (Result, error) {
 	return res, nil
 }
 
-// ClassifyReader decodes one image from r (DecodeImage, with the
-// WithMaxPixels limit) and classifies it. It reads r to the end.
+// ClassifyReader decodes one image from r (PrepareReader) and classifies
+// it. It reads r to the end of the image, at most data.MaxImageBytes bytes.
 func (c *Classifier) ClassifyReader(r io.Reader) (Result, error) {
-	img, _, err := DecodeImage(r, c.maxPixels)
+	in, err := c.PrepareReader(r)
 	if err != nil {
 		return Result{}, err
 	}
-	return c.Classify(img)
+	rs, err := c.ClassifyInputs([]Input{in})
+	if err != nil {
+		return Result{}, err
+	}
+	return rs[0], nil
 }
 
 // Embed returns the backbone feature of every image, [N][S] with S the
@@ -292,8 +351,12 @@ func (c *Classifier) preprocess(imgs []image.Image) ([]float32, []int64, error) 
 		}
 		copy(batch[i*size:], c.pre.Image(img))
 	}
-	shape := []int64{int64(len(imgs)), int64(c.pre.Channels), int64(c.pre.Height), int64(c.pre.Width)}
-	return batch, shape, nil
+	return batch, c.batchShape(len(imgs)), nil
+}
+
+// batchShape is the NCHW shape of a batch of n images.
+func (c *Classifier) batchShape(n int) []int64 {
+	return []int64{int64(n), int64(c.pre.Channels), int64(c.pre.Height), int64(c.pre.Width)}
 }
 
 // runLocked runs f under the read lock, unless the Classifier is closed.

@@ -4,13 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
 )
 
@@ -45,7 +44,7 @@ func runClassify(o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) 
 	if o.batch < 1 {
 		return fmt.Errorf("--batch %d: want >= 1", o.batch)
 	}
-	sources := expandPaths(o.paths)
+	sources := expandPaths(o.paths, stderr)
 	if len(sources) == 0 {
 		return errors.New("no image files found in the given directories")
 	}
@@ -60,17 +59,19 @@ func runClassify(o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) 
 	for start := 0; start < len(sources); start += o.batch {
 		chunk := sources[start:min(start+o.batch, len(sources))]
 		errs := make([]error, len(chunk))
-		var imgs []image.Image
-		var at []int // chunk index of each decoded image
+		// Each image is reduced to the model's input before the next is
+		// decoded: a batch holds at most one decoded image at a time.
+		var inputs []infer.Input
+		var at []int // chunk index of each prepared image
 		for i, s := range chunk {
-			var img image.Image
-			if img, errs[i] = load(s, stdin, o.model.maxPixels); errs[i] == nil {
-				imgs = append(imgs, img)
+			var in infer.Input
+			if in, errs[i] = load(c, s, stdin); errs[i] == nil {
+				inputs = append(inputs, in)
 				at = append(at, i)
 			}
 		}
 		results := make([]infer.Result, len(chunk))
-		batchResults, err := c.ClassifyBatch(imgs)
+		batchResults, err := c.ClassifyInputs(inputs)
 		for j, i := range at {
 			if err == nil {
 				results[i] = batchResults[j]
@@ -78,7 +79,10 @@ func runClassify(o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) 
 			}
 			// The batch failed as a whole: classify its images one by one
 			// so the error lands on the image that caused it.
-			results[i], errs[i] = c.Classify(imgs[j])
+			var one []infer.Result
+			if one, errs[i] = c.ClassifyInputs(inputs[j : j+1]); errs[i] == nil {
+				results[i] = one[0]
+			}
 		}
 		for i, s := range chunk {
 			if errs[i] != nil {
@@ -96,10 +100,13 @@ func runClassify(o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) 
 }
 
 // expandPaths turns the arguments into image sources: files as given,
-// directories walked recursively (in lexical order) for image files, "-"
-// as standard input. A path that cannot be listed becomes a source carrying
-// its error, so it is reported in order with the rest.
-func expandPaths(paths []string) []source {
+// directories walked recursively (in lexical order, data.ImageFiles) for
+// regular image files, "-" as standard input. Image-named entries of a
+// directory that are not regular files (named pipes, devices, sockets) are
+// skipped with a line on stderr: opening a pipe would block the whole run.
+// A path that cannot be listed becomes a source carrying its error, so it
+// is reported in order with the rest.
+func expandPaths(paths []string, stderr io.Writer) []source {
 	var out []source
 	for _, p := range paths {
 		if p == "-" {
@@ -111,38 +118,38 @@ func expandPaths(paths []string) []source {
 			out = append(out, source{name: p, err: withoutPath(err)})
 			continue
 		}
-		walkErr := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			switch {
-			case err != nil:
-				out = append(out, source{name: path, err: withoutPath(err)})
-			case !d.IsDir() && infer.IsImageFile(path):
-				out = append(out, source{name: path})
-			}
-			return nil
-		})
-		if walkErr != nil {
-			out = append(out, source{name: p, err: walkErr})
+		files, skipped, err := data.ImageFiles(p)
+		for _, f := range files {
+			out = append(out, source{name: f})
+		}
+		for _, s := range skipped {
+			fmt.Fprintf(stderr, "bicyc-infer: skipping %v\n", s)
+		}
+		if err != nil {
+			out = append(out, source{name: p, err: err})
 		}
 	}
 	return out
 }
 
-// load decodes one source (standard input for "-").
-func load(s source, stdin io.Reader, maxPixels int64) (image.Image, error) {
+// load decodes one source (standard input for "-") and reduces it to the
+// model's input. A named file is opened as given, so a pipe named on the
+// command line is read; every source is read through DecodeImage's byte
+// and pixel limits, so an endless one (/dev/zero) fails at once.
+func load(c *infer.Classifier, s source, stdin io.Reader) (infer.Input, error) {
 	if s.err != nil {
-		return nil, s.err
+		return infer.Input{}, s.err
 	}
 	r := stdin
 	if s.name != "-" {
 		f, err := os.Open(s.name)
 		if err != nil {
-			return nil, withoutPath(err)
+			return infer.Input{}, withoutPath(err)
 		}
 		defer f.Close()
 		r = f
 	}
-	img, _, err := infer.DecodeImage(r, maxPixels)
-	return img, err
+	return c.PrepareReader(r)
 }
 
 // withoutPath drops the path from a file-system error: every error line

@@ -113,7 +113,11 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Short: "Classify images with a bicyc model through ONNX Runtime",
 		Long: `bicyc-infer classifies images with a model directory exported by bicyc. Each <path> is an
 image file, a directory (searched recursively for .png, .jpg, .jpeg, .gif, .bmp, .tif, .tiff
-and .webp files) or - for one image on standard input.
+and .webp files; hidden entries are passed over, and named pipes, devices and sockets are
+skipped with a message) or - for one image on standard input. Every image is read up to 8 bytes
+per allowed pixel plus 1 MiB (129 MiB at the default --max-pixels of 16 Mpx) and refused if its
+header declares more than --max-pixels; each is reduced to the model's input before the next is
+decoded, so memory holds one decoded image at a time (at most about 256 MiB at 16 Mpx).
 
 It prints the top-k classes of every image, closest first: the distance is the squared
 Mahalanobis distance to the class prototype, smaller is closer. A file that cannot be read
