@@ -46,7 +46,8 @@ type Classifier struct {
 }
 
 // Open loads the model bundle in dir: it verifies the manifest and file
-// checksums (bundle.Open), initialises ONNX Runtime if this process has not
+// checksums (bundle.Open; a directory from before manifest digests opens
+// with a warning line on the WithLog writer), initialises ONNX Runtime if this process has not
 // yet (InitRuntime), and creates the ONNX Runtime sessions once, with the
 // execution provider the options ask for. It then runs each model once on
 // a blank batch of one, so a model that does not match its manifest fails
@@ -69,6 +70,9 @@ func Open(dir string, opts ...Option) (*Classifier, error) {
 	b, err := bundle.Open(dir)
 	if err != nil {
 		return nil, err
+	}
+	if !b.ManifestVerified {
+		fmt.Fprintf(cfg.log, "warning: model %s has no %s (exported by an older bicyc), so its manifest is not verified; export it again to verify it\n", dir, bundle.DigestFile)
 	}
 	m := b.Manifest
 	// File, input and output names: the bundle's contract (package bundle).

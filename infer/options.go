@@ -80,8 +80,10 @@ func WithFP16(on bool) Option { return func(c *config) { c.fp16 = on } }
 // (default DefaultMaxPixels); larger images are refused before decoding.
 func WithMaxPixels(n int64) Option { return func(c *config) { c.maxPixels = n } }
 
-// WithLog sets where ProviderAuto writes its one line saying which provider
-// runs and why the others do not (default os.Stderr; nil discards it).
+// WithLog sets where Open writes its notices (default os.Stderr; nil
+// discards them): ProviderAuto's one line saying which provider runs and
+// why the others do not, and a warning for a model directory whose
+// manifest has no digest to verify it against (bundle.DigestFile).
 func WithLog(w io.Writer) Option { return func(c *config) { c.log = w } }
 
 // validate reports every invalid setting at once.

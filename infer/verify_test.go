@@ -102,3 +102,46 @@ func TestOpenVerifiesSchemaVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenVerifiesManifest edits preprocess.mean in manifest.json, an edit
+// that would otherwise change every prediction silently: Open refuses it
+// with bundle.ErrChecksum naming the manifest. Without the digest file (a
+// directory exported by an older bicyc) the same directory opens and Open
+// warns that its manifest is not verified.
+func TestOpenVerifiesManifest(t *testing.T) {
+	f := loadFixture(t)
+	dir := copyBundle(t, f.twoTasks)
+	path := filepath.Join(dir, bundle.ManifestFile)
+	var m map[string]any
+	if err := json.Unmarshal(readFile(t, path), &m); err != nil {
+		t.Fatal(err)
+	}
+	m["preprocess"].(map[string]any)["mean"] = []float64{0.9}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(dir, WithProvider(ProviderCPU), WithLog(nil))
+	if err == nil {
+		c.Close()
+	}
+	if !errors.Is(err, bundle.ErrChecksum) || !strings.Contains(err.Error(), path) {
+		t.Errorf("edited mean: %v, want ErrChecksum naming %s", err, path)
+	}
+	legacy := copyBundle(t, f.twoTasks)
+	if err := os.Remove(filepath.Join(legacy, bundle.DigestFile)); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	c, err = Open(legacy, WithProvider(ProviderCPU), WithLog(&log))
+	if err != nil {
+		t.Fatalf("a model without manifest.sha256 does not open: %v", err)
+	}
+	c.Close()
+	if !strings.Contains(log.String(), "warning: model "+legacy+" has no manifest.sha256") {
+		t.Errorf("no warning for an unverified manifest; log %q", log.String())
+	}
+}

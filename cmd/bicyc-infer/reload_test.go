@@ -67,8 +67,9 @@ func flipByte(t *testing.T, path string) {
 	}
 }
 
-// editManifest rewrites dir/manifest.json through edit. The manifest has no
-// checksum of its own, so a renamed class keeps the directory valid.
+// editManifest rewrites dir/manifest.json through edit and seals it again
+// (bundle.SealManifest), as a deliberate edit is made: a renamed class
+// keeps the directory valid.
 func editManifest(t *testing.T, dir string, edit func(m map[string]any)) {
 	t.Helper()
 	path := filepath.Join(dir, bundle.ManifestFile)
@@ -85,6 +86,9 @@ func editManifest(t *testing.T, dir string, edit func(m map[string]any)) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := bundle.SealManifest(dir); err != nil {
 		t.Fatal(err)
 	}
 }
