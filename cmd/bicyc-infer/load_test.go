@@ -205,11 +205,15 @@ func TestServerUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := "http://" + ln.Addr().String()
+	adminLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, adminURL := "http://"+ln.Addr().String(), "http://"+adminLn.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	hup := make(chan os.Signal, 1)
 	served := make(chan error, 1)
-	go func() { served <- s.serve(ctx, ln, o, hup) }()
+	go func() { served <- s.serve(ctx, ln, adminLn, o, hup) }()
 
 	heap0, rss0 := heapInuse(), rssBytes(t, false)
 	var (
@@ -281,7 +285,7 @@ func TestServerUnderLoad(t *testing.T) {
 		peakRSS.Store(max(peakRSS.Load(), rssBytes(t, false)))
 		if reloads%2 == 0 {
 			hup <- os.Interrupt
-		} else if status, body := postReload(t, url); status != http.StatusOK {
+		} else if status, body := postReload(t, adminURL); status != http.StatusOK {
 			problem("POST /admin/reload: %d %s", status, body)
 		}
 		reloads++

@@ -36,7 +36,9 @@ var envNames = map[string]string{
 	"fp16":           "BICYC_FP16",
 	"max-pixels":     "BICYC_MAX_PIXELS",
 	"addr":           "BICYC_ADDR",
+	"admin-addr":     "BICYC_ADMIN_ADDR",
 	"max-body":       "BICYC_MAX_BODY",
+	"max-buffered":   "BICYC_MAX_BUFFERED",
 	"max-concurrent": "BICYC_MAX_CONCURRENT",
 }
 
