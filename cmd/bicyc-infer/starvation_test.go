@@ -77,7 +77,11 @@ func TestServerOversizeLength(t *testing.T) {
 // read timeout and valid requests got 503.
 func TestServerStalledUploadsDoNotStarve(t *testing.T) {
 	const bodyTimeout = 1500 * time.Millisecond
-	_, ts, _ := testServer(t, func(o *serveOptions) { o.maxConcurrent = 2; o.bodyTimeout = bodyTimeout; o.queueTimeout = 200 * time.Millisecond })
+	_, ts, _ := testServer(t, func(o *serveOptions) {
+		o.maxConcurrent = 2
+		o.bodyTimeout = bodyTimeout
+		o.queueTimeout = 200 * time.Millisecond
+	})
 	_, test := testModel(t)
 	var stalled []net.Conn
 	for range 4 {
