@@ -61,12 +61,9 @@ func TestDecodeImageEndlessInput(t *testing.T) {
 // before its pixels, which a decoder must read through.
 func pngWithChunk(n int) []byte {
 	chunk := func(typ string, payload []byte) []byte {
-		var b bytes.Buffer
-		binary.Write(&b, binary.BigEndian, uint32(len(payload)))
-		b.WriteString(typ)
-		b.Write(payload)
-		binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(append([]byte(typ), payload...)))
-		return b.Bytes()
+		body := append([]byte(typ), payload...)
+		out := binary.BigEndian.AppendUint32(nil, uint32(len(payload)))
+		return binary.BigEndian.AppendUint32(append(out, body...), crc32.ChecksumIEEE(body))
 	}
 	out := []byte("\x89PNG\r\n\x1a\n")
 	out = append(out, chunk("IHDR", []byte{0, 0, 0, 1, 0, 0, 0, 1, 8, 0, 0, 0, 0})...)

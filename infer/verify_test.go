@@ -72,23 +72,13 @@ func TestOpenVerifiesSchemaVersion(t *testing.T) {
 	versions := []any{nil, 0, bundle.SchemaVersion + 1, "1"}
 	for i, v := range versions {
 		dir := copyBundle(t, f.twoTasks)
-		path := filepath.Join(dir, bundle.ManifestFile)
-		var m map[string]any
-		if err := json.Unmarshal(readFile(t, path), &m); err != nil {
-			t.Fatal(err)
-		}
-		if v == nil {
-			delete(m, "schema_version")
-		} else {
-			m["schema_version"] = v
-		}
-		b, err := json.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		rewriteManifest(t, filepath.Join(dir, bundle.ManifestFile), func(m map[string]any) {
+			if v == nil {
+				delete(m, "schema_version")
+			} else {
+				m["schema_version"] = v
+			}
+		})
 		c, err := Open(dir, WithProvider(ProviderCPU), WithLog(nil))
 		if err == nil {
 			c.Close()
@@ -112,18 +102,7 @@ func TestOpenVerifiesManifest(t *testing.T) {
 	f := loadFixture(t)
 	dir := copyBundle(t, f.twoTasks)
 	path := filepath.Join(dir, bundle.ManifestFile)
-	var m map[string]any
-	if err := json.Unmarshal(readFile(t, path), &m); err != nil {
-		t.Fatal(err)
-	}
-	m["preprocess"].(map[string]any)["mean"] = []float64{0.9}
-	b, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	rewriteManifest(t, path, func(m map[string]any) { m["preprocess"].(map[string]any)["mean"] = []float64{0.9} })
 	c, err := Open(dir, WithProvider(ProviderCPU), WithLog(nil))
 	if err == nil {
 		c.Close()
@@ -143,5 +122,23 @@ func TestOpenVerifiesManifest(t *testing.T) {
 	c.Close()
 	if !strings.Contains(log.String(), "warning: model "+legacy+" has no manifest.sha256") {
 		t.Errorf("no warning for an unverified manifest; log %q", log.String())
+	}
+}
+
+// rewriteManifest decodes the manifest at path as generic JSON, applies
+// edit and writes it back (leaving its digest as it was).
+func rewriteManifest(t *testing.T, path string, edit func(map[string]any)) {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(readFile(t, path), &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -53,6 +53,7 @@ func runClassify(o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) 
 		return err
 	}
 	defer c.Close()
+	limitMemory(memoryBase + bytesPerPixel*o.model.maxPixels)
 
 	out := newPrinter(o.json, stdout, stderr, sources, c.Classes())
 	failed := 0
@@ -65,7 +66,7 @@ func runClassify(o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) 
 		var at []int // chunk index of each prepared image
 		for i, s := range chunk {
 			var in infer.Input
-			if in, errs[i] = load(c, s, stdin); errs[i] == nil {
+			if in, errs[i] = load(c, s, stdin, o.model.maxPixels); errs[i] == nil {
 				inputs = append(inputs, in)
 				at = append(at, i)
 			}
@@ -133,10 +134,11 @@ func expandPaths(paths []string, stderr io.Writer) []source {
 }
 
 // load decodes one source (standard input for "-") and reduces it to the
-// model's input. A named file is opened as given, so a pipe named on the
-// command line is read; every source is read through DecodeImage's byte
-// and pixel limits, so an endless one (/dev/zero) fails at once.
-func load(c *infer.Classifier, s source, stdin io.Reader) (infer.Input, error) {
+// model's input, releasing a large decoded image at once. A named file is
+// opened as given, so a pipe named on the command line is read; every
+// source is read through data.DecodeImage's byte and pixel limits, so an
+// endless one (/dev/zero) fails at once.
+func load(c *infer.Classifier, s source, stdin io.Reader, maxPixels int64) (infer.Input, error) {
 	if s.err != nil {
 		return infer.Input{}, s.err
 	}
@@ -149,7 +151,15 @@ func load(c *infer.Classifier, s source, stdin io.Reader) (infer.Input, error) {
 		defer f.Close()
 		r = f
 	}
-	return c.PrepareReader(r)
+	img, _, err := data.DecodeImage(r, maxPixels)
+	if err != nil {
+		return infer.Input{}, err
+	}
+	in, err := c.Prepare(img)
+	bounds := img.Bounds()
+	img = nil
+	releaseImage(bounds)
+	return in, err
 }
 
 // withoutPath drops the path from a file-system error: every error line

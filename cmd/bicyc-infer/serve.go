@@ -71,8 +71,9 @@ in memory together at most --max-buffered bytes, else 503), and only then does i
 --queue-timeout, for one of --max-concurrent classification slots (else 503): slow or stalled
 uploads never hold a slot. Images are decoded inside a slot, so at most --max-concurrent images are
 decoded at once, each up to about 16 bytes per pixel (256 MiB at the default 16 Mpx). Memory
-ceiling: about 100 MiB + --max-buffered + --max-concurrent x 16 B x --max-pixels (with the defaults
-and two cores, 100 + 128 + 512 = 740 MiB). SIGHUP reloads the model like POST /admin/reload (a line
+ceiling: about 128 MiB + --max-buffered + --max-concurrent x 16 B x --max-pixels of Go memory
+(with the defaults and two cores, 128 + 128 + 512 = 768 MiB; it is set as the Go runtime's soft
+memory limit unless GOMEMLIMIT is set), plus ONNX Runtime's own, about the size of the model. SIGHUP reloads the model like POST /admin/reload (a line
 on stderr says how it went). SIGINT or SIGTERM stop accepting connections and finish requests in
 flight (up to --shutdown-timeout).`,
 		Args: cobra.NoArgs,
@@ -132,6 +133,7 @@ func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	}
 	s := newServer(c, o.model.reopener(stderr), o, prometheus.NewRegistry(), stderr)
 	defer s.close()
+	limitMemory(memoryBase + o.maxBuffered + int64(o.maxConcurrent)*bytesPerPixel*o.model.maxPixels)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)

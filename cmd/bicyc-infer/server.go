@@ -269,6 +269,9 @@ func (s *server) classify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.classifyImage(img)
+	bounds := img.Bounds()
+	img, encoded = nil, nil
+	releaseImage(bounds)
 	switch {
 	case errors.Is(err, infer.ErrClosed):
 		writeError(w, http.StatusServiceUnavailable, err)
