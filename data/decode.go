@@ -119,6 +119,25 @@ func DecodeImage(r io.Reader, maxPixels int64) (img image.Image, format string, 
 	return img, format, nil
 }
 
+// DecodeImageFile opens and decodes one image file with DecodeImage and
+// the MaxImagePixels limit. Only a regular file is opened
+// (bounded.OpenRegular): a named pipe or device is refused at once. Errors
+// name the file and wrap ErrFormat when the content does not decode or is
+// too large (then also ErrImageTooLarge), bounded.ErrNotRegular, or the os
+// error (fs.ErrNotExist, ...) when the file cannot be read.
+func DecodeImageFile(path string) (image.Image, error) {
+	f, _, err := bounded.OpenRegular(path)
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	defer f.Close()
+	img, _, err := DecodeImage(f, MaxImagePixels)
+	if err != nil {
+		return nil, fmt.Errorf("data: %s: %w", path, err)
+	}
+	return img, nil
+}
+
 // readErrors passes reads through and keeps the first error other than
 // io.EOF, so a failure of the source (a timeout, a body over its limit) is
 // reported as such rather than as the corrupt image a decoder makes of it.

@@ -3,7 +3,6 @@ package data
 import (
 	"errors"
 	"fmt"
-	"image"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -228,23 +227,4 @@ func decodeAll(files []string, ds *Dataset, p Preprocess) error {
 		}
 	}
 	return nil
-}
-
-// DecodeImageFile opens and decodes one image file with DecodeImage and
-// the MaxImagePixels limit. Only a regular file is opened
-// (bounded.OpenRegular): a named pipe or device is refused at once. Errors
-// name the file and wrap ErrFormat when the content does not decode or is
-// too large (then also ErrImageTooLarge), bounded.ErrNotRegular, or the os
-// error (fs.ErrNotExist, ...) when the file cannot be read.
-func DecodeImageFile(path string) (image.Image, error) {
-	f, _, err := bounded.OpenRegular(path)
-	if err != nil {
-		return nil, fmt.Errorf("data: %w", err)
-	}
-	defer f.Close()
-	img, _, err := DecodeImage(f, MaxImagePixels)
-	if err != nil {
-		return nil, fmt.Errorf("data: %s: %w", path, err)
-	}
-	return img, nil
 }
