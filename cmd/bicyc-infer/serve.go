@@ -105,7 +105,7 @@ func (o *serveOptions) validate() error {
 	if o.maxBuffered < o.maxBody {
 		errs = append(errs, fmt.Errorf("--max-buffered %d: want >= --max-body %d", o.maxBuffered, o.maxBody))
 	}
-	if o.adminAddr != "" && o.adminAddr == o.addr {
+	if _, port, _ := net.SplitHostPort(o.addr); o.adminAddr != "" && o.adminAddr == o.addr && port != "0" {
 		errs = append(errs, fmt.Errorf("--admin-addr %s: want an address other than --addr", o.adminAddr))
 	}
 	if o.maxConcurrent < 1 {
