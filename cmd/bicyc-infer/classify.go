@@ -157,7 +157,7 @@ func load(c *infer.Classifier, s source, stdin io.Reader, maxPixels int64) (infe
 	}
 	in, err := c.Prepare(img)
 	bounds := img.Bounds()
-	img = nil
+	img = nil // no longer referenced, whatever follows
 	releaseImage(bounds)
 	return in, err
 }

@@ -298,11 +298,13 @@ func TestServerUnderLoad(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 		metrics = get(t, url+"/metrics")
 	}
+	// The clients' transport may hold connections it dialed but never
+	// used, which shutdown waits for like requests in flight.
+	client.CloseIdleConnections()
 	cancel()
 	if err := <-served; err != nil {
 		t.Errorf("serve: %v", err)
 	}
-	client.CloseIdleConnections()
 	heap1, rss1 := heapInuse(), rssBytes(t, false)
 
 	byStatus := map[int]int{}

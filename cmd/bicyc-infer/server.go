@@ -270,7 +270,7 @@ func (s *server) classify(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.classifyImage(img)
 	bounds := img.Bounds()
-	img, encoded = nil, nil
+	img, encoded = nil, nil // no longer referenced, whatever follows
 	releaseImage(bounds)
 	switch {
 	case errors.Is(err, infer.ErrClosed):
