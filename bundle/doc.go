@@ -12,11 +12,16 @@
 //	model.onnx              image -> scores, topk_scores, topk_indices
 //	prototypes.safetensors  Prototypes: Gaussian means [K,S], covariances
 //	                        [K,S,S] and the classifier tables
+//	manifest.sha256         the SHA-256 of manifest.json (DigestFile), so the
+//	                        manifest is verified too; absent in directories
+//	                        written before it existed, which still open
 //
 // Write replaces a directory only once the new one is complete and synced,
 // so an interrupted export never leaves a half-written model that looks
-// valid and never destroys the previous one. Open verifies every file
-// against the manifest before anything is used; its errors name the file
+// valid and never destroys the previous one. Open verifies the manifest
+// against its digest and every file against the manifest before anything
+// is used, reading only regular files and each within its known size; its
+// errors name the file
 // and wrap ErrSchemaVersion, ErrMissingFile, ErrChecksum, ErrManifest or
 // ErrPrototypes.
 package bundle

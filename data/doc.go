@@ -12,13 +12,16 @@
 // plain, detected by magic bytes); LoadCIFAR10 and LoadCIFAR100 read the
 // official binary versions; LoadImageFolder and LoadImageFolders read one
 // sub-folder per class (PNG, JPEG, GIF, BMP, TIFF, WebP). Open dispatches on
-// a Source. Loaders never panic on outside data: malformed files return an
-// error that names the file and the problem and wraps one of the sentinels
-// ErrFormat, ErrLabelRange, ErrEmptyClass or ErrClassMismatch (or
-// fs.ErrNotExist for a missing file); ErrPreprocess, ErrTaskStream and
-// ErrSource mark invalid configuration. Sizes read from headers are checked
-// against limits and against the data actually present before memory is
-// committed to them.
+// a Source. DecodeImage is bicyc's one image decoder, for training's image
+// folders and for inference alike: one pixel limit (MaxImagePixels), a byte
+// limit (MaxImageBytes), no panics; ImageFiles is its one directory walk,
+// which never opens a named pipe, device or socket. Loaders never panic on
+// outside data: malformed files return an error that names the file and
+// the problem and wraps one of the sentinels ErrFormat, ErrLabelRange,
+// ErrEmptyClass or ErrClassMismatch (or fs.ErrNotExist for a missing file);
+// ErrPreprocess, ErrTaskStream and ErrSource mark invalid configuration.
+// Sizes read from headers are checked against limits and against the data
+// actually present before memory is committed to them.
 //
 // Preprocessing. Preprocess.Image is the one test-time preprocessing
 // function: evaluation during training and the ONNX inference side both call
