@@ -2,6 +2,10 @@ package main
 
 import (
 	"bytes"
+	"image"
+	"image/color/palette"
+	"image/gif"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,5 +91,52 @@ func TestClassifyEndlessInputs(t *testing.T) {
 	}
 	if read := int64(len(zeros)) - int64(stdin.Len()); read > 64<<10 {
 		t.Errorf("read %d bytes of standard input to refuse it", read)
+	}
+}
+
+// TestCollectKeepsBytesRead classifies, with every answer unknown
+// (--threshold 1e-9) and --collect-unknown, a PNG on standard input and a
+// two-frame GIF file, whose decoder stops after the first frame (the
+// model's own preprocessing scales it to 28x28): each
+// collected file holds exactly the bytes that came in, standard input read
+// once.
+func TestCollectKeepsBytesRead(t *testing.T) {
+	model, test := testModel(t)
+	dir := t.TempDir()
+	// Noise frames of 128x128 compress badly: the second frame lies well
+	// past what the decoder reads ahead.
+	frames := make([]*image.Paletted, 2)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range frames {
+		frames[i] = image.NewPaletted(image.Rect(0, 0, 128, 128), palette.Plan9)
+		for p := range frames[i].Pix {
+			frames[i].Pix[p] = uint8(rng.IntN(256))
+		}
+	}
+	var anim bytes.Buffer
+	if err := gif.EncodeAll(&anim, &gif.GIF{Image: frames, Delay: []int{10, 10}}); err != nil {
+		t.Fatal(err)
+	}
+	animPath := filepath.Join(dir, "anim.gif")
+	if err := os.WriteFile(animPath, anim.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdin := encodePNG(t, fashionImage(test, 2))
+	collected := filepath.Join(dir, "unknown")
+	stdout, stderr, err := runWithin(t, stdin, "--model", model, "--provider", "cpu", "--json", "--threshold", "1e-9",
+		"--collect-unknown", collected, "-", animPath)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	want := map[string][]byte{"-": stdin, animPath: anim.Bytes()}
+	for _, r := range jsonRecords(t, stdout) {
+		got, err := os.ReadFile(r.Collected)
+		if !r.Unknown || err != nil || !bytes.Equal(got, want[r.File]) {
+			t.Errorf("%s: unknown %v, collected %q (%d bytes, %v), want the %d bytes given", r.File, r.Unknown, r.Collected, len(got), err, len(want[r.File]))
+		}
+		delete(want, r.File)
+	}
+	if len(want) > 0 {
+		t.Errorf("no record for %v:\n%s", want, stdout)
 	}
 }
