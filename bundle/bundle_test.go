@@ -11,9 +11,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/bicyc/bicyc/bounded"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/safetensors"
@@ -227,9 +229,19 @@ func TestWriteRefusesToReplaceOtherData(t *testing.T) {
 	}
 }
 
-// rewriteManifest decodes dir's manifest as generic JSON, applies edit and
-// writes it back.
+// rewriteManifest decodes dir's manifest as generic JSON, applies edit,
+// writes it back and seals it (SealManifest), so that what Open sees is
+// the edit, not a digest mismatch.
 func rewriteManifest(t *testing.T, dir string, edit func(map[string]any)) {
+	t.Helper()
+	editManifest(t, dir, edit)
+	if err := SealManifest(dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// editManifest rewrites dir's manifest through edit, without sealing it.
+func editManifest(t *testing.T, dir string, edit func(map[string]any)) {
 	t.Helper()
 	path := filepath.Join(dir, ManifestFile)
 	raw, err := os.ReadFile(path)
@@ -382,5 +394,77 @@ func TestWriteRecoversFromInterruptedWrite(t *testing.T) {
 	}
 	if left := siblings(t, dir); len(left) != 0 {
 		t.Errorf("litter left beside the model: %v", left)
+	}
+}
+
+// TestOpenVerifiesManifestDigest changes one preprocessing mean in
+// manifest.json, the edit that silently changed every prediction before
+// the digest existed: Open refuses it as a checksum mismatch naming the
+// manifest. A damaged digest file is refused too; a deliberate edit sealed
+// with SealManifest opens; a directory without a digest (written by an
+// older bicyc) opens with ManifestVerified false.
+func TestOpenVerifiesManifestDigest(t *testing.T) {
+	m, files := testModel(t)
+	dir := filepath.Join(t.TempDir(), "model")
+	if err := Write(dir, m, files); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(dir)
+	if err != nil || !b.ManifestVerified {
+		t.Fatalf("fresh model: verified %v, %v", b != nil && b.ManifestVerified, err)
+	}
+	digest, err := os.ReadFile(filepath.Join(dir, DigestFile))
+	if err != nil || len(digest) != 64+2+len(ManifestFile)+1 || !strings.HasSuffix(string(digest), "  manifest.json\n") {
+		t.Fatalf("digest file %q, %v: want sha256sum's format", digest, err)
+	}
+	changeMean := func(m map[string]any) { m["preprocess"].(map[string]any)["mean"] = []float64{0.9} }
+	cases := []struct {
+		damage func()
+		want   string // "" for Open to succeed
+	}{
+		{func() { editManifest(t, dir, changeMean) }, "manifest.json: model file checksum mismatch: sha256 "},
+		{func() { os.WriteFile(filepath.Join(dir, DigestFile), []byte("deadbeef\n"), 0o644) }, "manifest.sha256: model file checksum mismatch: want one line"},
+		{func() { rewriteManifest(t, dir, changeMean) }, ""},
+	}
+	for i, c := range cases {
+		c.damage()
+		_, err := Open(dir)
+		if c.want == "" && err != nil || c.want != "" && (!errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("case %d: Open error %v, want %q", i, err, c.want)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, DigestFile)); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := Open(dir); err != nil || b.ManifestVerified {
+		t.Errorf("without a digest file: %v, verified %v; want it to open unverified", err, b != nil && b.ManifestVerified)
+	}
+}
+
+// TestOpenRefusesSpecialFiles replaces the manifest, and then a model
+// file, with a named pipe that nobody writes to: Open refuses each at
+// once, naming it, instead of blocking.
+func TestOpenRefusesSpecialFiles(t *testing.T) {
+	m, files := testModel(t)
+	for i, name := range []string{ManifestFile, ModelFile} {
+		dir := filepath.Join(t.TempDir(), "model")
+		if err := Write(dir, m, files); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		os.Remove(path)
+		if err := syscall.Mkfifo(path, 0o644); err != nil {
+			t.Skip("no named pipes here:", err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := Open(dir); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, bounded.ErrNotRegular) || !strings.Contains(err.Error(), path) {
+				t.Errorf("case %d: %v, want ErrNotRegular naming %s", i, err, path)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("case %d: Open blocks on a named pipe as %s", i, name)
+		}
 	}
 }

@@ -12,6 +12,9 @@
 //	model.onnx              image -> scores (backbone and classifier fused)
 //	prototypes.safetensors  Prototypes: Gaussian means [K,S], covariances
 //	                        [K,S,S] and the classifier tables
+//	manifest.sha256         the SHA-256 of manifest.json (DigestFile), so the
+//	                        manifest is verified too; absent in directories
+//	                        written before it existed, which still open
 //
 // The tensor names (TensorImage, TensorFeatures, ...) are constants of this
 // package; models written before them also had top-k outputs, which
@@ -19,8 +22,10 @@
 //
 // Write replaces a directory only once the new one is complete and synced,
 // so an interrupted export never leaves a half-written model that looks
-// valid and never destroys the previous one. Open verifies every file
-// against the manifest before anything is used; its errors name the file
+// valid and never destroys the previous one. Open verifies the manifest
+// against its digest and every file against the manifest before anything
+// is used, reading only regular files and each within its known size; its
+// errors name the file
 // and wrap ErrSchemaVersion, ErrMissingFile, ErrChecksum, ErrManifest or
 // ErrPrototypes.
 package bundle

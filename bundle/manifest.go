@@ -201,7 +201,7 @@ func lookupTask(taskOf map[int]int, id int) int {
 // checkFileName accepts only plain names inside the directory, so a
 // manifest cannot point Open at files elsewhere.
 func checkFileName(name string) error {
-	if name == "" || name == ManifestFile || strings.HasPrefix(name, ".") ||
+	if name == "" || name == ManifestFile || name == DigestFile || strings.HasPrefix(name, ".") ||
 		strings.ContainsAny(name, `/\`) || filepath.Base(name) != name {
 		return fmt.Errorf("%w: file name %q is not a plain file name in the model directory", ErrManifest, name)
 	}

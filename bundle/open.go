@@ -10,9 +10,10 @@ import (
 	"io"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/bicyc/bicyc/bounded"
 )
 
 // Sentinels of Open and Bundle.ReadFile that callers branch on; the errors
@@ -38,15 +39,23 @@ type Bundle struct {
 	Dir        string
 	Manifest   Manifest
 	Prototypes Prototypes
+	// ManifestVerified reports whether manifest.json matched the digest
+	// file (DigestFile). It is false only for a directory written before
+	// bicyc wrote digests, which has none: its manifest is then trusted as
+	// it is, and the caller should say so (infer.Open prints a warning).
+	ManifestVerified bool
 }
 
 // Open reads dir/manifest.json, checks its schema_version (ErrSchemaVersion;
 // older versions are read and returned in the current version's terms)
-// and content (ErrManifest), verifies the size and SHA-256 of every listed
+// and content (ErrManifest), checks the manifest's own SHA-256 against
+// manifest.sha256 (DigestFile; ErrChecksum, and see ManifestVerified for a
+// directory without one), verifies the size and SHA-256 of every listed
 // file (ErrMissingFile, ErrChecksum) and decodes prototypes.safetensors
 // (ErrPrototypes), checking it against the manifest's classes and feature
 // dim. The ONNX files are verified but not kept in memory: use Path or
-// ReadFile.
+// ReadFile. Every file is read through bounded.OpenRegular: a named pipe
+// or device in place of a model file is refused, never waited on.
 func Open(dir string) (*Bundle, error) {
 	manifestPath := filepath.Join(dir, ManifestFile)
 	raw, err := readLimited(manifestPath, maxManifestSize)
@@ -78,6 +87,9 @@ func Open(dir string) (*Bundle, error) {
 	upgradeManifest(&b.Manifest)
 	if err := b.Manifest.Validate(); err != nil {
 		return nil, fmt.Errorf("bundle: %s: %w", manifestPath, err)
+	}
+	if b.ManifestVerified, err = checkDigest(dir, raw); err != nil {
+		return nil, err
 	}
 	for _, name := range slices.Sorted(maps.Keys(b.Manifest.Files)) {
 		if name == PrototypesFile {
@@ -158,7 +170,7 @@ func (b *Bundle) ReadFile(name string) ([]byte, error) {
 func (b *Bundle) verify(name string) error {
 	path := b.Path(name)
 	want := b.Manifest.Files[name]
-	f, err := os.Open(path)
+	f, _, err := bounded.OpenRegular(path)
 	if err != nil {
 		return openError(path, err)
 	}
@@ -189,7 +201,7 @@ func checkSum(path string, want File, size int64, sum [sha256.Size]byte) error {
 // readLimited reads a whole file, or limit+1 bytes of a longer one, so that
 // the caller sees the size mismatch without reading a huge file.
 func readLimited(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, _, err := bounded.OpenRegular(path)
 	if err != nil {
 		return nil, openError(path, err)
 	}

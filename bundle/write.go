@@ -21,8 +21,9 @@ import (
 // prototypes against it (so Write never makes a directory Open rejects), and
 // then:
 //
-//  1. writes every file and manifest.json (last) into a new hidden sibling
-//     directory ".<name>.new-*" (durable.NewDir), syncing each file;
+//  1. writes every file, manifest.json and its digest manifest.sha256
+//     (DigestFile) into a new hidden sibling directory ".<name>.new-*"
+//     (durable.NewDir), syncing each file;
 //  2. replaces dir with it (durable.ReplaceDir): on Linux one atomic
 //     exchange of the two directories, elsewhere two renames with the old
 //     model kept aside in ".<name>.old-*" until the new one is in place.
@@ -77,7 +78,11 @@ func Write(dir string, m *Manifest, files map[string][]byte) error {
 			return fmt.Errorf("bundle: write %s: %w", dir, err)
 		}
 	}
-	if err := durable.WriteFile(filepath.Join(tmp, ManifestFile), append(manifest, '\n')); err != nil {
+	manifest = append(manifest, '\n')
+	if err := durable.WriteFile(filepath.Join(tmp, ManifestFile), manifest); err != nil {
+		return fmt.Errorf("bundle: write %s: %w", dir, err)
+	}
+	if err := durable.WriteFile(filepath.Join(tmp, DigestFile), digestOf(manifest)); err != nil {
 		return fmt.Errorf("bundle: write %s: %w", dir, err)
 	}
 	if err := durable.ReplaceDir(tmp, dir); err != nil {

@@ -89,7 +89,7 @@ func tinyImageNetFiles(src string) ([]layoutFile, error) {
 	}
 	var out []layoutFile
 	for _, class := range classes {
-		files, err := imageFiles(filepath.Join(src, "train", class))
+		files, err := imageFiles(filepath.Join(src, "train", class), nil)
 		if err != nil {
 			return nil, err
 		}

@@ -43,6 +43,10 @@ type Dataset struct {
 	ClassNames              []string
 	Source                  string
 	Photos                  *Photos
+	// Skipped lists, one message each naming the path, the image-named
+	// entries of an image folder that were not read because they are not
+	// regular files (named pipes, devices, sockets).
+	Skipped []string
 }
 
 // Len returns the number of images.

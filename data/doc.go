@@ -14,13 +14,17 @@
 // sub-folder per class (PNG, JPEG, GIF, BMP, TIFF, WebP); LoadPhotoFolders
 // also keeps the training images at load resolution (Photos) for random
 // resized crops, and ConvertLayout rewrites TinyImageNet and CUB-200-2011
-// into that layout. Open dispatches on a Source. Loaders never panic on outside data: malformed files return an
-// error that names the file and the problem and wraps one of the sentinels
-// ErrFormat, ErrLabelRange, ErrEmptyClass, ErrClassMismatch or ErrLayout
-// (or fs.ErrNotExist for a missing file); ErrPreprocess, ErrTaskStream and
-// ErrSource mark invalid configuration. Sizes read from headers are checked
-// against limits and against the data actually present before memory is
-// committed to them.
+// into that layout. Open dispatches on a Source. DecodeImage is bicyc's one
+// image decoder, for training's image folders and for inference alike: one
+// pixel limit (MaxImagePixels), a byte limit (MaxImageBytes), no panics;
+// ImageFiles is its one directory walk, which never opens a named pipe,
+// device or socket. Loaders never panic on outside data: malformed files
+// return an error that names the file and the problem and wraps one of the
+// sentinels ErrFormat, ErrLabelRange, ErrEmptyClass, ErrClassMismatch or
+// ErrLayout (or fs.ErrNotExist for a missing file); ErrPreprocess,
+// ErrTaskStream and ErrSource mark invalid configuration. Sizes read from
+// headers are checked against limits and against the data actually present
+// before memory is committed to them.
 //
 // Preprocessing. Preprocess.Image is the one test-time preprocessing
 // function: evaluation during training and the ONNX inference side both call

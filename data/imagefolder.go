@@ -1,9 +1,9 @@
 package data
 
 import (
+	"errors"
 	"fmt"
 	"image"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,30 +12,21 @@ import (
 	"strings"
 	"sync"
 
-	// Decoders for image.Decode, registered for image folders and for
-	// callers of Preprocess that decode with image.Decode.
-	_ "image/gif"
-	_ "image/jpeg"
-	_ "image/png"
-
-	_ "golang.org/x/image/bmp"
-	_ "golang.org/x/image/tiff"
-	_ "golang.org/x/image/webp"
+	"github.com/bicyc/bicyc/bounded"
 )
-
-// ImageExtensions are the file name extensions (lower case) that image
-// folders read; other files are ignored. Each has a decoder registered by
-// this package.
-var ImageExtensions = []string{".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff", ".webp"}
 
 // LoadImageFolder reads a dataset stored as one sub-folder of root per class,
 // in the layout of torchvision's ImageFolder: the sorted sub-folder names are
 // the class names and their indices the labels. Each class folder is walked
-// recursively in lexical order; files with an ImageExtensions extension (any
-// case) are decoded (the format is detected from the content) and turned
-// into uint8 CHW by p.Pixels, the same conversion inference applies. Hidden
-// files and folders (name starting with ".") and other files are skipped.
-// Only p's Channels, Height, Width and Background matter here.
+// recursively in lexical order (ImageFiles); files with an ImageExtensions
+// extension (any case) are decoded by DecodeImageFile (the format is
+// detected from the content, at most MaxImagePixels) and turned into uint8
+// CHW by p.Pixels, the same conversion inference applies, before the next
+// one is decoded, so memory holds at most one decoded image per CPU. Hidden
+// files and folders (name starting with ".") and other files are skipped;
+// image-named files that are not regular files (named pipes, devices,
+// sockets) are skipped without being opened and listed in the Dataset's
+// Skipped. Only p's Channels, Height, Width and Background matter here.
 //
 // Errors name the folder or file and wrap ErrPreprocess (invalid p),
 // ErrEmptyClass (a class folder without images, or no class folder at
@@ -128,28 +119,26 @@ func loadImageFolder(root string, classes []string, p Preprocess, loadSide int) 
 	if err := p.checkGeometry(); err != nil {
 		return nil, fmt.Errorf("data: image folder %s: %w", root, err)
 	}
-	var files []string
-	var labels []int
-	for label, class := range classes {
-		classFiles, err := imageFiles(filepath.Join(root, class))
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range classFiles {
-			files = append(files, f)
-			labels = append(labels, label)
-		}
-	}
 	ds := &Dataset{
 		Name:       filepath.Base(filepath.Clean(root)),
 		Channels:   p.Channels,
 		Height:     p.Height,
 		Width:      p.Width,
-		Pixels:     make([]uint8, len(files)*p.ImageSize()),
-		Labels:     labels,
 		ClassNames: slices.Clone(classes),
 		Source:     root,
 	}
+	var files []string
+	for label, class := range classes {
+		classFiles, err := imageFiles(filepath.Join(root, class), ds)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range classFiles {
+			files = append(files, f)
+			ds.Labels = append(ds.Labels, label)
+		}
+	}
+	ds.Pixels = make([]uint8, len(files)*p.ImageSize())
 	if loadSide > 0 {
 		ds.Photos = &Photos{Channels: p.Channels, Pixels: make([][]uint8, len(files)), Sizes: make([]image.Point, len(files))}
 	}
@@ -159,10 +148,16 @@ func loadImageFolder(root string, classes []string, p Preprocess, loadSide int) 
 	return ds, nil
 }
 
-// imageFiles walks dir in lexical order and returns its image files.
-func imageFiles(dir string) ([]string, error) {
-	var files []string
-	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+// ImageFiles walks dir recursively in lexical order and returns its image
+// files (IsImageFile), symbolic links to regular files included. Hidden
+// files and folders (name starting with ".") are passed over. Image-named
+// entries that are not regular files - named pipes, devices, sockets,
+// links to them - are never opened (a pipe would block the walk forever):
+// each is one error in skipped, naming the path and wrapping
+// bounded.ErrNotRegular. err is the first error of the walk itself (an
+// unreadable folder), naming the path.
+func ImageFiles(dir string) (files []string, skipped []error, err error) {
+	err = filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -172,13 +167,50 @@ func imageFiles(dir string) ([]string, error) {
 			}
 			return nil
 		}
-		if !e.IsDir() && slices.Contains(ImageExtensions, strings.ToLower(filepath.Ext(path))) {
-			files = append(files, path)
+		if e.IsDir() || !IsImageFile(path) {
+			return nil
 		}
+		mode := e.Type()
+		if mode&fs.ModeSymlink != 0 {
+			info, err := os.Stat(path)
+			if err != nil {
+				skipped = append(skipped, fmt.Errorf("%s: %w", path, unwrapPath(err)))
+				return nil
+			}
+			mode = info.Mode()
+		}
+		if !mode.IsRegular() {
+			skipped = append(skipped, fmt.Errorf("%s: %w (%s)", path, bounded.ErrNotRegular, bounded.Kind(mode)))
+			return nil
+		}
+		files = append(files, path)
 		return nil
 	})
+	return files, skipped, err
+}
+
+// unwrapPath drops the path of a file-system error, for messages that
+// start with it already.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// imageFiles lists the images of one class folder; skipped files are
+// appended to ds.Skipped (dropped when ds is nil: a layout conversion
+// copies image files only).
+func imageFiles(dir string, ds *Dataset) ([]string, error) {
+	files, skipped, err := ImageFiles(dir)
 	if err != nil {
 		return nil, fmt.Errorf("data: image folder: %w", err)
+	}
+	for _, s := range skipped {
+		if ds != nil {
+			ds.Skipped = append(ds.Skipped, s.Error())
+		}
 	}
 	if len(files) == 0 {
 		return nil, fmt.Errorf("data: %s: %w: no image files (%s)", dir, ErrEmptyClass, strings.Join(ImageExtensions, " "))
@@ -240,37 +272,4 @@ func storeImage(ds *Dataset, i int, img image.Image, p Preprocess, loadSide int)
 		}
 	}
 	p.pixelsOf(rgba, view)
-}
-
-// MaxImagePixels bounds the width*height an image header may declare
-// (64 megapixels): a larger image is refused before its pixels are
-// allocated, so a crafted header cannot exhaust memory.
-const MaxImagePixels = 1 << 26
-
-// DecodeImageFile opens and decodes one image file of any registered format
-// (PNG, JPEG, GIF, BMP, TIFF, WebP), detected from its content. Errors name
-// the file and wrap ErrFormat when the content does not decode or declares
-// more than MaxImagePixels pixels, or the os error (fs.ErrNotExist, ...) when
-// the file cannot be read.
-func DecodeImageFile(path string) (image.Image, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("data: %w", err)
-	}
-	defer f.Close()
-	cfg, _, err := image.DecodeConfig(f)
-	if err != nil {
-		return nil, fmt.Errorf("data: %s: %w: decode image header: %w", path, ErrFormat, err)
-	}
-	if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > MaxImagePixels {
-		return nil, fmt.Errorf("data: %s: %w: image header declares %dx%d pixels, want 1 to %d", path, ErrFormat, cfg.Width, cfg.Height, MaxImagePixels)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("data: %s: %w", path, err)
-	}
-	img, _, err := image.Decode(f)
-	if err != nil {
-		return nil, fmt.Errorf("data: %s: %w: decode image: %w", path, ErrFormat, err)
-	}
-	return img, nil
 }

@@ -1,11 +1,8 @@
 package infer
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"image"
 	"io/fs"
 	"math"
 	"os"
@@ -118,22 +115,25 @@ type Added struct {
 // AddClasses writes outDir, a new model directory that is modelDir plus
 // the given classes, without retraining and without keeping the images
 // (exemplar-free). It opens modelDir with opts, embeds every image with its
-// backbone (Embed), estimates each new class's Gaussian (gauss.Estimate),
-// and builds the classifier over old and new prototypes with the model's
-// own options (shrinkage, normalisation), so new classes are scored exactly
+// backbone (as Embed does; each file is read like ClassifyFile, regular
+// files only, and reduced to the model's input before the next is
+// decoded), estimates each new class's Gaussian (gauss.Estimate), and
+// builds the classifier over old and new prototypes with the model's own
+// options (shrinkage, normalisation), so new classes are scored exactly
 // like trained ones. The new classes get the next free class IDs, in the
 // order given, form one new task, and record their image count in
 // bundle.Class.AddedImages; a calibration is extended to them
 // (gauss.Calibration.WithClasses). outDir is written through bundle.Write
-// (atomic, checksummed) and must not exist yet or be empty; modelDir is
-// never modified.
+// (atomic, checksummed, manifest digest: it opens with ManifestVerified)
+// and must not exist yet or be empty; modelDir is never modified.
 //
 // Errors: fewer than MinAddImages images (ErrTooFewImages), a name that is
 // empty, repeated or already a class of the model (ErrDuplicateClass), an
-// unreadable image (naming the file), or a modelDir whose manifest changed
-// while the images were embedded (ErrModelChanged).
+// unreadable image or a named pipe or device (bounded.ErrNotRegular), each
+// naming the file, or a modelDir whose manifest changed while the images
+// were embedded (ErrModelChanged).
 func AddClasses(modelDir, outDir string, classes []LabelledImages, opts ...Option) (Added, error) {
-	manifestSum, err := manifestDigest(modelDir)
+	manifestSum, err := bundle.ManifestSum(modelDir)
 	if err != nil {
 		return Added{}, err
 	}
@@ -156,7 +156,7 @@ func AddClasses(modelDir, outDir string, classes []LabelledImages, opts ...Optio
 	if err != nil {
 		return Added{}, fmt.Errorf("add classes to %s: %w", modelDir, err)
 	}
-	if now, err := manifestDigest(modelDir); err != nil || now != manifestSum {
+	if now, err := bundle.ManifestSum(modelDir); err != nil || now != manifestSum {
 		return Added{}, fmt.Errorf("%s: %w; run add-classes again on the new version", modelDir, ErrModelChanged)
 	}
 	if err := bundle.Write(outDir, m, files); err != nil {
@@ -168,17 +168,6 @@ func AddClasses(modelDir, outDir string, classes []LabelledImages, opts ...Optio
 // afterEmbed runs between embedding and the final check of the model
 // directory; tests replace it to change the directory underneath.
 var afterEmbed = func(string) {}
-
-// manifestDigest returns the SHA-256 of dir's manifest.json, which lists
-// the checksum of every other file, so an unchanged digest means an
-// unchanged model.
-func manifestDigest(dir string) ([sha256.Size]byte, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, bundle.ManifestFile))
-	if err != nil {
-		return [sha256.Size]byte{}, fmt.Errorf("model %s: %w", dir, err)
-	}
-	return sha256.Sum256(raw), nil
-}
 
 // checkNewClasses enforces unique, non-empty names and enough images.
 func checkNewClasses(existing []bundle.Class, classes []LabelledImages) error {
@@ -240,8 +229,8 @@ func embedClasses(modelDir string, classes []LabelledImages, opts []Option) ([]g
 	out := make([]gauss.Gaussian, len(classes))
 	for i, class := range classes {
 		features := make([]float32, 0, len(class.Files)*s)
-		err := c.eachBatch(class, func(imgs []image.Image) error {
-			rows, err := c.Embed(imgs)
+		err := c.eachBatch(class, func(batch []float32, shape []int64) error {
+			rows, err := c.embedNCHW(batch, shape)
 			for _, r := range rows {
 				features = append(features, r...)
 			}
@@ -257,14 +246,13 @@ func embedClasses(modelDir string, classes []LabelledImages, opts []Option) ([]g
 	return out, nil
 }
 
-// eachBatch decodes the images of class embedBatch at a time, so memory
-// stays bounded, and calls f on each batch; errors name the class.
-func (c *Classifier) eachBatch(class LabelledImages, f func([]image.Image) error) error {
+// eachBatch reduces the images of class to the model's input one at a
+// time (prepareFile) and calls f on each NCHW batch of embedBatch of them,
+// so memory stays bounded however many images a class has and however
+// large each is; errors name the class.
+func (c *Classifier) eachBatch(class LabelledImages, f func(batch []float32, shape []int64) error) error {
 	for start := 0; start < len(class.Files); start += embedBatch {
-		imgs, err := c.decodeFiles(class.Files[start:min(start+embedBatch, len(class.Files))])
-		if err == nil {
-			err = f(imgs)
-		}
+		err := c.eachBatchOf(class.Files[start:min(start+embedBatch, len(class.Files))], f)
 		if err != nil {
 			return fmt.Errorf("class %q: %w", class.Name, err)
 		}
@@ -272,20 +260,19 @@ func (c *Classifier) eachBatch(class LabelledImages, f func([]image.Image) error
 	return nil
 }
 
-// decodeFiles decodes image files with the Classifier's pixel limit;
-// errors name the file.
-func (c *Classifier) decodeFiles(paths []string) ([]image.Image, error) {
-	imgs := make([]image.Image, len(paths))
+func (c *Classifier) eachBatchOf(paths []string, f func(batch []float32, shape []int64) error) error {
+	inputs := make([]Input, len(paths))
 	for i, p := range paths {
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		if imgs[i], _, err = DecodeImage(bytes.NewReader(raw), c.maxPixels); err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
+		var err error
+		if inputs[i], err = c.prepareFile(p); err != nil {
+			return err
 		}
 	}
-	return imgs, nil
+	batch, shape, err := c.stack(inputs)
+	if err != nil {
+		return err
+	}
+	return f(batch, shape)
 }
 
 // extend builds the manifest and files of b plus the new classes.

@@ -11,8 +11,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/bicyc/bicyc/bounded"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
 )
@@ -98,9 +100,13 @@ func TestAddClasses(t *testing.T) {
 	if dirDigest(t, f.oneTask) != before {
 		t.Fatal("the original model changed")
 	}
+	if b, err := bundle.Open(out); err != nil || !b.ManifestVerified {
+		t.Fatalf("the new model does not open with a verified manifest (%s): %v", bundle.DigestFile, err)
+	}
 	// Folders are read in name order: Bag, then Sandal, in a second task
 	// (tasks are numbered from 1).
 	if len(added.Classes) != 2 || added.Classes[0] != (bundle.Class{ID: 5, Name: "Bag", Task: 2, AddedImages: fixturePerClass}) ||
+
 		added.Classes[1].Name != "Sandal" || added.Classes[1].ID != 6 {
 		t.Fatalf("added %+v", added.Classes)
 	}
@@ -153,6 +159,11 @@ func TestAddClassesRejectsBadInput(t *testing.T) {
 	writeClassFolder(t, f, few, []int{5}, 0, MinAddImages-1)
 	dup := filepath.Join(root, "dup")
 	writeClassFolder(t, f, dup, []int{1}, 0, MinAddImages) // "Trouser" is class 1 of the model
+	pipe := filepath.Join(root, "pipe")
+	writeClassFolder(t, f, pipe, []int{5}, 0, MinAddImages)
+	if err := syscall.Mkfifo(filepath.Join(pipe, "Sandal", "pipe.png"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	before := dirDigest(t, f.oneTask)
 	for i, tc := range []struct {
 		from     string
@@ -162,6 +173,8 @@ func TestAddClassesRejectsBadInput(t *testing.T) {
 	}{
 		{few, nil, ErrTooFewImages, `class "Sandal": too few images for a class: 4 images, want at least 5`},
 		{dup, nil, ErrDuplicateClass, `"Trouser" is already class 1 of the model`},
+		// Refused at once, never waited on for a writer.
+		{pipe, nil, bounded.ErrNotRegular, filepath.Join(pipe, "Sandal", "pipe.png") + ": not a regular file (named pipe)"},
 		{good, func() {
 			afterEmbed = func(dir string) {
 				raw, _ := os.ReadFile(filepath.Join(dir, bundle.ManifestFile))

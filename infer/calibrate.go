@@ -2,7 +2,6 @@ package infer
 
 import (
 	"fmt"
-	"image"
 	"maps"
 	"slices"
 	"strconv"
@@ -26,7 +25,7 @@ func Calibrate(modelDir, outDir string, heldOut []LabelledImages, acceptRate flo
 	if !(acceptRate > 0 && acceptRate <= 1) {
 		return nil, fmt.Errorf("acceptance rate %v: want a value in (0, 1]", acceptRate)
 	}
-	manifestSum, err := manifestDigest(modelDir)
+	manifestSum, err := bundle.ManifestSum(modelDir)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +56,7 @@ func Calibrate(modelDir, outDir string, heldOut []LabelledImages, acceptRate flo
 			return nil, err
 		}
 	}
-	if now, err := manifestDigest(modelDir); err != nil || now != manifestSum {
+	if now, err := bundle.ManifestSum(modelDir); err != nil || now != manifestSum {
 		return nil, fmt.Errorf("%s: %w; calibrate the new version", modelDir, ErrModelChanged)
 	}
 	if err := bundle.Write(outDir, &m, files); err != nil {
@@ -98,8 +97,8 @@ func scoreClasses(modelDir string, classes []LabelledImages, opts []Option) ([]f
 	defer c.Close()
 	var out []float32
 	for _, class := range classes {
-		err := c.eachBatch(class, func(imgs []image.Image) error {
-			s, err := c.scores(imgs)
+		err := c.eachBatch(class, func(batch []float32, shape []int64) error {
+			s, err := c.runModel(batch, shape)
 			out = append(out, s...)
 			return err
 		})

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/gauss"
 )
 
@@ -51,6 +52,9 @@ func TestCalibrateAcceptRate(t *testing.T) {
 	}
 	if cal.HeldOutImages != 1000 || cal.AcceptRate != 0.95 {
 		t.Fatalf("calibration %+v", cal)
+	}
+	if b, err := bundle.Open(out); err != nil || !b.ManifestVerified {
+		t.Fatalf("the calibrated model does not open with a verified manifest: %v", err)
 	}
 	var test []image.Image
 	count := make([]int, 10)

@@ -6,9 +6,9 @@ import (
 	"image"
 	"io"
 	"math"
-	"os"
 	"sync"
 
+	"github.com/bicyc/bicyc/bounded"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
 )
@@ -47,7 +47,8 @@ type Classifier struct {
 }
 
 // Open loads the model bundle in dir: it verifies the manifest and file
-// checksums (bundle.Open), initialises ONNX Runtime if this process has not
+// checksums (bundle.Open; a directory from before manifest digests opens
+// with a warning line on the WithLog writer), initialises ONNX Runtime if this process has not
 // yet (InitRuntime), and creates the ONNX Runtime sessions once, with the
 // execution provider the options ask for. It then runs each model once on
 // a blank batch of one, so a model that does not match its manifest fails
@@ -70,6 +71,9 @@ func Open(dir string, opts ...Option) (*Classifier, error) {
 	b, err := bundle.Open(dir)
 	if err != nil {
 		return nil, err
+	}
+	if !b.ManifestVerified {
+		fmt.Fprintf(cfg.log, "warning: model %s has no %s (exported by an older bicyc), so its manifest is not verified; export it again to verify it\n", dir, bundle.DigestFile)
 	}
 	m := b.Manifest
 	// File, input and output names: the bundle's contract (package bundle).
@@ -205,12 +209,78 @@ func (c *Classifier) ClassifyBatch(imgs []image.Image) ([]Result, error) {
 	if len(imgs) == 0 {
 		return nil, nil
 	}
-	scores, err := c.scores(imgs)
+	batch, shape, err := c.preprocess(imgs)
 	if err != nil {
 		return nil, err
 	}
+	return c.classifyNCHW(batch, shape)
+}
+
+// Input is one image reduced to the model's input by the manifest's
+// preprocessing: C*H*W float32 values, CHW. It is small where a decoded
+// image can take hundreds of megabytes (a 4096x4096 16-bit PNG decodes to
+// 128 MiB, its Input for a 28x28 gray model is 3 KiB), so a caller that
+// gathers a batch from many images keeps Inputs rather than images: decode
+// one, Prepare it, let the image go, decode the next. The zero Input is
+// not valid; make one with Prepare or PrepareReader.
+type Input struct{ x []float32 }
+
+// Prepare reduces img to the model's input, as ClassifyBatch does.
+func (c *Classifier) Prepare(img image.Image) (Input, error) {
+	if img == nil {
+		return Input{}, errors.New("image is nil")
+	}
+	return Input{c.pre.Image(img)}, nil
+}
+
+// PrepareReader decodes one image from r (DecodeImage, with the
+// WithMaxPixels limit) and reduces it to the model's input. It reads r to
+// the end of the image, at most data.MaxImageBytes bytes.
+func (c *Classifier) PrepareReader(r io.Reader) (Input, error) {
+	img, _, err := DecodeImage(r, c.maxPixels)
+	if err != nil {
+		return Input{}, err
+	}
+	return c.Prepare(img)
+}
+
+// ClassifyInputs classifies prepared inputs with one run of model.onnx and
+// returns one Result per input, in order; see ClassifyBatch. An input not
+// made by this Classifier's Prepare (the zero Input, or one of another
+// model's size) is an error naming its index.
+func (c *Classifier) ClassifyInputs(inputs []Input) ([]Result, error) {
+	if len(inputs) == 0 {
+		return nil, nil
+	}
+	batch, shape, err := c.stack(inputs)
+	if err != nil {
+		return nil, err
+	}
+	return c.classifyNCHW(batch, shape)
+}
+
+// stack joins prepared inputs into one NCHW batch.
+func (c *Classifier) stack(inputs []Input) ([]float32, []int64, error) {
+	size := c.pre.ImageSize()
+	batch := make([]float32, 0, len(inputs)*size)
+	for i, in := range inputs {
+		if len(in.x) != size {
+			return nil, nil, fmt.Errorf("input %d has %d values, want %d: make inputs with this model's Prepare", i, len(in.x), size)
+		}
+		batch = append(batch, in.x...)
+	}
+	return batch, c.batchShape(len(inputs)), nil
+}
+
+// classifyNCHW runs model.onnx on a preprocessed batch and ranks the
+// classes of each image.
+func (c *Classifier) classifyNCHW(batch []float32, shape []int64) ([]Result, error) {
 	k := len(c.classes)
-	results := make([]Result, len(imgs))
+	scores, err := c.runModel(batch, shape)
+	if err != nil {
+		return nil, err
+	}
+	results := make([]Result, shape[0])
 	for i := range results {
 		preds, err := rankClasses(scores[i*k:(i+1)*k], c.classes, c.topK)
 		if err != nil {
@@ -222,39 +292,56 @@ func (c *Classifier) ClassifyBatch(imgs []image.Image) ([]Result, error) {
 	return results, nil
 }
 
-// scores runs model.onnx on the preprocessed images: [N, K] row-major.
-func (c *Classifier) scores(imgs []image.Image) ([]float32, error) {
-	batch, shape, err := c.preprocess(imgs)
-	if err != nil {
-		return nil, err
-	}
+// runModel runs model.onnx on a preprocessed NCHW batch: scores [N, K]
+// row-major.
+func (c *Classifier) runModel(batch []float32, shape []int64) ([]float32, error) {
 	k := len(c.classes)
 	return c.runLocked(func() ([]float32, error) { return c.model.run(batch, shape, k) })
 }
 
 // ClassifyFile decodes the image file at path (DecodeImage, with the
-// WithMaxPixels limit) and classifies it. Errors name the file.
+// WithMaxPixels limit) and classifies it. Only a regular file is read: a
+// named pipe or device is refused at once (bounded.ErrNotRegular; use
+// ClassifyReader to read one). Errors name the file.
 func (c *Classifier) ClassifyFile(path string) (Result, error) {
-	f, err := os.Open(path)
+	in, err := c.prepareFile(path)
 	if err != nil {
 		return Result{}, err
 	}
-	defer f.Close()
-	res, err := c.ClassifyReader(f)
+	rs, err := c.ClassifyInputs([]Input{in})
 	if err != nil {
 		return Result{}, fmt.Errorf("%s: %w", path, err)
 	}
-	return res, nil
+	return rs[0], nil
 }
 
-// ClassifyReader decodes one image from r (DecodeImage, with the
-// WithMaxPixels limit) and classifies it. It reads r to the end.
+// prepareFile decodes the regular file at path (PrepareReader) and
+// reduces it to the model's input; errors name the file.
+func (c *Classifier) prepareFile(path string) (Input, error) {
+	f, _, err := bounded.OpenRegular(path)
+	if err != nil {
+		return Input{}, err
+	}
+	defer f.Close()
+	in, err := c.PrepareReader(f)
+	if err != nil {
+		return Input{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return in, nil
+}
+
+// ClassifyReader decodes one image from r (PrepareReader) and classifies
+// it. It reads r to the end of the image, at most data.MaxImageBytes bytes.
 func (c *Classifier) ClassifyReader(r io.Reader) (Result, error) {
-	img, _, err := DecodeImage(r, c.maxPixels)
+	in, err := c.PrepareReader(r)
 	if err != nil {
 		return Result{}, err
 	}
-	return c.Classify(img)
+	rs, err := c.ClassifyInputs([]Input{in})
+	if err != nil {
+		return Result{}, err
+	}
+	return rs[0], nil
 }
 
 // Embed returns the backbone feature of every image, [N][S] with S the
@@ -268,6 +355,12 @@ func (c *Classifier) Embed(imgs []image.Image) ([][]float32, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.embedNCHW(batch, shape)
+}
+
+// embedNCHW runs backbone.onnx on a preprocessed NCHW batch: one feature
+// row per image.
+func (c *Classifier) embedNCHW(batch []float32, shape []int64) ([][]float32, error) {
 	s := c.manifest.FeatureDim
 	features, err := c.runLocked(func() ([]float32, error) { return c.backbone.run(batch, shape, s) })
 	if err != nil {
@@ -318,8 +411,12 @@ func (c *Classifier) preprocess(imgs []image.Image) ([]float32, []int64, error) 
 		}
 		copy(batch[i*size:], c.pre.Image(img))
 	}
-	shape := []int64{int64(len(imgs)), int64(c.pre.Channels), int64(c.pre.Height), int64(c.pre.Width)}
-	return batch, shape, nil
+	return batch, c.batchShape(len(imgs)), nil
+}
+
+// batchShape is the NCHW shape of a batch of n images.
+func (c *Classifier) batchShape(n int) []int64 {
+	return []int64{int64(n), int64(c.pre.Channels), int64(c.pre.Height), int64(c.pre.Width)}
 }
 
 // runLocked runs f under the read lock, unless the Classifier is closed.

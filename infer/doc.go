@@ -23,13 +23,17 @@
 //
 // DecodeImage reads PNG, JPEG, GIF, BMP, TIFF and WebP in any colour model
 // and refuses, from the header alone, images larger than WithMaxPixels
-// (decompression bombs). The decoded image then goes through the bundle's
-// preprocessing, data.Preprocess.Image: the same function training used
-// for its test-time input, so the two cannot disagree. Its resize mode comes
-// from the manifest: center-crop resizes the shorter side and crops the
-// centre (a photo of any aspect ratio is cropped, not squashed); squash, or
-// no mode in manifests that predate it, resizes the whole image. Network
-// inputs are float32 NCHW.
+// (decompression bombs), reading at most data.MaxImageBytes; it is
+// data.DecodeImage, the decoder training's image folders use too. The
+// decoded image then goes through the bundle's preprocessing,
+// data.Preprocess.Image: the same function training used for its
+// test-time input, so the two cannot disagree. Its resize mode comes from
+// the manifest: center-crop resizes the shorter side and crops the centre
+// (a photo of any aspect ratio is cropped, not squashed); squash, or no mode
+// in manifests that predate it, resizes the whole image. Network inputs are
+// float32 NCHW. Prepare reduces an image to its Input, small whatever the
+// image's size; a caller batching many large images keeps Inputs, not
+// images, and classifies them with ClassifyInputs.
 //
 // # Scores
 //

@@ -133,7 +133,7 @@ func FuzzDecodeAndPreprocess(f *testing.F) {
 			if errors.Is(err, ErrImageTooLarge) {
 				return
 			}
-		} else if !slices.Contains(formatNames, format) || img.Bounds().Empty() {
+		} else if !slices.Contains([]string{"png", "jpeg", "gif", "bmp", "tiff", "webp"}, format) || img.Bounds().Empty() {
 			t.Fatalf("decoded a %v image of format %q", img.Bounds(), format)
 		}
 		if err := os.WriteFile(path, b, 0o644); err != nil {

@@ -6,14 +6,17 @@ import (
 	"io"
 	"math"
 	"os"
+
+	"github.com/bicyc/bicyc/data"
 )
 
 // DefaultMaxPixels is the largest width*height an image header may declare
-// before infer refuses to decode it (16 Mpx, e.g. 4096x4096): a guard
-// against decompression bombs, whose small files declare huge images. Go's
-// decoders need up to about 9 bytes per declared pixel (measured: an 84 KB
-// 8192x8192 gray PNG took 585 MB), so 16 Mpx bounds one image near 150 MB.
-const DefaultMaxPixels = 16 << 20
+// before infer refuses to decode it: data.MaxImagePixels (16 Mpx, e.g.
+// 4096x4096), the limit training's image folders use too. A guard against
+// decompression bombs, whose small files declare huge images; one image of
+// this size peaks near 256 MiB while it is decoded and reduced to the
+// network's input.
+const DefaultMaxPixels = data.MaxImagePixels
 
 // DefaultThreads is the default number of ONNX Runtime intra-op threads per
 // session. One thread per call, with calls running in parallel, keeps p99
@@ -80,8 +83,10 @@ func WithFP16(on bool) Option { return func(c *config) { c.fp16 = on } }
 // (default DefaultMaxPixels); larger images are refused before decoding.
 func WithMaxPixels(n int64) Option { return func(c *config) { c.maxPixels = n } }
 
-// WithLog sets where ProviderAuto writes its one line saying which provider
-// runs and why the others do not (default os.Stderr; nil discards it).
+// WithLog sets where Open writes its notices (default os.Stderr; nil
+// discards them): ProviderAuto's one line saying which provider runs and
+// why the others do not, and a warning for a model directory whose
+// manifest has no digest to verify it against (bundle.DigestFile).
 func WithLog(w io.Writer) Option { return func(c *config) { c.log = w } }
 
 // WithAcceptRate sets the share of known-class images the Classifier

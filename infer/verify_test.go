@@ -72,23 +72,13 @@ func TestOpenVerifiesSchemaVersion(t *testing.T) {
 	versions := []any{nil, 0, bundle.SchemaVersion + 1, "1"}
 	for i, v := range versions {
 		dir := copyBundle(t, f.twoTasks)
-		path := filepath.Join(dir, bundle.ManifestFile)
-		var m map[string]any
-		if err := json.Unmarshal(readFile(t, path), &m); err != nil {
-			t.Fatal(err)
-		}
-		if v == nil {
-			delete(m, "schema_version")
-		} else {
-			m["schema_version"] = v
-		}
-		b, err := json.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		rewriteManifest(t, filepath.Join(dir, bundle.ManifestFile), func(m map[string]any) {
+			if v == nil {
+				delete(m, "schema_version")
+			} else {
+				m["schema_version"] = v
+			}
+		})
 		c, err := Open(dir, WithProvider(ProviderCPU), WithLog(nil))
 		if err == nil {
 			c.Close()
@@ -100,5 +90,55 @@ func TestOpenVerifiesSchemaVersion(t *testing.T) {
 		if !errors.Is(err, wantErr) || !strings.Contains(err.Error(), "manifest.json") {
 			t.Errorf("case %d: schema_version %v: error %v, want %v naming manifest.json", i, v, err, wantErr)
 		}
+	}
+}
+
+// TestOpenVerifiesManifest edits preprocess.mean in manifest.json, an edit
+// that would otherwise change every prediction silently: Open refuses it
+// with bundle.ErrChecksum naming the manifest. Without the digest file (a
+// directory exported by an older bicyc) the same directory opens and Open
+// warns that its manifest is not verified.
+func TestOpenVerifiesManifest(t *testing.T) {
+	f := loadFixture(t)
+	dir := copyBundle(t, f.twoTasks)
+	path := filepath.Join(dir, bundle.ManifestFile)
+	rewriteManifest(t, path, func(m map[string]any) { m["preprocess"].(map[string]any)["mean"] = []float64{0.9} })
+	c, err := Open(dir, WithProvider(ProviderCPU), WithLog(nil))
+	if err == nil {
+		c.Close()
+	}
+	if !errors.Is(err, bundle.ErrChecksum) || !strings.Contains(err.Error(), path) {
+		t.Errorf("edited mean: %v, want ErrChecksum naming %s", err, path)
+	}
+	legacy := copyBundle(t, f.twoTasks)
+	if err := os.Remove(filepath.Join(legacy, bundle.DigestFile)); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	c, err = Open(legacy, WithProvider(ProviderCPU), WithLog(&log))
+	if err != nil {
+		t.Fatalf("a model without manifest.sha256 does not open: %v", err)
+	}
+	c.Close()
+	if !strings.Contains(log.String(), "warning: model "+legacy+" has no manifest.sha256") {
+		t.Errorf("no warning for an unverified manifest; log %q", log.String())
+	}
+}
+
+// rewriteManifest decodes the manifest at path as generic JSON, applies
+// edit and writes it back (leaving its digest as it was).
+func rewriteManifest(t *testing.T, path string, edit func(map[string]any)) {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(readFile(t, path), &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

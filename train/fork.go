@@ -85,8 +85,11 @@ func Fork(src string, cfg config.Config, dir string, opts Options) (*Run, error)
 	if st.Completed != 1 {
 		return nil, fmt.Errorf("fork from %s: checkpoint records %d completed tasks, want 1", ckpt, st.Completed)
 	}
-	r, err := startRun(cfg, dir, opts)
+	r, err := prepareRun(cfg, dir, opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.createDir(opts.Log); err != nil {
 		return nil, err
 	}
 	r.stream = data.TaskStream{Order: rec.Order, Tasks: rec.Tasks}

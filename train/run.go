@@ -67,12 +67,14 @@ type Options struct {
 }
 
 // New creates the run directory dir (which must not hold a run already),
-// loads the data, draws the task stream and initialises the backbone.
+// loads the data, draws the task stream and initialises the backbone. The
+// directory is created only once all of that has succeeded: a
+// configuration that fails, here or in cfg.Validate, leaves nothing behind.
 func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r, err := startRun(cfg, dir, opts)
+	r, err := prepareRun(cfg, dir, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +92,9 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 		return nil, err
 	}
 	r.state = &State{Backbone: b, Prototypes: map[int]gauss.Gaussian{}, ClassCounts: map[int]int{}}
+	if err := r.createDir(opts.Log); err != nil {
+		return nil, err
+	}
 	// stream.json first: config.yaml marks a run that can be resumed.
 	if err := writeJSON(filepath.Join(dir, "stream.json"), r.streamRecord()); err != nil {
 		return nil, err
@@ -102,24 +107,36 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 	return r, nil
 }
 
-// startRun creates the run directory dir, which must not hold a run yet,
-// opens its log and loads the data: the start New and Fork share.
-func startRun(cfg config.Config, dir string, opts Options) (*Run, error) {
+// prepareRun checks that dir holds no run yet and loads the data, writing
+// nothing: the start New and Fork share. createDir comes once everything
+// else is known to work.
+func prepareRun(cfg config.Config, dir string, opts Options) (*Run, error) {
 	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); err == nil {
 		return nil, fmt.Errorf("%s already holds a run: resume it with --resume, or choose another run name", dir)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
 	r := &Run{dir: dir, cfg: cfg, progress: opts.Progress, stopAfter: opts.StopAfter}
 	useCPU(cfg.Threads)
-	if err := r.openLog(opts.Log); err != nil {
-		return nil, err
-	}
 	if err := r.loadData(); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// createDir creates the run directory and opens its log, which then lists
+// the files the image folders skipped.
+func (r *Run) createDir(log io.Writer) error {
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		return err
+	}
+	if err := r.openLog(log); err != nil {
+		return err
+	}
+	for _, ds := range []*data.Dataset{r.train, r.test} {
+		for _, skipped := range ds.Skipped {
+			r.log.printf("skipped %s", skipped)
+		}
+	}
+	return nil
 }
 
 // Resume reopens the run in dir after its last completed task, with the

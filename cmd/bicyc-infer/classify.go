@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
 	"io"
 	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
 
+	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
 )
 
@@ -53,7 +52,7 @@ func runClassify(o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) 
 	if o.batch < 1 {
 		return fmt.Errorf("--batch %d: want >= 1", o.batch)
 	}
-	sources := expandPaths(o.paths)
+	sources := expandPaths(o.paths, stderr)
 	if len(sources) == 0 {
 		return errors.New("no image files found in the given directories")
 	}
@@ -66,48 +65,29 @@ func runClassify(o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) 
 		return err
 	}
 	defer c.Close()
-	var stdinCopy bytes.Buffer
-	if collector != nil {
-		stdin = io.TeeReader(stdin, &stdinCopy)
-	}
+	limitMemory(classifyCeiling(o.model.maxPixels, collector != nil))
 
 	out := newPrinter(o.json, stdout, stderr, sources, c)
+	r := &imageReader{c: c, stdin: stdin, maxPixels: o.model.maxPixels, keepBytes: collector != nil}
 	failed := 0
-	for start := 0; start < len(sources); start += o.batch {
+	for start := 0; start < len(sources); {
 		chunk := sources[start:min(start+o.batch, len(sources))]
-		errs := make([]error, len(chunk))
-		var imgs []image.Image
-		var at []int // chunk index of each decoded image
-		for i, s := range chunk {
-			var img image.Image
-			if img, errs[i] = load(s, stdin, o.model.maxPixels); errs[i] == nil {
-				imgs = append(imgs, img)
-				at = append(at, i)
-			}
-		}
-		results := make([]infer.Result, len(chunk))
-		batchResults, err := c.ClassifyBatch(imgs)
-		for j, i := range at {
-			if err == nil {
-				results[i] = batchResults[j]
-				continue
-			}
-			// The batch failed as a whole: classify its images one by one
-			// so the error lands on the image that caused it.
-			results[i], errs[i] = c.Classify(imgs[j])
-		}
-		for i, s := range chunk {
-			if errs[i] != nil {
+		batch := r.loadBatch(chunk)
+		results := classifyLoaded(c, batch)
+		for i, l := range batch {
+			name := chunk[i].name
+			if l.err != nil {
 				failed++
-				out.failure(s.name, errs[i])
+				out.failure(name, l.err)
 				continue
 			}
 			saved := ""
 			if results[i].Unknown && collector != nil {
-				saved = collect(collector, s, stdinCopy.Bytes(), stderr)
+				saved = collect(collector, name, l, stderr)
 			}
-			out.result(s.name, results[i], saved)
+			out.result(name, results[i], saved)
 		}
+		start += len(batch)
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d images failed", failed, len(sources))
@@ -115,34 +95,94 @@ func runClassify(o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) 
 	return nil
 }
 
-// collect saves the bytes of an image answered unknown (standard input's
-// from stdinCopy) and returns the path, or "" after printing why not; a
-// full collection is a warning, not a failure of the image.
-func collect(c *infer.Collector, s source, stdinCopy []byte, stderr io.Writer) string {
-	raw := stdinCopy
-	if s.name != "-" {
-		var err error
-		if raw, err = os.ReadFile(s.name); err != nil {
-			fmt.Fprintf(stderr, "bicyc-infer: %s: not collected: %v\n", s.name, withoutPath(err))
-			return ""
+// loaded is one source read and reduced to the model's input, waiting for
+// its batch to be classified.
+type loaded struct {
+	in  infer.Input
+	err error // the source could not be read, decoded or classified
+	// raw and format are the bytes read and their format, kept for
+	// --collect-unknown; rawErr says why raw is missing.
+	raw    []byte
+	format string
+	rawErr error
+}
+
+// imageReader reads sources for classification, one image at a time.
+type imageReader struct {
+	c         *infer.Classifier
+	stdin     io.Reader
+	maxPixels int64
+	keepBytes bool // keep each image's bytes (loaded.raw) for collection
+}
+
+// loadBatch loads sources in order (load) and returns one batch: all of
+// them, or fewer (at least one) once the bytes kept for collection reach
+// collectHeldBytes, so a batch of large files never holds all of their
+// bytes at once.
+func (r *imageReader) loadBatch(sources []source) []loaded {
+	var batch []loaded
+	held := 0
+	for _, s := range sources {
+		if held >= collectHeldBytes {
+			break
+		}
+		l := r.load(s)
+		held += len(l.raw)
+		batch = append(batch, l)
+	}
+	return batch
+}
+
+// classifyLoaded classifies the loaded images without an error in one run
+// of the model. If the run fails as a whole, it classifies them one by one
+// so the error lands on the image that caused it.
+func classifyLoaded(c *infer.Classifier, batch []loaded) []infer.Result {
+	var inputs []infer.Input
+	var at []int // batch index of each input
+	for i, l := range batch {
+		if l.err == nil {
+			inputs = append(inputs, l.in)
+			at = append(at, i)
 		}
 	}
-	_, format, err := image.DecodeConfig(bytes.NewReader(raw))
+	results := make([]infer.Result, len(batch))
+	batchResults, err := c.ClassifyInputs(inputs)
+	for j, i := range at {
+		if err == nil {
+			results[i] = batchResults[j]
+			continue
+		}
+		var one []infer.Result
+		if one, batch[i].err = c.ClassifyInputs(inputs[j : j+1]); batch[i].err == nil {
+			results[i] = one[0]
+		}
+	}
+	return results
+}
+
+// collect saves the bytes of an image answered unknown, as read when it
+// was classified, and returns the path, or "" after printing why not; a
+// full collection is a warning, not a failure of the image.
+func collect(c *infer.Collector, name string, l loaded, stderr io.Writer) string {
+	err := l.rawErr
 	if err == nil {
 		var path string
-		if path, err = c.Save(raw, format); err == nil {
+		if path, err = c.Save(l.raw, l.format); err == nil {
 			return path
 		}
 	}
-	fmt.Fprintf(stderr, "bicyc-infer: %s: not collected: %v\n", s.name, err)
+	fmt.Fprintf(stderr, "bicyc-infer: %s: not collected: %v\n", name, err)
 	return ""
 }
 
 // expandPaths turns the arguments into image sources: files as given,
-// directories walked recursively (in lexical order) for image files, "-"
-// as standard input. A path that cannot be listed becomes a source carrying
-// its error, so it is reported in order with the rest.
-func expandPaths(paths []string) []source {
+// directories walked recursively (in lexical order, data.ImageFiles) for
+// regular image files, "-" as standard input. Image-named entries of a
+// directory that are not regular files (named pipes, devices, sockets) are
+// skipped with a line on stderr: opening a pipe would block the whole run.
+// A path that cannot be listed becomes a source carrying its error, so it
+// is reported in order with the rest.
+func expandPaths(paths []string, stderr io.Writer) []source {
 	var out []source
 	for _, p := range paths {
 		if p == "-" {
@@ -154,38 +194,72 @@ func expandPaths(paths []string) []source {
 			out = append(out, source{name: p, err: withoutPath(err)})
 			continue
 		}
-		walkErr := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			switch {
-			case err != nil:
-				out = append(out, source{name: path, err: withoutPath(err)})
-			case !d.IsDir() && infer.IsImageFile(path):
-				out = append(out, source{name: path})
-			}
-			return nil
-		})
-		if walkErr != nil {
-			out = append(out, source{name: p, err: walkErr})
+		files, skipped, err := data.ImageFiles(p)
+		for _, f := range files {
+			out = append(out, source{name: f})
+		}
+		for _, s := range skipped {
+			fmt.Fprintf(stderr, "bicyc-infer: skipping %v\n", s)
+		}
+		if err != nil {
+			out = append(out, source{name: p, err: err})
 		}
 	}
 	return out
 }
 
-// load decodes one source (standard input for "-").
-func load(s source, stdin io.Reader, maxPixels int64) (image.Image, error) {
+// load decodes one source (standard input for "-") and reduces it to the
+// model's input, releasing a large decoded image at once. A named file is
+// opened as given, so a pipe named on the command line is read; every
+// source is read through data.DecodeImage's byte and pixel limits, so an
+// endless one (/dev/zero) fails at once. With keepBytes the bytes read are
+// kept (keepRest): collection saves them rather than reading the source
+// again, which standard input would not allow.
+func (r *imageReader) load(s source) loaded {
 	if s.err != nil {
-		return nil, s.err
+		return loaded{err: s.err}
 	}
-	r := stdin
+	src := r.stdin
 	if s.name != "-" {
 		f, err := os.Open(s.name)
 		if err != nil {
-			return nil, withoutPath(err)
+			return loaded{err: withoutPath(err)}
 		}
 		defer f.Close()
-		r = f
+		src = f
 	}
-	img, _, err := infer.DecodeImage(r, maxPixels)
-	return img, err
+	var raw bytes.Buffer
+	if r.keepBytes {
+		src = io.TeeReader(src, &raw)
+	}
+	img, format, err := data.DecodeImage(src, r.maxPixels)
+	if err != nil {
+		return loaded{err: err}
+	}
+	l := loaded{format: format}
+	l.in, l.err = r.c.Prepare(img)
+	bounds := img.Bounds()
+	img = nil // no longer referenced, whatever follows
+	releaseImage(bounds)
+	if r.keepBytes && l.err == nil {
+		l.raw, l.rawErr = keepRest(src, &raw, data.MaxImageBytes(r.maxPixels))
+	}
+	return l
+}
+
+// keepRest reads what follows the decoded part of an image from tee (a
+// reader that copies into raw): other frames of an animation, trailing
+// chunks. A collected file is then the whole image as it arrived, not the
+// prefix the decoder needed. An image longer than limit bytes in all is not
+// kept.
+func keepRest(tee io.Reader, raw *bytes.Buffer, limit int64) ([]byte, error) {
+	if _, err := io.Copy(io.Discard, io.LimitReader(tee, limit+1-int64(raw.Len()))); err != nil {
+		return nil, fmt.Errorf("reading the rest of the image: %w", err)
+	}
+	if int64(raw.Len()) > limit {
+		return nil, fmt.Errorf("longer than %d bytes", limit)
+	}
+	return raw.Bytes(), nil
 }
 
 // withoutPath drops the path from a file-system error: every error line

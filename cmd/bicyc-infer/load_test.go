@@ -197,10 +197,12 @@ func TestServerUnderLoad(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 		metrics = get(t, srv.url+"/metrics")
 	}
+	// The clients' transport may hold connections it dialed but never
+	// used, which shutdown waits for like requests in flight.
+	client.CloseIdleConnections()
 	if err := srv.stop(); err != nil {
 		t.Errorf("serve: %v", err)
 	}
-	client.CloseIdleConnections()
 	heap1, rss1 := heapInuse(), rssBytes(t, false)
 
 	byStatus, total, breakdown := tally.byStatus()
@@ -231,6 +233,7 @@ func TestServerUnderLoad(t *testing.T) {
 // loadServer is the server under load, on a loopback listener.
 type loadServer struct {
 	url   string
+	admin string // the admin listener's URL
 	opts  *serveOptions
 	probe *concurrencyProbe
 	log   *syncBuffer
@@ -263,15 +266,20 @@ func startLoadServer(t *testing.T, mo *modelOptions) *loadServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	adminLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	hup := make(chan os.Signal, 1)
 	served := make(chan error, 1)
-	go func() { served <- s.serve(ctx, ln, o, hup) }()
+	go func() { served <- s.serve(ctx, ln, adminLn, o, hup) }()
 	stop := func() error {
 		cancel()
 		return <-served
 	}
-	return &loadServer{url: "http://" + ln.Addr().String(), opts: o, probe: probe, log: log, hup: hup, stop: stop}
+	return &loadServer{url: "http://" + ln.Addr().String(), admin: "http://" + adminLn.Addr().String(),
+		opts: o, probe: probe, log: log, hup: hup, stop: stop}
 }
 
 // reloadUntil reloads the model every 500 ms until deadline, alternately by
@@ -282,7 +290,7 @@ func (srv *loadServer) reloadUntil(t *testing.T, deadline time.Time, tally *load
 		peakRSS = max(peakRSS, rssBytes(t, false))
 		if reloads%2 == 0 {
 			srv.hup <- os.Interrupt
-		} else if status, body := postReload(t, srv.url); status != http.StatusOK {
+		} else if status, body := postReload(t, srv.admin); status != http.StatusOK {
 			tally.problem("POST /admin/reload: %d %s", status, body)
 		}
 		reloads++

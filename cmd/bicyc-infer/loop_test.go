@@ -245,6 +245,8 @@ func TestServeUnknownAndReload(t *testing.T) {
 	}
 	ts := httptest.NewServer(s.handler)
 	defer ts.Close()
+	admin := httptest.NewServer(s.admin)
+	defer admin.Close()
 
 	sandal := encodePNG(t, fashionImage(test, labelIndices(test, 5, 30, 1)[0]))
 	for i, body := range [][]byte{sandal, sandal, encodePNG(t, fashionImage(test, 0))} {
@@ -271,7 +273,7 @@ func TestServeUnknownAndReload(t *testing.T) {
 	if err := os.Rename(link+".new", link); err != nil {
 		t.Fatal(err)
 	}
-	if code, body := postReload(t, ts.URL); code != 200 || !strings.Contains(body, `"classes":4`) {
+	if code, body := postReload(t, admin.URL); code != 200 || !strings.Contains(body, `"classes":4`) {
 		t.Fatalf("reload: %d %s", code, body)
 	}
 	if _, res := classifyPNG(t, ts.URL, sandal); res.Predictions[0].Name != "Sandal" {

@@ -67,8 +67,9 @@ func flipByte(t *testing.T, path string) {
 	}
 }
 
-// editManifest rewrites dir/manifest.json through edit. The manifest has no
-// checksum of its own, so a renamed class keeps the directory valid.
+// editManifest rewrites dir/manifest.json through edit and seals it again
+// (bundle.SealManifest), as a deliberate edit is made: a renamed class
+// keeps the directory valid.
 func editManifest(t *testing.T, dir string, edit func(m map[string]any)) {
 	t.Helper()
 	path := filepath.Join(dir, bundle.ManifestFile)
@@ -85,6 +86,9 @@ func editManifest(t *testing.T, dir string, edit func(m map[string]any)) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := bundle.SealManifest(dir); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -161,6 +165,8 @@ func TestReloadVerifiesModel(t *testing.T) {
 	t.Cleanup(func() { s.close() })
 	ts := httptest.NewServer(s.handler)
 	t.Cleanup(ts.Close)
+	admin := httptest.NewServer(s.admin)
+	t.Cleanup(admin.Close)
 	img := encodePNG(t, fashionImage(test, 7))
 	status, want := classifyPNG(t, ts.URL, img)
 	if status != http.StatusOK {
@@ -188,7 +194,7 @@ func TestReloadVerifiesModel(t *testing.T) {
 	}
 	for i, cs := range cases {
 		cs.damage()
-		status, body := postReload(t, ts.URL)
+		status, body := postReload(t, admin.URL)
 		if status != http.StatusInternalServerError || !strings.Contains(body, cs.problem) || !strings.Contains(body, "still serving") {
 			t.Errorf("case %d %s: reload answered %d %s, want 500 naming %q", i, cs.name, status, body, cs.problem)
 		}
@@ -205,7 +211,7 @@ func TestReloadVerifiesModel(t *testing.T) {
 	}
 
 	editManifest(t, dir, renameClasses("renamed-"))
-	if status, body := postReload(t, ts.URL); status != http.StatusOK || !strings.Contains(body, `"classes":3`) {
+	if status, body := postReload(t, admin.URL); status != http.StatusOK || !strings.Contains(body, `"classes":3`) {
 		t.Fatalf("reload of a valid model: %d %s", status, body)
 	}
 	status, got := classifyPNG(t, ts.URL, img)
@@ -253,7 +259,7 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 	_, test := testModel(t)
 	var log syncBuffer
 	o := &serveOptions{model: &modelOptions{model: dir, provider: "cpu", threads: 1, maxPixels: infer.DefaultMaxPixels},
-		addr: "127.0.0.1:0", maxBody: 1 << 20, maxConcurrent: 2, queueTimeout: time.Second,
+		addr: "127.0.0.1:0", maxBody: 1 << 20, maxBuffered: 4 << 20, maxConcurrent: 2, queueTimeout: time.Second, bodyTimeout: 5 * time.Second,
 		readTimeout: 10 * time.Second, writeTimeout: 10 * time.Second, shutdownTimeout: 5 * time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)

@@ -38,7 +38,9 @@ var envNames = map[string]string{
 	"fp16":              "BICYC_FP16",
 	"max-pixels":        "BICYC_MAX_PIXELS",
 	"addr":              "BICYC_ADDR",
+	"admin-addr":        "BICYC_ADMIN_ADDR",
 	"max-body":          "BICYC_MAX_BODY",
+	"max-buffered":      "BICYC_MAX_BUFFERED",
 	"max-concurrent":    "BICYC_MAX_CONCURRENT",
 	"accept-rate":       "BICYC_ACCEPT_RATE",
 	"threshold":         "BICYC_UNKNOWN_THRESHOLD",
@@ -156,7 +158,13 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Short: "Classify images with a bicyc model through ONNX Runtime",
 		Long: `bicyc-infer classifies images with a model directory exported by bicyc. Each <path> is an
 image file, a directory (searched recursively for .png, .jpg, .jpeg, .gif, .bmp, .tif, .tiff
-and .webp files) or - for one image on standard input.
+and .webp files; hidden entries are passed over, and named pipes, devices and sockets are
+skipped with a message) or - for one image on standard input. Every image is read up to 8 bytes
+per allowed pixel plus 1 MiB (129 MiB at the default --max-pixels of 16 Mpx) and refused if its
+header declares more than --max-pixels; each is reduced to the model's input before the next is
+decoded, so memory holds one decoded image at a time: at most about 128 MiB + 16 bytes x
+--max-pixels of Go memory (384 MiB at 16 Mpx; set as the Go runtime's soft memory limit unless
+GOMEMLIMIT is set), plus ONNX Runtime's own, about the size of the model.
 
 It prints the top-k classes of every image, closest first: the distance is the squared
 Mahalanobis distance to the class prototype, smaller is closer. A calibrated model (exported

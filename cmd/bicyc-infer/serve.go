@@ -24,9 +24,12 @@ import (
 type serveOptions struct {
 	model           *modelOptions
 	addr            string
+	adminAddr       string
 	maxBody         int64
+	maxBuffered     int64
 	maxConcurrent   int
 	queueTimeout    time.Duration
+	bodyTimeout     time.Duration
 	readTimeout     time.Duration
 	writeTimeout    time.Duration
 	shutdownTimeout time.Duration
@@ -38,7 +41,8 @@ func newServeCmd(model *modelOptions, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [flags]",
 		Short: "Serve the model over HTTP",
-		Long: `serve runs the model as an HTTP JSON service:
+		Long: `serve runs the model as an HTTP JSON service. The public listener (--addr, by default
+127.0.0.1:8080: this machine only; give --addr :8080 to serve other machines) answers:
 
   POST /v1/classify   the image as the raw request body (Content-Type image/*,
                       application/octet-stream or none), or as the multipart form field "image";
@@ -46,28 +50,43 @@ func newServeCmd(model *modelOptions, stderr io.Writer) *cobra.Command {
                       "probability"}, ...], "confidence", "unknown_score", "unknown"}, closest
                       first (squared Mahalanobis distance; probability and confidence only for a
                       calibrated model; unknown: like no known class), or {"error": "..."} with
-                      400 (unreadable image), 413 (body or image too large), 415 (unknown image
-                      format or other content type), 503 (busy or shutting down)
-  POST /admin/reload  open and verify the model directory again (schema version, SHA-256 of every
-                      file, a warm-up run) and serve it from the next request on, if it verifies:
-                      200 {"model", "classes"}, or 500 {"error"} with the previous model serving on
+                      400 (unreadable image), 408 (body not received within --body-timeout),
+                      413 (body or image too large; a declared Content-Length over --max-body at
+                      once), 415 (unknown image format or other content type), 503 (busy or
+                      shutting down)
   GET  /healthz       200 while the process runs
-  GET  /readyz        200 while it accepts requests (after a failed reload the body says why),
-                      503 once shutting down
+  GET  /readyz        200 while it accepts requests (after a failed reload the body says why);
+                      503 while saturated (requests waiting for a slot, or the memory for bodies
+                      full) and once shutting down
   GET  /metrics       Prometheus metrics: requests by handler and code, latency, requests in
                       flight, model reloads by result, unknown answers (bicyc_infer_unknown_total,
                       a drift signal) and unknown images collected
 
+The admin listener (--admin-addr, by default 127.0.0.1:8081; empty turns it off) answers only:
+
+  POST /admin/reload  open and verify the model directory again (schema version, SHA-256 of the
+                      manifest and every file, a warm-up run) and serve it from the next request
+                      on, if it verifies: 200 {"model", "classes"}, or 500 {"error"} with the
+                      previous model serving on
+
   curl -H 'Content-Type: image/png' --data-binary @shirt.png localhost:8080/v1/classify
   curl -F image=@shirt.png localhost:8080/v1/classify
+  curl -X POST localhost:8081/admin/reload
 
-At most --max-concurrent requests classify at once; others wait up to --queue-timeout, then get
-503. SIGHUP reloads the model like POST /admin/reload (a line on stderr says how it went); keep
-/admin/ off public networks. --collect-unknown DIR saves every image answered unknown (bounded by
---collect-max-files and --collect-max-bytes, never overwriting) to be labelled and added with
+A request's body is read whole first (at most --max-body bytes, within --body-timeout; all bodies
+in memory together at most --max-buffered bytes, else 503), and only then does it wait, up to
+--queue-timeout, for one of --max-concurrent classification slots (else 503): slow or stalled
+uploads never hold a slot. Images are decoded inside a slot, so at most --max-concurrent images are
+decoded at once, each up to about 16 bytes per pixel (256 MiB at the default 16 Mpx). Memory
+ceiling: about 128 MiB + --max-buffered + --max-concurrent x 16 B x --max-pixels of Go memory
+(with the defaults and two cores, 128 + 128 + 512 = 768 MiB; it is set as the Go runtime's soft
+memory limit unless GOMEMLIMIT is set), plus ONNX Runtime's own, about the size of the model.
+--collect-unknown DIR saves every image answered unknown, from the body already read (bounded by
+--collect-max-files and --collect-max-bytes, never overwriting), to be labelled and added with
 add-classes; to serve the result, point --model at a symlink, swap it to the new directory and
-reload. SIGINT or SIGTERM stop accepting connections and finish requests in
-flight (up to --shutdown-timeout).`,
+reload. SIGHUP reloads the model like POST /admin/reload (a line on stderr says how it went).
+SIGINT or SIGTERM stop accepting connections and finish requests in flight (up to
+--shutdown-timeout).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
@@ -76,10 +95,13 @@ flight (up to --shutdown-timeout).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.addr, "addr", ":8080", "listen `address` (env BICYC_ADDR)")
+	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "public listen `address`; :8080 listens on every interface (env BICYC_ADDR)")
+	f.StringVar(&o.adminAddr, "admin-addr", "127.0.0.1:8081", "listen `address` of POST /admin/reload; empty: none (env BICYC_ADMIN_ADDR)")
 	f.Int64Var(&o.maxBody, "max-body", 32<<20, "largest request body in `bytes` (env BICYC_MAX_BODY)")
+	f.Int64Var(&o.maxBuffered, "max-buffered", 128<<20, "`bytes` of request bodies held in memory at once, over all requests (env BICYC_MAX_BUFFERED)")
 	f.IntVar(&o.maxConcurrent, "max-concurrent", runtime.GOMAXPROCS(0), "requests classified at once (env BICYC_MAX_CONCURRENT)")
-	f.DurationVar(&o.queueTimeout, "queue-timeout", 2*time.Second, "how long a request waits for a free slot before 503")
+	f.DurationVar(&o.queueTimeout, "queue-timeout", 2*time.Second, "how long a request whose body is in waits for a free slot before 503")
+	f.DurationVar(&o.bodyTimeout, "body-timeout", 10*time.Second, "time limit to receive a request's body once its headers are in (408 after it)")
 	f.DurationVar(&o.readTimeout, "read-timeout", 30*time.Second, "time limit to read a request, body included")
 	f.DurationVar(&o.writeTimeout, "write-timeout", 60*time.Second, "time limit from the end of the request headers to the end of the response")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for requests in flight")
@@ -92,13 +114,19 @@ func (o *serveOptions) validate() error {
 	if o.maxBody < 1 {
 		errs = append(errs, fmt.Errorf("--max-body %d: want >= 1", o.maxBody))
 	}
+	if o.maxBuffered < o.maxBody {
+		errs = append(errs, fmt.Errorf("--max-buffered %d: want >= --max-body %d", o.maxBuffered, o.maxBody))
+	}
+	if _, port, _ := net.SplitHostPort(o.addr); o.adminAddr != "" && o.adminAddr == o.addr && port != "0" {
+		errs = append(errs, fmt.Errorf("--admin-addr %s: want an address other than --addr", o.adminAddr))
+	}
 	if o.maxConcurrent < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent %d: want >= 1", o.maxConcurrent))
 	}
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"queue-timeout", o.queueTimeout}, {"read-timeout", o.readTimeout}, {"write-timeout", o.writeTimeout}, {"shutdown-timeout", o.shutdownTimeout}} {
+	}{{"queue-timeout", o.queueTimeout}, {"body-timeout", o.bodyTimeout}, {"read-timeout", o.readTimeout}, {"write-timeout", o.writeTimeout}, {"shutdown-timeout", o.shutdownTimeout}} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("--%s %v: want > 0", d.flag, d.v))
 		}
@@ -122,6 +150,7 @@ func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	s := newServer(c, o.model.reopener(stderr), o, prometheus.NewRegistry(), stderr)
 	s.collector = collector
 	defer s.close()
+	limitMemory(memoryBase + o.maxBuffered + int64(o.maxConcurrent)*bytesPerPixel*o.model.maxPixels)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -129,8 +158,18 @@ func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var adminLn net.Listener
+	if o.adminAddr != "" {
+		if adminLn, err = net.Listen("tcp", o.adminAddr); err != nil {
+			ln.Close()
+			return fmt.Errorf("admin listener: %w", err)
+		}
+	}
 	fmt.Fprintf(stderr, "bicyc-infer: serving %s (%d classes, %s, %s) on %s\n", o.model.model, len(c.Classes()), c.Provider(), unknownPolicy(c), ln.Addr())
-	return s.serve(ctx, ln, o, hup)
+	if adminLn != nil {
+		fmt.Fprintf(stderr, "bicyc-infer: POST /admin/reload on %s\n", adminLn.Addr())
+	}
+	return s.serve(ctx, ln, adminLn, o, hup)
 }
 
 // unknownPolicy says when the model answers unknown, for the start-up line.
@@ -145,21 +184,57 @@ func unknownPolicy(c *infer.Classifier) string {
 	return fmt.Sprintf("unknown above score %.3g", threshold)
 }
 
-// serve answers on ln until ctx ends, reloading the model whenever reload
-// delivers (SIGHUP), then marks the server unready, stops accepting
+// serve answers the public API on ln and, unless adminLn is nil, the
+// admin API on adminLn, until ctx ends, reloading the model whenever reload
+// delivers (SIGHUP); then it marks the server unready, stops accepting
 // connections and waits up to o.shutdownTimeout for requests in flight. It
 // returns nil after a clean shutdown.
-func (s *server) serve(ctx context.Context, ln net.Listener, o *serveOptions, reload <-chan os.Signal) error {
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: min(o.readTimeout, 10*time.Second),
-		ReadTimeout:       o.readTimeout,
-		WriteTimeout:      o.writeTimeout,
-		IdleTimeout:       2 * time.Minute,
+func (s *server) serve(ctx context.Context, ln, adminLn net.Listener, o *serveOptions, reload <-chan os.Signal) error {
+	newHTTP := func(h http.Handler) *http.Server {
+		return &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: min(o.readTimeout, 10*time.Second),
+			ReadTimeout:       o.readTimeout,
+			WriteTimeout:      o.writeTimeout,
+			IdleTimeout:       2 * time.Minute,
+		}
 	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-wait:
+	servers := []*http.Server{newHTTP(s.handler)}
+	listeners := []net.Listener{ln}
+	if adminLn != nil {
+		servers = append(servers, newHTTP(s.admin))
+		listeners = append(listeners, adminLn)
+	}
+	done := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() { done <- srv.Serve(listeners[i]) }()
+	}
+	if err := s.wait(ctx, done, reload); err != nil {
+		for _, srv := range servers {
+			srv.Close()
+		}
+		return err
+	}
+	s.ready.Store(false)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	defer cancel()
+	var errs []error
+	for _, srv := range servers {
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			errs = append(errs, fmt.Errorf("shutdown: %w", err))
+		}
+	}
+	for range servers {
+		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// wait returns nil when ctx ends, or the error of a server that stopped
+// on its own, reloading the model whenever reload delivers.
+func (s *server) wait(ctx context.Context, done <-chan error, reload <-chan os.Signal) error {
 	for {
 		select {
 		case err := <-done:
@@ -168,17 +243,7 @@ wait:
 			// reload logs its outcome; a failure leaves the old model serving.
 			s.reload()
 		case <-ctx.Done():
-			break wait
+			return nil
 		}
 	}
-	s.ready.Store(false)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
 }

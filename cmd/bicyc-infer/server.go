@@ -11,6 +11,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
 )
 
@@ -37,9 +39,20 @@ type loadedModel struct {
 	loadedAt time.Time
 }
 
-// server is the HTTP API of `bicyc-infer serve`. Its handler is safe for
-// concurrent use. It owns the model it serves: reload swaps in a new one
-// and closes the old one; close releases the current one.
+// server is the HTTP API of `bicyc-infer serve`: handler is the public
+// API, admin the administrative one (POST /admin/reload), served on its own
+// listener. Both are safe for concurrent use. The server owns the model it
+// serves: reload swaps in a new one and closes the old one; close releases
+// the current one.
+//
+// A classification request goes through three bounded stages: its body is
+// read into memory (at most maxBody bytes, within bodyTimeout, counted
+// against bodies, the memory all bodies in flight may hold), then it waits
+// up to queueTimeout for one of the slots, and only then is its image
+// decoded and classified. A slow or stalled upload therefore holds a bounded
+// part of the body memory for at most bodyTimeout, never a slot. An image
+// answered unknown is counted and, with a collector, saved from the body
+// already in memory.
 type server struct {
 	current      atomic.Pointer[loadedModel]
 	dir          string                // the model directory, for messages
@@ -50,10 +63,14 @@ type server struct {
 	reloads      *prometheus.CounterVec
 	maxBody      int64
 	maxPixels    int64
+	bodyTimeout  time.Duration // 0: only the server's read timeout applies
+	bodies       *byteBudget   // bytes of request bodies held in memory
 	slots        chan struct{} // one token per request allowed to classify at once
+	waiting      atomic.Int64  // requests waiting for a slot
 	queueTimeout time.Duration
 	ready        atomic.Bool
-	handler      http.Handler
+	handler      http.Handler // the public API
+	admin        http.Handler // POST /admin/reload
 	unknowns     prometheus.Counter
 	collected    *prometheus.CounterVec
 	collector    *infer.Collector // nil: unknown images are not kept
@@ -67,23 +84,54 @@ var latencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 
 // which the server owns from then on, and registers its metrics, plus the
 // Go runtime and process collectors, with reg. reopen opens and verifies
 // the model directory again for reload; log receives one line per reload.
+// A zero o.maxBuffered means 4 x o.maxBody; a zero o.bodyTimeout sets no
+// deadline of its own on reading bodies.
 func newServer(m model, reopen func() (model, error), o *serveOptions, reg *prometheus.Registry, log io.Writer) *server {
+	buffered := o.maxBuffered
+	if buffered == 0 {
+		buffered = 4 * o.maxBody
+	}
 	s := &server{
 		dir:          o.model.model,
 		reopen:       reopen,
 		log:          log,
 		maxBody:      o.maxBody,
 		maxPixels:    o.model.maxPixels,
+		bodyTimeout:  o.bodyTimeout,
+		bodies:       &byteBudget{limit: buffered},
 		slots:        make(chan struct{}, o.maxConcurrent),
 		queueTimeout: o.queueTimeout,
 	}
 	s.current.Store(&loadedModel{model: m, loadedAt: time.Now()})
 	s.ready.Store(true)
-
 	s.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "bicyc_infer_model_reloads_total",
 		Help: "Model reloads (POST /admin/reload or SIGHUP), by result: ok, or failed (the previous model kept serving).",
 	}, []string{"result"})
+	s.unknowns = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "bicyc_infer_unknown_total",
+		Help: "Images answered unknown (unlike every known class): a rising share of requests signals drift or new classes.",
+	})
+	s.collected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bicyc_infer_unknown_collected_total",
+		Help: "Unknown images offered to --collect-unknown, by result: saved, full (a limit reached) or failed.",
+	}, []string{"result"})
+	route := instrumenter(reg, s.reloads, s.unknowns, s.collected)
+	public := http.NewServeMux()
+	route(public, "POST /v1/classify", "classify", s.classify)
+	route(public, "GET /healthz", "healthz", func(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusOK, "ok") })
+	route(public, "GET /readyz", "readyz", s.readyz)
+	public.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	admin := http.NewServeMux()
+	route(admin, "POST /admin/reload", "reload", s.reloadHandler)
+	s.handler, s.admin = public, admin
+	return s
+}
+
+// instrumenter registers the request metrics (and extra collectors) with
+// reg and returns the function that adds a route to a mux, counted and
+// timed under the handler label name, with panics turned into 500s.
+func instrumenter(reg *prometheus.Registry, extra ...prometheus.Collector) func(mux *http.ServeMux, pattern, name string, h http.HandlerFunc) {
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "bicyc_infer_http_requests_total",
 		Help: "HTTP requests answered, by handler, method and status code.",
@@ -97,31 +145,14 @@ func newServer(m model, reopen func() (model, error), o *serveOptions, reg *prom
 		Name: "bicyc_infer_http_requests_in_flight",
 		Help: "HTTP requests being served.",
 	})
-	s.unknowns = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "bicyc_infer_unknown_total",
-		Help: "Images answered unknown (unlike every known class): a rising share of requests signals drift or new classes.",
-	})
-	s.collected = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "bicyc_infer_unknown_collected_total",
-		Help: "Unknown images offered to --collect-unknown, by result: saved, full (a limit reached) or failed.",
-	}, []string{"result"})
-	reg.MustRegister(requests, latency, inFlight, s.reloads, s.unknowns, s.collected,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-
-	mux := http.NewServeMux()
-	route := func(pattern, name string, h http.HandlerFunc) {
+	reg.MustRegister(append(extra, requests, latency, inFlight,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))...)
+	return func(mux *http.ServeMux, pattern, name string, h http.HandlerFunc) {
 		labels := prometheus.Labels{"handler": name}
 		mux.Handle(pattern, promhttp.InstrumentHandlerInFlight(inFlight,
 			promhttp.InstrumentHandlerDuration(latency.MustCurryWith(labels),
 				promhttp.InstrumentHandlerCounter(requests.MustCurryWith(labels), recoverPanics(h)))))
 	}
-	route("POST /v1/classify", "classify", s.classify)
-	route("GET /healthz", "healthz", func(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusOK, "ok") })
-	route("GET /readyz", "readyz", s.readyz)
-	route("POST /admin/reload", "reload", s.reloadHandler)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	s.handler = mux
-	return s
 }
 
 // recoverPanics turns a panic in h into a 500 instead of a dropped
@@ -137,12 +168,23 @@ func recoverPanics(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// readyz answers 200 while the server accepts requests, 503 once it shuts
-// down. After a failed reload it still answers 200, since the previous
-// model keeps serving, and says why the reload failed.
+// readyz answers 200 while the server accepts requests and has room for
+// more, and 503 once it shuts down or while it is saturated: requests are
+// waiting for a classification slot, or the memory for request bodies
+// cannot take another body of the largest size. After a failed reload it
+// still answers 200, since the previous model keeps serving, and says why
+// the reload failed.
 func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
 	if !s.ready.Load() {
 		writeText(w, http.StatusServiceUnavailable, "shutting down")
+		return
+	}
+	if n := s.waiting.Load(); n > 0 {
+		writeText(w, http.StatusServiceUnavailable, fmt.Sprintf("saturated: all %d classification slots busy, %d requests waiting", cap(s.slots), n))
+		return
+	}
+	if used, limit := s.bodies.load(); limit-used < s.maxBody {
+		writeText(w, http.StatusServiceUnavailable, fmt.Sprintf("saturated: request bodies hold %d of %d bytes", used, limit))
 		return
 	}
 	if msg := s.reloadErr.Load(); msg != nil {
@@ -211,10 +253,22 @@ func (s *server) classifyImage(img image.Image) (infer.Result, error) {
 }
 
 // classify answers POST /v1/classify: the image is the raw body, or the
-// multipart/form-data field "image".
+// multipart/form-data field "image". A declared length over maxBody gets
+// 413 before anything is read; the body is read whole before a slot is
+// taken (see server).
 func (s *server) classify(w http.ResponseWriter, r *http.Request) {
 	if !s.ready.Load() {
 		writeError(w, http.StatusServiceUnavailable, errors.New("shutting down"))
+		return
+	}
+	if r.ContentLength > s.maxBody {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("request body declares %d bytes, more than the limit of %d", r.ContentLength, s.maxBody))
+		return
+	}
+	encoded, release, err := s.readImage(w, r)
+	defer release()
+	if err != nil {
+		writeError(w, requestStatus(err), err)
 		return
 	}
 	if err := s.acquire(r.Context()); err != nil {
@@ -222,44 +276,38 @@ func (s *server) classify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer func() { <-s.slots }()
-
-	body := http.MaxBytesReader(w, r.Body, s.maxBody)
-	src, err := imageBody(r, body)
-	if err != nil {
-		writeError(w, requestStatus(err), err)
-		return
-	}
-	var raw bytes.Buffer
-	if s.collector != nil {
-		src = io.TeeReader(src, &raw)
-	}
-	img, format, err := infer.DecodeImage(src, s.maxPixels)
+	img, format, err := data.DecodeImage(bytes.NewReader(encoded), s.maxPixels)
 	if err != nil {
 		writeError(w, requestStatus(err), err)
 		return
 	}
 	res, err := s.classifyImage(img)
+	bounds := img.Bounds()
+	img = nil // no longer referenced, whatever follows
+	if err == nil && res.Unknown {
+		s.unknowns.Inc()
+		s.collect(encoded, format)
+	}
+	encoded = nil
+	releaseImage(bounds)
 	switch {
 	case errors.Is(err, infer.ErrClosed):
 		writeError(w, http.StatusServiceUnavailable, err)
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, err)
 	default:
-		if res.Unknown {
-			s.unknowns.Inc()
-			s.collect(raw.Bytes(), format)
-		}
 		writeJSON(w, http.StatusOK, res)
 	}
 }
 
-// collect keeps an unknown image when --collect-unknown is set; a full or
-// failing collection is counted and logged, never the request's failure.
-func (s *server) collect(raw []byte, format string) {
+// collect keeps an unknown image, the bytes of the request as they
+// arrived, when --collect-unknown is set; a full or failing collection is
+// counted and logged, never the request's failure.
+func (s *server) collect(encoded []byte, format string) {
 	if s.collector == nil {
 		return
 	}
-	_, err := s.collector.Save(raw, format)
+	_, err := s.collector.Save(encoded, format)
 	switch {
 	case err == nil:
 		s.collected.WithLabelValues("saved").Inc()
@@ -271,6 +319,53 @@ func (s *server) collect(raw []byte, format string) {
 	}
 }
 
+// errBodiesFull: the memory for request bodies is taken by other requests;
+// the server answers 503.
+var errBodiesFull = errors.New("busy: the memory for request bodies is full; retry later")
+
+// errBodyTimeout: the body did not arrive within the body timeout; the
+// server answers 408.
+var errBodyTimeout = errors.New("request body not received in time")
+
+// readImage reads the request's image (the body, or its multipart field)
+// into memory within s.bodyTimeout, at most s.maxBody bytes of body,
+// counting the buffer against s.bodies as it grows. The caller must call
+// release, also after an error, once it no longer needs the bytes.
+func (s *server) readImage(w http.ResponseWriter, r *http.Request) (encoded []byte, release func(), err error) {
+	var held int64
+	release = func() { s.bodies.give(held) }
+	if s.bodyTimeout > 0 {
+		// Unsupported only by test recorders, which have no connection.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTimeout))
+	}
+	src, err := imageBody(r, http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		return nil, release, err
+	}
+	chunk := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(chunk)
+		if len(encoded)+n > cap(encoded) {
+			grown := int64(max(2*cap(encoded), len(encoded)+n, 64<<10))
+			grown = min(grown, s.maxBody+int64(len(chunk)))
+			if !s.bodies.take(grown - int64(cap(encoded))) {
+				return nil, release, errBodiesFull
+			}
+			held += grown - int64(cap(encoded))
+			encoded = append(make([]byte, 0, grown), encoded...)
+		}
+		encoded = append(encoded, chunk[:n]...)
+		switch {
+		case errors.Is(err, io.EOF):
+			return encoded, release, nil
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return nil, release, fmt.Errorf("%w: %d bytes within %v", errBodyTimeout, len(encoded), s.bodyTimeout)
+		case err != nil:
+			return nil, release, err
+		}
+	}
+}
+
 // acquire waits for a classification slot, at most queueTimeout.
 func (s *server) acquire(ctx context.Context) error {
 	select {
@@ -278,6 +373,8 @@ func (s *server) acquire(ctx context.Context) error {
 		return nil
 	default:
 	}
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
 	t := time.NewTimer(s.queueTimeout)
 	defer t.Stop()
 	select {
@@ -288,6 +385,38 @@ func (s *server) acquire(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// byteBudget counts bytes held against a limit. It is safe for concurrent
+// use.
+type byteBudget struct {
+	mu          sync.Mutex
+	used, limit int64
+}
+
+// take reserves n bytes if they fit under the limit.
+func (b *byteBudget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.limit {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+// give returns n bytes taken before.
+func (b *byteBudget) give(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= n
+}
+
+// load returns the bytes held and the limit.
+func (b *byteBudget) load() (used, limit int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used, b.limit
 }
 
 // errContentType: the request declares a content type that is not an
@@ -334,13 +463,17 @@ func imageBody(r *http.Request, body io.Reader) (io.Reader, error) {
 }
 
 // requestStatus maps an error in reading or decoding the request's image
-// to the HTTP status that tells the client what to do about it; all of them
-// are the request's fault.
+// to the HTTP status that tells the client what to do about it: the
+// request's fault (4xx), or a full server (503).
 func requestStatus(err error) int {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig), errors.Is(err, infer.ErrImageTooLarge):
 		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, errBodyTimeout):
+		return http.StatusRequestTimeout
+	case errors.Is(err, errBodiesFull):
+		return http.StatusServiceUnavailable
 	case errors.Is(err, image.ErrFormat), errors.Is(err, errContentType):
 		return http.StatusUnsupportedMediaType
 	}

@@ -186,7 +186,7 @@ func TestServerErrors(t *testing.T) {
 		{"image/png; charset", good, http.StatusUnsupportedMediaType, "unsupported content type"},
 		{"image/png", good[:len(good)/2], http.StatusBadRequest, "truncated or corrupt png image"},
 		{"image/png", pngHeader(100000, 100000), http.StatusRequestEntityTooLarge, "100000x100000"},
-		{"image/png", bytes.Repeat([]byte{0}, 65<<10), http.StatusRequestEntityTooLarge, "request body too large"},
+		{"image/png", bytes.Repeat([]byte{0}, 65<<10), http.StatusRequestEntityTooLarge, "request body declares 66560 bytes, more than the limit of 65536"},
 		{noImage, noImageBody, http.StatusBadRequest, `no multipart field named "image"`},
 		{"multipart/form-data", good, http.StatusBadRequest, "without a boundary"},
 	}
@@ -251,7 +251,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 	url := "http://" + ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- s.serve(ctx, ln, o, nil) }()
+	go func() { served <- s.serve(ctx, ln, nil, o, nil) }()
 
 	if got := get(t, url+"/healthz"); got != "ok\n" {
 		t.Errorf("healthz %q", got)

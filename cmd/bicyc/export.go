@@ -18,8 +18,9 @@ func newExportCmd() *cobra.Command {
 		Use:   "export --run <run-dir> [--out <model-dir>]",
 		Short: "Write a run's ONNX models and prototype bundle to a model directory",
 		Long: `export writes, from the last completed task of a run: backbone.onnx, adapter.onnx,
-classifier.onnx, model.onnx (backbone and classifier fused), prototypes.safetensors and
-manifest.json with a SHA-256 for every file. The directory is replaced atomically: an
+classifier.onnx, model.onnx (backbone and classifier fused), prototypes.safetensors,
+manifest.json with a SHA-256 for every file, and manifest.sha256 with the SHA-256 of the
+manifest itself (bicyc-infer refuses a changed manifest like a changed model file). The directory is replaced atomically: an
 interrupted export leaves the previous model directory as it was.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

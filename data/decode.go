@@ -1,0 +1,166 @@
+package data
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	// Decoders for image.Decode, registered for DecodeImage and for
+	// callers of Preprocess that decode with image.Decode.
+	_ "image/gif"  // GIF (the first frame)
+	_ "image/jpeg" // JPEG: baseline, progressive, gray, YCbCr, CMYK
+	_ "image/png"  // PNG: all bit depths, palettes, 16-bit
+
+	_ "golang.org/x/image/bmp"
+	_ "golang.org/x/image/tiff"
+	_ "golang.org/x/image/webp" // lossy and lossless
+
+	"github.com/bicyc/bicyc/bounded"
+)
+
+// MaxImagePixels is the largest width*height an image header may declare
+// (16 Mpx, e.g. 4096x4096) before DecodeImageFile, image folders and, by
+// default, inference refuse to decode it: a guard against decompression
+// bombs, whose small files declare huge images. Decoding takes up to 8
+// bytes per pixel (16-bit RGBA) and preprocessing 8 more for its opaque
+// 16-bit copy (Preprocess.Pixels), so one image of this size peaks near
+// 256 MiB until it is reduced to the network's input.
+const MaxImagePixels = 16 << 20
+
+// ErrImageTooLarge means an image header declares more pixels than the
+// limit, or its encoded data is longer than MaxImageBytes allows; the image
+// was not decoded.
+var ErrImageTooLarge = errors.New("image too large")
+
+// MaxImageBytes is the most encoded bytes DecodeImage reads for an image of
+// at most maxPixels pixels: an uncompressed 16-bit RGBA image of that size
+// (8 bytes per pixel) plus 1 MiB of headers and metadata, 129 MiB at
+// MaxImagePixels. A longer stream is refused (ErrImageTooLarge) without
+// being read further: an endless input (/dev/zero) ends there.
+func MaxImageBytes(maxPixels int64) int64 { return 8*maxPixels + 1<<20 }
+
+// ImageExtensions are the file name extensions (lower case, with the dot)
+// of the formats DecodeImage reads; directory walks (ImageFiles) take only
+// files with one of them.
+var ImageExtensions = []string{".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff", ".webp"}
+
+// formatNames are the formats registered above, for error messages.
+var formatNames = []string{"png", "jpeg", "gif", "bmp", "tiff", "webp"}
+
+// IsImageFile reports whether name has one of ImageExtensions, in any case.
+func IsImageFile(name string) bool {
+	return slices.Contains(ImageExtensions, strings.ToLower(filepath.Ext(name)))
+}
+
+// DecodeImage is the one image decoder of bicyc: training's image folders
+// and inference (files, standard input, HTTP bodies) all decode through it.
+// It reads one image in PNG, JPEG, GIF (first frame), BMP, TIFF or WebP,
+// detected from the content, and returns it with its format name ("png",
+// ...). Bounds, checked before memory is committed:
+//
+//   - the header is decoded first, and an image whose width*height exceeds
+//     maxPixels is refused without decoding its pixels: a few kilobytes of
+//     PNG can declare a 100000x100000 image, 40 GB decoded;
+//   - at most MaxImageBytes(maxPixels) bytes are read from r, streamed into
+//     the decoder rather than buffered whole.
+//
+// Errors are lowercase and say what is wrong (empty data, unknown format,
+// corrupt header, truncated or corrupt pixels, too large); the caller adds
+// the file name. A problem with the content wraps ErrFormat, plus
+// image.ErrFormat for data in no known format and ErrImageTooLarge for a
+// refused size; an error of r is wrapped as it is. DecodeImage never panics
+// on bad data: a decoder panic becomes an error. It is safe for concurrent
+// use.
+func DecodeImage(r io.Reader, maxPixels int64) (img image.Image, format string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			img, err = nil, formatError{fmt.Errorf("corrupt %s image: decoder failed: %v", format, p)}
+		}
+	}()
+	src := &readErrors{r: r}
+	limited := bounded.NewReader(src, MaxImageBytes(maxPixels))
+	// The header is read through a copy, so the pixels are decoded from
+	// the same bytes without seeking or buffering the whole stream.
+	var header bytes.Buffer
+	cfg, format, err := image.DecodeConfig(io.TeeReader(limited, &header))
+	switch {
+	case limited.Exceeded:
+		return nil, format, tooLarge(limited)
+	case src.err != nil:
+		return nil, format, fmt.Errorf("reading image: %w", src.err)
+	case err != nil && header.Len() == 0:
+		return nil, "", formatError{errors.New("empty image data")}
+	case errors.Is(err, image.ErrFormat):
+		return nil, "", formatError{fmt.Errorf("unknown image format (want %s): %w", strings.Join(formatNames, ", "), err)}
+	case err != nil:
+		return nil, format, formatError{fmt.Errorf("corrupt %s header: %w", format, err)}
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 {
+		return nil, format, formatError{fmt.Errorf("%s header declares an empty %dx%d image", format, cfg.Width, cfg.Height)}
+	}
+	if px := int64(cfg.Width) * int64(cfg.Height); px > maxPixels {
+		return nil, format, formatError{fmt.Errorf("%s header declares %dx%d = %d pixels, more than the limit of %d: %w",
+			format, cfg.Width, cfg.Height, px, maxPixels, ErrImageTooLarge)}
+	}
+	img, _, err = image.Decode(io.MultiReader(&header, limited))
+	switch {
+	case limited.Exceeded:
+		return nil, format, tooLarge(limited)
+	case src.err != nil:
+		return nil, format, fmt.Errorf("reading image: %w", src.err)
+	case err != nil:
+		return nil, format, formatError{fmt.Errorf("truncated or corrupt %s image (%dx%d): %w", format, cfg.Width, cfg.Height, err)}
+	}
+	return img, format, nil
+}
+
+// DecodeImageFile opens and decodes one image file with DecodeImage and
+// the MaxImagePixels limit. Only a regular file is opened
+// (bounded.OpenRegular): a named pipe or device is refused at once. Errors
+// name the file and wrap ErrFormat when the content does not decode or is
+// too large (then also ErrImageTooLarge), bounded.ErrNotRegular, or the os
+// error (fs.ErrNotExist, ...) when the file cannot be read.
+func DecodeImageFile(path string) (image.Image, error) {
+	f, _, err := bounded.OpenRegular(path)
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	defer f.Close()
+	img, _, err := DecodeImage(f, MaxImagePixels)
+	if err != nil {
+		return nil, fmt.Errorf("data: %s: %w", path, err)
+	}
+	return img, nil
+}
+
+// readErrors passes reads through and keeps the first error other than
+// io.EOF, so a failure of the source (a timeout, a body over its limit) is
+// reported as such rather than as the corrupt image a decoder makes of it.
+type readErrors struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErrors) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF && e.err == nil {
+		e.err = err
+	}
+	return n, err
+}
+
+func tooLarge(r *bounded.Reader) error {
+	return formatError{fmt.Errorf("image data longer than %d bytes: %w", r.Limit(), ErrImageTooLarge)}
+}
+
+// formatError is a problem with an image's content: it reads as its
+// message and wraps ErrFormat besides what the message wraps.
+type formatError struct{ err error }
+
+func (e formatError) Error() string   { return e.err.Error() }
+func (e formatError) Unwrap() []error { return []error{ErrFormat, e.err} }
