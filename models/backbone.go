@@ -53,9 +53,9 @@ type Backbone struct {
 	arch       string
 	inChannels int
 	featureDim int
-	width      int // first-stage channels of the ResNets; 0 for the convnet
-	stages     int // units with stage < stages can be frozen: every one but the reduction
-	frozen     int // units with stage < frozen are frozen (see FreezeStages)
+	width      int         // first-stage channels of the ResNets; 0 for the convnet
+	stages     int         // units with stage < stages can be frozen: every one but the reduction
+	frozen     int         // units with stage < frozen are frozen (see FreezeStages)
 	units      []*convUnit // in forward and state order
 	byName     map[string]*convUnit
 	nodePrefix string

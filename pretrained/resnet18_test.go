@@ -18,8 +18,8 @@ import (
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/models"
 	ort "github.com/yalue/onnxruntime_go"
-	"google.golang.org/protobuf/proto"
 	"gonum.org/v1/netlib/blas/netlib"
+	"google.golang.org/protobuf/proto"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -243,4 +243,3 @@ func TestResNet18KeepsReduction(t *testing.T) {
 		}
 	}
 }
-
