@@ -18,6 +18,10 @@ var addedKeys = map[string]func(*Config){
 	"adapter.alpha":              func(c *Config) { c.Adapter.Alpha = -1 },
 	"data.trivial_augment":       func(c *Config) { c.Data.TrivialAugment = false },
 	"train.rotation_split_batch": func(c *Config) { c.Train.RotationSplitBatch = false },
+	"model.width":                func(c *Config) { c.Model.Width = 0 },
+	"model.pretrained":           func(c *Config) { c.Model.Pretrained = "" },
+	"model.freeze_stages":        func(c *Config) { c.Model.FreezeStages = 0 },
+	"train.backbone_lr_scale":    func(c *Config) { c.Train.BackboneLRScale = 1 },
 }
 
 // ReadRun reads a run directory's config.yaml, which holds every key the
