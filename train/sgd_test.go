@@ -58,3 +58,30 @@ func TestSGDStep(t *testing.T) {
 		}
 	}
 }
+
+// TestSGDLRScale repeats TestSGDStep's first step with the weight's learning rate halved: w -= 0.05 * v.
+func TestSGDLRScale(t *testing.T) {
+	g := G.NewGraph()
+	wv := tensor.New(tensor.WithBacking([]float32{1, -2}))
+	w := G.NewVector(g, tensor.Float32, G.WithShape(2), G.WithName("w"), G.WithValue(wv))
+	x := G.NewConstant(tensor.New(tensor.WithBacking([]float32{3, 4})))
+	prod, _ := G.HadamardProd(w, x)
+	cost, _ := G.Sum(prod)
+	if _, err := G.Grad(cost, w); err != nil {
+		t.Fatal(err)
+	}
+	vm := G.NewTapeMachine(g, G.BindDualValues(w))
+	defer vm.Close()
+	s := &SGD{LR: 0.1, Momentum: 0.9, WeightDecay: 0.5, ClipNorm: 1, LRScale: map[*tensor.Dense]float64{wv: 0.5}}
+	if err := vm.RunAll(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Step(G.NodesToValueGrads(G.Nodes{w})); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []float64{1 - 0.055, -2 + 0.01} {
+		if v := wv.Data().([]float32)[i]; math.Abs(float64(v)-want) > 1e-6 {
+			t.Errorf("w[%d] = %g, want %g", i, v, want)
+		}
+	}
+}

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+
+	"gorgonia.org/tensor"
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/models"
@@ -42,8 +45,10 @@ type Stage1Input struct {
 
 // Stage1Step is one Stage I training step of a task, with the exact graph
 // train runs: a forward and backward pass of buildStage1's graph and one SGD
-// update (train.momentum, train.weight_decay, train.clip_norm of the config)
-// of every trained parameter. The loss, its weights and its gradient routing
+// update (train.momentum, train.weight_decay, train.clip_norm of the config,
+// the backbone at train.backbone_lr_scale times the rate) of every trained
+// parameter; frozen backbone stages (models.Backbone.FreezeStages) are not
+// trained and keep their BatchNorm in evaluation mode. The loss, its weights and its gradient routing
 // are METHOD.md's, switched by cfg.Method and cfg.Loss:
 //
 //	CE + alpha*L_ac + lambda_bi*(L_n2o + L_o2n) + lambda_cyc*L_cyc + lambda_pair*L_pair   (bicyc)
@@ -116,6 +121,7 @@ func NewStage1Step(cfg config.Config, nets Stage1Nets, in Stage1Input) (*Stage1S
 		solver:   &SGD{Momentum: cfg.Train.Momentum, WeightDecay: cfg.Train.WeightDecay, ClipNorm: cfg.Train.ClipNorm},
 		imageLen: in.Channels * in.Height * in.Width,
 	}
+	st.solver.LRScale = backboneLRScale(nets.Backbone, cfg.Train.BackboneLRScale)
 	sg, err := st.graph()
 	if err != nil {
 		return nil, err
@@ -130,6 +136,24 @@ func NewStage1Step(cfg config.Config, nets Stage1Nets, in Stage1Input) (*Stage1S
 		}
 	}
 	return st, nil
+}
+
+// backboneLRScale gives the backbone's layers before its 1x1 reduction the learning-rate factor scale
+// (train.backbone_lr_scale); the reduction, new in a pretrained backbone, trains at the heads' rate. (The
+// authors' code puts the reduction's weight, not its bias, in the backbone's group.) Frozen stages are not
+// trained at all. nil for scale 1.
+func backboneLRScale(b *models.Backbone, scale float64) map[*tensor.Dense]float64 {
+	if scale == 1 {
+		return nil
+	}
+	reduce := b.ReduceParams()
+	m := map[*tensor.Dense]float64{}
+	for _, p := range b.Params() {
+		if !slices.Contains(reduce, p) {
+			m[p] = scale
+		}
+	}
+	return m
 }
 
 // graph returns the graph of the current detach mode, building it on first use.
