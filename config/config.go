@@ -56,13 +56,15 @@ type Stream struct {
 
 // Model chooses the networks.
 type Model struct {
-	Backbone     string `mapstructure:"backbone" yaml:"backbone" doc:"Feature extractor: convnet (28x28 default), resnet18 (CIFAR stem: 3x3 stride-1 conv, no max-pool; 32x32 RGB, METHOD.md; the authors' code uses it for TinyImageNet's 64x64 too) or resnet18-imagenet (torchvision's stem: 7x7 stride-2 conv and 3x3 stride-2 max-pool; 224x224 ImageNet-100 and CUB-200 in the authors' code, and any photo size from 32x32)."`
+	Backbone   string `mapstructure:"backbone" yaml:"backbone" doc:"Feature extractor: convnet (28x28 default), resnet18 (CIFAR stem: 3x3 stride-1 conv, no max-pool; 32x32 RGB, docs/method.md; the authors' code uses it for TinyImageNet's 64x64 too) or resnet18-imagenet (torchvision's stem: 7x7 stride-2 conv and 3x3 stride-2 max-pool; 224x224 ImageNet-100 and CUB-200 in the authors' code, and any photo size from 32x32)."`
+	FeatureDim int    `mapstructure:"feature_dim" yaml:"feature_dim" doc:"Feature dimension S of the prototypes (METHOD.md: 64)."`
+	Mapper     string `mapstructure:"mapper" yaml:"mapper" doc:"Architecture of the distiller D and adapter A: mlp (S -> hidden_mult*S -> S with exact GELU) or linear (S x S)."`
+	HiddenMult int    `mapstructure:"hidden_mult" yaml:"hidden_mult" doc:"Hidden width of the mlp mapper as a multiple of S (METHOD.md: 32)."`
+
+	// Pretrained ResNets and fine-tuning (README, "Pretrained backbones for photos").
 	Width        int    `mapstructure:"width" yaml:"width" doc:"Channels of a ResNet's first stage, its stages having 1, 2, 4 and 8 times as many; 0 means 64, the standard ResNet-18 (a pretrained file must match). Narrower ResNets train faster; the convnet ignores it."`
 	Pretrained   string `mapstructure:"pretrained" yaml:"pretrained" doc:"ONNX file of a torchvision ResNet-18 whose conv and BatchNorm weights and running statistics start the resnet18-imagenet backbone (export it with training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False); its fc is ignored and the 1x1 reduction to S starts from the usual random initialisation. Empty trains from scratch."`
 	FreezeStages int    `mapstructure:"freeze_stages" yaml:"freeze_stages" doc:"Leading backbone stages kept fixed while training, their BatchNorm in evaluation mode: for a ResNet 1 is the stem, 2 adds layer1, ..., 4 leaves layer4 and the reduction trainable, 5 only the reduction; the convnet has 3 stages (its conv blocks). 0 trains everything. Frozen weights are still saved in checkpoints and exported."`
-	FeatureDim   int    `mapstructure:"feature_dim" yaml:"feature_dim" doc:"Feature dimension S of the prototypes (METHOD.md: 64)."`
-	Mapper       string `mapstructure:"mapper" yaml:"mapper" doc:"Architecture of the distiller D and adapter A: mlp (S -> hidden_mult*S -> S with exact GELU) or linear (S x S)."`
-	HiddenMult   int    `mapstructure:"hidden_mult" yaml:"hidden_mult" doc:"Hidden width of the mlp mapper as a multiple of S (METHOD.md: 32)."`
 }
 
 // Train holds Stage I optimisation settings.
@@ -72,9 +74,9 @@ type Train struct {
 	BatchSize          int       `mapstructure:"batch_size" yaml:"batch_size" doc:"Training mini-batch size (drop_last)."`
 	LRFirst            float64   `mapstructure:"lr_first" yaml:"lr_first" doc:"Learning rate on task 1 (METHOD.md: 0.1)."`
 	LR                 float64   `mapstructure:"lr" yaml:"lr" doc:"Learning rate on later tasks (METHOD.md: 0.01)."`
-	BackboneLRScale    float64   `mapstructure:"backbone_lr_scale" yaml:"backbone_lr_scale" doc:"Stage I learning-rate factor of the backbone's layers before its 1x1 reduction; the reduction, the head, D and A keep lr_first / lr. The paper fine-tunes a pretrained ResNet-18 on CUB-200 with 0.1 (1e-2 backbone, 1e-1 heads); 1 trains everything alike."`
 	Momentum           float64   `mapstructure:"momentum" yaml:"momentum" doc:"SGD momentum."`
 	WeightDecay        float64   `mapstructure:"weight_decay" yaml:"weight_decay" doc:"SGD weight decay (L2)."`
+	BackboneLRScale    float64   `mapstructure:"backbone_lr_scale" yaml:"backbone_lr_scale" doc:"Stage I learning-rate factor of the backbone's layers before its 1x1 reduction; the reduction, the head, D and A keep lr_first / lr. The paper fine-tunes a pretrained ResNet-18 on CUB-200 with 0.1 (1e-2 backbone, 1e-1 heads); 1 trains everything alike."`
 	Milestones         []float64 `mapstructure:"milestones" yaml:"milestones" doc:"Fractions of the epochs at which the learning rate is multiplied by lr_decay."`
 	LRDecay            float64   `mapstructure:"lr_decay" yaml:"lr_decay" doc:"Learning-rate factor at each milestone."`
 	ClipNorm           float64   `mapstructure:"clip_norm" yaml:"clip_norm" doc:"Gradient-norm clipping over backbone, head, D and A together; 0 turns it off."`

@@ -85,7 +85,8 @@ func (u *convUnit) params() []namedParam {
 }
 
 // NewBackbone returns a backbone of the given architecture (ArchConvNet, ArchResNet18 or ArchResNet18ImageNet)
-// for images with inChannels channels, producing featureDim (S) features, initialised as METHOD.md states:
+// for images with inChannels channels, producing featureDim (S) features, initialised as docs/method.md
+// ("Networks") states:
 //
 //	conv weights ~ N(0, 2/(k*k*out))   (standard deviation sqrt(2/(k*k*out)))
 //	BN gamma = 1, beta = 0, running mean 0, running variance 1;  reduce-conv bias = 0
@@ -459,7 +460,7 @@ func (b *Backbone) SetState(tensors []safetensors.Tensor) error {
 }
 
 // Clone returns a deep copy: its own weights and running statistics, unaffected by later training of b (the
-// frozen previous backbone f_{t-1} of METHOD.md Stage I), with b's frozen stages.
+// frozen previous backbone f_{t-1} of docs/method.md, "Stage I"), with b's frozen stages.
 func (b *Backbone) Clone() *Backbone {
 	c := &Backbone{arch: b.arch, inChannels: b.inChannels, featureDim: b.featureDim,
 		width: b.width, stages: b.stages, frozen: b.frozen, byName: make(map[string]*convUnit, len(b.units)), nodePrefix: newNodePrefix("backbone")}
