@@ -62,7 +62,7 @@ type Model struct {
 	HiddenMult int    `mapstructure:"hidden_mult" yaml:"hidden_mult" doc:"Hidden width of the mlp mapper as a multiple of S (METHOD.md: 32)."`
 
 	// Pretrained ResNets and fine-tuning (README, "Pretrained backbones for photos").
-	Width        int    `mapstructure:"width" yaml:"width" doc:"Channels of a ResNet's first stage, its stages having 1, 2, 4 and 8 times as many; 0 means 64, the standard ResNet-18 (a pretrained file must match). Narrower ResNets train faster; the convnet ignores it."`
+	Width        int    `mapstructure:"width" yaml:"width" doc:"Channels of a ResNet's first stage, its stages having 1, 2, 4 and 8 times as many; 0 means 64, the standard ResNet-18 (a pretrained file must match). Narrower ResNets train faster; must be 0 for the convnet."`
 	Pretrained   string `mapstructure:"pretrained" yaml:"pretrained" doc:"ONNX file of a torchvision ResNet-18 whose conv and BatchNorm weights and running statistics start the resnet18-imagenet backbone (export it with training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False); its fc is ignored and the 1x1 reduction to S starts from the usual random initialisation. Empty trains from scratch."`
 	FreezeStages int    `mapstructure:"freeze_stages" yaml:"freeze_stages" doc:"Leading backbone stages kept fixed while training, their BatchNorm in evaluation mode: for a ResNet 1 is the stem, 2 adds layer1, ..., 4 leaves layer4 and the reduction trainable, 5 only the reduction; the convnet has 3 stages (its conv blocks). 0 trains everything. Frozen weights are still saved in checkpoints and exported."`
 }
