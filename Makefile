@@ -38,7 +38,7 @@ bench: setup
 # Side-by-side benchmarks against PyTorch (bench/README.md). Each installs
 # python3-torch itself (bench/install-torch.sh); PyTorch is never a runtime
 # dependency. bench-infer trains a quick model first if BENCH_MODEL is missing.
-.PHONY: bench-infer bench-train
+.PHONY: bench-infer bench-train bench-pretrained
 BENCH_RUNS ?= /tmp/bicyc-bench
 BENCH_MODEL ?= $(BENCH_RUNS)/m/model
 BENCH_ARGS ?=
@@ -51,3 +51,14 @@ bench-infer: build
 bench-train: setup
 	bash bench/install-torch.sh
 	$(GO) run ./bench/train $(BENCH_ARGS)
+
+# The full-size pretrained-import check: a torchvision ResNet-18 with random
+# weights and BatchNorm statistics, exported by python3-torch, imported into
+# the gorgonia backbone; its pooled features must match ONNX Runtime on the
+# file and on bicyc's own export at 224x224 (max |diff| <= 1e-4).
+BENCH_RESNET18 ?= $(BENCH_RUNS)/resnet18.onnx
+bench-pretrained: setup
+	bash bench/install-torch.sh
+	mkdir -p $(dir $(BENCH_RESNET18))
+	/usr/bin/python3 pretrained/testdata/make_resnet18.py --full $(BENCH_RESNET18)
+	$(GO) test -count=1 -v -run TestFullResNet18MatchesOnnxRuntime ./pretrained/ -resnet18-onnx $(BENCH_RESNET18)

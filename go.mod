@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/chewxy/hm v1.0.0
 	github.com/go-viper/mapstructure/v2 v2.4.0
+	github.com/owulveryck/onnx-go v0.5.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2

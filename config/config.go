@@ -86,10 +86,15 @@ type Stream struct {
 
 // Model chooses the networks.
 type Model struct {
-	Backbone   string `mapstructure:"backbone" yaml:"backbone" doc:"Feature extractor: convnet (28x28 default) or resnet18 (32x32 RGB; docs/method.md, Networks)."`
+	Backbone   string `mapstructure:"backbone" yaml:"backbone" doc:"Feature extractor: convnet (28x28 default), resnet18 (CIFAR stem: 3x3 stride-1 conv, no max-pool; 32x32 RGB, docs/method.md; the authors' code uses it for TinyImageNet's 64x64 too) or resnet18-imagenet (torchvision's stem: 7x7 stride-2 conv and 3x3 stride-2 max-pool; 224x224 ImageNet-100 and CUB-200 in the authors' code, and any photo size from 32x32)."`
 	FeatureDim int    `mapstructure:"feature_dim" yaml:"feature_dim" doc:"Feature dimension S of the prototypes (docs/method.md: 64)."`
 	Mapper     string `mapstructure:"mapper" yaml:"mapper" doc:"Architecture of the distiller D and adapter A: mlp (S -> hidden_mult*S -> S with exact GELU, the paper's), linear (S x S), or residual-mlp (x + mlp(x) with the last layer starting at zero, so an untrained map is the identity)."`
 	HiddenMult int    `mapstructure:"hidden_mult" yaml:"hidden_mult" doc:"Hidden width of the mlp mapper as a multiple of S (docs/method.md: 32)."`
+
+	// Pretrained ResNets and fine-tuning (README, "Pretrained backbones for photos").
+	Width        int    `mapstructure:"width" yaml:"width" doc:"Channels of a ResNet's first stage, its stages having 1, 2, 4 and 8 times as many; 0 means 64, the standard ResNet-18 (a pretrained file must match). Narrower ResNets train faster; must be 0 for the convnet."`
+	Pretrained   string `mapstructure:"pretrained" yaml:"pretrained" doc:"ONNX file of a torchvision ResNet-18 whose conv and BatchNorm weights and running statistics start the resnet18-imagenet backbone (export it with training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False); its fc is ignored and the 1x1 reduction to S starts from the usual random initialisation. Empty trains from scratch."`
+	FreezeStages int    `mapstructure:"freeze_stages" yaml:"freeze_stages" doc:"Leading backbone stages kept fixed while training, their BatchNorm in evaluation mode: for a ResNet 1 is the stem, 2 adds layer1, ..., 4 leaves layer4 and the reduction trainable, 5 only the reduction; the convnet has 3 stages (its conv blocks). 0 trains everything. Frozen weights are still saved in checkpoints and exported."`
 }
 
 // Train holds Stage I optimisation settings.
@@ -101,6 +106,7 @@ type Train struct {
 	LR                 float64   `mapstructure:"lr" yaml:"lr" doc:"Learning rate on later tasks (docs/method.md: 0.01)."`
 	Momentum           float64   `mapstructure:"momentum" yaml:"momentum" doc:"SGD momentum."`
 	WeightDecay        float64   `mapstructure:"weight_decay" yaml:"weight_decay" doc:"SGD weight decay (L2)."`
+	BackboneLRScale    float64   `mapstructure:"backbone_lr_scale" yaml:"backbone_lr_scale" doc:"Stage I learning-rate factor of the backbone's layers before its 1x1 reduction; the reduction, the head, D and A keep lr_first / lr. The paper fine-tunes a pretrained ResNet-18 on CUB-200 with 0.1 (1e-2 backbone, 1e-1 heads); 1 trains everything alike."`
 	Milestones         []float64 `mapstructure:"milestones" yaml:"milestones" doc:"Fractions of the epochs at which the learning rate is multiplied by lr_decay."`
 	LRDecay            float64   `mapstructure:"lr_decay" yaml:"lr_decay" doc:"Learning-rate factor at each milestone."`
 	ClipNorm           float64   `mapstructure:"clip_norm" yaml:"clip_norm" doc:"Gradient-norm clipping over backbone, head, D and A together; 0 turns it off."`
@@ -194,7 +200,7 @@ func Default() Config {
 		Model:  Model{Backbone: "convnet", FeatureDim: 64, Mapper: "mlp", HiddenMult: 32},
 		Train: Train{
 			EpochsFirst: 4, Epochs: 3, BatchSize: 128,
-			LRFirst: 0.1, LR: 0.01, Momentum: 0.9, WeightDecay: 5e-4,
+			LRFirst: 0.1, LR: 0.01, BackboneLRScale: 1, Momentum: 0.9, WeightDecay: 5e-4,
 			Milestones: []float64{0.3, 0.6, 0.9}, LRDecay: 0.1, ClipNorm: 1,
 			Rotation: true, RotationSplitBatch: true, DetachWarmup: 0.01, EvalBatch: 500,
 			MinStepsFirst: 200,
@@ -318,11 +324,7 @@ func (c Config) validateModel(bad problem) {
 	if c.Stream.FirstTask < 0 {
 		bad("stream.first_task", "must be >= 0, got %d", c.Stream.FirstTask)
 	}
-	switch c.Model.Backbone {
-	case "convnet", "resnet18":
-	default:
-		bad("model.backbone", "%q is not one of convnet, resnet18", c.Model.Backbone)
-	}
+	c.validateBackbone(bad)
 	if c.Model.FeatureDim < 2 {
 		bad("model.feature_dim", "must be >= 2, got %d", c.Model.FeatureDim)
 	}
@@ -348,6 +350,9 @@ func (c Config) validateTrain(bad problem) {
 	}
 	if !(c.Train.LR > 0) || !(c.Train.LRFirst > 0) {
 		bad("train.lr", "learning rates must be positive")
+	}
+	if !(c.Train.BackboneLRScale > 0) {
+		bad("train.backbone_lr_scale", "must be positive, got %g (freeze stages with model.freeze_stages)", c.Train.BackboneLRScale)
 	}
 	for _, m := range c.Train.Milestones {
 		if m <= 0 || m >= 1 {
@@ -423,4 +428,35 @@ func (c Config) DefaultRunName(configName string) string {
 		name = "default"
 	}
 	return fmt.Sprintf("%s-%s-s%d", name, c.Method, c.Seed)
+}
+
+// validateBackbone reports bad model.backbone, model.width, model.pretrained and model.freeze_stages values.
+func (c Config) validateBackbone(bad func(key, format string, args ...any)) {
+	m := c.Model
+	stages := 5 // stem and four residual stages
+	switch m.Backbone {
+	case "convnet":
+		stages = 3
+		if m.Width != 0 {
+			bad("model.width", "the convnet has a fixed width; set 0, got %d", m.Width)
+		}
+	case "resnet18", "resnet18-imagenet":
+	default:
+		bad("model.backbone", "%q is not one of convnet, resnet18, resnet18-imagenet", m.Backbone)
+	}
+	if m.Width < 0 {
+		bad("model.width", "must be >= 0, got %d", m.Width)
+	}
+	if m.FreezeStages < 0 || m.FreezeStages > stages {
+		bad("model.freeze_stages", "must lie in [0,%d] for %s, got %d", stages, m.Backbone, m.FreezeStages)
+	}
+	if m.Pretrained == "" {
+		return
+	}
+	if m.Backbone != "resnet18-imagenet" {
+		bad("model.pretrained", "needs model.backbone resnet18-imagenet (torchvision's ResNet-18), got %s", m.Backbone)
+	}
+	if c.Data.Channels != 3 {
+		bad("model.pretrained", "a torchvision ResNet-18 takes RGB images: set data.channels to 3, got %d", c.Data.Channels)
+	}
 }

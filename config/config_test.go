@@ -79,3 +79,32 @@ func TestValidateRotationSplitBatch(t *testing.T) {
 		t.Errorf("batch 6 without the split: %v", err)
 	}
 }
+
+func TestValidateBackboneKeys(t *testing.T) {
+	photo := Default()
+	photo.Model.Backbone, photo.Data.Channels = "resnet18-imagenet", 3
+	photo.Data.Mean, photo.Data.Std = []float64{0.485, 0.456, 0.406}, []float64{0.229, 0.224, 0.225}
+	photo.Model.Pretrained, photo.Model.FreezeStages, photo.Train.BackboneLRScale = "resnet18.onnx", 4, 0.1
+	if err := photo.Validate(); err != nil {
+		t.Fatalf("pretrained resnet18-imagenet: %v", err)
+	}
+	for i, c := range []struct {
+		edit func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Model.Backbone = "resnet18" }, "model.pretrained: needs model.backbone resnet18-imagenet"},
+		{func(c *Config) { c.Data.Channels = 1 }, "model.pretrained: a torchvision ResNet-18 takes RGB images"},
+		{func(c *Config) { c.Model.FreezeStages = 6 }, "model.freeze_stages: must lie in [0,5]"},
+		{func(c *Config) { c.Model.Backbone, c.Model.Pretrained, c.Model.FreezeStages = "convnet", "", 4 }, "model.freeze_stages: must lie in [0,3]"},
+		{func(c *Config) { c.Model.Backbone, c.Model.Pretrained, c.Model.Width = "convnet", "", 16 }, "model.width: the convnet has a fixed width"},
+		{func(c *Config) { c.Model.Width = -1 }, "model.width: must be >= 0"},
+		{func(c *Config) { c.Train.BackboneLRScale = 0 }, "train.backbone_lr_scale: must be positive"},
+		{func(c *Config) { c.Model.Backbone = "resnet50" }, "model.backbone: \"resnet50\" is not one of"},
+	} {
+		cfg := photo
+		c.edit(&cfg)
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("case %d: error %v, want %q", i, err, c.want)
+		}
+	}
+}

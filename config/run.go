@@ -34,6 +34,10 @@ var addedKeys = map[string]func(*Config){
 	"data.random_resized_crop": func(c *Config) { c.Data.RandomResizedCrop = false },
 	"data.resized_crop_scale":  func(c *Config) { c.Data.ResizedCropScale = []float64{0.08, 1} },
 	"data.resized_crop_ratio":  func(c *Config) { c.Data.ResizedCropRatio = []float64{3.0 / 4, 4.0 / 3} },
+	"model.width":              func(c *Config) { c.Model.Width = 0 },
+	"model.pretrained":         func(c *Config) { c.Model.Pretrained = "" },
+	"model.freeze_stages":      func(c *Config) { c.Model.FreezeStages = 0 },
+	"train.backbone_lr_scale":  func(c *Config) { c.Train.BackboneLRScale = 1 },
 }
 
 // ReadRun reads a run directory's config.yaml, which holds every key the

@@ -11,8 +11,9 @@ import (
 // Backbone architectures; the names and the tensor names below are a
 // contract with package models.
 const (
-	ArchConvNet  = "convnet"
-	ArchResNet18 = "resnet18"
+	ArchConvNet          = "convnet"
+	ArchResNet18         = "resnet18"
+	ArchResNet18ImageNet = "resnet18-imagenet"
 )
 
 // bnEpsilon is the BatchNorm variance epsilon of package models (PyTorch's
@@ -35,8 +36,10 @@ func (s BackboneShape) validate() error {
 	case ArchConvNet:
 		minSide = 4 // two 2x2 max-pools must leave at least one pixel
 	case ArchResNet18:
+	case ArchResNet18ImageNet:
+		minSide = 32 // the stem and the pool halve the image, then three strided stages
 	default:
-		return fmt.Errorf("%w: unknown backbone architecture %q (want %q or %q)", ErrState, s.Arch, ArchConvNet, ArchResNet18)
+		return fmt.Errorf("%w: unknown backbone architecture %q (want %q, %q or %q)", ErrState, s.Arch, ArchConvNet, ArchResNet18, ArchResNet18ImageNet)
 	}
 	if s.InChannels < 1 || s.FeatureDim < 1 || s.Height < minSide || s.Width < minSide {
 		return fmt.Errorf("%w: %s backbone needs channels >= 1, feature dim >= 1 and image sides >= %d; got %d channels, %dx%d, dim %d",
@@ -61,6 +64,11 @@ func (s BackboneShape) validate() error {
 //	resnet18: conv1.weight [64,C,3,3], bn1.*, layer{1..4}.{0,1}.{conv1,bn1,conv2,bn2}.*,
 //	          layer{2,3,4}.0.downsample.0.weight [out,in,1,1], layer{2,3,4}.0.downsample.1.*,
 //	          reduce.weight [S,512,1,1], reduce.bias [S]
+//	resnet18-imagenet: the same with conv1.weight [64,C,7,7] (stride 2, pad 3)
+//	          followed by a 3x3 stride-2 MaxPool with pads 1
+//
+// A ResNet's stage widths are conv1.weight's first dimension w, then w, 2w,
+// 4w, 8w (64 for the standard network).
 //
 // Other tensors (task heads, num_batches_tracked) are ignored. A missing,
 // misshapen or non-finite tensor is an error wrapping ErrState.
@@ -93,9 +101,8 @@ func addBackbone(g *graph, image string, shape BackboneShape, tensors []safetens
 	case ArchConvNet:
 		x, err = b.convNet(image, shape.InChannels)
 		channels = 128
-	case ArchResNet18:
-		x, err = b.resNet18(image, shape.InChannels)
-		channels = 512
+	case ArchResNet18, ArchResNet18ImageNet:
+		x, channels, err = b.resNet18(image, shape)
 	}
 	if err != nil {
 		return "", err
@@ -134,16 +141,34 @@ func (b backboneBuilder) convNet(x string, in int) (string, error) {
 	return x, nil
 }
 
-// resNet18 is the CIFAR ResNet-18: 3x3 stride-1 stem, no max-pool, four
-// stages of two BasicBlocks with 64, 128, 256, 512 channels.
-func (b backboneBuilder) resNet18(x string, in int) (string, error) {
-	y, err := b.convBN(x, "conv1", "bn1", 64, in, 3, 1, 1)
+// resNet18 is the CIFAR ResNet-18 (3x3 stride-1 stem, no max-pool) or the
+// ImageNet one (7x7 stride-2 stem, 3x3 stride-2 max-pool), then four stages
+// of two BasicBlocks of w, 2w, 4w, 8w channels. It returns the last stage's
+// output and its channels, 8w.
+func (b backboneBuilder) resNet18(x string, shape BackboneShape) (string, int, error) {
+	stem, err := b.state.shape("conv1.weight")
 	if err != nil {
-		return "", err
+		return "", 0, err
+	}
+	if len(stem) != 4 || stem[0] < 1 {
+		return "", 0, fmt.Errorf("%w: backbone tensor \"conv1.weight\" has shape %v, want [width,C,k,k]", ErrState, stem)
+	}
+	width, k, stride, pad := stem[0], 3, 1, 1
+	if shape.Arch == ArchResNet18ImageNet {
+		k, stride, pad = 7, 2, 3
+	}
+	y, err := b.convBN(x, "conv1", "bn1", width, shape.InChannels, k, stride, pad)
+	if err != nil {
+		return "", 0, err
 	}
 	x = b.g.op("Relu", "relu", []string{y})
-	in = 64
-	for stage, out := range []int{64, 128, 256, 512} {
+	if shape.Arch == ArchResNet18ImageNet {
+		x = b.g.op("MaxPool", "maxpool", []string{x}, attrInts("kernel_shape", 3, 3),
+			attrInts("strides", 2, 2), attrInts("pads", 1, 1, 1, 1))
+	}
+	in := width
+	for stage := range 4 {
+		out := width << stage
 		for block := range 2 {
 			stride := 1
 			if stage > 0 && block == 0 {
@@ -151,12 +176,12 @@ func (b backboneBuilder) resNet18(x string, in int) (string, error) {
 			}
 			x, err = b.basicBlock(x, fmt.Sprintf("layer%d.%d.", stage+1, block), in, out, stride)
 			if err != nil {
-				return "", err
+				return "", 0, err
 			}
 			in = out
 		}
 	}
-	return x, nil
+	return x, in, nil
 }
 
 // basicBlock is relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)), where

@@ -250,6 +250,10 @@ func TestCheckerAcceptsEveryModel(t *testing.T) {
 	add("backbone_convnet.onnx", b, err)
 	b, err = Backbone(res, resState)
 	add("backbone_resnet18.onnx", b, err)
+	// The ImageNet stem: the same tensors with a 7x7 conv1, then a padded MaxPool.
+	imageNetState := append([]safetensors.Tensor{randomTensor(rng, "conv1.weight", []int{64, 3, 7, 7}, 0.1, false)}, resState[1:]...)
+	b, err = Backbone(BackboneShape{Arch: ArchResNet18ImageNet, InChannels: 3, Height: 64, Width: 48, FeatureDim: s}, imageNetState)
+	add("backbone_resnet18_imagenet.onnx", b, err)
 	b, err = Adapter(AdapterMLP, s, []safetensors.Tensor{
 		randomTensor(rng, "fc1.weight", []int{32 * s, s}, 1, false), randomTensor(rng, "fc1.bias", []int{32 * s}, 1, false),
 		randomTensor(rng, "fc2.weight", []int{s, 32 * s}, 1, false), randomTensor(rng, "fc2.bias", []int{s}, 1, false)})

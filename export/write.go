@@ -17,7 +17,7 @@ import (
 // Covariances, Tables and the ONNX scores is Classes[c]. Write does not
 // modify or keep any slice.
 type Input struct {
-	// Arch is ArchConvNet or ArchResNet18; Backbone its state dict (see
+	// Arch is ArchConvNet, ArchResNet18 or ArchResNet18ImageNet; Backbone its state dict (see
 	// Backbone for the tensor names). The image geometry comes from
 	// Preprocess (Channels, Height, Width).
 	Arch       string

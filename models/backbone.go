@@ -26,7 +26,17 @@ const (
 	// BasicBlocks [2,2,2,2] at 64, 128, 256, 512 channels with strides 1, 2, 2, 2 (1x1 conv + BN downsample where
 	// the shape changes), then a 1x1 conv 512->S with bias (no BN, no ReLU) and global average pooling.
 	ArchResNet18 = "resnet18"
+	// ArchResNet18ImageNet is torchvision's ImageNet ResNet-18 with the same reduction and pooling: a 7x7
+	// stride-2 stem conv 64 (pad 3) + BN + ReLU, a 3x3 stride-2 max-pool (pad 1), then ArchResNet18's stages,
+	// 1x1 conv 512->S with bias and global average pooling. Its tensor names are torchvision's, so a
+	// torchvision state dict (without fc) loads into it. It takes any square or rectangular input of at least
+	// 32x32 pixels: 224x224 for ImageNet and CUB-200 (the features are 7x7 before pooling), 64x64 for small photos.
+	ArchResNet18ImageNet = "resnet18-imagenet"
 )
+
+// ResNetWidth is the channel count of the first stage of a standard ResNet-18; its stages have 1, 2, 4 and 8
+// times as many.
+const ResNetWidth = 64
 
 // bnEps is the batch-normalisation epsilon of every backbone BN layer (PyTorch's default, the ONNX exporter's
 // contract).
@@ -43,6 +53,9 @@ type Backbone struct {
 	arch       string
 	inChannels int
 	featureDim int
+	width      int         // first-stage channels of the ResNets; 0 for the convnet
+	stages     int         // units with stage < stages can be frozen: every one but the reduction
+	frozen     int         // units with stage < frozen are frozen (see FreezeStages)
 	units      []*convUnit // in forward and state order
 	byName     map[string]*convUnit
 	nodePrefix string
@@ -51,6 +64,7 @@ type Backbone struct {
 // convUnit is a convolution, optionally with bias, optionally followed by batch normalisation.
 type convUnit struct {
 	conv, bn    string        // state names: "layer2.0.conv1", "layer2.0.bn1"; bn is "" without BN
+	stage       int           // 0 for the stem, 1..4 for layer1..layer4 of a ResNet, the layer for the convnet
 	stride, pad int           // of the convolution
 	weight      *tensor.Dense // [out,in,k,k]
 	bias        *tensor.Dense // [out], nil without bias
@@ -70,18 +84,27 @@ func (u *convUnit) params() []namedParam {
 	return ps
 }
 
-// NewBackbone returns a backbone of the given architecture (ArchConvNet or ArchResNet18) for images with
-// inChannels channels, producing featureDim (S) features, initialised as docs/method.md ("Networks") states:
+// NewBackbone returns a backbone of the given architecture (ArchConvNet, ArchResNet18 or ArchResNet18ImageNet)
+// for images with inChannels channels, producing featureDim (S) features, initialised as docs/method.md
+// ("Networks") states:
 //
 //	conv weights ~ N(0, 2/(k*k*out))   (standard deviation sqrt(2/(k*k*out)))
 //	BN gamma = 1, beta = 0, running mean 0, running variance 1;  reduce-conv bias = 0
 //
-// It returns an error for an unknown architecture or non-positive sizes, and panics if rng is nil.
+// The ResNets have the standard width, ResNetWidth. It returns an error for an unknown architecture or
+// non-positive sizes, and panics if rng is nil.
 func NewBackbone(arch string, inChannels, featureDim int, rng *rand.Rand) (*Backbone, error) {
+	return NewBackboneWidth(arch, 0, inChannels, featureDim, rng)
+}
+
+// NewBackboneWidth is NewBackbone with the channels of a ResNet's first stage: its stages have width, 2*width,
+// 4*width and 8*width channels, and 0 means ResNetWidth. Narrower ResNets train faster and make small test
+// fixtures; a pretrained file must have the same width. The convnet has no width option: width must be 0.
+func NewBackboneWidth(arch string, width, inChannels, featureDim int, rng *rand.Rand) (*Backbone, error) {
 	if rng == nil {
 		panic("models: NewBackbone with a nil rng")
 	}
-	b, err := newBackbone(arch, inChannels, featureDim)
+	b, err := newBackbone(arch, width, inChannels, featureDim)
 	if err != nil {
 		return nil, err
 	}
@@ -97,62 +120,78 @@ func NewBackbone(arch string, inChannels, featureDim int, rng *rand.Rand) (*Back
 }
 
 // newBackbone returns a backbone with zero conv weights and biases, BN gamma 1 and beta 0.
-func newBackbone(arch string, inChannels, featureDim int) (*Backbone, error) {
-	if inChannels <= 0 || featureDim <= 0 {
-		return nil, fmt.Errorf("backbone: %d input channels and feature dimension %d must be positive", inChannels, featureDim)
+func newBackbone(arch string, width, inChannels, featureDim int) (*Backbone, error) {
+	if inChannels <= 0 || featureDim <= 0 || width < 0 {
+		return nil, fmt.Errorf("backbone: %d input channels, feature dimension %d and width %d: want positive sizes", inChannels, featureDim, width)
 	}
 	b := &Backbone{arch: arch, inChannels: inChannels, featureDim: featureDim,
 		byName: make(map[string]*convUnit), nodePrefix: newNodePrefix("backbone")}
 	switch arch {
 	case ArchConvNet:
-		b.addConv("conv1", "bn1", inChannels, 32, 3, 1, 1)
-		b.addConv("conv2", "bn2", 32, 64, 3, 1, 1)
-		b.addConv("conv3", "bn3", 64, 128, 3, 1, 1)
-		b.addReduce(128)
-	case ArchResNet18:
-		b.addConv("conv1", "bn1", inChannels, 64, 3, 1, 1)
-		in := 64
-		for layer, out := range resnet18Widths {
-			for block := range 2 {
-				p := resnetBlockName(layer, block)
-				stride := 1
-				if block == 0 && layer > 0 {
-					stride = 2
-				}
-				b.addConv(p+".conv1", p+".bn1", in, out, 3, stride, 1)
-				b.addConv(p+".conv2", p+".bn2", out, out, 3, 1, 1)
-				if stride != 1 || in != out {
-					b.addConv(p+".downsample.0", p+".downsample.1", in, out, 1, stride, 0)
-				}
-				in = out
-			}
+		if width != 0 {
+			return nil, fmt.Errorf("backbone: %s has a fixed width, got width %d", arch, width)
 		}
-		b.addReduce(in)
+		for i, out := range []int{32, 64, 128} {
+			n := strconv.Itoa(i + 1)
+			b.addConv("conv"+n, "bn"+n, i, inChannels, out, 3, 1, 1)
+			inChannels = out
+		}
+		b.addReduce(3, 128)
+	case ArchResNet18:
+		b.addResNet18(width, 3, 1, 1)
+	case ArchResNet18ImageNet:
+		b.addResNet18(width, 7, 2, 3)
 	default:
-		return nil, fmt.Errorf("backbone: unknown architecture %q, want %q or %q", arch, ArchConvNet, ArchResNet18)
+		return nil, fmt.Errorf("backbone: unknown architecture %q, want %q, %q or %q", arch, ArchConvNet, ArchResNet18, ArchResNet18ImageNet)
 	}
 	return b, nil
 }
 
-// resnet18Widths are the channels of the four ResNet-18 stages (He et al. 2016, CIFAR variant in docs/method.md).
-var resnet18Widths = []int{64, 128, 256, 512}
+// addResNet18 appends a ResNet-18 of the given width (0: ResNetWidth) with a stem conv of size k, stride and
+// pad, its four stages and the reduction.
+func (b *Backbone) addResNet18(width, k, stride, pad int) {
+	if width == 0 {
+		width = ResNetWidth
+	}
+	b.width = width
+	b.addConv("conv1", "bn1", 0, b.inChannels, width, k, stride, pad)
+	in := width
+	for layer := range 4 {
+		out := width << layer
+		for block := range 2 {
+			p := resnetBlockName(layer, block)
+			stride := 1
+			if block == 0 && layer > 0 {
+				stride = 2
+			}
+			b.addConv(p+".conv1", p+".bn1", layer+1, in, out, 3, stride, 1)
+			b.addConv(p+".conv2", p+".bn2", layer+1, out, out, 3, 1, 1)
+			if stride != 1 || in != out {
+				b.addConv(p+".downsample.0", p+".downsample.1", layer+1, in, out, 1, stride, 0)
+			}
+			in = out
+		}
+	}
+	b.addReduce(5, in)
+}
 
 // resnetBlockName returns the torchvision-style prefix of a BasicBlock: "layer1.0" ... "layer4.1".
 func resnetBlockName(layer, block int) string {
 	return "layer" + strconv.Itoa(layer+1) + "." + strconv.Itoa(block)
 }
 
-// addConv appends a k x k convolution in->out without bias, followed by batch normalisation bn.
-func (b *Backbone) addConv(conv, bn string, in, out, k, stride, pad int) {
+// addConv appends a k x k convolution in->out without bias, followed by batch normalisation bn, in stage.
+func (b *Backbone) addConv(conv, bn string, stage, in, out, k, stride, pad int) {
 	stats := ops.NewBatchNorm(out)
 	stats.Eps = bnEps
-	b.addUnit(&convUnit{conv: conv, bn: bn, stride: stride, pad: pad, weight: newTensor(nil, out, in, k, k),
+	b.addUnit(&convUnit{conv: conv, bn: bn, stage: stage, stride: stride, pad: pad, weight: newTensor(nil, out, in, k, k),
 		gamma: newTensor(constFill(1), out), beta: newTensor(nil, out), stats: stats})
 }
 
-// addReduce appends the 1x1 reduction conv in->S with bias and without BN.
-func (b *Backbone) addReduce(in int) {
-	b.addUnit(&convUnit{conv: "reduce", stride: 1, weight: newTensor(nil, b.featureDim, in, 1, 1),
+// addReduce appends the 1x1 reduction conv in->S with bias and without BN, as the stage after the others.
+func (b *Backbone) addReduce(stage, in int) {
+	b.stages = stage
+	b.addUnit(&convUnit{conv: "reduce", stage: stage, stride: 1, weight: newTensor(nil, b.featureDim, in, 1, 1),
 		bias: newTensor(nil, b.featureDim)})
 }
 
@@ -170,8 +209,36 @@ func (b *Backbone) InChannels() int { return b.inChannels }
 // FeatureDim returns S, the number of output features.
 func (b *Backbone) FeatureDim() int { return b.featureDim }
 
-// params returns every trainable tensor with its state name, in state order.
-func (b *Backbone) params() []namedParam {
+// Width returns the channels of a ResNet's first stage (ResNetWidth unless built narrower), 0 for the convnet.
+func (b *Backbone) Width() int { return b.width }
+
+// Stages returns the number of stages FreezeStages counts: the stem and the four residual stages of a ResNet
+// (5), the three conv blocks of the convnet (3).
+func (b *Backbone) Stages() int { return b.stages }
+
+// FrozenStages returns the number of leading stages frozen by FreezeStages.
+func (b *Backbone) FrozenStages() int { return b.frozen }
+
+// FreezeStages freezes the first n stages, counted from the input: for a ResNet 1 is the stem (conv1, bn1),
+// 2 adds layer1, ... 5 is everything but the 1x1 reduction; 0 trains everything. A frozen stage's weights are
+// not among Params (no gradient, no update), and its batch normalisation uses the running statistics, never
+// updating them, even in a training graph (PyTorch's module.eval() with requires_grad off), so fine-tuning a
+// pretrained backbone keeps its early features exactly. Frozen weights are still in State, saved and loaded
+// like the others, and Clone keeps the setting. Graphs built earlier keep the setting they were built with.
+// It returns an error unless 0 <= n <= Stages().
+func (b *Backbone) FreezeStages(n int) error {
+	if n < 0 || n > b.stages {
+		return fmt.Errorf("backbone %s: cannot freeze %d stages, it has %d before the reduction", b.arch, n, b.stages)
+	}
+	b.frozen = n
+	return nil
+}
+
+// isFrozen reports whether u belongs to a frozen stage.
+func (b *Backbone) isFrozen(u *convUnit) bool { return u.stage < b.frozen }
+
+// allParams returns every weight tensor, frozen or not, with its state name, in state order.
+func (b *Backbone) allParams() []namedParam {
 	var ps []namedParam
 	for _, u := range b.units {
 		ps = append(ps, u.params()...)
@@ -179,18 +246,37 @@ func (b *Backbone) params() []namedParam {
 	return ps
 }
 
+// params returns the tensors of the stages that are not frozen, with their state names, in state order.
+func (b *Backbone) params() []namedParam {
+	var ps []namedParam
+	for _, u := range b.units {
+		if !b.isFrozen(u) {
+			ps = append(ps, u.params()...)
+		}
+	}
+	return ps
+}
+
 // Params returns the backbone's own trainable tensors (not copies: writing them changes the backbone), in the
 // order of Built.Params: for each layer in forward order, conv weight, conv bias (reduce only), BN gamma, BN
-// beta. BN running statistics are not parameters; they are in State.
+// beta. Frozen stages (FreezeStages) are left out. BN running statistics are not parameters; they are in State.
 func (b *Backbone) Params() []*tensor.Dense {
 	return paramValues(b.params())
 }
 
-// NumParams returns the number of trainable scalars (conv weights and biases, BN gamma and beta).
+// ReduceParams returns the 1x1 reduction's weight [S,C,1,1] and bias [S], the backbone's own tensors: the
+// layer a pretrained backbone does not have, trained at the heads' learning rate when fine-tuning.
+func (b *Backbone) ReduceParams() []*tensor.Dense {
+	u := b.byName["reduce"]
+	return []*tensor.Dense{u.weight, u.bias}
+}
+
+// NumParams returns the number of trainable scalars (conv weights and biases, BN gamma and beta), frozen stages
+// left out.
 func (b *Backbone) NumParams() int { return countParams(b.params()) }
 
 // Build adds the backbone to the graph of x, a float32 [N,C,H,W] node with C = InChannels(), and returns the
-// features [N,S] with the parameter nodes.
+// features [N,S] with the parameter nodes of the stages that are not frozen.
 //
 // With training, batch normalisation uses batch statistics and updates the running statistics each time the
 // graph runs; without, it uses the running statistics and updates nothing. Graph shapes, the batch size
@@ -204,11 +290,15 @@ func (b *Backbone) Build(g *G.ExprGraph, x *G.Node, training bool) (*Built, erro
 	if err := checkInput("backbone", x, -1, b.inChannels, -1, -1); err != nil {
 		return nil, err
 	}
-	ps := b.params()
+	ps := b.allParams()
 	nodes := bindParams(g, b.nodePrefix, ps)
 	byName := make(map[string]*G.Node, len(ps))
+	var trainable G.Nodes
 	for i, p := range ps {
 		byName[p.name] = nodes[i]
+	}
+	for _, p := range b.params() {
+		trainable = append(trainable, byName[p.name])
 	}
 	f := backboneGraph{b: b, nodes: byName, training: training}
 	var feat *G.Node
@@ -216,13 +306,13 @@ func (b *Backbone) Build(g *G.ExprGraph, x *G.Node, training bool) (*Built, erro
 	switch b.arch {
 	case ArchConvNet:
 		feat, err = f.convNet(x)
-	case ArchResNet18:
+	case ArchResNet18, ArchResNet18ImageNet:
 		feat, err = f.resNet18(x)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("backbone %s: %w", b.arch, err)
 	}
-	return &Built{Output: feat, Params: nodes}, nil
+	return &Built{Output: feat, Params: trainable}, nil
 }
 
 // backboneGraph builds one backbone into one graph.
@@ -253,7 +343,12 @@ func (f backboneGraph) resNet18(x *G.Node) (*G.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	for layer := range resnet18Widths {
+	if f.b.arch == ArchResNet18ImageNet {
+		if x, err = ops.MaxPool(x, 3, 2, 1); err != nil {
+			return nil, fmt.Errorf("stem max pool: %w", err)
+		}
+	}
+	for layer := range 4 {
 		for block := range 2 {
 			if x, err = f.basicBlock(x, resnetBlockName(layer, block)); err != nil {
 				return nil, err
@@ -301,7 +396,8 @@ func (f backboneGraph) reduce(x *G.Node) (*G.Node, error) {
 	return x, nil
 }
 
-// unit applies the conv unit named conv: convolution, bias if any, then BN (with a fused ReLU when relu).
+// unit applies the conv unit named conv: convolution, bias if any, then BN (with a fused ReLU when relu; in
+// evaluation mode in a frozen stage).
 func (f backboneGraph) unit(x *G.Node, conv string, relu bool) (*G.Node, error) {
 	u := f.b.byName[conv]
 	y, err := ops.Conv2d(x, f.nodes[conv+".weight"], u.stride, u.pad)
@@ -314,7 +410,8 @@ func (f backboneGraph) unit(x *G.Node, conv string, relu bool) (*G.Node, error) 
 		}
 	}
 	if u.stats != nil {
-		if y, err = u.stats.Apply(y, f.nodes[u.bn+".weight"], f.nodes[u.bn+".bias"], f.training, relu); err != nil {
+		training := f.training && !f.b.isFrozen(u)
+		if y, err = u.stats.Apply(y, f.nodes[u.bn+".weight"], f.nodes[u.bn+".bias"], training, relu); err != nil {
 			return nil, fmt.Errorf("%s: %w", u.bn, err)
 		}
 	}
@@ -328,7 +425,8 @@ func (f backboneGraph) unit(x *G.Node, conv string, relu bool) (*G.Node, error) 
 //	<bn>.weight, <bn>.bias, <bn>.running_mean, <bn>.running_var (each [out])
 //
 // convnet: conv1/bn1, conv2/bn2, conv3/bn3, reduce. resnet18: conv1/bn1, layer{1..4}.{0,1}.conv{1,2}/bn{1,2},
-// layer{2,3,4}.0.downsample.0 (1x1, stride 2) / downsample.1, reduce.
+// layer{2,3,4}.0.downsample.0 (1x1, stride 2) / downsample.1, reduce. resnet18-imagenet: the same names, with a
+// 7x7 conv1.weight; they are torchvision's resnet18 state-dict names, without fc and with reduce.
 func (b *Backbone) State() []safetensors.Tensor {
 	var out []safetensors.Tensor
 	for _, u := range b.units {
@@ -362,10 +460,10 @@ func (b *Backbone) SetState(tensors []safetensors.Tensor) error {
 }
 
 // Clone returns a deep copy: its own weights and running statistics, unaffected by later training of b (the
-// frozen previous backbone f_{t-1} of docs/method.md, "Stage I").
+// frozen previous backbone f_{t-1} of docs/method.md, "Stage I"), with b's frozen stages.
 func (b *Backbone) Clone() *Backbone {
 	c := &Backbone{arch: b.arch, inChannels: b.inChannels, featureDim: b.featureDim,
-		byName: make(map[string]*convUnit, len(b.units)), nodePrefix: newNodePrefix("backbone")}
+		width: b.width, stages: b.stages, frozen: b.frozen, byName: make(map[string]*convUnit, len(b.units)), nodePrefix: newNodePrefix("backbone")}
 	for _, u := range b.units {
 		cu := *u
 		cu.weight, cu.bias = cloneTensor(u.weight), cloneTensor(u.bias)

@@ -423,19 +423,28 @@ func TestBackboneSaveLoad(t *testing.T) {
 }
 
 func TestResNet18StateRoundTrip(t *testing.T) {
-	b := mustBackbone(t, ArchResNet18, 3, 64, 19)
-	path := filepath.Join(t.TempDir(), "resnet.safetensors")
-	if err := b.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	l, err := LoadBackbone(path)
+	trained, err := NewBackboneWidth(ArchResNet18ImageNet, 8, 3, 16, rand.New(rand.NewPCG(5, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.EqualFunc(b.State(), l.State(), func(a, b safetensors.Tensor) bool {
-		return a.Name == b.Name && slices.Equal(a.Shape, b.Shape) && slices.Equal(a.Data, b.Data)
-	}) {
-		t.Error("resnet18 state differs after a save/load round trip")
+	trainStep(t, trained, randomImages(rand.New(rand.NewPCG(6, 7)), 2, 3, 32, 32))
+	for i, b := range []*Backbone{mustBackbone(t, ArchResNet18, 3, 64, 19), trained} {
+		path := filepath.Join(t.TempDir(), "resnet.safetensors")
+		if err := b.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		l, err := LoadBackbone(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Arch() != b.Arch() || l.Width() != b.Width() {
+			t.Errorf("case %d: loaded %s of width %d, saved %s of width %d", i, l.Arch(), l.Width(), b.Arch(), b.Width())
+		}
+		if !slices.EqualFunc(b.State(), l.State(), func(a, b safetensors.Tensor) bool {
+			return a.Name == b.Name && slices.Equal(a.Shape, b.Shape) && slices.Equal(a.Data, b.Data)
+		}) {
+			t.Errorf("case %d: %s state differs after a save/load round trip", i, b.Arch())
+		}
 	}
 }
 

@@ -15,11 +15,14 @@ import (
 // checkpoints (package train) and ships it in model bundles (package
 // export); these helpers exist to test State and SetState against files.
 
-// Save writes State to a safetensors file at path, atomically, with the architecture and sizes in the metadata
-// so that LoadBackbone can rebuild the backbone.
+// Save writes State to a safetensors file at path, atomically, with the architecture and sizes (a ResNet's
+// width too) in the metadata so that LoadBackbone can rebuild the backbone. Frozen stages are not recorded.
 func (b *Backbone) Save(path string) error {
-	return writeModelFile(path, "backbone", b.State(), map[string]string{
-		"arch": b.arch, "in_channels": strconv.Itoa(b.inChannels), "feature_dim": strconv.Itoa(b.featureDim)})
+	meta := map[string]string{"arch": b.arch, "in_channels": strconv.Itoa(b.inChannels), "feature_dim": strconv.Itoa(b.featureDim)}
+	if b.width != 0 {
+		meta["width"] = strconv.Itoa(b.width)
+	}
+	return writeModelFile(path, "backbone", b.State(), meta)
 }
 
 // LoadBackbone reads a backbone written by Save. Errors name the file; a file that is not a backbone's, or
@@ -37,17 +40,32 @@ func LoadBackbone(path string) (*Backbone, error) {
 	if err != nil {
 		return nil, err
 	}
-	stem, ok := map[string]int{ArchConvNet: 32, ArchResNet18: 64}[meta["arch"]]
-	if !ok {
+	width := 0 // files written before widths were recorded hold standard ResNets
+	if _, ok := meta["width"]; ok {
+		if width, err = metaInt(path, meta, "width"); err != nil {
+			return nil, err
+		}
+	}
+	stem, k := ResNetWidth, 3
+	if width != 0 {
+		stem = width
+	}
+	switch meta["arch"] {
+	case ArchConvNet:
+		stem = 32
+	case ArchResNet18ImageNet:
+		k = 7
+	case ArchResNet18:
+	default:
 		return nil, fmt.Errorf("%s: unknown backbone architecture %q: %w", path, meta["arch"], ErrBadState)
 	}
-	if err := requireShape(path, tensors, "conv1.weight", stem, in, 3, 3); err != nil {
+	if err := requireShape(path, tensors, "conv1.weight", stem, in, k, k); err != nil {
 		return nil, err
 	}
 	if err := requireShape(path, tensors, "reduce.bias", s); err != nil {
 		return nil, err
 	}
-	b, err := newBackbone(meta["arch"], in, s)
+	b, err := newBackbone(meta["arch"], width, in, s)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

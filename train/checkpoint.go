@@ -111,7 +111,7 @@ func LoadCheckpoint(dir string, cfg config.Config) (*State, error) {
 	if st.ClassCounts == nil {
 		st.ClassCounts = map[int]int{}
 	}
-	bb, err := models.NewBackbone(cfg.Model.Backbone, cfg.Data.Channels, cfg.Model.FeatureDim, placeholderRand())
+	bb, err := newBackbone(cfg, placeholderRand())
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,41 @@
 package train
 
 import (
+	"math/rand/v2"
+
 	G "gorgonia.org/gorgonia"
 
+	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/models"
+	"github.com/bicyc/bicyc/pretrained"
 )
+
+// newBackbone returns the backbone cfg describes (model.backbone, model.width, data.channels,
+// model.feature_dim) with model.freeze_stages frozen, initialised from rng: the shape a checkpoint's weights
+// are loaded into.
+func newBackbone(cfg config.Config, rng *rand.Rand) (*models.Backbone, error) {
+	b, err := models.NewBackboneWidth(cfg.Model.Backbone, cfg.Model.Width, cfg.Data.Channels, cfg.Model.FeatureDim, rng)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.FreezeStages(cfg.Model.FreezeStages); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// initialBackbone returns the backbone a run starts task 1 with: newBackbone, with the weights of
+// model.pretrained when it is set (every layer but the 1x1 reduction, which keeps rng's initialisation).
+func initialBackbone(cfg config.Config, rng *rand.Rand) (*models.Backbone, error) {
+	b, err := newBackbone(cfg, rng)
+	if err != nil || cfg.Model.Pretrained == "" {
+		return b, err
+	}
+	if err := pretrained.ResNet18(cfg.Model.Pretrained, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
 
 func buildBackbone(b *models.Backbone, g *G.ExprGraph, x *G.Node, training bool) (*G.Node, G.Nodes, error) {
 	built, err := b.Build(g, x, training)

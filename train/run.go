@@ -87,7 +87,7 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 		return nil, fmt.Errorf("task stream: %w", err)
 	}
 	r.stream = stream
-	b, err := models.NewBackbone(cfg.Model.Backbone, cfg.Data.Channels, cfg.Model.FeatureDim, r.rng("init", 0))
+	b, err := initialBackbone(cfg, r.rng("init", 0))
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +103,10 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 		return nil, err
 	}
 	r.log.printf("run %s: %s on %s, %d tasks, seed %d", dir, cfg.Method, cfg.Data.Kind, len(stream.Tasks), cfg.Seed)
+	if cfg.Model.Pretrained != "" {
+		r.log.printf("backbone %s: pretrained weights from %s (the 1x1 reduction starts random), %d of %d stages frozen",
+			cfg.Model.Backbone, cfg.Model.Pretrained, b.FrozenStages(), b.Stages())
+	}
 	r.log.printf("task stream:\n%s", stream.Format(r.train.ClassNames))
 	return r, nil
 }
@@ -174,7 +178,7 @@ func Resume(dir string, opts Options) (*Run, error) {
 		return nil, err
 	}
 	if st == nil {
-		b, err := models.NewBackbone(cfg.Model.Backbone, cfg.Data.Channels, cfg.Model.FeatureDim, r.rng("init", 0))
+		b, err := initialBackbone(cfg, r.rng("init", 0))
 		if err != nil {
 			return nil, err
 		}

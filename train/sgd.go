@@ -16,7 +16,7 @@ import (
 //	g  = grad * min(1, clip / (||grad||_all + 1e-6))
 //	g += weightDecay * w
 //	v  = momentum * v + g
-//	w -= lr * v
+//	w -= lr * scale(w) * v        (scale 1 unless LRScale holds w)
 //
 // It implements gorgonia's Solver interface. gorgonia's own Momentum solver
 // is not used because it applies L2 regularisation to the velocity instead
@@ -29,6 +29,9 @@ type SGD struct {
 	ClipNorm float64
 	// LastNorm is the global gradient norm seen by the last Step, before clipping.
 	LastNorm float64
+	// LRScale multiplies LR for the parameters it holds (a split learning rate: a pretrained backbone's
+	// layers at a fraction of the heads' rate); others use LR itself. Clipping stays global.
+	LRScale map[*tensor.Dense]float64
 
 	velocity map[*tensor.Dense][]float32
 }
@@ -75,8 +78,12 @@ func (s *SGD) Step(model []G.ValueGrad) error {
 	if s.ClipNorm > 0 && s.LastNorm > s.ClipNorm {
 		scale = float32(s.ClipNorm / (s.LastNorm + 1e-6))
 	}
-	lr, mom, wdecay := float32(s.LR), float32(s.Momentum), float32(s.WeightDecay)
+	mom, wdecay := float32(s.Momentum), float32(s.WeightDecay)
 	for i := range ws {
+		lr := float32(s.LR)
+		if f, ok := s.LRScale[dense[i]]; ok {
+			lr = float32(s.LR * f)
+		}
 		v := s.velocity[dense[i]]
 		if v == nil {
 			v = make([]float32, len(ws[i]))

@@ -60,7 +60,7 @@ func (t lossTerm) current() float64 {
 	return scalarValue(*t.value)
 }
 
-// buildStage1 builds the Stage I graph (METHOD.md "Stage I") with this
+// buildStage1 builds the Stage I graph (docs/method.md, Stage I) with this
 // gradient routing, sg = stop-gradient:
 //
 //	CE + alpha*L_ac                         backbone, head

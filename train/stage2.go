@@ -15,7 +15,7 @@ import (
 	"github.com/bicyc/bicyc/models/ops"
 )
 
-// adapterGraph trains A on cached feature pairs (METHOD.md "Stage II" step 1):
+// adapterGraph trains A on cached feature pairs (docs/method.md, Stage II step 1):
 //
 //	L = MSE(A(z_old), z_new) + alpha * L_ac(A(z_old))
 type adapterGraph struct {
@@ -151,7 +151,7 @@ func mapperFunc(a *models.Mapper, s, chunk int) (gauss.FeatureMap, func(), error
 }
 
 // classStatistics estimates a Gaussian prototype from the rows of feats
-// (METHOD.md "Stage II" step 3: mean and unbiased covariance + 1e-8 I).
+// (docs/method.md, Stage II step 3: mean and unbiased covariance + 1e-8 I).
 // A class with fewer than two feature rows gets the documented diagonal
 // fallback of package gauss instead of an error.
 func classStatistics(feats []float32, n, s int, priorVariance float64) (gauss.Gaussian, error) {

@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+
+	"gorgonia.org/tensor"
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/models"
 )
 
-// Stage1Nets are the networks of one task's Stage I (METHOD.md "Stage I").
+// Stage1Nets are the networks of one task's Stage I (docs/method.md, Stage I).
 // Backbone, Head, Distiller and Adapter are trained in place; Old is only
 // read.
 type Stage1Nets struct {
@@ -46,9 +49,11 @@ type Stage1Input struct {
 
 // Stage1Step is one Stage I training step of a task, with the exact graph
 // train runs: a forward and backward pass of buildStage1's graph and one SGD
-// update (train.momentum, train.weight_decay, train.clip_norm of the config)
-// of every trained parameter. The loss, its weights and its gradient routing
-// are METHOD.md's, switched by cfg.Method and cfg.Loss:
+// update (train.momentum, train.weight_decay, train.clip_norm of the config,
+// the backbone at train.backbone_lr_scale times the rate) of every trained
+// parameter; frozen backbone stages (models.Backbone.FreezeStages) are not
+// trained and keep their BatchNorm in evaluation mode. The loss, its weights and its gradient routing
+// are docs/method.md's, switched by cfg.Method and cfg.Loss:
 //
 //	CE + alpha*L_ac + lambda_bi*(L_n2o + L_o2n) + lambda_cyc*L_cyc + lambda_pair*L_pair   (bicyc)
 //	CE + alpha*L_ac + kd_weight*L_n2o                                                      (adagauss)
@@ -120,6 +125,7 @@ func NewStage1Step(cfg config.Config, nets Stage1Nets, in Stage1Input) (*Stage1S
 		solver:   &SGD{Momentum: cfg.Train.Momentum, WeightDecay: cfg.Train.WeightDecay, ClipNorm: cfg.Train.ClipNorm},
 		imageLen: in.Channels * in.Height * in.Width,
 	}
+	st.solver.LRScale = backboneLRScale(nets.Backbone, cfg.Train.BackboneLRScale)
 	sg, err := st.graph()
 	if err != nil {
 		return nil, err
@@ -134,6 +140,24 @@ func NewStage1Step(cfg config.Config, nets Stage1Nets, in Stage1Input) (*Stage1S
 		}
 	}
 	return st, nil
+}
+
+// backboneLRScale gives the backbone's layers before its 1x1 reduction the learning-rate factor scale
+// (train.backbone_lr_scale); the reduction, new in a pretrained backbone, trains at the heads' rate. (The
+// authors' code puts the reduction's weight, not its bias, in the backbone's group.) Frozen stages are not
+// trained at all. nil for scale 1.
+func backboneLRScale(b *models.Backbone, scale float64) map[*tensor.Dense]float64 {
+	if scale == 1 {
+		return nil
+	}
+	reduce := b.ReduceParams()
+	m := map[*tensor.Dense]float64{}
+	for _, p := range b.Params() {
+		if !slices.Contains(reduce, p) {
+			m[p] = scale
+		}
+	}
+	return m
 }
 
 // graph returns the graph of the current detach mode, building it on first use.
@@ -156,7 +180,7 @@ func (st *Stage1Step) graph() (*stage1Graph, error) {
 func (st *Stage1Step) Terms() []string { return append([]string(nil), st.terms...) }
 
 // SetWarmup switches the detach warm-up on or off for the following steps
-// (METHOD.md: the first train.detach_warmup of the epochs): while on, every
+// (docs/method.md, Optimisation: the first train.detach_warmup of the epochs): while on, every
 // loss term sees the backbone's features through a stop-gradient, so the
 // backbone gets no update and only the head, D and A train.
 func (st *Stage1Step) SetWarmup(on bool) { st.detach = on }

@@ -1,0 +1,182 @@
+package ops
+
+import (
+	"fmt"
+	"hash"
+
+	"github.com/chewxy/hm"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// MaxPool returns the maximum of each k x k window with the given stride and padding, as PyTorch's
+// nn.MaxPool2d(k, stride, pad) computes it (ceil_mode off, padding never wins):
+//
+//	y[n,c,i,j] = max over 0 <= a,b < k with the position inside x of x[n,c, i·stride+a-pad, j·stride+b-pad]
+//
+// x is [N,C,H,W], y is [N,C,H',W'] with H' = (H+2·pad-k)/stride+1 and the same for W'. pad must be at most k/2
+// (PyTorch's rule), so every window holds at least one position of x. The gradient goes to the first maximum of
+// each window in row-major order. ImageNet ResNets use k=3, stride 2, pad 1 after their stem. NaNs are not
+// supported. It returns an error wrapping ErrShape for other shapes, an empty output or a bad geometry.
+func MaxPool(x *G.Node, k, stride, pad int) (*G.Node, error) {
+	xs := x.Shape()
+	if k < 1 || stride < 1 || pad < 0 || 2*pad > k {
+		return nil, fmt.Errorf("max pool: kernel %d, stride %d, pad %d: want kernel, stride >= 1 and 0 <= pad <= kernel/2: %w", k, stride, pad, ErrShape)
+	}
+	if xs.Dims() != 4 || xs.TotalSize() == 0 || xs[2]+2*pad < k || xs[3]+2*pad < k {
+		return nil, fmt.Errorf("max pool %dx%d: input %q has shape %v, want [N,C,H,W] with H, W >= %d: %w", k, k, x.Name(), xs, k-2*pad, ErrShape)
+	}
+	if err := checkFloat("max pool", x); err != nil {
+		return nil, err
+	}
+	geo := poolGeom{shape: xs.Clone(), k: k, stride: stride, pad: pad}
+	geo.oh, geo.ow = (xs[2]+2*pad-k)/stride+1, (xs[3]+2*pad-k)/stride+1
+	return G.ApplyOp(&maxPoolKOp{geo: geo, serial: opSerial.Add(1)}, x)
+}
+
+// poolGeom is the geometry of one max pooling: input shape [N,C,H,W], window k, output plane oh x ow.
+type poolGeom struct {
+	shape          tensor.Shape
+	k, stride, pad int
+	oh, ow         int
+}
+
+func (g poolGeom) outShape() tensor.Shape { return tensor.Shape{g.shape[0], g.shape[1], g.oh, g.ow} }
+func (g poolGeom) planes() int            { return g.shape[0] * g.shape[1] }
+func (g poolGeom) inPlane() int           { return g.shape[2] * g.shape[3] }
+func (g poolGeom) outPlane() int          { return g.oh * g.ow }
+
+// window returns the clipped input range [lo, hi) of output index o along a side of size n.
+func (g poolGeom) window(o, n int) (lo, hi int) {
+	lo = o*g.stride - g.pad
+	return max(lo, 0), min(lo+g.k, n)
+}
+
+// maxPoolKOp is the k x k max pooling; for each output it keeps the index within its input plane of the
+// window's maximum, for maxPoolKGradOp in the same run.
+type maxPoolKOp struct {
+	plainOp
+	geo    poolGeom
+	serial uint64
+	argmax []int32
+	out    buffer
+}
+
+func (op *maxPoolKOp) Arity() int    { return 1 }
+func (op *maxPoolKOp) Type() hm.Type { return hm.NewFnType(tensorType(4), tensorType(4)) }
+func (op *maxPoolKOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	return op.geo.outShape(), nil
+}
+func (op *maxPoolKOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
+func (op *maxPoolKOp) Hashcode() uint32      { return hashOf(op) }
+func (op *maxPoolKOp) String() string {
+	return fmt.Sprintf("MaxPool#%d%v{k%d s%d p%d}", op.serial, op.geo.shape, op.geo.k, op.geo.stride, op.geo.pad)
+}
+
+func (op *maxPoolKOp) DiffWRT(int) []bool { return []bool{true} }
+func (op *maxPoolKOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
+	dx, err := G.ApplyOp(&maxPoolKGradOp{fwd: op}, grad)
+	if err != nil {
+		return nil, err
+	}
+	return G.Nodes{dx}, nil
+}
+
+func (op *maxPoolKOp) Do(vals ...G.Value) (G.Value, error) {
+	x, err := denseOf("max pool", 0, vals[0], vals[0].Dtype(), op.geo.shape)
+	if err != nil {
+		return nil, err
+	}
+	y := op.out.get(x.Dtype(), op.geo.outShape()...)
+	if op.argmax == nil {
+		op.argmax = make([]int32, y.DataSize())
+	}
+	switch x.Dtype() {
+	case tensor.Float32:
+		maxPoolK(op.geo, x.Float32s(), y.Float32s(), op.argmax)
+	case tensor.Float64:
+		maxPoolK(op.geo, x.Float64s(), y.Float64s(), op.argmax)
+	default:
+		return nil, fmt.Errorf("max pool: dtype %v: %w", x.Dtype(), ErrShape)
+	}
+	return y, nil
+}
+
+// maxPoolK pools every input plane of x into y, recording each winner's index within its plane; planes are
+// split across goroutines.
+func maxPoolK[T float](g poolGeom, x, y []T, argmax []int32) {
+	h, w := g.shape[2], g.shape[3]
+	in, out := g.inPlane(), g.outPlane()
+	parallelFor(g.planes(), 1+8192/in, func(lo, hi int) {
+		for pl := lo; pl < hi; pl++ {
+			src, dst, arg := x[pl*in:(pl+1)*in], y[pl*out:(pl+1)*out], argmax[pl*out:(pl+1)*out]
+			for i := 0; i < g.oh; i++ {
+				r0, r1 := g.window(i, h)
+				for j := 0; j < g.ow; j++ {
+					c0, c1 := g.window(j, w)
+					at := r0*w + c0
+					best := src[at]
+					for r := r0; r < r1; r++ {
+						for c, v := range src[r*w+c0 : r*w+c1] {
+							if v > best {
+								best, at = v, r*w+c0+c
+							}
+						}
+					}
+					dst[i*g.ow+j], arg[i*g.ow+j] = best, int32(at)
+				}
+			}
+		}
+	})
+}
+
+// maxPoolKGradOp adds each output gradient to the input position its forward op recorded; windows overlap
+// when stride < k, so a position can receive several.
+type maxPoolKGradOp struct {
+	plainOp
+	fwd *maxPoolKOp
+	out buffer
+}
+
+func (op *maxPoolKGradOp) Arity() int    { return 1 }
+func (op *maxPoolKGradOp) Type() hm.Type { return hm.NewFnType(tensorType(4), tensorType(4)) }
+func (op *maxPoolKGradOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	return op.fwd.geo.shape.Clone(), nil
+}
+func (op *maxPoolKGradOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
+func (op *maxPoolKGradOp) Hashcode() uint32      { return hashOf(op) }
+func (op *maxPoolKGradOp) String() string        { return fmt.Sprintf("MaxPoolGrad#%d", op.fwd.serial) }
+
+func (op *maxPoolKGradOp) Do(vals ...G.Value) (G.Value, error) {
+	g := op.fwd.geo
+	dy, err := denseOf("max pool gradient", 0, vals[0], vals[0].Dtype(), g.outShape())
+	if err != nil {
+		return nil, err
+	}
+	if op.fwd.argmax == nil {
+		return nil, fmt.Errorf("max pool gradient: %v ran before its forward pass", op)
+	}
+	dx := op.out.get(dy.Dtype(), g.shape...)
+	switch dy.Dtype() {
+	case tensor.Float32:
+		maxPoolKGrad(g, dy.Float32s(), dx.Float32s(), op.fwd.argmax)
+	case tensor.Float64:
+		maxPoolKGrad(g, dy.Float64s(), dx.Float64s(), op.fwd.argmax)
+	default:
+		return nil, fmt.Errorf("max pool gradient: dtype %v: %w", dy.Dtype(), ErrShape)
+	}
+	return dx, nil
+}
+
+func maxPoolKGrad[T float](g poolGeom, dy, dx []T, argmax []int32) {
+	in, out := g.inPlane(), g.outPlane()
+	parallelFor(g.planes(), 1+8192/in, func(lo, hi int) {
+		clear(dx[lo*in : hi*in])
+		for pl := lo; pl < hi; pl++ {
+			plane := dx[pl*in : (pl+1)*in]
+			for o, v := range dy[pl*out : (pl+1)*out] {
+				plane[argmax[pl*out+o]] += v
+			}
+		}
+	})
+}
