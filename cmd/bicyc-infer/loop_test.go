@@ -146,7 +146,7 @@ func TestProductionLoop(t *testing.T) {
 	classFolder(t, filepath.Join(root, "labelled"), []int{5}, 0, 20)
 	added := filepath.Join(root, "v3")
 	stdout, _, err = runCommand(t, nil, "add-classes", "--model", calibrated, "--provider", "cpu", "--from", filepath.Join(root, "labelled"), "--out", added)
-	if err != nil || !strings.Contains(stdout, `class 3 "Sandal" (task 2) from 20 images`) {
+	if err != nil || !strings.Contains(stdout, `class 3 "Sandal" (task 3) from 20 images`) {
 		t.Fatalf("add-classes: %v\n%s", err, stdout)
 	}
 	stdout, _, err = runCommand(t, nil, "--model", added, "--provider", "cpu", "--json", filepath.Join(root, "incoming", "Sandal"))
