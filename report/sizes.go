@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -124,15 +125,23 @@ func (c *SizeCurve) Markdown() string {
 func (c *SizeCurve) Figure() ([]byte, error) {
 	var ss []series
 	for j, v := range c.Variants {
+		// A method runs up to the last size it has; a missing size in
+		// between is drawn as the line between its neighbours.
 		var steps []Stat
+		last := 0
 		for i := range c.Sizes {
 			if g := c.Groups[i][j]; g != nil {
-				steps = append(steps, g.TAg.ALast)
+				steps, last = append(steps, g.TAg.ALast), i+1
 			} else {
-				steps = append(steps, Stat{})
+				steps = append(steps, Stat{Mean: math.NaN()})
 			}
 		}
-		ss = append(ss, percentSeries(v, steps))
+		s := percentSeries(v, steps[:last])
+		s.mean, s.std = fillGaps(s.mean), fillGaps(s.std)
+		for s.skip < len(s.mean) && math.IsNaN(s.mean[s.skip]) {
+			s.skip++
+		}
+		ss = append(ss, s)
 	}
 	p, err := curvesPanel("TAg A_last after the last task (mean ± std over seeds)", "A_last (%)", ss, false)
 	if err != nil {
@@ -144,9 +153,28 @@ func (c *SizeCurve) Figure() ([]byte, error) {
 		ticks[i] = plot.Tick{Value: float64(i + 1), Label: sizeLabel(size)}
 	}
 	p.X.Tick.Marker = ticks
-	p.Legend.Top, p.Legend.Left = false, false
-	p.Legend.XOffs, p.Legend.YOffs = legendOffset(false, false)
+	p.Legend.Top, p.Legend.Left = false, true
+	p.Legend.XOffs, p.Legend.YOffs = legendOffset(false, true)
 	return renderPNG(720, 480, func(dc draw.Canvas) { p.Draw(dc) })
+}
+
+// fillGaps replaces each NaN between two numbers by linear interpolation;
+// leading NaNs stay (the caller skips them).
+func fillGaps(v []float64) []float64 {
+	out := slices.Clone(v)
+	for i := range out {
+		if !math.IsNaN(out[i]) {
+			continue
+		}
+		lo, hi := i-1, i+1
+		for hi < len(out) && math.IsNaN(out[hi]) {
+			hi++
+		}
+		if lo >= 0 && hi < len(out) {
+			out[i] = out[lo] + (out[hi]-out[lo])*float64(i-lo)/float64(hi-lo)
+		}
+	}
+	return out
 }
 
 // SizeFigureFile is the figure WriteSizeCurve writes under dest/figures.

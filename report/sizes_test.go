@@ -23,6 +23,9 @@ func TestSizeCurve(t *testing.T) {
 		dirs = append(dirs, dir)
 		for seed := range 2 {
 			for j, method := range []config.Method{config.MethodBicyc, config.MethodFinetune} {
+				if size == 100 && method == config.MethodFinetune {
+					continue // a method missing at one size is drawn across it
+				}
 				cfg := config.Default()
 				cfg.Stream.Tasks, cfg.Method, cfg.Seed, cfg.Data.TrainPerClass = 2, method, int64(seed), size
 				old := 0.5 + 0.1*float64(seed) - 0.2*float64(j)
@@ -44,6 +47,9 @@ func TestSizeCurve(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("case %d: table lacks %q:\n%s", i, want, md)
 		}
+	}
+	if strings.Contains(md, "| 100 | finetune |") {
+		t.Errorf("table has a row for a method not run at that size:\n%s", md)
 	}
 	dest := filepath.Join(root, "out")
 	if err := report.WriteSizeCurve(c, dest); err != nil {
