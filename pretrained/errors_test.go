@@ -109,34 +109,42 @@ func TestResNet18BadFiles(t *testing.T) {
 		{path: fixture, arch: models.ArchResNet18, want: ErrArchitecture, words: []string{"resnet18-imagenet"}},
 	}
 	for i, c := range cases {
-		width, arch := c.width, c.arch
-		if width == 0 {
-			width = 4
+		checkBadFile(t, i, c.path, c.width, c.arch, c.want, c.words)
+	}
+}
+
+// checkBadFile imports path into a fresh backbone of the given width (0:
+// the fixture's 4) and architecture ("": resnet18-imagenet) and checks that
+// the error wraps want, names the file and every word, and that the
+// backbone is unchanged.
+func checkBadFile(t *testing.T, i int, path string, width int, arch string, want error, words []string) {
+	t.Helper()
+	if width == 0 {
+		width = 4
+	}
+	if arch == "" {
+		arch = models.ArchResNet18ImageNet
+	}
+	b, err := models.NewBackboneWidth(arch, width, 3, 16, rand.New(rand.NewPCG(5, 6)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := b.State()
+	err = ResNet18(path, b)
+	if !errors.Is(err, want) {
+		t.Errorf("case %d %s: error %v, want %v", i, filepath.Base(path), err, want)
+		return
+	}
+	t.Logf("case %d: %v", i, err)
+	for _, w := range append([]string{filepath.Base(path)}, words...) {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("case %d %s: error %q does not mention %q", i, filepath.Base(path), err, w)
 		}
-		if arch == "" {
-			arch = models.ArchResNet18ImageNet
-		}
-		b, err := models.NewBackboneWidth(arch, width, 3, 16, rand.New(rand.NewPCG(5, 6)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		before := b.State()
-		err = ResNet18(c.path, b)
-		if !errors.Is(err, c.want) {
-			t.Errorf("case %d %s: error %v, want %v", i, filepath.Base(c.path), err, c.want)
-			continue
-		}
-		t.Logf("case %d: %v", i, err)
-		for _, w := range append([]string{filepath.Base(c.path)}, c.words...) {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("case %d %s: error %q does not mention %q", i, filepath.Base(c.path), err, w)
-			}
-		}
-		for j, ts := range b.State() {
-			for k, v := range ts.Data {
-				if v != before[j].Data[k] && !(math.IsNaN(float64(v)) && math.IsNaN(float64(before[j].Data[k]))) {
-					t.Fatalf("case %d: %s changed by a failed import", i, ts.Name)
-				}
+	}
+	for j, ts := range b.State() {
+		for k, v := range ts.Data {
+			if v != before[j].Data[k] && !(math.IsNaN(float64(v)) && math.IsNaN(float64(before[j].Data[k]))) {
+				t.Fatalf("case %d: %s changed by a failed import", i, ts.Name)
 			}
 		}
 	}

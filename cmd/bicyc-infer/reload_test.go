@@ -210,25 +210,33 @@ func TestReloadVerifiesModel(t *testing.T) {
 		cs.repair()
 	}
 
+	checkGoodReload(t, dir, ts.URL, admin.URL, img, want)
+	if !errors.Is(func() error { _, err := c.Classify(fashionImage(test, 7)); return err }(), infer.ErrClosed) {
+		t.Error("the replaced classifier was not closed")
+	}
+}
+
+// checkGoodReload renames the classes of the model in dir, reloads it
+// through the admin listener and checks that the server answers with the
+// new names, is ready and counted three failed reloads and one good one.
+func checkGoodReload(t *testing.T, dir, url, adminURL string, img []byte, want infer.Result) {
+	t.Helper()
 	editManifest(t, dir, renameClasses("renamed-"))
-	if status, body := postReload(t, admin.URL); status != http.StatusOK || !strings.Contains(body, `"classes":3`) {
+	if status, body := postReload(t, adminURL); status != http.StatusOK || !strings.Contains(body, `"classes":3`) {
 		t.Fatalf("reload of a valid model: %d %s", status, body)
 	}
-	status, got := classifyPNG(t, ts.URL, img)
+	status, got := classifyPNG(t, url, img)
 	if status != http.StatusOK || got.Predictions[0].Name != fmt.Sprintf("renamed-%d", want.Predictions[0].ClassID) {
 		t.Errorf("after the reload: %d %+v, want the renamed classes", status, got)
 	}
-	if _, body := getAny(t, ts.URL+"/readyz"); body != "ready\n" {
+	if _, body := getAny(t, url+"/readyz"); body != "ready\n" {
 		t.Errorf("/readyz after a successful reload: %q", body)
 	}
-	metrics := get(t, ts.URL+"/metrics")
+	metrics := get(t, url+"/metrics")
 	for _, line := range []string{`bicyc_infer_model_reloads_total{result="failed"} 3`, `bicyc_infer_model_reloads_total{result="ok"} 1`} {
 		if !strings.Contains(metrics, line) {
 			t.Errorf("/metrics lacks %q", line)
 		}
-	}
-	if !errors.Is(func() error { _, err := c.Classify(fashionImage(test, 7)); return err }(), infer.ErrClosed) {
-		t.Error("the replaced classifier was not closed")
 	}
 }
 
