@@ -10,6 +10,7 @@ import (
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/durable"
 )
 
 // LaterTaskKeys are the configuration keys that play no part in task 1.
@@ -99,7 +100,7 @@ func Fork(src string, cfg config.Config, dir string, opts Options) (*Run, error)
 	r.state = st
 	// Same order as New, checkpoint first: config.yaml marks a run that can
 	// be resumed, and a fork killed before it is simply started again.
-	if err := writeJSON(filepath.Join(dir, "stream.json"), r.streamRecord()); err != nil {
+	if err := durable.WriteJSON(filepath.Join(dir, "stream.json"), r.streamRecord()); err != nil {
 		return nil, err
 	}
 	if err := saveCheckpoint(dir, st); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/durable"
 )
 
 // LearnedTask records a task added to a finished run by Learn: its class
@@ -97,7 +98,7 @@ func (r *Run) Learn(ctx context.Context, trainDir, testDir string, opts LearnOpt
 	r.learned = append(r.learned, task)
 	// The stream is saved before training: if learning is interrupted, the
 	// run resumes with the new task, like any other unfinished task.
-	if err := writeJSON(filepath.Join(r.dir, "stream.json"), r.streamRecord()); err != nil {
+	if err := durable.WriteJSON(filepath.Join(r.dir, "stream.json"), r.streamRecord()); err != nil {
 		return err
 	}
 	r.log.printf("learning task %d: %d new classes %v from %s", task.Task+1, len(task.Classes), train.ClassNames, trainDir)

@@ -82,7 +82,7 @@ func (r *Run) writeMetrics() error {
 	if err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(r.dir, "metrics.json"), s); err != nil {
+	if err := durable.WriteJSON(filepath.Join(r.dir, "metrics.json"), s); err != nil {
 		return err
 	}
 	for name, m := range map[string]*metrics.Matrix{"acc_tag.csv": s.MatrixTAg, "acc_taw.csv": s.MatrixTAw} {

@@ -96,7 +96,7 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 		return nil, err
 	}
 	// stream.json first: config.yaml marks a run that can be resumed.
-	if err := writeJSON(filepath.Join(dir, "stream.json"), r.streamRecord()); err != nil {
+	if err := durable.WriteJSON(filepath.Join(dir, "stream.json"), r.streamRecord()); err != nil {
 		return nil, err
 	}
 	if err := writeYAML(filepath.Join(dir, "config.yaml"), cfg); err != nil {
@@ -336,14 +336,6 @@ func toFloat32(v []float64) []float32 {
 		out[i] = float32(x)
 	}
 	return out
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return durable.WriteFile(path, append(b, '\n'))
 }
 
 func readJSON(path string, v any) error {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/durable"
 	"github.com/bicyc/bicyc/gauss"
 )
 
@@ -145,7 +146,7 @@ func TestLearnSmallTaskKeepsOldClasses(t *testing.T) {
 	base := t.TempDir()
 	r0 := trainRun(t, cfg, base, 2)
 	r0.stream.Tasks = r0.stream.Tasks[:2]
-	if err := writeJSON(filepath.Join(base, "stream.json"), r0.streamRecord()); err != nil {
+	if err := durable.WriteJSON(filepath.Join(base, "stream.json"), r0.streamRecord()); err != nil {
 		t.Fatal(err)
 	}
 	ds, test, err := data.LoadFashionMNIST(cfg.Data.Dir)
