@@ -9,7 +9,6 @@ import (
 	"image/jpeg"
 	"image/png"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +24,6 @@ import (
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/models"
-	"github.com/bicyc/bicyc/pretrained"
 )
 
 // photoSizes are the sizes (width x height) the photo-like test images
@@ -210,17 +208,7 @@ func TestPhotoFolderEndToEnd(t *testing.T) {
 // that a later stage has trained.
 func checkFrozenImported(t *testing.T, cfg config.Config, b *models.Backbone) {
 	t.Helper()
-	imported, err := models.NewBackboneWidth(cfg.Model.Backbone, cfg.Model.Width, cfg.Data.Channels, cfg.Model.FeatureDim, rand.New(rand.NewPCG(1, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pretrained.ResNet18(cfg.Model.Pretrained, imported); err != nil {
-		t.Fatal(err)
-	}
-	want := map[string][]float32{}
-	for _, ts := range imported.State() {
-		want[ts.Name] = ts.Data
-	}
+	want := importedState(t, cfg)
 	if b.FrozenStages() != cfg.Model.FreezeStages {
 		t.Errorf("%d frozen stages, want %d", b.FrozenStages(), cfg.Model.FreezeStages)
 	}
