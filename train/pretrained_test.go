@@ -21,9 +21,7 @@ func TestPretrainedFrozenFineTune(t *testing.T) {
 	dir := t.TempDir()
 	writeCIFAR10(t, dir, 2)
 	cfg := config.Default()
-	cfg.Data.Kind, cfg.Data.Dir, cfg.Data.Channels, cfg.Data.Height, cfg.Data.Width = "cifar10", dir, 3, 32, 32
-	cfg.Data.Mean, cfg.Data.Std = nil, nil // CIFAR-10's standard values
-	cfg.Data.CropPadding, cfg.Data.HorizontalFlip = 4, true
+	cfg.Data = config.Data{Kind: "cifar10", Dir: dir, Channels: 3, Height: 32, Width: 32, CropPadding: 4, HorizontalFlip: true}
 	cfg.Stream.Tasks = 2
 	cfg.Model.Backbone, cfg.Model.Width, cfg.Model.FreezeStages = models.ArchResNet18ImageNet, 4, 4
 	cfg.Model.Pretrained = filepath.Join("..", "pretrained", "testdata", "resnet18_w4.onnx")
