@@ -135,12 +135,22 @@ func (r *Run) createDir(log io.Writer) error {
 	if err := r.openLog(log); err != nil {
 		return err
 	}
+	r.logData()
+	return nil
+}
+
+// logData writes to the run log what loading the data noted: the files the
+// image folders skipped and the memory photos kept for random resized
+// crops take.
+func (r *Run) logData() {
 	for _, ds := range []*data.Dataset{r.train, r.test} {
 		for _, skipped := range ds.Skipped {
 			r.log.printf("skipped %s", skipped)
 		}
 	}
-	return nil
+	if p := r.train.Photos; p != nil {
+		r.log.printf("training images kept at load resolution for random resized crops: %d images, %.1f MiB", p.Len(), float64(p.Bytes())/(1<<20))
+	}
 }
 
 // Resume reopens the run in dir after its last completed task, with the
@@ -163,6 +173,7 @@ func Resume(dir string, opts Options) (*Run, error) {
 	if err := r.loadData(); err != nil {
 		return nil, err
 	}
+	r.logData()
 	for _, task := range rec.Learned {
 		train, test, err := data.LoadPhotoFolders(task.TrainDir, task.TestDir, r.prep, loadSide(r.cfg, r.prep))
 		if err != nil {
@@ -283,9 +294,6 @@ func (r *Run) loadData() error {
 	r.augment = data.Augment{CropPadding: d.CropPadding, HorizontalFlip: d.HorizontalFlip, TrivialAugment: d.TrivialAugment}
 	if d.RandomResizedCrop {
 		r.augment.ResizedCrop = data.ResizedCrop{Scale: [2]float64(d.ResizedCropScale), Ratio: [2]float64(d.ResizedCropRatio)}
-	}
-	if train.Photos != nil {
-		r.log.printf("training images kept at load resolution for random resized crops: %d images, %.1f MiB", train.Photos.Len(), float64(train.Photos.Bytes())/(1<<20))
 	}
 	return r.prep.Validate()
 }
