@@ -21,7 +21,7 @@ func TestPretrainedFrozenFineTune(t *testing.T) {
 	dir := t.TempDir()
 	writeCIFAR10(t, dir, 2)
 	cfg := config.Default()
-	cfg.Data = config.Data{Kind: "cifar10", Dir: dir, Channels: 3, Height: 32, Width: 32, CropPadding: 4, HorizontalFlip: true}
+	cfg.Data = cifarData(dir)
 	cfg.Stream.Tasks = 2
 	cfg.Model.Backbone, cfg.Model.Width, cfg.Model.FreezeStages = models.ArchResNet18ImageNet, 4, 4
 	cfg.Model.Pretrained = filepath.Join("..", "pretrained", "testdata", "resnet18_w4.onnx")

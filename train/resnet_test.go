@@ -51,7 +51,7 @@ func TestResNet18CIFARSmoke(t *testing.T) {
 	dir := t.TempDir()
 	writeCIFAR10(t, dir, 2)
 	cfg := config.Default()
-	cfg.Data = config.Data{Kind: "cifar10", Dir: dir, Channels: 3, Height: 32, Width: 32, CropPadding: 4, HorizontalFlip: true}
+	cfg.Data = cifarData(dir)
 	cfg.Stream.Tasks = 2
 	cfg.Model.Backbone = "resnet18"
 	cfg.Model.HiddenMult = 2
@@ -66,4 +66,14 @@ func TestResNet18CIFARSmoke(t *testing.T) {
 	if err := Export(run, filepath.Join(run, "model")); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// cifarData is the default data configuration pointed at the small CIFAR-10
+// files of dir: 3 channels of 32x32, the dataset's own mean and std, crop
+// padding 4 and flips.
+func cifarData(dir string) config.Data {
+	d := config.Default().Data
+	d.Kind, d.Dir, d.Channels, d.Height, d.Width, d.CropPadding = "cifar10", dir, 3, 32, 32, 4
+	d.Mean, d.Std = nil, nil
+	return d
 }
