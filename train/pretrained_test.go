@@ -30,17 +30,7 @@ func TestPretrainedFrozenFineTune(t *testing.T) {
 	cfg.Train.EpochsFirst, cfg.Train.Epochs, cfg.Train.BatchSize, cfg.Train.EvalBatch = 1, 1, 10, 20
 	cfg.Adapter.Epochs, cfg.Adapter.TransportSamples = 1, 50
 
-	imported, err := models.NewBackboneWidth(models.ArchResNet18ImageNet, 4, 3, cfg.Model.FeatureDim, rand.New(rand.NewPCG(1, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pretrained.ResNet18(cfg.Model.Pretrained, imported); err != nil {
-		t.Fatal(err)
-	}
-	want := map[string][]float32{}
-	for _, ts := range imported.State() {
-		want[ts.Name] = ts.Data
-	}
+	want := importedState(t, cfg)
 	frozen := func(name string) bool {
 		return !strings.HasPrefix(name, "layer4.") && !strings.HasPrefix(name, "reduce.")
 	}
@@ -79,6 +69,25 @@ func TestPretrainedFrozenFineTune(t *testing.T) {
 	if err := Export(run, filepath.Join(run, "model")); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// importedState returns, by state-dict name, the tensors of cfg's backbone
+// as pretrained.ResNet18 imports them from cfg.Model.Pretrained (the 1x1
+// reduction at a fixed random start).
+func importedState(t *testing.T, cfg config.Config) map[string][]float32 {
+	t.Helper()
+	imported, err := models.NewBackboneWidth(cfg.Model.Backbone, cfg.Model.Width, cfg.Data.Channels, cfg.Model.FeatureDim, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pretrained.ResNet18(cfg.Model.Pretrained, imported); err != nil {
+		t.Fatal(err)
+	}
+	state := map[string][]float32{}
+	for _, ts := range imported.State() {
+		state[ts.Name] = ts.Data
+	}
+	return state
 }
 
 // TestBackboneLRScale checks the split: every trainable backbone tensor but the reduction's at the factor.

@@ -6,7 +6,7 @@
 //   - in-process latency p50/p99 of one image at batch 1, from a decoded
 //     image to its top-k (infer.Classifier.Classify vs the PyTorch model's
 //     preprocessing, backbone, prototype scores and top-k);
-//   - throughput at batch 256 (img/s), decoded images in;
+//   - throughput at batch 256 by default (--batch; img/s), decoded images in;
 //   - whole-process wall time of `bicyc-infer one.png --model DIR` vs a
 //     Python process that imports torch, loads the model and classifies
 //     the same image (bench/infer_torch.py once), and the peak RSS of each;
@@ -25,6 +25,11 @@
 // Usage (from the repository root; `make bench-infer` does all of it):
 //
 //	go run ./bench/infer --model /tmp/bicyc-bench/m/model [--backbone FILE] [--bin bin/bicyc-infer] [--threads 1]
+//
+// --torch=false measures bicyc alone (no PyTorch, no parity check, no
+// targets), for example a photo model whose backbone bench/bicyc_torch.py
+// does not build; --photo-size WIDTHxHEIGHT feeds RGB images of that size,
+// so preprocessing does a photo's work; --batch sets the throughput batch.
 //
 // --backbone defaults to the run's latest checkpoint,
 // DIR/../checkpoints/<latest>/backbone.safetensors. Python is Debian's

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/image/draw"
+
 	"github.com/bicyc/bicyc/bench/compare"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
@@ -30,6 +32,8 @@ type options struct {
 	rounds, calls   int
 	batch, reps     int
 	procs           int
+	torch           bool
+	photo           image.Point
 }
 
 func main() {
@@ -45,6 +49,11 @@ func main() {
 	flag.IntVar(&o.batch, "batch", 256, "throughput batch size")
 	flag.IntVar(&o.reps, "reps", 10, "batches per throughput round")
 	flag.IntVar(&o.procs, "procs", 11, "whole-process runs of each side")
+	flag.BoolVar(&o.torch, "torch", true, "also run PyTorch (false: bicyc alone, e.g. for a backbone bench/infer_torch.py lacks)")
+	flag.Func("photo-size", "WIDTHxHEIGHT: benchmark on RGB images of this size (default: 28x28 grayscale Fashion-MNIST)", func(v string) error {
+		_, err := fmt.Sscanf(v, "%dx%d", &o.photo.X, &o.photo.Y)
+		return err
+	})
 	flag.Parse()
 	if err := run(o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/infer:", err)
@@ -69,21 +78,28 @@ type side struct {
 // torchVariants are the PyTorch models of bench/infer_torch.py.
 var torchVariants = []string{"eager", "folded"}
 
-func run(o options, out io.Writer) error {
+func (o options) validate() error {
 	if o.model == "" {
 		return errors.New("no model: pass --model DIR (a directory exported by bicyc train or bicyc export)")
 	}
 	if o.threads < 1 || o.rounds < 1 || o.calls < 1 || o.batch < 1 || o.reps < 1 || o.procs < 1 {
 		return errors.New("--threads, --rounds, --calls, --batch, --reps and --procs must be >= 1")
 	}
+	if o.photo != (image.Point{}) && (o.photo.X < 1 || o.photo.Y < 1) {
+		return fmt.Errorf("--photo-size %dx%d: want WIDTHxHEIGHT, both >= 1", o.photo.X, o.photo.Y)
+	}
+	if !o.torch {
+		return nil
+	}
 	if _, err := os.Stat(o.script); err != nil {
 		return fmt.Errorf("PyTorch script: %w (run from the repository root or pass --script)", err)
 	}
-	if o.backbone == "" {
-		var err error
-		if o.backbone, err = latestBackbone(o.model); err != nil {
-			return err
-		}
+	return nil
+}
+
+func run(o options, out io.Writer) error {
+	if err := o.validate(); err != nil {
+		return err
 	}
 	tmp, err := os.MkdirTemp("", "bicyc-bench-infer-")
 	if err != nil {
@@ -91,15 +107,12 @@ func run(o options, out io.Writer) error {
 	}
 	defer os.RemoveAll(tmp)
 	if o.bin == "" {
-		o.bin = filepath.Join(tmp, "bicyc-infer")
-		build := exec.Command("go", "build", "-o", o.bin, "github.com/bicyc/bicyc/cmd/bicyc-infer")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("building bicyc-infer: %w", err)
+		if o.bin, err = buildInfer(tmp); err != nil {
+			return err
 		}
 	}
 	imageDir := filepath.Join(tmp, "images")
-	imgs, err := writeImages(imageDir, o.batch)
+	imgs, err := writeImages(imageDir, o.batch, o.photo)
 	if err != nil {
 		return err
 	}
@@ -124,7 +137,72 @@ func run(o options, out io.Writer) error {
 		return err
 	}
 	defer c.Close()
+	var torch *torchSide
+	if o.torch {
+		if torch, err = startTorch(o, c, imageDir, imgs); err != nil {
+			return err
+		}
+		defer torch.py.Close()
+	}
 
+	ours := &side{name: "bicyc (ONNX Runtime " + ortVersion + ")"}
+	for r := range o.rounds {
+		fmt.Fprintf(os.Stderr, "round %d/%d\n", r+1, o.rounds)
+		if err := ours.measure(c, imgs, o); err != nil {
+			return err
+		}
+		if err := torch.measure(o); err != nil {
+			return err
+		}
+	}
+	if ours.peakRSS, err = compare.PeakRSS(); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "whole-process runs: %d of each\n", o.procs)
+	for range o.procs {
+		if err := ours.runProcess(o.bin, one, "--model", o.model, "--threads", fmt.Sprint(o.threads)); err != nil {
+			return err
+		}
+		if err := torch.runProcess(o, one); err != nil {
+			return err
+		}
+	}
+	loadEnd, err := compare.LoadAverage()
+	if err != nil {
+		return err
+	}
+	writeReport(out, o, c, reportRun{ours: ours, torch: torch, images: len(imgs), load: [2]string{loadStart, loadEnd}})
+	return nil
+}
+
+// buildInfer builds cmd/bicyc-infer into dir and returns its path.
+func buildInfer(dir string) (string, error) {
+	bin := filepath.Join(dir, "bicyc-infer")
+	build := exec.Command("go", "build", "-o", bin, "github.com/bicyc/bicyc/cmd/bicyc-infer")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("building bicyc-infer: %w", err)
+	}
+	return bin, nil
+}
+
+// torchSide is the PyTorch worker and what its variants measured.
+type torchSide struct {
+	py       *compare.Worker
+	backbone string // the weights it loaded
+	parity   parity
+	variants map[string]*side
+}
+
+// startTorch starts the PyTorch worker on the same model and images and
+// checks that it computes what c computes.
+func startTorch(o options, c *infer.Classifier, imageDir string, imgs []image.Image) (*torchSide, error) {
+	if o.backbone == "" {
+		var err error
+		if o.backbone, err = latestBackbone(o.model); err != nil {
+			return nil, err
+		}
+	}
 	var hello struct {
 		Torch   string
 		Threads int
@@ -133,65 +211,82 @@ func run(o options, out io.Writer) error {
 	py, err := compare.StartWorker(&hello, nil, o.script, "serve", "--model", o.model, "--backbone", o.backbone,
 		"--threads", fmt.Sprint(o.threads), "--images", imageDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer py.Close()
+	t := &torchSide{py: py, backbone: o.backbone, variants: map[string]*side{}}
 	if hello.Images != len(imgs) || hello.Threads != o.threads {
-		return fmt.Errorf("PyTorch worker decoded %d images with %d threads, want %d images, %d threads", hello.Images, hello.Threads, len(imgs), o.threads)
+		py.Close()
+		return nil, fmt.Errorf("PyTorch worker decoded %d images with %d threads, want %d images, %d threads", hello.Images, hello.Threads, len(imgs), o.threads)
 	}
-	parity, err := checkParity(c, py, imgs)
-	if err != nil {
-		return err
+	if t.parity, err = checkParity(c, py, imgs); err != nil {
+		py.Close()
+		return nil, err
 	}
-
-	ours := &side{name: "bicyc (ONNX Runtime " + ortVersion + ")"}
-	torch := map[string]*side{}
 	for _, v := range torchVariants {
-		torch[v] = &side{name: "PyTorch " + hello.Torch + " " + v}
+		t.variants[v] = &side{name: "PyTorch " + hello.Torch + " " + v}
 	}
-	for r := range o.rounds {
-		fmt.Fprintf(os.Stderr, "round %d/%d\n", r+1, o.rounds)
-		if err := ours.measure(c, imgs, o); err != nil {
-			return err
-		}
-		for _, v := range torchVariants {
-			if err := torch[v].measureTorch(py, v, o); err != nil {
-				return err
-			}
-		}
-	}
-	if ours.peakRSS, err = compare.PeakRSS(); err != nil {
-		return err
-	}
+	return t, nil
+}
 
-	eager := torch["eager"]
-	fmt.Fprintf(os.Stderr, "whole-process runs: %d of each\n", o.procs)
-	for range o.procs {
-		if err := ours.runProcess(o.bin, one, "--model", o.model, "--threads", fmt.Sprint(o.threads)); err != nil {
-			return err
-		}
-		if err := eager.runProcess(compare.Python, o.script, "once", "--model", o.model, "--backbone", o.backbone,
-			"--threads", fmt.Sprint(o.threads), one); err != nil {
+// measure runs one round of every variant; a nil t (--torch=false) does nothing.
+func (t *torchSide) measure(o options) error {
+	if t == nil {
+		return nil
+	}
+	for _, v := range torchVariants {
+		if err := t.variants[v].measureTorch(t.py, v, o); err != nil {
 			return err
 		}
 	}
-	loadEnd, err := compare.LoadAverage()
-	if err != nil {
-		return err
-	}
-
-	fmt.Fprintf(out, "## Inference: bicyc vs PyTorch, %s\n\n", time.Now().Format("2006-01-02 15:04"))
-	fmt.Fprintf(out, "model %s (%s, %d classes), PyTorch weights %s\n", o.model, c.Manifest().Backbone, len(c.Classes()), o.backbone)
-	fmt.Fprintf(out, "%d intra-op thread(s) each; %d CPUs; load average %s at start, %s at end\n", o.threads, runtime.NumCPU(), loadStart, loadEnd)
-	fmt.Fprintf(out, "medians of %d interleaved rounds (%d batch-1 calls, %d batches of %d per round); whole process: median of %d runs\n",
-		o.rounds, o.calls, o.reps, o.batch, o.procs)
-	fmt.Fprintf(out, "parity on %d test images: top-1 agrees on %d, largest top-%d distance difference %.2g (relative %.2g)\n\n",
-		len(imgs), parity.agree, c.TopK(), parity.maxAbs, parity.maxRel)
-	sides := []*side{ours, eager, torch["folded"]}
-	writeResults(out, sides)
-	fmt.Fprintln(out)
-	writeTargets(out, ours, eager)
 	return nil
+}
+
+// runProcess runs the whole-process PyTorch classification of one image;
+// a nil t does nothing.
+func (t *torchSide) runProcess(o options, one string) error {
+	if t == nil {
+		return nil
+	}
+	return t.variants["eager"].runProcess(compare.Python, o.script, "once", "--model", o.model, "--backbone", t.backbone,
+		"--threads", fmt.Sprint(o.threads), one)
+}
+
+// reportRun is what run measured, for writeReport.
+type reportRun struct {
+	ours   *side
+	torch  *torchSide // nil without PyTorch
+	images int
+	load   [2]string // load average at start and end
+}
+
+func writeReport(out io.Writer, o options, c *infer.Classifier, r reportRun) {
+	title := "bicyc vs PyTorch"
+	if r.torch == nil {
+		title = "bicyc"
+	}
+	m := c.Manifest().Preprocess
+	fmt.Fprintf(out, "## Inference: %s, %s\n\n", title, time.Now().Format("2006-01-02 15:04"))
+	fmt.Fprintf(out, "model %s (%s, %dx%dx%d input, %d classes)", o.model, c.Manifest().Backbone, m.Channels, m.Height, m.Width, len(c.Classes()))
+	if r.torch != nil {
+		fmt.Fprintf(out, ", PyTorch weights %s", r.torch.backbone)
+	}
+	fmt.Fprintf(out, "\nimages: %s\n", imageKind(o.photo))
+	fmt.Fprintf(out, "%d intra-op thread(s) each; %d CPUs; load average %s at start, %s at end\n", o.threads, runtime.NumCPU(), r.load[0], r.load[1])
+	fmt.Fprintf(out, "medians of %d rounds (%d batch-1 calls, %d batches of %d per round); whole process: median of %d runs\n",
+		o.rounds, o.calls, o.reps, o.batch, o.procs)
+	sides := []*side{r.ours}
+	if r.torch != nil {
+		p := r.torch.parity
+		fmt.Fprintf(out, "parity on %d test images: top-1 agrees on %d, largest top-%d distance difference %.2g (relative %.2g)\n",
+			r.images, p.agree, c.TopK(), p.maxAbs, p.maxRel)
+		sides = append(sides, r.torch.variants["eager"], r.torch.variants["folded"])
+	}
+	fmt.Fprintln(out)
+	writeResults(out, sides, o.batch)
+	if r.torch != nil {
+		fmt.Fprintln(out)
+		writeTargets(out, r.ours, r.torch.variants["eager"], o.batch)
+	}
 }
 
 // latestBackbone returns the backbone checkpoint of the run that exported
@@ -211,10 +306,13 @@ func latestBackbone(model string) (string, error) {
 
 func imageName(i int) string { return fmt.Sprintf("test-%05d.png", i) }
 
-// writeImages writes the first n Fashion-MNIST test images as grayscale PNG
-// files into dir and returns them decoded by infer.DecodeImage, the way
-// bicyc-infer decodes files.
-func writeImages(dir string, n int) ([]image.Image, error) {
+// writeImages writes the first n Fashion-MNIST test images as PNG files
+// into dir and returns them decoded by infer.DecodeImage, the way
+// bicyc-infer decodes files. A zero photo size keeps them 28x28 grayscale;
+// otherwise each is scaled to photo.X x photo.Y and tinted into RGB, so
+// that preprocessing does a photo's work (a shorter side resized down,
+// three channels). PNG keeps the pixels both sides decode identical.
+func writeImages(dir string, n int, photo image.Point) ([]image.Image, error) {
 	_, test, err := data.LoadFashionMNIST("")
 	if err != nil {
 		return nil, err
@@ -227,9 +325,12 @@ func writeImages(dir string, n int) ([]image.Image, error) {
 	}
 	imgs := make([]image.Image, n)
 	for i := range n {
-		g := &image.Gray{Pix: test.Image(i), Stride: test.Width, Rect: image.Rect(0, 0, test.Width, test.Height)}
+		var img image.Image = &image.Gray{Pix: test.Image(i), Stride: test.Width, Rect: image.Rect(0, 0, test.Width, test.Height)}
+		if photo != (image.Point{}) {
+			img = photoOf(img, photo, i)
+		}
 		path := filepath.Join(dir, imageName(i))
-		if err := writePNG(path, g); err != nil {
+		if err := writePNG(path, img); err != nil {
 			return nil, err
 		}
 		f, err := os.Open(path)
@@ -243,6 +344,27 @@ func writeImages(dir string, n int) ([]image.Image, error) {
 		}
 	}
 	return imgs, nil
+}
+
+// photoOf scales a grayscale image to size and tints it by seed into RGB.
+func photoOf(gray image.Image, size image.Point, seed int) image.Image {
+	rgb := image.NewRGBA(image.Rectangle{Max: size})
+	draw.CatmullRom.Scale(rgb, rgb.Bounds(), gray, gray.Bounds(), draw.Src, nil)
+	tint := [3]int{seed * 37 % 256, seed * 71 % 256, seed * 113 % 256}
+	for i := 0; i < len(rgb.Pix); i += 4 {
+		for c := range 3 {
+			rgb.Pix[i+c] = uint8((int(rgb.Pix[i+c])*3 + tint[c]) / 4)
+		}
+	}
+	return rgb
+}
+
+// imageKind describes the benchmark's input images.
+func imageKind(photo image.Point) string {
+	if photo == (image.Point{}) {
+		return "Fashion-MNIST test images, 28x28 grayscale PNG"
+	}
+	return fmt.Sprintf("Fashion-MNIST test images scaled to %dx%d and tinted, RGB PNG", photo.X, photo.Y)
 }
 
 func writePNG(path string, img image.Image) error {
@@ -385,12 +507,14 @@ func (s *side) runProcess(program string, args ...string) error {
 	return nil
 }
 
-func writeResults(out io.Writer, sides []*side) {
+func writeResults(out io.Writer, sides []*side, batch int) {
 	t := compare.Table{Header: []string{"metric"}}
 	for _, s := range sides {
 		t.Header = append(t.Header, s.name)
 	}
-	t.Header = append(t.Header, "bicyc / PyTorch eager")
+	if len(sides) > 1 {
+		t.Header = append(t.Header, "bicyc / PyTorch eager")
+	}
 	row := func(name, format string, value func(*side) float64) {
 		cells := []string{name}
 		for _, s := range sides {
@@ -399,6 +523,10 @@ func writeResults(out io.Writer, sides []*side) {
 			} else {
 				cells = append(cells, "-")
 			}
+		}
+		if len(sides) == 1 {
+			t.Add(cells...)
+			return
 		}
 		ratio := value(sides[0]) / value(sides[1])
 		if math.IsNaN(ratio) || math.IsInf(ratio, 0) {
@@ -410,7 +538,7 @@ func writeResults(out io.Writer, sides []*side) {
 	}
 	row("latency p50, batch 1 (us)", "%.0f", func(s *side) float64 { return compare.Median(s.p50) })
 	row("latency p99, batch 1 (us)", "%.0f", func(s *side) float64 { return compare.Median(s.p99) })
-	row("throughput, batch 256 (img/s)", "%.0f", func(s *side) float64 { return compare.Median(s.throughput) })
+	row(fmt.Sprintf("throughput, batch %d (img/s)", batch), "%.0f", func(s *side) float64 { return compare.Median(s.throughput) })
 	row("whole process, one.png, wall (ms)", "%.0f", func(s *side) float64 { return compare.Median(s.wall) })
 	row("whole process, one.png, CPU time (ms)", "%.0f", func(s *side) float64 { return compare.Median(s.cpu) })
 	row("whole process peak RSS (MB)", "%.0f", func(s *side) float64 { return compare.Median(s.procRSS) / 1e6 })
@@ -418,7 +546,7 @@ func writeResults(out io.Writer, sides []*side) {
 	t.Write(out)
 }
 
-func writeTargets(out io.Writer, ours, torch *side) {
+func writeTargets(out io.Writer, ours, torch *side, batch int) {
 	met := func(ok bool) string {
 		if ok {
 			return "yes"
@@ -431,7 +559,7 @@ func writeTargets(out io.Writer, ours, torch *side) {
 	rss := compare.Median(ours.procRSS) / 1e6
 	t := compare.Table{Header: []string{"target (issue \"Inference\")", "measured", "met"}}
 	t.Add("p50 <= 1/2 of PyTorch eager's", fmt.Sprintf("%.2f of PyTorch's", p50), met(p50 <= 0.5))
-	t.Add("batch-256 throughput >= 2x PyTorch eager's", fmt.Sprintf("%.2fx", tp), met(tp >= 2))
+	t.Add(fmt.Sprintf("batch-%d throughput >= 2x PyTorch eager's", batch), fmt.Sprintf("%.2fx", tp), met(tp >= 2))
 	t.Add("bicyc-infer whole process < 150 ms", fmt.Sprintf("%.0f ms wall, %.0f ms CPU", wall, compare.Median(ours.cpu)), met(wall < 150))
 	t.Add("bicyc-infer peak RSS < 150 MB", fmt.Sprintf("%.0f MB", rss), met(rss < 150))
 	t.Write(out)
