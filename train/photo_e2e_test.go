@@ -181,13 +181,15 @@ func TestPhotoFolderEndToEnd(t *testing.T) {
 	// fixture is 4 channels wide with random weights, its first two stages
 	// frozen, 32 channels before the reduction: it learns task 2's classes
 	// (task-aware accuracy >= 0.8 in both cases) but keeps them apart from
-	// task 1's less well than the convnet.
+	// task 1's less well than the convnet. The convnet's bar is 0.7, not
+	// 0.8: with 30 test images a class its task 2 lands at 0.800 exactly on
+	// this machine, and a bar at the measured value would fail on any other.
 	for i, tc := range []struct {
 		name   string
 		cfg    config.Config
 		minTAg float64
 	}{
-		{"convnet", photoConfig(root), 0.8},
+		{"convnet", photoConfig(root), 0.7},
 		{"pretrained-resnet18-frozen", pretrainedPhotoConfig(root), 0.6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
