@@ -81,3 +81,11 @@ func TestRender(t *testing.T) {
 		t.Error("render of a folder without results.json succeeded")
 	}
 }
+
+// TestStartRunDropsWork keeps every argument but --work and its value.
+func TestStartRunDropsWork(t *testing.T) {
+	got := startRun([]string{"--seeds", "0", "--work", "/scratch/w", "-work=/x", "--quick"}).Args
+	if strings.Join(got, " ") != "--seeds 0 --quick" {
+		t.Errorf("args %q", got)
+	}
+}

@@ -21,8 +21,21 @@ type runInfo struct {
 	LoadEnd     string    `json:"load_end"`
 }
 
+// startRun records the start of a run with arguments args, less --work:
+// where the intermediate files go changes no result, and the published
+// command should not name a path of the machine that ran it.
 func startRun(args []string) runInfo {
-	return runInfo{Args: args, Started: time.Now().UTC(), Machine: machine(), LoadStart: loadAverage()}
+	var kept []string
+	for i := 0; i < len(args); i++ {
+		switch a := strings.TrimLeft(args[i], "-"); {
+		case a == "work" && strings.HasPrefix(args[i], "-"):
+			i++ // and its value
+		case strings.HasPrefix(a, "work=") && strings.HasPrefix(args[i], "-"):
+		default:
+			kept = append(kept, args[i])
+		}
+	}
+	return runInfo{Args: kept, Started: time.Now().UTC(), Machine: machine(), LoadStart: loadAverage()}
 }
 
 // finish stamps the end of the run so far.
