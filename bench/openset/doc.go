@@ -20,11 +20,16 @@
 //     both models are exported and scored on the test images: accuracy over
 //     all ten classes on the new classes' images and on the old ones'.
 //
-// It writes results.json and README.md (a table per measurement, one row
-// per seed) into --out. Training runs are long: a default-budget run takes
-// tens of minutes per seed on two cores; --quick uses the quick profile.
+// It writes results.json and README.md (the command, date, machine and
+// budget, then a table per measurement with one row per seed and the mean
+// ± std) into --out after every seed, so a run that stops keeps the seeds
+// that finished; --render rewrites README.md from results.json alone.
+// Training runs are long: a default-budget run takes tens of minutes per
+// seed on two cores; --quick uses the quick profile, and quick1000.yaml and
+// quick3000.yaml in this folder are reduced budgets of a few minutes per
+// seed.
 //
 // Usage (from the repository root):
 //
-//	CGO_LDFLAGS=-lopenblas go run ./bench/openset --out docs/results/openset [--seeds 0,1,2] [--add 10,50,200] [--config configs/fmnist-t5.yaml] [--quick] [--learn=true] [--work DIR]
+//	CGO_LDFLAGS=-lopenblas go run ./bench/openset --out docs/results/openset [--seeds 0,1,2] [--add 10,50,200] [--config bench/openset/quick1000.yaml] [--quick] [--learn=true] [--work DIR] [--render]
 package main

@@ -26,7 +26,7 @@ import (
 type options struct {
 	out, work, configFile string
 	seeds, adds           []int
-	quick, learn          bool
+	quick, learn, render  bool
 }
 
 func main() {
@@ -39,12 +39,16 @@ func main() {
 	flag.StringVar(&adds, "add", "10,50,200", "comma-separated training images per new class")
 	flag.BoolVar(&o.quick, "quick", false, "use the quick profile (minutes per seed; numbers for a smoke test only)")
 	flag.BoolVar(&o.learn, "learn", true, "also learn the new classes with bicyc learn (trains one task per --add value)")
+	flag.BoolVar(&o.render, "render", false, "only rewrite README.md from the results.json in --out (no training)")
 	flag.Parse()
 	var err error
 	if o.seeds, err = ints(seeds); err == nil {
 		o.adds, err = ints(adds)
 	}
-	if err == nil {
+	switch {
+	case err == nil && o.render:
+		err = render(o.out)
+	case err == nil:
 		err = run(context.Background(), o, os.Stderr)
 	}
 	if err != nil {
@@ -83,6 +87,7 @@ func run(ctx context.Context, o options, log io.Writer) error {
 		return err
 	}
 	var results []seedResult
+	info := startRun(os.Args[1:])
 	for _, seed := range o.seeds {
 		res, err := measureSeed(ctx, o, base, seedData{train: trainSet, test: testSet, seed: seed,
 			dir: filepath.Join(work, fmt.Sprintf("seed%d", seed))}, log)
@@ -90,8 +95,13 @@ func run(ctx context.Context, o options, log io.Writer) error {
 			return fmt.Errorf("seed %d: %w", seed, err)
 		}
 		results = append(results, res)
+		// Written after every seed: a long run that stops keeps what finished.
+		info.finish()
+		if err := writeResults(o.out, report{Config: base, ConfigFile: o.configFile, Run: info, Results: results}); err != nil {
+			return err
+		}
 	}
-	return writeResults(o.out, o.configFile, base, results)
+	return nil
 }
 
 // baseConfig is the defaults, the --config file and --quick.
@@ -135,22 +145,44 @@ func heldOut(seed int) (known, unknown []int) {
 	return perm[:8], perm[8:]
 }
 
+// report is what results.json holds and README.md is rendered from.
+type report struct {
+	Config     config.Config `json:"config"`
+	ConfigFile string        `json:"config_file,omitempty"`
+	Run        runInfo       `json:"run"`
+	Results    []seedResult  `json:"results"`
+}
+
 // writeResults writes results.json and README.md into dir.
-func writeResults(dir, configFile string, cfg config.Config, results []seedResult) error {
+func writeResults(dir string, rep report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	raw, err := json.MarshalIndent(struct {
-		Config  config.Config `json:"config"`
-		Results []seedResult  `json:"results"`
-	}{cfg, results}, "", "  ")
+	raw, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
 	}
 	if err := durable.WriteFile(filepath.Join(dir, "results.json"), append(raw, '\n')); err != nil {
 		return err
 	}
-	return durable.WriteFile(filepath.Join(dir, "README.md"), []byte(markdown(cfg, configFile, results)))
+	return durable.WriteFile(filepath.Join(dir, "README.md"), []byte(markdown(rep)))
+}
+
+// render rewrites dir/README.md from dir/results.json.
+func render(dir string) error {
+	path := filepath.Join(dir, "results.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var rep report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if len(rep.Results) == 0 {
+		return fmt.Errorf("%s: no results", path)
+	}
+	return durable.WriteFile(filepath.Join(dir, "README.md"), []byte(markdown(rep)))
 }
 
 // newRun trains cfg in dir.
