@@ -22,6 +22,13 @@ import (
 // held-out images (see calibration); without one it needs only the run
 // directory.
 func Export(runDir, outDir string) error {
+	return exportRun(runDir, outDir, nil)
+}
+
+// exportRun is Export; live, when not nil, is the run in runDir as it stands
+// after its last checkpoint, whose data calibration then uses instead of
+// loading them again.
+func exportRun(runDir, outDir string, live *Run) error {
 	cfg, err := config.ReadRun(filepath.Join(runDir, "config.yaml"))
 	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
@@ -51,7 +58,7 @@ func Export(runDir, outDir string) error {
 	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
-	if in.Calibration, err = calibration(runDir, cfg, in.Classes, clf); err != nil {
+	if in.Calibration, err = calibration(runDir, cfg, in.Classes, clf, live); err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
 	return export.Write(outDir, in)
@@ -88,7 +95,9 @@ func ExportAfterTraining(r *Run) (string, error) {
 		return "", nil
 	}
 	dir := ModelDir(cfg, r.Dir())
-	if err := Export(r.Dir(), dir); err != nil {
+	// The run has just trained: its data are loaded and its state is the
+	// last checkpoint's.
+	if err := exportRun(r.Dir(), dir, r); err != nil {
 		return "", fmt.Errorf("export: %w", err)
 	}
 	return dir, nil
@@ -99,16 +108,19 @@ func ExportAfterTraining(r *Run) (string, error) {
 // training images of every exported class, which training never saw. A run
 // without a validation split (data.val_per_class 0), or with fewer than
 // gauss.MinCalibrationImages such images, exports no calibration: its
-// model then never answers "unknown" unless given a threshold.
-func calibration(runDir string, cfg config.Config, classes []bundle.Class, clf *gauss.Classifier) (*bundle.Calibration, error) {
+// model then never answers "unknown" unless given a threshold. r is the
+// run with its data loaded, or nil to resume it from runDir.
+func calibration(runDir string, cfg config.Config, classes []bundle.Class, clf *gauss.Classifier, r *Run) (*bundle.Calibration, error) {
 	if cfg.Data.ValPerClass == 0 {
 		return nil, nil
 	}
-	r, err := Resume(runDir, Options{Log: io.Discard})
-	if err != nil {
-		return nil, err
+	if r == nil {
+		var err error
+		if r, err = Resume(runDir, Options{Log: io.Discard}); err != nil {
+			return nil, err
+		}
+		defer r.Close()
 	}
-	defer r.Close()
 	ids := make([]int, len(classes))
 	for i, c := range classes {
 		ids[i] = c.ID
