@@ -74,6 +74,9 @@ type Group struct {
 	ClassCounts []int       `json:"class_counts"`
 	TAg         MetricStats `json:"tag"`
 	TAw         MetricStats `json:"taw"`
+	// Val is TAg on the validation split (train.Summary.Validation), nil
+	// unless every run has one: the numbers to choose between variants by.
+	Val *MetricStats `json:"val_tag,omitempty"`
 	// MeanTAg is the TAg accuracy matrix averaged over seeds, row t holding
 	// t+1 entries.
 	MeanTAg [][]float64 `json:"mean_acc_tag"`
@@ -118,6 +121,7 @@ func Aggregate(runs []*Run) ([]Group, error) {
 		}
 		g.TAg = metricStats(g.Runs, func(s *train.Summary) train.MetricSet { return s.TAg })
 		g.TAw = metricStats(g.Runs, func(s *train.Summary) train.MetricSet { return s.TAw })
+		g.Val = validationStats(g.Runs)
 		g.MeanTAg = meanMatrix(g.Runs, g.Tasks)
 		g.Drift = driftStats(g.Runs, g.Tasks)
 	}
@@ -150,6 +154,35 @@ func metricStats(runs []*Run, pick func(*train.Summary) train.MetricSet) MetricS
 		ms.Steps = append(ms.Steps, NewStat(vals))
 	}
 	return ms
+}
+
+// validationStats aggregates the runs' validation metrics, nil when a run
+// has none.
+func validationStats(runs []*Run) *MetricStats {
+	for _, r := range runs {
+		if _, ok := r.Summary.Validation(); !ok {
+			return nil
+		}
+	}
+	ms := metricStats(runs, func(s *train.Summary) train.MetricSet {
+		v, _ := s.Validation()
+		return v
+	})
+	return &ms
+}
+
+// SelectOnValidation returns the group with the highest mean validation
+// A_last among groups, nil when none has validation metrics. Ties go to
+// the earlier group. Test metrics play no part: this is the honest choice
+// of a variant.
+func SelectOnValidation(groups []*Group) *Group {
+	var best *Group
+	for _, g := range groups {
+		if g.Val != nil && (best == nil || g.Val.ALast.Mean > best.Val.ALast.Mean) {
+			best = g
+		}
+	}
+	return best
 }
 
 func meanMatrix(runs []*Run, tasks int) [][]float64 {

@@ -38,10 +38,17 @@ type Run struct {
 	// sessions together); 0 when unknown, e.g. for a run trained with
 	// `bicyc train`.
 	WallSeconds float64
+	// VariantName is the run's named variant in its sweep
+	// (sweep.NamedVariant), "" otherwise.
+	VariantName string
 }
 
 // Variant is the run's variant.
-func (r *Run) Variant() sweep.Variant { return sweep.VariantOf(r.Config) }
+func (r *Run) Variant() sweep.Variant {
+	v := sweep.VariantOf(r.Config)
+	v.Name = r.VariantName
+	return v
+}
 
 // Finished reports whether the run completed every task of its stream.
 func (r *Run) Finished() bool {
@@ -216,7 +223,7 @@ func Load(dir string) (*Set, error) {
 			if err != nil {
 				return nil, err
 			}
-			r.WallSeconds = rr.WallSeconds
+			r.WallSeconds, r.VariantName = rr.WallSeconds, rr.Variant
 			set.Runs = append(set.Runs, r)
 		}
 	case errors.Is(err, fs.ErrNotExist):
@@ -251,8 +258,8 @@ func Load(dir string) (*Set, error) {
 }
 
 // sortRuns orders runs by variant, then seed: the main methods in the order
-// the sweep lists them (bicyc, adagauss, finetune otherwise), ablations of
-// bicyc after them from most to least complete.
+// the sweep lists them (bicyc, adagauss, finetune otherwise), then the named
+// variants, ablations of bicyc after them from most to least complete.
 func (s *Set) sortRuns() {
 	order := config.Methods()
 	if s.Sweep != nil && len(s.Sweep.Spec.Methods) > 0 {
@@ -270,6 +277,9 @@ func (s *Set) sortRuns() {
 		if !v.Cyc {
 			ab++
 		}
+		if v.Name != "" {
+			i += 50
+		}
 		return ab*100 + i
 	}
 	slices.SortStableFunc(s.Runs, func(a, b *Run) int {
@@ -279,6 +289,9 @@ func (s *Set) sortRuns() {
 		}
 		if va.Method != vb.Method {
 			return strings.Compare(string(va.Method), string(vb.Method))
+		}
+		if va.Name != vb.Name {
+			return strings.Compare(va.Name, vb.Name)
 		}
 		switch {
 		case a.Summary.Seed < b.Summary.Seed:

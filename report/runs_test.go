@@ -22,6 +22,7 @@ type fakeRun struct {
 	seed     int64
 	counts   []int       // classes per task
 	tag, taw [][]float64 // recorded rows; fewer than len(counts) for a stopped run
+	val      [][]float64 // validation TAg rows (TaskReport.ValTAg); nil for none
 	drift    bool        // record drift diagnostics
 	// trainedIn is the run that trained task 1 for a forked run
 	// (metrics.json reports[0].trained_in), "" otherwise.
@@ -64,6 +65,9 @@ func (f fakeRun) summary(t *testing.T) train.Summary {
 		rep := train.TaskReport{Task: i + 1, TAg: f.tag[i], TAw: f.taw[i], Stage1Seconds: 10, Stage2Seconds: 2, EvaluationSeconds: 1}
 		if i == 0 {
 			rep.TrainedIn = f.trainedIn
+		}
+		if f.val != nil {
+			rep.ValTAg = f.val[i]
 		}
 		if f.drift {
 			d := &train.Drift{MeanL2: 0.5 * float64(i+1), CovFrobenius: 0.2 * float64(i+1), SymmetricKL: 10 * float64(i+1) * float64(i+1)}

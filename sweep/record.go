@@ -38,12 +38,14 @@ type Record struct {
 
 // RunRecord is one run of a sweep record.
 type RunRecord struct {
-	Name     string        `json:"name"`
-	Method   config.Method `json:"method"`
-	Seed     int64         `json:"seed"`
-	Ablation string        `json:"ablation,omitempty"`
-	LossBi   bool          `json:"loss_bi"`
-	LossCyc  bool          `json:"loss_cyc"`
+	Name   string        `json:"name"`
+	Method config.Method `json:"method"`
+	Seed   int64         `json:"seed"`
+	// Variant is the run's named variant (Spec.Variants), "" for a method.
+	Variant  string `json:"variant,omitempty"`
+	Ablation string `json:"ablation,omitempty"`
+	LossBi   bool   `json:"loss_bi"`
+	LossCyc  bool   `json:"loss_cyc"`
 	// Status is pending, running, finished, stopped (cancelled) or failed.
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"`
@@ -86,7 +88,7 @@ func newRecord(spec Spec, plan []PlannedRun) *Record {
 	rec.Spec.Config, rec.Spec.Out = workingRelative(spec.Config), workingRelative(spec.Out)
 	for _, p := range plan {
 		rec.Runs = append(rec.Runs, RunRecord{
-			Name: p.Name, Method: p.Variant.Method, Seed: p.Seed, Ablation: p.Variant.Tag(),
+			Name: p.Name, Method: p.Variant.Method, Variant: p.Variant.Name, Seed: p.Seed, Ablation: p.Variant.Tag(),
 			LossBi: p.Variant.Bi, LossCyc: p.Variant.Cyc, Status: StatusPending, WallSeconds: old[p.Name],
 		})
 	}

@@ -26,9 +26,13 @@ var ErrInvalidSpec = errors.New("invalid sweep definition")
 //	methods: [bicyc, adagauss, finetune]
 //	ablation: true                  # bicyc with loss.bi x loss.cyc on/off
 //	sets: [eval.drift=true]         # --set overrides of every run
+//	variants:                       # named settings compared with the methods
+//	  - name: n10000
+//	    method: bicyc
+//	    sets: [adapter.transport_samples=10000]
 //
-// Every run gets the config file, then sets, then its own method, seed
-// and (ablation) loss.bi, loss.cyc.
+// Every run gets the config file, then sets, then its own method, seed,
+// (variant) the variant's sets and (ablation) loss.bi, loss.cyc.
 type Spec struct {
 	Config   string          `yaml:"config" json:"config"`
 	Out      string          `yaml:"out" json:"out"`
@@ -36,6 +40,18 @@ type Spec struct {
 	Methods  []config.Method `yaml:"methods" json:"methods"`
 	Ablation bool            `yaml:"ablation" json:"ablation"`
 	Sets     []string        `yaml:"sets" json:"sets"`
+	Variants []NamedVariant  `yaml:"variants,omitempty" json:"variants,omitempty"`
+}
+
+// NamedVariant is a method with extra settings, compared in a sweep like
+// a method of its own (for example an extension switched on). Its runs are
+// <method>-<name>-s<seed>; the report shows it as <method>+<name>.
+type NamedVariant struct {
+	// Name is lower-case letters, digits and '-', unique in the sweep.
+	Name   string        `yaml:"name" json:"name"`
+	Method config.Method `yaml:"method" json:"method"`
+	// Sets are --set overrides applied after the sweep's own.
+	Sets []string `yaml:"sets" json:"sets"`
 }
 
 // ReadSpec reads a sweep definition strictly (unknown keys are errors) and
@@ -81,8 +97,8 @@ func (s Spec) Validate() error {
 	if s.Seeds < 1 {
 		bad("seeds: must be >= 1, got %d", s.Seeds)
 	}
-	if len(s.Methods) == 0 && !s.Ablation {
-		bad("methods: none, and no ablation")
+	if len(s.Methods) == 0 && !s.Ablation && len(s.Variants) == 0 {
+		bad("methods: none, no variants and no ablation")
 	}
 	for i, m := range s.Methods {
 		if !slices.Contains(config.Methods(), m) {
@@ -96,32 +112,74 @@ func (s Spec) Validate() error {
 	if s.Ablation {
 		reserved = append(slices.Clip(reserved), "loss.bi", "loss.cyc")
 	}
-	for _, kv := range s.Sets {
-		key, _, ok := strings.Cut(kv, "=")
-		if !ok {
-			bad("sets: %q is not key=value", kv)
-			continue
+	checkSets("sets", s.Sets, reserved, bad)
+	for i, v := range s.Variants {
+		field := fmt.Sprintf("variants[%d]", i)
+		if !validVariantName(v.Name) {
+			bad("%s.name: %q: want lower-case letters, digits and '-', not an ablation tag", field, v.Name)
 		}
-		if slices.Contains(reserved, key) {
-			bad("sets: %q: the sweep sets %s itself", kv, key)
+		if slices.IndexFunc(s.Variants, func(w NamedVariant) bool { return w.Name == v.Name }) != i {
+			bad("%s.name: %q listed twice", field, v.Name)
 		}
+		if !slices.Contains(config.Methods(), v.Method) {
+			bad("%s.method: %q is not one of %s", field, v.Method, methodNames())
+		}
+		checkSets(field+".sets", v.Sets, reserved, bad)
 	}
 	return errors.Join(errs...)
 }
 
+// checkSets reports every entry of sets that is not key=value or sets a
+// reserved key.
+func checkSets(field string, sets, reserved []string, bad func(format string, args ...any)) {
+	for _, kv := range sets {
+		key, _, ok := strings.Cut(kv, "=")
+		if !ok {
+			bad("%s: %q is not key=value", field, kv)
+			continue
+		}
+		if slices.Contains(reserved, key) {
+			bad("%s: %q: the sweep sets %s itself", field, kv, key)
+		}
+	}
+}
+
+// validVariantName reports whether name can be a variant's name: a run
+// directory part that no ablation tag or seed suffix can be confused with.
+func validVariantName(name string) bool {
+	if name == "" || strings.HasPrefix(name, "-") || strings.HasSuffix(name, "-") {
+		return false
+	}
+	for _, tag := range []string{"nobi", "nocyc", "nobi-nocyc"} {
+		if name == tag {
+			return false
+		}
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return !(name[0] == 's' && len(name) > 1 && strings.Trim(name[1:], "0123456789") == "")
+}
+
 // PlannedRun is one run of a sweep.
 type PlannedRun struct {
-	// Name is the run directory's name: <method>[-<ablation tag>]-s<seed>.
+	// Name is the run directory's name: <method>[-<variant>][-<ablation tag>]-s<seed>.
 	Name    string
 	Variant Variant
 	Seed    int64
+	// VariantSets are the named variant's overrides, nil for a method.
+	VariantSets []string
 }
 
 // Sets returns the overrides that make the sweep's configuration this
-// run's: method, seed, and loss.bi and loss.cyc for bicyc in an ablation.
+// run's: method, seed, a named variant's sets, and loss.bi and loss.cyc
+// for bicyc in an ablation.
 func (p PlannedRun) Sets(ablation bool) []string {
 	s := []string{"method=" + string(p.Variant.Method), "seed=" + strconv.FormatInt(p.Seed, 10)}
-	if ablation && p.Variant.Method == config.MethodBicyc {
+	s = append(s, p.VariantSets...)
+	if ablation && p.Variant.Name == "" && p.Variant.Method == config.MethodBicyc {
 		s = append(s, "loss.bi="+strconv.FormatBool(p.Variant.Bi), "loss.cyc="+strconv.FormatBool(p.Variant.Cyc))
 	}
 	return s
@@ -144,13 +202,13 @@ func methodNames() string {
 }
 
 // Plan lists the runs of s in the order a sweep runs them: for every seed,
-// each method, then, with the ablation on, for every seed the bicyc runs
+// each method, then each named variant, then, with the ablation on, for every seed the bicyc runs
 // with L_bi and/or L_cyc switched off (the full bicyc run is the grid's
 // on/on cell and runs once).
 func (s Spec) Plan() []PlannedRun {
 	var plan []PlannedRun
-	add := func(v Variant, seed int64) {
-		p := PlannedRun{Name: v.RunName(seed), Variant: v, Seed: seed}
+	add := func(v Variant, seed int64, sets []string) {
+		p := PlannedRun{Name: v.RunName(seed), Variant: v, Seed: seed, VariantSets: sets}
 		for _, q := range plan {
 			if q.Name == p.Name {
 				return
@@ -160,13 +218,16 @@ func (s Spec) Plan() []PlannedRun {
 	}
 	for seed := range int64(s.Seeds) {
 		for _, m := range s.Methods {
-			add(Variant{Method: m, Bi: true, Cyc: true}, seed)
+			add(Variant{Method: m, Bi: true, Cyc: true}, seed, nil)
+		}
+		for _, nv := range s.Variants {
+			add(Variant{Method: nv.Method, Name: nv.Name, Bi: true, Cyc: true}, seed, nv.Sets)
 		}
 	}
 	if s.Ablation {
 		for seed := range int64(s.Seeds) {
 			for _, v := range ablationGrid {
-				add(v, seed)
+				add(v, seed, nil)
 			}
 		}
 	}
@@ -193,7 +254,9 @@ func (s Spec) Configs(configure Configure) ([]config.Config, error) {
 			return nil, fmt.Errorf("sweep run %s: %w: export.dir %q would give every run the same model directory",
 				p.Name, ErrInvalidSpec, cfg.Export.Dir)
 		}
-		if v := VariantOf(cfg); v != p.Variant {
+		v := VariantOf(cfg)
+		v.Name = p.Variant.Name
+		if v != p.Variant {
 			return nil, fmt.Errorf("sweep run %s: %w: the configuration makes it %s", p.Name, ErrInvalidSpec, v)
 		}
 		configs[i] = cfg
@@ -211,13 +274,17 @@ type Configure func(sets []string) (config.Config, error)
 // and L_cyc") were on. Runs of one variant differ only in the seed.
 type Variant struct {
 	Method config.Method `json:"method"`
+	// Name is a named variant's (NamedVariant), "" for a method as
+	// configured.
+	Name string `json:"name,omitempty"`
 	// Bi and Cyc are loss.bi and loss.cyc; both true unless Method is bicyc
 	// with a loss switched off, since only bicyc uses them.
 	Bi  bool `json:"loss_bi"`
 	Cyc bool `json:"loss_cyc"`
 }
 
-// VariantOf returns the variant of a run configured by c.
+// VariantOf returns the variant of a run configured by c; a named
+// variant's name is not part of a configuration (see RunRecord.Variant).
 func VariantOf(c config.Config) Variant {
 	if c.Method != config.MethodBicyc {
 		return Variant{Method: c.Method, Bi: true, Cyc: true}
@@ -245,21 +312,27 @@ func (v Variant) off(bi, cyc string) []string {
 }
 
 // RunName is the name a sweep gives the variant's run of a seed:
-// <method>[-<ablation tag>]-s<seed>.
+// <method>[-<variant name>][-<ablation tag>]-s<seed>.
 func (v Variant) RunName(seed int64) string {
 	name := string(v.Method)
+	if v.Name != "" {
+		name += "-" + v.Name
+	}
 	if tag := v.Tag(); tag != "" {
 		name += "-" + tag
 	}
 	return name + "-s" + strconv.FormatInt(seed, 10)
 }
 
-// String is the variant's name in tables and legends, e.g. "bicyc" or
-// "bicyc w/o L_bi, L_cyc".
+// String is the variant's name in tables and legends, e.g. "bicyc",
+// "bicyc+n10000" or "bicyc w/o L_bi, L_cyc".
 func (v Variant) String() string {
-	off := v.off("L_bi", "L_cyc")
-	if len(off) == 0 {
-		return string(v.Method)
+	name := string(v.Method)
+	if v.Name != "" {
+		name += "+" + v.Name
 	}
-	return string(v.Method) + " w/o " + strings.Join(off, ", ")
+	if off := v.off("L_bi", "L_cyc"); len(off) > 0 {
+		name += " w/o " + strings.Join(off, ", ")
+	}
+	return name
 }

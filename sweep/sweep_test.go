@@ -24,6 +24,8 @@ func TestPlan(t *testing.T) {
 		{Spec{Seeds: 2, Methods: []config.Method{config.MethodBicyc, config.MethodFinetune}}, "bicyc-s0 finetune-s0 bicyc-s1 finetune-s1"},
 		{Spec{Seeds: 1, Methods: []config.Method{config.MethodAdaGauss, config.MethodBicyc}, Ablation: true}, "adagauss-s0 bicyc-s0 bicyc-nobi-s0 bicyc-nocyc-s0 bicyc-nobi-nocyc-s0"},
 		{Spec{Seeds: 2, Ablation: true}, "bicyc-s0 bicyc-nobi-s0 bicyc-nocyc-s0 bicyc-nobi-nocyc-s0 bicyc-s1 bicyc-nobi-s1 bicyc-nocyc-s1 bicyc-nobi-nocyc-s1"},
+		{Spec{Seeds: 2, Methods: []config.Method{config.MethodBicyc}, Variants: []NamedVariant{{Name: "n10000", Method: config.MethodBicyc}, {Name: "half", Method: config.MethodAdaGauss}}},
+			"bicyc-s0 bicyc-n10000-s0 adagauss-half-s0 bicyc-s1 bicyc-n10000-s1 adagauss-half-s1"},
 	}
 	for i, c := range cases {
 		var names []string
@@ -37,6 +39,19 @@ func TestPlan(t *testing.T) {
 	p := PlannedRun{Variant: Variant{Method: config.MethodBicyc, Bi: true, Cyc: false}, Seed: 7}
 	if got := strings.Join(p.Sets(true), " "); got != "method=bicyc seed=7 loss.bi=true loss.cyc=false" {
 		t.Errorf("ablation run sets %q", got)
+	}
+	named := Spec{Seeds: 1, Ablation: true, Variants: []NamedVariant{{Name: "big", Method: config.MethodBicyc, Sets: []string{"adapter.transport_samples=10000"}}}}
+	var got []string
+	for _, p := range named.Plan() {
+		if p.Variant.Name == "big" {
+			got = p.Sets(true)
+			if p.Variant.String() != "bicyc+big" {
+				t.Errorf("named variant shows as %q, want bicyc+big", p.Variant)
+			}
+		}
+	}
+	if strings.Join(got, " ") != "method=bicyc seed=0 adapter.transport_samples=10000" {
+		t.Errorf("named variant run sets %q: want its own sets and no ablation switches", got)
 	}
 }
 
@@ -55,6 +70,20 @@ func TestSpecValidate(t *testing.T) {
 		{func(s *Spec) { s.Sets = []string{"train.epochs"} }, "key=value"},
 		{func(s *Spec) { s.Ablation, s.Sets = true, []string{"loss.cyc=false"} }, "loss.cyc"},
 		{func(s *Spec) { s.Config = "" }, "config"},
+		{func(s *Spec) {
+			s.Variants = []NamedVariant{{Name: "n10000", Method: config.MethodBicyc, Sets: []string{"a=1"}}}
+		}, ""},
+		{func(s *Spec) { s.Methods, s.Variants = nil, []NamedVariant{{Name: "x", Method: config.MethodBicyc}} }, ""},
+		{func(s *Spec) { s.Variants = []NamedVariant{{Name: "nobi", Method: config.MethodBicyc}} }, "variants[0].name"},
+		{func(s *Spec) { s.Variants = []NamedVariant{{Name: "s2", Method: config.MethodBicyc}} }, "variants[0].name"},
+		{func(s *Spec) { s.Variants = []NamedVariant{{Name: "Big", Method: config.MethodBicyc}} }, "variants[0].name"},
+		{func(s *Spec) {
+			s.Variants = []NamedVariant{{Name: "a", Method: config.MethodBicyc}, {Name: "a", Method: config.MethodFinetune}}
+		}, "twice"},
+		{func(s *Spec) { s.Variants = []NamedVariant{{Name: "a", Method: "ewc"}} }, "variants[0].method"},
+		{func(s *Spec) {
+			s.Variants = []NamedVariant{{Name: "a", Method: config.MethodBicyc, Sets: []string{"seed=3"}}}
+		}, "variants[0].sets"},
 	}
 	for i, c := range cases {
 		s := ok

@@ -67,6 +67,27 @@ func summarize(cfg config.Config, tasks [][]int, st *State) (Summary, error) {
 	return s, nil
 }
 
+// Validation returns the task-agnostic metrics on the validation split
+// (data.val_per_class): the same A_last, A_inc and F_last as TAg, computed
+// from every completed task's ValTAg. ok is false when a completed task
+// has no validation accuracies (a run without a validation split). Choose
+// settings on these numbers; the test metrics are read once at the end.
+func (s Summary) Validation() (ms MetricSet, ok bool) {
+	if s.MatrixTAg == nil || len(s.Reports) == 0 {
+		return MetricSet{}, false
+	}
+	m, err := metrics.NewMatrix(s.MatrixTAg.ClassCounts())
+	if err != nil {
+		return MetricSet{}, false
+	}
+	for _, rep := range s.Reports {
+		if len(rep.ValTAg) == 0 || m.AddStep(rep.ValTAg) != nil {
+			return MetricSet{}, false
+		}
+	}
+	return metricSet(m), true
+}
+
 func metricSet(m *metrics.Matrix) MetricSet {
 	ms := MetricSet{ALast: metrics.ALast(m), AInc: metrics.AInc(m), FLast: metrics.FLast(m, metrics.OldTasks)}
 	for t := 0; t < m.Steps(); t++ {

@@ -1,0 +1,72 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/sweep"
+)
+
+// TestSelectOnValidation: the report chooses the variant with the best
+// validation A_last even when another has the better test A_last, and says
+// so next to the table.
+func TestSelectOnValidation(t *testing.T) {
+	out := t.TempDir()
+	rehearsal := sweep.Variant{Method: config.MethodBicyc, Name: "rehearsal", Bi: true, Cyc: true}
+	var runs []*Run
+	for seed := range int64(2) {
+		for _, c := range []struct {
+			v              sweep.Variant
+			testOff, valAt float64
+		}{{full, 0.05, 0.60}, {rehearsal, 0, 0.70}, {finetune, -0.1, 0.50}} {
+			f := threeTasks(c.v, seed, c.testOff, false)
+			f.val = [][]float64{{0.9}, {0.8, 0.8}, {c.valAt, c.valAt, c.valAt}}
+			r, err := LoadRun(f.write(t, out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.VariantName = c.v.Name
+			runs = append(runs, r)
+		}
+	}
+	groups, err := Aggregate(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var main []*Group
+	for i := range groups {
+		main = append(main, &groups[i])
+	}
+	sel := SelectOnValidation(main)
+	if sel == nil || sel.Variant != rehearsal {
+		t.Fatalf("selected %v, want %v (val A_last 0.70 against 0.60 and 0.50)", sel, rehearsal)
+	}
+	if got := sel.Val.ALast; got.N != 2 || got.Mean < 0.699 || got.Mean > 0.701 {
+		t.Errorf("val A_last %+v, want 0.70 over 2 seeds", got)
+	}
+	if groups[0].TAg.ALast.Mean <= sel.TAg.ALast.Mean {
+		t.Fatalf("test setup: bicyc's test A_last %.3f should beat the selected variant's %.3f", groups[0].TAg.ALast.Mean, sel.TAg.ALast.Mean)
+	}
+	var b strings.Builder
+	resultsTable(&b, main)
+	md := b.String()
+	for _, want := range []string{"| val A_last |", "| bicyc+rehearsal | 2 | 70.0 ± 0.0 |", "Selected on validation: **bicyc+rehearsal**"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("results table lacks %q:\n%s", want, md)
+		}
+	}
+
+	// Runs without a validation split keep the table without the column.
+	plain := threeTasks(full, 0, 0, false)
+	r, err := LoadRun(plain.write(t, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, _ = Aggregate([]*Run{r})
+	b.Reset()
+	resultsTable(&b, []*Group{&groups[0]})
+	if strings.Contains(b.String(), "val A_last") || strings.Contains(b.String(), "Selected") || groups[0].Val != nil {
+		t.Errorf("runs without validation got a val column or selection:\n%s", b.String())
+	}
+}
