@@ -17,6 +17,7 @@ import (
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/report"
 	"github.com/bicyc/bicyc/sweep"
+	"github.com/bicyc/bicyc/train"
 )
 
 func TestSweepSpecFromFlags(t *testing.T) {
@@ -268,7 +269,13 @@ func checkSweepReport(t *testing.T, out string) {
 		if d := g.TAg.ALast.Mean - want; d > 1e-12 || d < -1e-12 || g.TAg.ALast.N != 2 {
 			t.Errorf("case %d (%s): A_last %+v, the runs' mean is %v", i, g.Variant, g.TAg.ALast, want)
 		}
-		row := "| " + string(g.Variant.Method) + " | 2 | " + pmPercent(m0.TAg.ALast, m1.TAg.ALast) + " |"
+		// The runs hold out a validation split: its A_last comes first.
+		v0, ok0 := readSummary(t, filepath.Join(out, string(g.Variant.Method)+"-s0")).Validation()
+		v1, ok1 := readSummary(t, filepath.Join(out, string(g.Variant.Method)+"-s1")).Validation()
+		if !ok0 || !ok1 {
+			t.Fatalf("case %d: the runs have no validation metrics", i)
+		}
+		row := "| " + string(g.Variant.Method) + " | 2 | " + pmPercent(v0.ALast, v1.ALast) + " | " + pmPercent(m0.TAg.ALast, m1.TAg.ALast) + " |"
 		if !strings.Contains(string(md), row) {
 			t.Errorf("case %d: report.md lacks %q", i, row)
 		}
@@ -316,6 +323,20 @@ func readMetrics(t *testing.T, dir string) metricsFile {
 }
 
 // metricsFile is the part of a run's metrics.json the test compares.
+// readSummary reads a run's metrics.json in full.
+func readSummary(t *testing.T, dir string) train.Summary {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "metrics.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s train.Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 type metricsFile struct {
 	Completed int `json:"completed_tasks"`
 	Tasks     int `json:"tasks"`
