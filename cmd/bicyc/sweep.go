@@ -40,7 +40,11 @@ command. <out>/sweep.json records the grid and the state of each run; at the end
 report (bicyc report) is written to <out>/report.md.
 
 --sweep reads a sweep definition (configs/sweeps/*.yaml: config, out, seeds, methods,
-ablation, sets); flags given on the command line override it, --set adds to its sets.`,
+ablation, sets, variants); flags given on the command line override it, --set adds to its
+sets. A variant is a method with extra sets (for example an extension switched on), run as
+<out>/<method>-<name>-s<seed> and reported as <method>+<name>. When the runs hold out a
+validation split (data.val_per_class), the report adds its A_last and names the variant
+that is best on it: choose on that column, not on the test ones.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			spec, err := sweepSpec(g, opts, cmd.Flags().Changed)
