@@ -38,32 +38,46 @@ func TestFidelityValidation(t *testing.T) {
 // with: L_pair's first rows, rounded milestones, no bias, a constant
 // Stage II rate and adagauss's adapter at train.epochs.
 func TestReadRunBeforeFidelitySwitches(t *testing.T) {
-	var tree map[string]any
-	b, err := yaml.Marshal(Default())
+	c := readRunWithout(t, "model.linear_bias", "train.milestone_rounding", "loss.pair_sampling", "adapter.adagauss_epochs", "adapter.milestones")
+	if c.Loss.PairSampling != PairSamplingFirst || c.Train.MilestoneRounding != MilestoneRound || c.Model.LinearBias ||
+		len(c.Adapter.Milestones) != 0 || c.Adapter.AdaGaussEpochs != AdaGaussEpochsTrain {
+		t.Errorf("old run read as pair_sampling %q, milestone_rounding %q, linear_bias %v, adapter.milestones %v, adagauss_epochs %q",
+			c.Loss.PairSampling, c.Train.MilestoneRounding, c.Model.LinearBias, c.Adapter.Milestones, c.Adapter.AdaGaussEpochs)
+	}
+}
+
+// readRunWithout writes the default configuration without the dotted keys
+// (section.key), as a run written before they existed, and reads it back
+// with ReadRun.
+func readRunWithout(t *testing.T, keys ...string) Config {
+	t.Helper()
+	full, err := yaml.Marshal(Default())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := yaml.Unmarshal(b, &tree); err != nil {
+	var tree map[string]any
+	if err := yaml.Unmarshal(full, &tree); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{"model.linear_bias", "train.milestone_rounding", "loss.pair_sampling", "adapter.adagauss_epochs", "adapter.milestones"} {
-		part := strings.Split(key, ".")
-		delete(tree[part[0]].(map[string]any), part[1])
+	for _, key := range keys {
+		section, name, _ := strings.Cut(key, ".")
+		m := tree[section].(map[string]any)
+		if _, ok := m[name]; !ok {
+			t.Fatalf("config.yaml has no %s", key)
+		}
+		delete(m, name)
 	}
-	if b, err = yaml.Marshal(tree); err != nil {
+	old, err := yaml.Marshal(tree)
+	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err := os.WriteFile(path, old, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c, err := ReadRun(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Loss.PairSampling != PairSamplingFirst || c.Train.MilestoneRounding != MilestoneRound || c.Model.LinearBias ||
-		len(c.Adapter.Milestones) != 0 || c.Adapter.AdaGaussEpochs != AdaGaussEpochsTrain {
-		t.Errorf("old run read as pair_sampling %q, milestone_rounding %q, linear_bias %v, adapter.milestones %v, adagauss_epochs %q",
-			c.Loss.PairSampling, c.Train.MilestoneRounding, c.Model.LinearBias, c.Adapter.Milestones, c.Adapter.AdaGaussEpochs)
-	}
+	return c
 }
