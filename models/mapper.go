@@ -38,14 +38,15 @@ type Mapper struct {
 	kind       string
 	dim        int
 	hiddenMult int       // MapperMLP and MapperResidualMLP only
-	layers     []*Linear // fc1, fc2 for MapperMLP and MapperResidualMLP; the single map for MapperLinear
+	layers     []*Linear // fc1, fc2 for MapperMLP and MapperResidualMLP; the single map for the linear kinds
 	prefixes   []string  // state name prefix of each layer: "fc1.", "fc2." or ""
 }
 
 // NewMapper returns a mapper of the given kind on s features. For MapperMLP the hidden layer has hiddenMult*s
-// units (DefaultHiddenMult in the paper); MapperLinear and MapperLinearBias ignore hiddenMult. Layers are initialised as PyTorch's
-// nn.Linear (see NewLinear), except MapperResidualMLP's fc2, which starts at zero. It returns an error for an unknown kind or non-positive sizes, and panics if rng is
-// nil.
+// units (DefaultHiddenMult in the paper); MapperLinear and MapperLinearBias ignore hiddenMult. Layers are
+// initialised as PyTorch's nn.Linear (see NewLinear; MapperLinearBias draws the weight as MapperLinear does, then
+// the bias), except MapperResidualMLP's fc2, which starts at zero. It returns an error for an unknown kind or
+// non-positive sizes, and panics if rng is nil.
 func NewMapper(kind string, s, hiddenMult int, rng *rand.Rand) (*Mapper, error) {
 	if rng == nil {
 		panic("models: NewMapper with a nil rng")
