@@ -55,7 +55,8 @@ type Manifest struct {
 	// Backbone is the architecture of backbone.onnx ("convnet", "resnet18").
 	Backbone   string `json:"backbone"`
 	FeatureDim int    `json:"feature_dim"`
-	// Adapter is the kind of adapter.onnx ("mlp", "linear"), or empty when
+	// Adapter is the kind of adapter.onnx ("mlp", "linear", "linear-bias",
+	// "residual-mlp"; export.Adapter), or empty when
 	// the directory has none (a model trained on one task).
 	Adapter    string            `json:"adapter,omitempty"`
 	Classifier ClassifierOptions `json:"classifier"`

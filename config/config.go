@@ -90,6 +90,7 @@ type Model struct {
 	FeatureDim int    `mapstructure:"feature_dim" yaml:"feature_dim" doc:"Feature dimension S of the prototypes (docs/method.md: 64)."`
 	Mapper     string `mapstructure:"mapper" yaml:"mapper" doc:"Architecture of the distiller D and adapter A: mlp (S -> hidden_mult*S -> S with exact GELU, the paper's), linear (S x S), or residual-mlp (x + mlp(x) with the last layer starting at zero, so an untrained map is the identity)."`
 	HiddenMult int    `mapstructure:"hidden_mult" yaml:"hidden_mult" doc:"Hidden width of the mlp mapper as a multiple of S (docs/method.md: 32)."`
+	LinearBias bool   `mapstructure:"linear_bias" yaml:"linear_bias" doc:"With model.mapper linear, D and A add a bias, y = x W^T + b, as the nn.Linear of the authors' code does; false is docs/method.md's S x S map without bias. The bias is trained, checkpointed and exported (adapter.onnx). Needs model.mapper linear."`
 
 	// Pretrained ResNets and fine-tuning (README, "Pretrained backbones for photos").
 	Width        int    `mapstructure:"width" yaml:"width" doc:"Channels of a ResNet's first stage, its stages having 1, 2, 4 and 8 times as many; 0 means 64, the standard ResNet-18 (a pretrained file must match). Narrower ResNets train faster; must be 0 for the convnet."`
@@ -109,6 +110,7 @@ type Train struct {
 	BackboneLRScale    float64   `mapstructure:"backbone_lr_scale" yaml:"backbone_lr_scale" doc:"Stage I learning-rate factor of the backbone's layers before its 1x1 reduction; the reduction, the head, D and A keep lr_first / lr. The paper fine-tunes a pretrained ResNet-18 on CUB-200 with 0.1 (1e-2 backbone, 1e-1 heads); 1 trains everything alike."`
 	Milestones         []float64 `mapstructure:"milestones" yaml:"milestones" doc:"Fractions of the epochs at which the learning rate is multiplied by lr_decay."`
 	LRDecay            float64   `mapstructure:"lr_decay" yaml:"lr_decay" doc:"Learning-rate factor at each milestone."`
+	MilestoneRounding  string    `mapstructure:"milestone_rounding" yaml:"milestone_rounding" doc:"How a milestone fraction m of E epochs becomes an epoch, in Stage I (task 1 too) and for adapter.milestones: round (nearest epoch, a milestone at epoch 0 ignored) or truncate (int(m*E) and a milestone at epoch 0 decays from the start, as the authors' code and PyTorch's MultiStepLR do: with 3 epochs 0, 1, 2 instead of 1, 2, 3). Equal at 10 epochs."`
 	ClipNorm           float64   `mapstructure:"clip_norm" yaml:"clip_norm" doc:"Gradient-norm clipping over backbone, head, D and A together; 0 turns it off."`
 	Rotation           bool      `mapstructure:"rotation" yaml:"rotation" doc:"Rotation self-supervision on task 1: each image and its 90/180/270-degree turns, head of 4x classes (docs/method.md, Task 1)."`
 	RotationSplitBatch bool      `mapstructure:"rotation_split_batch" yaml:"rotation_split_batch" doc:"With rotation, each task-1 step takes batch_size/4 images and their three turns, batch_size rows in all, as AdaGauss's public code does (train_backbone: batch_size // 4), on which the authors' code builds; false feeds batch_size images (4x the rows, 4x fewer steps)."`
@@ -129,6 +131,7 @@ type Loss struct {
 	LambdaCyc        float64 `mapstructure:"lambda_cyc" yaml:"lambda_cyc" doc:"Weight of L_cyc (authors' code: 2; the paper's main table uses 1)."`
 	LambdaPair       float64 `mapstructure:"lambda_pair" yaml:"lambda_pair" doc:"Weight of L_pair (docs/method.md: 0.05)."`
 	PairRows         int     `mapstructure:"pair_rows" yaml:"pair_rows" doc:"L_pair uses at most this many random rows of the batch (docs/method.md: 128)."`
+	PairSampling     string  `mapstructure:"pair_sampling" yaml:"pair_sampling" doc:"Which rows L_pair uses when the batch has more than pair_rows: random (each of its two terms draws its own random rows every step, from a stream of its own seeded by seed, as the authors' code does; docs/method.md) or first (the first pair_rows rows: batches are shuffled, so these are a uniform random subset too, shared by both terms). Identical when the batch has at most pair_rows rows."`
 	Alpha            float64 `mapstructure:"alpha" yaml:"alpha" doc:"Weight of L_ac (docs/method.md: 1)."`
 	Beta             float64 `mapstructure:"beta" yaml:"beta" doc:"Cap on each Cholesky diagonal entry in L_ac (docs/method.md: 1)."`
 	ACShrink         float64 `mapstructure:"ac_shrink" yaml:"ac_shrink" doc:"L_ac shrinkage kappa: adds kappa*tr/S*I to the batch covariance (authors' code: 0)."`
@@ -145,6 +148,10 @@ type Adapter struct {
 	Alpha            float64 `mapstructure:"alpha" yaml:"alpha" doc:"Weight of L_ac(A(z_old)) in the Stage II fine-tune; -1 means loss.alpha (the authors' code; docs/method.md, Stage II); 0 is the paper's Algorithm 1 (Stage II minimises the MSE alone)."`
 	MinSteps         int     `mapstructure:"min_steps" yaml:"min_steps" doc:"The adapter fine-tune (and adagauss's post-task adapter) makes at least this many steps: a small task gets more epochs; 0 follows the epochs alone (the authors' code)."`
 	Select           bool    `mapstructure:"select" yaml:"select" doc:"After Stage II, score A, the identity and a least-squares linear map on the validation images of the new task (held-out MSE to the new features) and transport the old classes through the best; the log and metrics say which. Needs data.val_per_class; false always transports through A (the authors' code)."`
+
+	// Fidelity switches (docs/method.md, "Fidelity switches").
+	AdaGaussEpochs string    `mapstructure:"adagauss_epochs" yaml:"adagauss_epochs" doc:"adagauss only: epochs of its post-task adapter: train (train.epochs) or adapter (adapter.epochs, by default half of train.epochs, as the authors' code trains it)."`
+	Milestones     []float64 `mapstructure:"milestones" yaml:"milestones" doc:"Fractions of the Stage II epochs (and of adagauss's post-task adapter's) at which adapter.lr is multiplied by train.lr_decay, placed as train.milestone_rounding says; empty keeps the rate constant. The authors' code decays at epochs 30, 60 and 90 of its 100 adapter epochs (0.3, 0.6, 0.9 at its budget), so with fewer than 31 adapter epochs its rate stays constant as here."`
 }
 
 // Classifier holds the task-agnostic Bayes classifier options (docs/method.md, Classifier).
@@ -201,17 +208,17 @@ func Default() Config {
 		Train: Train{
 			EpochsFirst: 4, Epochs: 3, BatchSize: 128,
 			LRFirst: 0.1, LR: 0.01, BackboneLRScale: 1, Momentum: 0.9, WeightDecay: 5e-4,
-			Milestones: []float64{0.3, 0.6, 0.9}, LRDecay: 0.1, ClipNorm: 1,
+			Milestones: []float64{0.3, 0.6, 0.9}, LRDecay: 0.1, MilestoneRounding: MilestoneRound, ClipNorm: 1,
 			Rotation: true, RotationSplitBatch: true, DetachWarmup: 0.01, EvalBatch: 500,
 			MinStepsFirst: 200,
 		},
 		Loss: Loss{
 			Bi: true, Cyc: true, Pair: true, AntiCollapse: true,
-			LambdaBi: 5, LambdaCyc: 2, LambdaPair: 0.05, PairRows: 128,
+			LambdaBi: 5, LambdaCyc: 2, LambdaPair: 0.05, PairRows: 128, PairSampling: PairSamplingRandom,
 			Alpha: 1, Beta: 1, ACShrink: 0, ACJitter: 1e-6, KDWeight: 10,
 			CycleDetachInner: true,
 		},
-		Adapter:    Adapter{Epochs: -1, LR: 0.01, TransportSamples: 2000, Alpha: -1, MinSteps: 100, Select: true},
+		Adapter:    Adapter{Epochs: -1, AdaGaussEpochs: AdaGaussEpochsTrain, LR: 0.01, TransportSamples: 2000, Alpha: -1, MinSteps: 100, Select: true},
 		Classifier: Classifier{Shrink: 3, Normalize: true, TopK: 5},
 		Export:     Export{Enabled: true, AcceptRate: 0.95},
 		QuickSet: Quick{
@@ -270,6 +277,7 @@ func (c Config) Validate() error {
 	c.validateModel(bad)
 	c.validateTrain(bad)
 	c.validateStages(bad)
+	c.validateFidelity(bad)
 	return errors.Join(errs...)
 }
 

@@ -1,12 +1,8 @@
 package config
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // TestValidatePhotoKeys: each bad photo setting is named by its key; a
@@ -43,33 +39,8 @@ func TestValidatePhotoKeys(t *testing.T) {
 // keys existed reads back as the default (squash, no random resized crop),
 // which is what such a run trained with.
 func TestReadRunBeforePhotoKeys(t *testing.T) {
-	full, err := yaml.Marshal(Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tree map[string]any
-	if err := yaml.Unmarshal(full, &tree); err != nil {
-		t.Fatal(err)
-	}
-	d := tree["data"].(map[string]any)
-	for _, k := range []string{"resize_mode", "center_crop_ratio", "load_size", "random_resized_crop", "resized_crop_scale", "resized_crop_ratio"} {
-		if _, ok := d[k]; !ok {
-			t.Fatalf("config.yaml has no data.%s", k)
-		}
-		delete(d, k)
-	}
-	old, err := yaml.Marshal(tree)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, old, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c, err := ReadRun(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := readRunWithout(t, "data.resize_mode", "data.center_crop_ratio", "data.load_size", "data.random_resized_crop",
+		"data.resized_crop_scale", "data.resized_crop_ratio")
 	if d := Diff(Default(), c); len(d) != 0 {
 		t.Errorf("old run read with changes %v", d)
 	}

@@ -38,6 +38,12 @@ var addedKeys = map[string]func(*Config){
 	"model.pretrained":         func(c *Config) { c.Model.Pretrained = "" },
 	"model.freeze_stages":      func(c *Config) { c.Model.FreezeStages = 0 },
 	"train.backbone_lr_scale":  func(c *Config) { c.Train.BackboneLRScale = 1 },
+	// Fidelity switches: runs before them behaved as these values.
+	"model.linear_bias":        func(c *Config) { c.Model.LinearBias = false },
+	"train.milestone_rounding": func(c *Config) { c.Train.MilestoneRounding = MilestoneRound },
+	"loss.pair_sampling":       func(c *Config) { c.Loss.PairSampling = PairSamplingFirst },
+	"adapter.adagauss_epochs":  func(c *Config) { c.Adapter.AdaGaussEpochs = AdaGaussEpochsTrain },
+	"adapter.milestones":       func(c *Config) { c.Adapter.Milestones = nil },
 }
 
 // ReadRun reads a run directory's config.yaml, which holds every key the

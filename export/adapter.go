@@ -13,6 +13,7 @@ import (
 const (
 	AdapterMLP         = "mlp"
 	AdapterLinear      = "linear"
+	AdapterLinearBias  = "linear-bias"
 	AdapterResidualMLP = "residual-mlp"
 )
 
@@ -29,7 +30,8 @@ const (
 //
 // Kind AdapterResidualMLP reads the same tensors and adds the input:
 // y = x + (the AdapterMLP output). Kind AdapterLinear reads weight [S,S]
-// and computes y = x weight^T.
+// and computes y = x weight^T; AdapterLinearBias also reads bias [S] and
+// computes y = x weight^T + bias.
 // Errors wrap ErrState.
 func Adapter(kind string, featureDim int, state []safetensors.Tensor) ([]byte, error) {
 	if featureDim < 1 {
@@ -50,20 +52,34 @@ func Adapter(kind string, featureDim int, state []safetensors.Tensor) ([]byte, e
 		if m, err = addMLP(g, x, s, featureDim, "mlp"); err == nil {
 			y = g.op("Add", bundle.TensorFeatures, []string{x, m})
 		}
-	case AdapterLinear:
-		var w []float32
-		if w, err = s.get("weight", featureDim, featureDim); err == nil {
-			wName := g.floats("weight", []int{featureDim, featureDim}, w)
-			y = g.op("Gemm", bundle.TensorFeatures, []string{x, wName}, attrInt("transB", 1))
-		}
+	case AdapterLinear, AdapterLinearBias:
+		y, err = addLinear(g, x, s, featureDim, kind == AdapterLinearBias)
 	default:
-		err = fmt.Errorf("%w: unknown adapter kind %q (want %q, %q or %q)", ErrState, kind, AdapterMLP, AdapterLinear, AdapterResidualMLP)
+		err = fmt.Errorf("%w: unknown adapter kind %q (want %q, %q, %q or %q)", ErrState, kind, AdapterMLP, AdapterLinear, AdapterLinearBias, AdapterResidualMLP)
 	}
 	if err != nil {
 		return nil, err
 	}
 	g.output(y, elemFloat, batchDim, featureDim)
 	return marshalModel(g.model(fmt.Sprintf("bicyc %s adapter: features_old [N,%d] -> features [N,%d]", kind, featureDim, featureDim)))
+}
+
+// addLinear adds y = x weight^T (+ bias) to g and returns its output, named
+// bundle.TensorFeatures.
+func addLinear(g *graph, x string, s stateDict, dim int, bias bool) (string, error) {
+	w, err := s.get("weight", dim, dim)
+	if err != nil {
+		return "", err
+	}
+	in := []string{x, g.floats("weight", []int{dim, dim}, w)}
+	if bias {
+		b, err := s.get("bias", dim)
+		if err != nil {
+			return "", err
+		}
+		in = append(in, g.floats("bias", []int{dim}, b))
+	}
+	return g.op("Gemm", bundle.TensorFeatures, in, attrInt("transB", 1)), nil
 }
 
 // addMLP adds Gemm-GELU-Gemm to g and returns the output, named out.

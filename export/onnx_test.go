@@ -96,6 +96,20 @@ func TestAdapterMatchesReference(t *testing.T) {
 		randomTensor(rng, "fc2.bias", []int{s}, 0.1, false),
 	}
 	linear := []safetensors.Tensor{randomTensor(rng, "weight", []int{s, s}, 0.5, false)}
+	linearBias := append(slices.Clone(linear), randomTensor(rng, "bias", []int{s}, 0.5, false))
+	refLinear := func(z []float64, bias bool) []float64 {
+		w := refTensor(linear, "weight")
+		y := make([]float64, s)
+		if bias {
+			y = refTensor(linearBias, "bias")
+		}
+		for r := range s {
+			for c := range s {
+				y[r] += w[r*s+c] * z[c]
+			}
+		}
+		return y
+	}
 	for i, tc := range []struct {
 		kind  string
 		state []safetensors.Tensor
@@ -109,16 +123,8 @@ func TestAdapterMatchesReference(t *testing.T) {
 			}
 			return y
 		}},
-		{AdapterLinear, linear, func(z []float64) []float64 {
-			w := refTensor(linear, "weight")
-			y := make([]float64, s)
-			for r := range s {
-				for c := range s {
-					y[r] += w[r*s+c] * z[c]
-				}
-			}
-			return y
-		}},
+		{AdapterLinear, linear, func(z []float64) []float64 { return refLinear(z, false) }},
+		{AdapterLinearBias, linearBias, func(z []float64) []float64 { return refLinear(z, true) }},
 	} {
 		model, err := Adapter(tc.kind, s, tc.state)
 		if err != nil {

@@ -136,7 +136,7 @@ func LoadMapper(path string) (*Mapper, error) {
 			return nil, err
 		}
 		err = requireShape(path, tensors, "fc1.weight", hiddenMult*s, s)
-	case MapperLinear:
+	case MapperLinear, MapperLinearBias:
 		err = requireShape(path, tensors, "weight", s, s)
 	default:
 		err = fmt.Errorf("%s: unknown mapper kind %q: %w", path, kind, ErrBadState)

@@ -17,6 +17,9 @@ const (
 	MapperMLP = "mlp"
 	// MapperLinear is a single S x S matrix without bias, y = x W^T (docs/method.md, "Networks": the ablation variant).
 	MapperLinear = "linear"
+	// MapperLinearBias is an S x S matrix with a bias, y = x W^T + b, as the authors' code's nn.Linear (config
+	// model.linear_bias; docs/method.md, "Fidelity switches").
+	MapperLinearBias = "linear-bias"
 	// MapperResidualMLP is x + MLP(x), MLP as in MapperMLP, with fc2 starting at zero: an untrained map is the
 	// identity, so a map that gets few training steps (a small task) moves old prototypes little instead of
 	// scrambling them. Not in the paper; the tensors are MapperMLP's.
@@ -35,14 +38,15 @@ type Mapper struct {
 	kind       string
 	dim        int
 	hiddenMult int       // MapperMLP and MapperResidualMLP only
-	layers     []*Linear // fc1, fc2 for MapperMLP and MapperResidualMLP; the single map for MapperLinear
+	layers     []*Linear // fc1, fc2 for MapperMLP and MapperResidualMLP; the single map for the linear kinds
 	prefixes   []string  // state name prefix of each layer: "fc1.", "fc2." or ""
 }
 
 // NewMapper returns a mapper of the given kind on s features. For MapperMLP the hidden layer has hiddenMult*s
-// units (DefaultHiddenMult in the paper); MapperLinear ignores hiddenMult. Layers are initialised as PyTorch's
-// nn.Linear (see NewLinear), except MapperResidualMLP's fc2, which starts at zero. It returns an error for an unknown kind or non-positive sizes, and panics if rng is
-// nil.
+// units (DefaultHiddenMult in the paper); MapperLinear and MapperLinearBias ignore hiddenMult. Layers are
+// initialised as PyTorch's nn.Linear (see NewLinear; MapperLinearBias draws the weight as MapperLinear does, then
+// the bias), except MapperResidualMLP's fc2, which starts at zero. It returns an error for an unknown kind or
+// non-positive sizes, and panics if rng is nil.
 func NewMapper(kind string, s, hiddenMult int, rng *rand.Rand) (*Mapper, error) {
 	if rng == nil {
 		panic("models: NewMapper with a nil rng")
@@ -67,8 +71,8 @@ func newMapper(kind string, s, hiddenMult int, newLayer func(in, out int, bias b
 		m.hiddenMult = hiddenMult
 		m.layers = []*Linear{newLayer(s, hiddenMult*s, true), newLayer(hiddenMult*s, s, true)}
 		m.prefixes = []string{"fc1.", "fc2."}
-	case MapperLinear:
-		m.layers = []*Linear{newLayer(s, s, false)}
+	case MapperLinear, MapperLinearBias:
+		m.layers = []*Linear{newLayer(s, s, kind == MapperLinearBias)}
 		m.prefixes = []string{""}
 	}
 	return m
@@ -76,27 +80,27 @@ func newMapper(kind string, s, hiddenMult int, newLayer func(in, out int, bias b
 
 func checkMapperSizes(kind string, s, hiddenMult int) error {
 	switch {
-	case kind != MapperMLP && kind != MapperLinear && kind != MapperResidualMLP:
-		return fmt.Errorf("mapper: unknown kind %q, want %q, %q or %q", kind, MapperMLP, MapperLinear, MapperResidualMLP)
+	case kind != MapperMLP && kind != MapperLinear && kind != MapperLinearBias && kind != MapperResidualMLP:
+		return fmt.Errorf("mapper: unknown kind %q, want %q, %q, %q or %q", kind, MapperMLP, MapperLinear, MapperLinearBias, MapperResidualMLP)
 	case s <= 0:
 		return fmt.Errorf("mapper: feature dimension %d must be positive", s)
-	case kind != MapperLinear && hiddenMult <= 0:
+	case kind != MapperLinear && kind != MapperLinearBias && hiddenMult <= 0:
 		return fmt.Errorf("mapper: hidden multiple %d must be positive", hiddenMult)
 	}
 	return nil
 }
 
-// Kind returns MapperMLP, MapperLinear or MapperResidualMLP.
+// Kind returns MapperMLP, MapperLinear, MapperLinearBias or MapperResidualMLP.
 func (m *Mapper) Kind() string { return m.kind }
 
 // Dim returns S, the feature dimension of input and output.
 func (m *Mapper) Dim() int { return m.dim }
 
-// HiddenMult returns the hidden width in multiples of S (0 for MapperLinear).
+// HiddenMult returns the hidden width in multiples of S (0 for MapperLinear and MapperLinearBias).
 func (m *Mapper) HiddenMult() int { return m.hiddenMult }
 
 // Params returns the mapper's own trainable tensors (not copies), in the order of Built.Params: fc1.weight,
-// fc1.bias, fc2.weight, fc2.bias for MapperMLP; weight for MapperLinear.
+// fc1.bias, fc2.weight, fc2.bias for MapperMLP; weight for MapperLinear; weight, bias for MapperLinearBias.
 func (m *Mapper) Params() []*tensor.Dense {
 	var out []*tensor.Dense
 	for _, l := range m.layers {
@@ -105,7 +109,8 @@ func (m *Mapper) Params() []*tensor.Dense {
 	return out
 }
 
-// NumParams returns the number of trainable scalars: 2*h*S*S + h*S + S for MapperMLP, S*S for MapperLinear.
+// NumParams returns the number of trainable scalars: 2*h*S*S + h*S + S for MapperMLP, S*S for MapperLinear,
+// S*S + S for MapperLinearBias.
 func (m *Mapper) NumParams() int {
 	n := 0
 	for _, l := range m.layers {
@@ -147,7 +152,7 @@ func (m *Mapper) Build(g *G.ExprGraph, x *G.Node) (*Built, error) {
 }
 
 // State returns copies of the mapper's tensors: fc1.weight [h*S,S], fc1.bias [h*S], fc2.weight [S,h*S],
-// fc2.bias [S] for MapperMLP; weight [S,S] for MapperLinear.
+// fc2.bias [S] for MapperMLP; weight [S,S] for MapperLinear; weight [S,S], bias [S] for MapperLinearBias.
 func (m *Mapper) State() []safetensors.Tensor {
 	var out []safetensors.Tensor
 	for i, l := range m.layers {

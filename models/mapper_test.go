@@ -98,6 +98,7 @@ func TestMapperState(t *testing.T) {
 		{MapperMLP, 4, 32, "[fc1.weight [128 4] fc1.bias [128] fc2.weight [4 128] fc2.bias [4]]", 2*32*4*4 + 32*4 + 4},
 		{MapperMLP, 64, DefaultHiddenMult, "[fc1.weight [2048 64] fc1.bias [2048] fc2.weight [64 2048] fc2.bias [64]]", 2*2048*64 + 2048 + 64},
 		{MapperLinear, 4, 0, "[weight [4 4]]", 16},
+		{MapperLinearBias, 4, 0, "[weight [4 4] bias [4]]", 20},
 	}
 	for i, c := range cases {
 		m, err := NewMapper(c.kind, c.s, c.h, rng)
@@ -120,7 +121,7 @@ func TestMapperState(t *testing.T) {
 func TestMapperSaveLoad(t *testing.T) {
 	const n, s = 16, 8
 	x := fashionFeatures(t, n, s)
-	for i, kind := range []string{MapperMLP, MapperLinear, MapperResidualMLP} {
+	for i, kind := range []string{MapperMLP, MapperLinear, MapperLinearBias, MapperResidualMLP} {
 		m, err := NewMapper(kind, s, 4, rand.New(rand.NewPCG(5, uint64(i))))
 		if err != nil {
 			t.Fatal(err)
@@ -195,6 +196,35 @@ func TestNewMapperErrors(t *testing.T) {
 	for i, c := range cases {
 		if _, err := NewMapper(c.kind, c.s, c.h, rng); err == nil {
 			t.Errorf("case %d: NewMapper(%q, %d, %d): got nil error", i, c.kind, c.s, c.h)
+		}
+	}
+}
+
+// TestLinearBiasMapper checks that MapperLinearBias is MapperLinear plus a trained bias: from the same rng the
+// weight is the same, and on Fashion-MNIST features its output is MapperLinear's plus the bias on every row.
+func TestLinearBiasMapper(t *testing.T) {
+	const n, s = 16, 8
+	x := fashionFeatures(t, n, s)
+	plain, err := NewMapper(MapperLinear, s, 0, rand.New(rand.NewPCG(3, 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	biased, err := NewMapper(MapperLinearBias, s, 0, rand.New(rand.NewPCG(3, 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(plain.Params()[0].Data().([]float32), biased.Params()[0].Data().([]float32)) {
+		t.Fatal("linear-bias weight differs from linear's from the same rng")
+	}
+	bias := biased.Params()[1].Data().([]float32)
+	if slices.Equal(bias, make([]float32, s)) {
+		t.Fatal("bias not initialised")
+	}
+	want := runModel(t, x, func(g *G.ExprGraph, in *G.Node) (*Built, error) { return plain.Build(g, in) })
+	got := runModel(t, x, func(g *G.ExprGraph, in *G.Node) (*Built, error) { return biased.Build(g, in) })
+	for i := range got {
+		if d := got[i] - want[i] - bias[i%s]; d > 1e-6 || d < -1e-6 {
+			t.Fatalf("row %d feature %d: linear-bias %g, linear %g + bias %g", i/s, i%s, got[i], want[i], bias[i%s])
 		}
 	}
 }

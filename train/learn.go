@@ -31,7 +31,7 @@ type LearnedTask struct {
 // training. The others (data, model, stream, seed, classifier, ...) shaped
 // the tasks already learned.
 var LearnKeys = append(slices.Clone(LaterTaskKeys),
-	"train.batch_size", "train.momentum", "train.weight_decay", "train.milestones",
+	"train.batch_size", "train.momentum", "train.weight_decay", "train.milestones", "train.milestone_rounding",
 	"train.lr_decay", "train.clip_norm", "train.eval_batch",
 	"loss.anti_collapse", "loss.alpha", "loss.beta", "loss.ac_shrink", "loss.ac_jitter")
 

@@ -53,6 +53,15 @@ func buildLinear(l *models.Linear, g *G.ExprGraph, x *G.Node) (*G.Node, G.Nodes,
 	return built.Output, built.Params, nil
 }
 
+// mapperKind is the models mapper kind of D and A: model.mapper, with
+// model.linear_bias choosing the linear map with a bias.
+func mapperKind(m config.Model) string {
+	if m.Mapper == models.MapperLinear && m.LinearBias {
+		return models.MapperLinearBias
+	}
+	return m.Mapper
+}
+
 // boundMapper applies one mapper (D or A) to several inputs of one graph.
 // gorgonia merges input nodes of equal name, type and shape, so every
 // application binds the same parameter nodes and their gradients add up.

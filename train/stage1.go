@@ -33,6 +33,7 @@ type stage1Nets struct {
 type stage1Graph struct {
 	image, onehot, zOld *tensor.Dense
 	terms               []lossTerm
+	pairRows            *pairSelection // random L_pair rows; nil when it takes the first rows
 	total               *G.Node
 	params              G.Nodes
 	vm                  G.VM
@@ -128,7 +129,10 @@ func buildStage1(cfg config.Config, n stage1Nets, c, h, w int) (*stage1Graph, er
 		s := n.backbone.FeatureDim()
 		sg.zOld = tensor.New(tensor.WithShape(n.rows, s), tensor.Of(tensor.Float32))
 		zOld := G.NewMatrix(g, tensor.Float32, G.WithShape(n.rows, s), G.WithName("z_old"), G.WithValue(sg.zOld))
-		more, err := distillationTerms(cfg, n, g, zNew, zOld, add)
+		if cfg.Loss.Pair && cfg.Loss.PairSampling == config.PairSamplingRandom && n.rows > cfg.Loss.PairRows {
+			sg.pairRows = newPairSelection(g, cfg.Loss.PairRows, n.rows)
+		}
+		more, err := distillationTerms(cfg, n, g, zNew, zOld, sg.pairRows, add)
 		if err != nil {
 			return nil, err
 		}
@@ -147,7 +151,7 @@ func buildStage1(cfg config.Config, n stage1Nets, c, h, w int) (*stage1Graph, er
 
 // distillationTerms adds the terms that tie the new space to the old one and
 // returns the parameters of D and A.
-func distillationTerms(cfg config.Config, n stage1Nets, g *G.ExprGraph, zNew, zOld *G.Node, add func(string, *G.Node, float64) error) (G.Nodes, error) {
+func distillationTerms(cfg config.Config, n stage1Nets, g *G.ExprGraph, zNew, zOld *G.Node, pairRows *pairSelection, add func(string, *G.Node, float64) error) (G.Nodes, error) {
 	l := cfg.Loss
 	d := bindMapper(n.distiller, g)
 	dz, err := d.apply(zNew)
@@ -189,7 +193,7 @@ func distillationTerms(cfg config.Config, n stage1Nets, g *G.ExprGraph, zNew, zO
 	}
 	if err == nil && l.Pair {
 		var pair *G.Node
-		if pair, err = m.pair(min(l.PairRows, n.rows)); err == nil {
+		if pair, err = m.pair(min(l.PairRows, n.rows), pairRows); err == nil {
 			err = add("pair", pair, l.LambdaPair)
 		}
 	}
@@ -241,20 +245,24 @@ func (m mappedFeatures) cycle(detachInner bool) (*G.Node, error) {
 	return G.Add(c1, c2)
 }
 
-// pair is L_pair on the first rows rows: the MSE between the cosine
-// similarity matrices of sg z_new and A(z_old), plus that of z_old and
-// D(z_new).
-func (m mappedFeatures) pair(rows int) (*G.Node, error) {
+// pair is L_pair on rows rows: the MSE between the cosine similarity
+// matrices of sg z_new and A(z_old), plus that of z_old and D(z_new). Each
+// term takes the rows its selection picks (loss.pair_sampling random), or
+// the first rows rows when sel is nil.
+func (m mappedFeatures) pair(rows int, sel *pairSelection) (*G.Node, error) {
 	var pair *G.Node
-	for _, p := range [][2]*G.Node{{m.sgNew, m.az}, {m.zOld, m.dz}} {
-		ca, err := cosineMatrix(p[0], rows)
-		if err != nil {
-			return nil, err
+	for i, p := range [][2]*G.Node{{m.sgNew, m.az}, {m.zOld, m.dz}} {
+		var c [2]*G.Node
+		for j, x := range p {
+			x, err := sel.pick(i, x)
+			if err != nil {
+				return nil, err
+			}
+			if c[j], err = cosineMatrix(x, rows); err != nil {
+				return nil, err
+			}
 		}
-		cb, err := cosineMatrix(p[1], rows)
-		if err != nil {
-			return nil, err
-		}
+		ca, cb := c[0], c[1]
 		d, err := mse(ca, cb)
 		if err != nil {
 			return nil, err
@@ -350,7 +358,8 @@ func (r *Run) stage1(ctx context.Context, t int, cur, old *models.Backbone, dist
 	head := models.NewLinear(cfg.Model.FeatureDim, len(classes)*l.copies, true, r.rng("head", t))
 	var err error
 	l.step, err = NewStage1Step(cfg, Stage1Nets{Backbone: cur, Old: old, Head: head, Distiller: dist, Adapter: adapt},
-		Stage1Input{Batch: batch, Channels: c, Height: h, Width: w, Rotation: rotation, FrozenBatchNorm: t > 0 && cfg.Train.FreezeBNStats})
+		Stage1Input{Batch: batch, Channels: c, Height: h, Width: w, Rotation: rotation, FrozenBatchNorm: t > 0 && cfg.Train.FreezeBNStats,
+			PairSeed: r.seed("pair-rows", t)})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -366,7 +375,7 @@ func (r *Run) stage1(ctx context.Context, t int, cur, old *models.Backbone, dist
 	var last map[string]float64
 	for epoch := 0; epoch < epochs; epoch++ {
 		l.step.SetWarmup(epoch < warmup)
-		if last, err = r.stage1Epoch(ctx, l, epoch, LearningRate(lr, cfg.Train.LRDecay, cfg.Train.Milestones, epoch, epochs)); err != nil {
+		if last, err = r.stage1Epoch(ctx, l, epoch, StepLearningRate(lr, cfg.Train.LRDecay, cfg.Train.Milestones, cfg.Train.MilestoneRounding, epoch, epochs)); err != nil {
 			return nil, 0, err
 		}
 	}

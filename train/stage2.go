@@ -67,7 +67,8 @@ func buildAdapterGraph(cfg config.Config, a *models.Mapper, rows, s int) (*adapt
 }
 
 // trainAdapter runs epochs of SGD on A over the n cached pairs (zOld, zNew),
-// in shuffled mini-batches with drop_last, and returns the last epoch's mean
+// in shuffled mini-batches with drop_last, at adapter.lr decayed at
+// adapter.milestones (constant without), and returns the last epoch's mean
 // alignment loss.
 func trainAdapter(cfg config.Config, a *models.Mapper, zOld, zNew []float32, n, s, epochs int, rng *rand.Rand, progress func(epoch int, loss float64)) (float64, error) {
 	rows := min(cfg.Train.BatchSize, n)
@@ -83,6 +84,7 @@ func trainAdapter(cfg config.Config, a *models.Mapper, zOld, zNew []float32, n, 
 	zo, zn := ag.zOld.Data().([]float32), ag.zNew.Data().([]float32)
 	var last float64
 	for epoch := 0; epoch < epochs; epoch++ {
+		solver.LR = StepLearningRate(cfg.Adapter.LR, cfg.Train.LRDecay, cfg.Adapter.Milestones, cfg.Train.MilestoneRounding, epoch, epochs)
 		perm := rng.Perm(n)
 		var sum float64
 		steps := n / rows
@@ -213,11 +215,12 @@ func (r *Run) stage2(t int, p featurePairs, adapt *models.Mapper, protos map[int
 	epochs := cfg.AdapterEpochs()
 	if cfg.Method == config.MethodAdaGauss {
 		// AdaGauss learns its adapter only after the task, from scratch,
-		// so it gets the full Stage I epoch budget.
-		if adapt, err = models.NewMapper(cfg.Model.Mapper, s, cfg.Model.HiddenMult, r.rng("adapter", t)); err != nil {
+		// so by default it gets the full Stage I epoch budget
+		// (adapter.adagauss_epochs; the authors' code gives it half).
+		if adapt, err = models.NewMapper(mapperKind(cfg.Model), s, cfg.Model.HiddenMult, r.rng("adapter", t)); err != nil {
 			return nil, err
 		}
-		epochs = cfg.Train.Epochs
+		epochs = cfg.PostTaskAdapterEpochs()
 	}
 	batch := min(cfg.Train.BatchSize, p.rows)
 	if more := epochsForSteps(epochs, p.rows/max(batch, 1), cfg.Adapter.MinSteps); more > epochs {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 
 	"gorgonia.org/tensor"
@@ -45,6 +46,10 @@ type Stage1Input struct {
 	// mode: running statistics used and kept, scale and shift still
 	// trained (train.freeze_bn_stats on tasks after the first).
 	FrozenBatchNorm bool
+	// PairSeed seeds the random rows of L_pair (loss.pair_sampling random
+	// with more rows than loss.pair_rows); train derives it from the run's
+	// seed and the task, so no other random stream changes.
+	PairSeed int64
 }
 
 // Stage1Step is one Stage I training step of a task, with the exact graph
@@ -72,6 +77,7 @@ type Stage1Step struct {
 	graphs   map[bool]*stage1Graph // by detach; the warm-up graph is built on first use
 	detach   bool
 	old      *extractor // nil without an old backbone
+	pairRand *rand.Rand // draws L_pair's random rows
 	solver   *SGD
 	terms    []string
 	imageLen int // floats of one image
@@ -124,6 +130,7 @@ func NewStage1Step(cfg config.Config, nets Stage1Nets, in Stage1Input) (*Stage1S
 		graphs:   map[bool]*stage1Graph{},
 		solver:   &SGD{Momentum: cfg.Train.Momentum, WeightDecay: cfg.Train.WeightDecay, ClipNorm: cfg.Train.ClipNorm},
 		imageLen: in.Channels * in.Height * in.Width,
+		pairRand: rand.New(rand.NewPCG(uint64(in.PairSeed), 0)),
 	}
 	st.solver.LRScale = backboneLRScale(nets.Backbone, cfg.Train.BackboneLRScale)
 	sg, err := st.graph()
@@ -234,6 +241,9 @@ func (st *Stage1Step) Run(images []float32, labels []int, lr float64) ([]float64
 		if err := st.old.run(image, st.nets.rows, sg.zOld.Data().([]float32)); err != nil {
 			return nil, fmt.Errorf("old backbone: %w", err)
 		}
+	}
+	if sg.pairRows != nil {
+		sg.pairRows.draw(st.pairRand)
 	}
 	st.solver.LR = lr
 	return sg.step(st.solver)

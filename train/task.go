@@ -110,11 +110,11 @@ func (r *Run) newMappers(t int, distil bool) (dist, adapt *models.Mapper, err er
 		return nil, nil, nil
 	}
 	m := r.cfg.Model
-	if dist, err = models.NewMapper(m.Mapper, m.FeatureDim, m.HiddenMult, r.rng("distiller", t)); err != nil {
+	if dist, err = models.NewMapper(mapperKind(m), m.FeatureDim, m.HiddenMult, r.rng("distiller", t)); err != nil {
 		return nil, nil, err
 	}
 	if r.cfg.Method == config.MethodBicyc {
-		adapt, err = models.NewMapper(m.Mapper, m.FeatureDim, m.HiddenMult, r.rng("adapter", t))
+		adapt, err = models.NewMapper(mapperKind(m), m.FeatureDim, m.HiddenMult, r.rng("adapter", t))
 	}
 	return dist, adapt, err
 }
