@@ -16,18 +16,26 @@ type evalOptions struct {
 	normalize    bool
 	fullGaussian bool
 	split        string
+	oracle       bool
 }
 
 func newEvalCmd() *cobra.Command {
 	opts := &evalOptions{}
 	cmd := &cobra.Command{
-		Use:   "eval --run <run-dir> [--split test|val] [--shrink <x>] [--normalize=<bool>] [--full-gaussian]",
+		Use:   "eval --run <run-dir> [--split test|val] [--shrink <x>] [--normalize=<bool>] [--full-gaussian] [--oracle]",
 		Short: "Evaluate a run's last checkpoint on every seen task's test or validation images",
 		Long: `eval classifies the test images of every completed task with the run's backbone and
 prototypes, over all seen classes (task-agnostic, TAg) and within each task (task-aware,
 TAw). The classifier options default to the run's and can be changed to compare them
 without retraining. Choose settings with --split val (the validation split of the training
-images, data.val_per_class, never trained on) and read the test set once at the end.`,
+images, data.val_per_class, never trained on) and read the test set once at the end.
+
+--oracle is a diagnostic of the oracle gap, never a method: it reads the training
+images of the classes learned before the last task (which an exemplar-free method
+may not keep; nothing is stored) and compares A_last with the stored prototypes,
+with the old classes' means replaced by their means under the final backbone, and
+with means and covariances replaced; then, per old class, how far the stored mean
+is from that mean relative to the class's spread.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			run, err := train.Resume(opts.run, train.Options{Log: io.Discard})
@@ -50,12 +58,18 @@ images, data.val_per_class, never trained on) and read the test set once at the 
 			if split != train.SplitTest && split != train.SplitVal {
 				return fmt.Errorf("--split %q: want test or val", opts.split)
 			}
+			if opts.oracle {
+				return printOracleGap(cmd.OutOrStdout(), run, c, split)
+			}
 			ev, err := run.EvaluateSplit(c, split)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "split: %s\n", split)
-			return printEvaluation(cmd.OutOrStdout(), c, ev.TAg, ev.TAw, run.Stream().Tasks)
+			if err := printEvaluation(cmd.OutOrStdout(), c, ev.TAg, ev.TAw, run.Stream().Tasks); err != nil {
+				return err
+			}
+			return printConfusion(cmd.OutOrStdout(), run.Confusion(ev, split))
 		},
 	}
 	cmd.Flags().StringVar(&opts.run, "run", "", "run `dir`ectory (required)")
@@ -63,6 +77,7 @@ images, data.val_per_class, never trained on) and read the test set once at the 
 	cmd.Flags().Float64Var(&opts.shrink, "shrink", 0, "covariance shrinkage (default: the run's classifier.shrink)")
 	cmd.Flags().BoolVar(&opts.normalize, "normalize", false, "correlation matrix and L2-normalised features (default: the run's)")
 	cmd.Flags().BoolVar(&opts.fullGaussian, "full-gaussian", false, "add log det and prior terms (default: the run's)")
+	cmd.Flags().BoolVar(&opts.oracle, "oracle", false, "diagnostic: A_last with the old classes' prototypes recomputed from their training images under the final backbone (reads old images; never a method)")
 	cmd.MarkFlagRequired("run")
 	return cmd
 }
