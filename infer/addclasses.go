@@ -285,8 +285,8 @@ func extend(b *bundle.Bundle, classes []LabelledImages, newProtos []gauss.Gaussi
 		return nil, nil, nil, err
 	}
 	protos = append(protos, newProtos...)
-	opts := gauss.ClassifierOptions{Shrink: m.Classifier.Shrink, Normalize: m.Classifier.Normalize, FullGaussian: m.Classifier.FullGaussian}
-	clf, err := gauss.NewClassifier(protos, priors, opts)
+	added := newClassEntries(m, classes)
+	clf, err := gauss.NewClassifier(protos, priors, m.Classifier.Gauss(append(slices.Clone(m.Classes), added...)))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -312,7 +312,6 @@ func extend(b *bundle.Bundle, classes []LabelledImages, newProtos []gauss.Gaussi
 	if files[bundle.PrototypesFile], err = p.Encode(); err != nil {
 		return nil, nil, nil, err
 	}
-	added := newClassEntries(m, classes)
 	m.Classes = append(slices.Clone(m.Classes), added...)
 	task := make([]int, len(added))
 	for i, c := range added {
@@ -383,7 +382,8 @@ func priorsOf(m bundle.Manifest, stored []float32, protos []gauss.Gaussian, adde
 	if !m.Classifier.FullGaussian {
 		return nil, nil
 	}
-	opts := gauss.ClassifierOptions{Shrink: m.Classifier.Shrink, Normalize: m.Classifier.Normalize, FullGaussian: true}
+	opts := m.Classifier.Gauss(m.Classes)
+	opts.FullGaussian = true
 	uniform, err := gauss.NewClassifier(protos, nil, opts)
 	if err != nil {
 		return nil, err

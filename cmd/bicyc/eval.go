@@ -17,12 +17,13 @@ type evalOptions struct {
 	fullGaussian bool
 	split        string
 	oracle       bool
+	calibration  config.Classifier // the classifier calibration flags
 }
 
 func newEvalCmd() *cobra.Command {
 	opts := &evalOptions{}
 	cmd := &cobra.Command{
-		Use:   "eval --run <run-dir> [--split test|val] [--shrink <x>] [--normalize=<bool>] [--full-gaussian] [--oracle]",
+		Use:   "eval --run <run-dir> [--split test|val] [--shrink <x>] [--normalize=<bool>] [--full-gaussian] [--off-diag-shrink <x>] [--age-shrink <x>] [--age-bias <x>] [--oracle]",
 		Short: "Evaluate a run's last checkpoint on every seen task's test or validation images",
 		Long: `eval classifies the test images of every completed task with the run's backbone and
 prototypes, over all seen classes (task-agnostic, TAg) and within each task (task-aware,
@@ -54,6 +55,15 @@ is from that mean relative to the class's spread.`,
 			if f.Changed("full-gaussian") {
 				c.FullGaussian = opts.fullGaussian
 			}
+			if f.Changed("off-diag-shrink") {
+				c.OffDiagShrink = opts.calibration.OffDiagShrink
+			}
+			if f.Changed("age-shrink") {
+				c.AgeShrink = opts.calibration.AgeShrink
+			}
+			if f.Changed("age-bias") {
+				c.AgeBias = opts.calibration.AgeBias
+			}
 			split := train.Split(opts.split)
 			if split != train.SplitTest && split != train.SplitVal {
 				return fmt.Errorf("--split %q: want test or val", opts.split)
@@ -77,13 +87,21 @@ is from that mean relative to the class's spread.`,
 	cmd.Flags().Float64Var(&opts.shrink, "shrink", 0, "covariance shrinkage (default: the run's classifier.shrink)")
 	cmd.Flags().BoolVar(&opts.normalize, "normalize", false, "correlation matrix and L2-normalised features (default: the run's)")
 	cmd.Flags().BoolVar(&opts.fullGaussian, "full-gaussian", false, "add log det and prior terms (default: the run's)")
+	cmd.Flags().Float64Var(&opts.calibration.OffDiagShrink, "off-diag-shrink", 0, "FeCAM off-diagonal shrinkage (default: the run's classifier.off_diag_shrink)")
+	cmd.Flags().Float64Var(&opts.calibration.AgeShrink, "age-shrink", 0, "extra shrinkage per task since a class's own (default: the run's classifier.age_shrink)")
+	cmd.Flags().Float64Var(&opts.calibration.AgeBias, "age-bias", 0, "distance added per task since a class's own (default: the run's classifier.age_bias)")
 	cmd.Flags().BoolVar(&opts.oracle, "oracle", false, "diagnostic: A_last with the old classes' prototypes recomputed from their training images under the final backbone (reads old images; never a method)")
 	cmd.MarkFlagRequired("run")
 	return cmd
 }
 
+func printClassifier(w io.Writer, c config.Classifier) {
+	fmt.Fprintf(w, "classifier: shrink %g, normalize %v, full_gaussian %v, off_diag_shrink %g, age_shrink %g, age_bias %g\n",
+		c.Shrink, c.Normalize, c.FullGaussian, c.OffDiagShrink, c.AgeShrink, c.AgeBias)
+}
+
 func printEvaluation(w io.Writer, c config.Classifier, tag, taw []float64, tasks [][]int) error {
-	fmt.Fprintf(w, "classifier: shrink %g, normalize %v, full_gaussian %v\n", c.Shrink, c.Normalize, c.FullGaussian)
+	printClassifier(w, c)
 	fmt.Fprintf(w, "%-6s %-24s %7s %7s\n", "task", "classes", "TAg %", "TAw %")
 	var sumAg, sumAw, n float64
 	for u := range tag {

@@ -18,7 +18,7 @@ func printOracleGap(w io.Writer, run *train.Run, c config.Classifier, split trai
 		return err
 	}
 	fmt.Fprintf(w, "split: %s (oracle gap diagnostic: old classes' training images read under the final backbone)\n", split)
-	fmt.Fprintf(w, "classifier: shrink %g, normalize %v, full_gaussian %v\n", c.Shrink, c.Normalize, c.FullGaussian)
+	printClassifier(w, c)
 	fmt.Fprintf(w, "%-22s %9s %9s %12s %10s %10s\n", "prototypes", "TAg A_last", "TAw A_last", "cross-task", "to older", "to newer")
 	rows := []struct {
 		name   string
