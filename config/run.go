@@ -38,6 +38,10 @@ var addedKeys = map[string]func(*Config){
 	"model.pretrained":         func(c *Config) { c.Model.Pretrained = "" },
 	"model.freeze_stages":      func(c *Config) { c.Model.FreezeStages = 0 },
 	"train.backbone_lr_scale":  func(c *Config) { c.Train.BackboneLRScale = 1 },
+	// Classifier calibration, off before it existed.
+	"classifier.off_diag_shrink": func(c *Config) { c.Classifier.OffDiagShrink = 0 },
+	"classifier.age_shrink":      func(c *Config) { c.Classifier.AgeShrink = 0 },
+	"classifier.age_bias":        func(c *Config) { c.Classifier.AgeBias = 0 },
 }
 
 // ReadRun reads a run directory's config.yaml, which holds every key the
