@@ -15,7 +15,7 @@ import (
 // of range are refused.
 func TestClassifierCalibrationRoundTrip(t *testing.T) {
 	m, files := testModel(t)
-	m.Classifier.OffDiagShrink, m.Classifier.AgeShrink, m.Classifier.AgeBias = 1, 0.5, -0.25
+	m.Classifier.OffDiagShrink, m.Classifier.AgeShrink, m.Classifier.AgeBias, m.Classifier.PoolCov = 1, 0.5, -0.25, 0.3
 	m.Classes[0].Age, m.Classes[1].Age = 1, 1
 	dir := filepath.Join(t.TempDir(), "model")
 	if err := Write(dir, m, files); err != nil {
@@ -26,7 +26,7 @@ func TestClassifierCalibrationRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := b.Manifest.Classifier.Gauss(b.Manifest.Classes)
-	want := gauss.ClassifierOptions{Shrink: 3, Normalize: true, OffDiagShrink: 1, AgeShrink: 0.5, AgeBias: -0.25, Ages: []int{1, 1, 0}}
+	want := gauss.ClassifierOptions{Shrink: 3, Normalize: true, OffDiagShrink: 1, AgeShrink: 0.5, AgeBias: -0.25, PoolCov: 0.3, Ages: []int{1, 1, 0}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("options %+v, want %+v", got, want)
 	}
@@ -50,7 +50,7 @@ func TestOpenReadsSchemaVersion2Classifier(t *testing.T) {
 	rewriteManifest(t, dir, func(raw map[string]any) {
 		raw["schema_version"] = 2
 		c := raw["classifier"].(map[string]any)
-		for _, key := range []string{"off_diag_shrink", "age_shrink", "age_bias"} {
+		for _, key := range []string{"off_diag_shrink", "age_shrink", "age_bias", "pool_cov"} {
 			if _, ok := c[key]; ok {
 				t.Fatalf("an options-off manifest writes %s", key)
 			}

@@ -20,7 +20,7 @@ import (
 // tasks from 1 (Class.Task), as everything bicyc shows a person does;
 // version 1 numbered them from 0. Version 3 adds the classifier
 // calibration options (ClassifierOptions.OffDiagShrink, AgeShrink,
-// AgeBias) and Class.Age; a manifest of an older version has neither and
+// AgeBias, PoolCov) and Class.Age; a manifest of an older version has neither and
 // keeps the classifier it was written with. Open reads all three (see Open).
 const SchemaVersion = 3
 
@@ -111,6 +111,7 @@ type ClassifierOptions struct {
 	OffDiagShrink float64 `json:"off_diag_shrink,omitempty"`
 	AgeShrink     float64 `json:"age_shrink,omitempty"`
 	AgeBias       float64 `json:"age_bias,omitempty"`
+	PoolCov       float64 `json:"pool_cov,omitempty"`
 }
 
 // Gauss returns the options gauss.NewClassifier builds the tables with,
@@ -120,7 +121,7 @@ type ClassifierOptions struct {
 // it, so they agree.
 func (o ClassifierOptions) Gauss(classes []Class) gauss.ClassifierOptions {
 	opts := gauss.ClassifierOptions{Shrink: o.Shrink, Normalize: o.Normalize, FullGaussian: o.FullGaussian,
-		OffDiagShrink: o.OffDiagShrink, AgeShrink: o.AgeShrink, AgeBias: o.AgeBias}
+		OffDiagShrink: o.OffDiagShrink, AgeShrink: o.AgeShrink, AgeBias: o.AgeBias, PoolCov: o.PoolCov}
 	if o.AgeShrink != 0 || o.AgeBias != 0 {
 		opts.Ages = make([]int, len(classes))
 		for i, c := range classes {
@@ -229,6 +230,9 @@ func (o ClassifierOptions) validate(bad func(format string, args ...any)) {
 		if !(v >= 0) || math.IsInf(v, 0) {
 			bad("classifier %s %v, want a finite value >= 0", name, v)
 		}
+	}
+	if !(o.PoolCov >= 0 && o.PoolCov <= 1) {
+		bad("classifier pool_cov %v, want a value in [0, 1]", o.PoolCov)
 	}
 	if math.IsNaN(o.AgeBias) || math.IsInf(o.AgeBias, 0) {
 		bad("classifier age_bias %v, want a finite value", o.AgeBias)

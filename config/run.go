@@ -42,6 +42,7 @@ var addedKeys = map[string]func(*Config){
 	"classifier.off_diag_shrink": func(c *Config) { c.Classifier.OffDiagShrink = 0 },
 	"classifier.age_shrink":      func(c *Config) { c.Classifier.AgeShrink = 0 },
 	"classifier.age_bias":        func(c *Config) { c.Classifier.AgeBias = 0 },
+	"classifier.pool_cov":        func(c *Config) { c.Classifier.PoolCov = 0 },
 }
 
 // ReadRun reads a run directory's config.yaml, which holds every key the

@@ -53,6 +53,9 @@ type ClassifierOptions struct {
 	// AgeBias adds AgeBias*Ages[c] to class c's score (into b_c): negative
 	// favours older classes, positive newer ones.
 	AgeBias float64
+	// PoolCov is lambda in [0, 1]: each class's covariance is blended with
+	// the mean covariance of all classes before shrinkage (PoolCovariances).
+	PoolCov float64
 	// Ages holds, per class, the tasks learned since its own; nil means 0
 	// for every class. Used only by AgeShrink and AgeBias.
 	Ages []int
@@ -102,6 +105,7 @@ type Classifier struct {
 // NewClassifier builds the classifier for the prototypes protos, class c
 // being protos[c]. For each class (docs/method.md, "Classifier"):
 //
+//	Sigma_c  <- (1-PoolCov)*Sigma_c + PoolCov*mean_k Sigma_k          (PoolCovariances)
 //	Sigma'_c = Sigma_c + g1_c*(tr(Sigma_c)/S)*I + g2*V2_c*(1-I) + 1e-8 I
 //	           g1_c = Shrink + AgeShrink*Ages[c], g2 = OffDiagShrink (ShrinkSeparate)
 //	Sigma'_c <- D^-1/2 Sigma'_c D^-1/2,  D = diag(Sigma'_c)   if Normalize
@@ -145,7 +149,10 @@ func NewClassifier(protos []Gaussian, priors []float64, opts ClassifierOptions) 
 		if p.Dim() != s {
 			return nil, fmt.Errorf("gauss: classifier: class %d has dimension %d, class 0 has %d: %w", cls, p.Dim(), s, ErrShape)
 		}
-		shrunk := ShrinkSeparate(p.Cov, opts.classShrink(cls), opts.OffDiagShrink)
+	}
+	covs := PoolCovariances(protos, opts.PoolCov)
+	for cls, p := range protos {
+		shrunk := ShrinkSeparate(covs[cls], opts.classShrink(cls), opts.OffDiagShrink)
 		mean := c.means[cls*s : (cls+1)*s]
 		copy(mean, p.Mean)
 		if opts.Normalize {

@@ -46,6 +46,41 @@ func meanOffDiagonal(a mat.Symmetric) float64 {
 	return 2 * sum / float64(s*(s-1))
 }
 
+// PoolCovariances returns the class covariances blended with their mean,
+// the pooled within-class covariance of a class-balanced set (as linear
+// discriminant analysis shares one covariance among all classes):
+//
+//	Sigma_c <- (1 - lambda) * Sigma_c + lambda * (1/K) sum_k Sigma_k
+//
+// With lambda = 0 it returns the classes' own matrices; with 1 every class
+// has the pooled one. It panics if lambda is outside [0, 1] or the
+// dimensions differ.
+func PoolCovariances(protos []Gaussian, lambda float64) []mat.Symmetric {
+	if !(lambda >= 0 && lambda <= 1) {
+		panic(fmt.Sprintf("gauss: pool covariances: lambda %v outside [0, 1]", lambda))
+	}
+	out := make([]mat.Symmetric, len(protos))
+	if lambda == 0 {
+		for c, p := range protos {
+			out[c] = p.Cov
+		}
+		return out
+	}
+	s := protos[0].Dim()
+	pooled := mat.NewSymDense(s, nil)
+	for _, p := range protos {
+		pooled.AddSym(pooled, p.Cov)
+	}
+	pooled.ScaleSym(lambda/float64(len(protos)), pooled)
+	for c, p := range protos {
+		blend := mat.NewSymDense(s, nil)
+		blend.ScaleSym(1-lambda, p.Cov)
+		blend.AddSym(blend, pooled)
+		out[c] = blend
+	}
+	return out
+}
+
 // classShrink returns gamma1 for class cls: Shrink plus AgeShrink per task
 // learned since the class's own (opts.Ages).
 func (opts ClassifierOptions) classShrink(cls int) float64 {
@@ -70,6 +105,9 @@ func (opts ClassifierOptions) validate(k int) error {
 		if !(v >= 0) || !isFinite(v) {
 			return fmt.Errorf("gauss: classifier: %s %v is not a finite value >= 0", name, v)
 		}
+	}
+	if !(opts.PoolCov >= 0 && opts.PoolCov <= 1) {
+		return fmt.Errorf("gauss: classifier: pooled covariance weight %v outside [0, 1]", opts.PoolCov)
 	}
 	if !isFinite(opts.AgeBias) {
 		return fmt.Errorf("gauss: classifier: age bias %v is not finite", opts.AgeBias)

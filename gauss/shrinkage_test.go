@@ -80,7 +80,8 @@ func TestShrinkSeparateFormula(t *testing.T) {
 // tables bit for bit; OffDiagShrink gives the Mahalanobis distance under
 // ShrinkSeparate's covariance; AgeShrink gives class c the tables of a
 // plain classifier with Shrink + AgeShrink*age_c; AgeBias adds
-// AgeBias*age_c to the bias alone.
+// AgeBias*age_c to the bias alone; PoolCov blends each covariance with the
+// mean one.
 func TestClassifierCalibrationOptions(t *testing.T) {
 	protos, z, n := fashionPrototypes(t, 3000)
 	ages := []int{4, 4, 3, 3, 2, 2, 1, 1, 0, 0}
@@ -119,6 +120,44 @@ func TestClassifierCalibrationOptions(t *testing.T) {
 		}
 	}
 	checkOffDiagonalDistance(t, protos, z, n)
+	checkPooledCovariance(t, protos)
+}
+
+// checkPooledCovariance checks that PoolCov gives class c the tables of a
+// plain classifier whose class c has covariance (1-l)*Sigma_c + l*mean
+// Sigma, built entry by entry here, and leaves the means alone.
+func checkPooledCovariance(t *testing.T, protos []Gaussian) {
+	t.Helper()
+	const lambda = 0.25
+	s := protos[0].Dim()
+	blended := make([]Gaussian, len(protos))
+	for c, p := range protos {
+		cov := mat.NewSymDense(s, nil)
+		for i := range s {
+			for j := i; j < s; j++ {
+				var mean float64
+				for _, q := range protos {
+					mean += q.Cov.At(i, j)
+				}
+				mean /= float64(len(protos))
+				cov.SetSym(i, j, (1-lambda)*p.Cov.At(i, j)+lambda*mean)
+			}
+		}
+		blended[c] = Gaussian{Mean: p.Mean, Cov: cov}
+	}
+	for _, normalize := range []bool{false, true} {
+		got := build(t, protos, ClassifierOptions{Shrink: 1, Normalize: normalize, PoolCov: lambda}).Tables()
+		want := build(t, blended, ClassifierOptions{Shrink: 1, Normalize: normalize}).Tables()
+		off := build(t, protos, ClassifierOptions{Shrink: 1, Normalize: normalize}).Tables()
+		if !slices.Equal(got.Means, off.Means) || slices.Equal(got.Whiten, off.Whiten) {
+			t.Errorf("normalize %v: pooling changed the means or left the whitening as it was", normalize)
+		}
+		for i := range got.Whiten {
+			if d := math.Abs(float64(got.Whiten[i] - want.Whiten[i])); d > 1e-4*(1+math.Abs(float64(want.Whiten[i]))) {
+				t.Fatalf("normalize %v: whitening entry %d = %v, want %v", normalize, i, got.Whiten[i], want.Whiten[i])
+			}
+		}
+	}
 }
 
 // checkOffDiagonalDistance compares the classifier's scores with

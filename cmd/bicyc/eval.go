@@ -23,7 +23,7 @@ type evalOptions struct {
 func newEvalCmd() *cobra.Command {
 	opts := &evalOptions{}
 	cmd := &cobra.Command{
-		Use:   "eval --run <run-dir> [--split test|val] [--shrink <x>] [--normalize=<bool>] [--full-gaussian] [--off-diag-shrink <x>] [--age-shrink <x>] [--age-bias <x>] [--oracle]",
+		Use:   "eval --run <run-dir> [--split test|val] [--shrink <x>] [--normalize=<bool>] [--full-gaussian] [--off-diag-shrink <x>] [--age-shrink <x>] [--age-bias <x>] [--pool-cov <x>] [--oracle]",
 		Short: "Evaluate a run's last checkpoint on every seen task's test or validation images",
 		Long: `eval classifies the test images of every completed task with the run's backbone and
 prototypes, over all seen classes (task-agnostic, TAg) and within each task (task-aware,
@@ -61,6 +61,9 @@ is from that mean relative to the class's spread.`,
 			if f.Changed("age-shrink") {
 				c.AgeShrink = opts.calibration.AgeShrink
 			}
+			if f.Changed("pool-cov") {
+				c.PoolCov = opts.calibration.PoolCov
+			}
 			if f.Changed("age-bias") {
 				c.AgeBias = opts.calibration.AgeBias
 			}
@@ -90,14 +93,15 @@ is from that mean relative to the class's spread.`,
 	cmd.Flags().Float64Var(&opts.calibration.OffDiagShrink, "off-diag-shrink", 0, "FeCAM off-diagonal shrinkage (default: the run's classifier.off_diag_shrink)")
 	cmd.Flags().Float64Var(&opts.calibration.AgeShrink, "age-shrink", 0, "extra shrinkage per task since a class's own (default: the run's classifier.age_shrink)")
 	cmd.Flags().Float64Var(&opts.calibration.AgeBias, "age-bias", 0, "distance added per task since a class's own (default: the run's classifier.age_bias)")
+	cmd.Flags().Float64Var(&opts.calibration.PoolCov, "pool-cov", 0, "weight of the pooled covariance of all classes, in [0, 1] (default: the run's classifier.pool_cov)")
 	cmd.Flags().BoolVar(&opts.oracle, "oracle", false, "diagnostic: A_last with the old classes' prototypes recomputed from their training images under the final backbone (reads old images; never a method)")
 	cmd.MarkFlagRequired("run")
 	return cmd
 }
 
 func printClassifier(w io.Writer, c config.Classifier) {
-	fmt.Fprintf(w, "classifier: shrink %g, normalize %v, full_gaussian %v, off_diag_shrink %g, age_shrink %g, age_bias %g\n",
-		c.Shrink, c.Normalize, c.FullGaussian, c.OffDiagShrink, c.AgeShrink, c.AgeBias)
+	fmt.Fprintf(w, "classifier: shrink %g, normalize %v, full_gaussian %v, off_diag_shrink %g, age_shrink %g, age_bias %g, pool_cov %g\n",
+		c.Shrink, c.Normalize, c.FullGaussian, c.OffDiagShrink, c.AgeShrink, c.AgeBias, c.PoolCov)
 }
 
 func printEvaluation(w io.Writer, c config.Classifier, tag, taw []float64, tasks [][]int) error {
