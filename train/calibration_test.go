@@ -5,6 +5,7 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,7 +24,8 @@ import (
 // predictions on the real Fashion-MNIST test images; that the manifest
 // carries the options and each class's age; that the options did change
 // the classifier (its tables differ from the options-off ones); and that
-// bicyc-infer add-classes rebuilds the old classes' tables unchanged.
+// bicyc-infer add-classes rebuilds the old classes' tables unchanged. The
+// same run checks the oracle-gap diagnostic (checkOracle).
 func TestClassifierCalibrationExport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains on Fashion-MNIST")
@@ -78,6 +80,48 @@ func TestClassifierCalibrationExport(t *testing.T) {
 	}
 	checkModelAgreement(t, clf, imgs, pred)
 	checkAddClassesKeepsOldTables(t, model, b.Prototypes.Tables)
+	checkOracle(t, r, ev)
+}
+
+// checkOracle runs the oracle-gap diagnostic on r after its third task:
+// it covers the 4 classes of tasks 1 and 2, each with a finite positive
+// mean shift; the oracle-means prototypes keep the stored covariances;
+// and evaluating with them leaves the run's own evaluation (ev) unchanged
+// afterwards.
+func checkOracle(t *testing.T, r *Run, ev Evaluation) {
+	t.Helper()
+	oracle, classes, err := r.OraclePrototypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(oracle) != 4 || len(classes) != 4 {
+		t.Fatalf("oracle of %d classes (%d reported), want the 4 of tasks 1-2", len(oracle), len(classes))
+	}
+	for _, o := range classes {
+		if !(o.Relative() > 0) || math.IsInf(o.Relative(), 0) || o.Task > 2 {
+			t.Errorf("class %d (task %d): mean shift %v over spread %v", o.ID, o.Task, o.MeanShift, o.Spread)
+		}
+	}
+	means := r.WithOracle(oracle, false)
+	for c, g := range oracle {
+		if means[c].Cov != r.State().Prototypes[c].Cov || !slices.Equal(means[c].Mean, g.Mean) {
+			t.Errorf("class %d: oracle means changed the covariance or kept the stored mean", c)
+		}
+	}
+	if _, err := r.EvaluatePrototypes(r.Config().Classifier, SplitTest, r.WithOracle(oracle, true)); err != nil {
+		t.Fatal(err)
+	}
+	again, err := r.Evaluate(r.Config().Classifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(again.Predictions, ev.Predictions) {
+		t.Error("evaluating with oracle prototypes changed the run's own predictions")
+	}
+	tc := r.Confusion(ev, SplitTest)
+	if tc.Images != len(ev.Predictions) || tc.SameTask+tc.ToOlder+tc.ToNewer != tc.Errors {
+		t.Errorf("confusion %+v does not add up over %d predictions", tc, len(ev.Predictions))
+	}
 }
 
 // checkAddClassesKeepsOldTables adds an unseen class (Ankle boot) from a
