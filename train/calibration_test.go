@@ -80,7 +80,45 @@ func TestClassifierCalibrationExport(t *testing.T) {
 	}
 	checkModelAgreement(t, clf, imgs, pred)
 	checkAddClassesKeepsOldTables(t, model, b.Prototypes.Tables)
+	checkPooledExport(t, r, imgs)
 	checkOracle(t, r, ev)
+}
+
+// checkPooledExport re-exports the run with classifier.pool_cov on as
+// well (pooling changes every class's table when classes are added, so it
+// is checked apart from add-classes) and compares ONNX Runtime's
+// predictions on imgs with the training-time evaluation's.
+func checkPooledExport(t *testing.T, r *Run, imgs []image.Image) {
+	t.Helper()
+	cfg := r.Config()
+	cfg.Classifier.PoolCov = 0.5
+	if err := writeYAML(filepath.Join(r.Dir(), "config.yaml"), cfg); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := r.Evaluate(cfg.Classifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base, err := r.Evaluate(r.Config().Classifier); err != nil || slices.Equal(base.Predictions, ev.Predictions) {
+		t.Errorf("pool_cov 0.5 changed no prediction of %d (error %v)", len(ev.Predictions), err)
+	}
+	model := filepath.Join(t.TempDir(), "pooled")
+	if err := Export(r.Dir(), model); err != nil {
+		t.Fatal(err)
+	}
+	clf, err := infer.Open(model, infer.WithLog(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clf.Close()
+	if got := clf.Manifest().Classifier.PoolCov; got != 0.5 {
+		t.Errorf("manifest pool_cov %v, want 0.5", got)
+	}
+	pred := map[int]int{}
+	for i, p := range ev.Predictions {
+		pred[i] = p
+	}
+	checkModelAgreement(t, clf, imgs, pred)
 }
 
 // checkOracle runs the oracle-gap diagnostic on r after its third task:
