@@ -119,7 +119,8 @@ type Added struct {
 // files only, and reduced to the model's input before the next is
 // decoded), estimates each new class's Gaussian (gauss.Estimate), and
 // builds the classifier over old and new prototypes with the model's own
-// options (shrinkage, normalisation), so new classes are scored exactly
+// options (shrinkage, normalisation, calibration; bundle.ClassifierOptions.Gauss,
+// the new classes at age 0), so new classes are scored exactly
 // like trained ones. The new classes get the next free class IDs, in the
 // order given, form one new task, and record their image count in
 // bundle.Class.AddedImages; a calibration is extended to them
