@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/train"
@@ -44,29 +45,7 @@ is from that mean relative to the class's spread.`,
 				return err
 			}
 			defer run.Close()
-			c := run.Config().Classifier
-			f := cmd.Flags()
-			if f.Changed("shrink") {
-				c.Shrink = opts.shrink
-			}
-			if f.Changed("normalize") {
-				c.Normalize = opts.normalize
-			}
-			if f.Changed("full-gaussian") {
-				c.FullGaussian = opts.fullGaussian
-			}
-			if f.Changed("off-diag-shrink") {
-				c.OffDiagShrink = opts.calibration.OffDiagShrink
-			}
-			if f.Changed("age-shrink") {
-				c.AgeShrink = opts.calibration.AgeShrink
-			}
-			if f.Changed("pool-cov") {
-				c.PoolCov = opts.calibration.PoolCov
-			}
-			if f.Changed("age-bias") {
-				c.AgeBias = opts.calibration.AgeBias
-			}
+			c := opts.classifier(cmd.Flags(), run.Config().Classifier)
 			split := train.Split(opts.split)
 			if split != train.SplitTest && split != train.SplitVal {
 				return fmt.Errorf("--split %q: want test or val", opts.split)
@@ -97,6 +76,33 @@ is from that mean relative to the class's spread.`,
 	cmd.Flags().BoolVar(&opts.oracle, "oracle", false, "diagnostic: A_last with the old classes' prototypes recomputed from their training images under the final backbone (reads old images; never a method)")
 	cmd.MarkFlagRequired("run")
 	return cmd
+}
+
+// classifier returns c, the run's classifier options, with the flags the
+// user changed applied.
+func (o *evalOptions) classifier(f *pflag.FlagSet, c config.Classifier) config.Classifier {
+	if f.Changed("shrink") {
+		c.Shrink = o.shrink
+	}
+	if f.Changed("normalize") {
+		c.Normalize = o.normalize
+	}
+	if f.Changed("full-gaussian") {
+		c.FullGaussian = o.fullGaussian
+	}
+	if f.Changed("off-diag-shrink") {
+		c.OffDiagShrink = o.calibration.OffDiagShrink
+	}
+	if f.Changed("age-shrink") {
+		c.AgeShrink = o.calibration.AgeShrink
+	}
+	if f.Changed("pool-cov") {
+		c.PoolCov = o.calibration.PoolCov
+	}
+	if f.Changed("age-bias") {
+		c.AgeBias = o.calibration.AgeBias
+	}
+	return c
 }
 
 func printClassifier(w io.Writer, c config.Classifier) {
