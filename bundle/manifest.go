@@ -12,13 +12,17 @@ import (
 	"unicode/utf8"
 
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/gauss"
 )
 
 // SchemaVersion is the manifest format this package writes. Bump it on any
 // change a reader of the previous version would misread. Version 2 numbers
 // tasks from 1 (Class.Task), as everything bicyc shows a person does;
-// version 1 numbered them from 0. Open reads both (see Open).
-const SchemaVersion = 2
+// version 1 numbered them from 0. Version 3 adds the classifier
+// calibration options (ClassifierOptions.OffDiagShrink, AgeShrink,
+// AgeBias, PoolCov) and Class.Age; a manifest of an older version has neither and
+// keeps the classifier it was written with. Open reads all three (see Open).
+const SchemaVersion = 3
 
 // oldestSchemaVersion is the oldest manifest format Open still reads.
 const oldestSchemaVersion = 1
@@ -89,6 +93,11 @@ type Class struct {
 	// add-classes), the number of labelled images its Gaussian was
 	// estimated from; 0 for classes the model was trained on.
 	AddedImages int `json:"added_images,omitempty"`
+	// Age is the number of tasks trained after the class's own when the
+	// model was exported (the transports its prototype went through): 0
+	// for the last task's classes and for added classes. Only the
+	// classifier's AgeShrink and AgeBias read it.
+	Age int `json:"age,omitempty"`
 }
 
 // ClassifierOptions are the options the classifier tables were built with
@@ -99,6 +108,28 @@ type ClassifierOptions struct {
 	Shrink       float64 `json:"shrink"`
 	FullGaussian bool    `json:"full_gaussian"`
 	TopK         int     `json:"top_k"`
+	// Calibration options, absent (0, off) before schema version 3.
+	OffDiagShrink float64 `json:"off_diag_shrink,omitempty"`
+	AgeShrink     float64 `json:"age_shrink,omitempty"`
+	AgeBias       float64 `json:"age_bias,omitempty"`
+	PoolCov       float64 `json:"pool_cov,omitempty"`
+}
+
+// Gauss returns the options gauss.NewClassifier builds the tables with,
+// for classes in score order (their ages feed AgeShrink and AgeBias). It is
+// the one translation from the manifest to the classifier: training,
+// export and bicyc-infer add-classes all build their classifier through
+// it, so they agree.
+func (o ClassifierOptions) Gauss(classes []Class) gauss.ClassifierOptions {
+	opts := gauss.ClassifierOptions{Shrink: o.Shrink, Normalize: o.Normalize, FullGaussian: o.FullGaussian,
+		OffDiagShrink: o.OffDiagShrink, AgeShrink: o.AgeShrink, AgeBias: o.AgeBias, PoolCov: o.PoolCov}
+	if o.AgeShrink != 0 || o.AgeBias != 0 {
+		opts.Ages = make([]int, len(classes))
+		for i, c := range classes {
+			opts.Ages[i] = c.Age
+		}
+	}
+	return opts
 }
 
 // File is the size and lower-case hex SHA-256 of one file.
@@ -124,12 +155,7 @@ func (m *Manifest) Validate() error {
 	if m.FeatureDim < 1 {
 		bad("feature_dim %d, want >= 1", m.FeatureDim)
 	}
-	if m.Classifier.TopK < 1 {
-		bad("classifier top_k %d, want >= 1", m.Classifier.TopK)
-	}
-	if !(m.Classifier.Shrink >= 0) || math.IsInf(m.Classifier.Shrink, 0) {
-		bad("classifier shrink %v, want a finite value >= 0", m.Classifier.Shrink)
-	}
+	m.Classifier.validate(bad)
 	if err := m.Preprocess.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("%w: %w", ErrManifest, err))
 	}
@@ -158,6 +184,9 @@ func (m *Manifest) Validate() error {
 		}
 		if c.AddedImages < 0 {
 			bad("classes[%d] (id %d) has added_images %d, want >= 0", i, c.ID, c.AddedImages)
+		}
+		if c.Age < 0 || c.Task+c.Age > len(m.Tasks) {
+			bad("classes[%d] (id %d) has age %d, want 0 to the %d tasks after its task %d", i, c.ID, c.Age, len(m.Tasks)-c.Task, c.Task)
 		}
 		if t, ok := taskOf[c.ID]; !ok || t+1 != c.Task {
 			bad("classes[%d] (id %d) says task %d, but the task stream puts it in task %d (0: none)", i, c.ID, c.Task, lookupTask(taskOf, c.ID))
@@ -188,6 +217,27 @@ func (m *Manifest) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validate reports, through bad, every classifier option out of range.
+func (o ClassifierOptions) validate(bad func(format string, args ...any)) {
+	if o.TopK < 1 {
+		bad("classifier top_k %d, want >= 1", o.TopK)
+	}
+	if !(o.Shrink >= 0) || math.IsInf(o.Shrink, 0) {
+		bad("classifier shrink %v, want a finite value >= 0", o.Shrink)
+	}
+	for name, v := range map[string]float64{"off_diag_shrink": o.OffDiagShrink, "age_shrink": o.AgeShrink} {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			bad("classifier %s %v, want a finite value >= 0", name, v)
+		}
+	}
+	if !(o.PoolCov >= 0 && o.PoolCov <= 1) {
+		bad("classifier pool_cov %v, want a value in [0, 1]", o.PoolCov)
+	}
+	if math.IsNaN(o.AgeBias) || math.IsInf(o.AgeBias, 0) {
+		bad("classifier age_bias %v, want a finite value", o.AgeBias)
+	}
 }
 
 // lookupTask returns the task, numbered from 1, that the stream puts class

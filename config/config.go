@@ -160,6 +160,11 @@ type Classifier struct {
 	Normalize    bool    `mapstructure:"normalize" yaml:"normalize" doc:"Correlation matrix and L2-normalised feature and mean before the distance (docs/method.md: on)."`
 	FullGaussian bool    `mapstructure:"full_gaussian" yaml:"full_gaussian" doc:"Add log det Sigma and -2 log prior to the distance (the paper's full Bayes score)."`
 	TopK         int     `mapstructure:"top_k" yaml:"top_k" doc:"Predictions reported per image by the exported model."`
+	// Calibration of the classifier (docs/method.md, Classifier calibration): 0 is off.
+	OffDiagShrink float64 `mapstructure:"off_diag_shrink" yaml:"off_diag_shrink" doc:"FeCAM's separate off-diagonal shrinkage: adds off_diag_shrink times the mean off-diagonal covariance entry to every off-diagonal entry (0: off)."`
+	AgeShrink     float64 `mapstructure:"age_shrink" yaml:"age_shrink" doc:"Extra diagonal shrinkage per task learned since a class's own (per transport its prototype went through): shrink + age_shrink*age (0: off)."`
+	PoolCov       float64 `mapstructure:"pool_cov" yaml:"pool_cov" doc:"Blend each class's covariance with the mean covariance of all seen classes before shrinkage: (1-pool_cov)*Sigma_c + pool_cov*mean (0: off, 1: one shared covariance)."`
+	AgeBias       float64 `mapstructure:"age_bias" yaml:"age_bias" doc:"Added to a class's distance per task learned since its own: negative favours old classes, positive new ones (0: off)."`
 }
 
 // Eval holds evaluation options.
@@ -400,6 +405,15 @@ func (c Config) validateStages(bad problem) {
 	}
 	if c.Classifier.Shrink < 0 {
 		bad("classifier.shrink", "must be >= 0, got %g", c.Classifier.Shrink)
+	}
+	if c.Classifier.OffDiagShrink < 0 {
+		bad("classifier.off_diag_shrink", "must be >= 0, got %g", c.Classifier.OffDiagShrink)
+	}
+	if c.Classifier.AgeShrink < 0 {
+		bad("classifier.age_shrink", "must be >= 0, got %g", c.Classifier.AgeShrink)
+	}
+	if c.Classifier.PoolCov < 0 || c.Classifier.PoolCov > 1 {
+		bad("classifier.pool_cov", "must be in [0, 1], got %g", c.Classifier.PoolCov)
 	}
 	if c.Classifier.TopK < 1 {
 		bad("classifier.top_k", "must be >= 1, got %d", c.Classifier.TopK)

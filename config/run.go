@@ -44,6 +44,11 @@ var addedKeys = map[string]func(*Config){
 	"loss.pair_sampling":       func(c *Config) { c.Loss.PairSampling = PairSamplingFirst },
 	"adapter.adagauss_epochs":  func(c *Config) { c.Adapter.AdaGaussEpochs = AdaGaussEpochsTrain },
 	"adapter.milestones":       func(c *Config) { c.Adapter.Milestones = nil },
+	// Classifier calibration, off before it existed.
+	"classifier.off_diag_shrink": func(c *Config) { c.Classifier.OffDiagShrink = 0 },
+	"classifier.age_shrink":      func(c *Config) { c.Classifier.AgeShrink = 0 },
+	"classifier.age_bias":        func(c *Config) { c.Classifier.AgeBias = 0 },
+	"classifier.pool_cov":        func(c *Config) { c.Classifier.PoolCov = 0 },
 }
 
 // ReadRun reads a run directory's config.yaml, which holds every key the

@@ -37,6 +37,28 @@ type ClassifierOptions struct {
 	// quadratic term (on pooled Fashion-MNIST pixels every test image went to
 	// one class): combine FullGaussian with Normalize only to reproduce that.
 	FullGaussian bool
+
+	// The calibration options below are off at 0 (docs/method.md,
+	// "Classifier calibration"); off, the classifier is the published one
+	// bit for bit.
+
+	// OffDiagShrink is FeCAM's gamma2: gamma2 times the mean off-diagonal
+	// entry of Sigma_c is added to every off-diagonal entry (ShrinkSeparate).
+	// Must be >= 0.
+	OffDiagShrink float64
+	// AgeShrink adds, per task learned since class c's own (Ages[c], the
+	// number of transports its prototype went through), this much to
+	// Shrink: gamma1_c = Shrink + AgeShrink*Ages[c]. Must be >= 0.
+	AgeShrink float64
+	// AgeBias adds AgeBias*Ages[c] to class c's score (into b_c): negative
+	// favours older classes, positive newer ones.
+	AgeBias float64
+	// PoolCov is lambda in [0, 1]: each class's covariance is blended with
+	// the mean covariance of all classes before shrinkage (PoolCovariances).
+	PoolCov float64
+	// Ages holds, per class, the tasks learned since its own; nil means 0
+	// for every class. Used only by AgeShrink and AgeBias.
+	Ages []int
 }
 
 // DefaultClassifierOptions returns Shrink 3, Normalize true, FullGaussian
@@ -83,11 +105,14 @@ type Classifier struct {
 // NewClassifier builds the classifier for the prototypes protos, class c
 // being protos[c]. For each class (docs/method.md, "Classifier"):
 //
-//	Sigma'_c = Sigma_c + shrink*(tr(Sigma_c)/S)*I + 1e-8 I
+//	Sigma_c  <- (1-PoolCov)*Sigma_c + PoolCov*mean_k Sigma_k          (PoolCovariances)
+//	Sigma'_c = Sigma_c + g1_c*(tr(Sigma_c)/S)*I + g2*V2_c*(1-I) + 1e-8 I
+//	           g1_c = Shrink + AgeShrink*Ages[c], g2 = OffDiagShrink (ShrinkSeparate)
 //	Sigma'_c <- D^-1/2 Sigma'_c D^-1/2,  D = diag(Sigma'_c)   if Normalize
 //	m_c      = mu_c / max(||mu_c||, 1e-12)                    if Normalize
 //	W_c      = L_c^-1 with L_c L_c^T = Sigma'_c               (see Cholesky)
 //	b_c      = log det Sigma'_c - 2 log pi_c                  if FullGaussian
+//	b_c     += AgeBias * Ages[c]
 //
 // priors are used only when FullGaussian: nil means uniform pi_c = 1/K,
 // otherwise len(priors) must be K with positive entries, which are
@@ -95,10 +120,10 @@ type Classifier struct {
 // options, priors or prototypes (mismatched dimensions, NaN) give errors that
 // name the class and wrap ErrShape, ErrNonFinite or ErrNotPositiveDefinite.
 func NewClassifier(protos []Gaussian, priors []float64, opts ClassifierOptions) (*Classifier, error) {
-	if !(opts.Shrink >= 0) || math.IsInf(opts.Shrink, 1) {
-		return nil, fmt.Errorf("gauss: classifier: shrink %v is not a finite value >= 0", opts.Shrink)
-	}
 	k := len(protos)
+	if err := opts.validate(k); err != nil {
+		return nil, err
+	}
 	if k == 0 {
 		return nil, errors.New("gauss: classifier: no prototypes")
 	}
@@ -124,7 +149,10 @@ func NewClassifier(protos []Gaussian, priors []float64, opts ClassifierOptions) 
 		if p.Dim() != s {
 			return nil, fmt.Errorf("gauss: classifier: class %d has dimension %d, class 0 has %d: %w", cls, p.Dim(), s, ErrShape)
 		}
-		shrunk := Shrink(p.Cov, opts.Shrink)
+	}
+	covs := PoolCovariances(protos, opts.PoolCov)
+	for cls, p := range protos {
+		shrunk := ShrinkSeparate(covs[cls], opts.classShrink(cls), opts.OffDiagShrink)
 		mean := c.means[cls*s : (cls+1)*s]
 		copy(mean, p.Mean)
 		if opts.Normalize {
@@ -150,6 +178,7 @@ func NewClassifier(protos []Gaussian, priors []float64, opts ClassifierOptions) 
 		if opts.FullGaussian {
 			c.bias[cls] = chol.LogDet() - 2*logPriors[cls]
 		}
+		c.bias[cls] += opts.classBias(cls)
 	}
 	return c, nil
 }

@@ -119,7 +119,8 @@ type Added struct {
 // files only, and reduced to the model's input before the next is
 // decoded), estimates each new class's Gaussian (gauss.Estimate), and
 // builds the classifier over old and new prototypes with the model's own
-// options (shrinkage, normalisation), so new classes are scored exactly
+// options (shrinkage, normalisation, calibration; bundle.ClassifierOptions.Gauss,
+// the new classes at age 0), so new classes are scored exactly
 // like trained ones. The new classes get the next free class IDs, in the
 // order given, form one new task, and record their image count in
 // bundle.Class.AddedImages; a calibration is extended to them
@@ -285,8 +286,8 @@ func extend(b *bundle.Bundle, classes []LabelledImages, newProtos []gauss.Gaussi
 		return nil, nil, nil, err
 	}
 	protos = append(protos, newProtos...)
-	opts := gauss.ClassifierOptions{Shrink: m.Classifier.Shrink, Normalize: m.Classifier.Normalize, FullGaussian: m.Classifier.FullGaussian}
-	clf, err := gauss.NewClassifier(protos, priors, opts)
+	added := newClassEntries(m, classes)
+	clf, err := gauss.NewClassifier(protos, priors, m.Classifier.Gauss(append(slices.Clone(m.Classes), added...)))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -312,7 +313,6 @@ func extend(b *bundle.Bundle, classes []LabelledImages, newProtos []gauss.Gaussi
 	if files[bundle.PrototypesFile], err = p.Encode(); err != nil {
 		return nil, nil, nil, err
 	}
-	added := newClassEntries(m, classes)
 	m.Classes = append(slices.Clone(m.Classes), added...)
 	task := make([]int, len(added))
 	for i, c := range added {
@@ -383,7 +383,8 @@ func priorsOf(m bundle.Manifest, stored []float32, protos []gauss.Gaussian, adde
 	if !m.Classifier.FullGaussian {
 		return nil, nil
 	}
-	opts := gauss.ClassifierOptions{Shrink: m.Classifier.Shrink, Normalize: m.Classifier.Normalize, FullGaussian: true}
+	opts := m.Classifier.Gauss(m.Classes)
+	opts.FullGaussian = true
 	uniform, err := gauss.NewClassifier(protos, nil, opts)
 	if err != nil {
 		return nil, err

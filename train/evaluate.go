@@ -11,9 +11,10 @@ import (
 )
 
 // classifier builds the task-agnostic Bayes classifier over the seen
-// classes, in the order of seen, with priors proportional to each class's
-// training-image count (used only by the full-Gaussian score).
-func (r *Run) classifier(seen []int) (*gauss.Classifier, error) {
+// classes after task t (numbered from 0), in the order of seen, with priors
+// proportional to each class's training-image count (used only by the
+// full-Gaussian score).
+func (r *Run) classifier(seen []int, t int) (*gauss.Classifier, error) {
 	protos := make([]gauss.Gaussian, len(seen))
 	priors := make([]float64, len(seen))
 	for i, c := range seen {
@@ -24,12 +25,8 @@ func (r *Run) classifier(seen []int) (*gauss.Classifier, error) {
 		protos[i] = p
 		priors[i] = float64(r.state.ClassCounts[c])
 	}
-	return gauss.NewClassifier(protos, priors, r.classifierOptions())
-}
-
-func (r *Run) classifierOptions() gauss.ClassifierOptions {
-	c := r.cfg.Classifier
-	return gauss.ClassifierOptions{Shrink: c.Shrink, Normalize: c.Normalize, FullGaussian: c.FullGaussian}
+	opts := manifestClassifier(r.cfg.Classifier).Gauss(classEntries(r.stream.Tasks, seen, t))
+	return gauss.NewClassifier(protos, priors, opts)
 }
 
 // Evaluation is the outcome of evaluating after one task.
@@ -70,7 +67,7 @@ func (r *Run) evaluateSplit(b *models.Backbone, t int, split Split) (Evaluation,
 	for u := 0; u <= t; u++ {
 		seen = append(seen, r.stream.Tasks[u]...)
 	}
-	clf, err := r.classifier(seen)
+	clf, err := r.classifier(seen, t)
 	if err != nil {
 		return Evaluation{}, err
 	}

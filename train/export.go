@@ -158,13 +158,13 @@ func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.Ra
 				// Folder names need not be UTF-8; the manifest is JSON.
 				name = strings.ToValidUTF8(rec.ClassNames[c], "\uFFFD")
 			}
-			classes = append(classes, bundle.Class{ID: c, Name: name, Task: t + 1})
+			classes = append(classes, bundle.Class{ID: c, Name: name, Task: t + 1, Age: st.Completed - 1 - t})
 			protos = append(protos, p)
 			priors = append(priors, float64(st.ClassCounts[c]))
 		}
 	}
-	opts := gauss.ClassifierOptions{Shrink: cfg.Classifier.Shrink, Normalize: cfg.Classifier.Normalize, FullGaussian: cfg.Classifier.FullGaussian}
-	clf, err := gauss.NewClassifier(protos, priors, opts)
+	opts := manifestClassifier(cfg.Classifier)
+	clf, err := gauss.NewClassifier(protos, priors, opts.Gauss(classes))
 	if err != nil {
 		return export.Input{}, nil, err
 	}
@@ -188,7 +188,7 @@ func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.Ra
 	in := export.Input{
 		Arch: cfg.Model.Backbone, FeatureDim: s, Backbone: st.Backbone.State(),
 		Means: means, Covariances: covs, Tables: clf.Tables(),
-		Classifier: bundle.ClassifierOptions{Normalize: opts.Normalize, Shrink: opts.Shrink, FullGaussian: opts.FullGaussian, TopK: cfg.Classifier.TopK},
+		Classifier: opts,
 		Classes:    classes, Tasks: rec.Tasks[:st.Completed], Preprocess: preprocessFor(cfg),
 		Config: cfgJSON, Metrics: metrics,
 	}

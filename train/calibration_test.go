@@ -1,0 +1,211 @@
+package train
+
+import (
+	"fmt"
+	"image"
+	"image/png"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/infer"
+)
+
+// TestClassifierCalibrationExport trains three tasks of a small quick run
+// with every classifier calibration option on, exports it, and checks that
+// ONNX Runtime through package infer gives the training-time evaluation's
+// predictions on the real Fashion-MNIST test images; that the manifest
+// carries the options and each class's age; that the options did change
+// the classifier (its tables differ from the options-off ones); and that
+// bicyc-infer add-classes rebuilds the old classes' tables unchanged. The
+// same run checks the oracle-gap diagnostic (checkOracle).
+func TestClassifierCalibrationExport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains on Fashion-MNIST")
+	}
+	cfg := quickConfig(config.MethodBicyc, 0)
+	cfg.Data.TrainPerClass, cfg.Data.TestPerClass = 60, 40
+	cfg.Train.EpochsFirst, cfg.Train.Epochs, cfg.Adapter.Epochs = 1, 1, 1
+	cfg.Classifier.OffDiagShrink, cfg.Classifier.AgeShrink, cfg.Classifier.AgeBias = 1, 1, -0.5
+	dir := t.TempDir()
+	r := trainRun(t, cfg, dir, 3)
+	ev, err := r.Evaluate(cfg.Classifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, b := exportBundle(t, dir)
+	m := b.Manifest
+	if o := m.Classifier; o.OffDiagShrink != 1 || o.AgeShrink != 1 || o.AgeBias != -0.5 {
+		t.Errorf("manifest classifier %+v, want the run's calibration options", o)
+	}
+	var ages []int
+	for _, c := range m.Classes {
+		ages = append(ages, c.Age)
+	}
+	if want := []int{2, 2, 1, 1, 0, 0}; !slices.Equal(ages, want) {
+		t.Errorf("class ages %v, want %v", ages, want)
+	}
+	offCfg := cfg.Classifier
+	offCfg.OffDiagShrink, offCfg.AgeShrink, offCfg.AgeBias = 0, 0, 0
+	seen := slices.Concat(r.Stream().Tasks[:3]...)
+	saved := r.cfg.Classifier
+	r.cfg.Classifier = offCfg
+	off, err := r.classifier(seen, 2)
+	r.cfg.Classifier = saved
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(off.Tables().Whiten, b.Prototypes.Tables.Whiten) || slices.Equal(off.Tables().Bias, b.Prototypes.Tables.Bias) {
+		t.Error("the exported tables equal the options-off classifier's")
+	}
+
+	clf, err := infer.Open(model, infer.WithLog(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clf.Close()
+	test := r.TestSet()
+	imgs := make([]image.Image, len(ev.TestIndices))
+	pred := map[int]int{}
+	for i, j := range ev.TestIndices {
+		imgs[i] = grayImage(test.Image(j), test.Width, test.Height)
+		pred[i] = ev.Predictions[i]
+	}
+	checkModelAgreement(t, clf, imgs, pred)
+	checkAddClassesKeepsOldTables(t, model, b.Prototypes.Tables)
+	checkPooledExport(t, r, imgs)
+	checkOracle(t, r, ev)
+}
+
+// checkPooledExport re-exports the run with classifier.pool_cov on as
+// well (pooling changes every class's table when classes are added, so it
+// is checked apart from add-classes) and compares ONNX Runtime's
+// predictions on imgs with the training-time evaluation's.
+func checkPooledExport(t *testing.T, r *Run, imgs []image.Image) {
+	t.Helper()
+	cfg := r.Config()
+	cfg.Classifier.PoolCov = 0.5
+	if err := writeYAML(filepath.Join(r.Dir(), "config.yaml"), cfg); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := r.Evaluate(cfg.Classifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base, err := r.Evaluate(r.Config().Classifier); err != nil || slices.Equal(base.Predictions, ev.Predictions) {
+		t.Errorf("pool_cov 0.5 changed no prediction of %d (error %v)", len(ev.Predictions), err)
+	}
+	model := filepath.Join(t.TempDir(), "pooled")
+	if err := Export(r.Dir(), model); err != nil {
+		t.Fatal(err)
+	}
+	clf, err := infer.Open(model, infer.WithLog(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clf.Close()
+	if got := clf.Manifest().Classifier.PoolCov; got != 0.5 {
+		t.Errorf("manifest pool_cov %v, want 0.5", got)
+	}
+	pred := map[int]int{}
+	for i, p := range ev.Predictions {
+		pred[i] = p
+	}
+	checkModelAgreement(t, clf, imgs, pred)
+}
+
+// checkOracle runs the oracle-gap diagnostic on r after its third task:
+// it covers the 4 classes of tasks 1 and 2, each with a finite positive
+// mean shift; the oracle-means prototypes keep the stored covariances;
+// and evaluating with them leaves the run's own evaluation (ev) unchanged
+// afterwards.
+func checkOracle(t *testing.T, r *Run, ev Evaluation) {
+	t.Helper()
+	oracle, classes, err := r.OraclePrototypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(oracle) != 4 || len(classes) != 4 {
+		t.Fatalf("oracle of %d classes (%d reported), want the 4 of tasks 1-2", len(oracle), len(classes))
+	}
+	for _, o := range classes {
+		if !(o.Relative() > 0) || math.IsInf(o.Relative(), 0) || o.Task > 2 {
+			t.Errorf("class %d (task %d): mean shift %v over spread %v", o.ID, o.Task, o.MeanShift, o.Spread)
+		}
+	}
+	means := r.WithOracle(oracle, false)
+	for c, g := range oracle {
+		if means[c].Cov != r.State().Prototypes[c].Cov || !slices.Equal(means[c].Mean, g.Mean) {
+			t.Errorf("class %d: oracle means changed the covariance or kept the stored mean", c)
+		}
+	}
+	if _, err := r.EvaluatePrototypes(r.Config().Classifier, SplitTest, r.WithOracle(oracle, true)); err != nil {
+		t.Fatal(err)
+	}
+	again, err := r.Evaluate(r.Config().Classifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(again.Predictions, ev.Predictions) {
+		t.Error("evaluating with oracle prototypes changed the run's own predictions")
+	}
+	tc := r.Confusion(ev, SplitTest)
+	if tc.Images != len(ev.Predictions) || tc.SameTask+tc.ToOlder+tc.ToNewer != tc.Errors {
+		t.Errorf("confusion %+v does not add up over %d predictions", tc, len(ev.Predictions))
+	}
+}
+
+// checkAddClassesKeepsOldTables adds an unseen class (Ankle boot) from a
+// few test images and checks that the old classes' whitening and bias come
+// out as exported: their ages, not the longer task list, set their
+// shrinkage and bias.
+func checkAddClassesKeepsOldTables(t *testing.T, model string, old gauss.ClassifierTables) {
+	t.Helper()
+	_, test, err := data.LoadFashionMNIST("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder := filepath.Join(t.TempDir(), "Ankle boot")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, j := range test.Subset([]int{9})[:8] {
+		path := filepath.Join(folder, fmt.Sprintf("%05d.png", j))
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := png.Encode(f, grayImage(test.Image(j), test.Width, test.Height)); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		files = append(files, path)
+	}
+	out := filepath.Join(t.TempDir(), "added")
+	if _, err := infer.AddClasses(model, out, []infer.LabelledImages{{Name: "Ankle boot", Files: files}}, infer.WithLog(io.Discard)); err != nil {
+		t.Fatal(err)
+	}
+	added, err := bundle.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := added.Prototypes.Tables
+	k, ss := old.K, old.S*old.S
+	if !slices.Equal(got.Whiten[:k*ss], old.Whiten) || !slices.Equal(got.Bias[:k], old.Bias) {
+		t.Error("add-classes changed the old classes' whitening or bias")
+	}
+}
+
+func grayImage(pix []uint8, w, h int) image.Image {
+	g := image.NewGray(image.Rect(0, 0, w, h))
+	copy(g.Pix, pix)
+	return g
+}
