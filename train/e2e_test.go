@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,11 +109,43 @@ func TestTwoTasksBicycVersusFinetune(t *testing.T) {
 			fs.Method, fs.Completed, fs.Reports[0].TrainedIn, fs.Reports[1].TrainedIn)
 	}
 
+	checkForkNewClassifier(t, bicycDir, runs[config.MethodBicyc])
+
 	other := quickConfig(config.MethodFinetune, 1)
 	other.Loss.Alpha = 0.5
 	_, err = Fork(bicycDir, other, t.TempDir(), Options{Log: io.Discard})
 	if !errors.Is(err, ErrForkMismatch) || !strings.Contains(err.Error(), "seed, loss.alpha") {
 		t.Errorf("fork with another seed and loss.alpha: got %v, want ErrForkMismatch naming seed, loss.alpha", err)
+	}
+}
+
+// checkForkNewClassifier: a fork with another classifier shares task 1 and
+// records task 1's accuracies under its own classifier, the ones Evaluate
+// gives it, not the source's.
+func checkForkNewClassifier(t *testing.T, src string, srcSummary Summary) {
+	t.Helper()
+	cfg := quickConfig(config.MethodBicyc, 0)
+	cfg.Classifier.Shrink, cfg.Classifier.Normalize = 0.01, false
+	forked, err := Fork(src, cfg, t.TempDir(), Options{Log: io.Discard})
+	if err != nil {
+		t.Fatalf("fork with another classifier: %v", err)
+	}
+	defer forked.Close()
+	got := summary(t, forked).Reports[0]
+	want, err := forked.Evaluate(cfg.Classifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantVal, err := forked.EvaluateSplit(cfg.Classifier, SplitVal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.TAg, want.TAg) || !slices.Equal(got.TAw, want.TAw) || !slices.Equal(got.ValTAg, wantVal.TAg) {
+		t.Errorf("forked task 1: TAg %v TAw %v val %v, its classifier gives %v %v %v", got.TAg, got.TAw, got.ValTAg, want.TAg, want.TAw, wantVal.TAg)
+	}
+	source := srcSummary.Reports[0]
+	if slices.Equal(got.TAg, source.TAg) && slices.Equal(got.ValTAg, source.ValTAg) {
+		t.Errorf("task 1 scores %v / val %v under both classifiers: the test cannot tell a re-evaluation", got.TAg, got.ValTAg)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -32,14 +33,24 @@ var LaterTaskKeys = []string{
 	"quick_profile.epochs", "quick_profile.transport_samples", "quick_profile.adapter_epochs",
 }
 
+// ClassifierKeys are the classifier.* keys: they act only when a task is
+// evaluated, never on what it trains. Runs that differ in them (and in
+// LaterTaskKeys) share their first task; Fork evaluates it again with the
+// new run's classifier.
+var ClassifierKeys = []string{
+	"classifier.shrink", "classifier.normalize", "classifier.full_gaussian", "classifier.top_k",
+	"classifier.off_diag_shrink", "classifier.age_shrink", "classifier.pool_cov", "classifier.age_bias",
+}
+
 // ErrForkMismatch is wrapped when a fork's configuration differs from its
 // source run's in a key that task 1 depends on.
 var ErrForkMismatch = errors.New("configuration changes task 1")
 
-// FirstTaskDifferences lists the keys outside LaterTaskKeys in which a and b
-// differ: the reasons two runs cannot share their first task.
+// FirstTaskDifferences lists the keys outside LaterTaskKeys and
+// ClassifierKeys in which a and b differ: the reasons two runs cannot share
+// their first task.
 func FirstTaskDifferences(a, b config.Config) []string {
-	return differencesOutside(a, b, LaterTaskKeys)
+	return differencesOutside(a, b, slices.Concat(LaterTaskKeys, ClassifierKeys))
 }
 
 // differencesOutside lists the keys not in allowed in which a and b differ.
@@ -56,8 +67,10 @@ func differencesOutside(a, b config.Config, allowed []string) []string {
 // Fork creates the run directory dir for cfg, starting after task 1 from
 // the run in src instead of training task 1 again: it takes src's task
 // stream and its checkpoint after task 1 (metrics of task 1 included).
-// cfg may differ from src's configuration only in LaterTaskKeys; any other
-// difference is an error wrapping ErrForkMismatch that names the keys.
+// cfg may differ from src's configuration only in LaterTaskKeys and
+// ClassifierKeys; any other difference is an error wrapping ErrForkMismatch
+// that names the keys. When the classifier differs, task 1's accuracies
+// (test and validation) are computed again with cfg's classifier.
 // Because every random source is derived from the seed and the task, the
 // forked run then trains exactly what a run of cfg from scratch would
 // (tested); it only saves the time of task 1, which with rotation is the
@@ -100,6 +113,12 @@ func Fork(src string, cfg config.Config, dir string, opts Options) (*Run, error)
 		st.Reports[0].TrainedIn = src
 	}
 	r.state = st
+	if !reflect.DeepEqual(srcCfg.Classifier, cfg.Classifier) {
+		r.log.printf("task 1 evaluated again: the classifier differs from %s's", src)
+		if err := r.evaluateTask(0, nil, &st.Reports[0]); err != nil {
+			return nil, fmt.Errorf("fork from %s: %w", src, err)
+		}
+	}
 	// Same order as New, checkpoint first: config.yaml marks a run that can
 	// be resumed, and a fork killed before it is simply started again.
 	if err := durable.WriteJSON(filepath.Join(dir, "stream.json"), r.streamRecord()); err != nil {
