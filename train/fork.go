@@ -26,6 +26,7 @@ var LaterTaskKeys = []string{
 	"loss.bi", "loss.cyc", "loss.pair", "loss.lambda_bi", "loss.lambda_cyc", "loss.lambda_pair",
 	"loss.pair_rows", "loss.kd_weight", "loss.cycle_detach_inner",
 	"adapter.epochs", "adapter.lr", "adapter.transport_samples", "adapter.alpha", "adapter.min_steps", "adapter.select",
+	"anchors.per_class", "anchors.steps", "anchors.step", "anchors.start", "anchors.mean_shift",
 	"export.enabled", "export.dir",
 	"quick_profile.epochs", "quick_profile.transport_samples", "quick_profile.adapter_epochs",
 }
