@@ -38,6 +38,12 @@ var addedKeys = map[string]func(*Config){
 	"model.pretrained":         func(c *Config) { c.Model.Pretrained = "" },
 	"model.freeze_stages":      func(c *Config) { c.Model.FreezeStages = 0 },
 	"train.backbone_lr_scale":  func(c *Config) { c.Train.BackboneLRScale = 1 },
+	// Drift anchors: off, as every run before them.
+	"anchors.per_class":  func(c *Config) { c.Anchors.PerClass = 0 },
+	"anchors.steps":      func(c *Config) { c.Anchors.Steps = Default().Anchors.Steps },
+	"anchors.step":       func(c *Config) { c.Anchors.Step = Default().Anchors.Step },
+	"anchors.start":      func(c *Config) { c.Anchors.Start = Default().Anchors.Start },
+	"anchors.mean_shift": func(c *Config) { c.Anchors.MeanShift = false },
 }
 
 // ReadRun reads a run directory's config.yaml, which holds every key the
