@@ -269,15 +269,9 @@ func newAnchorSearch(b *models.Backbone, batch, c, h, w int) (*anchorSearch, err
 	if err != nil {
 		return nil, err
 	}
-	diff, err := G.Sub(feat, mu)
-	if err != nil {
-		return nil, err
-	}
-	sq, err := G.Square(diff)
-	if err != nil {
-		return nil, err
-	}
-	loss, err := G.Sum(sq)
+	// The mean of the squared distances: a positive multiple of L, with
+	// the same signs of the gradient.
+	loss, err := mse(feat, mu)
 	if err != nil {
 		return nil, err
 	}
