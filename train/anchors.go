@@ -101,45 +101,25 @@ func (r *Run) driftAnchors(t int, p featurePairs, zOld []float32, protos map[int
 		return anchorSet{}, nil, nil
 	}
 	start := time.Now()
-	ds := r.train
-	s, size := r.cfg.Model.FeatureDim, ds.ImageSize()
-	search, err := newAnchorSearch(p.old, k, ds.Channels, ds.Height, ds.Width)
+	search, err := r.newAnchorNets(p, min(k, r.cfg.Train.EvalBatch))
 	if err != nil {
 		return anchorSet{}, nil, err
 	}
 	defer search.close()
-	old, err := newExtractor(p.old, k, ds.Channels, ds.Height, ds.Width)
-	if err != nil {
-		return anchorSet{}, nil, err
-	}
-	defer old.close()
-	cur, err := newExtractor(p.cur, k, ds.Channels, ds.Height, ds.Width)
-	if err != nil {
-		return anchorSet{}, nil, err
-	}
-	defer cur.close()
+	s := r.cfg.Model.FeatureDim
 	step := newAnchorStep(r.prep, cfg.Step)
 	rng := r.rng("anchors", t)
 	set := anchorSet{classes: sortedClasses(protos), count: k, means: map[int][]float64{}}
 	rep := &AnchorReport{PerClass: k}
-	x := make([]float32, k*size)
 	for _, c := range set.classes {
 		g := protos[c]
 		set.means[c] = slices.Clone(g.Mean)
-		for i, j := range anchorStarts(cfg.Start, zOld[:len(p.idx)*s], s, g.Mean, k, rng) {
-			r.prep.Normalize(ds.Image(p.idx[j]), x[i*size:(i+1)*size])
+		starts := anchorStarts(cfg.Start, zOld[:len(p.idx)*s], s, g.Mean, k, rng)
+		images := make([]int, k)
+		for i, j := range starts {
+			images[i] = p.idx[j]
 		}
-		before, after, zNew := make([]float32, k*s), make([]float32, k*s), make([]float32, k*s)
-		err := old.run(x, k, before)
-		if err == nil {
-			err = search.run(x, k, g.Mean, cfg.Steps, step)
-		}
-		if err == nil {
-			err = old.run(x, k, after)
-		}
-		if err == nil {
-			err = cur.run(x, k, zNew)
-		}
+		before, after, zNew, err := search.anchors(r.train, r.prep, images, g.Mean, cfg.Steps, step)
 		if err != nil {
 			return anchorSet{}, nil, fmt.Errorf("drift anchors of class %d: %w", c, err)
 		}
@@ -155,6 +135,74 @@ func (r *Run) driftAnchors(t int, p featurePairs, zOld []float32, protos map[int
 	r.log.printf("task %d drift anchors: %d per old class, %d steps of %g: mean ||f_old(x) - mu_c|| %.3f -> %.3f (class spread sqrt(tr Sigma_c) %.3f); per class %s",
 		t+1, k, cfg.Steps, cfg.Step, rep.Before, rep.After, rep.Spread, anchorClassString(rep.Classes))
 	return set, rep, nil
+}
+
+// anchorNets are the graphs of the anchor search, for chunks of up to
+// batch images: the search itself and forward-only feature extractors of
+// the old and the current backbone.
+type anchorNets struct {
+	batch    int
+	search   *anchorSearch
+	old, cur *extractor
+}
+
+func (r *Run) newAnchorNets(p featurePairs, batch int) (*anchorNets, error) {
+	ds := r.train
+	n := &anchorNets{batch: batch}
+	var err error
+	if n.search, err = newAnchorSearch(p.old, batch, ds.Channels, ds.Height, ds.Width); err != nil {
+		return nil, err
+	}
+	if n.old, err = newExtractor(p.old, batch, ds.Channels, ds.Height, ds.Width); err != nil {
+		n.close()
+		return nil, err
+	}
+	if n.cur, err = newExtractor(p.cur, batch, ds.Channels, ds.Height, ds.Width); err != nil {
+		n.close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// anchors searches anchors from the given images of ds toward mean, chunk
+// by chunk, and returns their old features before and after the search
+// and their current features, [len(images),S] each.
+func (n *anchorNets) anchors(ds *data.Dataset, prep data.Preprocess, images []int, mean []float64, steps int, step anchorStep) (before, after, cur []float32, err error) {
+	s, size := len(mean), ds.ImageSize()
+	before, after, cur = make([]float32, len(images)*s), make([]float32, len(images)*s), make([]float32, len(images)*s)
+	x := make([]float32, n.batch*size)
+	for off := 0; off < len(images); off += n.batch {
+		m := min(n.batch, len(images)-off)
+		for i := range m {
+			prep.Normalize(ds.Image(images[off+i]), x[i*size:(i+1)*size])
+		}
+		rows := func(z []float32) []float32 { return z[off*s : (off+m)*s] }
+		err = n.old.run(x, m, rows(before))
+		if err == nil {
+			err = n.search.run(x, m, mean, steps, step)
+		}
+		if err == nil {
+			err = n.old.run(x, m, rows(after))
+		}
+		if err == nil {
+			err = n.cur.run(x, m, rows(cur))
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return before, after, cur, nil
+}
+
+func (n *anchorNets) close() {
+	for _, e := range []*extractor{n.old, n.cur} {
+		if e != nil {
+			e.close()
+		}
+	}
+	if n.search != nil {
+		n.search.close()
+	}
 }
 
 func anchorClassString(classes []AnchorClass) string {

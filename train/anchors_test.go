@@ -2,6 +2,7 @@ package train
 
 import (
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -69,6 +70,16 @@ func TestDriftAnchors(t *testing.T) {
 		if !(c.After < 0.9*c.Before) {
 			t.Errorf("class %d: anchors at distance %.3f after the search, %.3f before", c.Class, c.After, c.Before)
 		}
+	}
+
+	r.cfg.Train.EvalBatch = 7 // the search in chunks of 7 images
+	chunked, chunkedRep, err := r.driftAnchors(1, f.p, f.zOld, f.protos)
+	r.cfg.Train.EvalBatch = 500
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chunked.rows() != 40 || math.Abs(chunkedRep.After-rep.After) > 0.02*rep.After || math.Abs(chunkedRep.Before-rep.Before) > 1e-5 {
+		t.Errorf("search in chunks of 7: distance %.4f -> %.4f, in one chunk %.4f -> %.4f", chunkedRep.Before, chunkedRep.After, rep.Before, rep.After)
 	}
 
 	old := *r.train
