@@ -26,6 +26,7 @@ type Config struct {
 	Train      Train      `mapstructure:"train" yaml:"train"`
 	Loss       Loss       `mapstructure:"loss" yaml:"loss"`
 	Adapter    Adapter    `mapstructure:"adapter" yaml:"adapter"`
+	Anchors    Anchors    `mapstructure:"anchors" yaml:"anchors"`
 	Classifier Classifier `mapstructure:"classifier" yaml:"classifier"`
 	Eval       Eval       `mapstructure:"eval" yaml:"eval"`
 	Export     Export     `mapstructure:"export" yaml:"export"`
@@ -224,6 +225,7 @@ func Default() Config {
 			CycleDetachInner: true,
 		},
 		Adapter:    Adapter{Epochs: -1, AdaGaussEpochs: AdaGaussEpochsTrain, LR: 0.01, TransportSamples: 2000, Alpha: -1, MinSteps: 100, Select: true},
+		Anchors:    Anchors{Steps: 3, Step: 0.03, Start: AnchorStartNearest},
 		Classifier: Classifier{Shrink: 3, Normalize: true, TopK: 5},
 		Export:     Export{Enabled: true, AcceptRate: 0.95},
 		QuickSet: Quick{
@@ -283,6 +285,7 @@ func (c Config) Validate() error {
 	c.validateTrain(bad)
 	c.validateStages(bad)
 	c.validateFidelity(bad)
+	c.Anchors.validate(bad)
 	return errors.Join(errs...)
 }
 

@@ -49,6 +49,12 @@ var addedKeys = map[string]func(*Config){
 	"classifier.age_shrink":      func(c *Config) { c.Classifier.AgeShrink = 0 },
 	"classifier.age_bias":        func(c *Config) { c.Classifier.AgeBias = 0 },
 	"classifier.pool_cov":        func(c *Config) { c.Classifier.PoolCov = 0 },
+	// Drift anchors: off, as every run before them.
+	"anchors.per_class":  func(c *Config) { c.Anchors.PerClass = 0 },
+	"anchors.steps":      func(c *Config) { c.Anchors.Steps = Default().Anchors.Steps },
+	"anchors.step":       func(c *Config) { c.Anchors.Step = Default().Anchors.Step },
+	"anchors.start":      func(c *Config) { c.Anchors.Start = Default().Anchors.Start },
+	"anchors.mean_shift": func(c *Config) { c.Anchors.MeanShift = false },
 }
 
 // ReadRun reads a run directory's config.yaml, which holds every key the

@@ -28,6 +28,7 @@ var LaterTaskKeys = []string{
 	"loss.pair_rows", "loss.kd_weight", "loss.cycle_detach_inner",
 	"adapter.epochs", "adapter.lr", "adapter.transport_samples", "adapter.alpha", "adapter.min_steps", "adapter.select",
 	"classifier.age_shrink", "classifier.age_bias",
+	"anchors.per_class", "anchors.steps", "anchors.step", "anchors.start", "anchors.mean_shift",
 	"export.enabled", "export.dir",
 	"model.linear_bias", "loss.pair_sampling", "adapter.adagauss_epochs", "adapter.milestones",
 	"quick_profile.epochs", "quick_profile.transport_samples", "quick_profile.adapter_epochs",

@@ -212,6 +212,12 @@ func (r *Run) stage2(t int, p featurePairs, adapt *models.Mapper, protos map[int
 	if err != nil {
 		return nil, err
 	}
+	anchors, anchorRep, err := r.driftAnchors(t, p, zOld, protos)
+	if err != nil {
+		return nil, err
+	}
+	rep.Anchors = anchorRep
+	zOld, p = anchors.join(zOld, p)
 	epochs := cfg.AdapterEpochs()
 	if cfg.Method == config.MethodAdaGauss {
 		// AdaGauss learns its adapter only after the task, from scratch,
@@ -253,6 +259,9 @@ func (r *Run) stage2(t int, p featurePairs, adapt *models.Mapper, protos map[int
 		err = r.transport(t, aMap, protos)
 	case MapLinear:
 		err = transportAffine(affine, protos)
+	}
+	if err == nil && cfg.Anchors.MeanShift {
+		anchors.shiftMeans(protos, s)
 	}
 	rep.TransportSeconds = since(start)
 	return adapt, err

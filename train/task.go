@@ -34,6 +34,9 @@ type TaskReport struct {
 	// Transport says which map carried the old classes into this task's
 	// feature space (adapter.select); nil for task 1 and finetune.
 	Transport *TransportChoice `json:"transport,omitempty"`
+	// Anchors records the drift anchors added to Stage II's fit
+	// (anchors.per_class); nil when there were none.
+	Anchors *AnchorReport `json:"anchors,omitempty"`
 	// ValTAg is the task-agnostic accuracy on each task's validation
 	// images (data.val_per_class); empty when a task has none.
 	ValTAg []float64 `json:"val_tag,omitempty"`
