@@ -165,16 +165,16 @@ func (s TaskStream) SeenClasses(t int) []int {
 	return classes
 }
 
-// String prints one line per task, "task 0: 3 7 1", without names.
+// String prints one line per task, "task 1: 3 7 1", without names.
 func (s TaskStream) String() string { return s.Format(nil) }
 
-// Format prints one line per task with each class id followed by its name
-// in parentheses, "task 0: 3 (Dress), 7 (Sneaker)"; ids without a name in
+// Format prints one line per task, numbered from 1, with each class id followed by its name
+// in parentheses, "task 1: 3 (Dress), 7 (Sneaker)"; ids without a name in
 // names are printed alone, so Format(nil) gives String's form.
 func (s TaskStream) Format(names []string) string {
 	var b strings.Builder
 	for t, task := range s.Tasks {
-		fmt.Fprintf(&b, "task %d:", t)
+		fmt.Fprintf(&b, "task %d:", t+1)
 		for i, c := range task {
 			sep := " "
 			if i > 0 && names != nil {

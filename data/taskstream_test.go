@@ -146,10 +146,10 @@ func TestTaskStreamJSONAndValidate(t *testing.T) {
 
 func TestTaskStreamFormat(t *testing.T) {
 	s, _ := NewTaskStream(4, 2, 0, []int{3, 0, 1, 2}, 0)
-	if got, want := s.String(), "task 0: 3 0\ntask 1: 1 2\n"; got != want {
+	if got, want := s.String(), "task 1: 3 0\ntask 2: 1 2\n"; got != want {
 		t.Errorf("String: %q, want %q", got, want)
 	}
-	if got, want := s.Format([]string{"a", "b", "c"}), "task 0: 3, 0 (a)\ntask 1: 1 (b), 2 (c)\n"; got != want {
+	if got, want := s.Format([]string{"a", "b", "c"}), "task 1: 3, 0 (a)\ntask 2: 1 (b), 2 (c)\n"; got != want {
 		t.Errorf("Format: %q, want %q", got, want)
 	}
 }
