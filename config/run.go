@@ -38,6 +38,11 @@ var addedKeys = map[string]func(*Config){
 	"model.pretrained":         func(c *Config) { c.Model.Pretrained = "" },
 	"model.freeze_stages":      func(c *Config) { c.Model.FreezeStages = 0 },
 	"train.backbone_lr_scale":  func(c *Config) { c.Train.BackboneLRScale = 1 },
+	// Prototype rehearsal: off, as every run before it.
+	"loss.rehearsal.enabled":   func(c *Config) { c.Loss.Rehearsal = DefaultRehearsal() },
+	"loss.rehearsal.lambda":    func(c *Config) { c.Loss.Rehearsal.Lambda = DefaultRehearsal().Lambda },
+	"loss.rehearsal.per_class": func(c *Config) { c.Loss.Rehearsal.PerClass = DefaultRehearsal().PerClass },
+	"loss.rehearsal.backbone":  func(c *Config) { c.Loss.Rehearsal.Backbone = DefaultRehearsal().Backbone },
 }
 
 // ReadRun reads a run directory's config.yaml, which holds every key the
