@@ -139,6 +139,8 @@ type Loss struct {
 	ACJitter         float64 `mapstructure:"ac_jitter" yaml:"ac_jitter" doc:"L_ac jitter eps added to the batch covariance diagonal (authors' code: 1e-6)."`
 	KDWeight         float64 `mapstructure:"kd_weight" yaml:"kd_weight" doc:"adagauss only: weight of the feature distillation L_n2o (its published script: 10)."`
 	CycleDetachInner bool    `mapstructure:"cycle_detach_inner" yaml:"cycle_detach_inner" doc:"Detach the inner map of each cycle term so it trains only its outer map (authors' code; docs/method.md, Stage I); false follows the paper, where both maps get cycle gradients."`
+
+	Rehearsal Rehearsal `mapstructure:"rehearsal" yaml:"rehearsal"`
 }
 
 // Adapter holds Stage II: the adapter fine-tune and the transport of old classes.
@@ -223,6 +225,7 @@ func Default() Config {
 			LambdaBi: 5, LambdaCyc: 2, LambdaPair: 0.05, PairRows: 128, PairSampling: PairSamplingRandom,
 			Alpha: 1, Beta: 1, ACShrink: 0, ACJitter: 1e-6, KDWeight: 10,
 			CycleDetachInner: true,
+			Rehearsal:        DefaultRehearsal(),
 		},
 		Adapter:    Adapter{Epochs: -1, AdaGaussEpochs: AdaGaussEpochsTrain, LR: 0.01, TransportSamples: 2000, Alpha: -1, MinSteps: 100, Select: true},
 		Anchors:    Anchors{Steps: 3, Step: 0.03, Start: AnchorStartNearest},
@@ -397,6 +400,7 @@ func (c Config) validateStages(bad problem) {
 	if c.Loss.PairRows < 2 {
 		bad("loss.pair_rows", "must be >= 2, got %d", c.Loss.PairRows)
 	}
+	c.Loss.Rehearsal.validate(c, bad)
 	if c.Adapter.Epochs < -1 {
 		bad("adapter.epochs", "must be -1 (half of train.epochs) or >= 0, got %d", c.Adapter.Epochs)
 	}

@@ -55,6 +55,11 @@ var addedKeys = map[string]func(*Config){
 	"anchors.step":       func(c *Config) { c.Anchors.Step = Default().Anchors.Step },
 	"anchors.start":      func(c *Config) { c.Anchors.Start = Default().Anchors.Start },
 	"anchors.mean_shift": func(c *Config) { c.Anchors.MeanShift = false },
+	// Prototype rehearsal: off, as every run before it.
+	"loss.rehearsal.enabled":   func(c *Config) { c.Loss.Rehearsal = DefaultRehearsal() },
+	"loss.rehearsal.lambda":    func(c *Config) { c.Loss.Rehearsal.Lambda = DefaultRehearsal().Lambda },
+	"loss.rehearsal.per_class": func(c *Config) { c.Loss.Rehearsal.PerClass = DefaultRehearsal().PerClass },
+	"loss.rehearsal.backbone":  func(c *Config) { c.Loss.Rehearsal.Backbone = DefaultRehearsal().Backbone },
 }
 
 // ReadRun reads a run directory's config.yaml, which holds every key the

@@ -18,6 +18,10 @@ type routingNets struct {
 	backbone *models.Backbone
 	head     *models.Linear
 	d, a     *models.Mapper
+	// rehearsal, when set, adds L_pr with pseudo-features drawn from a
+	// fresh rng seeded with rehearsalSeed in every graph.
+	rehearsal     *Rehearsal
+	rehearsalSeed uint64
 }
 
 func newRoutingNets(t *testing.T) routingNets {
@@ -46,6 +50,10 @@ func (n routingNets) gradients(t *testing.T, cfg config.Config) map[string][][]f
 	const rows, classes = 16, 3
 	nets := stage1Nets{backbone: n.backbone.Clone(), head: n.head.Clone(), distiller: n.d.Clone(), adapter: n.a.Clone(),
 		rows: rows, numClasses: classes, hasOld: true}
+	if n.rehearsal != nil {
+		nets.rehearsal = &Rehearsal{Head: n.rehearsal.Head.Clone(), Old: n.rehearsal.Old, PerClass: n.rehearsal.PerClass,
+			RNG: rand.New(rand.NewPCG(n.rehearsalSeed, 0))}
+	}
 	sg, err := buildStage1(cfg, nets, 1, 8, 8)
 	if err != nil {
 		t.Fatal(err)
@@ -59,8 +67,15 @@ func (n routingNets) gradients(t *testing.T, cfg config.Config) map[string][][]f
 		sg.zOld.Data().([]float32)[i] = float32(rng.NormFloat64())
 	}
 	oh := sg.onehot.Data().([]float32)
+	labels := make([]int, rows)
 	for i := 0; i < rows; i++ {
-		oh[i*classes+i%classes] = 1
+		labels[i] = i % classes
+		oh[i*classes+labels[i]] = 1
+	}
+	if nets.rehearsal != nil {
+		if err := fillRehearsal(nets.rehearsal, sg, labels, 1); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := sg.vm.RunAll(); err != nil {
 		t.Fatal(err)
@@ -68,7 +83,7 @@ func (n routingNets) gradients(t *testing.T, cfg config.Config) map[string][][]f
 	defer sg.vm.Reset()
 	owner := map[*tensor.Dense]string{}
 	for name, ps := range map[string][]*tensor.Dense{"backbone": nets.backbone.Params(), "head": nets.head.Params(),
-		"distiller": nets.distiller.Params(), "adapter": nets.adapter.Params()} {
+		"distiller": nets.distiller.Params(), "adapter": nets.adapter.Params(), "rehearsal head": rehearsalParams(nets.rehearsal)} {
 		for _, p := range ps {
 			owner[p] = name
 		}

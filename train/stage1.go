@@ -26,12 +26,14 @@ type stage1Nets struct {
 	hasOld     bool           // z_old is an input (task > 1 with distillation)
 	detach     bool           // features detached from the backbone (warm-up)
 	frozenBN   bool           // BatchNorm in evaluation mode (Stage1Input.FrozenBatchNorm)
+	rehearsal  *Rehearsal     // loss.rehearsal; nil when off
 }
 
 // stage1Graph is the Stage I training graph of one task: inputs, named loss
 // terms, their weighted total and the trained parameters.
 type stage1Graph struct {
 	image, onehot, zOld *tensor.Dense
+	pseudo, onehotSeen  *tensor.Dense // rehearsal inputs; nil without it
 	terms               []lossTerm
 	pairRows            *pairSelection // random L_pair rows; nil when it takes the first rows
 	total               *G.Node
@@ -73,7 +75,9 @@ func (t lossTerm) current() float64 {
 //
 // With loss.cycle_detach_inner false, L_cyc follows the paper's equation
 // literally instead: MSE(A(D(z_new)), sg z_new) + MSE(D(A(z_old)), z_old).
-// adagauss keeps only CE + kd_weight*L_n2o + alpha*L_ac.
+// adagauss keeps only CE + kd_weight*L_n2o + alpha*L_ac. With
+// loss.rehearsal, L_pr (see Rehearsal) trains its head, and the backbone
+// through the real features unless loss.rehearsal.backbone is false.
 //
 // Stage1Step is its one caller outside tests: train's Stage I loop and
 // bench/train both run this graph through it.
@@ -133,6 +137,13 @@ func buildStage1(cfg config.Config, n stage1Nets, c, h, w int) (*stage1Graph, er
 			sg.pairRows = newPairSelection(g, cfg.Loss.PairRows, n.rows)
 		}
 		more, err := distillationTerms(cfg, n, g, zNew, zOld, sg.pairRows, add)
+		if err != nil {
+			return nil, err
+		}
+		params = append(params, more...)
+	}
+	if n.rehearsal != nil {
+		more, err := rehearsalTerm(cfg, n, g, sg, zNew, add)
 		if err != nil {
 			return nil, err
 		}
@@ -357,7 +368,11 @@ func (r *Run) stage1(ctx context.Context, t int, cur, old *models.Backbone, dist
 	c, h, w := r.train.Channels, r.train.Height, r.train.Width
 	head := models.NewLinear(cfg.Model.FeatureDim, len(classes)*l.copies, true, r.rng("head", t))
 	var err error
-	l.step, err = NewStage1Step(cfg, Stage1Nets{Backbone: cur, Old: old, Head: head, Distiller: dist, Adapter: adapt},
+	var rehearsal *Rehearsal
+	if old != nil {
+		rehearsal = r.rehearsal(t, batch, classes)
+	}
+	l.step, err = NewStage1Step(cfg, Stage1Nets{Backbone: cur, Old: old, Head: head, Distiller: dist, Adapter: adapt, Rehearsal: rehearsal},
 		Stage1Input{Batch: batch, Channels: c, Height: h, Width: w, Rotation: rotation, FrozenBatchNorm: t > 0 && cfg.Train.FreezeBNStats,
 			PairSeed: r.seed("pair-rows", t)})
 	if err != nil {

@@ -28,6 +28,9 @@ type Stage1Nets struct {
 	// (old -> new), needed with Old for method bicyc; adagauss learns its
 	// adapter after Stage I.
 	Distiller, Adapter *models.Mapper
+	// Rehearsal is prototype rehearsal's head and old Gaussians, needed
+	// with Old when loss.rehearsal.enabled is set; nil otherwise.
+	Rehearsal *Rehearsal
 }
 
 // Stage1Input is the shape of the batches a Stage1Step trains on.
@@ -63,6 +66,8 @@ type Stage1Input struct {
 //	CE + alpha*L_ac + lambda_bi*(L_n2o + L_o2n) + lambda_cyc*L_cyc + lambda_pair*L_pair   (bicyc)
 //	CE + alpha*L_ac + kd_weight*L_n2o                                                      (adagauss)
 //	CE + alpha*L_ac                                                  (no old backbone, finetune)
+//
+// plus lambda*L_pr with loss.rehearsal (Stage1Nets.Rehearsal).
 //
 // (buildStage1 documents which network each term trains). z_old is the old
 // backbone's evaluation-mode features of the same rows, computed before
@@ -121,10 +126,14 @@ func NewStage1Step(cfg config.Config, nets Stage1Nets, in Stage1Input) (*Stage1S
 			return nil, fmt.Errorf("stage I step: method %s needs an adapter", cfg.Method)
 		}
 	}
+	if err := checkRehearsal(cfg, nets, nets.Head.Out()/copies); err != nil {
+		return nil, err
+	}
 	st := &Stage1Step{
 		cfg: cfg,
 		nets: stage1Nets{backbone: nets.Backbone, head: nets.Head, distiller: nets.Distiller, adapter: nets.Adapter,
-			rows: in.Batch * copies, numClasses: nets.Head.Out(), hasOld: nets.Old != nil, frozenBN: in.FrozenBatchNorm},
+			rows: in.Batch * copies, numClasses: nets.Head.Out(), hasOld: nets.Old != nil, frozenBN: in.FrozenBatchNorm,
+			rehearsal: nets.Rehearsal},
 		in:       in,
 		classes:  nets.Head.Out() / copies,
 		graphs:   map[bool]*stage1Graph{},
@@ -183,7 +192,7 @@ func (st *Stage1Step) graph() (*stage1Graph, error) {
 }
 
 // Terms returns the names of the loss terms Run reports, in its order: ce,
-// then those of ac, n2o, o2n, cyc and pair that cfg switches on.
+// then those of ac, n2o, o2n, cyc, pair and pr that cfg switches on.
 func (st *Stage1Step) Terms() []string { return append([]string(nil), st.terms...) }
 
 // SetWarmup switches the detach warm-up on or off for the following steps
@@ -236,6 +245,11 @@ func (st *Stage1Step) Run(images []float32, labels []int, lr float64) ([]float64
 	}
 	if !st.in.Rotation {
 		copy(image, images)
+	}
+	if st.nets.rehearsal != nil {
+		if err := fillRehearsal(st.nets.rehearsal, sg, labels, st.nets.rows/st.in.Batch); err != nil {
+			return nil, err
+		}
 	}
 	if st.old != nil {
 		if err := st.old.run(image, st.nets.rows, sg.zOld.Data().([]float32)); err != nil {
