@@ -47,7 +47,9 @@ type Spec struct {
 // a method of its own (for example an extension switched on). Its runs are
 // <method>-<name>-s<seed>; the report shows it as <method>+<name>.
 type NamedVariant struct {
-	// Name is lower-case letters, digits and '-', unique in the sweep.
+	// Name is lower-case letters, digits and '-', unique among the
+	// sweep's variants of its method (the same settings may be named alike
+	// for two methods).
 	Name   string        `yaml:"name" json:"name"`
 	Method config.Method `yaml:"method" json:"method"`
 	// Sets are --set overrides applied after the sweep's own.
@@ -118,8 +120,8 @@ func (s Spec) Validate() error {
 		if !validVariantName(v.Name) {
 			bad("%s.name: %q: want lower-case letters, digits and '-', not an ablation tag", field, v.Name)
 		}
-		if slices.IndexFunc(s.Variants, func(w NamedVariant) bool { return w.Name == v.Name }) != i {
-			bad("%s.name: %q listed twice", field, v.Name)
+		if slices.IndexFunc(s.Variants, func(w NamedVariant) bool { return w.Name == v.Name && w.Method == v.Method }) != i {
+			bad("%s.name: %q listed twice for %s", field, v.Name, v.Method)
 		}
 		if !slices.Contains(config.Methods(), v.Method) {
 			bad("%s.method: %q is not one of %s", field, v.Method, methodNames())

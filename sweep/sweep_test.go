@@ -78,8 +78,11 @@ func TestSpecValidate(t *testing.T) {
 		{func(s *Spec) { s.Variants = []NamedVariant{{Name: "s2", Method: config.MethodBicyc}} }, "variants[0].name"},
 		{func(s *Spec) { s.Variants = []NamedVariant{{Name: "Big", Method: config.MethodBicyc}} }, "variants[0].name"},
 		{func(s *Spec) {
-			s.Variants = []NamedVariant{{Name: "a", Method: config.MethodBicyc}, {Name: "a", Method: config.MethodFinetune}}
+			s.Variants = []NamedVariant{{Name: "a", Method: config.MethodBicyc}, {Name: "a", Method: config.MethodBicyc}}
 		}, "twice"},
+		{func(s *Spec) {
+			s.Variants = []NamedVariant{{Name: "a", Method: config.MethodBicyc}, {Name: "a", Method: config.MethodAdaGauss}}
+		}, ""},
 		{func(s *Spec) { s.Variants = []NamedVariant{{Name: "a", Method: "ewc"}} }, "variants[0].method"},
 		{func(s *Spec) {
 			s.Variants = []NamedVariant{{Name: "a", Method: config.MethodBicyc, Sets: []string{"seed=3"}}}
