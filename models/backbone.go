@@ -374,11 +374,8 @@ func (f backboneGraph) basicBlock(x *G.Node, name string) (*G.Node, error) {
 			return nil, err
 		}
 	}
-	// ops.Add reuses its output buffer; G.Add allocated 63 MB per ResNet step.
-	if y, err = ops.Add(y, shortcut); err != nil {
-		return nil, fmt.Errorf("%s residual: %w", name, err)
-	}
-	if y, err = ops.ReLU(y); err != nil {
+	// One fused op: one pass and one buffer for the sum and its ReLU.
+	if y, err = ops.AddReLU(y, shortcut); err != nil {
 		return nil, fmt.Errorf("%s residual: %w", name, err)
 	}
 	return y, nil

@@ -6,6 +6,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	G "gorgonia.org/gorgonia"
 
+	"github.com/bicyc/bicyc/bench/compare"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/train"
 )
@@ -47,8 +48,9 @@ func linearFLOPs(batch, in, out int) float64 { return 2 * float64(batch) * float
 
 // sgemmGFLOPs times calls products of two square float32 matrices of the given size through the BLAS gorgonia
 // uses (after ops.UseOpenBLAS: OpenBLAS on one thread per goroutine, the product split over ops.Threads()
-// goroutines, as bicyc's convolutions run it) and returns each call's GFLOP/s, after one warm-up call.
-func sgemmGFLOPs(size, calls int) []float64 {
+// goroutines, as bicyc's convolutions run it), after one warm-up call. It returns each call's GFLOP/s of wall
+// time and the GFLOP per CPU-second of the process over all calls, which depends less on other jobs' load.
+func sgemmGFLOPs(size, calls int) ([]float64, float64, error) {
 	a, b, c := make([]float32, size*size), make([]float32, size*size), make([]float32, size*size)
 	for i := range a {
 		a[i], b[i] = float32(i%7)-3, float32(i%5)-2
@@ -56,11 +58,20 @@ func sgemmGFLOPs(size, calls int) []float64 {
 	impl := G.WhichBLAS()
 	gemm := func() { impl.Sgemm(blas.NoTrans, blas.NoTrans, size, size, size, 1, a, size, b, size, 0, c, size) }
 	gemm()
-	var out []float64
+	flops := 2 * float64(size) * float64(size) * float64(size)
+	cpuStart, err := compare.CPUTime()
+	if err != nil {
+		return nil, 0, err
+	}
+	var wall []float64
 	for range calls {
 		start := time.Now()
 		gemm()
-		out = append(out, 2*float64(size)*float64(size)*float64(size)/time.Since(start).Seconds()/1e9)
+		wall = append(wall, flops/time.Since(start).Seconds()/1e9)
 	}
-	return out
+	cpuEnd, err := compare.CPUTime()
+	if err != nil {
+		return nil, 0, err
+	}
+	return wall, float64(calls) * flops / (cpuEnd - cpuStart).Seconds() / 1e9, nil
 }

@@ -152,9 +152,16 @@ func run(o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var ceiling []float64
+	var ceiling, ceilingCPU []float64
+	measureCeiling := func() error {
+		wall, cpu, err := sgemmGFLOPs(o.ceiling, 3)
+		ceiling, ceilingCPU = append(ceiling, wall...), append(ceilingCPU, cpu)
+		return err
+	}
 	if o.ceiling > 0 {
-		ceiling = append(ceiling, sgemmGFLOPs(o.ceiling, 3)...)
+		if err := measureCeiling(); err != nil {
+			return err
+		}
 	}
 	torchVersion := ""
 	for _, b := range benches {
@@ -163,7 +170,9 @@ func run(o options, out io.Writer) error {
 		}
 	}
 	if o.ceiling > 0 {
-		ceiling = append(ceiling, sgemmGFLOPs(o.ceiling, 3)...)
+		if err := measureCeiling(); err != nil {
+			return err
+		}
 	}
 	loadEnd, err := compare.LoadAverage()
 	if err != nil {
@@ -177,8 +186,8 @@ func run(o options, out io.Writer) error {
 	fmt.Fprintf(out, "images/s: median of %d interleaved rounds; a step is forward, backward and SGD update (momentum 0.9, weight decay 5e-4, clip 1.0)\n", o.rounds)
 	fmt.Fprintln(out, "GFLOP/s: floating-point operations of the step's convolutions and linear layers counted analytically (2 per multiply-add; forward, weight gradients of trainable layers, input gradients where back-propagation needs them; BN, ReLU, pooling and losses not counted) over the median time of a step")
 	if len(ceiling) > 0 {
-		fmt.Fprintf(out, "ceiling: OpenBLAS sgemm %dx%dx%d split over %d goroutines as bicyc runs it, median %.1f GFLOP/s (best %.1f; by call, start and end: %s)\n",
-			o.ceiling, o.ceiling, o.ceiling, o.threads, compare.Median(ceiling), slices.Max(ceiling), roundList(ceiling, "%.1f"))
+		fmt.Fprintf(out, "ceiling: OpenBLAS sgemm %dx%dx%d split over %d goroutines as bicyc runs it, median %.1f GFLOP/s (best %.1f; by call, start and end: %s); %s GFLOP/CPU-s (start, end)\n",
+			o.ceiling, o.ceiling, o.ceiling, o.threads, compare.Median(ceiling), slices.Max(ceiling), roundList(ceiling, "%.1f"), roundList(ceilingCPU, "%.1f"))
 	}
 	fmt.Fprintln(out)
 	writeTables(out, benches)
@@ -191,7 +200,7 @@ func writeTables(out io.Writer, benches []*benchmark) {
 	for _, t := range benches[0].torch {
 		header = append(header, "PyTorch "+t.policy+" img/s")
 	}
-	header = append(header, "bicyc / best PyTorch", "bicyc GFLOP/s", "best PyTorch GFLOP/s", "bicyc img/CPU-s", "PyTorch img/CPU-s", "bicyc peak RSS (MB)", "PyTorch peak RSS (MB)", "img/s by round: bicyc ; PyTorch ...")
+	header = append(header, "bicyc / best PyTorch", "same, by img/CPU-s", "bicyc GFLOP/s", "best PyTorch GFLOP/s", "bicyc GFLOP/CPU-s", "best PyTorch GFLOP/CPU-s", "bicyc img/CPU-s", "PyTorch img/CPU-s", "bicyc peak RSS (MB)", "PyTorch peak RSS (MB)", "img/s by round: bicyc ; PyTorch ...")
 	t := compare.Table{Header: header}
 	for _, b := range benches {
 		ours := compare.Median(b.ours)
@@ -211,8 +220,13 @@ func writeTables(out io.Writer, benches []*benchmark) {
 		}
 		bestImgs := compare.Median(best.imgs)
 		perImage := b.flops / float64(b.batch) / 1e9
-		row = append(row, fmt.Sprintf("%.2f (vs %s)", ours/bestImgs, best.policy),
+		bestCPU := 0.0
+		for _, ts := range b.torch {
+			bestCPU = max(bestCPU, compare.Median(ts.cpu))
+		}
+		row = append(row, fmt.Sprintf("%.2f (vs %s)", ours/bestImgs, best.policy), fmt.Sprintf("%.2f", compare.Median(b.oursCPU)/bestCPU),
 			fmt.Sprintf("%.1f", ours*perImage), fmt.Sprintf("%.1f", bestImgs*perImage),
+			fmt.Sprintf("%.1f", compare.Median(b.oursCPU)*perImage), fmt.Sprintf("%.1f", bestCPU*perImage),
 			fmt.Sprintf("%.1f", compare.Median(b.oursCPU)), strings.Join(cpu, " ; "),
 			fmt.Sprintf("%.0f", compare.MB(b.oursRSS)), strings.Join(rss, " ; "),
 			roundList(b.ours, "%.1f")+" ; "+strings.Join(rounds, " ; "))
