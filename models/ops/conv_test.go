@@ -79,6 +79,17 @@ func TestConv2dMatchesStock(t *testing.T) {
 				compareWithStock(t, inputs, dt, 1e-5, ownConv(c.stride, c.pad), stockConv(c.stride, c.pad))
 			})
 		}
+		// Several chunks per goroutine and one partial filter gradient per goroutine, summed transposed.
+		t.Run(fmt.Sprintf("%v/chunks", dt), func(t *testing.T) {
+			defer SetThreads(Threads())
+			SetThreads(2)
+			rng := rand.New(rand.NewPCG(10, 2))
+			inputs := []*tensor.Dense{randDense(rng, 20, 8, 12, 12), randDense(rng, 16, 8, 3, 3)}
+			if ch := (convGeom{n: 20, c: 8, h: 12, w: 12, o: 16, k: 3, stride: 1, pad: 1, oh: 12, ow: 12}).chunking(); ch.workers != 2 || ch.chunks < 4 {
+				t.Fatalf("chunking %+v: want 2 goroutines with 2 or more chunks each", ch)
+			}
+			compareWithStock(t, inputs, dt, 1e-5, ownConv(1, 1), stockConv(1, 1))
+		})
 		// The first layer of the default backbone on real images.
 		t.Run(fmt.Sprintf("%v/fashion", dt), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(9, 2))
