@@ -33,6 +33,18 @@ import (
 // and a col2im over the whole batch in every step. G.Grad then reports x as not differentiable; to
 // differentiate with respect to such an x, pass it through an op first (for example G.Add(x, zero)).
 func Conv2d(x, w *G.Node, stride, pad int) (*G.Node, error) {
+	return conv2d(x, w, stride, pad, x.Op() != nil)
+}
+
+// Conv2dConstInput is Conv2d for an x that is not a leaf but whose gradient nothing needs: the output of
+// frozen layers, which no trainable parameter precedes. Its gradient is not built, as for a leaf x. gorgonia
+// asks an op for the gradients of all its inputs at once and runs every node it builds, so Conv2d would
+// compute this one (a matrix product over the whole batch) in every step and discard it.
+func Conv2dConstInput(x, w *G.Node, stride, pad int) (*G.Node, error) {
+	return conv2d(x, w, stride, pad, false)
+}
+
+func conv2d(x, w *G.Node, stride, pad int, inputGrad bool) (*G.Node, error) {
 	if err := checkConvShapes(x, w, stride, pad); err != nil {
 		return nil, err
 	}
@@ -40,7 +52,7 @@ func Conv2d(x, w *G.Node, stride, pad int) (*G.Node, error) {
 	geo := convGeom{n: xs[0], c: xs[1], h: xs[2], w: xs[3], o: ws[0], k: ws[2], stride: stride, pad: pad}
 	geo.oh = (geo.h+2*pad-geo.k)/stride + 1
 	geo.ow = (geo.w+2*pad-geo.k)/stride + 1
-	return G.ApplyOp(&convOp{geo: geo, serial: opSerial.Add(1), inputGrad: x.Op() != nil}, x, w)
+	return G.ApplyOp(&convOp{geo: geo, serial: opSerial.Add(1), inputGrad: inputGrad}, x, w)
 }
 
 func checkConvShapes(x, w *G.Node, stride, pad int) error {

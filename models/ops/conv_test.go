@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -297,4 +298,50 @@ func TestConvChunking(t *testing.T) {
 			t.Errorf("case %d: chunks cover %d images, want %d", i, covered, c.n)
 		}
 	}
+}
+
+// TestConv2dConstInput checks that the variant for inputs behind frozen layers gives Conv2d's output and filter
+// gradient exactly and builds no input gradient.
+func TestConv2dConstInput(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 2))
+	values := []*tensor.Dense{randDense(rng, 2, 3, 6, 6), randDense(rng, 4, 3, 3, 3)}
+	var outs, grads [][]float64
+	for _, conv := range []func(x, w *G.Node, stride, pad int) (*G.Node, error){Conv2d, Conv2dConstInput} {
+		g := G.NewGraph()
+		nodes, _ := gradGraphInputs(g, values, tensor.Float32)
+		x, err := nonLeaf(nodes[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := conv(x, nodes[1], 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := weightedSum(y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := G.Grad(c, nodes[1]); err != nil {
+			t.Fatal(err)
+		}
+		inputGrads := 0
+		for _, n := range g.AllNodes() {
+			if n.Op() != nil && strings.HasPrefix(n.Op().String(), "Conv2dInputGrad") {
+				inputGrads++
+			}
+		}
+		if want := len(outs) == 0; (inputGrads == 1) != want {
+			t.Errorf("%d input-gradient nodes, want one only for Conv2d", inputGrads)
+		}
+		vm := G.NewTapeMachine(g, G.BindDualValues(nodes[1]))
+		if err := vm.RunAll(); err != nil {
+			t.Fatal(err)
+		}
+		gw, _ := nodes[1].Grad()
+		outs = append(outs, toFloat64s(y.Value().(*tensor.Dense)))
+		grads = append(grads, toFloat64s(gw.(*tensor.Dense)))
+		vm.Close()
+	}
+	assertClose(t, "output", outs[1], outs[0], 0)
+	assertClose(t, "filter gradient", grads[1], grads[0], 0)
 }
