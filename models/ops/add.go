@@ -36,7 +36,7 @@ func add(a, b *G.Node, relu bool) (*G.Node, error) {
 	if err := checkFloat("add", a); err != nil {
 		return nil, err
 	}
-	return G.ApplyOp(&addOp{shape: a.Shape().Clone(), relu: relu, serial: opSerial.Add(1)}, a, b)
+	return G.ApplyOp(&addOp{shape: a.Shape().Clone(), relu: relu, serial: opSerial.Add(1), overwrite: a.Op() != nil}, a, b)
 }
 
 // addOp computes a + b, then max(·, 0) if relu, into its own buffer.
@@ -46,7 +46,31 @@ type addOp struct {
 	relu   bool
 	serial uint64
 	out    buffer
+	// overwrite lets gorgonia run the op in place in a (UnsafeDo) when nothing reads a afterwards, as in
+	// frozen layers; never for a leaf a, a value the caller binds.
+	overwrite bool
 }
+
+// OverwritesInput reports a (input 0) as overwritable: gorgonia's register allocator then gives the op a's
+// register when nothing reads a afterwards, and the tape machine runs UsePreallocDo (or UnsafeDo) with it.
+func (op *addOp) OverwritesInput() int {
+	if op.overwrite {
+		return 0
+	}
+	return -1
+}
+
+// ReturnsPtr is true with overwrite: gorgonia considers overwriting inputs only for such ops.
+func (op *addOp) ReturnsPtr() bool { return op.overwrite }
+
+// UsePreallocDo runs in place when dest is a itself (the register allocator found a dead after this op), else
+// as Do; the tape machine calls it whenever the output register already holds a value.
+func (op *addOp) UsePreallocDo(dest G.Value, vals ...G.Value) (G.Value, error) {
+	return op.do(len(vals) > 0 && dest == vals[0], vals...)
+}
+
+// UnsafeDo writes the result over a (gorgonia calls it only when nothing reads a later).
+func (op *addOp) UnsafeDo(vals ...G.Value) (G.Value, error) { return op.do(true, vals...) }
 
 func (op *addOp) Arity() int { return 2 }
 func (op *addOp) Type() hm.Type {
@@ -78,7 +102,10 @@ func (op *addOp) SymDiff(_ G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 	return G.Nodes{dx, dx}, nil
 }
 
-func (op *addOp) Do(vals ...G.Value) (G.Value, error) {
+// Do writes the result into the op's own output buffer.
+func (op *addOp) Do(vals ...G.Value) (G.Value, error) { return op.do(false, vals...) }
+
+func (op *addOp) do(inPlace bool, vals ...G.Value) (G.Value, error) {
 	a, err := denseOf("add", 0, vals[0], vals[0].Dtype(), op.shape)
 	if err != nil {
 		return nil, err
@@ -87,7 +114,10 @@ func (op *addOp) Do(vals ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	y := op.out.get(a.Dtype(), op.shape...)
+	y := a
+	if !inPlace || a != vals[0] {
+		y = op.out.get(a.Dtype(), op.shape...)
+	}
 	switch a.Dtype() {
 	case tensor.Float32:
 		addInto(y.Float32s(), a.Float32s(), b.Float32s(), op.relu)
