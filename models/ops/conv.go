@@ -23,8 +23,7 @@ import (
 // 1 and no padding only regroups x by channel) and computes the chunk's outputs with one matrix product
 // through the registered BLAS. The backward pass rebuilds the chunk's patch matrix for the filter gradient
 // (one product, summed over chunks) and computes the input gradient with one product followed by the inverse
-// of im2col, or, for stride 1, as the forward convolution of the output gradient with the flipped filters
-// (no inverse im2col). Chunks hold about convChunkColumns output positions, so a patch matrix lives only in a small
+// of im2col. Chunks hold about convChunkColumns output positions, so a patch matrix lives only in a small
 // scratch buffer shared by all convolutions (see scratchPool) instead of one buffer of the whole batch per
 // convolution: for ResNet-18 at batch 64 that was 151 MB per convolution of its first stage, twice.
 //
@@ -601,13 +600,8 @@ func (op *convInputGradOp) Do(vals ...G.Value) (G.Value, error) {
 }
 
 // convInputGrad computes dx chunk by chunk; for a pointwise convolution the product is the gradient itself,
-// written to dx directly for a chunk of one image. A stride-1 convolution with a larger kernel takes the path
-// of transposedInputGrad instead.
+// written to dx directly for a chunk of one image.
 func convInputGrad[T float](g convGeom, w, dy, dx []T) {
-	if g.stride == 1 && g.k > 1 && g.pad <= g.k-1 {
-		transposedInputGrad(g, w, dy, dx)
-		return
-	}
 	taps := g.taps()
 	ch := g.chunking()
 	pool := scratchOf[T]()
@@ -635,29 +629,4 @@ func convInputGrad[T float](g convGeom, w, dy, dx []T) {
 			col2im(g, taps, dcol, dx, first, count)
 		}
 	})
-}
-
-// transposedInputGrad computes the input gradient of a stride-1 convolution as the forward convolution of dy
-// with the filters flipped in both spatial axes and their input and output channels swapped, padded by K-1-pad:
-//
-//	dx[n,c,i,j] = Σ_o Σ_kh Σ_kw w[o,c,K-1-kh,K-1-kw] · dy[n,o,i-(K-1-pad)+kh, j-(K-1-pad)+kw]
-//
-// so dx comes out of the product directly: no col2im scatter, and the product is [C, O·K·K] · [O·K·K, positions]
-// instead of [C·K·K, O] · [O, positions], whose long output OpenBLAS first clears and then adds to.
-func transposedInputGrad[T float](g convGeom, w, dy, dx []T) {
-	pool := scratchOf[T]()
-	flipped := pool.get(len(w))
-	defer pool.put(flipped)
-	kk := g.k * g.k
-	for o := 0; o < g.o; o++ {
-		for c := 0; c < g.c; c++ {
-			src := w[(o*g.c+c)*kk : (o*g.c+c+1)*kk]
-			dst := flipped[(c*g.o+o)*kk : (c*g.o+o+1)*kk]
-			for t := range src {
-				dst[kk-1-t] = src[t]
-			}
-		}
-	}
-	back := convGeom{n: g.n, c: g.o, h: g.oh, w: g.ow, o: g.c, k: g.k, stride: 1, pad: g.k - 1 - g.pad, oh: g.h, ow: g.w}
-	convForward(back, dy, flipped, dx)
 }
