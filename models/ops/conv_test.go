@@ -27,6 +27,7 @@ var convCases = []struct {
 	{[]int{1, 2, 4, 4}, []int{3, 2, 5, 5}, 1, 2},
 	{[]int{2, 2, 5, 7}, []int{3, 2, 3, 3}, 1, 1},
 	{[]int{1, 1, 2, 3}, []int{2, 1, 5, 5}, 1, 2},
+	{[]int{2, 3, 6, 5}, []int{4, 3, 3, 3}, 1, 0},
 }
 
 func TestConv2dGradient(t *testing.T) {
