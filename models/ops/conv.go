@@ -527,29 +527,32 @@ func convFilterGrad[T float](g convGeom, x, dy, dw []T) {
 		}
 		used[worker] = hi > lo
 	})
-	clear(dw)
-	parallelFor(g.o, 1, func(lo, hi int) {
-		for w, p := range partials {
-			if used[w] {
-				addTransposed(dw, p, lo, hi, pk, g.o)
-			}
+	var sums [][]T
+	for w, p := range partials {
+		if used[w] {
+			sums = append(sums, p)
 		}
-	})
+	}
+	parallelFor(g.o, 1, func(lo, hi int) { sumTransposed(dw, sums, lo, hi, pk, g.o) })
 	for _, p := range partials {
 		pool.put(p)
 	}
 }
 
-// addTransposed adds rows lo..hi-1 of the transpose of src [cols, rows] to dst [rows, cols], in tiles that
-// stay in cache.
-func addTransposed[T float](dst, src []T, lo, hi, cols, rows int) {
+// sumTransposed writes rows lo..hi-1 of the transpose of the sum of srcs [cols, rows], added in order, to dst
+// [rows, cols] (zeros without srcs), in tiles that stay in cache.
+func sumTransposed[T float](dst []T, srcs [][]T, lo, hi, cols, rows int) {
 	const tile = 32
 	for r0 := lo; r0 < hi; r0 += tile {
 		for c0 := 0; c0 < cols; c0 += tile {
 			for r := r0; r < min(r0+tile, hi); r++ {
 				d := dst[r*cols : (r+1)*cols]
 				for c := c0; c < min(c0+tile, cols); c++ {
-					d[c] += src[c*rows+r]
+					var v T
+					for _, src := range srcs {
+						v += src[c*rows+r]
+					}
+					d[c] = v
 				}
 			}
 		}
