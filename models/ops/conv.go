@@ -540,19 +540,28 @@ func convFilterGrad[T float](g convGeom, x, dy, dw []T) {
 }
 
 // sumTransposed writes rows lo..hi-1 of the transpose of the sum of srcs [cols, rows], added in order, to dst
-// [rows, cols] (zeros without srcs), in tiles that stay in cache.
+// [rows, cols] (zeros without srcs), in tiles that stay in cache; the inner loop reads srcs contiguously.
 func sumTransposed[T float](dst []T, srcs [][]T, lo, hi, cols, rows int) {
 	const tile = 32
 	for r0 := lo; r0 < hi; r0 += tile {
-		for c0 := 0; c0 < cols; c0 += tile {
-			for r := r0; r < min(r0+tile, hi); r++ {
-				d := dst[r*cols : (r+1)*cols]
-				for c := c0; c < min(c0+tile, cols); c++ {
+		r1 := min(r0+tile, hi)
+		for c := 0; c < cols; c++ {
+			switch len(srcs) {
+			case 0:
+				for r := r0; r < r1; r++ {
+					dst[r*cols+c] = 0
+				}
+			case 1:
+				for r, v := range srcs[0][c*rows+r0 : c*rows+r1] {
+					dst[(r0+r)*cols+c] = v
+				}
+			default:
+				for r := r0; r < r1; r++ {
 					var v T
 					for _, src := range srcs {
 						v += src[c*rows+r]
 					}
-					d[c] = v
+					dst[r*cols+c] = v
 				}
 			}
 		}
