@@ -36,40 +36,25 @@ func add(a, b *G.Node, relu bool) (*G.Node, error) {
 	if err := checkFloat("add", a); err != nil {
 		return nil, err
 	}
-	return G.ApplyOp(&addOp{shape: a.Shape().Clone(), relu: relu, serial: opSerial.Add(1), overwrite: a.Op() != nil}, a, b)
+	return G.ApplyOp(&addOp{inPlaceOp: inPlaceOp{overwrite: a.Op() != nil}, shape: a.Shape().Clone(), relu: relu, serial: opSerial.Add(1)}, a, b)
 }
 
-// addOp computes a + b, then max(·, 0) if relu, into its own buffer.
+// addOp computes a + b, then max(·, 0) if relu, into its own buffer, or over a when gorgonia finds nothing
+// reads a later (inPlaceOp).
 type addOp struct {
-	plainOp
+	inPlaceOp
 	shape  tensor.Shape
 	relu   bool
 	serial uint64
 	out    buffer
-	// overwrite lets gorgonia run the op in place in a (UnsafeDo) when nothing reads a afterwards, as in
-	// frozen layers; never for a leaf a, a value the caller binds.
-	overwrite bool
 }
 
-// OverwritesInput reports a (input 0) as overwritable: gorgonia's register allocator then gives the op a's
-// register when nothing reads a afterwards, and the tape machine runs UsePreallocDo (or UnsafeDo) with it.
-func (op *addOp) OverwritesInput() int {
-	if op.overwrite {
-		return 0
-	}
-	return -1
-}
-
-// ReturnsPtr is true with overwrite: gorgonia considers overwriting inputs only for such ops.
-func (op *addOp) ReturnsPtr() bool { return op.overwrite }
-
-// UsePreallocDo runs in place when dest is a itself (the register allocator found a dead after this op), else
-// as Do; the tape machine calls it whenever the output register already holds a value.
+// UsePreallocDo writes over a when dest is a itself, else as Do.
 func (op *addOp) UsePreallocDo(dest G.Value, vals ...G.Value) (G.Value, error) {
-	return op.do(len(vals) > 0 && dest == vals[0], vals...)
+	return op.do(inPlaceDest(dest, vals), vals...)
 }
 
-// UnsafeDo writes the result over a (gorgonia calls it only when nothing reads a later).
+// UnsafeDo writes the result over a.
 func (op *addOp) UnsafeDo(vals ...G.Value) (G.Value, error) { return op.do(true, vals...) }
 
 func (op *addOp) Arity() int { return 2 }

@@ -76,7 +76,7 @@ func (bn *BatchNorm) Apply(x, gamma, beta *G.Node, training, relu bool) (*G.Node
 	if err := checkFloat("batch norm", x); err != nil {
 		return nil, err
 	}
-	op := &bnOp{bn: bn, training: training, relu: relu, serial: opSerial.Add(1), overwrite: x.Op() != nil}
+	op := &bnOp{inPlaceOp: inPlaceOp{overwrite: x.Op() != nil}, bn: bn, training: training, relu: relu, serial: opSerial.Add(1)}
 	op.dims, op.n, op.c, op.s = xs.Dims(), xs[0], xs[1], 1
 	if xs.Dims() == 4 {
 		op.s = xs[2] * xs[3]
@@ -92,15 +92,12 @@ func (bn *BatchNorm) Apply(x, gamma, beta *G.Node, training, relu bool) (*G.Node
 // bnOp computes the batch-norm forward pass; it keeps the per-channel mean and 1/sqrt(var+eps) it used for
 // the backward pass of the same run.
 type bnOp struct {
-	plainOp
+	inPlaceOp      // writes over x when nothing reads x later
 	bn             *BatchNorm
 	training, relu bool
 	serial         uint64
 	dims           int // rank of x: 2 or 4
 	n, c, s        int // batch, channels, spatial size per channel
-	// overwrite lets gorgonia run the op in place (UnsafeDo) when nothing reads x afterwards, as in frozen
-	// layers, whose forward values no backward pass reads; never for a leaf x, a value the caller binds.
-	overwrite bool
 
 	mean, invStd []float64
 	out          buffer
@@ -139,28 +136,15 @@ func (op *bnOp) SymDiff(in G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 	return G.Nodes{dx, dgamma, dbeta}, nil
 }
 
-// OverwritesInput reports x (input 0) as overwritable: gorgonia's register allocator then gives the op x's
-// register when nothing reads x afterwards, and the tape machine runs UsePreallocDo (or UnsafeDo) with it.
-func (op *bnOp) OverwritesInput() int {
-	if op.overwrite {
-		return 0
-	}
-	return -1
-}
-
-// ReturnsPtr is true with overwrite: gorgonia considers overwriting inputs only for such ops.
-func (op *bnOp) ReturnsPtr() bool { return op.overwrite }
-
-// UsePreallocDo runs in place when dest is x itself (the register allocator found x dead after this op), else
-// as Do; the tape machine calls it whenever the output register already holds a value.
+// UsePreallocDo normalises x in place when dest is x itself, else as Do.
 func (op *bnOp) UsePreallocDo(dest G.Value, vals ...G.Value) (G.Value, error) {
-	return op.do(len(vals) > 0 && dest == vals[0], vals...)
+	return op.do(inPlaceDest(dest, vals), vals...)
 }
 
 // Do normalises x into the op's own output buffer.
 func (op *bnOp) Do(vals ...G.Value) (G.Value, error) { return op.do(false, vals...) }
 
-// UnsafeDo normalises x in place, saving the output buffer (gorgonia calls it only when nothing reads x later).
+// UnsafeDo normalises x in place.
 func (op *bnOp) UnsafeDo(vals ...G.Value) (G.Value, error) { return op.do(true, vals...) }
 
 func (op *bnOp) do(inPlace bool, vals ...G.Value) (G.Value, error) {
