@@ -121,8 +121,37 @@ class ResNet18(nn.Module):
         x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
         return self.reduce(x).mean(dim=(2, 3))
 
+    def stages(self):
+        """The stages models.Backbone.FreezeStages counts: the stem, layer1..layer4."""
+        return [nn.ModuleList([self.conv1, self.bn1]), self.layer1, self.layer2, self.layer3, self.layer4]
 
-BACKBONES = {"convnet": ConvNet, "resnet18": ResNet18}
+
+class ResNet18ImageNet(ResNet18):
+    """models.ArchResNet18ImageNet, torchvision's ImageNet ResNet-18 with the
+    reduction: a 7x7 stride-2 stem conv 64 (pad 3) + BN + ReLU and a 3x3
+    stride-2 max-pool (pad 1), then ResNet18's stages, 1x1 conv 512->S with
+    bias and global average pooling. Same state-dict names as ResNet18."""
+
+    def __init__(self, in_channels=3, feature_dim=64):
+        super().__init__(in_channels, feature_dim)
+        self.conv1, self.bn1 = conv_bn(in_channels, 64, 7, 2, 3)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 3, 2, 1)
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.reduce(x).mean(dim=(2, 3))
+
+
+def freeze_stages(net, n):
+    """models.Backbone.FreezeStages(n) on a ResNet: the first n stages get
+    requires_grad False and evaluation-mode BatchNorm (call after .train())."""
+    for stage in net.stages()[:n]:
+        stage.requires_grad_(False)
+        stage.eval()
+    return net
+
+
+BACKBONES = {"convnet": ConvNet, "resnet18": ResNet18, "resnet18-imagenet": ResNet18ImageNet}
 
 
 class Mapper(nn.Module):

@@ -1,7 +1,7 @@
 """PyTorch side of the training benchmark (go run ./bench/train).
 
-  train_torch.py serve --arch convnet|resnet18 --state FILE --batches FILE
-                       --batch B [--threads N] [--bicyc]
+  train_torch.py serve --arch convnet|resnet18|resnet18-imagenet --state FILE
+                       --batches FILE --batch B [--threads N] [--bicyc] [--freeze N]
 
 Builds the networks from the state file bench/train writes (tensors under
 backbone., head. and, for --bicyc, old., distiller., adapter.; names of
@@ -91,8 +91,10 @@ class Step:
         c = self.images.shape[1]
         classes = tensors["head.weight"].shape[0]
         self.backbone = load(bicyc_torch.BACKBONES[args.arch](c, FEATURE_DIM), tensors, "backbone.").train()
+        if args.freeze:
+            bicyc_torch.freeze_stages(self.backbone, args.freeze)
         self.head = load(nn.Linear(FEATURE_DIM, classes), tensors, "head.")
-        params = list(self.backbone.parameters()) + list(self.head.parameters())
+        params = [p for p in self.backbone.parameters() if p.requires_grad] + list(self.head.parameters())
         self.bicyc = args.bicyc
         if self.bicyc:
             self.old = load(bicyc_torch.BACKBONES[args.arch](c, FEATURE_DIM), tensors, "old.").eval()
@@ -156,6 +158,7 @@ def main():
     s.add_argument("--batch", type=int, required=True)
     s.add_argument("--threads", type=int, default=2)
     s.add_argument("--bicyc", action="store_true", help="the BiCyc Stage I step (else backbone + CE)")
+    s.add_argument("--freeze", type=int, default=0, help="leading ResNet stages frozen (models.Backbone.FreezeStages)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)

@@ -300,7 +300,12 @@ func (b *Backbone) Build(g *G.ExprGraph, x *G.Node, training bool) (*Built, erro
 	for _, p := range b.params() {
 		trainable = append(trainable, byName[p.name])
 	}
-	f := backboneGraph{b: b, nodes: byName, training: training}
+	xs := x.Shape()
+	constInput := make(map[string]bool)
+	for _, l := range b.ConvLayers(xs[2], xs[3]) {
+		constInput[l.Name] = !l.NeedsInputGrad && !l.Frozen && l.Name != "conv1"
+	}
+	f := backboneGraph{b: b, nodes: byName, training: training, constInput: constInput}
 	var feat *G.Node
 	var err error
 	switch b.arch {
@@ -320,6 +325,9 @@ type backboneGraph struct {
 	b        *Backbone
 	nodes    map[string]*G.Node // parameter nodes by state name
 	training bool
+	// constInput marks the trainable convolutions after frozen stages whose input gradient nothing needs
+	// (ConvLayers' NeedsInputGrad); the stem keeps Conv2d's own rule for its input.
+	constInput map[string]bool
 }
 
 func (f backboneGraph) convNet(x *G.Node) (*G.Node, error) {
@@ -374,11 +382,8 @@ func (f backboneGraph) basicBlock(x *G.Node, name string) (*G.Node, error) {
 			return nil, err
 		}
 	}
-	// ops.Add reuses its output buffer; G.Add allocated 63 MB per ResNet step.
-	if y, err = ops.Add(y, shortcut); err != nil {
-		return nil, fmt.Errorf("%s residual: %w", name, err)
-	}
-	if y, err = ops.ReLU(y); err != nil {
+	// One fused op: one pass and one buffer for the sum and its ReLU.
+	if y, err = ops.AddReLU(y, shortcut); err != nil {
 		return nil, fmt.Errorf("%s residual: %w", name, err)
 	}
 	return y, nil
@@ -400,7 +405,11 @@ func (f backboneGraph) reduce(x *G.Node) (*G.Node, error) {
 // evaluation mode in a frozen stage).
 func (f backboneGraph) unit(x *G.Node, conv string, relu bool) (*G.Node, error) {
 	u := f.b.byName[conv]
-	y, err := ops.Conv2d(x, f.nodes[conv+".weight"], u.stride, u.pad)
+	convolve := ops.Conv2d
+	if f.constInput[conv] {
+		convolve = ops.Conv2dConstInput
+	}
+	y, err := convolve(x, f.nodes[conv+".weight"], u.stride, u.pad)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", conv, err)
 	}

@@ -570,3 +570,40 @@ func TestNewBackboneErrors(t *testing.T) {
 		t.Error("Build with 3 channels for a 1-channel backbone: got nil error")
 	}
 }
+
+// TestConvLayersImageNet checks the geometry a benchmark counts work from: torchvision's ResNet-18 at 224x224
+// has 1.814 G multiply-adds, of which the fc layer (not here) 0.5 M; the reduction here adds 512·64·7·7.
+func TestConvLayersImageNet(t *testing.T) {
+	b, err := NewBackbone(ArchResNet18ImageNet, 3, 64, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.FreezeStages(4); err != nil {
+		t.Fatal(err)
+	}
+	layers := b.ConvLayers(224, 224)
+	macs := 0
+	byName := map[string]ConvLayer{}
+	for _, l := range layers {
+		macs += l.MACs()
+		byName[l.Name] = l
+	}
+	if want := 1813561344 + 512*64*7*7; macs != want {
+		t.Errorf("MACs %d, want %d", macs, want)
+	}
+	if l := byName["conv1"]; l.OutHeight != 112 || l.NeedsInputGrad || !l.Frozen {
+		t.Errorf("conv1 %+v: want 112x112, frozen, no input gradient", l)
+	}
+	if l := byName["layer1.0.conv1"]; l.OutHeight != 56 || l.NeedsInputGrad {
+		t.Errorf("layer1.0.conv1 %+v: want 56x56 after the max-pool, no input gradient", l)
+	}
+	for name, want := range map[string]bool{"layer4.0.conv1": false, "layer4.0.downsample.0": false, "layer4.0.conv2": true,
+		"layer4.1.conv1": true, "reduce": true} {
+		if l := byName[name]; l.Frozen || l.NeedsInputGrad != want || l.OutHeight != 7 {
+			t.Errorf("%s %+v: want trainable, 7x7, input gradient %v", name, l, want)
+		}
+	}
+	if l := byName["layer3.1.conv2"]; !l.Frozen || l.NeedsInputGrad {
+		t.Errorf("layer3.1.conv2 %+v: want frozen without input gradient", l)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -76,6 +77,31 @@ func TestFreezeStages(t *testing.T) {
 	for _, n := range []int{-1, 6} {
 		if err := b.FreezeStages(n); err == nil {
 			t.Errorf("FreezeStages(%d) accepted", n)
+		}
+	}
+}
+
+// TestFrozenStagesBuildNoInputGradient checks that with only layer4 and the reduction trainable the graph
+// holds the input gradients of the convolutions back-propagation passes through (layer4.0.conv2, layer4.1's
+// two, the reduction) and not those of layer4.0.conv1 and its downsample, whose inputs come from frozen
+// stages: gorgonia would run them in every step and discard them.
+func TestFrozenStagesBuildNoInputGradient(t *testing.T) {
+	for frozen, want := range map[int]int{4: 4, 0: 20} {
+		b := mustBackboneWidth(t, ArchResNet18ImageNet, 4, 3, 8, 8)
+		if err := b.FreezeStages(frozen); err != nil {
+			t.Fatal(err)
+		}
+		r := buildBackboneRun(t, b, tensor.Shape{2, 3, 32, 32}, true, true)
+		got := 0
+		for _, n := range r.g.AllNodes() {
+			if n.Op() != nil && strings.HasPrefix(n.Op().String(), "Conv2dInputGrad") {
+				got++
+			}
+		}
+		r.vm.Close()
+		// All trainable: the 21 convolutions but the stem, whose input is the images.
+		if got != want {
+			t.Errorf("%d frozen stages: %d input-gradient convolutions in the graph, want %d", frozen, got, want)
 		}
 	}
 }

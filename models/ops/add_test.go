@@ -26,6 +26,37 @@ func TestAddMatchesStock(t *testing.T) {
 	}
 }
 
+// TestAddReLUMatchesAddThenReLU checks the fused op against the two ops it replaces, exactly, on inputs whose
+// sums are never exactly 0 (random values), with a tensor larger than one block of the fused loop.
+func TestAddReLUMatchesAddThenReLU(t *testing.T) {
+	for _, dt := range floatTypes {
+		for i, shape := range [][]int{{5}, {2, 3, 5, 5}, {4, 64, 8, 8}, {3, 64, 16, 16}} {
+			t.Run(fmt.Sprintf("%v/case%d", dt, i), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(i), 37))
+				inputs := []*tensor.Dense{randDense(rng, shape...), randDense(rng, shape...)}
+				compareWithStock(t, inputs, dt, 0, func(in []*G.Node) (*G.Node, error) {
+					return AddReLU(in[0], in[1])
+				}, func(in []*G.Node) (*G.Node, error) {
+					s, err := Add(in[0], in[1])
+					if err != nil {
+						return nil, err
+					}
+					return ReLU(s)
+				})
+			})
+		}
+	}
+}
+
+func TestAddReLUGradient(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 37))
+	for _, dt := range floatTypes {
+		checkGrad(t, cost(func(in []*G.Node) (*G.Node, error) {
+			return AddReLU(in[0], in[1])
+		}), []*tensor.Dense{asDtype(randDense(rng, 2, 3, 4, 5), dt), asDtype(randDense(rng, 2, 3, 4, 5), dt)}, gradTolerance(dt))
+	}
+}
+
 // TestAddGradientAccumulates uses a as both inputs of Add and once more, so that gorgonia sums three copies
 // of the output gradient into a's gradient: d/da Σ r·(2a + a) = 3r.
 func TestAddGradientAccumulates(t *testing.T) {

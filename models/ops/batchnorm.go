@@ -76,7 +76,7 @@ func (bn *BatchNorm) Apply(x, gamma, beta *G.Node, training, relu bool) (*G.Node
 	if err := checkFloat("batch norm", x); err != nil {
 		return nil, err
 	}
-	op := &bnOp{bn: bn, training: training, relu: relu, serial: opSerial.Add(1)}
+	op := &bnOp{inPlaceOp: inPlaceOp{overwrite: x.Op() != nil}, bn: bn, training: training, relu: relu, serial: opSerial.Add(1)}
 	op.dims, op.n, op.c, op.s = xs.Dims(), xs[0], xs[1], 1
 	if xs.Dims() == 4 {
 		op.s = xs[2] * xs[3]
@@ -92,7 +92,7 @@ func (bn *BatchNorm) Apply(x, gamma, beta *G.Node, training, relu bool) (*G.Node
 // bnOp computes the batch-norm forward pass; it keeps the per-channel mean and 1/sqrt(var+eps) it used for
 // the backward pass of the same run.
 type bnOp struct {
-	plainOp
+	inPlaceOp      // writes over x when nothing reads x later
 	bn             *BatchNorm
 	training, relu bool
 	serial         uint64
@@ -136,7 +136,18 @@ func (op *bnOp) SymDiff(in G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 	return G.Nodes{dx, dgamma, dbeta}, nil
 }
 
-func (op *bnOp) Do(vals ...G.Value) (G.Value, error) {
+// UsePreallocDo normalises x in place when dest is x itself, else as Do.
+func (op *bnOp) UsePreallocDo(dest G.Value, vals ...G.Value) (G.Value, error) {
+	return op.do(inPlaceDest(dest, vals), vals...)
+}
+
+// Do normalises x into the op's own output buffer.
+func (op *bnOp) Do(vals ...G.Value) (G.Value, error) { return op.do(false, vals...) }
+
+// UnsafeDo normalises x in place.
+func (op *bnOp) UnsafeDo(vals ...G.Value) (G.Value, error) { return op.do(true, vals...) }
+
+func (op *bnOp) do(inPlace bool, vals ...G.Value) (G.Value, error) {
 	x, ok := vals[0].(*tensor.Dense)
 	if !ok {
 		return nil, fmt.Errorf("batch norm: input is %T, want a dense tensor: %w", vals[0], ErrShape)
@@ -170,7 +181,10 @@ func (op *bnOp) Do(vals ...G.Value) (G.Value, error) {
 			}
 		}
 	}
-	y := op.out.get(dt, x.Shape()...)
+	y := x
+	if !inPlace || x != vals[0] { // a materialised view is a copy already, but not a buffer the op keeps
+		y = op.out.get(dt, x.Shape()...)
+	}
 	switch dt {
 	case tensor.Float32:
 		bnForward(op, x.Float32s(), gamma.Float32s(), beta.Float32s(), y.Float32s())

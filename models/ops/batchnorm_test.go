@@ -204,3 +204,50 @@ func TestBatchNormRejectsBadRunningStats(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchNormInPlace checks gorgonia's in-place execution of evaluation-mode batch norm and of AddReLU: when
+// nothing reads their first input afterwards (the forward pass of frozen layers) they write over it and never
+// allocate their own buffer, and when something does (here two more sums read the inputs) they write to their
+// own buffer; the output is the same, bit for bit, either way.
+func TestBatchNormInPlace(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 3))
+	xv, gv, bv := randDense(rng, 4, 3, 5, 5), randDense(rng, 3), randDense(rng, 3)
+	var outs [][]float64
+	for _, keepInputs := range []bool{false, true} {
+		g := G.NewGraph()
+		nodes, _ := gradGraphInputs(g, []*tensor.Dense{xv, gv, bv, xv}, tensor.Float32)
+		x, err := nonLeaf(nodes[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := NewBatchNorm(3).Apply(x, nodes[1], nodes[2], false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := AddReLU(y, nodes[3])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if keepInputs { // these read x and y after out, so both stay live past the two ops
+			for _, in := range []*G.Node{x, y} {
+				if _, err := Add(in, out); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		vm := G.NewTapeMachine(g)
+		for range 2 { // the second run finds every register holding a value
+			if err := vm.RunAll(); err != nil {
+				t.Fatal(err)
+			}
+			vm.Reset()
+		}
+		bnOwn, addOwn := y.Op().(*bnOp).out.t != nil, out.Op().(*addOp).out.t != nil
+		if bnOwn != keepInputs || addOwn != keepInputs {
+			t.Errorf("inputs read later %t: batch norm used its own buffer %t, AddReLU %t", keepInputs, bnOwn, addOwn)
+		}
+		outs = append(outs, toFloat64s(out.Value().(*tensor.Dense)))
+		vm.Close()
+	}
+	assertClose(t, "output in place and not", outs[0], outs[1], 0)
+}

@@ -32,6 +32,18 @@ import (
 // and a col2im over the whole batch in every step. G.Grad then reports x as not differentiable; to
 // differentiate with respect to such an x, pass it through an op first (for example G.Add(x, zero)).
 func Conv2d(x, w *G.Node, stride, pad int) (*G.Node, error) {
+	return conv2d(x, w, stride, pad, x.Op() != nil)
+}
+
+// Conv2dConstInput is Conv2d for an x that is not a leaf but whose gradient nothing needs: the output of
+// frozen layers, which no trainable parameter precedes. Its gradient is not built, as for a leaf x. gorgonia
+// asks an op for the gradients of all its inputs at once and runs every node it builds, so Conv2d would
+// compute this one (a matrix product over the whole batch) in every step and discard it.
+func Conv2dConstInput(x, w *G.Node, stride, pad int) (*G.Node, error) {
+	return conv2d(x, w, stride, pad, false)
+}
+
+func conv2d(x, w *G.Node, stride, pad int, inputGrad bool) (*G.Node, error) {
 	if err := checkConvShapes(x, w, stride, pad); err != nil {
 		return nil, err
 	}
@@ -39,7 +51,7 @@ func Conv2d(x, w *G.Node, stride, pad int) (*G.Node, error) {
 	geo := convGeom{n: xs[0], c: xs[1], h: xs[2], w: xs[3], o: ws[0], k: ws[2], stride: stride, pad: pad}
 	geo.oh = (geo.h+2*pad-geo.k)/stride + 1
 	geo.ow = (geo.w+2*pad-geo.k)/stride + 1
-	return G.ApplyOp(&convOp{geo: geo, serial: opSerial.Add(1), inputGrad: x.Op() != nil}, x, w)
+	return G.ApplyOp(&convOp{geo: geo, serial: opSerial.Add(1), inputGrad: inputGrad}, x, w)
 }
 
 func checkConvShapes(x, w *G.Node, stride, pad int) error {
@@ -442,8 +454,8 @@ func fromChannelMajor[T float](src, dst []T, n, c, p int) {
 }
 
 // convFilterGradOp computes dw [O, C·K·K] = Σ_chunks dyᵀ [O, images·P] · im2col(x)ᵀ from x and dy
-// [N,O,H',W']. Each goroutine sums its chunks into its own partial gradient (the first into the output), and
-// the partials are added in goroutine order.
+// [N,O,H',W']. Each goroutine sums its chunks into its own partial gradient, kept transposed, and the
+// partials are transposed into dw and added in goroutine order.
 type convFilterGradOp struct {
 	plainOp
 	geo    convGeom
@@ -484,6 +496,10 @@ func (op *convFilterGradOp) Do(vals ...G.Value) (G.Value, error) {
 	return dw, nil
 }
 
+// convFilterGrad computes each goroutine's partial gradient transposed, dwᵀ [C·K·K, O] = im2col(x) · dyᵀ:
+// OpenBLAS multiplies this orientation, with the long side C·K·K as rows, 10-45% faster per operation than
+// dy · im2col(x)ᵀ when O is 64-128 (measured on the 2-core AMD EPYC with AVX-512: 92 against 63 GFLOP per
+// CPU-second for O = 64, C·K·K = 576 over 1024 positions), and no slower for wider layers.
 func convFilterGrad[T float](g convGeom, x, dy, dw []T) {
 	taps := g.taps()
 	ch := g.chunking()
@@ -491,8 +507,7 @@ func convFilterGrad[T float](g convGeom, x, dy, dw []T) {
 	cols := ch.images * g.outPlane()
 	pk := g.patch()
 	partials := make([][]T, ch.workers)
-	partials[0] = dw
-	for w := 1; w < ch.workers; w++ {
+	for w := range partials {
 		partials[w] = pool.get(len(dw))
 	}
 	used := make([]bool, ch.workers)
@@ -508,18 +523,48 @@ func convFilterGrad[T float](g convGeom, x, dy, dw []T) {
 			if i > lo {
 				beta = 1
 			}
-			gemm(ch.gemmThreads, false, true, g.o, pk, n, dyT, n, pm, n, beta, partials[worker], pk)
+			gemm(ch.gemmThreads, false, true, pk, g.o, n, pm, n, dyT, n, beta, partials[worker], g.o)
 		}
 		used[worker] = hi > lo
 	})
-	if !used[0] {
-		clear(dw)
-	}
-	for w := 1; w < ch.workers; w++ {
+	var sums [][]T
+	for w, p := range partials {
 		if used[w] {
-			addTo(dw, partials[w])
+			sums = append(sums, p)
 		}
-		pool.put(partials[w])
+	}
+	parallelFor(g.o, 1, func(lo, hi int) { sumTransposed(dw, sums, lo, hi, pk, g.o) })
+	for _, p := range partials {
+		pool.put(p)
+	}
+}
+
+// sumTransposed writes rows lo..hi-1 of the transpose of the sum of srcs [cols, rows], added in order, to dst
+// [rows, cols] (zeros without srcs), in tiles that stay in cache; the inner loop reads srcs contiguously.
+func sumTransposed[T float](dst []T, srcs [][]T, lo, hi, cols, rows int) {
+	const tile = 32
+	for r0 := lo; r0 < hi; r0 += tile {
+		r1 := min(r0+tile, hi)
+		for c := 0; c < cols; c++ {
+			switch len(srcs) {
+			case 0:
+				for r := r0; r < r1; r++ {
+					dst[r*cols+c] = 0
+				}
+			case 1:
+				for r, v := range srcs[0][c*rows+r0 : c*rows+r1] {
+					dst[(r0+r)*cols+c] = v
+				}
+			default:
+				for r := r0; r < r1; r++ {
+					var v T
+					for _, src := range srcs {
+						v += src[c*rows+r]
+					}
+					dst[r*cols+c] = v
+				}
+			}
+		}
 	}
 }
 

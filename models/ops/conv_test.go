@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -26,6 +27,7 @@ var convCases = []struct {
 	{[]int{1, 2, 4, 4}, []int{3, 2, 5, 5}, 1, 2},
 	{[]int{2, 2, 5, 7}, []int{3, 2, 3, 3}, 1, 1},
 	{[]int{1, 1, 2, 3}, []int{2, 1, 5, 5}, 1, 2},
+	{[]int{2, 3, 6, 5}, []int{4, 3, 3, 3}, 1, 0},
 }
 
 func TestConv2dGradient(t *testing.T) {
@@ -79,6 +81,17 @@ func TestConv2dMatchesStock(t *testing.T) {
 				compareWithStock(t, inputs, dt, 1e-5, ownConv(c.stride, c.pad), stockConv(c.stride, c.pad))
 			})
 		}
+		// Several chunks per goroutine and one partial filter gradient per goroutine, summed transposed.
+		t.Run(fmt.Sprintf("%v/chunks", dt), func(t *testing.T) {
+			defer SetThreads(Threads())
+			SetThreads(2)
+			rng := rand.New(rand.NewPCG(10, 2))
+			inputs := []*tensor.Dense{randDense(rng, 20, 8, 12, 12), randDense(rng, 16, 8, 3, 3)}
+			if ch := (convGeom{n: 20, c: 8, h: 12, w: 12, o: 16, k: 3, stride: 1, pad: 1, oh: 12, ow: 12}).chunking(); ch.workers != 2 || ch.chunks < 4 {
+				t.Fatalf("chunking %+v: want 2 goroutines with 2 or more chunks each", ch)
+			}
+			compareWithStock(t, inputs, dt, 1e-5, ownConv(1, 1), stockConv(1, 1))
+		})
 		// The first layer of the default backbone on real images.
 		t.Run(fmt.Sprintf("%v/fashion", dt), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(9, 2))
@@ -285,4 +298,50 @@ func TestConvChunking(t *testing.T) {
 			t.Errorf("case %d: chunks cover %d images, want %d", i, covered, c.n)
 		}
 	}
+}
+
+// TestConv2dConstInput checks that the variant for inputs behind frozen layers gives Conv2d's output and filter
+// gradient exactly and builds no input gradient.
+func TestConv2dConstInput(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 2))
+	values := []*tensor.Dense{randDense(rng, 2, 3, 6, 6), randDense(rng, 4, 3, 3, 3)}
+	var outs, grads [][]float64
+	for _, conv := range []func(x, w *G.Node, stride, pad int) (*G.Node, error){Conv2d, Conv2dConstInput} {
+		g := G.NewGraph()
+		nodes, _ := gradGraphInputs(g, values, tensor.Float32)
+		x, err := nonLeaf(nodes[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := conv(x, nodes[1], 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := weightedSum(y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := G.Grad(c, nodes[1]); err != nil {
+			t.Fatal(err)
+		}
+		inputGrads := 0
+		for _, n := range g.AllNodes() {
+			if n.Op() != nil && strings.HasPrefix(n.Op().String(), "Conv2dInputGrad") {
+				inputGrads++
+			}
+		}
+		if want := len(outs) == 0; (inputGrads == 1) != want {
+			t.Errorf("%d input-gradient nodes, want one only for Conv2d", inputGrads)
+		}
+		vm := G.NewTapeMachine(g, G.BindDualValues(nodes[1]))
+		if err := vm.RunAll(); err != nil {
+			t.Fatal(err)
+		}
+		gw, _ := nodes[1].Grad()
+		outs = append(outs, toFloat64s(y.Value().(*tensor.Dense)))
+		grads = append(grads, toFloat64s(gw.(*tensor.Dense)))
+		vm.Close()
+	}
+	assertClose(t, "output", outs[1], outs[0], 0)
+	assertClose(t, "filter gradient", grads[1], grads[0], 0)
 }

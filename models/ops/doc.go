@@ -1,6 +1,7 @@
 // Package ops provides fast neural-network operations for gorgonia graphs on the CPU: 2-D convolution,
-// per-channel bias, batch normalisation with an optional fused ReLU, 2x2 max pooling, ReLU, global average
-// pooling and the product x·wᵀ of a linear layer, each with its gradient. It also holds the method-specific
+// per-channel bias, batch normalisation with an optional fused ReLU, 2x2 max pooling, ReLU, the residual sum
+// with an optional fused ReLU (AddReLU), global average pooling and the product x·wᵀ of a linear layer, each
+// with its gradient. It also holds the method-specific
 // ops GELU, StopGradient, Cholesky and AntiCollapse.
 //
 // Image tensors are NCHW (batch, channels, height, width), row-major and contiguous. Every op works on
@@ -24,7 +25,9 @@
 //
 // Ownership and concurrency: op instances keep their output tensors, sized once from the fixed graph
 // shapes, and reuse them on every run, as gorgonia reuses registers; copy a value (or use G.Read) to keep it
-// beyond the next run. Some gradient ops read state their forward op saved in the same run (the max-pool
+// beyond the next run. Batch norm and Add/AddReLU may also write over their first input when gorgonia's
+// register allocator finds that nothing reads it later (the forward pass of frozen layers, evaluation graphs),
+// so the value of such an intermediate node may change before the run ends. Some gradient ops read state their forward op saved in the same run (the max-pool
 // winners, the batch-norm statistics, GELU's derivative), so a graph must run forward and backward in one
 // RunAll and must not be run by two machines at the same time. The package-level functions are safe for
 // concurrent use.
