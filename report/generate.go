@@ -107,7 +107,7 @@ func generate(dir string, opts Options) (*generated, error) {
 type figureSet struct {
 	matrices []Figure // one per run, in set order
 	gains    []Figure
-	gainOver []config.Method // the method each gain is over, parallel to gains
+	gainOver []sweep.Variant // the variant each gain is over, parallel to gains
 	curves   []Figure        // A_last per step: TAg, TAw, then the ablation
 	drift    *Figure
 }
@@ -174,10 +174,10 @@ func (d figureDir) matrices(set *Set) ([]Figure, error) {
 	return figs, nil
 }
 
-// gains draws the per-step gain of full bicyc over every other method of
-// the main table, and returns the figures with the methods they compare
+// gains draws the per-step gain of full bicyc over every other variant of
+// the main table, and returns the figures with the variants they compare
 // against.
-func (d figureDir) gains(main []*Group) (figs []Figure, over []config.Method, err error) {
+func (d figureDir) gains(main []*Group) (figs []Figure, over []sweep.Variant, err error) {
 	full := fullBicyc(main)
 	if full == nil {
 		return nil, nil, nil
@@ -195,12 +195,12 @@ func (d figureDir) gains(main []*Group) (figs []Figure, over []config.Method, er
 		if err != nil {
 			return figs, over, err
 		}
-		f, err := d.save("gain-bicyc-vs-"+string(g.Variant.Method)+".png", title, png, w, h)
+		f, err := d.save("gain-bicyc-vs-"+strings.TrimSuffix(g.Variant.RunName(0), "-s0")+".png", title, png, w, h)
 		if err != nil {
 			return figs, over, err
 		}
 		figs = append(figs, f)
-		over = append(over, g.Variant.Method)
+		over = append(over, g.Variant)
 	}
 	return figs, over, nil
 }
@@ -273,26 +273,26 @@ func (d figureDir) drift(groups []Group) (*Figure, error) {
 }
 
 // splitGroups returns the groups of the main results table (the variants
-// without an ablated loss) and the bicyc groups of the ablation grid, both
-// in the order of groups.
+// without an ablated loss) and the bicyc groups of the ablation grid (named
+// variants left out), both in the order of groups.
 func splitGroups(groups []Group) (main, ablation []*Group) {
 	for i := range groups {
 		g := &groups[i]
 		if !g.Variant.Ablated() {
 			main = append(main, g)
 		}
-		if g.Variant.Method == config.MethodBicyc {
+		if g.Variant.Method == config.MethodBicyc && g.Variant.Name == "" {
 			ablation = append(ablation, g)
 		}
 	}
 	return main, ablation
 }
 
-// fullBicyc returns the bicyc group with both losses on, nil if there is
-// none.
+// fullBicyc returns the plain bicyc group (both losses on, no named
+// variant), nil if there is none.
 func fullBicyc(main []*Group) *Group {
 	for _, g := range main {
-		if g.Variant.Method == config.MethodBicyc {
+		if g.Variant.Method == config.MethodBicyc && g.Variant.Name == "" && !g.Variant.Ablated() {
 			return g
 		}
 	}

@@ -408,7 +408,7 @@ func snippetFigures(g *generated) []Figure {
 	if len(g.figs.curves) > 0 {
 		out = append(out, g.figs.curves[0])
 	}
-	for _, over := range []config.Method{config.MethodAdaGauss, config.MethodFinetune} {
+	for _, over := range []sweep.Variant{{Method: config.MethodAdaGauss, Bi: true, Cyc: true}, {Method: config.MethodFinetune, Bi: true, Cyc: true}} {
 		if i := slices.Index(g.figs.gainOver, over); i >= 0 {
 			return append(out, g.figs.gains[i])
 		}

@@ -38,6 +38,12 @@ func TestSelectOnValidation(t *testing.T) {
 	for i := range groups {
 		main = append(main, &groups[i])
 	}
+	if _, ablation := splitGroups(groups); len(ablation) != 1 || ablation[0].Variant != full {
+		t.Errorf("ablation grid %v, want plain bicyc alone: a named variant is no ablation cell", ablation)
+	}
+	if f := fullBicyc(main); f == nil || f.Variant != full {
+		t.Errorf("full bicyc is %v, want the plain bicyc group", f)
+	}
 	sel := SelectOnValidation(main)
 	if sel == nil || sel.Variant != rehearsal {
 		t.Fatalf("selected %v, want %v (val A_last 0.70 against 0.60 and 0.50)", sel, rehearsal)
