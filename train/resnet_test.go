@@ -57,6 +57,9 @@ func TestResNet18CIFARSmoke(t *testing.T) {
 	cfg.Model.HiddenMult = 2
 	cfg.Train.EpochsFirst, cfg.Train.Epochs, cfg.Train.BatchSize, cfg.Train.EvalBatch = 1, 1, 10, 20
 	cfg.Adapter.Epochs, cfg.Adapter.TransportSamples = 1, 50
+	// One epoch each, as the smoke test means: the step floors for small
+	// tasks would make task 1 200 ResNet-18 steps.
+	cfg.Train.MinStepsFirst, cfg.Adapter.MinSteps = 0, 0
 	run := filepath.Join(t.TempDir(), "run")
 	r := trainRun(t, cfg, run, 0)
 	s := summary(t, r)
