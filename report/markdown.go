@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -92,7 +93,7 @@ func mdHeader(b *strings.Builder, set *Set, groups []Group, opts Options) {
 			p("**Warning:** %s has more than one run with seed %s; each counts in its mean and std.\n\n", g.Variant, strings.Join(dup, ", "))
 		}
 	}
-	if diff := runDifferences(set.Runs); len(diff) > 0 {
+	if diff := runDifferences(set); len(diff) > 0 {
 		p("**Warning:** the runs differ in more than method, seed and the ablated losses; their numbers may not compare: %s.\n\n", strings.Join(diff, "; "))
 	}
 	p("Accuracies are in %%: A_last after the last task, A_inc the mean of A_last over the steps, F_last the class-count-weighted forgetting of the old tasks (docs/method.md, \"Metrics\"); mean ± sample std over seeds. TAg classifies among all classes seen, TAw within the task's own classes.\n\n")
@@ -391,7 +392,8 @@ func describeConfig(c config.Config) string {
 // apart from the ones a comparison varies on purpose (method, seed,
 // loss.bi, loss.cyc) and the ones that do not change results (names,
 // threads, export).
-func runDifferences(runs []*Run) []string {
+func runDifferences(set *Set) []string {
+	runs := set.Runs
 	norm := func(c config.Config) config.Config {
 		c.Method, c.Seed, c.RunName = "", 0, ""
 		c.Loss.Bi, c.Loss.Cyc = true, true
@@ -404,13 +406,32 @@ func runDifferences(runs []*Run) []string {
 	var out []string
 	base := norm(runs[0].Config)
 	for _, r := range runs[1:] {
+		own := variantKeys(set.Sweep, r)
 		for _, d := range config.ExperimentDiff(base, norm(r.Config)) {
 			key, _, _ := strings.Cut(d, ":")
-			if !seen[key] {
+			if !seen[key] && !slices.Contains(own, key) {
 				seen[key] = true
 				out = append(out, fmt.Sprintf("%s (%s vs %s)", d, runs[0].Name, r.Name))
 			}
 		}
 	}
 	return out
+}
+
+// variantKeys lists the keys a run's named variant sets in the sweep rec:
+// they differ from the other runs by design.
+func variantKeys(rec *sweep.Record, r *Run) []string {
+	if rec == nil || r.VariantName == "" {
+		return nil
+	}
+	var keys []string
+	for _, v := range rec.Spec.Variants {
+		if v.Name == r.VariantName && v.Method == r.Config.Method {
+			for _, kv := range v.Sets {
+				key, _, _ := strings.Cut(kv, "=")
+				keys = append(keys, key)
+			}
+		}
+	}
+	return keys
 }

@@ -76,3 +76,18 @@ func TestSelectOnValidation(t *testing.T) {
 		t.Errorf("runs without validation got a val column or selection:\n%s", b.String())
 	}
 }
+
+// TestVariantKeysAreNoDifference: a named variant's own sets are not
+// reported as a difference between runs; other keys still are.
+func TestVariantKeysAreNoDifference(t *testing.T) {
+	plain, named := &Run{Name: "bicyc-s0", Config: config.Default()}, &Run{Name: "bicyc-cal-s0", Config: config.Default(), VariantName: "cal"}
+	named.Config.Classifier.Shrink, named.Config.Classifier.AgeBias = 0.5, 0.01
+	rec := &sweep.Record{Spec: sweep.Spec{Variants: []sweep.NamedVariant{{Name: "cal", Method: config.MethodBicyc, Sets: []string{"classifier.shrink=0.5", "classifier.age_bias=0.01"}}}}}
+	if diff := runDifferences(&Set{Sweep: rec, Runs: []*Run{plain, named}}); len(diff) != 0 {
+		t.Errorf("the variant's own keys reported as differences: %v", diff)
+	}
+	named.Config.Train.Epochs++
+	if diff := runDifferences(&Set{Sweep: rec, Runs: []*Run{plain, named}}); len(diff) != 1 || !strings.Contains(diff[0], "train.epochs") {
+		t.Errorf("differences %v, want train.epochs alone", diff)
+	}
+}
