@@ -107,12 +107,6 @@ func (r *Run) Confusion(ev Evaluation, split Split) TaskConfusion {
 	if split == SplitVal {
 		ds = r.train
 	}
-	taskOf := map[int]int{}
-	for u, classes := range r.stream.Tasks {
-		for _, c := range classes {
-			taskOf[c] = u
-		}
-	}
 	var tc TaskConfusion
 	for i, j := range ev.TestIndices {
 		want, got := ds.Labels[j], ev.Predictions[i]
@@ -121,7 +115,7 @@ func (r *Run) Confusion(ev Evaluation, split Split) TaskConfusion {
 			continue
 		}
 		tc.Errors++
-		switch tw, tg := taskOf[want], taskOf[got]; {
+		switch tw, tg := r.stream.TaskOf(want), r.stream.TaskOf(got); {
 		case tg == tw:
 			tc.SameTask++
 		case tg < tw:
