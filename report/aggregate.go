@@ -171,18 +171,46 @@ func validationStats(runs []*Run) *MetricStats {
 	return &ms
 }
 
-// SelectOnValidation returns the group with the highest mean validation
-// A_last among groups, nil when none has validation metrics. Ties go to
-// the earlier group. Test metrics play no part: this is the honest choice
-// of a variant.
-func SelectOnValidation(groups []*Group) *Group {
-	var best *Group
+// Choice is the variant selected on the validation split and what
+// bounded the choice.
+type Choice struct {
+	// Selected has the highest mean validation A_last among the eligible
+	// groups; nil when no group has validation metrics.
+	Selected *Group
+	// Limit is the group named by the forgetting limit, nil without one (or
+	// when it is not among the groups or has no validation metrics): only
+	// groups whose mean validation F_last is not above Limit's are eligible.
+	Limit *Group
+	// Best has the highest mean validation A_last of all groups, eligible
+	// or not: Selected unless the limit excluded it.
+	Best *Group
+}
+
+// SelectOnValidation chooses among groups by their mean validation A_last.
+// limit names a group as the report shows it (sweep.Selection.ForgettingLimit;
+// "" for none): groups whose mean validation F_last is above that group's
+// are not eligible. Ties go to the earlier group. Test metrics play no part:
+// this is the honest choice of a variant.
+func SelectOnValidation(groups []*Group, limit string) Choice {
+	var c Choice
 	for _, g := range groups {
-		if g.Val != nil && (best == nil || g.Val.ALast.Mean > best.Val.ALast.Mean) {
-			best = g
+		if g.Val != nil && limit != "" && g.Variant.String() == limit {
+			c.Limit = g
 		}
 	}
-	return best
+	for _, g := range groups {
+		if g.Val == nil {
+			continue
+		}
+		if c.Best == nil || g.Val.ALast.Mean > c.Best.Val.ALast.Mean {
+			c.Best = g
+		}
+		eligible := c.Limit == nil || g.Val.FLast.Mean <= c.Limit.Val.FLast.Mean
+		if eligible && (c.Selected == nil || g.Val.ALast.Mean > c.Selected.Val.ALast.Mean) {
+			c.Selected = g
+		}
+	}
+	return c
 }
 
 func meanMatrix(runs []*Run, tasks int) [][]float64 {

@@ -54,7 +54,7 @@ func markdown(set *Set, groups []Group, figs figureSet, opts Options) string {
 	var b strings.Builder
 	mdHeader(&b, set, groups, opts)
 	main, ablation := splitGroups(groups)
-	mdResults(&b, groups, main, ablation)
+	mdResults(&b, groups, main, ablation, set.forgettingLimit())
 	mdFigures(&b, main, ablation, figs)
 	mdRuns(&b, set)
 	p := printer(&b)
@@ -100,14 +100,14 @@ func mdHeader(b *strings.Builder, set *Set, groups []Group, opts Options) {
 }
 
 // mdResults writes the results tables (main variants and ablation grid).
-func mdResults(b *strings.Builder, groups []Group, main, ablation []*Group) {
+func mdResults(b *strings.Builder, groups []Group, main, ablation []*Group, limit string) {
 	p := printer(b)
 	if len(groups) == 0 {
 		p("No run has finished yet: the tables and curves need finished runs.\n\n")
 	}
 	if len(main) > 0 {
 		p("## Results\n\n")
-		resultsTable(b, main)
+		resultsTable(b, main, limit)
 		p("Task-aware (TAw) metrics in full:\n\n")
 		p("| method | seeds | TAw A_last | TAw A_inc | TAw F_last |\n")
 		p("|---|---|---|---|---|\n")
@@ -227,32 +227,52 @@ const dateLayout = "2006-01-02 15:04 MST"
 // in %. report.md and the README snippet (Publish) share it.
 //
 // When runs have a validation split, a first column gives the validation
-// A_last and a line after the table names the variant selected on it.
-func resultsTable(b *strings.Builder, main []*Group) {
-	sel := SelectOnValidation(main)
-	if sel == nil {
+// A_last and a line after the table names the variant selected on it under
+// the forgetting limit limit (SelectOnValidation).
+func resultsTable(b *strings.Builder, main []*Group, limit string) {
+	choice := SelectOnValidation(main, limit)
+	if choice.Selected == nil {
 		b.WriteString("| method | seeds | TAg A_last | TAg A_inc | TAg F_last | TAw A_last |\n")
 		b.WriteString("|---|---|---|---|---|---|\n")
 	} else {
-		b.WriteString("| method | seeds | val A_last | TAg A_last | TAg A_inc | TAg F_last | TAw A_last |\n")
-		b.WriteString("|---|---|---|---|---|---|---|\n")
+		b.WriteString("| method | seeds | val A_last | val F_last | TAg A_last | TAg A_inc | TAg F_last | TAw A_last |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	}
 	for _, g := range main {
 		fmt.Fprintf(b, "| %s | %d |", g.Variant, len(g.Seeds))
-		if sel != nil {
-			val := "–"
+		if choice.Selected != nil {
+			val, forget := "–", "–"
 			if g.Val != nil {
-				val = pm(g.Val.ALast)
+				val, forget = pm(g.Val.ALast), pm(g.Val.FLast)
 			}
-			fmt.Fprintf(b, " %s |", val)
+			fmt.Fprintf(b, " %s | %s |", val, forget)
 		}
 		fmt.Fprintf(b, " %s | %s | %s | %s |\n", pm(g.TAg.ALast), pm(g.TAg.AInc), pm(g.TAg.FLast), pm(g.TAw.ALast))
 	}
 	b.WriteString("\n")
-	if sel != nil && validated(main) > 1 {
-		fmt.Fprintf(b, "Selected on validation: **%s** (highest mean val A_last, %s; TAg over every seen class on the held-out training images of data.val_per_class, never trained on). The test columns played no part in the choice.\n\n",
-			sel.Variant, pm(sel.Val.ALast))
+	if choice.Selected != nil && validated(main) > 1 {
+		selectionLine(b, choice, limit)
 	}
+}
+
+// selectionLine names the variant selected on validation and, under a
+// forgetting limit, the limit and the best variant it excluded.
+func selectionLine(b *strings.Builder, c Choice, limit string) {
+	const split = "TAg over every seen class on the held-out training images of data.val_per_class, never trained on"
+	sel := c.Selected
+	switch {
+	case c.Limit != nil:
+		fmt.Fprintf(b, "Selected on validation: **%s** (highest mean val A_last, %s, among the variants whose mean val F_last is not above %s's %s; %s).",
+			sel.Variant, pm(sel.Val.ALast), c.Limit.Variant, oneDecimal(100*c.Limit.Val.FLast.Mean), split)
+		if c.Best != sel {
+			fmt.Fprintf(b, " Without that limit it would be %s (val A_last %s, val F_last %s).", c.Best.Variant, pm(c.Best.Val.ALast), pm(c.Best.Val.FLast))
+		}
+	case limit != "":
+		fmt.Fprintf(b, "Selected on validation: **%s** (highest mean val A_last, %s; %s). The forgetting limit %s has no validation metrics among these runs and was not applied.", sel.Variant, pm(sel.Val.ALast), split, limit)
+	default:
+		fmt.Fprintf(b, "Selected on validation: **%s** (highest mean val A_last, %s; %s).", sel.Variant, pm(sel.Val.ALast), split)
+	}
+	b.WriteString(" The test columns played no part in the choice.\n\n")
 }
 
 // validated counts the groups with validation metrics.

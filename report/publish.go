@@ -376,7 +376,7 @@ func readmeSnippet(g *generated, dir string, pub Publication, newline string) (s
 
 	main, ablation := splitGroups(g.groups)
 	if len(main) > 0 {
-		resultsTable(&b, main)
+		resultsTable(&b, main, set.forgettingLimit())
 	}
 	if len(ablation) > 1 {
 		p("Ablation of bicyc, L_bi and L_cyc on (✓) or off (✗):\n\n")

@@ -196,6 +196,15 @@ type Set struct {
 	Pending []string
 }
 
+// forgettingLimit is the sweep's selection.forgetting_limit, "" outside a
+// sweep.
+func (s *Set) forgettingLimit() string {
+	if s.Sweep == nil {
+		return ""
+	}
+	return s.Sweep.Spec.Selection.ForgettingLimit
+}
+
 // Load reads what dir holds: a run directory (it has metrics.json), a
 // sweep (sweep.json lists its runs), or any directory whose immediate
 // sub-directories are runs. Errors name the file at fault; a directory

@@ -30,6 +30,8 @@ var ErrInvalidSpec = errors.New("invalid sweep definition")
 //	  - name: n10000
 //	    method: bicyc
 //	    sets: [adapter.transport_samples=10000]
+//	selection:                      # how the report chooses on validation
+//	  forgetting_limit: bicyc       # no more forgetting than plain bicyc
 //
 // Every run gets the config file, then sets, then its own method, seed,
 // (variant) the variant's sets and (ablation) loss.bi, loss.cyc.
@@ -41,6 +43,19 @@ type Spec struct {
 	Ablation bool            `yaml:"ablation" json:"ablation"`
 	Sets     []string        `yaml:"sets" json:"sets"`
 	Variants []NamedVariant  `yaml:"variants,omitempty" json:"variants,omitempty"`
+	// Selection constrains the variant `bicyc report` selects on the
+	// validation split.
+	Selection Selection `yaml:"selection,omitempty" json:"selection,omitzero"`
+}
+
+// Selection is how `bicyc report` chooses a variant on the validation split.
+// Without a limit it takes the highest mean validation A_last.
+type Selection struct {
+	// ForgettingLimit names a method or named variant as the report shows
+	// it ("bicyc", "adagauss+cal"): only variants whose mean validation
+	// F_last is not above its own can be selected, so that a variant cannot
+	// win on accuracy bought with more forgetting. Empty: no limit.
+	ForgettingLimit string `yaml:"forgetting_limit,omitempty" json:"forgetting_limit,omitempty"`
 }
 
 // NamedVariant is a method with extra settings, compared in a sweep like
@@ -128,7 +143,23 @@ func (s Spec) Validate() error {
 		}
 		checkSets(field+".sets", v.Sets, reserved, bad)
 	}
+	if l := s.Selection.ForgettingLimit; l != "" && !slices.Contains(s.shownNames(), l) {
+		bad("selection.forgetting_limit: %q is none of the sweep's methods and variants (%s)", l, strings.Join(s.shownNames(), ", "))
+	}
 	return errors.Join(errs...)
+}
+
+// shownNames returns the names the report gives the sweep's methods and
+// named variants (Variant.String), in the sweep's order.
+func (s Spec) shownNames() []string {
+	var names []string
+	for _, m := range s.Methods {
+		names = append(names, string(m))
+	}
+	for _, v := range s.Variants {
+		names = append(names, Variant{Method: v.Method, Name: v.Name, Bi: true, Cyc: true}.String())
+	}
+	return names
 }
 
 // checkSets reports every entry of sets that is not key=value or sets a

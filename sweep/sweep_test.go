@@ -87,6 +87,13 @@ func TestSpecValidate(t *testing.T) {
 		{func(s *Spec) {
 			s.Variants = []NamedVariant{{Name: "a", Method: config.MethodBicyc, Sets: []string{"seed=3"}}}
 		}, "variants[0].sets"},
+		{func(s *Spec) { s.Selection.ForgettingLimit = "adagauss" }, ""},
+		{func(s *Spec) {
+			s.Variants = []NamedVariant{{Name: "cal", Method: config.MethodBicyc}}
+			s.Selection.ForgettingLimit = "bicyc+cal"
+		}, ""},
+		{func(s *Spec) { s.Selection.ForgettingLimit = "finetune" }, "selection.forgetting_limit"},
+		{func(s *Spec) { s.Selection.ForgettingLimit = "bicyc+cal" }, "selection.forgetting_limit"},
 	}
 	for i, c := range cases {
 		s := ok
