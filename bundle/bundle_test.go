@@ -288,7 +288,7 @@ func TestOpenRejectsDamagedModels(t *testing.T) {
 	}{
 		{func(t *testing.T, dir string) {
 			rewriteManifest(t, dir, func(m map[string]any) { m["schema_version"] = SchemaVersion + 1 })
-		}, ErrSchemaVersion, "manifest.json: unsupported manifest schema version: schema_version 4, this build reads 1 to 3"},
+		}, ErrSchemaVersion, "manifest.json: unsupported manifest schema version: schema_version 5, this build reads 1 to 4"},
 		{func(t *testing.T, dir string) {
 			rewriteManifest(t, dir, func(m map[string]any) { delete(m, "schema_version") })
 		}, ErrSchemaVersion, "schema_version none"},

@@ -21,8 +21,9 @@ import (
 // version 1 numbered them from 0. Version 3 adds the classifier
 // calibration options (ClassifierOptions.OffDiagShrink, AgeShrink,
 // AgeBias, PoolCov) and Class.Age; a manifest of an older version has neither and
-// keeps the classifier it was written with. Open reads all three (see Open).
-const SchemaVersion = 3
+// keeps the classifier it was written with. Version 4 adds
+// ClassifierOptions.TestFlip. Open reads all four (see Open).
+const SchemaVersion = 4
 
 // oldestSchemaVersion is the oldest manifest format Open still reads.
 const oldestSchemaVersion = 1
@@ -113,6 +114,10 @@ type ClassifierOptions struct {
 	AgeShrink     float64 `json:"age_shrink,omitempty"`
 	AgeBias       float64 `json:"age_bias,omitempty"`
 	PoolCov       float64 `json:"pool_cov,omitempty"`
+	// TestFlip averages the scores of every image and of its horizontal
+	// mirror (absent, off, before schema version 4): model.onnx scores one
+	// image, so a reader runs it on both and averages.
+	TestFlip bool `json:"test_flip,omitempty"`
 }
 
 // Gauss returns the options gauss.NewClassifier builds the tables with,

@@ -168,6 +168,7 @@ type Classifier struct {
 	AgeShrink     float64 `mapstructure:"age_shrink" yaml:"age_shrink" doc:"Extra diagonal shrinkage per task learned since a class's own (per transport its prototype went through): shrink + age_shrink*age (0: off)."`
 	PoolCov       float64 `mapstructure:"pool_cov" yaml:"pool_cov" doc:"Blend each class's covariance with the mean covariance of all seen classes before shrinkage: (1-pool_cov)*Sigma_c + pool_cov*mean (0: off, 1: one shared covariance)."`
 	AgeBias       float64 `mapstructure:"age_bias" yaml:"age_bias" doc:"Added to a class's distance per task learned since its own: negative favours old classes, positive new ones (0: off)."`
+	TestFlip      bool    `mapstructure:"test_flip" yaml:"test_flip" doc:"Test-time augmentation: score every image and its horizontal mirror and average the two scores; twice the backbone's work per image. Meant for data.horizontal_flip, whose mirrored copies enter the class statistics."`
 }
 
 // Eval holds evaluation options.

@@ -105,8 +105,9 @@ func shift(src, dst []uint8, c, h, w, dx, dy int) {
 // FlipHorizontal writes the left-right mirror of the CHW image src
 // (c x h x w) to dst: dst[ch][y][x] = src[ch][y][w-1-x]. dst may be src (an
 // in-place flip) but must not partially overlap it. It panics if a slice is
-// shorter than c*h*w.
-func FlipHorizontal(src, dst []uint8, c, h, w int) {
+// shorter than c*h*w. Stored images are uint8; a preprocessed one (the
+// test-time flip of infer) is float32.
+func FlipHorizontal[T uint8 | float32](src, dst []T, c, h, w int) {
 	checkImage("FlipHorizontal", src, dst, c, h, w)
 	inPlace := c*h*w > 0 && &src[0] == &dst[0]
 	for r := range c * h {
@@ -163,7 +164,7 @@ func Rotate90(src, dst []uint8, c, h, w, k int) {
 }
 
 // checkImage panics unless src and dst hold a c x h x w image.
-func checkImage(fn string, src, dst []uint8, c, h, w int) {
+func checkImage[T uint8 | float32](fn string, src, dst []T, c, h, w int) {
 	if c < 0 || h < 0 || w < 0 || len(src) < c*h*w || len(dst) < c*h*w {
 		panic(fmt.Sprintf("data: %s: image %dx%dx%d needs %d values, src has %d, dst %d", fn, c, h, w, c*h*w, len(src), len(dst)))
 	}

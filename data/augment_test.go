@@ -96,6 +96,17 @@ func TestFlipHorizontal(t *testing.T) {
 		if !slices.Equal(inPlace, once) {
 			t.Errorf("case %d: in-place flip %v, want %v", i, inPlace, once)
 		}
+		// A preprocessed (float32) image flips the same way.
+		floats, flipped := make([]float32, len(src)), make([]float32, len(src))
+		for j, v := range src {
+			floats[j] = float32(v) / 7
+		}
+		FlipHorizontal(floats, flipped, c, h, w)
+		for j, v := range once {
+			if flipped[j] != float32(v)/7 {
+				t.Fatalf("case %d: float32 flip %v, want the uint8 flip %v / 7", i, flipped, once)
+			}
+		}
 	}
 }
 

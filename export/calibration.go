@@ -9,14 +9,16 @@ import (
 
 // FitCalibration fits the calibration stored in the manifest
 // (Input.Calibration) from held-out images the model never trained on:
-// features [n, S] are their backbone features, ids their class IDs, and
-// clf the classifier being exported, whose column c is classes[c]. It
-// scores the features with clf, fits gauss.FitCalibration, and records the
+// scores [n, K] are clf's scores of them, as the exported model computes
+// them (Classifier.Scores of their features, or with the test-time flip
+// the mean over each image and its mirror), ids their class IDs, and clf
+// the classifier being exported, whose column c is classes[c]. It fits
+// gauss.FitCalibration and records the
 // threshold for acceptRate (gauss.DefaultAcceptRate normally). A held-out
 // image of a class the model does not have is an error, as is anything
 // gauss.FitCalibration refuses (fewer than gauss.MinCalibrationImages
 // images: a run without a held-out split exports no calibration).
-func FitCalibration(clf *gauss.Classifier, classes []bundle.Class, features []float32, ids []int, acceptRate float64) (*bundle.Calibration, error) {
+func FitCalibration(clf *gauss.Classifier, classes []bundle.Class, scores []float32, ids []int, acceptRate float64) (*bundle.Calibration, error) {
 	column := make(map[int]int, len(classes))
 	for c, cl := range classes {
 		column[cl.ID] = c
@@ -30,14 +32,14 @@ func FitCalibration(clf *gauss.Classifier, classes []bundle.Class, features []fl
 		labels[i] = c
 	}
 	n := len(ids)
-	if len(features) != n*clf.Dim() || len(classes) != clf.Classes() {
-		return nil, fmt.Errorf("export: calibration: %d feature values for %d images of dim %d, %d classes for a classifier of %d",
-			len(features), n, clf.Dim(), len(classes), clf.Classes())
+	if len(scores) != n*clf.Classes() || len(classes) != clf.Classes() {
+		return nil, fmt.Errorf("export: calibration: %d scores for %d images of %d classes, %d classes for a classifier of %d",
+			len(scores), n, clf.Classes(), len(classes), clf.Classes())
 	}
 	if !(acceptRate > 0 && acceptRate <= 1) {
 		return nil, fmt.Errorf("export: calibration: acceptance rate %v outside (0, 1]", acceptRate)
 	}
-	cal, err := gauss.FitCalibration(clf.Scores(features, n), n, clf.Classes(), labels, clf.Tables().Bias)
+	cal, err := gauss.FitCalibration(scores, n, clf.Classes(), labels, clf.Tables().Bias)
 	if err != nil {
 		return nil, fmt.Errorf("export: calibration: %w", err)
 	}

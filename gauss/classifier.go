@@ -342,14 +342,25 @@ func (c *Classifier) scoreBlock(z []float32, rows int, zh, y []float64, out []fl
 	}
 }
 
-// Predict returns, for each of the n features in z ([n, S] row-major), the
-// class with the smallest score among allowed: nil allows every class
-// (task-agnostic, TAg, paper eq. bayes_pred_tag), a task's classes give the
-// task-aware prediction (TAw, eq. bayes_pred_taw). Ties go to the lower class
-// index whatever the order of allowed; NaN scores never win, and a row whose
-// allowed scores are all NaN predicts NoClass. It panics if allowed is empty
-// but not nil, holds an index outside [0, K), or len(z) != n*S.
-func (c *Classifier) Predict(z []float32, n int, allowed []int) []int {
+// MeanScores returns the element-wise mean of two score tables of the same
+// images, such as an image's scores and its horizontal mirror's (the
+// test-time flip, ClassifierOptions of the manifest): the mean keeps the
+// scale of one image's scores, so a threshold or calibration fitted on
+// either applies. It panics if the lengths differ.
+func MeanScores(a, b []float32) []float32 {
+	if len(a) != len(b) {
+		panic(fmt.Sprintf("gauss: mean scores: %d and %d values", len(a), len(b)))
+	}
+	out := make([]float32, len(a))
+	for i := range a {
+		out[i] = (a[i] + b[i]) / 2
+	}
+	return out
+}
+
+// checkAllowed panics if allowed is empty but not nil or holds an index
+// outside [0, K).
+func (c *Classifier) checkAllowed(allowed []int) {
 	if allowed != nil && len(allowed) == 0 {
 		panic("gauss: predict: empty allowed class set")
 	}
@@ -358,7 +369,29 @@ func (c *Classifier) Predict(z []float32, n int, allowed []int) []int {
 			panic(fmt.Sprintf("gauss: predict: allowed class %d outside [0, %d)", cls, c.k))
 		}
 	}
-	scores := c.Scores(z, n)
+}
+
+// Predict returns, for each of the n features in z ([n, S] row-major), the
+// class with the smallest score among allowed: nil allows every class
+// (task-agnostic, TAg, paper eq. bayes_pred_tag), a task's classes give the
+// task-aware prediction (TAw, eq. bayes_pred_taw). Ties go to the lower class
+// index whatever the order of allowed; NaN scores never win, and a row whose
+// allowed scores are all NaN predicts NoClass. It panics if allowed is empty
+// but not nil, holds an index outside [0, K), or len(z) != n*S.
+func (c *Classifier) Predict(z []float32, n int, allowed []int) []int {
+	c.checkAllowed(allowed)
+	return c.PredictScores(c.Scores(z, n), n, allowed)
+}
+
+// PredictScores is Predict on scores already computed: [n, K] row-major as
+// Scores returns them, or a combination of such scores, for example their
+// mean over an image and its mirror. It panics as Predict does, and if
+// len(scores) != n*K.
+func (c *Classifier) PredictScores(scores []float32, n int, allowed []int) []int {
+	c.checkAllowed(allowed)
+	if n < 0 || len(scores) != n*c.k {
+		panic(fmt.Sprintf("gauss: predict: %d scores for %d rows of %d classes", len(scores), n, c.k))
+	}
 	pred := make([]int, n)
 	for i := range n {
 		row := scores[i*c.k : (i+1)*c.k]

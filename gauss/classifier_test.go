@@ -267,6 +267,36 @@ func TestPredictTies(t *testing.T) {
 	}
 }
 
+// TestPredictScores: predicting from scores equals Predict, and the mean
+// of an image's and its mirror's scores (MeanScores) predicts the class
+// nearer on average: a point nearer class 0 and a mirror nearer class 1 by
+// more go to class 1.
+func TestPredictScores(t *testing.T) {
+	protos := []Gaussian{diagGaussian([]float64{-2, 0}, 1, 1), diagGaussian([]float64{2, 0}, 1, 1)}
+	cl, err := NewClassifier(protos, nil, ClassifierOptions{Shrink: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := []float32{-0.5, 0, 1.5, 0}
+	scores := cl.Scores(z, 2)
+	if got, want := cl.PredictScores(scores, 2, nil), cl.Predict(z, 2, nil); !slices.Equal(got, want) || !slices.Equal(got, []int{0, 1}) {
+		t.Errorf("PredictScores %v, Predict %v, want [0 1] both", got, want)
+	}
+	mean := MeanScores(scores[:2], scores[2:])
+	if got := cl.PredictScores(mean, 1, nil); !slices.Equal(got, []int{1}) {
+		t.Errorf("mean of the two rows' scores %v predicts %v, want [1]", mean, got)
+	}
+	if got := MeanScores([]float32{1, 3}, []float32{3, 5}); !slices.Equal(got, []float32{2, 4}) {
+		t.Errorf("MeanScores = %v, want [2 4]", got)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("PredictScores with too few scores did not panic")
+		}
+	}()
+	cl.PredictScores(scores[:3], 2, nil)
+}
+
 func TestPredictNaN(t *testing.T) {
 	cl, err := NewClassifier([]Gaussian{diagGaussian([]float64{0, 1}, 1, 1)}, nil, DefaultClassifierOptions())
 	if err != nil {

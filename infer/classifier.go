@@ -11,6 +11,7 @@ import (
 	"github.com/bicyc/bicyc/bounded"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/gauss"
 )
 
 var (
@@ -293,10 +294,33 @@ func (c *Classifier) classifyNCHW(batch []float32, shape []int64) ([]Result, err
 }
 
 // runModel runs model.onnx on a preprocessed NCHW batch: scores [N, K]
-// row-major.
+// row-major. With the manifest's test_flip it runs the batch's horizontal
+// mirror too and returns the mean of the two (gauss.MeanScores), as
+// training evaluated the model.
 func (c *Classifier) runModel(batch []float32, shape []int64) ([]float32, error) {
 	k := len(c.classes)
-	return c.runLocked(func() ([]float32, error) { return c.model.run(batch, shape, k) })
+	return c.runLocked(func() ([]float32, error) {
+		scores, err := c.model.run(batch, shape, k)
+		if err != nil || !c.manifest.Classifier.TestFlip {
+			return scores, err
+		}
+		mirrored, err := c.model.run(mirror(batch, shape), shape, k)
+		if err != nil {
+			return nil, err
+		}
+		return gauss.MeanScores(scores, mirrored), nil
+	})
+}
+
+// mirror returns the left-right mirror of every image of an NCHW batch.
+func mirror(batch []float32, shape []int64) []float32 {
+	ch, h, w := int(shape[1]), int(shape[2]), int(shape[3])
+	size := ch * h * w
+	out := make([]float32, len(batch))
+	for i := 0; i+size <= len(batch); i += size {
+		data.FlipHorizontal(batch[i:i+size], out[i:i+size], ch, h, w)
+	}
+	return out
 }
 
 // ClassifyFile decodes the image file at path (DecodeImage, with the

@@ -81,7 +81,70 @@ func TestClassifierCalibrationExport(t *testing.T) {
 	checkModelAgreement(t, clf, imgs, pred)
 	checkAddClassesKeepsOldTables(t, model, b.Prototypes.Tables)
 	checkPooledExport(t, r, imgs)
+	checkTestFlipExport(t, r, imgs)
 	checkOracle(t, r, ev)
+}
+
+// checkTestFlipExport re-exports the run with classifier.test_flip on and
+// checks that it changes the evaluation; that ONNX Runtime through package
+// infer gives the training-time evaluation's predictions; and that an image
+// and its mirror then get the same predictions at the same distances (the
+// mean of the two scores is symmetric).
+func checkTestFlipExport(t *testing.T, r *Run, imgs []image.Image) {
+	t.Helper()
+	cfg := r.Config()
+	plain, err := r.Evaluate(cfg.Classifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Classifier.TestFlip = true
+	if err := writeYAML(filepath.Join(r.Dir(), "config.yaml"), cfg); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := r.Evaluate(cfg.Classifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(plain.Predictions, ev.Predictions) {
+		t.Errorf("test_flip changed no prediction of %d", len(ev.Predictions))
+	}
+	model := filepath.Join(t.TempDir(), "flip")
+	if err := Export(r.Dir(), model); err != nil {
+		t.Fatal(err)
+	}
+	clf, err := infer.Open(model, infer.WithLog(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clf.Close()
+	if !clf.Manifest().Classifier.TestFlip {
+		t.Error("manifest test_flip is off")
+	}
+	pred := map[int]int{}
+	for i, p := range ev.Predictions {
+		pred[i] = p
+	}
+	checkModelAgreement(t, clf, imgs, pred)
+	mirrored := make([]image.Image, 20)
+	for i := range mirrored {
+		g := imgs[i].(*image.Gray)
+		pix := slices.Clone(g.Pix)
+		data.FlipHorizontal(pix, pix, 1, g.Rect.Dy(), g.Rect.Dx())
+		mirrored[i] = grayImage(pix, g.Rect.Dx(), g.Rect.Dy())
+	}
+	a, err := clf.ClassifyBatch(imgs[:20])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := clf.ClassifyBatch(mirrored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range a {
+		if !slices.Equal(a[i].Predictions, b[i].Predictions) {
+			t.Fatalf("image %d: %v, its mirror %v: want the same with test_flip", i, a[i].Predictions, b[i].Predictions)
+		}
+	}
 }
 
 // checkPooledExport re-exports the run with classifier.pool_cov on as

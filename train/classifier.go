@@ -11,7 +11,7 @@ import (
 // two cannot disagree.
 func manifestClassifier(c config.Classifier) bundle.ClassifierOptions {
 	return bundle.ClassifierOptions{Normalize: c.Normalize, Shrink: c.Shrink, FullGaussian: c.FullGaussian, TopK: c.TopK,
-		OffDiagShrink: c.OffDiagShrink, AgeShrink: c.AgeShrink, AgeBias: c.AgeBias, PoolCov: c.PoolCov}
+		OffDiagShrink: c.OffDiagShrink, AgeShrink: c.AgeShrink, AgeBias: c.AgeBias, PoolCov: c.PoolCov, TestFlip: c.TestFlip}
 }
 
 // classEntries returns, for classes in score order, the manifest entries

@@ -81,7 +81,7 @@ func (r *Run) evaluateSplit(b *models.Backbone, t int, split Split) (Evaluation,
 		if len(idx) == 0 {
 			return Evaluation{}, fmt.Errorf("task %d: %w %s", u+1, ErrEmptySplit, split)
 		}
-		z, err := features(b, ds, idx, r.prep, r.cfg.Train.EvalBatch, false)
+		scores, err := r.scores(clf, b, ds, idx, r.cfg.Classifier.TestFlip)
 		if err != nil {
 			return Evaluation{}, fmt.Errorf("evaluate task %d: %w", u+1, err)
 		}
@@ -89,8 +89,8 @@ func (r *Run) evaluateSplit(b *models.Backbone, t int, split Split) (Evaluation,
 		for i, c := range r.stream.Tasks[u] {
 			allowed[i] = pos[c]
 		}
-		tag := clf.Predict(z, len(idx), nil)
-		taw := clf.Predict(z, len(idx), allowed)
+		tag := clf.PredictScores(scores, len(idx), nil)
+		taw := clf.PredictScores(scores, len(idx), allowed)
 		var okAg, okAw int
 		for i, j := range idx {
 			want := ds.Labels[j]
@@ -107,6 +107,22 @@ func (r *Run) evaluateSplit(b *models.Backbone, t int, split Split) (Evaluation,
 		ev.TAw[u] = float64(okAw) / float64(len(idx))
 	}
 	return ev, nil
+}
+
+// scores returns clf's [len(idx), K] scores of images idx of ds under
+// backbone b, as an exported model computes them: with testFlip
+// (classifier.test_flip) the mean of each image's and its mirror's.
+func (r *Run) scores(clf *gauss.Classifier, b *models.Backbone, ds *data.Dataset, idx []int, testFlip bool) ([]float32, error) {
+	z, err := features(b, ds, idx, r.prep, r.cfg.Train.EvalBatch, testFlip)
+	if err != nil {
+		return nil, err
+	}
+	n, k := len(idx), clf.Classes()
+	if !testFlip {
+		return clf.Scores(z, n), nil
+	}
+	s := clf.Scores(z, 2*n)
+	return gauss.MeanScores(s[:n*k], s[n*k:]), nil
 }
 
 // testIndices returns the test images of the given classes, at most

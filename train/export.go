@@ -129,7 +129,7 @@ func calibration(runDir string, cfg config.Config, classes []bundle.Class, clf *
 	if len(idx) < gauss.MinCalibrationImages {
 		return nil, nil
 	}
-	z, err := features(r.state.Backbone, r.train, idx, r.prep, cfg.Train.EvalBatch, false)
+	scores, err := r.scores(clf, r.state.Backbone, r.train, idx, cfg.Classifier.TestFlip)
 	if err != nil {
 		return nil, fmt.Errorf("calibration features: %w", err)
 	}
@@ -137,7 +137,7 @@ func calibration(runDir string, cfg config.Config, classes []bundle.Class, clf *
 	for i, j := range idx {
 		labels[i] = r.train.Labels[j]
 	}
-	return export.FitCalibration(clf, classes, z, labels, cfg.Export.AcceptRate)
+	return export.FitCalibration(clf, classes, scores, labels, cfg.Export.AcceptRate)
 }
 
 // exportInput assembles the export of state st: every class seen in the

@@ -35,13 +35,20 @@ var LaterTaskKeys = []string{
 	"quick_profile.epochs", "quick_profile.transport_samples", "quick_profile.adapter_epochs",
 }
 
-// ClassifierKeys are the classifier.* keys: they act only when a task is
-// evaluated, never on what it trains. Runs that differ in them (and in
-// LaterTaskKeys) share their first task; Fork evaluates it again with the
-// new run's classifier.
-var ClassifierKeys = []string{
-	"classifier.shrink", "classifier.normalize", "classifier.full_gaussian", "classifier.top_k",
-	"classifier.off_diag_shrink", "classifier.age_shrink", "classifier.pool_cov", "classifier.age_bias",
+// ClassifierKeys are the classifier.* keys (every key of config.Classifier):
+// they act only when a task is evaluated, never on what it trains. Runs that
+// differ in them (and in LaterTaskKeys) share their first task; Fork
+// evaluates it again with the new run's classifier.
+var ClassifierKeys = classifierKeys()
+
+func classifierKeys() []string {
+	var keys []string
+	for _, k := range config.Keys() {
+		if strings.HasPrefix(k.Name, "classifier.") {
+			keys = append(keys, k.Name)
+		}
+	}
+	return keys
 }
 
 // ErrForkMismatch is wrapped when a fork's configuration differs from its

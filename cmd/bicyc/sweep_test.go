@@ -269,13 +269,13 @@ func checkSweepReport(t *testing.T, out string) {
 		if d := g.TAg.ALast.Mean - want; d > 1e-12 || d < -1e-12 || g.TAg.ALast.N != 2 {
 			t.Errorf("case %d (%s): A_last %+v, the runs' mean is %v", i, g.Variant, g.TAg.ALast, want)
 		}
-		// The runs hold out a validation split: its A_last comes first.
+		// The runs hold out a validation split: its A_last and F_last come first.
 		v0, ok0 := readSummary(t, filepath.Join(out, string(g.Variant.Method)+"-s0")).Validation()
 		v1, ok1 := readSummary(t, filepath.Join(out, string(g.Variant.Method)+"-s1")).Validation()
 		if !ok0 || !ok1 {
 			t.Fatalf("case %d: the runs have no validation metrics", i)
 		}
-		row := "| " + string(g.Variant.Method) + " | 2 | " + pmPercent(v0.ALast, v1.ALast) + " | " + pmPercent(m0.TAg.ALast, m1.TAg.ALast) + " |"
+		row := "| " + string(g.Variant.Method) + " | 2 | " + pmPercent(v0.ALast, v1.ALast) + " | " + pmPercent(v0.FLast, v1.FLast) + " | " + pmPercent(m0.TAg.ALast, m1.TAg.ALast) + " |"
 		if !strings.Contains(string(md), row) {
 			t.Errorf("case %d: report.md lacks %q", i, row)
 		}
