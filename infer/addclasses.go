@@ -117,7 +117,8 @@ type Added struct {
 // (exemplar-free). It opens modelDir with opts, embeds every image with its
 // backbone (as Embed does; each file is read like ClassifyFile, regular
 // files only, and reduced to the model's input before the next is
-// decoded), estimates each new class's Gaussian (gauss.Estimate), and
+// decoded; with the model's test-time flip their mirrors too), estimates
+// each new class's Gaussian (gauss.Estimate), and
 // builds the classifier over old and new prototypes with the model's own
 // options (shrinkage, normalisation, calibration; bundle.ClassifierOptions.Gauss,
 // the new classes at age 0), so new classes are scored exactly
@@ -220,6 +221,10 @@ func checkOutDir(modelDir, outDir string) error {
 }
 
 // embedClasses estimates one Gaussian per class from its images' features.
+// A model with the test-time flip (bundle.ClassifierOptions.TestFlip) adds
+// the features of the mirrored images, as training adds mirrored copies to a
+// new class's statistics when it mirrors images (data.horizontal_flip, which
+// the test-time flip goes with).
 func embedClasses(modelDir string, classes []LabelledImages, opts []Option) ([]gauss.Gaussian, error) {
 	c, err := Open(modelDir, opts...)
 	if err != nil {
@@ -231,16 +236,25 @@ func embedClasses(modelDir string, classes []LabelledImages, opts []Option) ([]g
 	for i, class := range classes {
 		features := make([]float32, 0, len(class.Files)*s)
 		err := c.eachBatch(class, func(batch []float32, shape []int64) error {
-			rows, err := c.embedNCHW(batch, shape)
-			for _, r := range rows {
-				features = append(features, r...)
+			inputs := [][]float32{batch}
+			if c.manifest.Classifier.TestFlip {
+				inputs = append(inputs, mirror(batch, shape))
 			}
-			return err
+			for _, in := range inputs {
+				rows, err := c.embedNCHW(in, shape)
+				if err != nil {
+					return err
+				}
+				for _, r := range rows {
+					features = append(features, r...)
+				}
+			}
+			return nil
 		})
 		if err != nil {
 			return nil, err
 		}
-		if out[i], err = gauss.Estimate(features, len(class.Files), s); err != nil {
+		if out[i], err = gauss.Estimate(features, len(features)/s, s); err != nil {
 			return nil, fmt.Errorf("class %q: %w", class.Name, err)
 		}
 	}

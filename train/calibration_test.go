@@ -125,24 +125,50 @@ func checkTestFlipExport(t *testing.T, r *Run, imgs []image.Image) {
 		pred[i] = p
 	}
 	checkModelAgreement(t, clf, imgs, pred)
-	mirrored := make([]image.Image, 20)
-	for i := range mirrored {
-		g := imgs[i].(*image.Gray)
-		pix := slices.Clone(g.Pix)
-		data.FlipHorizontal(pix, pix, 1, g.Rect.Dy(), g.Rect.Dx())
-		mirrored[i] = grayImage(pix, g.Rect.Dx(), g.Rect.Dy())
-	}
 	a, err := clf.ClassifyBatch(imgs[:20])
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := clf.ClassifyBatch(mirrored)
+	b, err := clf.ClassifyBatch(mirrorImages(imgs[:20]))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range a {
 		if !slices.Equal(a[i].Predictions, b[i].Predictions) {
 			t.Fatalf("image %d: %v, its mirror %v: want the same with test_flip", i, a[i].Predictions, b[i].Predictions)
+		}
+	}
+	checkAddClassesMirrors(t, clf, model)
+}
+
+// checkAddClassesMirrors adds a class to the test-time-flip model and
+// checks that its stored mean is that of its images' and their mirrors'
+// features, as training's statistics of a mirrored class are.
+func checkAddClassesMirrors(t *testing.T, clf *infer.Classifier, model string) {
+	t.Helper()
+	files, imgs := ankleBootFiles(t)
+	out := filepath.Join(t.TempDir(), "added")
+	if _, err := infer.AddClasses(model, out, []infer.LabelledImages{{Name: "Ankle boot", Files: files}}, infer.WithLog(io.Discard)); err != nil {
+		t.Fatal(err)
+	}
+	added, err := bundle.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, err := clf.Embed(append(slices.Clone(imgs), mirrorImages(imgs)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := added.Prototypes
+	got := p.Means[(p.K-1)*p.S:]
+	for j := range p.S {
+		var mean float64
+		for _, row := range z {
+			mean += float64(row[j])
+		}
+		mean /= float64(len(z))
+		if math.Abs(float64(got[j])-mean) > 1e-4*(1+math.Abs(mean)) {
+			t.Fatalf("added class mean[%d] = %v, want %v, the mean over the images and their mirrors", j, got[j], mean)
 		}
 	}
 }
@@ -231,27 +257,7 @@ func checkOracle(t *testing.T, r *Run, ev Evaluation) {
 // shrinkage and bias.
 func checkAddClassesKeepsOldTables(t *testing.T, model string, old gauss.ClassifierTables) {
 	t.Helper()
-	_, test, err := data.LoadFashionMNIST("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	folder := filepath.Join(t.TempDir(), "Ankle boot")
-	if err := os.MkdirAll(folder, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	var files []string
-	for _, j := range test.Subset([]int{9})[:8] {
-		path := filepath.Join(folder, fmt.Sprintf("%05d.png", j))
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := png.Encode(f, grayImage(test.Image(j), test.Width, test.Height)); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-		files = append(files, path)
-	}
+	files, _ := ankleBootFiles(t)
 	out := filepath.Join(t.TempDir(), "added")
 	if _, err := infer.AddClasses(model, out, []infer.LabelledImages{{Name: "Ankle boot", Files: files}}, infer.WithLog(io.Discard)); err != nil {
 		t.Fatal(err)
@@ -265,6 +271,50 @@ func checkAddClassesKeepsOldTables(t *testing.T, model string, old gauss.Classif
 	if !slices.Equal(got.Whiten[:k*ss], old.Whiten) || !slices.Equal(got.Bias[:k], old.Bias) {
 		t.Error("add-classes changed the old classes' whitening or bias")
 	}
+}
+
+// ankleBootFiles writes 8 Fashion-MNIST test images of Ankle boot, a class
+// the tests' runs never train, as PNG files and returns their paths and
+// images.
+func ankleBootFiles(t *testing.T) ([]string, []image.Image) {
+	t.Helper()
+	_, test, err := data.LoadFashionMNIST("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder := filepath.Join(t.TempDir(), "Ankle boot")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	var imgs []image.Image
+	for _, j := range test.Subset([]int{9})[:8] {
+		path := filepath.Join(folder, fmt.Sprintf("%05d.png", j))
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img := grayImage(test.Image(j), test.Width, test.Height)
+		if err := png.Encode(f, img); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		files = append(files, path)
+		imgs = append(imgs, img)
+	}
+	return files, imgs
+}
+
+// mirrorImages returns the horizontal mirrors of grayscale images.
+func mirrorImages(imgs []image.Image) []image.Image {
+	out := make([]image.Image, len(imgs))
+	for i, img := range imgs {
+		g := img.(*image.Gray)
+		pix := slices.Clone(g.Pix)
+		data.FlipHorizontal(pix, pix, 1, g.Rect.Dy(), g.Rect.Dx())
+		out[i] = grayImage(pix, g.Rect.Dx(), g.Rect.Dy())
+	}
+	return out
 }
 
 func grayImage(pix []uint8, w, h int) image.Image {
