@@ -146,15 +146,7 @@ func checkTestFlipExport(t *testing.T, r *Run, imgs []image.Image) {
 // features, as training's statistics of a mirrored class are.
 func checkAddClassesMirrors(t *testing.T, clf *infer.Classifier, model string) {
 	t.Helper()
-	files, imgs := ankleBootFiles(t)
-	out := filepath.Join(t.TempDir(), "added")
-	if _, err := infer.AddClasses(model, out, []infer.LabelledImages{{Name: "Ankle boot", Files: files}}, infer.WithLog(io.Discard)); err != nil {
-		t.Fatal(err)
-	}
-	added, err := bundle.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	added, imgs := addAnkleBoot(t, model)
 	z, err := clf.Embed(append(slices.Clone(imgs), mirrorImages(imgs)...))
 	if err != nil {
 		t.Fatal(err)
@@ -257,15 +249,7 @@ func checkOracle(t *testing.T, r *Run, ev Evaluation) {
 // shrinkage and bias.
 func checkAddClassesKeepsOldTables(t *testing.T, model string, old gauss.ClassifierTables) {
 	t.Helper()
-	files, _ := ankleBootFiles(t)
-	out := filepath.Join(t.TempDir(), "added")
-	if _, err := infer.AddClasses(model, out, []infer.LabelledImages{{Name: "Ankle boot", Files: files}}, infer.WithLog(io.Discard)); err != nil {
-		t.Fatal(err)
-	}
-	added, err := bundle.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	added, _ := addAnkleBoot(t, model)
 	got := added.Prototypes.Tables
 	k, ss := old.K, old.S*old.S
 	if !slices.Equal(got.Whiten[:k*ss], old.Whiten) || !slices.Equal(got.Bias[:k], old.Bias) {
@@ -273,10 +257,10 @@ func checkAddClassesKeepsOldTables(t *testing.T, model string, old gauss.Classif
 	}
 }
 
-// ankleBootFiles writes 8 Fashion-MNIST test images of Ankle boot, a class
-// the tests' runs never train, as PNG files and returns their paths and
-// images.
-func ankleBootFiles(t *testing.T) ([]string, []image.Image) {
+// addAnkleBoot runs add-classes on model with 8 Fashion-MNIST test images
+// of Ankle boot, a class the tests' runs never train, written as PNG files;
+// it returns the new model and the images.
+func addAnkleBoot(t *testing.T, model string) (*bundle.Bundle, []image.Image) {
 	t.Helper()
 	_, test, err := data.LoadFashionMNIST("")
 	if err != nil {
@@ -302,7 +286,15 @@ func ankleBootFiles(t *testing.T) ([]string, []image.Image) {
 		files = append(files, path)
 		imgs = append(imgs, img)
 	}
-	return files, imgs
+	out := filepath.Join(t.TempDir(), "added")
+	if _, err := infer.AddClasses(model, out, []infer.LabelledImages{{Name: "Ankle boot", Files: files}}, infer.WithLog(io.Discard)); err != nil {
+		t.Fatal(err)
+	}
+	added, err := bundle.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return added, imgs
 }
 
 // mirrorImages returns the horizontal mirrors of grayscale images.
