@@ -8,7 +8,9 @@
 // trains them one after another with package train: finished runs are
 // skipped and started ones resumed, so a sweep can be stopped and started
 // again at any point, and the runs of one seed share their first task
-// (train.Fork). sweep.json (Record) records the plan and the state of
+// (train.Fork); a run that differs from an earlier one only in classifier.*
+// keys (a classifier variant) is not trained at all but evaluated again
+// from that run's checkpoints (train.Rescore). sweep.json (Record) records the plan and the state of
 // every run; package report reads it to write the sweep's report.
 //
 // Nothing in the package is safe for concurrent use on the same

@@ -89,9 +89,9 @@ func Run(ctx context.Context, spec Spec, configure Configure, opts Options) (*Re
 		if err != nil {
 			return rec, err
 		}
-		var from string
+		var from source
 		if state != StatusFinished && done == 0 {
-			from = firstTaskSource(spec.Out, plan[:i], configs[:i], configs[i])
+			from = sourceOf(spec.Out, plan[:i], configs[:i], configs[i])
 		}
 		announceRun(status, fmt.Sprintf("sweep [%d/%d] %s", i+1, len(plan), p.Name), state, done, from)
 		if state != StatusFinished {
@@ -132,16 +132,18 @@ func Run(ctx context.Context, spec Spec, configure Configure, opts Options) (*Re
 }
 
 // announceRun writes the status line of a run about to be reached: prefix,
-// then whether it is skipped, resumed after done tasks or starts from the
-// first task of the run in from.
-func announceRun(status io.Writer, prefix, state string, done int, from string) {
+// then whether it is skipped, resumed after done tasks, rescored from or
+// starts from the first task of another run.
+func announceRun(status io.Writer, prefix, state string, done int, from source) {
 	switch {
 	case state == StatusFinished:
 		fmt.Fprintf(status, "%s: finished, skipped\n", prefix)
 	case done > 0:
 		fmt.Fprintf(status, "%s: resuming after task %d\n", prefix, done)
-	case from != "":
-		fmt.Fprintf(status, "%s: task 1 from %s\n", prefix, filepath.Base(from))
+	case from.rescore:
+		fmt.Fprintf(status, "%s: tasks of %s evaluated again with this run's classifier\n", prefix, filepath.Base(from.dir))
+	case from.dir != "":
+		fmt.Fprintf(status, "%s: task 1 from %s\n", prefix, filepath.Base(from.dir))
 	default:
 		fmt.Fprintf(status, "%s\n", prefix)
 	}
@@ -173,28 +175,44 @@ func runState(dir string) (state string, done int, err error) {
 	return StatusRunning, s.Completed, nil
 }
 
-// firstTaskSource returns the directory of an earlier run of the plan whose
-// first task the run with configuration cfg can share (train.Fork): one
-// whose configuration differs only in train.LaterTaskKeys (the same seed,
-// another method or ablation cell) and whose task 1 is complete; "" when
-// there is none.
-func firstTaskSource(out string, earlier []PlannedRun, configs []config.Config, cfg config.Config) string {
+// source is the earlier run of the plan a pending run starts from: dir is
+// "" for none; rescore tells whether the run takes all of dir's completed
+// tasks (train.Rescore), otherwise only its first task (train.Fork).
+type source struct {
+	dir     string
+	rescore bool
+}
+
+// sourceOf returns the earlier run of the plan the run with configuration
+// cfg can start from. Best is one that differs only in classifier.* keys
+// (train.RescoreDifferences; a classifier variant of the same seed): its
+// completed tasks are evaluated again instead of trained. Otherwise one that
+// differs only in train.LaterTaskKeys (another method or ablation cell of
+// the same seed) shares its first task. Either must have completed task 1.
+func sourceOf(out string, earlier []PlannedRun, configs []config.Config, cfg config.Config) source {
+	var first source
 	for j, p := range earlier {
 		dir := filepath.Join(out, p.Name)
-		if len(train.FirstTaskDifferences(configs[j], cfg)) == 0 && train.HasFirstTask(dir) {
-			return dir
+		if !train.HasFirstTask(dir) {
+			continue
+		}
+		if len(train.RescoreDifferences(configs[j], cfg)) == 0 {
+			return source{dir: dir, rescore: true}
+		}
+		if first.dir == "" && len(train.FirstTaskDifferences(configs[j], cfg)) == 0 {
+			first.dir = dir
 		}
 	}
-	return ""
+	return first
 }
 
 // trainRun brings the run in dir to its end from the given state and
 // exports it as bicyc train does (train.ExportAfterTraining). A pending run
-// starts from the first task of the run in from when that is not empty. A
+// starts from the run in from when it has one (see source). A
 // finished run does not train again; it is exported only when export is
 // enabled and its model directory is missing (a sweep killed between
 // training and export).
-func trainRun(ctx context.Context, dir string, cfg config.Config, state, from string, opts train.Options) error {
+func trainRun(ctx context.Context, dir string, cfg config.Config, state string, from source, opts train.Options) error {
 	if state == StatusFinished {
 		model := train.ModelDir(cfg, dir)
 		if _, err := os.Stat(model); !cfg.Export.Enabled || err == nil {
@@ -208,8 +226,10 @@ func trainRun(ctx context.Context, dir string, cfg config.Config, state, from st
 	var run *train.Run
 	var err error
 	switch {
-	case state == StatusPending && from != "":
-		run, err = train.Fork(from, cfg, dir, opts)
+	case state == StatusPending && from.rescore:
+		run, err = train.Rescore(from.dir, cfg, dir, opts)
+	case state == StatusPending && from.dir != "":
+		run, err = train.Fork(from.dir, cfg, dir, opts)
 	case state == StatusPending:
 		run, err = train.New(cfg, dir, opts)
 	default:

@@ -270,3 +270,43 @@ func TestRunSweepRefusesChangedConfig(t *testing.T) {
 		t.Fatalf("threads and run_dir changes refused: %v", err)
 	}
 }
+
+// TestSourceOf: a run that differs from an earlier one only in classifier.*
+// keys is rescored from it (even when a fork source comes first), one that
+// differs in the method forks its first task, and a run without a completed
+// first task is no source.
+func TestSourceOf(t *testing.T) {
+	out := t.TempDir()
+	base := config.Default()
+	ada := base
+	ada.Method = config.MethodAdaGauss
+	cal := ada
+	cal.Classifier.Shrink = 0.5
+	seed1 := base
+	seed1.Seed = 1
+	plan := []PlannedRun{{Name: "bicyc-s0"}, {Name: "adagauss-s0"}, {Name: "bicyc-s1"}}
+	configs := []config.Config{base, ada, seed1}
+	for _, p := range plan[:2] {
+		ckpt := filepath.Join(out, p.Name, "checkpoints", "task-01")
+		if err := os.MkdirAll(ckpt, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ckpt, "state.json"), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, c := range []struct {
+		cfg  config.Config
+		want source
+	}{
+		{cal, source{dir: filepath.Join(out, "adagauss-s0"), rescore: true}},
+		{ada, source{dir: filepath.Join(out, "adagauss-s0"), rescore: true}},
+		{base, source{dir: filepath.Join(out, "bicyc-s0"), rescore: true}},
+		{func() config.Config { c := base; c.Method = config.MethodFinetune; return c }(), source{dir: filepath.Join(out, "bicyc-s0")}},
+		{func() config.Config { c := seed1; c.Classifier.Shrink = 0.5; return c }(), source{}},
+	} {
+		if got := sourceOf(out, plan, configs, c.cfg); got != c.want {
+			t.Errorf("case %d: source %+v, want %+v", i, got, c.want)
+		}
+	}
+}

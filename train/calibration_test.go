@@ -30,9 +30,7 @@ func TestClassifierCalibrationExport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains on Fashion-MNIST")
 	}
-	cfg := quickConfig(config.MethodBicyc, 0)
-	cfg.Data.TrainPerClass, cfg.Data.TestPerClass = 60, 40
-	cfg.Train.EpochsFirst, cfg.Train.Epochs, cfg.Adapter.Epochs = 1, 1, 1
+	cfg := oneEpochConfig()
 	cfg.Classifier.OffDiagShrink, cfg.Classifier.AgeShrink, cfg.Classifier.AgeBias = 1, 1, -0.5
 	dir := t.TempDir()
 	r := trainRun(t, cfg, dir, 3)
@@ -163,6 +161,15 @@ func checkAddClassesMirrors(t *testing.T, clf *infer.Classifier, model string) {
 			t.Fatalf("added class mean[%d] = %v, want %v, the mean over the images and their mirrors", j, got[j], mean)
 		}
 	}
+}
+
+// oneEpochConfig is the quick bicyc profile at 60 training and 40 test
+// images per class and one epoch per stage: a run of a few seconds.
+func oneEpochConfig() config.Config {
+	cfg := quickConfig(config.MethodBicyc, 0)
+	cfg.Data.TrainPerClass, cfg.Data.TestPerClass = 60, 40
+	cfg.Train.EpochsFirst, cfg.Train.Epochs, cfg.Adapter.Epochs = 1, 1, 1
+	return cfg
 }
 
 // checkPooledExport re-exports the run with classifier.pool_cov on as

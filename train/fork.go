@@ -88,18 +88,8 @@ func differencesOutside(a, b config.Config, allowed []string) []string {
 // src may still be training as long as its task-1 checkpoint is complete;
 // nothing in src is modified.
 func Fork(src string, cfg config.Config, dir string, opts Options) (*Run, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	srcCfg, err := config.ReadRun(filepath.Join(src, "config.yaml"))
+	srcCfg, rec, err := readSource(src, cfg, FirstTaskDifferences)
 	if err != nil {
-		return nil, fmt.Errorf("fork from %s: %w", src, err)
-	}
-	if keys := FirstTaskDifferences(srcCfg, cfg); len(keys) > 0 {
-		return nil, fmt.Errorf("fork from %s: %w: %s differ", src, ErrForkMismatch, strings.Join(keys, ", "))
-	}
-	var rec streamRecord
-	if err := readJSON(filepath.Join(src, "stream.json"), &rec); err != nil {
 		return nil, fmt.Errorf("fork from %s: %w", src, err)
 	}
 	ckpt := checkpointDir(src, 1)
@@ -110,14 +100,10 @@ func Fork(src string, cfg config.Config, dir string, opts Options) (*Run, error)
 	if st.Completed != 1 {
 		return nil, fmt.Errorf("fork from %s: checkpoint records %d completed tasks, want 1", ckpt, st.Completed)
 	}
-	r, err := prepareRun(cfg, dir, opts)
+	r, err := derivedRun(cfg, dir, opts, rec)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.createDir(opts.Log); err != nil {
-		return nil, err
-	}
-	r.stream = data.TaskStream{Order: rec.Order, Tasks: rec.Tasks}
 	if len(st.Reports) == 1 && st.Reports[0].TrainedIn == "" {
 		st.Reports[0].TrainedIn = src
 	}
@@ -141,6 +127,38 @@ func Fork(src string, cfg config.Config, dir string, opts Options) (*Run, error)
 	}
 	r.log.printf("run %s: %s on %s, %d tasks, seed %d, task 1 taken from %s", dir, cfg.Method, cfg.Data.Kind, len(r.stream.Tasks), cfg.Seed, src)
 	r.log.printf("task stream:\n%s", r.stream.Format(r.train.ClassNames))
+	return r, nil
+}
+
+// readSource validates cfg and reads the configuration and task stream of
+// the run in src, which a run of cfg starts from: differences lists the keys
+// in which the two may not differ, an error wrapping ErrForkMismatch.
+func readSource(src string, cfg config.Config, differences func(a, b config.Config) []string) (config.Config, streamRecord, error) {
+	var rec streamRecord
+	if err := cfg.Validate(); err != nil {
+		return config.Config{}, rec, err
+	}
+	srcCfg, err := config.ReadRun(filepath.Join(src, "config.yaml"))
+	if err != nil {
+		return config.Config{}, rec, err
+	}
+	if keys := differences(srcCfg, cfg); len(keys) > 0 {
+		return config.Config{}, rec, fmt.Errorf("%w: %s differ", ErrForkMismatch, strings.Join(keys, ", "))
+	}
+	return srcCfg, rec, readJSON(filepath.Join(src, "stream.json"), &rec)
+}
+
+// derivedRun creates the run directory dir for cfg with the task stream rec
+// of the run it starts from.
+func derivedRun(cfg config.Config, dir string, opts Options, rec streamRecord) (*Run, error) {
+	r, err := prepareRun(cfg, dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.createDir(opts.Log); err != nil {
+		return nil, err
+	}
+	r.stream = data.TaskStream{Order: rec.Order, Tasks: rec.Tasks}
 	return r, nil
 }
 

@@ -126,27 +126,37 @@ func (r *Run) newMappers(t int, distil bool) (dist, adapt *models.Mapper, err er
 // and the validation split, and the drift diagnostics when eval.drift is on.
 func (r *Run) evaluateTask(t int, old *models.Backbone, rep *TaskReport) error {
 	start := time.Now()
-	cur := r.state.Backbone
-	ev, err := r.evaluate(cur, t)
+	if err := r.scoreTask(t, rep); err != nil {
+		return err
+	}
+	rep.EvaluationSeconds = since(start)
+	if r.cfg.Eval.Drift {
+		var err error
+		if rep.Drift, err = r.drift(t, old, r.state.Backbone); err != nil {
+			return err
+		}
+	}
+	r.log.printf("task %d done: TAg %s  TAw %s  (stage I %.0fs at %.0f img/s, stage II %.1fs, transport %.1fs, eval %.1fs)",
+		t+1, percentRow(rep.TAg), percentRow(rep.TAw), rep.Stage1Seconds, rep.Stage1ImagesPerS, rep.Stage2Seconds, rep.TransportSeconds, rep.EvaluationSeconds)
+	return nil
+}
+
+// scoreTask sets rep's accuracies after task t, on the test set and on the
+// validation split (none without one), with the current state and
+// classifier.
+func (r *Run) scoreTask(t int, rep *TaskReport) error {
+	ev, err := r.evaluate(r.state.Backbone, t)
 	if err != nil {
 		return err
 	}
 	rep.TAg, rep.TAw = ev.TAg, ev.TAw
-	val, err := r.evaluateSplit(cur, t, SplitVal)
+	val, err := r.evaluateSplit(r.state.Backbone, t, SplitVal)
 	switch {
 	case err == nil:
 		rep.ValTAg = val.TAg
 	case !errors.Is(err, ErrEmptySplit):
 		return err
 	}
-	rep.EvaluationSeconds = since(start)
-	if r.cfg.Eval.Drift {
-		if rep.Drift, err = r.drift(t, old, cur); err != nil {
-			return err
-		}
-	}
-	r.log.printf("task %d done: TAg %s  TAw %s  (stage I %.0fs at %.0f img/s, stage II %.1fs, transport %.1fs, eval %.1fs)",
-		t+1, percentRow(ev.TAg), percentRow(ev.TAw), rep.Stage1Seconds, rep.Stage1ImagesPerS, rep.Stage2Seconds, rep.TransportSeconds, rep.EvaluationSeconds)
 	return nil
 }
 
