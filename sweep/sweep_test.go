@@ -277,12 +277,14 @@ func TestRunSweepRefusesChangedConfig(t *testing.T) {
 // first task is no source.
 func TestSourceOf(t *testing.T) {
 	out := t.TempDir()
-	base := config.Default()
-	ada := base
+	// Runs of a sweep differ in their names too (run_name), which no source minds.
+	named := func(c config.Config, name string) config.Config { c.RunName = name; return c }
+	base := named(config.Default(), "bicyc-s0")
+	ada := named(base, "adagauss-s0")
 	ada.Method = config.MethodAdaGauss
-	cal := ada
+	cal := named(ada, "adagauss-cal-s0")
 	cal.Classifier.Shrink = 0.5
-	seed1 := base
+	seed1 := named(base, "bicyc-s1")
 	seed1.Seed = 1
 	plan := []PlannedRun{{Name: "bicyc-s0"}, {Name: "adagauss-s0"}, {Name: "bicyc-s1"}}
 	configs := []config.Config{base, ada, seed1}
@@ -301,9 +303,9 @@ func TestSourceOf(t *testing.T) {
 	}{
 		{cal, source{dir: filepath.Join(out, "adagauss-s0"), rescore: true}},
 		{ada, source{dir: filepath.Join(out, "adagauss-s0"), rescore: true}},
-		{base, source{dir: filepath.Join(out, "bicyc-s0"), rescore: true}},
-		{func() config.Config { c := base; c.Method = config.MethodFinetune; return c }(), source{dir: filepath.Join(out, "bicyc-s0")}},
-		{func() config.Config { c := seed1; c.Classifier.Shrink = 0.5; return c }(), source{}},
+		{named(base, "bicyc-again-s0"), source{dir: filepath.Join(out, "bicyc-s0"), rescore: true}},
+		{func() config.Config { c := named(base, "finetune-s0"); c.Method = config.MethodFinetune; return c }(), source{dir: filepath.Join(out, "bicyc-s0")}},
+		{func() config.Config { c := named(seed1, "bicyc-cal-s1"); c.Classifier.Shrink = 0.5; return c }(), source{}},
 	} {
 		if got := sourceOf(out, plan, configs, c.cfg); got != c.want {
 			t.Errorf("case %d: source %+v, want %+v", i, got, c.want)

@@ -10,11 +10,17 @@ import (
 	"github.com/bicyc/bicyc/durable"
 )
 
-// RescoreDifferences lists the keys outside ClassifierKeys in which a and b
-// differ: the reasons a run of b cannot be rescored from a run of a.
+// RescoreDifferences lists the keys in which a and b differ other than
+// ClassifierKeys and those that do not change what a run computes (its name
+// and directory, threads, export.*): the reasons a run of b cannot be
+// rescored from a run of a.
 func RescoreDifferences(a, b config.Config) []string {
-	return differencesOutside(a, b, ClassifierKeys)
+	return differencesOutside(a, b, slices.Concat(ClassifierKeys, bookkeepingKeys))
 }
+
+// bookkeepingKeys change where a run is and what it writes at its end, not
+// what it trains or measures.
+var bookkeepingKeys = []string{"run_dir", "run_name", "threads", "export.enabled", "export.dir", "export.accept_rate"}
 
 // Rescore creates the run directory dir for cfg from the run in src without
 // training: cfg may differ from src's configuration only in ClassifierKeys,

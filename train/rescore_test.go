@@ -57,6 +57,10 @@ func TestRescoreMatchesTraining(t *testing.T) {
 	}
 
 	other := cal
+	other.RunName, other.Threads, other.Export.Enabled = "elsewhere", 1, !cal.Export.Enabled
+	if keys := RescoreDifferences(cal, other); len(keys) != 0 {
+		t.Errorf("run name, threads and export keys reported as differences: %v", keys)
+	}
 	other.Train.Epochs = 2
 	_, err = Rescore(src, other, filepath.Join(t.TempDir(), "refused"), Options{Log: io.Discard})
 	if !errors.Is(err, ErrForkMismatch) || !strings.Contains(err.Error(), "train.epochs") {
