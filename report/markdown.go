@@ -35,6 +35,9 @@ type runLine struct {
 	WallSeconds  float64       `json:"wall_seconds,omitempty"`
 	// FirstTaskFrom names the run that trained task 1 for a forked run.
 	FirstTaskFrom string `json:"task1_from,omitempty"`
+	// RescoredFrom names the run whose tasks a classifier variant
+	// evaluated again instead of training them (Run.RescoredFrom).
+	RescoredFrom string `json:"rescored_from,omitempty"`
 }
 
 func newSummaryFile(set *Set, groups []Group, figs figureSet, opts Options) summaryFile {
@@ -44,7 +47,7 @@ func newSummaryFile(set *Set, groups []Group, figs figureSet, opts Options) summ
 		s.Runs = append(s.Runs, runLine{Name: r.Name, Variant: r.Variant(), Seed: r.Summary.Seed,
 			Completed: r.Summary.Completed, Tasks: r.Summary.Tasks, TAgALast: r.Summary.TAg.ALast,
 			TAwALast: r.Summary.TAw.ALast, StageSeconds: r.StageSeconds(), WallSeconds: r.WallSeconds,
-			FirstTaskFrom: r.FirstTaskFrom()})
+			FirstTaskFrom: r.FirstTaskFrom(), RescoredFrom: r.RescoredFrom()})
 	}
 	return s
 }
@@ -169,14 +172,17 @@ func mdRuns(b *strings.Builder, set *Set) {
 	p("## Runs\n\n")
 	p("| run | method | seed | tasks done | TAg A_last | TAw A_last | time in stages | wall time |\n")
 	p("|---|---|---|---|---|---|---|---|\n")
-	forked := false
+	forked, rescored := false, false
 	for _, r := range set.Runs {
 		w := "–"
 		if r.WallSeconds > 0 {
 			w = duration(r.WallSeconds)
 		}
 		name := r.Name
-		if from := r.FirstTaskFrom(); from != "" {
+		if from := r.RescoredFrom(); from != "" {
+			name += " (evaluated again from " + from + ")"
+			rescored = true
+		} else if from := r.FirstTaskFrom(); from != "" {
 			name += " (task 1 from " + from + ")"
 			forked = true
 		}
@@ -186,6 +192,9 @@ func mdRuns(b *strings.Builder, set *Set) {
 	p("\nTime in stages adds up Stage I, Stage II, transport and evaluation (metrics.json); wall time is what the sweep measured around each run, data loading, drift diagnostics, checkpoints and export included.")
 	if forked {
 		p(" Runs marked \"task 1 from\" started from that run's task-1 checkpoint (train.Fork): their wall time leaves task 1 out, while their time in stages includes task 1's stage times, copied from the run that trained it; the total below counts such a task once when that run is listed here.")
+	}
+	if rescored {
+		p(" Runs marked \"evaluated again from\" differ from that run only in the classifier: they took its checkpoints and evaluated every task again (train.Rescore), so their wall time is those evaluations, while their time in stages includes the training times copied from the run that trained each task; the total below counts every task's training once when that run is listed here.")
 	}
 	stages, wall, unmeasured := runTotals(set.Runs)
 	p(" Total: %s in stages", duration(stages))
@@ -303,10 +312,12 @@ func ablationTable(b *strings.Builder, ablation []*Group) {
 	b.WriteString("\n")
 }
 
-// runTotals adds up the runs' time in stages and wall time. A forked run's
-// task 1 (copied, see Run.FirstTaskFrom) counts only when the run that
-// trained it is not among runs, so every task trained counts once; wall
-// times need no such care, since a forked run's leave task 1 out. A run
+// runTotals adds up the runs' time in stages and wall time. A task a run
+// took from another (its report's trained_in: a forked run's task 1, see
+// Run.FirstTaskFrom, or every task of a rescored one, Run.RescoredFrom)
+// counts only when the run that trained it is not among runs, so every task
+// trained counts once; wall times need no such care, since they leave such
+// tasks out. A run
 // with no wall time (trained outside the sweep and adopted by it) adds its
 // time in stages to wall instead; unmeasured counts such runs.
 func runTotals(runs []*Run) (stages, wall float64, unmeasured int) {
@@ -316,8 +327,10 @@ func runTotals(runs []*Run) (stages, wall float64, unmeasured int) {
 	}
 	for _, r := range runs {
 		own := r.StageSeconds()
-		if from := r.FirstTaskFrom(); from != "" && listed[from] {
-			own -= stageSeconds(r.Summary.Reports[0])
+		for _, t := range r.Summary.Reports {
+			if t.TrainedIn != "" && listed[filepath.Base(filepath.Clean(t.TrainedIn))] {
+				own -= stageSeconds(t)
+			}
 		}
 		stages += own
 		if r.WallSeconds > 0 {

@@ -324,9 +324,10 @@ func TestReadmeSnippetFigureChoice(t *testing.T) {
 	}
 }
 
-// TestReportMarksForkedRuns: a run that took task 1 from another is marked
-// in the Runs table and summary.json, and the total time in stages counts
-// that task once.
+// TestReportMarksForkedRuns: a run that took task 1 from another, and one
+// that took every task (a rescored classifier variant), are marked in the
+// Runs table and summary.json, and the total time in stages counts each
+// task's training once.
 func TestReportMarksForkedRuns(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "runs")
 	threeTasks(full, 0, 0, false).write(t, dir)
@@ -334,6 +335,9 @@ func TestReportMarksForkedRuns(t *testing.T) {
 	fork.tag[1][1], fork.tag[2][2] = 0.95, 0.96
 	fork.trainedIn = "runs/sweeps/x/bicyc-s0"
 	fork.write(t, dir)
+	rescored := threeTasks(sweep.Variant{Method: config.MethodBicyc, Name: "cal", Bi: true, Cyc: true}, 0, 0, false)
+	rescored.rescoredFrom = "runs/sweeps/x/bicyc-s0"
+	rescored.write(t, dir)
 	res, err := Generate(dir, Options{Now: testNow, Machine: &testMachine})
 	if err != nil {
 		t.Fatal(err)
@@ -341,6 +345,7 @@ func TestReportMarksForkedRuns(t *testing.T) {
 	md := readString(t, res.Markdown)
 	// 3 tasks of 13 s each per run, task 1 of the fork counted once.
 	for i, want := range []string{"| finetune-s0 (task 1 from bicyc-s0) | finetune | 0 | 3/3 |", "| bicyc-s0 | bicyc | 0 | 3/3 |",
+		"| bicyc-cal-s0 (evaluated again from bicyc-s0) |", "Runs marked \"evaluated again from\"",
 		"their wall time leaves task 1 out, while their time in stages includes task 1's stage times", "Total: 1m05s in stages."} {
 		if !strings.Contains(md, want) {
 			t.Errorf("case %d: report.md lacks %q", i, want)
@@ -351,8 +356,11 @@ func TestReportMarksForkedRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range sum.Runs {
-		if want := map[string]string{"finetune-s0": "bicyc-s0"}[r.Name]; r.FirstTaskFrom != want {
+		if want := map[string]string{"finetune-s0": "bicyc-s0", "bicyc-cal-s0": "bicyc-s0"}[r.Name]; r.FirstTaskFrom != want {
 			t.Errorf("summary.json: %s task1_from %q, want %q", r.Name, r.FirstTaskFrom, want)
+		}
+		if want := map[string]string{"bicyc-cal-s0": "bicyc-s0"}[r.Name]; r.RescoredFrom != want {
+			t.Errorf("summary.json: %s rescored_from %q, want %q", r.Name, r.RescoredFrom, want)
 		}
 	}
 }

@@ -67,6 +67,25 @@ func (r *Run) FirstTaskFrom() string {
 	return filepath.Base(filepath.Clean(r.Summary.Reports[0].TrainedIn))
 }
 
+// RescoredFrom is the base name of the run this run took every completed
+// task from, evaluating each again with its own classifier (train.Rescore,
+// a classifier variant): every report records where its task was trained
+// (trained_in) and the last names that run; "" otherwise. Its StageSeconds
+// hold that run's training times and its own evaluations; its WallSeconds
+// only the evaluations.
+func (r *Run) RescoredFrom() string {
+	reps := r.Summary.Reports
+	if len(reps) == 0 {
+		return ""
+	}
+	for _, t := range reps {
+		if t.TrainedIn == "" {
+			return ""
+		}
+	}
+	return filepath.Base(filepath.Clean(reps[len(reps)-1].TrainedIn))
+}
+
 // StageSeconds is the time the run's completed tasks spent in Stage I,
 // Stage II, transport and evaluation, from metrics.json; it leaves out data
 // loading, drift diagnostics, checkpoints and export.

@@ -27,6 +27,9 @@ type fakeRun struct {
 	// trainedIn is the run that trained task 1 for a forked run
 	// (metrics.json reports[0].trained_in), "" otherwise.
 	trainedIn string
+	// rescoredFrom is the run that trained every task of a rescored run
+	// (every report's trained_in), "" otherwise.
+	rescoredFrom string
 }
 
 // name is the run directory name a sweep gives the run.
@@ -65,6 +68,9 @@ func (f fakeRun) summary(t *testing.T) train.Summary {
 		rep := train.TaskReport{Task: i + 1, TAg: f.tag[i], TAw: f.taw[i], Stage1Seconds: 10, Stage2Seconds: 2, EvaluationSeconds: 1}
 		if i == 0 {
 			rep.TrainedIn = f.trainedIn
+		}
+		if f.rescoredFrom != "" {
+			rep.TrainedIn = f.rescoredFrom
 		}
 		if f.val != nil {
 			rep.ValTAg = f.val[i]
