@@ -24,14 +24,16 @@ var bookkeepingKeys = []string{"run_dir", "run_name", "threads", "export.enabled
 
 // Rescore creates the run directory dir for cfg from the run in src without
 // training: cfg may differ from src's configuration only in ClassifierKeys,
-// which act only when a task is evaluated, so every task src completed
-// trains exactly the same under cfg. Rescore takes src's task stream and,
+// which act only when a task is evaluated, and in keys that change nothing
+// a run computes (RescoreDifferences), so every task src completed trains
+// exactly the same under cfg. Rescore takes src's task stream and,
 // for each completed task, its checkpoint, evaluates the task again (test
 // set and validation split) with cfg's classifier, and writes the
 // checkpoint and the metrics; training records (losses, stage times,
 // transport choices, drift) stay src's, and each task's TaskReport.TrainedIn
-// names src. A difference in any other key is an error wrapping
-// ErrForkMismatch that names the keys.
+// names src unless it already named the run that trained the task. A
+// difference in any other key is an error wrapping ErrForkMismatch that
+// names the keys.
 //
 // The run is what training cfg from scratch would have given after those
 // tasks (tested against such a run), in the time of an evaluation per task:
