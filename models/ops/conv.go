@@ -131,10 +131,13 @@ type convChunks struct {
 
 // chunking returns the split of g's batch: about convChunkColumns positions per chunk, with a multiple of the
 // number of goroutines as number of chunks, so that each goroutine gets the same number of images.
-func (g convGeom) chunking() convChunks {
+func (g convGeom) chunking() convChunks { return g.chunkingFor(convChunkColumns) }
+
+// chunkingFor is chunking with about columns output positions per chunk.
+func (g convGeom) chunkingFor(columns int) convChunks {
 	threads := Threads()
 	workers := min(threads, g.n)
-	perChunk := max(1, convChunkColumns/g.outPlane())
+	perChunk := max(1, columns/g.outPlane())
 	rounds := (g.n + workers*perChunk - 1) / (workers * perChunk)
 	images := (g.n + workers*rounds - 1) / (workers * rounds)
 	chunks := (g.n + images - 1) / images
@@ -204,9 +207,19 @@ func (op *convOp) Do(vals ...G.Value) (G.Value, error) {
 	return y, nil
 }
 
-// convForward computes, chunk by chunk, y = w · im2col(x), regrouped from [O, images·P] to [images, O, P].
-// A chunk of one image needs no regrouping: the product is written to y directly.
+// convForward computes y from x and w, by Winograd for the 3x3 convolutions it suits (see convGeom.winograd),
+// else by im2col.
 func convForward[T float](g convGeom, x, w, y []T) {
+	if g.winograd() {
+		winogradForward(g, x, w, y)
+		return
+	}
+	im2colForward(g, x, w, y)
+}
+
+// im2colForward computes, chunk by chunk, y = w · im2col(x), regrouped from [O, images·P] to [images, O, P].
+// A chunk of one image needs no regrouping: the product is written to y directly.
+func im2colForward[T float](g convGeom, x, w, y []T) {
 	taps := g.taps()
 	ch := g.chunking()
 	pool := scratchOf[T]()
@@ -611,9 +624,19 @@ func (op *convInputGradOp) Do(vals ...G.Value) (G.Value, error) {
 	return dx, nil
 }
 
-// convInputGrad computes dx chunk by chunk; for a pointwise convolution the product is the gradient itself,
-// written to dx directly for a chunk of one image.
+// convInputGrad computes dx from w and dy, by Winograd for the 3x3 convolutions it suits (see
+// convGeom.winograd), else by im2colInputGrad.
 func convInputGrad[T float](g convGeom, w, dy, dx []T) {
+	if g.winograd() {
+		winogradInputGrad(g, w, dy, dx)
+		return
+	}
+	im2colInputGrad(g, w, dy, dx)
+}
+
+// im2colInputGrad computes dx chunk by chunk; for a pointwise convolution the product is the gradient itself,
+// written to dx directly for a chunk of one image.
+func im2colInputGrad[T float](g convGeom, w, dy, dx []T) {
 	taps := g.taps()
 	ch := g.chunking()
 	pool := scratchOf[T]()

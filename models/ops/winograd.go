@@ -1,0 +1,246 @@
+package ops
+
+// Winograd's minimal filtering F(2x2, 3x3) (Lavin and Gray, "Fast Algorithms for Convolutional Neural
+// Networks", 2016) computes a 2x2 tile of a 3x3 convolution's output from the 4x4 tile of input around it as
+//
+//	Y = Aᵀ [ (G g Gᵀ) ⊙ (Bᵀ d B) ] A
+//
+// with the filter g (3x3), the input tile d (4x4), ⊙ the element-wise product and
+//
+//	Bᵀ = | 1  0 -1  0 |    G = | 1    0    0   |    Aᵀ = | 1  1  1  0 |
+//	     | 0  1  1  0 |        | 1/2  1/2  1/2 |         | 0  1 -1 -1 |
+//	     | 0 -1  1  0 |        | 1/2 -1/2  1/2 |
+//	     | 0  1  0 -1 |        | 0    0    1   |
+//
+// Summed over input channels, the element-wise products of each of the 16 transformed points ξ are one matrix
+// product, M[ξ] [O, tiles] = U[ξ] [O, C] · V[ξ] [C, tiles], so a convolution costs 16 products of that size
+// instead of one [O, 9·C] · [9·C, 4·tiles] product: 2.25 times fewer multiplications, the reason PyTorch's
+// CPU convolutions (NNPACK, oneDNN) outrun the sgemm ceiling that bounds an im2col convolution. The larger
+// F(4x4, 3x3) saves 4 times but its transforms have coefficients up to 8 and lose about two more decimal
+// digits in float32, more than the tests comparing training steps with PyTorch allow.
+
+// winogradPoints is the number of transformed points of an F(2x2, 3x3) tile, 4x4.
+const winogradPoints = 16
+
+// winogradSkew is the padding, in elements, between the matrices of consecutive points in the transformed
+// inputs and the products. The transforms access all 16 points of a tile at once; with matrices of a power of
+// two bytes (64 channels · 512 tiles), those 16 addresses would share a few cache sets and evict one another.
+const winogradSkew = 32
+
+// winogradMinChannels is the fewest input and output channels for which a 3x3 convolution uses Winograd:
+// with fewer, the products are too thin for the BLAS to run fast and the transforms, whose cost does not
+// shrink with the channels, outweigh the saved multiplications (see BenchmarkConv2d3x3).
+var winogradMinChannels = 64
+
+// winogradChunkColumns is the number of output positions a chunk of images aims for in a Winograd
+// convolution: 512 tiles, so that the 16 products per chunk are wide enough for the BLAS while the transformed
+// inputs and products of a chunk stay a few megabytes (ResNet-18 at batch 64: 2 MB each per goroutine in its
+// first stage, 4 MB in its 512-channel stage, where the whole batch has 256 tiles).
+const winogradChunkColumns = 2048
+
+// winograd reports a convolution that uses Winograd F(2x2, 3x3): 3x3, stride 1, same padding, with at least
+// winogradMinChannels input and output channels.
+func (g convGeom) winograd() bool {
+	return g.k == 3 && g.stride == 1 && g.pad == 1 && min(g.c, g.o) >= winogradMinChannels
+}
+
+// tiles returns the number of 2x2 output tiles of one image, down and across; with an odd output size the
+// last tiles overhang it.
+func (g convGeom) tiles() (down, across int) { return (g.oh + 1) / 2, (g.ow + 1) / 2 }
+
+// transposed returns the geometry of the input gradient of a same-padding convolution seen as a
+// convolution: dy [N,O,H,W] correlated with the filters rotated by 180° and with their channels swapped,
+// [C,O,3,3], gives dx [N,C,H,W].
+func (g convGeom) transposed() convGeom {
+	t := g
+	t.c, t.o = g.o, g.c
+	t.h, t.w, t.oh, t.ow = g.oh, g.ow, g.h, g.w
+	return t
+}
+
+// winogradForward computes y = Conv2d(x, w) for a convolution with g.winograd().
+func winogradForward[T float](g convGeom, x, w, y []T) {
+	pool := scratchOf[T]()
+	u := pool.get(winogradPoints * (g.o*g.c + winogradSkew))
+	defer pool.put(u)
+	winogradFilters(w, u, g.o, g.c, false)
+	winogradConv(g, x, u, y, false)
+}
+
+// winogradInputGrad computes dx from dy for a convolution with g.winograd(): the input gradient of a 3x3
+// stride-1 same-padding convolution is itself one,
+//
+//	dx[n,c,i,j] = Σ_o Σ_a Σ_b w[o,c,2-a,2-b] · dy[n,o,i+a-1,j+b-1]
+func winogradInputGrad[T float](g convGeom, w, dy, dx []T) {
+	pool := scratchOf[T]()
+	u := pool.get(winogradPoints * (g.o*g.c + winogradSkew))
+	defer pool.put(u)
+	winogradFilters(w, u, g.o, g.c, true)
+	winogradConv(g.transposed(), dy, u, dx, true)
+}
+
+// winogradFilters writes the transformed filters U[ξ] = (G w[o,c] Gᵀ)[ξ] of w [o,c,3,3] to u as 16 matrices
+// [o, c], o·c+winogradSkew elements apart; with flip, of the filters rotated by 180° (the input gradient's
+// filters, to be used transposed). Keeping the [o, c] order for both lets the 16 matrices be written
+// sequentially: written as [c, o], every store would touch another cache line.
+func winogradFilters[T float](w, u []T, o, c int, flip bool) {
+	stride := o*c + winogradSkew
+	parallelFor(o, 8, func(lo, hi int) {
+		var f [9]T
+		for i := lo; i < hi; i++ {
+			for j := 0; j < c; j++ {
+				k := w[(i*c+j)*9 : (i*c+j+1)*9]
+				copy(f[:], k)
+				if flip {
+					for t := range f {
+						f[t] = k[8-t]
+					}
+				}
+				winogradFilter(&f, u[i*c+j:], stride)
+			}
+		}
+	})
+}
+
+// winogradFilter writes the 16 points of G f Gᵀ for the 3x3 filter f (row-major), point ξ to u[ξ·stride].
+func winogradFilter[T float](f *[9]T, u []T, stride int) {
+	var gf [4][3]T // G f
+	for j := 0; j < 3; j++ {
+		a, b, c := f[j], f[3+j], f[6+j]
+		gf[0][j], gf[1][j], gf[2][j], gf[3][j] = a, (a+b+c)/2, (a-b+c)/2, c
+	}
+	for r, row := range gf {
+		a, b, c := row[0], row[1], row[2]
+		u[4*r*stride] = a
+		u[(4*r+1)*stride] = (a + b + c) / 2
+		u[(4*r+2)*stride] = (a - b + c) / 2
+		u[(4*r+3)*stride] = c
+	}
+}
+
+// winogradConv computes y [N,O,H,W] from x [N,C,H,W] and the transformed filters u, 16 matrices [O, C], or
+// [C, O] to be transposed if transposedFilters, O·C+winogradSkew elements apart. It works chunk by chunk:
+// transform the chunk's input tiles, 16 products, inverse transform into y. The chunks are split across
+// goroutines as in convForward.
+func winogradConv[T float](g convGeom, x, u, y []T, transposedFilters bool) {
+	lda := g.c
+	if transposedFilters {
+		lda = g.o
+	}
+	down, across := g.tiles()
+	perImage := down * across
+	ch := g.chunkingFor(winogradChunkColumns)
+	pool := scratchOf[T]()
+	parallelRanges(ch.chunks, ch.workers, func(_, lo, hi int) {
+		most := ch.images * perImage
+		v, m := pool.get(winogradPoints*(g.c*most+winogradSkew)), pool.get(winogradPoints*(g.o*most+winogradSkew))
+		padded := pool.get((2*down + 2) * (2*across + 2))
+		defer pool.put(v, m, padded)
+		clear(padded)
+		for i := lo; i < hi; i++ {
+			first, count := ch.span(g, i)
+			tiles := count * perImage
+			vs, ms := g.c*tiles+winogradSkew, g.o*tiles+winogradSkew
+			winogradInputs(g, x, v, padded, first, count, vs)
+			for xi := range winogradPoints {
+				gemm(ch.gemmThreads, transposedFilters, false, g.o, tiles, g.c, u[xi*(g.o*g.c+winogradSkew):], lda,
+					v[xi*vs:], tiles, 0, m[xi*ms:], tiles)
+			}
+			winogradOutputs(g, m, y, first, count, ms)
+		}
+	})
+}
+
+// winogradInputs writes the transformed input tiles V[ξ] [C, tiles] of images first..first+count-1 of x to
+// v, tile t = (i·down + ty)·across + tx of image first+i covering input rows 2ty-1..2ty+2 and columns
+// 2tx-1..2tx+2. Each plane is first copied into padded, a (2·down+2)x(2·across+2) plane whose border the
+// caller has zeroed, so that no tile needs bounds checks; the copies never write the border.
+func winogradInputs[T float](g convGeom, x, v, padded []T, first, count, stride int) {
+	down, across := g.tiles()
+	width := 2*across + 2
+	tiles := count * down * across
+	hw := g.inPlane()
+	for i := 0; i < count; i++ {
+		for c := 0; c < g.c; c++ {
+			plane := x[((first+i)*g.c+c)*hw : ((first+i)*g.c+c+1)*hw]
+			for r := 0; r < g.h; r++ {
+				copy(padded[(r+1)*width+1:], plane[r*g.w:(r+1)*g.w])
+			}
+			winogradInputTiles(padded, v[c*tiles+i*down*across:], down, across, stride)
+		}
+	}
+}
+
+// winogradInputTiles writes Bᵀ d B of every tile d of one padded plane, point ξ of tile t to v[ξ·stride+t].
+func winogradInputTiles[T float](padded, v []T, down, across, stride int) {
+	width := 2*across + 2
+	for ty := 0; ty < down; ty++ {
+		r0 := padded[2*ty*width : (2*ty+1)*width]
+		r1 := padded[(2*ty+1)*width : (2*ty+2)*width]
+		r2 := padded[(2*ty+2)*width : (2*ty+3)*width]
+		r3 := padded[(2*ty+3)*width : (2*ty+4)*width]
+		for tx := 0; tx < across; tx++ {
+			c := 2 * tx
+			d0, d1, d2, d3 := r0[c:c+4:c+4], r1[c:c+4:c+4], r2[c:c+4:c+4], r3[c:c+4:c+4]
+			// Bᵀ d, row by row.
+			a0, a1, a2, a3 := d0[0]-d2[0], d0[1]-d2[1], d0[2]-d2[2], d0[3]-d2[3]
+			b0, b1, b2, b3 := d1[0]+d2[0], d1[1]+d2[1], d1[2]+d2[2], d1[3]+d2[3]
+			c0, c1, c2, c3 := d2[0]-d1[0], d2[1]-d1[1], d2[2]-d1[2], d2[3]-d1[3]
+			e0, e1, e2, e3 := d1[0]-d3[0], d1[1]-d3[1], d1[2]-d3[2], d1[3]-d3[3]
+			// (Bᵀ d) B, column by column.
+			o := v[ty*across+tx:]
+			o[0], o[stride], o[2*stride], o[3*stride] = a0-a2, a1+a2, a2-a1, a1-a3
+			o[4*stride], o[5*stride], o[6*stride], o[7*stride] = b0-b2, b1+b2, b2-b1, b1-b3
+			o[8*stride], o[9*stride], o[10*stride], o[11*stride] = c0-c2, c1+c2, c2-c1, c1-c3
+			o[12*stride], o[13*stride], o[14*stride], o[15*stride] = e0-e2, e1+e2, e2-e1, e1-e3
+		}
+	}
+}
+
+// winogradOutputs writes images first..first+count-1 of y from the products M[ξ] [O, tiles] in m.
+func winogradOutputs[T float](g convGeom, m, y []T, first, count, stride int) {
+	down, across := g.tiles()
+	tiles := count * down * across
+	p := g.outPlane()
+	for i := 0; i < count; i++ {
+		for o := 0; o < g.o; o++ {
+			plane := y[((first+i)*g.o+o)*p : ((first+i)*g.o+o+1)*p]
+			winogradOutputTiles(g, m[o*tiles+i*down*across:], plane, stride)
+		}
+	}
+}
+
+// winogradOutputTiles writes Aᵀ M A of every tile of one output plane, point ξ of tile t read from
+// m[ξ·stride+t]; the parts of the last tiles outside an odd-sized plane are dropped.
+func winogradOutputTiles[T float](g convGeom, m, plane []T, stride int) {
+	down, across := g.tiles()
+	for ty := 0; ty < down; ty++ {
+		row := plane[2*ty*g.ow:]
+		lower := 2*ty+1 < g.oh
+		for tx := 0; tx < across; tx++ {
+			q := m[ty*across+tx:]
+			// Aᵀ M, column by column.
+			s0 := q[0] + q[4*stride] + q[8*stride]
+			s1 := q[stride] + q[5*stride] + q[9*stride]
+			s2 := q[2*stride] + q[6*stride] + q[10*stride]
+			s3 := q[3*stride] + q[7*stride] + q[11*stride]
+			t0 := q[4*stride] - q[8*stride] - q[12*stride]
+			t1 := q[5*stride] - q[9*stride] - q[13*stride]
+			t2 := q[6*stride] - q[10*stride] - q[14*stride]
+			t3 := q[7*stride] - q[11*stride] - q[15*stride]
+			// (Aᵀ M) A.
+			c := 2 * tx
+			right := c+1 < g.ow
+			row[c] = s0 + s1 + s2
+			if right {
+				row[c+1] = s1 - s2 - s3
+			}
+			if lower {
+				row[g.ow+c] = t0 + t1 + t2
+				if right {
+					row[g.ow+c+1] = t1 - t2 - t3
+				}
+			}
+		}
+	}
+}
