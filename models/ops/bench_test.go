@@ -115,8 +115,8 @@ func BenchmarkMaxPool2(b *testing.B) {
 	}
 }
 
-// BenchmarkConv2d3x3 compares the im2col and Winograd paths of the forward convolution and of the input
-// gradient on the 3x3 same-padding convolutions of ResNet-18's four stages at batch 64 (3x32x32 images) and
+// BenchmarkConv2d3x3 compares the im2col and Winograd paths of the forward convolution and of both
+// gradients on the 3x3 same-padding convolutions of ResNet-18's four stages at batch 64 (3x32x32 images) and
 // at batch 16 (3x224x224 images, ImageNet stem), and on thinner ones that place winogradMinChannels. Besides
 // wall time it reports CPU time per operation, steadier on a shared machine.
 func BenchmarkConv2d3x3(b *testing.B) {
@@ -126,7 +126,7 @@ func BenchmarkConv2d3x3(b *testing.B) {
 	} {
 		g := convGeom{n: s.n, c: s.c, h: s.side, w: s.side, o: s.c, k: 3, stride: 1, pad: 1, oh: s.side, ow: s.side}
 		x, w, dy := benchData(g.n*g.c*g.inPlane()), benchData(g.o*g.patch()), benchData(g.n*g.o*g.outPlane())
-		out, dx := make([]float32, len(dy)), make([]float32, len(x))
+		out, dx, dw := make([]float32, len(dy)), make([]float32, len(x)), make([]float32, len(w))
 		for _, p := range []struct {
 			name string
 			run  func()
@@ -135,6 +135,8 @@ func BenchmarkConv2d3x3(b *testing.B) {
 			{"forward/winograd", func() { winogradForward(g, x, w, out) }},
 			{"inputgrad/im2col", func() { im2colInputGrad(g, w, dy, dx) }},
 			{"inputgrad/winograd", func() { winogradInputGrad(g, w, dy, dx) }},
+			{"filtergrad/im2col", func() { im2colFilterGrad(g, x, dy, dw) }},
+			{"filtergrad/winograd", func() { winogradFilterGrad(g, x, dy, dw) }},
 		} {
 			b.Run(fmt.Sprintf("n%d-c%d-%dx%d/%s", s.n, s.c, s.side, s.side, p.name), func(b *testing.B) {
 				p.run() // scratch buffers are allocated in the first run

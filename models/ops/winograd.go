@@ -244,3 +244,133 @@ func winogradOutputTiles[T float](g convGeom, m, plane []T, stride int) {
 		}
 	}
 }
+
+// winogradFilterGrad computes dw [O,C,3,3] from x and dy for a convolution with g.winograd(), as the adjoint
+// of winogradForward in w:
+//
+//	dw[o,c] = Gᵀ [ Σ_tiles (A dy_tile Aᵀ) ⊙ (Bᵀ d_tile B) ] G
+//
+// summed over the tiles of all images, dy_tile the 2x2 tile of dy[n,o] (zeros past an odd-sized plane) and
+// d_tile the 4x4 tile of x[n,c] it depends on. The sum of each point ξ is one product [O, tiles] · [tiles, C]
+// per chunk. Each goroutine sums its chunks into its own partial sums, added in goroutine order.
+func winogradFilterGrad[T float](g convGeom, x, dy, dw []T) {
+	ch := g.chunkingFor(winogradChunkColumns)
+	pool := scratchOf[T]()
+	stride := g.o*g.c + winogradSkew
+	partials := make([][]T, ch.workers)
+	for w := range partials {
+		partials[w] = pool.get(winogradPoints * stride)
+	}
+	used := make([]bool, ch.workers)
+	parallelRanges(ch.chunks, ch.workers, func(worker, lo, hi int) {
+		winogradFilterGradChunks(g, ch, x, dy, partials[worker], lo, hi)
+		used[worker] = hi > lo
+	})
+	var sums [][]T
+	for w, p := range partials {
+		if used[w] {
+			sums = append(sums, p)
+		}
+	}
+	parallelFor(g.o, 8, func(lo, hi int) {
+		var f [winogradPoints]T
+		for i := lo; i < hi; i++ {
+			for j := 0; j < g.c; j++ {
+				clear(f[:])
+				for _, s := range sums {
+					for xi := range f {
+						f[xi] += s[xi*stride+i*g.c+j]
+					}
+				}
+				winogradFilterAdjoint(&f, dw[(i*g.c+j)*9:(i*g.c+j+1)*9])
+			}
+		}
+	})
+	pool.put(partials...)
+}
+
+// winogradFilterGradChunks writes to partial the sums over chunks lo..hi-1 of the products
+// (A dy Aᵀ)[ξ] [O, tiles] · (Bᵀ x B)[ξ]ᵀ [tiles, C], 16 matrices [O, C] O·C+winogradSkew elements apart.
+func winogradFilterGradChunks[T float](g convGeom, ch convChunks, x, dy, partial []T, lo, hi int) {
+	down, across := g.tiles()
+	perImage := down * across
+	most := ch.images * perImage
+	pool := scratchOf[T]()
+	v, m := pool.get(winogradPoints*(g.c*most+winogradSkew)), pool.get(winogradPoints*(g.o*most+winogradSkew))
+	padded, paddedDy := pool.get((2*down+2)*(2*across+2)), pool.get(4*down*across)
+	defer pool.put(v, m, padded, paddedDy)
+	clear(padded)
+	clear(paddedDy)
+	stride := g.o*g.c + winogradSkew
+	for i := lo; i < hi; i++ {
+		first, count := ch.span(g, i)
+		tiles := count * perImage
+		vs, ms := g.c*tiles+winogradSkew, g.o*tiles+winogradSkew
+		winogradInputs(g, x, v, padded, first, count, vs)
+		winogradOutputGrads(g, dy, m, paddedDy, first, count, ms)
+		var beta T
+		if i > lo {
+			beta = 1
+		}
+		for xi := range winogradPoints {
+			gemm(ch.gemmThreads, false, true, g.o, g.c, tiles, m[xi*ms:], tiles, v[xi*vs:], tiles,
+				beta, partial[xi*stride:], g.c)
+		}
+	}
+}
+
+// winogradOutputGrads writes A dy Aᵀ, the adjoint of the output transform, of every 2x2 tile of dy of images
+// first..first+count-1 to m, point ξ of tile t of output channel o at m[ξ·stride + o·tiles + t], tiles
+// numbered as in winogradInputs. Each plane is first copied into padded, whose part past the plane (a row
+// and a column for odd sizes) the caller has zeroed; the copies write only its top-left H'xW' corner.
+func winogradOutputGrads[T float](g convGeom, dy, m, padded []T, first, count, stride int) {
+	down, across := g.tiles()
+	width := 2 * across
+	tiles := count * down * across
+	p := g.outPlane()
+	for i := 0; i < count; i++ {
+		for o := 0; o < g.o; o++ {
+			plane := dy[((first+i)*g.o+o)*p : ((first+i)*g.o+o+1)*p]
+			for r := 0; r < g.oh; r++ {
+				copy(padded[r*width:], plane[r*g.ow:(r+1)*g.ow])
+			}
+			winogradOutputGradTiles(padded, m[o*tiles+i*down*across:], down, across, stride)
+		}
+	}
+}
+
+// winogradOutputGradTiles writes A t Aᵀ of every 2x2 tile t of one padded plane of dy, point ξ of tile k to
+// m[ξ·stride+k].
+func winogradOutputGradTiles[T float](padded, m []T, down, across, stride int) {
+	width := 2 * across
+	for ty := 0; ty < down; ty++ {
+		r0 := padded[2*ty*width : (2*ty+1)*width]
+		r1 := padded[(2*ty+1)*width : (2*ty+2)*width]
+		for tx := 0; tx < across; tx++ {
+			c := 2 * tx
+			p, q, r, s := r0[c], r0[c+1], r1[c], r1[c+1]
+			// A t, row by row: (p, q), (p+r, q+s), (p-r, q-s), (-r, -s); then each row (a, b) times Aᵀ is
+			// (a, a+b, a-b, -b).
+			a1, b1, a2, b2 := p+r, q+s, p-r, q-s
+			o := m[ty*across+tx:]
+			o[0], o[stride], o[2*stride], o[3*stride] = p, p+q, p-q, -q
+			o[4*stride], o[5*stride], o[6*stride], o[7*stride] = a1, a1+b1, a1-b1, -b1
+			o[8*stride], o[9*stride], o[10*stride], o[11*stride] = a2, a2+b2, a2-b2, -b2
+			o[12*stride], o[13*stride], o[14*stride], o[15*stride] = -r, -r-s, s-r, s
+		}
+	}
+}
+
+// winogradFilterAdjoint writes Gᵀ f G, the adjoint of winogradFilter, for the 16 points f (row-major 4x4) to
+// the 3x3 filter gradient d (row-major).
+func winogradFilterAdjoint[T float](f *[winogradPoints]T, d []T) {
+	var gf [3][4]T // Gᵀ f
+	for j := 0; j < 4; j++ {
+		a, b, c, e := f[j], f[4+j], f[8+j], f[12+j]
+		gf[0][j], gf[1][j], gf[2][j] = a+(b+c)/2, (b-c)/2, (b+c)/2+e
+	}
+	for r, row := range gf {
+		a, b, c, e := row[0], row[1], row[2], row[3]
+		d[3*r], d[3*r+1], d[3*r+2] = a+(b+c)/2, (b-c)/2, (b+c)/2+e
+	}
+}

@@ -34,7 +34,7 @@ func winogradTolerance(dt tensor.Dtype) float64 {
 	return 1e-14
 }
 
-// TestWinogradMatchesIm2col compares the Winograd forward convolution and input gradient with the im2col ones
+// TestWinogradMatchesIm2col compares the Winograd forward convolution and gradients with the im2col ones
 // on random data, on one and two goroutines.
 func TestWinogradMatchesIm2col(t *testing.T) {
 	defer SetThreads(0)
@@ -52,7 +52,7 @@ func TestWinogradMatchesIm2col(t *testing.T) {
 	}
 }
 
-// compareWinograd checks winogradForward and winogradInputGrad against the im2col paths for g, with inputs
+// compareWinograd checks winogradForward, winogradInputGrad and winogradFilterGrad against the im2col paths for g, with inputs
 // in [-1, 1) from seed, and logs the relative errors.
 func compareWinograd[T float](t *testing.T, g convGeom, seed uint64, tol float64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
@@ -67,6 +67,9 @@ func compareWinograd[T float](t *testing.T, g convGeom, seed uint64, tol float64
 		{"input gradient",
 			func() []T { dx := nanSlice[T](len(x)); winogradInputGrad(g, w, dy, dx); return dx },
 			func() []T { dx := make([]T, len(x)); im2colInputGrad(g, w, dy, dx); return dx }},
+		{"filter gradient",
+			func() []T { dw := nanSlice[T](len(w)); winogradFilterGrad(g, x, dy, dw); return dw },
+			func() []T { dw := make([]T, len(w)); im2colFilterGrad(g, x, dy, dw); return dw }},
 	} {
 		rel := relativeError(f.wino(), f.ref())
 		t.Logf("%v %s: max |winograd-im2col| / max |im2col| = %.2g", g, f.name, rel)
