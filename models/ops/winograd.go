@@ -15,9 +15,12 @@ package ops
 // Summed over input channels, the element-wise products of each of the 16 transformed points ξ are one matrix
 // product, M[ξ] [O, tiles] = U[ξ] [O, C] · V[ξ] [C, tiles], so a convolution costs 16 products of that size
 // instead of one [O, 9·C] · [9·C, 4·tiles] product: 2.25 times fewer multiplications, the reason PyTorch's
-// CPU convolutions (NNPACK, oneDNN) outrun the sgemm ceiling that bounds an im2col convolution. The larger
-// F(4x4, 3x3) saves 4 times but its transforms have coefficients up to 8 and lose about two more decimal
-// digits in float32, more than the tests comparing training steps with PyTorch allow.
+// CPU convolutions (NNPACK, oneDNN) outrun the sgemm ceiling that bounds an im2col convolution. The input
+// gradient is the same kind of convolution, and the filter gradient the adjoint of the forward transform in
+// the filters (winogradFilterGrad). The transforms use only additions and halvings, so float32 results stay
+// within a few units of rounding of im2col's (TestWinogradMatchesIm2col). F(4x4, 3x3), 4 times fewer
+// multiplications, is not implemented: its transforms have coefficients up to 8, which multiply the float32
+// error.
 
 // winogradPoints is the number of transformed points of an F(2x2, 3x3) tile, 4x4.
 const winogradPoints = 16
@@ -174,26 +177,38 @@ func winogradInputs[T float](g convGeom, x, v, padded []T, first, count, stride 
 // winogradInputTiles writes Bᵀ d B of every tile d of one padded plane, point ξ of tile t to v[ξ·stride+t].
 func winogradInputTiles[T float](padded, v []T, down, across, stride int) {
 	width := 2*across + 2
+	var out [winogradPoints][]T
 	for ty := 0; ty < down; ty++ {
-		r0 := padded[2*ty*width : (2*ty+1)*width]
-		r1 := padded[(2*ty+1)*width : (2*ty+2)*width]
-		r2 := padded[(2*ty+2)*width : (2*ty+3)*width]
-		r3 := padded[(2*ty+3)*width : (2*ty+4)*width]
-		for tx := 0; tx < across; tx++ {
-			c := 2 * tx
-			d0, d1, d2, d3 := r0[c:c+4:c+4], r1[c:c+4:c+4], r2[c:c+4:c+4], r3[c:c+4:c+4]
-			// Bᵀ d, row by row.
-			a0, a1, a2, a3 := d0[0]-d2[0], d0[1]-d2[1], d0[2]-d2[2], d0[3]-d2[3]
-			b0, b1, b2, b3 := d1[0]+d2[0], d1[1]+d2[1], d1[2]+d2[2], d1[3]+d2[3]
-			c0, c1, c2, c3 := d2[0]-d1[0], d2[1]-d1[1], d2[2]-d1[2], d2[3]-d1[3]
-			e0, e1, e2, e3 := d1[0]-d3[0], d1[1]-d3[1], d1[2]-d3[2], d1[3]-d3[3]
-			// (Bᵀ d) B, column by column.
-			o := v[ty*across+tx:]
-			o[0], o[stride], o[2*stride], o[3*stride] = a0-a2, a1+a2, a2-a1, a1-a3
-			o[4*stride], o[5*stride], o[6*stride], o[7*stride] = b0-b2, b1+b2, b2-b1, b1-b3
-			o[8*stride], o[9*stride], o[10*stride], o[11*stride] = c0-c2, c1+c2, c2-c1, c1-c3
-			o[12*stride], o[13*stride], o[14*stride], o[15*stride] = e0-e2, e1+e2, e2-e1, e1-e3
+		for xi := range out {
+			out[xi] = v[xi*stride+ty*across : xi*stride+(ty+1)*across]
 		}
+		rows := padded[2*ty*width : (2*ty+4)*width]
+		winogradInputRow(&out, rows[:width], rows[width:2*width], rows[2*width:3*width], rows[3*width:])
+	}
+}
+
+// winogradInputRow writes Bᵀ d B of the tiles of one row of tiles, the padded input rows r0..r3, point ξ of
+// tile tx to out[ξ][tx]. The points are kept in 16 slices of one length so that the compiler drops their
+// bounds checks, which made the loop about half again as slow.
+func winogradInputRow[T float](out *[winogradPoints][]T, r0, r1, r2, r3 []T) {
+	o0, o1, o2, o3, o4, o5, o6, o7 := out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7]
+	o8, o9, o10, o11, o12, o13, o14, o15 := out[8], out[9], out[10], out[11], out[12], out[13], out[14], out[15]
+	n := len(o0)
+	o1, o2, o3, o4, o5, o6, o7 = o1[:n], o2[:n], o3[:n], o4[:n], o5[:n], o6[:n], o7[:n]
+	o8, o9, o10, o11, o12, o13, o14, o15 = o8[:n], o9[:n], o10[:n], o11[:n], o12[:n], o13[:n], o14[:n], o15[:n]
+	for tx := range o0 {
+		c := 2 * tx
+		d0, d1, d2, d3 := r0[c:c+4:c+4], r1[c:c+4:c+4], r2[c:c+4:c+4], r3[c:c+4:c+4]
+		// Bᵀ d, row by row.
+		a0, a1, a2, a3 := d0[0]-d2[0], d0[1]-d2[1], d0[2]-d2[2], d0[3]-d2[3]
+		b0, b1, b2, b3 := d1[0]+d2[0], d1[1]+d2[1], d1[2]+d2[2], d1[3]+d2[3]
+		c0, c1, c2, c3 := d2[0]-d1[0], d2[1]-d1[1], d2[2]-d1[2], d2[3]-d1[3]
+		e0, e1, e2, e3 := d1[0]-d3[0], d1[1]-d3[1], d1[2]-d3[2], d1[3]-d3[3]
+		// (Bᵀ d) B, column by column.
+		o0[tx], o1[tx], o2[tx], o3[tx] = a0-a2, a1+a2, a2-a1, a1-a3
+		o4[tx], o5[tx], o6[tx], o7[tx] = b0-b2, b1+b2, b2-b1, b1-b3
+		o8[tx], o9[tx], o10[tx], o11[tx] = c0-c2, c1+c2, c2-c1, c1-c3
+		o12[tx], o13[tx], o14[tx], o15[tx] = e0-e2, e1+e2, e2-e1, e1-e3
 	}
 }
 
@@ -214,34 +229,46 @@ func winogradOutputs[T float](g convGeom, m, y []T, first, count, stride int) {
 // m[ξ·stride+t]; the parts of the last tiles outside an odd-sized plane are dropped.
 func winogradOutputTiles[T float](g convGeom, m, plane []T, stride int) {
 	down, across := g.tiles()
+	var in [winogradPoints][]T
 	for ty := 0; ty < down; ty++ {
-		row := plane[2*ty*g.ow:]
-		lower := 2*ty+1 < g.oh
-		for tx := 0; tx < across; tx++ {
-			q := m[ty*across+tx:]
-			// Aᵀ M, column by column.
-			s0 := q[0] + q[4*stride] + q[8*stride]
-			s1 := q[stride] + q[5*stride] + q[9*stride]
-			s2 := q[2*stride] + q[6*stride] + q[10*stride]
-			s3 := q[3*stride] + q[7*stride] + q[11*stride]
-			t0 := q[4*stride] - q[8*stride] - q[12*stride]
-			t1 := q[5*stride] - q[9*stride] - q[13*stride]
-			t2 := q[6*stride] - q[10*stride] - q[14*stride]
-			t3 := q[7*stride] - q[11*stride] - q[15*stride]
-			// (Aᵀ M) A.
-			c := 2 * tx
-			right := c+1 < g.ow
-			row[c] = s0 + s1 + s2
-			if right {
-				row[c+1] = s1 - s2 - s3
-			}
-			if lower {
-				row[g.ow+c] = t0 + t1 + t2
-				if right {
-					row[g.ow+c+1] = t1 - t2 - t3
-				}
-			}
+		for xi := range in {
+			in[xi] = m[xi*stride+ty*across : xi*stride+(ty+1)*across]
 		}
+		top, bottom := plane[2*ty*g.ow:(2*ty+1)*g.ow], plane[:0]
+		if 2*ty+1 < g.oh {
+			bottom = plane[(2*ty+1)*g.ow : (2*ty+2)*g.ow]
+		}
+		winogradOutputRow(&in, top, bottom)
+	}
+}
+
+// winogradOutputRow writes Aᵀ M A of the tiles of one row of tiles, point ξ of tile tx read from in[ξ][tx],
+// to the output rows top and bottom, dropping the parts past their ends (bottom is empty below an odd-sized
+// plane). As in winogradInputRow, the 16 slices of one length let the compiler drop bounds checks.
+func winogradOutputRow[T float](in *[winogradPoints][]T, top, bottom []T) {
+	q0, q1, q2, q3, q4, q5, q6, q7 := in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]
+	q8, q9, q10, q11, q12, q13, q14, q15 := in[8], in[9], in[10], in[11], in[12], in[13], in[14], in[15]
+	n := len(q0)
+	q1, q2, q3, q4, q5, q6, q7 = q1[:n], q2[:n], q3[:n], q4[:n], q5[:n], q6[:n], q7[:n]
+	q8, q9, q10, q11, q12, q13, q14, q15 = q8[:n], q9[:n], q10[:n], q11[:n], q12[:n], q13[:n], q14[:n], q15[:n]
+	for tx := range q0 {
+		// Aᵀ M, column by column.
+		s0, t0 := q0[tx]+q4[tx]+q8[tx], q4[tx]-q8[tx]-q12[tx]
+		s1, t1 := q1[tx]+q5[tx]+q9[tx], q5[tx]-q9[tx]-q13[tx]
+		s2, t2 := q2[tx]+q6[tx]+q10[tx], q6[tx]-q10[tx]-q14[tx]
+		s3, t3 := q3[tx]+q7[tx]+q11[tx], q7[tx]-q11[tx]-q15[tx]
+		// (Aᵀ M) A.
+		storePair(top, 2*tx, s0+s1+s2, s1-s2-s3)
+		storePair(bottom, 2*tx, t0+t1+t2, t1-t2-t3)
+	}
+}
+
+// storePair writes a to row[c] and b to row[c+1], each only if it lies in row.
+func storePair[T float](row []T, c int, a, b T) {
+	if c+1 < len(row) {
+		row[c], row[c+1] = a, b
+	} else if c < len(row) {
+		row[c] = a
 	}
 }
 
