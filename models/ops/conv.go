@@ -213,11 +213,15 @@ func (op *convOp) Do(vals ...G.Value) (G.Value, error) {
 // convForward computes y from x and w, by Winograd for the 3x3 convolutions it suits (see convGeom.winograd),
 // else by im2col.
 func convForward[T float](g convGeom, x, w, y []T) {
+	convPath(g, winogradForward[T], im2colForward[T])(g, x, w, y)
+}
+
+// convPath returns winograd if g suits Winograd's algorithm (see convGeom.winograd), else im2col.
+func convPath[F any](g convGeom, winograd, im2col F) F {
 	if g.winograd() {
-		winogradForward(g, x, w, y)
-		return
+		return winograd
 	}
-	im2colForward(g, x, w, y)
+	return im2col
 }
 
 // im2colForward computes, chunk by chunk, y = w · im2col(x), regrouped from [O, images·P] to [images, O, P].
@@ -515,11 +519,7 @@ func (op *convFilterGradOp) Do(vals ...G.Value) (G.Value, error) {
 // convFilterGrad computes dw from x and dy, by Winograd for the 3x3 convolutions it suits (see
 // convGeom.winograd), else by im2colFilterGrad.
 func convFilterGrad[T float](g convGeom, x, dy, dw []T) {
-	if g.winograd() {
-		winogradFilterGrad(g, x, dy, dw)
-		return
-	}
-	im2colFilterGrad(g, x, dy, dw)
+	convPath(g, winogradFilterGrad[T], im2colFilterGrad[T])(g, x, dy, dw)
 }
 
 // im2colFilterGrad computes each goroutine's partial gradient transposed, dwᵀ [C·K·K, O] = im2col(x) · dyᵀ:
@@ -640,11 +640,7 @@ func (op *convInputGradOp) Do(vals ...G.Value) (G.Value, error) {
 // convInputGrad computes dx from w and dy, by Winograd for the 3x3 convolutions it suits (see
 // convGeom.winograd), else by im2colInputGrad.
 func convInputGrad[T float](g convGeom, w, dy, dx []T) {
-	if g.winograd() {
-		winogradInputGrad(g, w, dy, dx)
-		return
-	}
-	im2colInputGrad(g, w, dy, dx)
+	convPath(g, winogradInputGrad[T], im2colInputGrad[T])(g, w, dy, dx)
 }
 
 // im2colInputGrad computes dx chunk by chunk; for a pointwise convolution the product is the gradient itself,

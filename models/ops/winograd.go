@@ -160,55 +160,49 @@ func winogradConv[T float](g convGeom, x, u, y []T, transposedFilters bool) {
 // caller has zeroed, so that no tile needs bounds checks; the copies never write the border.
 func winogradInputs[T float](g convGeom, x, v, padded []T, first, count, stride int) {
 	down, across := g.tiles()
-	width := 2*across + 2
-	tiles := count * down * across
-	hw := g.inPlane()
+	winogradPlanes(x, v, padded, [3]int{g.c, g.h, g.w}, 1, 2*across+2, down*across, first, count,
+		func(p, d []T) { winogradInputTiles(p, d, down, across, stride) })
+}
+
+// winogradPlanes copies each plane c of images first..first+count-1 of src, shaped [N, shape...], into padded
+// (rows width long) at row and column offset, and calls transform(padded, dst[c·tiles + i·perImage:]) for
+// image first+i, tiles = count·perImage: the transforms of the input and of the output gradient pad their
+// planes with zeros this way.
+func winogradPlanes[T float](src, dst, padded []T, shape [3]int, offset, width, perImage, first, count int, transform func(padded, dst []T)) {
+	channels, h, w := shape[0], shape[1], shape[2]
+	tiles, hw := count*perImage, h*w
 	for i := 0; i < count; i++ {
-		for c := 0; c < g.c; c++ {
-			plane := x[((first+i)*g.c+c)*hw : ((first+i)*g.c+c+1)*hw]
-			for r := 0; r < g.h; r++ {
-				copy(padded[(r+1)*width+1:], plane[r*g.w:(r+1)*g.w])
+		for c := 0; c < channels; c++ {
+			plane := src[((first+i)*channels+c)*hw : ((first+i)*channels+c+1)*hw]
+			for r := 0; r < h; r++ {
+				copy(padded[(r+offset)*width+offset:], plane[r*w:(r+1)*w])
 			}
-			winogradInputTiles(padded, v[c*tiles+i*down*across:], down, across, stride)
+			transform(padded, dst[c*tiles+i*perImage:])
 		}
 	}
 }
 
 // winogradInputTiles writes Bᵀ d B of every tile d of one padded plane, point ξ of tile t to v[ξ·stride+t].
 func winogradInputTiles[T float](padded, v []T, down, across, stride int) {
+	o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13, o14, o15 := pointRows(v, stride, down*across)
 	width := 2*across + 2
-	var out [winogradPoints][]T
 	for ty := 0; ty < down; ty++ {
-		for xi := range out {
-			out[xi] = v[xi*stride+ty*across : xi*stride+(ty+1)*across]
-		}
 		rows := padded[2*ty*width : (2*ty+4)*width]
-		winogradInputRow(&out, rows[:width], rows[width:2*width], rows[2*width:3*width], rows[3*width:])
-	}
-}
-
-// winogradInputRow writes Bᵀ d B of the tiles of one row of tiles, the padded input rows r0..r3, point ξ of
-// tile tx to out[ξ][tx]. The points are kept in 16 slices of one length so that the compiler drops their
-// bounds checks, which made the loop about half again as slow.
-func winogradInputRow[T float](out *[winogradPoints][]T, r0, r1, r2, r3 []T) {
-	o0, o1, o2, o3, o4, o5, o6, o7 := out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7]
-	o8, o9, o10, o11, o12, o13, o14, o15 := out[8], out[9], out[10], out[11], out[12], out[13], out[14], out[15]
-	n := len(o0)
-	o1, o2, o3, o4, o5, o6, o7 = o1[:n], o2[:n], o3[:n], o4[:n], o5[:n], o6[:n], o7[:n]
-	o8, o9, o10, o11, o12, o13, o14, o15 = o8[:n], o9[:n], o10[:n], o11[:n], o12[:n], o13[:n], o14[:n], o15[:n]
-	for tx := range o0 {
-		c := 2 * tx
-		d0, d1, d2, d3 := r0[c:c+4:c+4], r1[c:c+4:c+4], r2[c:c+4:c+4], r3[c:c+4:c+4]
-		// Bᵀ d, row by row.
-		a0, a1, a2, a3 := d0[0]-d2[0], d0[1]-d2[1], d0[2]-d2[2], d0[3]-d2[3]
-		b0, b1, b2, b3 := d1[0]+d2[0], d1[1]+d2[1], d1[2]+d2[2], d1[3]+d2[3]
-		c0, c1, c2, c3 := d2[0]-d1[0], d2[1]-d1[1], d2[2]-d1[2], d2[3]-d1[3]
-		e0, e1, e2, e3 := d1[0]-d3[0], d1[1]-d3[1], d1[2]-d3[2], d1[3]-d3[3]
-		// (Bᵀ d) B, column by column.
-		o0[tx], o1[tx], o2[tx], o3[tx] = a0-a2, a1+a2, a2-a1, a1-a3
-		o4[tx], o5[tx], o6[tx], o7[tx] = b0-b2, b1+b2, b2-b1, b1-b3
-		o8[tx], o9[tx], o10[tx], o11[tx] = c0-c2, c1+c2, c2-c1, c1-c3
-		o12[tx], o13[tx], o14[tx], o15[tx] = e0-e2, e1+e2, e2-e1, e1-e3
+		r0, r1, r2, r3 := rows[:width], rows[width:2*width], rows[2*width:3*width], rows[3*width:]
+		for tx := 0; tx < across; tx++ {
+			c, t := 2*tx, ty*across+tx
+			d0, d1, d2, d3 := r0[c:c+4:c+4], r1[c:c+4:c+4], r2[c:c+4:c+4], r3[c:c+4:c+4]
+			// Bᵀ d, row by row.
+			a0, a1, a2, a3 := d0[0]-d2[0], d0[1]-d2[1], d0[2]-d2[2], d0[3]-d2[3]
+			b0, b1, b2, b3 := d1[0]+d2[0], d1[1]+d2[1], d1[2]+d2[2], d1[3]+d2[3]
+			c0, c1, c2, c3 := d2[0]-d1[0], d2[1]-d1[1], d2[2]-d1[2], d2[3]-d1[3]
+			e0, e1, e2, e3 := d1[0]-d3[0], d1[1]-d3[1], d1[2]-d3[2], d1[3]-d3[3]
+			// (Bᵀ d) B, column by column.
+			o0[t], o1[t], o2[t], o3[t] = a0-a2, a1+a2, a2-a1, a1-a3
+			o4[t], o5[t], o6[t], o7[t] = b0-b2, b1+b2, b2-b1, b1-b3
+			o8[t], o9[t], o10[t], o11[t] = c0-c2, c1+c2, c2-c1, c1-c3
+			o12[t], o13[t], o14[t], o15[t] = e0-e2, e1+e2, e2-e1, e1-e3
+		}
 	}
 }
 
@@ -229,38 +223,33 @@ func winogradOutputs[T float](g convGeom, m, y []T, first, count, stride int) {
 // m[ξ·stride+t]; the parts of the last tiles outside an odd-sized plane are dropped.
 func winogradOutputTiles[T float](g convGeom, m, plane []T, stride int) {
 	down, across := g.tiles()
-	var in [winogradPoints][]T
+	q0, q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11, q12, q13, q14, q15 := pointRows(m, stride, down*across)
 	for ty := 0; ty < down; ty++ {
-		for xi := range in {
-			in[xi] = m[xi*stride+ty*across : xi*stride+(ty+1)*across]
-		}
-		top, bottom := plane[2*ty*g.ow:(2*ty+1)*g.ow], plane[:0]
+		top, bottom := plane[2*ty*g.ow:(2*ty+1)*g.ow], plane[:0] // bottom stays empty below an odd-sized plane
 		if 2*ty+1 < g.oh {
 			bottom = plane[(2*ty+1)*g.ow : (2*ty+2)*g.ow]
 		}
-		winogradOutputRow(&in, top, bottom)
+		for tx := 0; tx < across; tx++ {
+			t := ty*across + tx
+			// Aᵀ M, column by column.
+			s0, t0 := q0[t]+q4[t]+q8[t], q4[t]-q8[t]-q12[t]
+			s1, t1 := q1[t]+q5[t]+q9[t], q5[t]-q9[t]-q13[t]
+			s2, t2 := q2[t]+q6[t]+q10[t], q6[t]-q10[t]-q14[t]
+			s3, t3 := q3[t]+q7[t]+q11[t], q7[t]-q11[t]-q15[t]
+			// (Aᵀ M) A.
+			storePair(top, 2*tx, s0+s1+s2, s1-s2-s3)
+			storePair(bottom, 2*tx, t0+t1+t2, t1-t2-t3)
+		}
 	}
 }
 
-// winogradOutputRow writes Aᵀ M A of the tiles of one row of tiles, point ξ of tile tx read from in[ξ][tx],
-// to the output rows top and bottom, dropping the parts past their ends (bottom is empty below an odd-sized
-// plane). As in winogradInputRow, the 16 slices of one length let the compiler drop bounds checks.
-func winogradOutputRow[T float](in *[winogradPoints][]T, top, bottom []T) {
-	q0, q1, q2, q3, q4, q5, q6, q7 := in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]
-	q8, q9, q10, q11, q12, q13, q14, q15 := in[8], in[9], in[10], in[11], in[12], in[13], in[14], in[15]
-	n := len(q0)
-	q1, q2, q3, q4, q5, q6, q7 = q1[:n], q2[:n], q3[:n], q4[:n], q5[:n], q6[:n], q7[:n]
-	q8, q9, q10, q11, q12, q13, q14, q15 = q8[:n], q9[:n], q10[:n], q11[:n], q12[:n], q13[:n], q14[:n], q15[:n]
-	for tx := range q0 {
-		// Aᵀ M, column by column.
-		s0, t0 := q0[tx]+q4[tx]+q8[tx], q4[tx]-q8[tx]-q12[tx]
-		s1, t1 := q1[tx]+q5[tx]+q9[tx], q5[tx]-q9[tx]-q13[tx]
-		s2, t2 := q2[tx]+q6[tx]+q10[tx], q6[tx]-q10[tx]-q14[tx]
-		s3, t3 := q3[tx]+q7[tx]+q11[tx], q7[tx]-q11[tx]-q15[tx]
-		// (Aᵀ M) A.
-		storePair(top, 2*tx, s0+s1+s2, s1-s2-s3)
-		storePair(bottom, 2*tx, t0+t1+t2, t1-t2-t3)
+// pointRows returns the 16 slices v[ξ·stride : ξ·stride+n], the rows of one tile plane's points.
+func pointRows[T float](v []T, stride, n int) (p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15 []T) {
+	var p [winogradPoints][]T
+	for xi := range p {
+		p[xi] = v[xi*stride : xi*stride+n]
 	}
+	return p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15]
 }
 
 // storePair writes a to row[c] and b to row[c+1], each only if it lies in row.
@@ -352,38 +341,28 @@ func winogradFilterGradChunks[T float](g convGeom, ch convChunks, x, dy, partial
 // and a column for odd sizes) the caller has zeroed; the copies write only its top-left H'xW' corner.
 func winogradOutputGrads[T float](g convGeom, dy, m, padded []T, first, count, stride int) {
 	down, across := g.tiles()
-	width := 2 * across
-	tiles := count * down * across
-	p := g.outPlane()
-	for i := 0; i < count; i++ {
-		for o := 0; o < g.o; o++ {
-			plane := dy[((first+i)*g.o+o)*p : ((first+i)*g.o+o+1)*p]
-			for r := 0; r < g.oh; r++ {
-				copy(padded[r*width:], plane[r*g.ow:(r+1)*g.ow])
-			}
-			winogradOutputGradTiles(padded, m[o*tiles+i*down*across:], down, across, stride)
-		}
-	}
+	winogradPlanes(dy, m, padded, [3]int{g.o, g.oh, g.ow}, 0, 2*across, down*across, first, count,
+		func(p, d []T) { winogradOutputGradTiles(p, d, down, across, stride) })
 }
 
 // winogradOutputGradTiles writes A t Aᵀ of every 2x2 tile t of one padded plane of dy, point ξ of tile k to
 // m[ξ·stride+k].
 func winogradOutputGradTiles[T float](padded, m []T, down, across, stride int) {
+	o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13, o14, o15 := pointRows(m, stride, down*across)
 	width := 2 * across
 	for ty := 0; ty < down; ty++ {
-		r0 := padded[2*ty*width : (2*ty+1)*width]
-		r1 := padded[(2*ty+1)*width : (2*ty+2)*width]
+		r0, r1 := padded[2*ty*width:(2*ty+1)*width], padded[(2*ty+1)*width:(2*ty+2)*width]
 		for tx := 0; tx < across; tx++ {
-			c := 2 * tx
-			p, q, r, s := r0[c], r0[c+1], r1[c], r1[c+1]
+			c, k := 2*tx, ty*across+tx
+			t0, t1 := r0[c:c+2:c+2], r1[c:c+2:c+2]
+			p, q, r, s := t0[0], t0[1], t1[0], t1[1]
 			// A t, row by row: (p, q), (p+r, q+s), (p-r, q-s), (-r, -s); then each row (a, b) times Aᵀ is
 			// (a, a+b, a-b, -b).
 			a1, b1, a2, b2 := p+r, q+s, p-r, q-s
-			o := m[ty*across+tx:]
-			o[0], o[stride], o[2*stride], o[3*stride] = p, p+q, p-q, -q
-			o[4*stride], o[5*stride], o[6*stride], o[7*stride] = a1, a1+b1, a1-b1, -b1
-			o[8*stride], o[9*stride], o[10*stride], o[11*stride] = a2, a2+b2, a2-b2, -b2
-			o[12*stride], o[13*stride], o[14*stride], o[15*stride] = -r, -r-s, s-r, s
+			o0[k], o1[k], o2[k], o3[k] = p, p+q, p-q, -q
+			o4[k], o5[k], o6[k], o7[k] = a1, a1+b1, a1-b1, -b1
+			o8[k], o9[k], o10[k], o11[k] = a2, a2+b2, a2-b2, -b2
+			o12[k], o13[k], o14[k], o15[k] = -r, -r-s, s-r, s
 		}
 	}
 }
