@@ -117,14 +117,16 @@ func BenchmarkMaxPool2(b *testing.B) {
 
 // BenchmarkConv2d3x3 compares the im2col and Winograd paths of the forward convolution and of both
 // gradients on the 3x3 same-padding convolutions of ResNet-18's four stages at batch 64 (3x32x32 images) and
-// at batch 16 (3x224x224 images, ImageNet stem), and on thinner ones that place winogradMinChannels. Besides
+// at batch 16 (3x224x224 images, ImageNet stem), on the second and third convolutions of the default
+// backbone (batch 128), and on thinner ones that place winogradMinChannels. Besides
 // wall time it reports CPU time per operation, steadier on a shared machine.
 func BenchmarkConv2d3x3(b *testing.B) {
-	for _, s := range []struct{ n, c, side int }{
-		{64, 8, 32}, {64, 16, 32}, {64, 32, 32}, {64, 64, 32}, {64, 128, 16}, {64, 256, 8}, {64, 512, 4},
-		{16, 64, 56}, {16, 128, 28}, {16, 256, 14}, {16, 512, 7},
+	for _, s := range []struct{ n, c, o, side int }{
+		{64, 8, 8, 32}, {64, 16, 16, 32}, {64, 32, 32, 32}, {64, 64, 64, 32}, {64, 128, 128, 16}, {64, 256, 256, 8},
+		{64, 512, 512, 4}, {16, 64, 64, 56}, {16, 128, 128, 28}, {16, 256, 256, 14}, {16, 512, 512, 7},
+		{128, 32, 64, 14}, {128, 64, 128, 7},
 	} {
-		g := convGeom{n: s.n, c: s.c, h: s.side, w: s.side, o: s.c, k: 3, stride: 1, pad: 1, oh: s.side, ow: s.side}
+		g := convGeom{n: s.n, c: s.c, h: s.side, w: s.side, o: s.o, k: 3, stride: 1, pad: 1, oh: s.side, ow: s.side}
 		x, w, dy := benchData(g.n*g.c*g.inPlane()), benchData(g.o*g.patch()), benchData(g.n*g.o*g.outPlane())
 		out, dx, dw := make([]float32, len(dy)), make([]float32, len(x)), make([]float32, len(w))
 		for _, p := range []struct {
@@ -138,7 +140,7 @@ func BenchmarkConv2d3x3(b *testing.B) {
 			{"filtergrad/im2col", func() { im2colFilterGrad(g, x, dy, dw) }},
 			{"filtergrad/winograd", func() { winogradFilterGrad(g, x, dy, dw) }},
 		} {
-			b.Run(fmt.Sprintf("n%d-c%d-%dx%d/%s", s.n, s.c, s.side, s.side, p.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("n%d-c%d-o%d-%dx%d/%s", s.n, s.c, s.o, s.side, s.side, p.name), func(b *testing.B) {
 				p.run() // scratch buffers are allocated in the first run
 				cpu := processCPU()
 				for b.Loop() {

@@ -30,9 +30,10 @@ const winogradPoints = 16
 // two bytes (64 channels · 512 tiles), those 16 addresses would share a few cache sets and evict one another.
 const winogradSkew = 32
 
-// winogradMinChannels is the fewest input and output channels for which a 3x3 convolution uses Winograd:
-// with fewer, the products are too thin for the BLAS to run fast and the transforms, whose cost does not
-// shrink with the channels, outweigh the saved multiplications (see BenchmarkConv2d3x3).
+// winogradMinChannels is the fewest input and output channels for which a 3x3 convolution with an even
+// output size uses Winograd: with fewer, the products are too thin for the BLAS to run fast and the
+// transforms, whose cost per channel does not shrink, outweigh the saved multiplications (BenchmarkConv2d3x3:
+// 32 channels at 32x32 gain 0-20%, varying with the load of the shared machine, 16 lose 30%, 64 gain 15-35%).
 var winogradMinChannels = 64
 
 // winogradChunkColumns is the number of output positions a chunk of images aims for in a Winograd
@@ -42,9 +43,19 @@ var winogradMinChannels = 64
 const winogradChunkColumns = 2048
 
 // winograd reports a convolution that uses Winograd F(2x2, 3x3): 3x3, stride 1, same padding, with at least
-// winogradMinChannels input and output channels.
+// winogradMinChannels input and output channels, proportionally more when an odd output size makes the
+// saving smaller: the default backbone's third convolution (64 -> 128 channels at 7x7) is 10-30% slower
+// with Winograd, ResNet-18's 512-channel ones at 7x7 20-30% faster (BenchmarkConv2d3x3).
 func (g convGeom) winograd() bool {
-	return g.k == 3 && g.stride == 1 && g.pad == 1 && min(g.c, g.o) >= winogradMinChannels
+	return g.k == 3 && g.stride == 1 && g.pad == 1 &&
+		float64(min(g.c, g.o))*g.winogradSaving() >= 2.25*float64(winogradMinChannels)
+}
+
+// winogradSaving returns how many times fewer multiplications Winograd needs than im2col for g's output
+// plane, 9·H'·W' / (16·tiles): 2.25 for even sizes, less for odd ones, whose last tiles overhang the plane.
+func (g convGeom) winogradSaving() float64 {
+	down, across := g.tiles()
+	return float64(9*g.oh*g.ow) / float64(16*down*across)
 }
 
 // tiles returns the number of 2x2 output tiles of one image, down and across; with an odd output size the

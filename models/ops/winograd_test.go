@@ -110,16 +110,16 @@ func nanSlice[T float](n int) []T {
 	return s
 }
 
-// TestConv2dWinograd checks Conv2d through the Winograd path (its channel threshold lowered to one) against
+// TestConv2dWinograd checks Conv2d through the Winograd path (its channel threshold lowered to zero) against
 // finite differences and against gorgonia's convolution, output and both gradients.
 func TestConv2dWinograd(t *testing.T) {
 	defer func(m int) { winogradMinChannels = m }(winogradMinChannels)
-	winogradMinChannels = 1
+	winogradMinChannels = 0
 	for _, dt := range floatTypes {
 		for i, c := range winogradCases[:6] {
 			x, w := []int{c.n, c.c, c.h, c.w}, []int{c.o, c.c, 3, 3}
 			t.Run(fmt.Sprintf("%v/case%d", dt, i), func(t *testing.T) {
-				if g := (convGeom{c: c.c, o: c.o, k: 3, stride: 1, pad: 1}); !g.winograd() {
+				if g := (convGeom{c: c.c, o: c.o, k: 3, stride: 1, pad: 1, oh: c.h, ow: c.w}); !g.winograd() {
 					t.Fatalf("%v does not take the Winograd path", g)
 				}
 				rng := rand.New(rand.NewPCG(uint64(i), 8))
@@ -137,12 +137,16 @@ func TestWinogradChoice(t *testing.T) {
 		g    convGeom
 		want bool
 	}{
-		{convGeom{c: 64, o: 64, k: 3, stride: 1, pad: 1}, true},
-		{convGeom{c: 512, o: 512, k: 3, stride: 1, pad: 1}, true},
-		{convGeom{c: 64, o: 128, k: 3, stride: 2, pad: 1}, false},
-		{convGeom{c: 64, o: 128, k: 1, stride: 1, pad: 0}, false},
-		{convGeom{c: 3, o: 64, k: 3, stride: 1, pad: 1}, false},
-		{convGeom{c: 64, o: 64, k: 7, stride: 2, pad: 3}, false},
+		{convGeom{c: 64, o: 64, k: 3, stride: 1, pad: 1, oh: 32, ow: 32}, true},
+		{convGeom{c: 64, o: 64, k: 3, stride: 1, pad: 1, oh: 56, ow: 56}, true},
+		{convGeom{c: 512, o: 512, k: 3, stride: 1, pad: 1, oh: 4, ow: 4}, true},
+		{convGeom{c: 512, o: 512, k: 3, stride: 1, pad: 1, oh: 7, ow: 7}, true},
+		{convGeom{c: 64, o: 128, k: 3, stride: 1, pad: 1, oh: 7, ow: 7}, false},  // default backbone, conv3
+		{convGeom{c: 32, o: 64, k: 3, stride: 1, pad: 1, oh: 14, ow: 14}, false}, // default backbone, conv2
+		{convGeom{c: 64, o: 128, k: 3, stride: 2, pad: 1, oh: 16, ow: 16}, false},
+		{convGeom{c: 64, o: 128, k: 1, stride: 1, pad: 0, oh: 32, ow: 32}, false},
+		{convGeom{c: 3, o: 64, k: 3, stride: 1, pad: 1, oh: 32, ow: 32}, false},
+		{convGeom{c: 64, o: 64, k: 7, stride: 2, pad: 3, oh: 112, ow: 112}, false},
 	} {
 		if got := c.g.winograd(); got != c.want {
 			t.Errorf("case %d %v: winograd %v, want %v", i, c.g, got, c.want)
