@@ -37,10 +37,11 @@ const winogradSkew = 32
 var winogradMinChannels = 64
 
 // winogradChunkColumns is the number of output positions a chunk of images aims for in a Winograd
-// convolution: 512 tiles, so that the 16 products per chunk are wide enough for the BLAS while the transformed
-// inputs and products of a chunk stay a few megabytes (ResNet-18 at batch 64: 2 MB each per goroutine in its
-// first stage, 4 MB in its 512-channel stage, where the whole batch has 256 tiles).
-const winogradChunkColumns = 2048
+// convolution: 128 tiles, so that at 64 channels a chunk's transformed inputs and products, 512 KB each, stay
+// together in the 1 MB second-level cache of a core between the transforms and the products. The transforms
+// are bound by their scattered stores: with 512 tiles per chunk (2 MB each), the convolutions with 64 and 128
+// channels took 10-25% more CPU time (BenchmarkConv2d3x3 on the loaded shared machine).
+const winogradChunkColumns = 512
 
 // winograd reports a convolution that uses Winograd F(2x2, 3x3): 3x3, stride 1, same padding, with at least
 // winogradMinChannels input and output channels, proportionally more when an odd output size makes the
@@ -171,8 +172,9 @@ func winogradConv[T float](g convGeom, x, u, y []T, transposedFilters bool) {
 // caller has zeroed, so that no tile needs bounds checks; the copies never write the border.
 func winogradInputs[T float](g convGeom, x, v, padded []T, first, count, stride int) {
 	down, across := g.tiles()
+	rows := make([]T, 4*(2*across+2))
 	winogradPlanes(x, v, padded, [3]int{g.c, g.h, g.w}, 1, 2*across+2, down*across, first, count,
-		func(p, d []T) { winogradInputTiles(p, d, down, across, stride) })
+		func(p, d []T) { winogradInputTiles(p, d, rows, down, across, stride) })
 }
 
 // winogradPlanes copies each plane c of images first..first+count-1 of src, shaped [N, shape...], into padded
@@ -193,28 +195,37 @@ func winogradPlanes[T float](src, dst, padded []T, shape [3]int, offset, width, 
 	}
 }
 
-// winogradInputTiles writes Bᵀ d B of every tile d of one padded plane, point ξ of tile t to v[ξ·stride+t].
-func winogradInputTiles[T float](padded, v []T, down, across, stride int) {
-	o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13, o14, o15 := pointRows(v, stride, down*across)
+// winogradInputTiles writes Bᵀ d B of every tile d of one padded plane, point ξ of tile t to v[ξ·stride+t],
+// in two passes per row of tiles: Bᵀ d for all tiles at once, as four whole rows combined from the four
+// padded rows (into rows, scratch of 4·width), then each of these rows times B gives four points of every
+// tile. Each loop keeps its few slices in registers; one pass over all 16 points spilled them to the stack
+// and spent most of its time there.
+func winogradInputTiles[T float](padded, v, rows []T, down, across, stride int) {
 	width := 2*across + 2
+	a, b, c, e := rows[:width], rows[width:2*width], rows[2*width:3*width], rows[3*width:4*width]
 	for ty := 0; ty < down; ty++ {
-		rows := padded[2*ty*width : (2*ty+4)*width]
-		r0, r1, r2, r3 := rows[:width], rows[width:2*width], rows[2*width:3*width], rows[3*width:]
-		for tx := 0; tx < across; tx++ {
-			c, t := 2*tx, ty*across+tx
-			d0, d1, d2, d3 := r0[c:c+4:c+4], r1[c:c+4:c+4], r2[c:c+4:c+4], r3[c:c+4:c+4]
-			// Bᵀ d, row by row.
-			a0, a1, a2, a3 := d0[0]-d2[0], d0[1]-d2[1], d0[2]-d2[2], d0[3]-d2[3]
-			b0, b1, b2, b3 := d1[0]+d2[0], d1[1]+d2[1], d1[2]+d2[2], d1[3]+d2[3]
-			c0, c1, c2, c3 := d2[0]-d1[0], d2[1]-d1[1], d2[2]-d1[2], d2[3]-d1[3]
-			e0, e1, e2, e3 := d1[0]-d3[0], d1[1]-d3[1], d1[2]-d3[2], d1[3]-d3[3]
-			// (Bᵀ d) B, column by column.
-			o0[t], o1[t], o2[t], o3[t] = a0-a2, a1+a2, a2-a1, a1-a3
-			o4[t], o5[t], o6[t], o7[t] = b0-b2, b1+b2, b2-b1, b1-b3
-			o8[t], o9[t], o10[t], o11[t] = c0-c2, c1+c2, c2-c1, c1-c3
-			o12[t], o13[t], o14[t], o15[t] = e0-e2, e1+e2, e2-e1, e1-e3
+		in := padded[2*ty*width : (2*ty+4)*width]
+		r0, r1, r2, r3 := in[:len(a)], in[width:width+len(a)], in[2*width:2*width+len(a)], in[3*width:3*width+len(a)]
+		b, c, e = b[:len(a)], c[:len(a)], e[:len(a)]
+		for j := range a {
+			a[j], b[j], c[j], e[j] = r0[j]-r2[j], r1[j]+r2[j], r2[j]-r1[j], r1[j]-r3[j]
+		}
+		for k, row := range [4][]T{a, b, c, e} {
+			o0, o1, o2, o3 := points4(v, 4*k*stride+ty*across, stride, across)
+			for tx := range o0 {
+				q := row[2*tx : 2*tx+4 : 2*tx+4]
+				o0[tx], o1[tx], o2[tx], o3[tx] = q[0]-q[2], q[1]+q[2], q[2]-q[1], q[1]-q[3]
+			}
 		}
 	}
+}
+
+// points4 returns the four slices v[at+i·stride : at+i·stride+n], i = 0..3, cut to one length so that a loop
+// over the first's indices needs no bounds checks on the others.
+func points4[T float](v []T, at, stride, n int) (p0, p1, p2, p3 []T) {
+	p0 = v[at : at+n]
+	p1, p2, p3 = v[at+stride:at+stride+n], v[at+2*stride:at+2*stride+n], v[at+3*stride:at+3*stride+n]
+	return p0, p1[:len(p0)], p2[:len(p0)], p3[:len(p0)]
 }
 
 // winogradOutputs writes images first..first+count-1 of y from the products M[ξ] [O, tiles] in m.
@@ -222,45 +233,46 @@ func winogradOutputs[T float](g convGeom, m, y []T, first, count, stride int) {
 	down, across := g.tiles()
 	tiles := count * down * across
 	p := g.outPlane()
+	sums := make([]T, 8*down*across)
 	for i := 0; i < count; i++ {
 		for o := 0; o < g.o; o++ {
 			plane := y[((first+i)*g.o+o)*p : ((first+i)*g.o+o+1)*p]
-			winogradOutputTiles(g, m[o*tiles+i*down*across:], plane, stride)
+			winogradOutputTiles(g, m[o*tiles+i*down*across:], plane, sums, stride)
 		}
 	}
 }
 
 // winogradOutputTiles writes Aᵀ M A of every tile of one output plane, point ξ of tile t read from
-// m[ξ·stride+t]; the parts of the last tiles outside an odd-sized plane are dropped.
-func winogradOutputTiles[T float](g convGeom, m, plane []T, stride int) {
+// m[ξ·stride+t]; the parts of the last tiles outside an odd-sized plane are dropped. As in
+// winogradInputTiles, it works in two light passes: Aᵀ M for all tiles of the plane at once, its two rows
+// written to sums (scratch of 8·tiles), then (Aᵀ M) A row by row of the output.
+func winogradOutputTiles[T float](g convGeom, m, plane, sums []T, stride int) {
 	down, across := g.tiles()
-	q0, q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11, q12, q13, q14, q15 := pointRows(m, stride, down*across)
-	for ty := 0; ty < down; ty++ {
-		top, bottom := plane[2*ty*g.ow:(2*ty+1)*g.ow], plane[:0] // bottom stays empty below an odd-sized plane
-		if 2*ty+1 < g.oh {
-			bottom = plane[(2*ty+1)*g.ow : (2*ty+2)*g.ow]
+	n := down * across
+	for j := 0; j < 4; j++ {
+		q0, q1, q2, q3 := points4(m, j*stride, 4*stride, n) // column j of the tiles' points
+		s, t := sums[j*n:(j+1)*n], sums[(4+j)*n:(5+j)*n]
+		s, t = s[:len(q0)], t[:len(q0)]
+		for i := range q0 {
+			s[i], t[i] = q0[i]+q1[i]+q2[i], q1[i]-q2[i]-q3[i]
 		}
-		for tx := 0; tx < across; tx++ {
-			t := ty*across + tx
-			// Aᵀ M, column by column.
-			s0, t0 := q0[t]+q4[t]+q8[t], q4[t]-q8[t]-q12[t]
-			s1, t1 := q1[t]+q5[t]+q9[t], q5[t]-q9[t]-q13[t]
-			s2, t2 := q2[t]+q6[t]+q10[t], q6[t]-q10[t]-q14[t]
-			s3, t3 := q3[t]+q7[t]+q11[t], q7[t]-q11[t]-q15[t]
-			// (Aᵀ M) A.
-			storePair(top, 2*tx, s0+s1+s2, s1-s2-s3)
-			storePair(bottom, 2*tx, t0+t1+t2, t1-t2-t3)
+	}
+	for ty := 0; ty < down; ty++ {
+		winogradOutputPairs(plane[2*ty*g.ow:(2*ty+1)*g.ow], sums, ty*across, n, across)
+		if 2*ty+1 < g.oh { // the row of tiles does not overhang an odd-sized plane
+			winogradOutputPairs(plane[(2*ty+1)*g.ow:(2*ty+2)*g.ow], sums[4*n:], ty*across, n, across)
 		}
 	}
 }
 
-// pointRows returns the 16 slices v[ξ·stride : ξ·stride+n], the rows of one tile plane's points.
-func pointRows[T float](v []T, stride, n int) (p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15 []T) {
-	var p [winogradPoints][]T
-	for xi := range p {
-		p[xi] = v[xi*stride : xi*stride+n]
+// winogradOutputPairs writes the output row of across tiles whose row of Aᵀ M is held, column j, at
+// sums[j·n + at ...]: tile tx with row (a, b, c, d) gives (a+b+c, b-c-d) at row[2tx], row[2tx+1], the second
+// dropped past the end of an odd-sized row.
+func winogradOutputPairs[T float](row, sums []T, at, n, across int) {
+	s0, s1, s2, s3 := points4(sums, at, n, across)
+	for tx := range s0 {
+		storePair(row, 2*tx, s0[tx]+s1[tx]+s2[tx], s1[tx]-s2[tx]-s3[tx])
 	}
-	return p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15]
 }
 
 // storePair writes a to row[c] and b to row[c+1], each only if it lies in row.
@@ -352,28 +364,31 @@ func winogradFilterGradChunks[T float](g convGeom, ch convChunks, x, dy, partial
 // and a column for odd sizes) the caller has zeroed; the copies write only its top-left H'xW' corner.
 func winogradOutputGrads[T float](g convGeom, dy, m, padded []T, first, count, stride int) {
 	down, across := g.tiles()
+	rows := make([]T, 3*2*across)
 	winogradPlanes(dy, m, padded, [3]int{g.o, g.oh, g.ow}, 0, 2*across, down*across, first, count,
-		func(p, d []T) { winogradOutputGradTiles(p, d, down, across, stride) })
+		func(p, d []T) { winogradOutputGradTiles(p, d, rows, down, across, stride) })
 }
 
 // winogradOutputGradTiles writes A t Aᵀ of every 2x2 tile t of one padded plane of dy, point ξ of tile k to
-// m[ξ·stride+k].
-func winogradOutputGradTiles[T float](padded, m []T, down, across, stride int) {
-	o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13, o14, o15 := pointRows(m, stride, down*across)
+// m[ξ·stride+k], in two passes per row of tiles as winogradInputTiles: A t for all tiles at once, the rows
+// r0, r0+r1, r0-r1 and -r1 of the two dy rows (the last three into rows, scratch of 3·width), then each row
+// (a, b) of a tile times Aᵀ is (a, a+b, a-b, -b).
+func winogradOutputGradTiles[T float](padded, m, rows []T, down, across, stride int) {
 	width := 2 * across
+	sum, diff, neg := rows[:width], rows[width:2*width], rows[2*width:3*width]
 	for ty := 0; ty < down; ty++ {
 		r0, r1 := padded[2*ty*width:(2*ty+1)*width], padded[(2*ty+1)*width:(2*ty+2)*width]
-		for tx := 0; tx < across; tx++ {
-			c, k := 2*tx, ty*across+tx
-			t0, t1 := r0[c:c+2:c+2], r1[c:c+2:c+2]
-			p, q, r, s := t0[0], t0[1], t1[0], t1[1]
-			// A t, row by row: (p, q), (p+r, q+s), (p-r, q-s), (-r, -s); then each row (a, b) times Aᵀ is
-			// (a, a+b, a-b, -b).
-			a1, b1, a2, b2 := p+r, q+s, p-r, q-s
-			o0[k], o1[k], o2[k], o3[k] = p, p+q, p-q, -q
-			o4[k], o5[k], o6[k], o7[k] = a1, a1+b1, a1-b1, -b1
-			o8[k], o9[k], o10[k], o11[k] = a2, a2+b2, a2-b2, -b2
-			o12[k], o13[k], o14[k], o15[k] = -r, -r-s, s-r, s
+		r1, diff, neg = r1[:len(r0)], diff[:len(r0)], neg[:len(r0)]
+		sum = sum[:len(r0)]
+		for j := range r0 {
+			sum[j], diff[j], neg[j] = r0[j]+r1[j], r0[j]-r1[j], -r1[j]
+		}
+		for k, row := range [4][]T{r0, sum, diff, neg} {
+			o0, o1, o2, o3 := points4(m, 4*k*stride+ty*across, stride, across)
+			for tx := range o0 {
+				q := row[2*tx : 2*tx+2 : 2*tx+2]
+				o0[tx], o1[tx], o2[tx], o3[tx] = q[0], q[0]+q[1], q[0]-q[1], -q[1]
+			}
 		}
 	}
 }
