@@ -25,11 +25,11 @@ var winogradCases = []struct{ n, c, h, w, o int }{
 }
 
 // winogradTolerance is the largest allowed max |Winograd - im2col| relative to max |im2col| over a case's
-// outputs. The worst measured over winogradCases: 2.2e-7 in float32 (with up to 9·512 terms per output),
-// 3.2e-16 in float64.
+// outputs (the output or a gradient). The worst measured over winogradCases, on one and two goroutines:
+// 6.1e-7 in float32 (the input gradient with 512 channels), 1.3e-15 in float64.
 func winogradTolerance(dt tensor.Dtype) float64 {
 	if dt == tensor.Float32 {
-		return 1e-6
+		return 2e-6
 	}
 	return 1e-14
 }
@@ -71,25 +71,25 @@ func compareWinograd[T float](t *testing.T, g convGeom, seed uint64, tol float64
 			func() []T { dw := nanSlice[T](len(w)); winogradFilterGrad(g, x, dy, dw); return dw },
 			func() []T { dw := make([]T, len(w)); im2colFilterGrad(g, x, dy, dw); return dw }},
 	} {
-		rel := relativeError(f.wino(), f.ref())
-		t.Logf("%v %s: max |winograd-im2col| / max |im2col| = %.2g", g, f.name, rel)
+		worst, scale := maxDifference(f.wino(), f.ref())
+		rel := worst / scale
+		t.Logf("%v %s: max |winograd-im2col| = %.2g, relative to max |im2col| = %.3g: %.2g", g, f.name, worst, scale, rel)
 		if !(rel <= tol) {
 			t.Errorf("%v %s: relative error %.3g, more than %.3g", g, f.name, rel, tol)
 		}
 	}
 }
 
-// relativeError returns max |got-want| / max |want|.
-func relativeError[T float](got, want []T) float64 {
-	var worst, scale float64
+// maxDifference returns max |got-want| (NaN if got has a NaN) and max |want|.
+func maxDifference[T float](got, want []T) (worst, scale float64) {
 	for i := range want {
-		worst = math.Max(worst, math.Abs(float64(got[i]-want[i])))
 		if math.IsNaN(float64(got[i])) {
-			return math.NaN()
+			return math.NaN(), 1
 		}
+		worst = math.Max(worst, math.Abs(float64(got[i]-want[i])))
 		scale = math.Max(scale, math.Abs(float64(want[i])))
 	}
-	return worst / scale
+	return worst, scale
 }
 
 // randSlice returns n values uniform in [-1, 1).
