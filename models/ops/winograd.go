@@ -14,8 +14,8 @@ package ops
 //
 // Summed over input channels, the element-wise products of each of the 16 transformed points ξ are one matrix
 // product, M[ξ] [O, tiles] = U[ξ] [O, C] · V[ξ] [C, tiles], so a convolution costs 16 products of that size
-// instead of one [O, 9·C] · [9·C, 4·tiles] product: 2.25 times fewer multiplications, the reason PyTorch's
-// CPU convolutions (NNPACK, oneDNN) outrun the sgemm ceiling that bounds an im2col convolution. The input
+// instead of one [O, 9·C] · [9·C, 4·tiles] product: 2.25 times fewer multiplications, a saving that no
+// faster matrix product gives an im2col convolution, which is bound by the sgemm ceiling. The input
 // gradient is the same kind of convolution, and the filter gradient the adjoint of the forward transform in
 // the filters (winogradFilterGrad). The transforms use only additions and halvings, so float32 results stay
 // within a few units of rounding of im2col's (TestWinogradMatchesIm2col). F(4x4, 3x3), 4 times fewer
@@ -27,13 +27,15 @@ const winogradPoints = 16
 
 // winogradSkew is the padding, in elements, between the matrices of consecutive points in the transformed
 // inputs and the products. The transforms access all 16 points of a tile at once; with matrices of a power of
-// two bytes (64 channels · 512 tiles), those 16 addresses would share a few cache sets and evict one another.
+// two bytes (64 channels · 128 tiles · 4 bytes), those 16 addresses would share a few cache sets and evict
+// one another (the input transform took five times as long without it, in a profile of BenchmarkConv2d3x3).
 const winogradSkew = 32
 
 // winogradMinChannels is the fewest input and output channels for which a 3x3 convolution with an even
 // output size uses Winograd: with fewer, the products are too thin for the BLAS to run fast and the
-// transforms, whose cost per channel does not shrink, outweigh the saved multiplications (BenchmarkConv2d3x3:
-// 32 channels at 32x32 gain 0-20%, varying with the load of the shared machine, 16 lose 30%, 64 gain 15-35%).
+// transforms, whose cost per channel does not shrink, outweigh the saved multiplications (BenchmarkConv2d3x3
+// at 32x32, batch 64, on the loaded shared machine: 16 channels 20-50% slower, 32 channels from 10% slower to
+// 20% faster depending on the run, 64 channels 0-25% faster).
 var winogradMinChannels = 64
 
 // winogradChunkColumns is the number of output positions a chunk of images aims for in a Winograd
@@ -45,8 +47,8 @@ const winogradChunkColumns = 512
 
 // winograd reports a convolution that uses Winograd F(2x2, 3x3): 3x3, stride 1, same padding, with at least
 // winogradMinChannels input and output channels, proportionally more when an odd output size makes the
-// saving smaller: the default backbone's third convolution (64 -> 128 channels at 7x7) is 10-30% slower
-// with Winograd, ResNet-18's 512-channel ones at 7x7 20-30% faster (BenchmarkConv2d3x3).
+// saving smaller: the default backbone's third convolution (64 -> 128 channels at 7x7) is 5-30% slower
+// with Winograd, ResNet-18's 512-channel ones at 7x7 5-25% faster (BenchmarkConv2d3x3).
 func (g convGeom) winograd() bool {
 	return g.k == 3 && g.stride == 1 && g.pad == 1 &&
 		float64(min(g.c, g.o))*g.winogradSaving() >= 2.25*float64(winogradMinChannels)
