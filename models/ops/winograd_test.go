@@ -111,7 +111,7 @@ func nanSlice[T float](n int) []T {
 }
 
 // TestConv2dWinograd checks Conv2d through the Winograd path (its channel threshold lowered to zero) against
-// finite differences and against gorgonia's convolution, output and both gradients.
+// finite differences (the four small cases) and against gorgonia's convolution, output and both gradients.
 func TestConv2dWinograd(t *testing.T) {
 	defer func(m int) { winogradMinChannels = m }(winogradMinChannels)
 	winogradMinChannels = 0
@@ -124,7 +124,10 @@ func TestConv2dWinograd(t *testing.T) {
 				}
 				rng := rand.New(rand.NewPCG(uint64(i), 8))
 				inputs := []*tensor.Dense{asDtype(randDense(rng, x...), dt), asDtype(randDense(rng, w...), dt)}
-				checkGrad(t, cost(ownConv(1, 1)), inputs, gradTolerance(dt))
+				// Finite differences run the graph twice per input value: only the small cases.
+				if inputs[0].Size()+inputs[1].Size() <= 1000 {
+					checkGrad(t, cost(ownConv(1, 1)), inputs, gradTolerance(dt))
+				}
 				compareWithStock(t, inputs, dt, 1e-5, ownConv(1, 1), stockConv(1, 1))
 			})
 		}
