@@ -1,5 +1,7 @@
 package ops
 
+import "github.com/bicyc/bicyc/models/ops/internal/vector"
+
 // Winograd's minimal filtering F(2x2, 3x3) (Lavin and Gray, "Fast Algorithms for Convolutional Neural
 // Networks", 2016) computes a 2x2 tile of a 3x3 convolution's output from the 4x4 tile of input around it as
 //
@@ -200,25 +202,50 @@ func winogradPlanes[T float](src, dst, padded []T, shape [3]int, offset, width, 
 // winogradInputTiles writes Bᵀ d B of every tile d of one padded plane, point ξ of tile t to v[ξ·stride+t],
 // in two passes per row of tiles: Bᵀ d for all tiles at once, as four whole rows combined from the four
 // padded rows (into rows, scratch of 4·width), then each of these rows times B gives four points of every
-// tile. Each loop keeps its few slices in registers; one pass over all 16 points spilled them to the stack
-// and spent most of its time there.
+// tile. Each pass is a few slices wide, so that float32 runs it eight tiles at a time (winogradRows,
+// winogradColumns); one pass over all 16 points spilled its slices to the stack and took about twice as long.
 func winogradInputTiles[T float](padded, v, rows []T, down, across, stride int) {
 	width := 2*across + 2
 	a, b, c, e := rows[:width], rows[width:2*width], rows[2*width:3*width], rows[3*width:4*width]
 	for ty := 0; ty < down; ty++ {
 		in := padded[2*ty*width : (2*ty+4)*width]
-		r0, r1, r2, r3 := in[:len(a)], in[width:width+len(a)], in[2*width:2*width+len(a)], in[3*width:3*width+len(a)]
-		b, c, e = b[:len(a)], c[:len(a)], e[:len(a)]
-		for j := range a {
-			a[j], b[j], c[j], e[j] = r0[j]-r2[j], r1[j]+r2[j], r2[j]-r1[j], r1[j]-r3[j]
-		}
+		winogradRows(a, b, c, e, in[:width], in[width:2*width], in[2*width:3*width], in[3*width:])
 		for k, row := range [4][]T{a, b, c, e} {
 			o0, o1, o2, o3 := points4(v, 4*k*stride+ty*across, stride, across)
-			for tx := range o0 {
-				q := row[2*tx : 2*tx+4 : 2*tx+4]
-				o0[tx], o1[tx], o2[tx], o3[tx] = q[0]-q[2], q[1]+q[2], q[2]-q[1], q[1]-q[3]
-			}
+			winogradColumns(o0, o1, o2, o3, row)
 		}
+	}
+}
+
+// winogradRows writes a = r0 - r2, b = r1 + r2, c = r2 - r1, e = r1 - r3: Bᵀ d for a row of tiles spanning the
+// rows r0..r3. All slices have the length of a.
+func winogradRows[T float](a, b, c, e, r0, r1, r2, r3 []T) {
+	n := 0
+	if a32, ok := any(a).([]float32); ok && vector.HasAVX2 {
+		n = len(a32) &^ 7
+		f := func(s []T) []float32 { return any(s).([]float32)[:n] }
+		vector.WinogradRows(a32[:n], f(b), f(c), f(e), f(r0), f(r1), f(r2), f(r3))
+	}
+	b, c, e = b[:len(a)], c[:len(a)], e[:len(a)]
+	r0, r1, r2, r3 = r0[:len(a)], r1[:len(a)], r2[:len(a)], r3[:len(a)]
+	for j := n; j < len(a); j++ {
+		a[j], b[j], c[j], e[j] = r0[j]-r2[j], r1[j]+r2[j], r2[j]-r1[j], r1[j]-r3[j]
+	}
+}
+
+// winogradColumns writes row·B for the tiles of one row of Bᵀ d, tile t covering row[2t .. 2t+3]: (a, b, c,
+// d) gives (a-c, b+c, c-b, b-d) in o0[t], o1[t], o2[t], o3[t]. o0..o3 have one length n, row 2n+2 elements.
+func winogradColumns[T float](o0, o1, o2, o3, row []T) {
+	n := 0
+	if r32, ok := any(row).([]float32); ok && vector.HasAVX2 {
+		n = len(o0) &^ 7
+		f := func(s []T) []float32 { return any(s).([]float32)[:n] }
+		vector.WinogradColumns(f(o0), f(o1), f(o2), f(o3), r32)
+	}
+	o1, o2, o3 = o1[:len(o0)], o2[:len(o0)], o3[:len(o0)]
+	for tx := n; tx < len(o0); tx++ {
+		q := row[2*tx : 2*tx+4 : 2*tx+4]
+		o0[tx], o1[tx], o2[tx], o3[tx] = q[0]-q[2], q[1]+q[2], q[2]-q[1], q[1]-q[3]
 	}
 }
 
