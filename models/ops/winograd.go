@@ -33,11 +33,11 @@ const winogradPoints = 16
 // one another (the input transform took five times as long without it, in a profile of BenchmarkConv2d3x3).
 const winogradSkew = 32
 
-// winogradMinChannels is the fewest input and output channels for which a 3x3 convolution with an even
-// output size uses Winograd: with fewer, the products are too thin for the BLAS to run fast and the
-// transforms, whose cost per channel does not shrink, outweigh the saved multiplications (BenchmarkConv2d3x3
-// at 32x32, batch 64, on the loaded shared machine: 16 channels 20-50% slower, 32 channels from 10% slower to
-// 20% faster depending on the run, 64 channels 0-25% faster).
+// winogradMinChannels is the fewest input and output channels for which a 3x3 convolution uses Winograd:
+// with fewer, the products are too thin for the BLAS to run fast and the transforms, whose cost per channel
+// does not shrink, outweigh the saved multiplications (BenchmarkConv2d3x3 at 32x32, batch 64, on the loaded
+// shared machine: 16 channels 20-50% more CPU time, 32 channels from 10% more to 20% less depending on the
+// run; 64 channels 20-40% less on the idle machine).
 var winogradMinChannels = 64
 
 // winogradChunkColumns is the number of output positions a chunk of images aims for in a Winograd
@@ -47,13 +47,17 @@ var winogradMinChannels = 64
 // channels took 10-25% more CPU time (BenchmarkConv2d3x3 on the loaded shared machine).
 const winogradChunkColumns = 512
 
+// winogradMinSaving is the smallest saving of multiplications (see winogradSaving) for which a convolution
+// uses Winograd: odd output sizes save less, 1.72 times at 7x7, where Winograd measured slower on the idle
+// machine in the forward pass and the input gradient for 512 channels (62 and 57 against 52 and 54
+// CPU-ms, BenchmarkConv2d3x3) and for the default backbone's 64 -> 128 channels.
+var winogradMinSaving = 2.0
+
 // winograd reports a convolution that uses Winograd F(2x2, 3x3): 3x3, stride 1, same padding, with at least
-// winogradMinChannels input and output channels, proportionally more when an odd output size makes the
-// saving smaller: the default backbone's third convolution (64 -> 128 channels at 7x7) is 5-30% slower
-// with Winograd, ResNet-18's 512-channel ones at 7x7 5-25% faster (BenchmarkConv2d3x3).
+// winogradMinChannels input and output channels and a saving of at least winogradMinSaving.
 func (g convGeom) winograd() bool {
 	return g.k == 3 && g.stride == 1 && g.pad == 1 &&
-		float64(min(g.c, g.o))*g.winogradSaving() >= 2.25*float64(winogradMinChannels)
+		min(g.c, g.o) >= winogradMinChannels && g.winogradSaving() >= winogradMinSaving
 }
 
 // winogradSaving returns how many times fewer multiplications Winograd needs than im2col for g's output
