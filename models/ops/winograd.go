@@ -225,7 +225,7 @@ func winogradInputTiles[T float](padded, v, rows []T, down, across, stride int) 
 // rows r0..r3. All slices have the length of a.
 func winogradRows[T float](a, b, c, e, r0, r1, r2, r3 []T) {
 	n := 0
-	if a32, ok := any(a).([]float32); ok && vector.HasAVX2 {
+	if a32, ok := any(a).([]float32); ok && vector.HasAVX2 && len(a) >= 8 {
 		n = len(a32) &^ 7
 		f := func(s []T) []float32 { return any(s).([]float32)[:n] }
 		vector.WinogradRows(a32[:n], f(b), f(c), f(e), f(r0), f(r1), f(r2), f(r3))
@@ -241,7 +241,7 @@ func winogradRows[T float](a, b, c, e, r0, r1, r2, r3 []T) {
 // d) gives (a-c, b+c, c-b, b-d) in o0[t], o1[t], o2[t], o3[t]. o0..o3 have one length n, row 2n+2 elements.
 func winogradColumns[T float](o0, o1, o2, o3, row []T) {
 	n := 0
-	if r32, ok := any(row).([]float32); ok && vector.HasAVX2 {
+	if r32, ok := any(row).([]float32); ok && vector.HasAVX2 && len(o0) >= 8 {
 		n = len(o0) &^ 7
 		f := func(s []T) []float32 { return any(s).([]float32)[:n] }
 		vector.WinogradColumns(f(o0), f(o1), f(o2), f(o3), r32)
