@@ -1,9 +1,12 @@
 package ops
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // BenchmarkConvNetStep measures one training step (forward, backward, SGD) of the default backbone on a
@@ -110,4 +113,51 @@ func BenchmarkMaxPool2(b *testing.B) {
 		maxPool2(x, y, argmax, h, w)
 		maxPool2Grad(dy, dx, argmax, h, w)
 	}
+}
+
+// BenchmarkConv2d3x3 compares the im2col and Winograd paths of the forward convolution and of both
+// gradients on the 3x3 same-padding convolutions of ResNet-18's four stages at batch 64 (3x32x32 images) and
+// at batch 16 (3x224x224 images, ImageNet stem), on the second and third convolutions of the default
+// backbone (batch 128), and on thinner ones that place winogradMinChannels. Besides
+// wall time it reports CPU time per operation, steadier on a shared machine.
+func BenchmarkConv2d3x3(b *testing.B) {
+	for _, s := range []struct{ n, c, o, side int }{
+		{64, 8, 8, 32}, {64, 16, 16, 32}, {64, 32, 32, 32}, {64, 64, 64, 32}, {64, 128, 128, 16}, {64, 256, 256, 8},
+		{64, 512, 512, 4}, {16, 64, 64, 56}, {16, 128, 128, 28}, {16, 256, 256, 14}, {16, 512, 512, 7},
+		{128, 32, 64, 14}, {128, 64, 128, 7},
+	} {
+		g := convGeom{n: s.n, c: s.c, h: s.side, w: s.side, o: s.o, k: 3, stride: 1, pad: 1, oh: s.side, ow: s.side}
+		x, w, dy := benchData(g.n*g.c*g.inPlane()), benchData(g.o*g.patch()), benchData(g.n*g.o*g.outPlane())
+		out, dx, dw := make([]float32, len(dy)), make([]float32, len(x)), make([]float32, len(w))
+		for _, p := range []struct {
+			name string
+			run  func()
+		}{
+			{"forward/im2col", func() { im2colForward(g, x, w, out) }},
+			{"forward/winograd", func() { winogradForward(g, x, w, out) }},
+			{"inputgrad/im2col", func() { im2colInputGrad(g, w, dy, dx) }},
+			{"inputgrad/winograd", func() { winogradInputGrad(g, w, dy, dx) }},
+			{"filtergrad/im2col", func() { im2colFilterGrad(g, x, dy, dw) }},
+			{"filtergrad/winograd", func() { winogradFilterGrad(g, x, dy, dw) }},
+		} {
+			b.Run(fmt.Sprintf("n%d-c%d-o%d-%dx%d/%s", s.n, s.c, s.o, s.side, s.side, p.name), func(b *testing.B) {
+				p.run() // scratch buffers are allocated in the first run
+				cpu := processCPU()
+				for b.Loop() {
+					p.run()
+				}
+				b.ReportMetric((processCPU()-cpu).Seconds()*1e3/float64(b.N), "CPU-ms/op")
+			})
+		}
+	}
+}
+
+// processCPU returns the user and system CPU time of the process so far: on the shared machine, CPU time
+// per operation varies much less with the other processes' load than wall time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -19,9 +19,15 @@
 // run as assembly kernels (package internal/vector), with the portable Go loops as fallback; results may
 // differ from the portable ones by float32 rounding (fused multiply-adds, eight-lane sums).
 //
-// Memory: a convolution processes its batch in chunks of about 1024 output positions, so its patch matrix
-// and similar work buffers are only needed for one chunk per goroutine; they are lent by a package-level
-// pool (scratchPool) shared by all ops and graphs, which keeps as many buffers as were in use at once.
+// Convolutions are im2col followed by one matrix product per chunk of images, except 3x3 stride-1
+// same-padding convolutions with 64 or more channels on even-sized (or large odd-sized) planes, such as
+// ResNet blocks, which use Winograd's F(2x2, 3x3): 16 smaller products per chunk, 2.25 times fewer
+// multiplications, for the forward pass and both gradients.
+//
+// Memory: a convolution processes its batch in chunks of about 1024 output positions (512 for Winograd),
+// so its patch matrix and similar work buffers are only needed for one chunk per goroutine; they are lent by
+// a package-level pool (scratchPool) shared by all ops and graphs, which keeps as many buffers as were in use
+// at once.
 //
 // Ownership and concurrency: op instances keep their output tensors, sized once from the fixed graph
 // shapes, and reuse them on every run, as gorgonia reuses registers; copy a value (or use G.Read) to keep it

@@ -1,0 +1,9 @@
+//go:build !amd64 || purego
+
+package vector
+
+// WinogradRows panics: callers check HasAVX2 first.
+func WinogradRows(a, b, c, e, r0, r1, r2, r3 []float32) { unavailable() }
+
+// WinogradColumns panics: callers check HasAVX2 first.
+func WinogradColumns(o0, o1, o2, o3, row []float32) { unavailable() }

@@ -1,0 +1,441 @@
+package ops
+
+import "github.com/bicyc/bicyc/models/ops/internal/vector"
+
+// Winograd's minimal filtering F(2x2, 3x3) (Lavin and Gray, "Fast Algorithms for Convolutional Neural
+// Networks", 2016) computes a 2x2 tile of a 3x3 convolution's output from the 4x4 tile of input around it as
+//
+//	Y = Aᵀ [ (G g Gᵀ) ⊙ (Bᵀ d B) ] A
+//
+// with the filter g (3x3), the input tile d (4x4), ⊙ the element-wise product and
+//
+//	Bᵀ = | 1  0 -1  0 |    G = | 1    0    0   |    Aᵀ = | 1  1  1  0 |
+//	     | 0  1  1  0 |        | 1/2  1/2  1/2 |         | 0  1 -1 -1 |
+//	     | 0 -1  1  0 |        | 1/2 -1/2  1/2 |
+//	     | 0  1  0 -1 |        | 0    0    1   |
+//
+// Summed over input channels, the element-wise products of each of the 16 transformed points ξ are one matrix
+// product, M[ξ] [O, tiles] = U[ξ] [O, C] · V[ξ] [C, tiles], so a convolution costs 16 products of that size
+// instead of one [O, 9·C] · [9·C, 4·tiles] product: 2.25 times fewer multiplications, a saving that no
+// faster matrix product gives an im2col convolution, which is bound by the sgemm ceiling. The input
+// gradient is the same kind of convolution, and the filter gradient the adjoint of the forward transform in
+// the filters (winogradFilterGrad). The transforms use only additions and halvings, so float32 results stay
+// within a few units of rounding of im2col's (TestWinogradMatchesIm2col). F(4x4, 3x3), 4 times fewer
+// multiplications, is not implemented: its transforms have coefficients up to 8, which multiply the float32
+// error.
+
+// winogradPoints is the number of transformed points of an F(2x2, 3x3) tile, 4x4.
+const winogradPoints = 16
+
+// winogradSkew is the padding, in elements, between the matrices of consecutive points in the transformed
+// inputs and the products. The transforms access all 16 points of a tile at once; with matrices of a power of
+// two bytes (64 channels · 128 tiles · 4 bytes), those 16 addresses would share a few cache sets and evict
+// one another (the input transform took five times as long without it, in a profile of BenchmarkConv2d3x3).
+const winogradSkew = 32
+
+// winogradMinChannels is the fewest input and output channels for which a 3x3 convolution uses Winograd:
+// with fewer, the products are too thin for the BLAS to run fast and the transforms, whose cost per channel
+// does not shrink, outweigh the saved multiplications (BenchmarkConv2d3x3 at 32x32, batch 64, on the loaded
+// shared machine: 16 channels 20-50% more CPU time, 32 channels from 10% more to 20% less depending on the
+// run; 64 channels 20-40% less on the idle machine).
+var winogradMinChannels = 64
+
+// winogradChunkColumns is the number of output positions a chunk of images aims for in a Winograd
+// convolution: 128 tiles, so that at 64 channels a chunk's transformed inputs and products, 512 KB each, stay
+// together in the 1 MB second-level cache of a core between the transforms and the products. The transforms
+// are bound by their scattered stores: with 512 tiles per chunk (2 MB each), the convolutions with 64 and 128
+// channels took 10-25% more CPU time (BenchmarkConv2d3x3 on the loaded shared machine).
+const winogradChunkColumns = 512
+
+// winogradMinSaving is the smallest saving of multiplications (see winogradSaving) for which a convolution
+// uses Winograd: odd output sizes save less, 1.72 times at 7x7, where Winograd measured slower on the idle
+// machine in the forward pass and the input gradient for 512 channels (62 and 57 against 52 and 54
+// CPU-ms, BenchmarkConv2d3x3) and for the default backbone's 64 -> 128 channels.
+var winogradMinSaving = 2.0
+
+// winograd reports a convolution that uses Winograd F(2x2, 3x3): 3x3, stride 1, same padding, with at least
+// winogradMinChannels input and output channels and a saving of at least winogradMinSaving.
+func (g convGeom) winograd() bool {
+	return g.k == 3 && g.stride == 1 && g.pad == 1 &&
+		min(g.c, g.o) >= winogradMinChannels && g.winogradSaving() >= winogradMinSaving
+}
+
+// winogradSaving returns how many times fewer multiplications Winograd needs than im2col for g's output
+// plane, 9·H'·W' / (16·tiles): 2.25 for even sizes, less for odd ones, whose last tiles overhang the plane.
+func (g convGeom) winogradSaving() float64 {
+	down, across := g.tiles()
+	return float64(9*g.oh*g.ow) / float64(16*down*across)
+}
+
+// tiles returns the number of 2x2 output tiles of one image, down and across; with an odd output size the
+// last tiles overhang it.
+func (g convGeom) tiles() (down, across int) { return (g.oh + 1) / 2, (g.ow + 1) / 2 }
+
+// transposed returns the geometry of the input gradient of a same-padding convolution seen as a
+// convolution: dy [N,O,H,W] correlated with the filters rotated by 180° and with their channels swapped,
+// [C,O,3,3], gives dx [N,C,H,W].
+func (g convGeom) transposed() convGeom {
+	t := g
+	t.c, t.o = g.o, g.c
+	t.h, t.w, t.oh, t.ow = g.oh, g.ow, g.h, g.w
+	return t
+}
+
+// winogradForward computes y = Conv2d(x, w) for a convolution with g.winograd().
+func winogradForward[T float](g convGeom, x, w, y []T) {
+	pool := scratchOf[T]()
+	u := pool.get(winogradPoints * (g.o*g.c + winogradSkew))
+	defer pool.put(u)
+	winogradFilters(w, u, g.o, g.c, false)
+	winogradConv(g, x, u, y, false)
+}
+
+// winogradInputGrad computes dx from dy for a convolution with g.winograd(): the input gradient of a 3x3
+// stride-1 same-padding convolution is itself one,
+//
+//	dx[n,c,i,j] = Σ_o Σ_a Σ_b w[o,c,2-a,2-b] · dy[n,o,i+a-1,j+b-1]
+func winogradInputGrad[T float](g convGeom, w, dy, dx []T) {
+	pool := scratchOf[T]()
+	u := pool.get(winogradPoints * (g.o*g.c + winogradSkew))
+	defer pool.put(u)
+	winogradFilters(w, u, g.o, g.c, true)
+	winogradConv(g.transposed(), dy, u, dx, true)
+}
+
+// winogradFilters writes the transformed filters U[ξ] = (G w[o,c] Gᵀ)[ξ] of w [o,c,3,3] to u as 16 matrices
+// [o, c], o·c+winogradSkew elements apart; with flip, of the filters rotated by 180° (the input gradient's
+// filters, to be used transposed). Keeping the [o, c] order for both lets the 16 matrices be written
+// sequentially: written as [c, o], every store would touch another cache line.
+func winogradFilters[T float](w, u []T, o, c int, flip bool) {
+	stride := o*c + winogradSkew
+	parallelFor(o, 8, func(lo, hi int) {
+		var f [9]T
+		for i := lo; i < hi; i++ {
+			for j := 0; j < c; j++ {
+				k := w[(i*c+j)*9 : (i*c+j+1)*9]
+				copy(f[:], k)
+				if flip {
+					for t := range f {
+						f[t] = k[8-t]
+					}
+				}
+				winogradFilter(&f, u[i*c+j:], stride)
+			}
+		}
+	})
+}
+
+// winogradFilter writes the 16 points of G f Gᵀ for the 3x3 filter f (row-major), point ξ to u[ξ·stride].
+func winogradFilter[T float](f *[9]T, u []T, stride int) {
+	var gf [4][3]T // G f
+	for j := 0; j < 3; j++ {
+		a, b, c := f[j], f[3+j], f[6+j]
+		gf[0][j], gf[1][j], gf[2][j], gf[3][j] = a, (a+b+c)/2, (a-b+c)/2, c
+	}
+	for r, row := range gf {
+		a, b, c := row[0], row[1], row[2]
+		u[4*r*stride] = a
+		u[(4*r+1)*stride] = (a + b + c) / 2
+		u[(4*r+2)*stride] = (a - b + c) / 2
+		u[(4*r+3)*stride] = c
+	}
+}
+
+// winogradConv computes y [N,O,H,W] from x [N,C,H,W] and the transformed filters u, 16 matrices [O, C], or
+// [C, O] to be transposed if transposedFilters, O·C+winogradSkew elements apart. It works chunk by chunk:
+// transform the chunk's input tiles, 16 products, inverse transform into y. The chunks are split across
+// goroutines as in convForward.
+func winogradConv[T float](g convGeom, x, u, y []T, transposedFilters bool) {
+	lda := g.c
+	if transposedFilters {
+		lda = g.o
+	}
+	down, across := g.tiles()
+	perImage := down * across
+	ch := g.chunkingFor(winogradChunkColumns)
+	pool := scratchOf[T]()
+	parallelRanges(ch.chunks, ch.workers, func(_, lo, hi int) {
+		most := ch.images * perImage
+		v, m := pool.get(winogradPoints*(g.c*most+winogradSkew)), pool.get(winogradPoints*(g.o*most+winogradSkew))
+		padded := pool.get((2*down + 2) * (2*across + 2))
+		defer pool.put(v, m, padded)
+		clear(padded)
+		for i := lo; i < hi; i++ {
+			first, count := ch.span(g, i)
+			tiles := count * perImage
+			vs, ms := g.c*tiles+winogradSkew, g.o*tiles+winogradSkew
+			winogradInputs(g, x, v, padded, first, count, vs)
+			for xi := range winogradPoints {
+				gemm(ch.gemmThreads, transposedFilters, false, g.o, tiles, g.c, u[xi*(g.o*g.c+winogradSkew):], lda,
+					v[xi*vs:], tiles, 0, m[xi*ms:], tiles)
+			}
+			winogradOutputs(g, m, y, first, count, ms)
+		}
+	})
+}
+
+// winogradInputs writes the transformed input tiles V[ξ] [C, tiles] of images first..first+count-1 of x to
+// v, tile t = (i·down + ty)·across + tx of image first+i covering input rows 2ty-1..2ty+2 and columns
+// 2tx-1..2tx+2. Each plane is first copied into padded, a (2·down+2)x(2·across+2) plane whose border the
+// caller has zeroed, so that no tile needs bounds checks; the copies never write the border.
+func winogradInputs[T float](g convGeom, x, v, padded []T, first, count, stride int) {
+	down, across := g.tiles()
+	rows := make([]T, 4*(2*across+2))
+	winogradPlanes(x, v, padded, [3]int{g.c, g.h, g.w}, 1, 2*across+2, down*across, first, count,
+		func(p, d []T) { winogradInputTiles(p, d, rows, down, across, stride) })
+}
+
+// winogradPlanes copies each plane c of images first..first+count-1 of src, shaped [N, shape...], into padded
+// (rows width long) at row and column offset, and calls transform(padded, dst[c·tiles + i·perImage:]) for
+// image first+i, tiles = count·perImage: the transforms of the input and of the output gradient pad their
+// planes with zeros this way.
+func winogradPlanes[T float](src, dst, padded []T, shape [3]int, offset, width, perImage, first, count int, transform func(padded, dst []T)) {
+	channels, h, w := shape[0], shape[1], shape[2]
+	tiles, hw := count*perImage, h*w
+	for i := 0; i < count; i++ {
+		for c := 0; c < channels; c++ {
+			plane := src[((first+i)*channels+c)*hw : ((first+i)*channels+c+1)*hw]
+			for r := 0; r < h; r++ {
+				copy(padded[(r+offset)*width+offset:], plane[r*w:(r+1)*w])
+			}
+			transform(padded, dst[c*tiles+i*perImage:])
+		}
+	}
+}
+
+// winogradInputTiles writes Bᵀ d B of every tile d of one padded plane, point ξ of tile t to v[ξ·stride+t],
+// in two passes per row of tiles: Bᵀ d for all tiles at once, as four whole rows combined from the four
+// padded rows (into rows, scratch of 4·width), then each of these rows times B gives four points of every
+// tile. Each pass is a few slices wide, so that float32 runs it eight tiles at a time (winogradRows,
+// winogradColumns); one pass over all 16 points spilled its slices to the stack and took about twice as long.
+func winogradInputTiles[T float](padded, v, rows []T, down, across, stride int) {
+	width := 2*across + 2
+	a, b, c, e := rows[:width], rows[width:2*width], rows[2*width:3*width], rows[3*width:4*width]
+	for ty := 0; ty < down; ty++ {
+		in := padded[2*ty*width : (2*ty+4)*width]
+		winogradRows(a, b, c, e, in[:width], in[width:2*width], in[2*width:3*width], in[3*width:])
+		for k, row := range [4][]T{a, b, c, e} {
+			o0, o1, o2, o3 := points4(v, 4*k*stride+ty*across, stride, across)
+			winogradColumns(o0, o1, o2, o3, row)
+		}
+	}
+}
+
+// winogradRows writes a = r0 - r2, b = r1 + r2, c = r2 - r1, e = r1 - r3: Bᵀ d for a row of tiles spanning the
+// rows r0..r3. All slices have the length of a.
+func winogradRows[T float](a, b, c, e, r0, r1, r2, r3 []T) {
+	n := 0
+	if a32, ok := any(a).([]float32); ok && vector.HasAVX2 && len(a) >= 8 {
+		n = len(a32) &^ 7
+		f := func(s []T) []float32 { return any(s).([]float32)[:n] }
+		vector.WinogradRows(a32[:n], f(b), f(c), f(e), f(r0), f(r1), f(r2), f(r3))
+	}
+	b, c, e = b[:len(a)], c[:len(a)], e[:len(a)]
+	r0, r1, r2, r3 = r0[:len(a)], r1[:len(a)], r2[:len(a)], r3[:len(a)]
+	for j := n; j < len(a); j++ {
+		a[j], b[j], c[j], e[j] = r0[j]-r2[j], r1[j]+r2[j], r2[j]-r1[j], r1[j]-r3[j]
+	}
+}
+
+// winogradColumns writes row·B for the tiles of one row of Bᵀ d, tile t covering row[2t .. 2t+3]: (a, b, c,
+// d) gives (a-c, b+c, c-b, b-d) in o0[t], o1[t], o2[t], o3[t]. o0..o3 have one length n, row 2n+2 elements.
+func winogradColumns[T float](o0, o1, o2, o3, row []T) {
+	n := 0
+	if r32, ok := any(row).([]float32); ok && vector.HasAVX2 && len(o0) >= 8 {
+		n = len(o0) &^ 7
+		f := func(s []T) []float32 { return any(s).([]float32)[:n] }
+		vector.WinogradColumns(f(o0), f(o1), f(o2), f(o3), r32)
+	}
+	o1, o2, o3 = o1[:len(o0)], o2[:len(o0)], o3[:len(o0)]
+	for tx := n; tx < len(o0); tx++ {
+		q := row[2*tx : 2*tx+4 : 2*tx+4]
+		o0[tx], o1[tx], o2[tx], o3[tx] = q[0]-q[2], q[1]+q[2], q[2]-q[1], q[1]-q[3]
+	}
+}
+
+// points4 returns the four slices v[at+i·stride : at+i·stride+n], i = 0..3, cut to one length so that a loop
+// over the first's indices needs no bounds checks on the others.
+func points4[T float](v []T, at, stride, n int) (p0, p1, p2, p3 []T) {
+	p0 = v[at : at+n]
+	p1, p2, p3 = v[at+stride:at+stride+n], v[at+2*stride:at+2*stride+n], v[at+3*stride:at+3*stride+n]
+	return p0, p1[:len(p0)], p2[:len(p0)], p3[:len(p0)]
+}
+
+// winogradOutputs writes images first..first+count-1 of y from the products M[ξ] [O, tiles] in m.
+func winogradOutputs[T float](g convGeom, m, y []T, first, count, stride int) {
+	down, across := g.tiles()
+	tiles := count * down * across
+	p := g.outPlane()
+	sums := make([]T, 8*down*across)
+	for i := 0; i < count; i++ {
+		for o := 0; o < g.o; o++ {
+			plane := y[((first+i)*g.o+o)*p : ((first+i)*g.o+o+1)*p]
+			winogradOutputTiles(g, m[o*tiles+i*down*across:], plane, sums, stride)
+		}
+	}
+}
+
+// winogradOutputTiles writes Aᵀ M A of every tile of one output plane, point ξ of tile t read from
+// m[ξ·stride+t]; the parts of the last tiles outside an odd-sized plane are dropped. As in
+// winogradInputTiles, it works in two light passes: Aᵀ M for all tiles of the plane at once, its two rows
+// written to sums (scratch of 8·tiles), then (Aᵀ M) A row by row of the output.
+func winogradOutputTiles[T float](g convGeom, m, plane, sums []T, stride int) {
+	down, across := g.tiles()
+	n := down * across
+	for j := 0; j < 4; j++ {
+		q0, q1, q2, q3 := points4(m, j*stride, 4*stride, n) // column j of the tiles' points
+		s, t := sums[j*n:(j+1)*n], sums[(4+j)*n:(5+j)*n]
+		s, t = s[:len(q0)], t[:len(q0)]
+		for i := range q0 {
+			s[i], t[i] = q0[i]+q1[i]+q2[i], q1[i]-q2[i]-q3[i]
+		}
+	}
+	for ty := 0; ty < down; ty++ {
+		winogradOutputPairs(plane[2*ty*g.ow:(2*ty+1)*g.ow], sums, ty*across, n, across)
+		if 2*ty+1 < g.oh { // the row of tiles does not overhang an odd-sized plane
+			winogradOutputPairs(plane[(2*ty+1)*g.ow:(2*ty+2)*g.ow], sums[4*n:], ty*across, n, across)
+		}
+	}
+}
+
+// winogradOutputPairs writes the output row of across tiles whose row of Aᵀ M is held, column j, at
+// sums[j·n + at ...]: tile tx with row (a, b, c, d) gives (a+b+c, b-c-d) at row[2tx], row[2tx+1], the second
+// dropped past the end of an odd-sized row.
+func winogradOutputPairs[T float](row, sums []T, at, n, across int) {
+	s0, s1, s2, s3 := points4(sums, at, n, across)
+	for tx := range s0 {
+		storePair(row, 2*tx, s0[tx]+s1[tx]+s2[tx], s1[tx]-s2[tx]-s3[tx])
+	}
+}
+
+// storePair writes a to row[c] and b to row[c+1], each only if it lies in row.
+func storePair[T float](row []T, c int, a, b T) {
+	if c+1 < len(row) {
+		row[c], row[c+1] = a, b
+	} else if c < len(row) {
+		row[c] = a
+	}
+}
+
+// winogradFilterGrad computes dw [O,C,3,3] from x and dy for a convolution with g.winograd(), as the adjoint
+// of winogradForward in w:
+//
+//	dw[o,c] = Gᵀ [ Σ_tiles (A dy_tile Aᵀ) ⊙ (Bᵀ d_tile B) ] G
+//
+// summed over the tiles of all images, dy_tile the 2x2 tile of dy[n,o] (zeros past an odd-sized plane) and
+// d_tile the 4x4 tile of x[n,c] it depends on. The sum of each point ξ is one product [O, tiles] · [tiles, C]
+// per chunk. Each goroutine sums its chunks into its own partial sums, added in goroutine order.
+func winogradFilterGrad[T float](g convGeom, x, dy, dw []T) {
+	ch := g.chunkingFor(winogradChunkColumns)
+	pool := scratchOf[T]()
+	stride := g.o*g.c + winogradSkew
+	partials := make([][]T, ch.workers)
+	for w := range partials {
+		partials[w] = pool.get(winogradPoints * stride)
+	}
+	used := make([]bool, ch.workers)
+	parallelRanges(ch.chunks, ch.workers, func(worker, lo, hi int) {
+		winogradFilterGradChunks(g, ch, x, dy, partials[worker], lo, hi)
+		used[worker] = hi > lo
+	})
+	var sums [][]T
+	for w, p := range partials {
+		if used[w] {
+			sums = append(sums, p)
+		}
+	}
+	parallelFor(g.o, 8, func(lo, hi int) {
+		var f [winogradPoints]T
+		for i := lo; i < hi; i++ {
+			for j := 0; j < g.c; j++ {
+				clear(f[:])
+				for _, s := range sums {
+					for xi := range f {
+						f[xi] += s[xi*stride+i*g.c+j]
+					}
+				}
+				winogradFilterAdjoint(&f, dw[(i*g.c+j)*9:(i*g.c+j+1)*9])
+			}
+		}
+	})
+	pool.put(partials...)
+}
+
+// winogradFilterGradChunks writes to partial the sums over chunks lo..hi-1 of the products
+// (A dy Aᵀ)[ξ] [O, tiles] · (Bᵀ x B)[ξ]ᵀ [tiles, C], 16 matrices [O, C] O·C+winogradSkew elements apart.
+func winogradFilterGradChunks[T float](g convGeom, ch convChunks, x, dy, partial []T, lo, hi int) {
+	down, across := g.tiles()
+	perImage := down * across
+	most := ch.images * perImage
+	pool := scratchOf[T]()
+	v, m := pool.get(winogradPoints*(g.c*most+winogradSkew)), pool.get(winogradPoints*(g.o*most+winogradSkew))
+	padded, paddedDy := pool.get((2*down+2)*(2*across+2)), pool.get(4*down*across)
+	defer pool.put(v, m, padded, paddedDy)
+	clear(padded)
+	clear(paddedDy)
+	stride := g.o*g.c + winogradSkew
+	for i := lo; i < hi; i++ {
+		first, count := ch.span(g, i)
+		tiles := count * perImage
+		vs, ms := g.c*tiles+winogradSkew, g.o*tiles+winogradSkew
+		winogradInputs(g, x, v, padded, first, count, vs)
+		winogradOutputGrads(g, dy, m, paddedDy, first, count, ms)
+		var beta T
+		if i > lo {
+			beta = 1
+		}
+		for xi := range winogradPoints {
+			gemm(ch.gemmThreads, false, true, g.o, g.c, tiles, m[xi*ms:], tiles, v[xi*vs:], tiles,
+				beta, partial[xi*stride:], g.c)
+		}
+	}
+}
+
+// winogradOutputGrads writes A dy Aᵀ, the adjoint of the output transform, of every 2x2 tile of dy of images
+// first..first+count-1 to m, point ξ of tile t of output channel o at m[ξ·stride + o·tiles + t], tiles
+// numbered as in winogradInputs. Each plane is first copied into padded, whose part past the plane (a row
+// and a column for odd sizes) the caller has zeroed; the copies write only its top-left H'xW' corner.
+func winogradOutputGrads[T float](g convGeom, dy, m, padded []T, first, count, stride int) {
+	down, across := g.tiles()
+	rows := make([]T, 3*2*across)
+	winogradPlanes(dy, m, padded, [3]int{g.o, g.oh, g.ow}, 0, 2*across, down*across, first, count,
+		func(p, d []T) { winogradOutputGradTiles(p, d, rows, down, across, stride) })
+}
+
+// winogradOutputGradTiles writes A t Aᵀ of every 2x2 tile t of one padded plane of dy, point ξ of tile k to
+// m[ξ·stride+k], in two passes per row of tiles as winogradInputTiles: A t for all tiles at once, the rows
+// r0, r0+r1, r0-r1 and -r1 of the two dy rows (the last three into rows, scratch of 3·width), then each row
+// (a, b) of a tile times Aᵀ is (a, a+b, a-b, -b).
+func winogradOutputGradTiles[T float](padded, m, rows []T, down, across, stride int) {
+	width := 2 * across
+	sum, diff, neg := rows[:width], rows[width:2*width], rows[2*width:3*width]
+	for ty := 0; ty < down; ty++ {
+		r0, r1 := padded[2*ty*width:(2*ty+1)*width], padded[(2*ty+1)*width:(2*ty+2)*width]
+		r1, diff, neg = r1[:len(r0)], diff[:len(r0)], neg[:len(r0)]
+		sum = sum[:len(r0)]
+		for j := range r0 {
+			sum[j], diff[j], neg[j] = r0[j]+r1[j], r0[j]-r1[j], -r1[j]
+		}
+		for k, row := range [4][]T{r0, sum, diff, neg} {
+			o0, o1, o2, o3 := points4(m, 4*k*stride+ty*across, stride, across)
+			for tx := range o0 {
+				q := row[2*tx : 2*tx+2 : 2*tx+2]
+				o0[tx], o1[tx], o2[tx], o3[tx] = q[0], q[0]+q[1], q[0]-q[1], -q[1]
+			}
+		}
+	}
+}
+
+// winogradFilterAdjoint writes Gᵀ f G, the adjoint of winogradFilter, for the 16 points f (row-major 4x4) to
+// the 3x3 filter gradient d (row-major).
+func winogradFilterAdjoint[T float](f *[winogradPoints]T, d []T) {
+	var gf [3][4]T // Gᵀ f
+	for j := 0; j < 4; j++ {
+		a, b, c, e := f[j], f[4+j], f[8+j], f[12+j]
+		gf[0][j], gf[1][j], gf[2][j] = a+(b+c)/2, (b-c)/2, (b+c)/2+e
+	}
+	for r, row := range gf {
+		a, b, c, e := row[0], row[1], row[2], row[3]
+		d[3*r], d[3*r+1], d[3*r+2] = a+(b+c)/2, (b-c)/2, (b+c)/2+e
+	}
+}
