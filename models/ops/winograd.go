@@ -261,59 +261,50 @@ func points4[T float](v []T, at, stride, n int) (p0, p1, p2, p3 []T) {
 	return p0, p1[:len(p0)], p2[:len(p0)], p3[:len(p0)]
 }
 
-// winogradOutputs writes images first..first+count-1 of y from the products M[ξ] [O, tiles] in m.
+// winogradOutputs writes images first..first+count-1 of y from the products M[ξ] [O, tiles] in m, one output
+// channel at a time: the output transform of all its tiles in one pass (winogradOutputRows), then a copy of
+// the output rows into y. A pass over all tiles of a channel rather than plane by plane keeps the vector
+// kernel busy on the small planes of the last stages (2x2 tiles at 4x4), where the per-plane calls and
+// slicing took much of the time.
 func winogradOutputs[T float](g convGeom, m, y []T, first, count, stride int) {
 	down, across := g.tiles()
-	tiles := count * down * across
+	perImage := down * across
+	tiles := count * perImage
+	pool := scratchOf[T]()
+	rows := pool.get(4 * tiles)
+	defer pool.put(rows)
+	even, odd := rows[:2*tiles], rows[2*tiles:]
 	p := g.outPlane()
-	sums := make([]T, 8*down*across)
-	for i := 0; i < count; i++ {
-		for o := 0; o < g.o; o++ {
+	for o := 0; o < g.o; o++ {
+		winogradOutputRows(even, odd, m[o*tiles:], stride)
+		for i := 0; i < count; i++ {
 			plane := y[((first+i)*g.o+o)*p : ((first+i)*g.o+o+1)*p]
-			winogradOutputTiles(g, m[o*tiles+i*down*across:], plane, sums, stride)
+			tileRows := [2][]T{even[2*i*perImage : 2*(i+1)*perImage], odd[2*i*perImage : 2*(i+1)*perImage]}
+			for r := 0; r < g.oh; r++ { // output row r is row r%2 of the tiles' row r/2
+				copy(plane[r*g.ow:(r+1)*g.ow], tileRows[r%2][r/2*2*across:])
+			}
 		}
 	}
 }
 
-// winogradOutputTiles writes Aᵀ M A of every tile of one output plane, point ξ of tile t read from
-// m[ξ·stride+t]; the parts of the last tiles outside an odd-sized plane are dropped. As in
-// winogradInputTiles, it works in two light passes: Aᵀ M for all tiles of the plane at once, its two rows
-// written to sums (scratch of 8·tiles), then (Aᵀ M) A row by row of the output.
-func winogradOutputTiles[T float](g convGeom, m, plane, sums []T, stride int) {
-	down, across := g.tiles()
-	n := down * across
-	for j := 0; j < 4; j++ {
-		q0, q1, q2, q3 := points4(m, j*stride, 4*stride, n) // column j of the tiles' points
-		s, t := sums[j*n:(j+1)*n], sums[(4+j)*n:(5+j)*n]
-		s, t = s[:len(q0)], t[:len(q0)]
-		for i := range q0 {
-			s[i], t[i] = q0[i]+q1[i]+q2[i], q1[i]-q2[i]-q3[i]
+// winogradOutputRows writes Aᵀ M A of len(even)/2 tiles, point ξ of tile t read from m[ξ·stride+t], output
+// row 0 of tile t to even[2t], even[2t+1] and row 1 to odd[2t], odd[2t+1] (see vector.WinogradOutput): a row
+// of tiles' stretch of even (or odd) is then a row of the output plane, its last element dropped when the
+// plane has an odd width.
+func winogradOutputRows[T float](even, odd, m []T, stride int) {
+	n := 0
+	if e32, ok := any(even).([]float32); ok && vector.HasAVX2 {
+		n = len(even) / 2 &^ 7
+		vector.WinogradOutput(e32[:2*n], any(odd).([]float32)[:2*n], any(m).([]float32), stride)
+	}
+	for t := n; t < len(even)/2; t++ {
+		var s, d [4]T
+		for j := range 4 {
+			m0, m1, m2, m3 := m[j*stride+t], m[(4+j)*stride+t], m[(8+j)*stride+t], m[(12+j)*stride+t]
+			s[j], d[j] = m0+m1+m2, m1-m2-m3
 		}
-	}
-	for ty := 0; ty < down; ty++ {
-		winogradOutputPairs(plane[2*ty*g.ow:(2*ty+1)*g.ow], sums, ty*across, n, across)
-		if 2*ty+1 < g.oh { // the row of tiles does not overhang an odd-sized plane
-			winogradOutputPairs(plane[(2*ty+1)*g.ow:(2*ty+2)*g.ow], sums[4*n:], ty*across, n, across)
-		}
-	}
-}
-
-// winogradOutputPairs writes the output row of across tiles whose row of Aᵀ M is held, column j, at
-// sums[j·n + at ...]: tile tx with row (a, b, c, d) gives (a+b+c, b-c-d) at row[2tx], row[2tx+1], the second
-// dropped past the end of an odd-sized row.
-func winogradOutputPairs[T float](row, sums []T, at, n, across int) {
-	s0, s1, s2, s3 := points4(sums, at, n, across)
-	for tx := range s0 {
-		storePair(row, 2*tx, s0[tx]+s1[tx]+s2[tx], s1[tx]-s2[tx]-s3[tx])
-	}
-}
-
-// storePair writes a to row[c] and b to row[c+1], each only if it lies in row.
-func storePair[T float](row []T, c int, a, b T) {
-	if c+1 < len(row) {
-		row[c], row[c+1] = a, b
-	} else if c < len(row) {
-		row[c] = a
+		even[2*t], even[2*t+1] = s[0]+s[1]+s[2], s[1]-s[2]-s[3]
+		odd[2*t], odd[2*t+1] = d[0]+d[1]+d[2], d[1]-d[2]-d[3]
 	}
 }
 
@@ -369,17 +360,16 @@ func winogradFilterGradChunks[T float](g convGeom, ch convChunks, x, dy, partial
 	most := ch.images * perImage
 	pool := scratchOf[T]()
 	v, m := pool.get(winogradPoints*(g.c*most+winogradSkew)), pool.get(winogradPoints*(g.o*most+winogradSkew))
-	padded, paddedDy := pool.get((2*down+2)*(2*across+2)), pool.get(4*down*across)
-	defer pool.put(v, m, padded, paddedDy)
+	padded := pool.get((2*down + 2) * (2*across + 2))
+	defer pool.put(v, m, padded)
 	clear(padded)
-	clear(paddedDy)
 	stride := g.o*g.c + winogradSkew
 	for i := lo; i < hi; i++ {
 		first, count := ch.span(g, i)
 		tiles := count * perImage
 		vs, ms := g.c*tiles+winogradSkew, g.o*tiles+winogradSkew
 		winogradInputs(g, x, v, padded, first, count, vs)
-		winogradOutputGrads(g, dy, m, paddedDy, first, count, ms)
+		winogradOutputGrads(g, dy, m, first, count, ms)
 		var beta T
 		if i > lo {
 			beta = 1
@@ -393,35 +383,44 @@ func winogradFilterGradChunks[T float](g convGeom, ch convChunks, x, dy, partial
 
 // winogradOutputGrads writes A dy Aᵀ, the adjoint of the output transform, of every 2x2 tile of dy of images
 // first..first+count-1 to m, point ξ of tile t of output channel o at m[ξ·stride + o·tiles + t], tiles
-// numbered as in winogradInputs. Each plane is first copied into padded, whose part past the plane (a row
-// and a column for odd sizes) the caller has zeroed; the copies write only its top-left H'xW' corner.
-func winogradOutputGrads[T float](g convGeom, dy, m, padded []T, first, count, stride int) {
+// numbered as in winogradInputs. As winogradOutputs, it works a channel at a time: the rows of its planes
+// are copied into the layout of winogradOutputRows (zeros past an odd-sized plane), then transformed in one
+// pass (winogradOutputGradRows).
+func winogradOutputGrads[T float](g convGeom, dy, m []T, first, count, stride int) {
 	down, across := g.tiles()
-	rows := make([]T, 3*2*across)
-	winogradPlanes(dy, m, padded, [3]int{g.o, g.oh, g.ow}, 0, 2*across, down*across, first, count,
-		func(p, d []T) { winogradOutputGradTiles(p, d, rows, down, across, stride) })
+	perImage := down * across
+	tiles := count * perImage
+	pool := scratchOf[T]()
+	rows := pool.get(4 * tiles)
+	defer pool.put(rows)
+	clear(rows) // the parts past an odd-sized plane stay zero
+	even, odd := rows[:2*tiles], rows[2*tiles:]
+	p := g.outPlane()
+	for o := 0; o < g.o; o++ {
+		for i := 0; i < count; i++ {
+			plane := dy[((first+i)*g.o+o)*p : ((first+i)*g.o+o+1)*p]
+			tileRows := [2][]T{even[2*i*perImage : 2*(i+1)*perImage], odd[2*i*perImage : 2*(i+1)*perImage]}
+			for r := 0; r < g.oh; r++ {
+				copy(tileRows[r%2][r/2*2*across:], plane[r*g.ow:(r+1)*g.ow])
+			}
+		}
+		winogradOutputGradRows(m[o*tiles:], stride, even, odd)
+	}
 }
 
-// winogradOutputGradTiles writes A t Aᵀ of every 2x2 tile t of one padded plane of dy, point ξ of tile k to
-// m[ξ·stride+k], in two passes per row of tiles as winogradInputTiles: A t for all tiles at once, the rows
-// r0, r0+r1, r0-r1 and -r1 of the two dy rows (the last three into rows, scratch of 3·width), then each row
-// (a, b) of a tile times Aᵀ is (a, a+b, a-b, -b).
-func winogradOutputGradTiles[T float](padded, m, rows []T, down, across, stride int) {
-	width := 2 * across
-	sum, diff, neg := rows[:width], rows[width:2*width], rows[2*width:3*width]
-	for ty := 0; ty < down; ty++ {
-		r0, r1 := padded[2*ty*width:(2*ty+1)*width], padded[(2*ty+1)*width:(2*ty+2)*width]
-		r1, diff, neg = r1[:len(r0)], diff[:len(r0)], neg[:len(r0)]
-		sum = sum[:len(r0)]
-		for j := range r0 {
-			sum[j], diff[j], neg[j] = r0[j]+r1[j], r0[j]-r1[j], -r1[j]
-		}
-		for k, row := range [4][]T{r0, sum, diff, neg} {
-			o0, o1, o2, o3 := points4(m, 4*k*stride+ty*across, stride, across)
-			for tx := range o0 {
-				q := row[2*tx : 2*tx+2 : 2*tx+2]
-				o0[tx], o1[tx], o2[tx], o3[tx] = q[0], q[0]+q[1], q[0]-q[1], -q[1]
-			}
+// winogradOutputGradRows writes A t Aᵀ of the len(even)/2 tiles t = (a b / c d), (a, b) read from even[2t],
+// even[2t+1] and (c, d) from odd, point ξ of tile t to m[ξ·stride+t] (see vector.WinogradOutputGrad).
+func winogradOutputGradRows[T float](m []T, stride int, even, odd []T) {
+	n := 0
+	if e32, ok := any(even).([]float32); ok && vector.HasAVX2 {
+		n = len(even) / 2 &^ 7
+		vector.WinogradOutputGrad(any(m).([]float32), stride, e32[:2*n], any(odd).([]float32)[:2*n])
+	}
+	for t := n; t < len(even)/2; t++ {
+		a, b, c, d := even[2*t], even[2*t+1], odd[2*t], odd[2*t+1]
+		for r, row := range [4][2]T{{a, b}, {a + c, b + d}, {a - c, b - d}, {-c, -d}} {
+			x, y := row[0], row[1]
+			m[4*r*stride+t], m[(4*r+1)*stride+t], m[(4*r+2)*stride+t], m[(4*r+3)*stride+t] = x, x+y, x-y, -y
 		}
 	}
 }

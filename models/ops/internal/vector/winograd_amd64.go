@@ -32,6 +32,44 @@ func WinogradColumns(o0, o1, o2, o3, row []float32) {
 	}
 }
 
+// WinogradOutput writes Winograd's F(2x2, 3x3) output transform Aᵀ M A of n tiles, n = len(even)/2 a
+// multiple of 8, point ξ of tile t read from m[ξ·stride + t] (the 4x4 points row-major): each tile's output
+// row 0 goes to even[2t], even[2t+1] and row 1 to odd[2t], odd[2t+1], so that even and odd hold the output
+// rows of a row of tiles side by side, as they lie in the output plane:
+//
+//	s_j = M0j + M1j + M2j, t_j = M1j - M2j - M3j, row 0 = (s0+s1+s2, s1-s2-s3), row 1 = (t0+t1+t2, t1-t2-t3)
+func WinogradOutput(even, odd, m []float32, stride int) {
+	checkLengths(len(even), len(odd))
+	n := len(even) / 2
+	if n%8 != 0 || stride < n || len(m) < 15*stride+n {
+		panic("vector: WinogradOutput needs a multiple of 8 tiles and 16 points of them in m")
+	}
+	if n > 0 {
+		winogradOutputAVX2(&even[0], &odd[0], &m[0], stride, n)
+	}
+}
+
+// WinogradOutputGrad writes A t Aᵀ, the adjoint of the output transform, of n 2x2 tiles t = (a b / c d),
+// n = len(even)/2 a multiple of 8, (a, b) read from even[2t], even[2t+1] and (c, d) from odd (the layout
+// WinogradOutput writes), point ξ of tile t to m[ξ·stride + t]: the rows of A t, (a, b), (a+c, b+d),
+// (a-c, b-d) and (-c, -d), each (x, y) times Aᵀ give the points (x, x+y, x-y, -y).
+func WinogradOutputGrad(m []float32, stride int, even, odd []float32) {
+	checkLengths(len(even), len(odd))
+	n := len(even) / 2
+	if n%8 != 0 || stride < n || len(m) < 15*stride+n {
+		panic("vector: WinogradOutputGrad needs a multiple of 8 tiles and room for 16 points of them in m")
+	}
+	if n > 0 {
+		winogradOutputGradAVX2(&m[0], stride, &even[0], &odd[0], n)
+	}
+}
+
+//go:noescape
+func winogradOutputAVX2(even, odd, m *float32, stride, n int)
+
+//go:noescape
+func winogradOutputGradAVX2(m *float32, stride int, even, odd *float32, n int)
+
 //go:noescape
 func winogradRowsAVX2(a, b, c, e, r0, r1, r2, r3 *float32, n int)
 

@@ -78,3 +78,167 @@ colsLoop:
 	JNZ     colsLoop
 	VZEROUPPER
 	RET
+
+// func winogradOutputAVX2(even, odd, m *float32, stride, n int)
+//
+// For 8 tiles at a time, with point ξ of tile t at m[ξ·stride + t] (row-major 4x4), the column sums of
+// Aᵀ M, s_j = M0j + M1j + M2j and t_j = M1j - M2j - M3j (Y8..Y11 and Y12..Y15), then each of these two rows
+// times A, (s0+s1+s2, s1-s2-s3), interleaved tile by tile into even and (from t) odd: VUNPCKLPS/VUNPCKHPS
+// interleave within 128-bit lanes, VPERM2F128 puts the lanes in order.
+TEXT ·winogradOutputAVX2(SB), NOSPLIT, $0-40
+	MOVQ even+0(FP), DI
+	MOVQ odd+8(FP), R8
+	MOVQ m+16(FP), SI
+	MOVQ stride+24(FP), DX
+	MOVQ n+32(FP), CX
+	SHLQ $2, DX               // stride in bytes
+	LEAQ (DX)(DX*2), R9       // 3·stride
+	LEAQ (SI)(DX*4), R10      // row 1 of the points
+	LEAQ (R10)(DX*4), R11     // row 2
+	LEAQ (R11)(DX*4), R12     // row 3
+	XORQ AX, AX
+
+outLoop:
+	VMOVUPS (SI)(AX*1), Y8
+	VMOVUPS (R10)(AX*1), Y0
+	VMOVUPS (R11)(AX*1), Y1
+	VMOVUPS (R12)(AX*1), Y2
+	VADDPS  Y0, Y8, Y8
+	VADDPS  Y1, Y8, Y8        // s0
+	VSUBPS  Y1, Y0, Y12
+	VSUBPS  Y2, Y12, Y12      // t0
+	ADDQ    DX, AX
+	VMOVUPS (SI)(AX*1), Y9
+	VMOVUPS (R10)(AX*1), Y0
+	VMOVUPS (R11)(AX*1), Y1
+	VMOVUPS (R12)(AX*1), Y2
+	VADDPS  Y0, Y9, Y9
+	VADDPS  Y1, Y9, Y9        // s1
+	VSUBPS  Y1, Y0, Y13
+	VSUBPS  Y2, Y13, Y13      // t1
+	ADDQ    DX, AX
+	VMOVUPS (SI)(AX*1), Y10
+	VMOVUPS (R10)(AX*1), Y0
+	VMOVUPS (R11)(AX*1), Y1
+	VMOVUPS (R12)(AX*1), Y2
+	VADDPS  Y0, Y10, Y10
+	VADDPS  Y1, Y10, Y10      // s2
+	VSUBPS  Y1, Y0, Y14
+	VSUBPS  Y2, Y14, Y14      // t2
+	ADDQ    DX, AX
+	VMOVUPS (SI)(AX*1), Y11
+	VMOVUPS (R10)(AX*1), Y0
+	VMOVUPS (R11)(AX*1), Y1
+	VMOVUPS (R12)(AX*1), Y2
+	VADDPS  Y0, Y11, Y11
+	VADDPS  Y1, Y11, Y11      // s3
+	VSUBPS  Y1, Y0, Y15
+	VSUBPS  Y2, Y15, Y15      // t3
+	SUBQ    R9, AX
+	VADDPS  Y9, Y8, Y0
+	VADDPS  Y10, Y0, Y0       // s0 + s1 + s2
+	VSUBPS  Y10, Y9, Y1
+	VSUBPS  Y11, Y1, Y1       // s1 - s2 - s3
+	VUNPCKLPS  Y1, Y0, Y2
+	VUNPCKHPS  Y1, Y0, Y3
+	VPERM2F128 $0x20, Y3, Y2, Y0
+	VPERM2F128 $0x31, Y3, Y2, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VADDPS  Y13, Y12, Y0
+	VADDPS  Y14, Y0, Y0       // t0 + t1 + t2
+	VSUBPS  Y14, Y13, Y1
+	VSUBPS  Y15, Y1, Y1       // t1 - t2 - t3
+	VUNPCKLPS  Y1, Y0, Y2
+	VUNPCKHPS  Y1, Y0, Y3
+	VPERM2F128 $0x20, Y3, Y2, Y0
+	VPERM2F128 $0x31, Y3, Y2, Y1
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, 32(R8)
+	ADDQ    $64, DI
+	ADDQ    $64, R8
+	ADDQ    $32, AX
+	SUBQ    $8, CX
+	JNZ     outLoop
+	VZEROUPPER
+	RET
+
+// func winogradOutputGradAVX2(m *float32, stride int, even, odd *float32, n int)
+//
+// For 8 tiles at a time, the 2x2 tiles (a b / c d) of dy, (a, b) interleaved in even and (c, d) in odd,
+// deinterleaved as in winogradColumnsAVX2 (Y0 = a, Y1 = b, Y2 = c, Y3 = d). A t has the rows (a, b),
+// (a+c, b+d), (a-c, b-d) and (-c, -d); each row (x, y) times Aᵀ gives the points (x, x+y, x-y, -y), stored
+// to m[ξ·stride + t].
+TEXT ·winogradOutputGradAVX2(SB), NOSPLIT, $0-40
+	MOVQ m+0(FP), DI
+	MOVQ stride+8(FP), DX
+	MOVQ even+16(FP), SI
+	MOVQ odd+24(FP), R8
+	MOVQ n+32(FP), CX
+	SHLQ $2, DX
+	LEAQ (DX)(DX*2), R9
+	LEAQ (DI)(DX*4), R10
+	LEAQ (R10)(DX*4), R11
+	LEAQ (R11)(DX*4), R12
+	VXORPS Y15, Y15, Y15
+
+gradLoop:
+	VMOVUPS (SI), Y4
+	VMOVUPS 32(SI), Y5
+	VMOVUPS (R8), Y6
+	VMOVUPS 32(R8), Y7
+	VSHUFPS $0x88, Y5, Y4, Y0
+	VSHUFPS $0xDD, Y5, Y4, Y1
+	VSHUFPS $0x88, Y7, Y6, Y2
+	VSHUFPS $0xDD, Y7, Y6, Y3
+	VPERMPD $0xD8, Y0, Y0       // a
+	VPERMPD $0xD8, Y1, Y1       // b
+	VPERMPD $0xD8, Y2, Y2       // c
+	VPERMPD $0xD8, Y3, Y3       // d
+	// row 0: (a, b)
+	VADDPS  Y1, Y0, Y4
+	VSUBPS  Y1, Y0, Y5
+	VSUBPS  Y1, Y15, Y6
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y4, (DI)(DX*1)
+	VMOVUPS Y5, (DI)(DX*2)
+	VMOVUPS Y6, (DI)(R9*1)
+	// row 1: (a+c, b+d)
+	VADDPS  Y2, Y0, Y8
+	VADDPS  Y3, Y1, Y9
+	VADDPS  Y9, Y8, Y4
+	VSUBPS  Y9, Y8, Y5
+	VSUBPS  Y9, Y15, Y6
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y4, (R10)(DX*1)
+	VMOVUPS Y5, (R10)(DX*2)
+	VMOVUPS Y6, (R10)(R9*1)
+	// row 2: (a-c, b-d)
+	VSUBPS  Y2, Y0, Y8
+	VSUBPS  Y3, Y1, Y9
+	VADDPS  Y9, Y8, Y4
+	VSUBPS  Y9, Y8, Y5
+	VSUBPS  Y9, Y15, Y6
+	VMOVUPS Y8, (R11)
+	VMOVUPS Y4, (R11)(DX*1)
+	VMOVUPS Y5, (R11)(DX*2)
+	VMOVUPS Y6, (R11)(R9*1)
+	// row 3: (-c, -d)
+	VSUBPS  Y2, Y15, Y8
+	VSUBPS  Y3, Y15, Y9
+	VADDPS  Y9, Y8, Y4
+	VSUBPS  Y9, Y8, Y5
+	VMOVUPS Y8, (R12)
+	VMOVUPS Y4, (R12)(DX*1)
+	VMOVUPS Y5, (R12)(DX*2)
+	VMOVUPS Y3, (R12)(R9*1)
+	ADDQ    $64, SI
+	ADDQ    $64, R8
+	ADDQ    $32, DI
+	ADDQ    $32, R10
+	ADDQ    $32, R11
+	ADDQ    $32, R12
+	SUBQ    $8, CX
+	JNZ     gradLoop
+	VZEROUPPER
+	RET

@@ -40,3 +40,42 @@ func TestWinogradPasses(t *testing.T) {
 		}
 	}
 }
+
+// TestWinogradOutputKernels compares WinogradOutput and WinogradOutputGrad with their formulas in the same
+// order of operations, tile by tile: float32 results must be equal.
+func TestWinogradOutputKernels(t *testing.T) {
+	if !HasAVX2 {
+		t.Skip("no AVX2 and FMA")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range lengths {
+		stride := n + 3 // points not adjacent, as with the convolutions' skew
+		m := data(rng, 16*stride, 0)
+		even, odd := make([]float32, 2*n), make([]float32, 2*n)
+		WinogradOutput(even, odd, m, stride)
+		for k := range n {
+			p := func(r, j int) float32 { return m[(4*r+j)*stride+k] }
+			var s, u [4]float32
+			for j := range 4 {
+				s[j], u[j] = p(0, j)+p(1, j)+p(2, j), p(1, j)-p(2, j)-p(3, j)
+			}
+			want := [4]float32{s[0] + s[1] + s[2], s[1] - s[2] - s[3], u[0] + u[1] + u[2], u[1] - u[2] - u[3]}
+			if got := [4]float32{even[2*k], even[2*k+1], odd[2*k], odd[2*k+1]}; got != want {
+				t.Fatalf("output, n %d, tile %d: %v, want %v", n, k, got, want)
+			}
+		}
+		WinogradOutputGrad(m, stride, even, odd)
+		for k := range n {
+			a, b, c, d := even[2*k], even[2*k+1], odd[2*k], odd[2*k+1]
+			rows := [4][2]float32{{a, b}, {a + c, b + d}, {a - c, b - d}, {-c, -d}}
+			for r, row := range rows {
+				want := [4]float32{row[0], row[0] + row[1], row[0] - row[1], -row[1]}
+				for j := range 4 {
+					if got := m[(4*r+j)*stride+k]; got != want[j] {
+						t.Fatalf("output gradient, n %d, tile %d: point %d = %g, want %g", n, k, 4*r+j, got, want[j])
+					}
+				}
+			}
+		}
+	}
+}
