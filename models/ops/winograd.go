@@ -315,15 +315,20 @@ func winogradOutputRows[T float](even, odd, m []T, stride int) {
 //
 // summed over the tiles of all images, dy_tile the 2x2 tile of dy[n,o] (zeros past an odd-sized plane) and
 // d_tile the 4x4 tile of x[n,c] it depends on. The sum of each point ξ is one product [O, tiles] · [tiles, C]
-// per chunk. Each goroutine sums its chunks into its own partial sums, added in goroutine order.
+// per chunk. Each goroutine sums its chunks into its own partial sums, added in goroutine order, unless
+// the partial sums, 16·O·C, outweigh a goroutine's transformed tiles (winogradSharedPartial).
 func winogradFilterGrad[T float](g convGeom, x, dy, dw []T) {
 	ch := g.chunkingFor(winogradChunkColumns)
+	if winogradSharedPartial(g, ch) {
+		ch.workers, ch.gemmThreads = 1, ch.workers*ch.gemmThreads
+	}
 	pool := scratchOf[T]()
 	stride := g.o*g.c + winogradSkew
 	partials := make([][]T, ch.workers)
 	for w := range partials {
 		partials[w] = pool.get(winogradPoints * stride)
 	}
+	defer pool.put(partials...)
 	used := make([]bool, ch.workers)
 	parallelRanges(ch.chunks, ch.workers, func(worker, lo, hi int) {
 		winogradFilterGradChunks(g, ch, x, dy, partials[worker], lo, hi)
@@ -349,7 +354,19 @@ func winogradFilterGrad[T float](g convGeom, x, dy, dw []T) {
 			}
 		}
 	})
-	pool.put(partials...)
+}
+
+// winogradSharedPartial reports whether the filter gradient of g is better summed into one partial sum by
+// one goroutine whose matrix products use all threads: when a goroutine's partial sums, 16·O·C, are at
+// least twice its transformed tiles, 16·(O+C)·tiles (ResNet-18's 512-channel stage at 4x4), one partial per
+// goroutine would be the largest of the convolution's buffers and raise the peak memory of a training step
+// by 16 MB per goroutine, and the products are large enough for the BLAS to split well (BenchmarkConv2d3x3:
+// 51 -> 46 CPU-ms at 512 channels, 4x4, batch 64). With thinner products the serial transforms cost more
+// than the memory is worth: at 256 channels, 14x14, batch 16 (ratio 1.3) one goroutine took 24 instead of 16
+// ms.
+func winogradSharedPartial(g convGeom, ch convChunks) bool {
+	down, across := g.tiles()
+	return ch.workers > 1 && g.o*g.c >= 2*(g.o+g.c)*ch.images*down*across
 }
 
 // winogradFilterGradChunks writes to partial the sums over chunks lo..hi-1 of the products
