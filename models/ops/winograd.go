@@ -157,7 +157,7 @@ func winogradConv[T float](g convGeom, x, u, y []T, transposedFilters bool) {
 	parallelRanges(ch.chunks, ch.workers, func(_, lo, hi int) {
 		most := ch.images * perImage
 		v, m := pool.get(winogradPoints*(g.c*most+winogradSkew)), pool.get(winogradPoints*(g.o*most+winogradSkew))
-		padded := pool.get((2*down + 2) * (2*across + 2))
+		padded := pool.get(winogradPaddedLen(down, across))
 		defer pool.put(v, m, padded)
 		clear(padded)
 		for i := lo; i < hi; i++ {
@@ -176,39 +176,44 @@ func winogradConv[T float](g convGeom, x, u, y []T, transposedFilters bool) {
 
 // winogradInputs writes the transformed input tiles V[ξ] [C, tiles] of images first..first+count-1 of x to
 // v, tile t = (i·down + ty)·across + tx of image first+i covering input rows 2ty-1..2ty+2 and columns
-// 2tx-1..2tx+2. Each plane is first copied into padded, a (2·down+2)x(2·across+2) plane whose border the
-// caller has zeroed, so that no tile needs bounds checks; the copies never write the border.
+// 2tx-1..2tx+2. Each plane is first copied into padded, a (2·down+2)x(2·across+2) plane followed by 8
+// elements of slack (winogradPaddedLen), which the caller has zeroed, so that no tile needs bounds checks;
+// the copies never write the border. The planes go channel by channel, each channel's images in order,
+// so that the tiles of v are written in increasing order (see winogradInputTiles32).
 func winogradInputs[T float](g convGeom, x, v, padded []T, first, count, stride int) {
 	down, across := g.tiles()
-	rows := make([]T, 4*(2*across+2))
-	winogradPlanes(x, v, padded, [3]int{g.c, g.h, g.w}, 1, 2*across+2, down*across, first, count,
-		func(p, d []T) { winogradInputTiles(p, d, rows, down, across, stride) })
-}
-
-// winogradPlanes copies each plane c of images first..first+count-1 of src, shaped [N, shape...], into padded
-// (rows width long) at row and column offset, and calls transform(padded, dst[c·tiles + i·perImage:]) for
-// image first+i, tiles = count·perImage: the transforms of the input and of the output gradient pad their
-// planes with zeros this way.
-func winogradPlanes[T float](src, dst, padded []T, shape [3]int, offset, width, perImage, first, count int, transform func(padded, dst []T)) {
-	channels, h, w := shape[0], shape[1], shape[2]
-	tiles, hw := count*perImage, h*w
-	for i := 0; i < count; i++ {
-		for c := 0; c < channels; c++ {
-			plane := src[((first+i)*channels+c)*hw : ((first+i)*channels+c+1)*hw]
-			for r := 0; r < h; r++ {
-				copy(padded[(r+offset)*width+offset:], plane[r*w:(r+1)*w])
+	perImage, width, hw := down*across, 2*across+2, g.h*g.w
+	tiles := count * perImage
+	pool := scratchOf[T]()
+	rows := pool.get(4*roundUp8(width) + 2*roundUp8(across) + 2)
+	defer pool.put(rows)
+	for c := 0; c < g.c; c++ {
+		for i := 0; i < count; i++ {
+			plane := x[((first+i)*g.c+c)*hw : ((first+i)*g.c+c+1)*hw]
+			for r := 0; r < g.h; r++ {
+				copy(padded[(r+1)*width+1:], plane[r*g.w:(r+1)*g.w])
 			}
-			transform(padded, dst[c*tiles+i*perImage:])
+			winogradInputTiles(padded, v[c*tiles+i*perImage:], rows, down, across, stride)
 		}
 	}
 }
 
+// winogradPaddedLen returns the length of the padded plane of winogradInputs for down x across tiles.
+func winogradPaddedLen(down, across int) int { return (2*down+2)*(2*across+2) + 8 }
+
+// roundUp8 returns n rounded up to a multiple of 8, the float32 vector kernels' width.
+func roundUp8(n int) int { return (n + 7) &^ 7 }
+
 // winogradInputTiles writes Bᵀ d B of every tile d of one padded plane, point ξ of tile t to v[ξ·stride+t],
 // in two passes per row of tiles: Bᵀ d for all tiles at once, as four whole rows combined from the four
 // padded rows (into rows, scratch of 4·width), then each of these rows times B gives four points of every
-// tile. Each pass is a few slices wide, so that float32 runs it eight tiles at a time (winogradRows,
-// winogradColumns); one pass over all 16 points spilled its slices to the stack and took about twice as long.
+// tile. Each pass is a few slices wide, so that float32 runs it eight tiles at a time (winogradInputTiles32);
+// one pass over all 16 points spilled its slices to the stack and took about twice as long.
 func winogradInputTiles[T float](padded, v, rows []T, down, across, stride int) {
+	if p32, ok := any(padded).([]float32); ok && vector.HasAVX2 {
+		winogradInputTiles32(p32, any(v).([]float32), any(rows).([]float32), down, across, stride)
+		return
+	}
 	width := 2*across + 2
 	a, b, c, e := rows[:width], rows[width:2*width], rows[2*width:3*width], rows[3*width:4*width]
 	for ty := 0; ty < down; ty++ {
@@ -221,18 +226,32 @@ func winogradInputTiles[T float](padded, v, rows []T, down, across, stride int) 
 	}
 }
 
+// winogradInputTiles32 is winogradInputTiles with the AVX2 kernels, which run on whole groups of 8: each
+// row of tiles is rounded up to a multiple of 8 tiles, so that the small planes of the last stages (2 or 4
+// tiles across) run vectorised too instead of in scalar loops. The rows of the first pass then read up to 7
+// elements past a padded row (the next row, or the slack of winogradPaddedLen), and the second pass writes
+// up to 7 tiles past the row of tiles: into the tiles of later rows, images or channels, which
+// winogradInputs writes afterwards, or, past the last channel, into the skew after each point's matrix.
+func winogradInputTiles32(padded, v, rows []float32, down, across, stride int) {
+	width := 2*across + 2
+	rw, n := roundUp8(width), roundUp8(across)
+	for ty := 0; ty < down; ty++ {
+		in := padded[2*ty*width:]
+		vector.WinogradRows(rows[:rw], rows[rw:2*rw], rows[2*rw:3*rw], rows[3*rw:4*rw],
+			in[:rw], in[width:width+rw], in[2*width:2*width+rw], in[3*width:3*width+rw])
+		for k := 0; k < 4; k++ {
+			o0, o1, o2, o3 := points4(v, 4*k*stride+ty*across, stride, n)
+			vector.WinogradColumns(o0, o1, o2, o3, rows[k*rw:k*rw+2*n+2])
+		}
+	}
+}
+
 // winogradRows writes a = r0 - r2, b = r1 + r2, c = r2 - r1, e = r1 - r3: Bᵀ d for a row of tiles spanning the
 // rows r0..r3. All slices have the length of a.
 func winogradRows[T float](a, b, c, e, r0, r1, r2, r3 []T) {
-	n := 0
-	if a32, ok := any(a).([]float32); ok && vector.HasAVX2 && len(a) >= 8 {
-		n = len(a32) &^ 7
-		f := func(s []T) []float32 { return any(s).([]float32)[:n] }
-		vector.WinogradRows(a32[:n], f(b), f(c), f(e), f(r0), f(r1), f(r2), f(r3))
-	}
 	b, c, e = b[:len(a)], c[:len(a)], e[:len(a)]
 	r0, r1, r2, r3 = r0[:len(a)], r1[:len(a)], r2[:len(a)], r3[:len(a)]
-	for j := n; j < len(a); j++ {
+	for j := range a {
 		a[j], b[j], c[j], e[j] = r0[j]-r2[j], r1[j]+r2[j], r2[j]-r1[j], r1[j]-r3[j]
 	}
 }
@@ -240,14 +259,8 @@ func winogradRows[T float](a, b, c, e, r0, r1, r2, r3 []T) {
 // winogradColumns writes row·B for the tiles of one row of Bᵀ d, tile t covering row[2t .. 2t+3]: (a, b, c,
 // d) gives (a-c, b+c, c-b, b-d) in o0[t], o1[t], o2[t], o3[t]. o0..o3 have one length n, row 2n+2 elements.
 func winogradColumns[T float](o0, o1, o2, o3, row []T) {
-	n := 0
-	if r32, ok := any(row).([]float32); ok && vector.HasAVX2 && len(o0) >= 8 {
-		n = len(o0) &^ 7
-		f := func(s []T) []float32 { return any(s).([]float32)[:n] }
-		vector.WinogradColumns(f(o0), f(o1), f(o2), f(o3), r32)
-	}
 	o1, o2, o3 = o1[:len(o0)], o2[:len(o0)], o3[:len(o0)]
-	for tx := n; tx < len(o0); tx++ {
+	for tx := range o0 {
 		q := row[2*tx : 2*tx+4 : 2*tx+4]
 		o0[tx], o1[tx], o2[tx], o3[tx] = q[0]-q[2], q[1]+q[2], q[2]-q[1], q[1]-q[3]
 	}
@@ -377,7 +390,7 @@ func winogradFilterGradChunks[T float](g convGeom, ch convChunks, x, dy, partial
 	most := ch.images * perImage
 	pool := scratchOf[T]()
 	v, m := pool.get(winogradPoints*(g.c*most+winogradSkew)), pool.get(winogradPoints*(g.o*most+winogradSkew))
-	padded := pool.get((2*down + 2) * (2*across + 2))
+	padded := pool.get(winogradPaddedLen(down, across))
 	defer pool.put(v, m, padded)
 	clear(padded)
 	stride := g.o*g.c + winogradSkew
