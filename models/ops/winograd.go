@@ -48,10 +48,13 @@ var winogradMinChannels = 64
 const winogradChunkColumns = 512
 
 // winogradMinSaving is the smallest saving of multiplications (see winogradSaving) for which a convolution
-// uses Winograd: odd output sizes save less, 1.72 times at 7x7, where Winograd measured slower on the idle
-// machine in the forward pass and the input gradient for 512 channels (62 and 57 against 52 and 54
-// CPU-ms, BenchmarkConv2d3x3) and for the default backbone's 64 -> 128 channels.
-var winogradMinSaving = 2.0
+// uses Winograd: odd output sizes save less, 1.72 times at 7x7 (ResNet-18's layer4 at 224x224, the default
+// backbone's third convolution), where Winograd with vectorised transforms measured faster than im2col in
+// all three passes for 512 channels, batch 16 (forward 53 -> 42-47, input gradient 51 -> 41-48, filter
+// gradient 78-85 -> 43-52 CPU-ms, BenchmarkConv2d3x3 on the nearly idle shared machine) and in sum for the
+// default backbone's 64 -> 128 channels, batch 128 (forward 16 -> 13-15, input gradient 14-18 -> 15-18,
+// filter gradient 17 -> 14-16). Smaller planes save too little: 1.56 times at 5x5, 1 at 1x1.
+var winogradMinSaving = 1.7
 
 // winograd reports a convolution that uses Winograd F(2x2, 3x3): 3x3, stride 1, same padding, with at least
 // winogradMinChannels input and output channels and a saving of at least winogradMinSaving.

@@ -143,9 +143,10 @@ func TestWinogradChoice(t *testing.T) {
 		{convGeom{c: 64, o: 64, k: 3, stride: 1, pad: 1, oh: 32, ow: 32}, true},
 		{convGeom{c: 64, o: 64, k: 3, stride: 1, pad: 1, oh: 56, ow: 56}, true},
 		{convGeom{c: 512, o: 512, k: 3, stride: 1, pad: 1, oh: 4, ow: 4}, true},
-		{convGeom{c: 512, o: 512, k: 3, stride: 1, pad: 1, oh: 7, ow: 7}, false}, // saves 1.72 times
+		{convGeom{c: 512, o: 512, k: 3, stride: 1, pad: 1, oh: 7, ow: 7}, true},  // saves 1.72 times
 		{convGeom{c: 64, o: 64, k: 3, stride: 1, pad: 1, oh: 27, ow: 27}, true},  // saves 2.09 times
-		{convGeom{c: 64, o: 128, k: 3, stride: 1, pad: 1, oh: 7, ow: 7}, false},  // default backbone, conv3
+		{convGeom{c: 64, o: 128, k: 3, stride: 1, pad: 1, oh: 7, ow: 7}, true},   // default backbone, conv3
+		{convGeom{c: 64, o: 64, k: 3, stride: 1, pad: 1, oh: 5, ow: 5}, false},   // saves 1.56 times
 		{convGeom{c: 32, o: 64, k: 3, stride: 1, pad: 1, oh: 14, ow: 14}, false}, // default backbone, conv2
 		{convGeom{c: 64, o: 128, k: 3, stride: 2, pad: 1, oh: 16, ow: 16}, false},
 		{convGeom{c: 64, o: 128, k: 1, stride: 1, pad: 0, oh: 32, ow: 32}, false},
