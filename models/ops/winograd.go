@@ -194,10 +194,26 @@ func winogradInputs[T float](g convGeom, x, v, padded []T, first, count, stride 
 		for i := 0; i < count; i++ {
 			plane := x[((first+i)*g.c+c)*hw : ((first+i)*g.c+c+1)*hw]
 			for r := 0; r < g.h; r++ {
-				copy(padded[(r+1)*width+1:], plane[r*g.w:(r+1)*g.w])
+				copyRow(padded[(r+1)*width+1:], plane[r*g.w:(r+1)*g.w])
 			}
 			winogradInputTiles(padded, v[c*tiles+i*perImage:], rows, down, across, stride)
 		}
+	}
+}
+
+// copyRow copies min(len(dst), len(src)) elements of src to dst, as copy does, but element by element for
+// rows of under 16 elements: the planes of the last stages have rows of 4 to 14, for which the call to
+// memmove cost more than the copy (memmove was 5% of a ResNet-18 step's CPU time, 70% of it for the padded
+// planes of winogradInputs).
+func copyRow[T float](dst, src []T) {
+	n := min(len(dst), len(src))
+	if n >= 16 {
+		copy(dst, src)
+		return
+	}
+	dst, src = dst[:n], src[:n]
+	for i, v := range src {
+		dst[i] = v
 	}
 }
 
@@ -297,7 +313,7 @@ func winogradOutputs[T float](g convGeom, m, y []T, first, count, stride int) {
 			plane := y[((first+i)*g.o+o)*p : ((first+i)*g.o+o+1)*p]
 			tileRows := [2][]T{even[2*i*perImage : 2*(i+1)*perImage], odd[2*i*perImage : 2*(i+1)*perImage]}
 			for r := 0; r < g.oh; r++ { // output row r is row r%2 of the tiles' row r/2
-				copy(plane[r*g.ow:(r+1)*g.ow], tileRows[r%2][r/2*2*across:])
+				copyRow(plane[r*g.ow:(r+1)*g.ow], tileRows[r%2][r/2*2*across:])
 			}
 		}
 	}
@@ -434,7 +450,7 @@ func winogradOutputGrads[T float](g convGeom, dy, m []T, first, count, stride in
 			plane := dy[((first+i)*g.o+o)*p : ((first+i)*g.o+o+1)*p]
 			tileRows := [2][]T{even[2*i*perImage : 2*(i+1)*perImage], odd[2*i*perImage : 2*(i+1)*perImage]}
 			for r := 0; r < g.oh; r++ {
-				copy(tileRows[r%2][r/2*2*across:], plane[r*g.ow:(r+1)*g.ow])
+				copyRow(tileRows[r%2][r/2*2*across:], plane[r*g.ow:(r+1)*g.ow])
 			}
 		}
 		winogradOutputGradRows(m[o*tiles:], stride, even, odd)
