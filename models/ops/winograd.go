@@ -108,24 +108,45 @@ func winogradInputGrad[T float](g convGeom, w, dy, dx []T) {
 // winogradFilters writes the transformed filters U[ξ] = (G w[o,c] Gᵀ)[ξ] of w [o,c,3,3] to u as 16 matrices
 // [o, c], o·c+winogradSkew elements apart; with flip, of the filters rotated by 180° (the input gradient's
 // filters, to be used transposed). Keeping the [o, c] order for both lets the 16 matrices be written
-// sequentially: written as [c, o], every store would touch another cache line.
+// sequentially: written as [c, o], every store would touch another cache line. Float32 runs 8 filters at a
+// time (vector.WinogradFilters), writing a rotated filter's points to their permuted places
+// (winogradFlipped).
 func winogradFilters[T float](w, u []T, o, c int, flip bool) {
 	stride := o*c + winogradSkew
 	parallelFor(o, 8, func(lo, hi int) {
-		var f [9]T
-		for i := lo; i < hi; i++ {
-			for j := 0; j < c; j++ {
-				k := w[(i*c+j)*9 : (i*c+j+1)*9]
-				copy(f[:], k)
+		first := lo * c
+		if u32, ok := any(u).([]float32); ok && vector.HasAVX2 {
+			n := (hi - lo) * c &^ 7
+			var offsets [16]int
+			for xi := range offsets {
+				offsets[xi] = xi*stride + first
 				if flip {
-					for t := range f {
-						f[t] = k[8-t]
-					}
+					offsets[xi] = winogradFlipped(xi)*stride + first
 				}
-				winogradFilter(&f, u[i*c+j:], stride)
 			}
+			vector.WinogradFilters(u32, &offsets, any(w).([]float32)[9*first:9*(first+n)])
+			first += n
+		}
+		var f [9]T
+		for k := first; k < hi*c; k++ {
+			filter := w[k*9 : (k+1)*9]
+			copy(f[:], filter)
+			if flip {
+				for t := range f {
+					f[t] = filter[8-t]
+				}
+			}
+			winogradFilter(&f, u[k:], stride)
 		}
 	})
+}
+
+// winogradFlipped returns the point of the transform of a filter rotated by 180° that equals point xi of the
+// filter's own transform: with J the reversal of 3 elements, G J = P G, P swapping rows 0 and 3, so
+// G (J f J) Gᵀ = P (G f Gᵀ) Pᵀ, and point (r, k) moves to (p(r), p(k)), p swapping 0 and 3.
+func winogradFlipped(xi int) int {
+	p := [4]int{3, 1, 2, 0}
+	return 4*p[xi/4] + p[xi%4]
 }
 
 // winogradFilter writes the 16 points of G f Gᵀ for the 3x3 filter f (row-major), point ξ to u[ξ·stride].

@@ -64,6 +64,34 @@ func WinogradOutputGrad(m []float32, stride int, even, odd []float32) {
 	}
 }
 
+// WinogradFilters writes Winograd's F(2x2, 3x3) filter transform G f Gᵀ of the n 3x3 filters f in w (9
+// elements each, row-major; n = len(w)/9, a multiple of 8), point ξ of filter k to u[offsets[ξ] + k]: the
+// offsets place the 16 points' matrices, and permuted they give other layouts (the transform of a filter
+// rotated by 180° is that of the filter with points 0 and 3 of each row and column swapped). The filters are
+// gathered 8 at a time, so that the transform runs 8 filters wide.
+func WinogradFilters(u []float32, offsets *[16]int, w []float32) {
+	n := len(w) / 9
+	if !HasAVX2 || n%8 != 0 || len(w) != 9*n {
+		panic("vector: WinogradFilters needs AVX2 and a multiple of 8 filters of 9 elements")
+	}
+	var bytes [16]int
+	for i, o := range offsets {
+		if o < 0 || o+n > len(u) {
+			panic("vector: WinogradFilters offset out of range")
+		}
+		bytes[i] = 4 * o
+	}
+	if n > 0 {
+		winogradFiltersAVX2(&u[0], &bytes, &w[0], &nineApart, n)
+	}
+}
+
+// nineApart holds the gather offsets of element 0 of 8 consecutive 3x3 filters.
+var nineApart = [8]int32{0, 9, 18, 27, 36, 45, 54, 63}
+
+//go:noescape
+func winogradFiltersAVX2(u *float32, offsets *[16]int, w *float32, index *[8]int32, n int)
+
 //go:noescape
 func winogradOutputAVX2(even, odd, m *float32, stride, n int)
 

@@ -242,3 +242,81 @@ gradLoop:
 	JNZ     gradLoop
 	VZEROUPPER
 	RET
+
+// Gathers element e (0..8) of 8 filters 9 elements apart into Y<dst>, from the 8 filters at SI: Y14 holds the
+// offsets 0, 9, ..., 63, and the mask Y13 is all ones before the gather, which clears it.
+#define GATHER(e, dst) \
+	VPCMPEQD   Y13, Y13, Y13 \
+	VGATHERDPS Y13, (e*4)(SI)(Y14*4), dst
+
+// Stores the points (a, (a+b+c)/2, (a-b+c)/2, c) of the row (a, b, c) of G f to u + offsets[k..k+3], using
+// Y9 (one half), Y10 and Y11.
+#define ROW(a, b, c, k) \
+	VADDPS  b, a, Y10 \
+	VSUBPS  b, a, Y11 \
+	VADDPS  c, Y10, Y10 \
+	VADDPS  c, Y11, Y11 \
+	VMULPS  Y9, Y10, Y10 \
+	VMULPS  Y9, Y11, Y11 \
+	MOVQ    (k*8)(R8), R9 \
+	VMOVUPS a, (DI)(R9*1) \
+	MOVQ    (k*8+8)(R8), R9 \
+	VMOVUPS Y10, (DI)(R9*1) \
+	MOVQ    (k*8+16)(R8), R9 \
+	VMOVUPS Y11, (DI)(R9*1) \
+	MOVQ    (k*8+24)(R8), R9 \
+	VMOVUPS c, (DI)(R9*1)
+
+// func winogradFiltersAVX2(u *float32, offsets *[16]int, w *float32, index *[8]int32, n int)
+//
+// G f Gᵀ of 8 filters f (9 elements each, row-major) at a time, in the same order of operations as the Go
+// code: the rows of G f are (f0 f1 f2), ((f0+f3+f6)/2 ...), ((f0-f3+f6)/2 ...) and (f6 f7 f8).
+TEXT ·winogradFiltersAVX2(SB), NOSPLIT, $0-40
+	MOVQ u+0(FP), DI
+	MOVQ offsets+8(FP), R8
+	MOVQ w+16(FP), SI
+	MOVQ index+24(FP), AX
+	MOVQ n+32(FP), CX
+	VMOVDQU (AX), Y14
+	MOVL    $0x3f000000, AX     // 0.5
+	MOVQ    AX, X9
+	VBROADCASTSS X9, Y9
+
+filtLoop:
+	GATHER(0, Y0)
+	GATHER(1, Y1)
+	GATHER(2, Y2)
+	GATHER(3, Y3)
+	GATHER(4, Y4)
+	GATHER(5, Y5)
+	GATHER(6, Y6)
+	GATHER(7, Y7)
+	GATHER(8, Y8)
+	ROW(Y0, Y1, Y2, 0)
+	ROW(Y6, Y7, Y8, 12)
+	VADDPS  Y3, Y0, Y12   // column 0: (f0+f3+f6)/2 and (f0-f3+f6)/2
+	VSUBPS  Y3, Y0, Y15
+	VADDPS  Y6, Y12, Y12
+	VADDPS  Y6, Y15, Y15
+	VMULPS  Y9, Y12, Y12
+	VMULPS  Y9, Y15, Y15
+	VADDPS  Y4, Y1, Y0    // column 1
+	VSUBPS  Y4, Y1, Y3
+	VADDPS  Y7, Y0, Y0
+	VADDPS  Y7, Y3, Y3
+	VMULPS  Y9, Y0, Y0
+	VMULPS  Y9, Y3, Y3
+	VADDPS  Y5, Y2, Y1    // column 2
+	VSUBPS  Y5, Y2, Y4
+	VADDPS  Y8, Y1, Y1
+	VADDPS  Y8, Y4, Y4
+	VMULPS  Y9, Y1, Y1
+	VMULPS  Y9, Y4, Y4
+	ROW(Y12, Y0, Y1, 4)
+	ROW(Y15, Y3, Y4, 8)
+	ADDQ    $288, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JNZ     filtLoop
+	VZEROUPPER
+	RET

@@ -13,3 +13,6 @@ func WinogradOutput(even, odd, m []float32, stride int) { unavailable() }
 
 // WinogradOutputGrad panics: callers check HasAVX2 first.
 func WinogradOutputGrad(m []float32, stride int, even, odd []float32) { unavailable() }
+
+// WinogradFilters panics: callers check HasAVX2 first.
+func WinogradFilters(u []float32, offsets *[16]int, w []float32) { unavailable() }

@@ -79,3 +79,39 @@ func TestWinogradOutputKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestWinogradFilters compares WinogradFilters with G f Gᵀ computed in the same order of operations, for
+// points placed in order and permuted: float32 results must be equal.
+func TestWinogradFilters(t *testing.T) {
+	if !HasAVX2 {
+		t.Skip("no AVX2 and FMA")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{0, 8, 16, 72} {
+		w := data(rng, 9*n, 0)
+		stride := n + 5
+		var offsets [16]int
+		for xi := range offsets {
+			offsets[xi] = (15 - xi) * stride // reversed, to check the offsets are followed
+		}
+		u := data(rng, 16*stride, 0)
+		WinogradFilters(u, &offsets, w)
+		half := func(a, b, c float32) (float32, float32) { return (a + b + c) * 0.5, (a - b + c) * 0.5 }
+		for k := range n {
+			f := w[9*k : 9*k+9]
+			var gf [4][3]float32
+			for j := range 3 {
+				gf[0][j], gf[3][j] = f[j], f[6+j]
+				gf[1][j], gf[2][j] = half(f[j], f[3+j], f[6+j])
+			}
+			for r, row := range gf {
+				p1, p2 := half(row[0], row[1], row[2])
+				for j, want := range [4]float32{row[0], p1, p2, row[2]} {
+					if got := u[offsets[4*r+j]+k]; got != want {
+						t.Fatalf("n %d, filter %d: point %d = %g, want %g", n, k, 4*r+j, got, want)
+					}
+				}
+			}
+		}
+	}
+}
