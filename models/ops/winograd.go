@@ -393,20 +393,42 @@ func winogradFilterGrad[T float](g convGeom, x, dy, dw []T) {
 			sums = append(sums, p)
 		}
 	}
-	parallelFor(g.o, 8, func(lo, hi int) {
-		var f [winogradPoints]T
-		for i := lo; i < hi; i++ {
-			for j := 0; j < g.c; j++ {
-				clear(f[:])
-				for _, s := range sums {
-					for xi := range f {
-						f[xi] += s[xi*stride+i*g.c+j]
-					}
-				}
-				winogradFilterAdjoint(&f, dw[(i*g.c+j)*9:(i*g.c+j+1)*9])
+	parallelFor(g.o, 8, func(lo, hi int) { winogradFilterAdjoints(sums, dw, lo*g.c, hi*g.c, stride) })
+}
+
+// winogradFilterAdjoints writes dw for the filters first..last-1 (numbered o·C + c) from the partial sums,
+// point ξ of filter k at s[ξ·stride + k]: the partials are added into the first, in goroutine order, then
+// Gᵀ f G gives each filter's gradient, for float32 8 filters at a time (vector.WinogradFilterAdjoint, into
+// scratch laid out by element, then interleaved into dw).
+func winogradFilterAdjoints[T float](sums [][]T, dw []T, first, last, stride int) {
+	p := sums[0]
+	for _, s := range sums[1:] {
+		for xi := range winogradPoints {
+			at := xi * stride
+			addTo(p[at+first:at+last], s[at+first:at+last])
+		}
+	}
+	if p32, ok := any(p).([]float32); ok && vector.HasAVX2 && last-first >= 8 {
+		n := (last - first) &^ 7
+		pool := scratchOf[float32]()
+		d := pool.get(9 * n)
+		vector.WinogradFilterAdjoint(d, p32[first:], stride)
+		dw32 := any(dw).([]float32)[9*first : 9*(first+n)]
+		for e := range 9 {
+			for k, v := range d[e*n : (e+1)*n] {
+				dw32[9*k+e] = v
 			}
 		}
-	})
+		pool.put(d)
+		first += n
+	}
+	var f [winogradPoints]T
+	for k := first; k < last; k++ {
+		for xi := range f {
+			f[xi] = p[xi*stride+k]
+		}
+		winogradFilterAdjoint(&f, dw[k*9:(k+1)*9])
+	}
 }
 
 // winogradSharedPartial reports whether the filter gradient of g is better summed into one partial sum by

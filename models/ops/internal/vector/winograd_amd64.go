@@ -86,6 +86,23 @@ func WinogradFilters(u []float32, offsets *[16]int, w []float32) {
 	}
 }
 
+// WinogradFilterAdjoint writes Gᵀ f G, the adjoint of WinogradFilters, of n sets of 16 points f, point ξ of
+// set k read from f[ξ·stride + k], element e of the 3x3 result (row-major) to d[e·n + k]; n = len(d)/9, a
+// multiple of 8. The results are laid out by element, not by filter, so that they are stored 8 sets wide;
+// the caller interleaves them.
+func WinogradFilterAdjoint(d, f []float32, stride int) {
+	n := len(d) / 9
+	if !HasAVX2 || n%8 != 0 || len(d) != 9*n || stride < n || len(f) < 15*stride+n {
+		panic("vector: WinogradFilterAdjoint needs AVX2, a multiple of 8 sets and 16 points of each")
+	}
+	if n > 0 {
+		winogradFilterAdjointAVX2(&d[0], &f[0], stride, n)
+	}
+}
+
+//go:noescape
+func winogradFilterAdjointAVX2(d, f *float32, stride, n int)
+
 // nineApart holds the gather offsets of element 0 of 8 consecutive 3x3 filters.
 var nineApart = [8]int32{0, 9, 18, 27, 36, 45, 54, 63}
 

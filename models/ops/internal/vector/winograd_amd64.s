@@ -320,3 +320,86 @@ filtLoop:
 	JNZ     filtLoop
 	VZEROUPPER
 	RET
+
+// Column j of Gᵀ f: from the points a = (0,j) at SI+off, b at R10+off, c at R11+off and e at R12+off,
+// g0 = a + (b+c)/2, g1 = (b-c)/2, g2 = (b+c)/2 + e.
+#define ADJCOL(off, g0, g1, g2) \
+	VMOVUPS off(R10), Y12 \
+	VMOVUPS off(R11), Y13 \
+	VADDPS  Y13, Y12, Y14 \
+	VSUBPS  Y13, Y12, Y12 \
+	VMULPS  Y15, Y14, Y14 \
+	VMULPS  Y15, Y12, g1 \
+	VADDPS  off(SI), Y14, g0 \
+	VADDPS  off(R12), Y14, g2
+
+// Row (a, b, c, e) of Gᵀ f times G: stores a + (b+c)/2, (b-c)/2, (b+c)/2 + e at R15, R15+R13, R15+2·R13 and
+// advances R15 by 3·R13.
+#define ADJROW(a, b, c, e) \
+	VADDPS  c, b, Y12 \
+	VSUBPS  c, b, Y13 \
+	VMULPS  Y15, Y12, Y12 \
+	VMULPS  Y15, Y13, Y13 \
+	VADDPS  Y12, a, Y14 \
+	VMOVUPS Y14, (R15) \
+	ADDQ    R13, R15 \
+	VMOVUPS Y13, (R15) \
+	ADDQ    R13, R15 \
+	VADDPS  e, Y12, Y14 \
+	VMOVUPS Y14, (R15) \
+	ADDQ    R13, R15
+
+// func winogradFilterAdjointAVX2(d *float32, f *float32, stride, n int)
+//
+// Gᵀ f G of 8 point sets at a time, in the same order of operations as the Go code: point ξ of set k at
+// f[ξ·stride + k], element e of the 3x3 result to d[e·n + k].
+TEXT ·winogradFilterAdjointAVX2(SB), NOSPLIT, $0-32
+	MOVQ d+0(FP), DI
+	MOVQ f+8(FP), SI
+	MOVQ stride+16(FP), DX
+	MOVQ n+24(FP), CX
+	SHLQ $2, DX
+	MOVQ CX, R13
+	SHLQ $2, R13                // n in bytes
+	LEAQ (SI)(DX*4), R10
+	LEAQ (R10)(DX*4), R11
+	LEAQ (R11)(DX*4), R12
+	MOVL $0x3f000000, AX        // 0.5
+	MOVQ AX, X15
+	VBROADCASTSS X15, Y15
+
+adjLoop:
+	ADJCOL(0, Y0, Y4, Y8)
+	ADDQ DX, SI
+	ADDQ DX, R10
+	ADDQ DX, R11
+	ADDQ DX, R12
+	ADJCOL(0, Y1, Y5, Y9)
+	ADDQ DX, SI
+	ADDQ DX, R10
+	ADDQ DX, R11
+	ADDQ DX, R12
+	ADJCOL(0, Y2, Y6, Y10)
+	ADDQ DX, SI
+	ADDQ DX, R10
+	ADDQ DX, R11
+	ADDQ DX, R12
+	ADJCOL(0, Y3, Y7, Y11)
+	LEAQ (DX)(DX*2), AX
+	SUBQ AX, SI
+	SUBQ AX, R10
+	SUBQ AX, R11
+	SUBQ AX, R12
+	MOVQ DI, R15
+	ADJROW(Y0, Y1, Y2, Y3)
+	ADJROW(Y4, Y5, Y6, Y7)
+	ADJROW(Y8, Y9, Y10, Y11)
+	ADDQ $32, SI
+	ADDQ $32, R10
+	ADDQ $32, R11
+	ADDQ $32, R12
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ  adjLoop
+	VZEROUPPER
+	RET

@@ -16,3 +16,6 @@ func WinogradOutputGrad(m []float32, stride int, even, odd []float32) { unavaila
 
 // WinogradFilters panics: callers check HasAVX2 first.
 func WinogradFilters(u []float32, offsets *[16]int, w []float32) { unavailable() }
+
+// WinogradFilterAdjoint panics: callers check HasAVX2 first.
+func WinogradFilterAdjoint(d, f []float32, stride int) { unavailable() }

@@ -115,3 +115,33 @@ func TestWinogradFilters(t *testing.T) {
 		}
 	}
 }
+
+// TestWinogradFilterAdjoint compares WinogradFilterAdjoint with Gᵀ f G computed in the same order of
+// operations: float32 results must be equal.
+func TestWinogradFilterAdjoint(t *testing.T) {
+	if !HasAVX2 {
+		t.Skip("no AVX2 and FMA")
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{0, 8, 16, 72} {
+		stride := n + 3
+		f := data(rng, 16*stride, 0)
+		d := make([]float32, 9*n)
+		WinogradFilterAdjoint(d, f, stride)
+		adjoint := func(a, b, c, e float32) [3]float32 { return [3]float32{a + (b+c)/2, (b - c) / 2, (b+c)/2 + e} }
+		for k := range n {
+			var gf [3][4]float32
+			for j := range 4 {
+				col := adjoint(f[j*stride+k], f[(4+j)*stride+k], f[(8+j)*stride+k], f[(12+j)*stride+k])
+				gf[0][j], gf[1][j], gf[2][j] = col[0], col[1], col[2]
+			}
+			for r, row := range gf {
+				for q, want := range adjoint(row[0], row[1], row[2], row[3]) {
+					if got := d[(3*r+q)*n+k]; got != want {
+						t.Fatalf("n %d, set %d: element %d = %g, want %g", n, k, 3*r+q, got, want)
+					}
+				}
+			}
+		}
+	}
+}
