@@ -79,12 +79,37 @@ colsLoop:
 	VZEROUPPER
 	RET
 
+// Column j of Aᵀ M for the points at offset AX of the rows SI, R10, R11, R12: s = M0j + M1j + M2j,
+// t = M1j - M2j - M3j, with Y0..Y2 as scratch.
+#define OUTCOL(s, t) \
+	VMOVUPS (SI)(AX*1), s \
+	VMOVUPS (R10)(AX*1), Y0 \
+	VMOVUPS (R11)(AX*1), Y1 \
+	VMOVUPS (R12)(AX*1), Y2 \
+	VADDPS  Y0, s, s \
+	VADDPS  Y1, s, s \
+	VSUBPS  Y1, Y0, t \
+	VSUBPS  Y2, t, t
+
+// Row (s0, s1, s2, s3) of Aᵀ M times A, (s0+s1+s2, s1-s2-s3), interleaved tile by tile and stored at dst:
+// VUNPCKLPS/VUNPCKHPS interleave within 128-bit lanes, VPERM2F128 puts the lanes in order.
+#define OUTROW(s0, s1, s2, s3, dst) \
+	VADDPS     s1, s0, Y0 \
+	VADDPS     s2, Y0, Y0 \
+	VSUBPS     s2, s1, Y1 \
+	VSUBPS     s3, Y1, Y1 \
+	VUNPCKLPS  Y1, Y0, Y2 \
+	VUNPCKHPS  Y1, Y0, Y3 \
+	VPERM2F128 $0x20, Y3, Y2, Y0 \
+	VPERM2F128 $0x31, Y3, Y2, Y1 \
+	VMOVUPS    Y0, (dst) \
+	VMOVUPS    Y1, 32(dst)
+
 // func winogradOutputAVX2(even, odd, m *float32, stride, n int)
 //
 // For 8 tiles at a time, with point ξ of tile t at m[ξ·stride + t] (row-major 4x4), the column sums of
 // Aᵀ M, s_j = M0j + M1j + M2j and t_j = M1j - M2j - M3j (Y8..Y11 and Y12..Y15), then each of these two rows
-// times A, (s0+s1+s2, s1-s2-s3), interleaved tile by tile into even and (from t) odd: VUNPCKLPS/VUNPCKHPS
-// interleave within 128-bit lanes, VPERM2F128 puts the lanes in order.
+// times A, (s0+s1+s2, s1-s2-s3), interleaved tile by tile into even and (from t) odd.
 TEXT ·winogradOutputAVX2(SB), NOSPLIT, $0-40
 	MOVQ even+0(FP), DI
 	MOVQ odd+8(FP), R8
@@ -99,62 +124,16 @@ TEXT ·winogradOutputAVX2(SB), NOSPLIT, $0-40
 	XORQ AX, AX
 
 outLoop:
-	VMOVUPS (SI)(AX*1), Y8
-	VMOVUPS (R10)(AX*1), Y0
-	VMOVUPS (R11)(AX*1), Y1
-	VMOVUPS (R12)(AX*1), Y2
-	VADDPS  Y0, Y8, Y8
-	VADDPS  Y1, Y8, Y8        // s0
-	VSUBPS  Y1, Y0, Y12
-	VSUBPS  Y2, Y12, Y12      // t0
+	OUTCOL(Y8, Y12)
 	ADDQ    DX, AX
-	VMOVUPS (SI)(AX*1), Y9
-	VMOVUPS (R10)(AX*1), Y0
-	VMOVUPS (R11)(AX*1), Y1
-	VMOVUPS (R12)(AX*1), Y2
-	VADDPS  Y0, Y9, Y9
-	VADDPS  Y1, Y9, Y9        // s1
-	VSUBPS  Y1, Y0, Y13
-	VSUBPS  Y2, Y13, Y13      // t1
+	OUTCOL(Y9, Y13)
 	ADDQ    DX, AX
-	VMOVUPS (SI)(AX*1), Y10
-	VMOVUPS (R10)(AX*1), Y0
-	VMOVUPS (R11)(AX*1), Y1
-	VMOVUPS (R12)(AX*1), Y2
-	VADDPS  Y0, Y10, Y10
-	VADDPS  Y1, Y10, Y10      // s2
-	VSUBPS  Y1, Y0, Y14
-	VSUBPS  Y2, Y14, Y14      // t2
+	OUTCOL(Y10, Y14)
 	ADDQ    DX, AX
-	VMOVUPS (SI)(AX*1), Y11
-	VMOVUPS (R10)(AX*1), Y0
-	VMOVUPS (R11)(AX*1), Y1
-	VMOVUPS (R12)(AX*1), Y2
-	VADDPS  Y0, Y11, Y11
-	VADDPS  Y1, Y11, Y11      // s3
-	VSUBPS  Y1, Y0, Y15
-	VSUBPS  Y2, Y15, Y15      // t3
+	OUTCOL(Y11, Y15)
 	SUBQ    R9, AX
-	VADDPS  Y9, Y8, Y0
-	VADDPS  Y10, Y0, Y0       // s0 + s1 + s2
-	VSUBPS  Y10, Y9, Y1
-	VSUBPS  Y11, Y1, Y1       // s1 - s2 - s3
-	VUNPCKLPS  Y1, Y0, Y2
-	VUNPCKHPS  Y1, Y0, Y3
-	VPERM2F128 $0x20, Y3, Y2, Y0
-	VPERM2F128 $0x31, Y3, Y2, Y1
-	VMOVUPS Y0, (DI)
-	VMOVUPS Y1, 32(DI)
-	VADDPS  Y13, Y12, Y0
-	VADDPS  Y14, Y0, Y0       // t0 + t1 + t2
-	VSUBPS  Y14, Y13, Y1
-	VSUBPS  Y15, Y1, Y1       // t1 - t2 - t3
-	VUNPCKLPS  Y1, Y0, Y2
-	VUNPCKHPS  Y1, Y0, Y3
-	VPERM2F128 $0x20, Y3, Y2, Y0
-	VPERM2F128 $0x31, Y3, Y2, Y1
-	VMOVUPS Y0, (R8)
-	VMOVUPS Y1, 32(R8)
+	OUTROW(Y8, Y9, Y10, Y11, DI)
+	OUTROW(Y12, Y13, Y14, Y15, R8)
 	ADDQ    $64, DI
 	ADDQ    $64, R8
 	ADDQ    $32, AX
