@@ -209,7 +209,7 @@ func winogradInputs[T float](g convGeom, x, v, padded []T, first, count, stride 
 	perImage, width, hw := down*across, 2*across+2, g.h*g.w
 	tiles := count * perImage
 	pool := scratchOf[T]()
-	rows := pool.get(4*roundUp8(width) + 2*roundUp8(across) + 2)
+	rows := pool.get(max(4*width, vector.WinogradInputScratch(across)))
 	defer pool.put(rows)
 	for c := 0; c < g.c; c++ {
 		for i := 0; i < count; i++ {
@@ -241,9 +241,6 @@ func copyRow[T float](dst, src []T) {
 // winogradPaddedLen returns the length of the padded plane of winogradInputs for down x across tiles.
 func winogradPaddedLen(down, across int) int { return (2*down+2)*(2*across+2) + 8 }
 
-// roundUp8 returns n rounded up to a multiple of 8, the float32 vector kernels' width.
-func roundUp8(n int) int { return (n + 7) &^ 7 }
-
 // winogradInputTiles writes Bᵀ d B of every tile d of one padded plane, point ξ of tile t to v[ξ·stride+t],
 // in two passes per row of tiles: Bᵀ d for all tiles at once, as four whole rows combined from the four
 // padded rows (into rows, scratch of 4·width), then each of these rows times B gives four points of every
@@ -266,24 +263,15 @@ func winogradInputTiles[T float](padded, v, rows []T, down, across, stride int) 
 	}
 }
 
-// winogradInputTiles32 is winogradInputTiles with the AVX2 kernels, which run on whole groups of 8: each
-// row of tiles is rounded up to a multiple of 8 tiles, so that the small planes of the last stages (2 or 4
-// tiles across) run vectorised too instead of in scalar loops. The rows of the first pass then read up to 7
-// elements past a padded row (the next row, or the slack of winogradPaddedLen), and the second pass writes
-// up to 7 tiles past the row of tiles: into the tiles of later rows, images or channels, which
-// winogradInputs writes afterwards, or, past the last channel, into the skew after each point's matrix.
+// winogradInputTiles32 is winogradInputTiles with the AVX2 kernels (vector.WinogradInputPlane), which run
+// on whole groups of 8: each row of tiles is rounded up to a multiple of 8 tiles, so that the small planes
+// of the last stages (2 or 4 tiles across) run vectorised too instead of in scalar loops. The rows of the
+// first pass then read up to 7 elements past a padded row (the next row, or the slack of
+// winogradPaddedLen), and the second pass writes up to 7 tiles past the row of tiles: into the tiles of
+// later rows, images or channels, which winogradInputs writes afterwards, or, past the last channel, into
+// the skew after each point's matrix.
 func winogradInputTiles32(padded, v, rows []float32, down, across, stride int) {
-	width := 2*across + 2
-	rw, n := roundUp8(width), roundUp8(across)
-	for ty := 0; ty < down; ty++ {
-		in := padded[2*ty*width:]
-		vector.WinogradRows(rows[:rw], rows[rw:2*rw], rows[2*rw:3*rw], rows[3*rw:4*rw],
-			in[:rw], in[width:width+rw], in[2*width:2*width+rw], in[3*width:3*width+rw])
-		for k := 0; k < 4; k++ {
-			o0, o1, o2, o3 := points4(v, 4*k*stride+ty*across, stride, n)
-			vector.WinogradColumns(o0, o1, o2, o3, rows[k*rw:k*rw+2*n+2])
-		}
-	}
+	vector.WinogradInputPlane(v, stride, padded, rows, down, across)
 }
 
 // winogradRows writes a = r0 - r2, b = r1 + r2, c = r2 - r1, e = r1 - r3: Bᵀ d for a row of tiles spanning the

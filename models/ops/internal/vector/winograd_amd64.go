@@ -32,6 +32,41 @@ func WinogradColumns(o0, o1, o2, o3, row []float32) {
 	}
 }
 
+// WinogradInputPlane writes Winograd's F(2x2, 3x3) input transform Bᵀ d B of the down x across tiles d of
+// one zero-padded plane, (2·down+2) rows of 2·across+2 elements followed by at least 8 more, point ξ of
+// tile t = ty·across + tx to v[ξ·stride + t]: per row of tiles, WinogradRows over the four padded rows it
+// spans (rounded up to a multiple of 8 elements, into rows), then WinogradColumns on each of the four
+// results, rounded up to a multiple of 8 tiles. Each row of tiles thus writes up to 7 tiles past its end,
+// which the caller must either write again afterwards or not use; rows is scratch of at least
+// WinogradInputScratch(across) elements. One call per plane, with its bounds checked once, costs much less
+// than a call per row of tiles on the small planes of a network's last stages.
+func WinogradInputPlane(v []float32, stride int, padded, rows []float32, down, across int) {
+	width := 2*across + 2
+	rw, n := roundUp8(width), roundUp8(across)
+	if !HasAVX2 || down < 0 || across < 0 || stride < 0 || len(padded) < (2*down+1)*width+rw ||
+		len(rows) < WinogradInputScratch(across) || len(v) < 15*stride+(down-1)*across+n {
+		panic("vector: WinogradInputPlane needs AVX2 and a padded plane, scratch and points of the sizes it documents")
+	}
+	if across == 0 {
+		return
+	}
+	for ty := 0; ty < down; ty++ {
+		in := 2 * ty * width
+		winogradRowsAVX2(&rows[0], &rows[rw], &rows[2*rw], &rows[3*rw],
+			&padded[in], &padded[in+width], &padded[in+2*width], &padded[in+3*width], rw)
+		for k := 0; k < 4; k++ {
+			o := 4*k*stride + ty*across
+			winogradColumnsAVX2(&v[o], &v[o+stride], &v[o+2*stride], &v[o+3*stride], &rows[k*rw], n)
+		}
+	}
+}
+
+// WinogradInputScratch returns the scratch WinogradInputPlane needs for planes of across tiles.
+func WinogradInputScratch(across int) int { return 4*roundUp8(2*across+2) + 2*roundUp8(across) + 2 }
+
+// roundUp8 returns n rounded up to a multiple of 8, the kernels' width.
+func roundUp8(n int) int { return (n + 7) &^ 7 }
+
 // WinogradOutput writes Winograd's F(2x2, 3x3) output transform Aᵀ M A of n tiles, n = len(even)/2 a
 // multiple of 8, point ξ of tile t read from m[ξ·stride + t] (the 4x4 points row-major): each tile's output
 // row 0 goes to even[2t], even[2t+1] and row 1 to odd[2t], odd[2t+1], so that even and odd hold the output

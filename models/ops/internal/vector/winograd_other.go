@@ -19,3 +19,11 @@ func WinogradFilters(u []float32, offsets *[16]int, w []float32) { unavailable()
 
 // WinogradFilterAdjoint panics: callers check HasAVX2 first.
 func WinogradFilterAdjoint(d, f []float32, stride int) { unavailable() }
+
+// WinogradInputPlane panics: callers check HasAVX2 first.
+func WinogradInputPlane(v []float32, stride int, padded, rows []float32, down, across int) {
+	unavailable()
+}
+
+// WinogradInputScratch returns 0: WinogradInputPlane is unavailable.
+func WinogradInputScratch(across int) int { return 0 }

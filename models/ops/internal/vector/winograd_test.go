@@ -145,3 +145,37 @@ func TestWinogradFilterAdjoint(t *testing.T) {
 		}
 	}
 }
+
+// TestWinogradInputPlane compares WinogradInputPlane with Bᵀ d B computed tile by tile in the order of
+// operations of its passes, on planes narrower and wider than 8 tiles: float32 results must be equal.
+func TestWinogradInputPlane(t *testing.T) {
+	if !HasAVX2 {
+		t.Skip("no AVX2 and FMA")
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, s := range []struct{ down, across int }{{1, 1}, {2, 2}, {4, 4}, {7, 7}, {3, 9}, {16, 16}} {
+		width := 2*s.across + 2
+		padded := data(rng, (2*s.down+2)*width+8, 0)
+		n := s.down * s.across
+		stride := n + 8 // room for the last row's rounding
+		v := make([]float32, 16*stride)
+		WinogradInputPlane(v, stride, padded, make([]float32, WinogradInputScratch(s.across)), s.down, s.across)
+		for ty := range s.down {
+			for tx := range s.across {
+				var d [4][4]float32 // Bᵀ d, rows a = r0-r2, b = r1+r2, c = r2-r1, e = r1-r3
+				at := func(r, c int) float32 { return padded[(2*ty+r)*width+2*tx+c] }
+				for c := range 4 {
+					d[0][c], d[1][c], d[2][c], d[3][c] = at(0, c)-at(2, c), at(1, c)+at(2, c), at(2, c)-at(1, c), at(1, c)-at(3, c)
+				}
+				for k, q := range d {
+					want := [4]float32{q[0] - q[2], q[1] + q[2], q[2] - q[1], q[1] - q[3]}
+					for j := range 4 {
+						if got := v[(4*k+j)*stride+ty*s.across+tx]; got != want[j] {
+							t.Fatalf("%dx%d tiles, tile (%d,%d): point %d = %g, want %g", s.down, s.across, ty, tx, 4*k+j, got, want[j])
+						}
+					}
+				}
+			}
+		}
+	}
+}
