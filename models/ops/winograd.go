@@ -48,10 +48,13 @@ var winogradMinChannels = 64
 const winogradChunkColumns = 512
 
 // winogradMinSaving is the smallest saving of multiplications (see winogradSaving) for which a convolution
-// uses Winograd: odd output sizes save less, 1.72 times at 7x7, where Winograd measured slower on the idle
-// machine in the forward pass and the input gradient for 512 channels (62 and 57 against 52 and 54
-// CPU-ms, BenchmarkConv2d3x3) and for the default backbone's 64 -> 128 channels.
-var winogradMinSaving = 2.0
+// uses Winograd: odd output sizes save less, 1.72 times at 7x7 (ResNet-18's layer4 at 224x224, the default
+// backbone's third convolution), where Winograd with vectorised transforms measured faster than im2col in
+// all three passes for 512 channels, batch 16 (forward 53 -> 42-47, input gradient 51 -> 41-48, filter
+// gradient 78-85 -> 43-52 CPU-ms, BenchmarkConv2d3x3 on the nearly idle shared machine) and in sum for the
+// default backbone's 64 -> 128 channels, batch 128 (forward 16 -> 13-15, input gradient 14-18 -> 15-18,
+// filter gradient 17 -> 14-16). Smaller planes save too little: 1.56 times at 5x5, 1 at 1x1.
+var winogradMinSaving = 1.7
 
 // winograd reports a convolution that uses Winograd F(2x2, 3x3): 3x3, stride 1, same padding, with at least
 // winogradMinChannels input and output channels and a saving of at least winogradMinSaving.
@@ -105,24 +108,45 @@ func winogradInputGrad[T float](g convGeom, w, dy, dx []T) {
 // winogradFilters writes the transformed filters U[ξ] = (G w[o,c] Gᵀ)[ξ] of w [o,c,3,3] to u as 16 matrices
 // [o, c], o·c+winogradSkew elements apart; with flip, of the filters rotated by 180° (the input gradient's
 // filters, to be used transposed). Keeping the [o, c] order for both lets the 16 matrices be written
-// sequentially: written as [c, o], every store would touch another cache line.
+// sequentially: written as [c, o], every store would touch another cache line. Float32 runs 8 filters at a
+// time (vector.WinogradFilters), writing a rotated filter's points to their permuted places
+// (winogradFlipped).
 func winogradFilters[T float](w, u []T, o, c int, flip bool) {
 	stride := o*c + winogradSkew
 	parallelFor(o, 8, func(lo, hi int) {
-		var f [9]T
-		for i := lo; i < hi; i++ {
-			for j := 0; j < c; j++ {
-				k := w[(i*c+j)*9 : (i*c+j+1)*9]
-				copy(f[:], k)
+		first := lo * c
+		if u32, ok := any(u).([]float32); ok && vector.HasAVX2 {
+			n := (hi - lo) * c &^ 7
+			var offsets [16]int
+			for xi := range offsets {
+				offsets[xi] = xi*stride + first
 				if flip {
-					for t := range f {
-						f[t] = k[8-t]
-					}
+					offsets[xi] = winogradFlipped(xi)*stride + first
 				}
-				winogradFilter(&f, u[i*c+j:], stride)
 			}
+			vector.WinogradFilters(u32, &offsets, any(w).([]float32)[9*first:9*(first+n)])
+			first += n
+		}
+		var f [9]T
+		for k := first; k < hi*c; k++ {
+			filter := w[k*9 : (k+1)*9]
+			copy(f[:], filter)
+			if flip {
+				for t := range f {
+					f[t] = filter[8-t]
+				}
+			}
+			winogradFilter(&f, u[k:], stride)
 		}
 	})
+}
+
+// winogradFlipped returns the point of the transform of a filter rotated by 180° that equals point xi of the
+// filter's own transform: with J the reversal of 3 elements, G J = P G, P swapping rows 0 and 3, so
+// G (J f J) Gᵀ = P (G f Gᵀ) Pᵀ, and point (r, k) moves to (p(r), p(k)), p swapping 0 and 3.
+func winogradFlipped(xi int) int {
+	p := [4]int{3, 1, 2, 0}
+	return 4*p[xi/4] + p[xi%4]
 }
 
 // winogradFilter writes the 16 points of G f Gᵀ for the 3x3 filter f (row-major), point ξ to u[ξ·stride].
@@ -157,7 +181,7 @@ func winogradConv[T float](g convGeom, x, u, y []T, transposedFilters bool) {
 	parallelRanges(ch.chunks, ch.workers, func(_, lo, hi int) {
 		most := ch.images * perImage
 		v, m := pool.get(winogradPoints*(g.c*most+winogradSkew)), pool.get(winogradPoints*(g.o*most+winogradSkew))
-		padded := pool.get((2*down + 2) * (2*across + 2))
+		padded := pool.get(winogradPaddedLen(down, across))
 		defer pool.put(v, m, padded)
 		clear(padded)
 		for i := lo; i < hi; i++ {
@@ -176,39 +200,57 @@ func winogradConv[T float](g convGeom, x, u, y []T, transposedFilters bool) {
 
 // winogradInputs writes the transformed input tiles V[ξ] [C, tiles] of images first..first+count-1 of x to
 // v, tile t = (i·down + ty)·across + tx of image first+i covering input rows 2ty-1..2ty+2 and columns
-// 2tx-1..2tx+2. Each plane is first copied into padded, a (2·down+2)x(2·across+2) plane whose border the
-// caller has zeroed, so that no tile needs bounds checks; the copies never write the border.
+// 2tx-1..2tx+2. Each plane is first copied into padded, a (2·down+2)x(2·across+2) plane followed by 8
+// elements of slack (winogradPaddedLen), which the caller has zeroed, so that no tile needs bounds checks;
+// the copies never write the border. The planes go channel by channel, each channel's images in order,
+// so that the tiles of v are written in increasing order (see winogradInputTiles32).
 func winogradInputs[T float](g convGeom, x, v, padded []T, first, count, stride int) {
 	down, across := g.tiles()
-	rows := make([]T, 4*(2*across+2))
-	winogradPlanes(x, v, padded, [3]int{g.c, g.h, g.w}, 1, 2*across+2, down*across, first, count,
-		func(p, d []T) { winogradInputTiles(p, d, rows, down, across, stride) })
-}
-
-// winogradPlanes copies each plane c of images first..first+count-1 of src, shaped [N, shape...], into padded
-// (rows width long) at row and column offset, and calls transform(padded, dst[c·tiles + i·perImage:]) for
-// image first+i, tiles = count·perImage: the transforms of the input and of the output gradient pad their
-// planes with zeros this way.
-func winogradPlanes[T float](src, dst, padded []T, shape [3]int, offset, width, perImage, first, count int, transform func(padded, dst []T)) {
-	channels, h, w := shape[0], shape[1], shape[2]
-	tiles, hw := count*perImage, h*w
-	for i := 0; i < count; i++ {
-		for c := 0; c < channels; c++ {
-			plane := src[((first+i)*channels+c)*hw : ((first+i)*channels+c+1)*hw]
-			for r := 0; r < h; r++ {
-				copy(padded[(r+offset)*width+offset:], plane[r*w:(r+1)*w])
+	perImage, width, hw := down*across, 2*across+2, g.h*g.w
+	tiles := count * perImage
+	pool := scratchOf[T]()
+	rows := pool.get(max(4*width, vector.WinogradInputScratch(across)))
+	defer pool.put(rows)
+	for c := 0; c < g.c; c++ {
+		for i := 0; i < count; i++ {
+			plane := x[((first+i)*g.c+c)*hw : ((first+i)*g.c+c+1)*hw]
+			for r := 0; r < g.h; r++ {
+				copyRow(padded[(r+1)*width+1:], plane[r*g.w:(r+1)*g.w])
 			}
-			transform(padded, dst[c*tiles+i*perImage:])
+			winogradInputTiles(padded, v[c*tiles+i*perImage:], rows, down, across, stride)
 		}
 	}
 }
 
+// copyRow copies min(len(dst), len(src)) elements of src to dst, as copy does, but element by element for
+// rows of under 16 elements: the planes of the last stages have rows of 4 to 14, for which the call to
+// memmove cost more than the copy (memmove was 5% of a ResNet-18 step's CPU time, 70% of it for the padded
+// planes of winogradInputs).
+func copyRow[T float](dst, src []T) {
+	n := min(len(dst), len(src))
+	if n >= 16 {
+		copy(dst, src)
+		return
+	}
+	dst, src = dst[:n], src[:n]
+	for i, v := range src {
+		dst[i] = v
+	}
+}
+
+// winogradPaddedLen returns the length of the padded plane of winogradInputs for down x across tiles.
+func winogradPaddedLen(down, across int) int { return (2*down+2)*(2*across+2) + 8 }
+
 // winogradInputTiles writes Bᵀ d B of every tile d of one padded plane, point ξ of tile t to v[ξ·stride+t],
 // in two passes per row of tiles: Bᵀ d for all tiles at once, as four whole rows combined from the four
 // padded rows (into rows, scratch of 4·width), then each of these rows times B gives four points of every
-// tile. Each pass is a few slices wide, so that float32 runs it eight tiles at a time (winogradRows,
-// winogradColumns); one pass over all 16 points spilled its slices to the stack and took about twice as long.
+// tile. Each pass is a few slices wide, so that float32 runs it eight tiles at a time (winogradInputTiles32);
+// one pass over all 16 points spilled its slices to the stack and took about twice as long.
 func winogradInputTiles[T float](padded, v, rows []T, down, across, stride int) {
+	if p32, ok := any(padded).([]float32); ok && vector.HasAVX2 {
+		winogradInputTiles32(p32, any(v).([]float32), any(rows).([]float32), down, across, stride)
+		return
+	}
 	width := 2*across + 2
 	a, b, c, e := rows[:width], rows[width:2*width], rows[2*width:3*width], rows[3*width:4*width]
 	for ty := 0; ty < down; ty++ {
@@ -221,18 +263,23 @@ func winogradInputTiles[T float](padded, v, rows []T, down, across, stride int) 
 	}
 }
 
+// winogradInputTiles32 is winogradInputTiles with the AVX2 kernels (vector.WinogradInputPlane), which run
+// on whole groups of 8: each row of tiles is rounded up to a multiple of 8 tiles, so that the small planes
+// of the last stages (2 or 4 tiles across) run vectorised too instead of in scalar loops. The rows of the
+// first pass then read up to 7 elements past a padded row (the next row, or the slack of
+// winogradPaddedLen), and the second pass writes up to 7 tiles past the row of tiles: into the tiles of
+// later rows, images or channels, which winogradInputs writes afterwards, or, past the last channel, into
+// the skew after each point's matrix.
+func winogradInputTiles32(padded, v, rows []float32, down, across, stride int) {
+	vector.WinogradInputPlane(v, stride, padded, rows, down, across)
+}
+
 // winogradRows writes a = r0 - r2, b = r1 + r2, c = r2 - r1, e = r1 - r3: Bᵀ d for a row of tiles spanning the
 // rows r0..r3. All slices have the length of a.
 func winogradRows[T float](a, b, c, e, r0, r1, r2, r3 []T) {
-	n := 0
-	if a32, ok := any(a).([]float32); ok && vector.HasAVX2 && len(a) >= 8 {
-		n = len(a32) &^ 7
-		f := func(s []T) []float32 { return any(s).([]float32)[:n] }
-		vector.WinogradRows(a32[:n], f(b), f(c), f(e), f(r0), f(r1), f(r2), f(r3))
-	}
 	b, c, e = b[:len(a)], c[:len(a)], e[:len(a)]
 	r0, r1, r2, r3 = r0[:len(a)], r1[:len(a)], r2[:len(a)], r3[:len(a)]
-	for j := n; j < len(a); j++ {
+	for j := range a {
 		a[j], b[j], c[j], e[j] = r0[j]-r2[j], r1[j]+r2[j], r2[j]-r1[j], r1[j]-r3[j]
 	}
 }
@@ -240,14 +287,8 @@ func winogradRows[T float](a, b, c, e, r0, r1, r2, r3 []T) {
 // winogradColumns writes row·B for the tiles of one row of Bᵀ d, tile t covering row[2t .. 2t+3]: (a, b, c,
 // d) gives (a-c, b+c, c-b, b-d) in o0[t], o1[t], o2[t], o3[t]. o0..o3 have one length n, row 2n+2 elements.
 func winogradColumns[T float](o0, o1, o2, o3, row []T) {
-	n := 0
-	if r32, ok := any(row).([]float32); ok && vector.HasAVX2 && len(o0) >= 8 {
-		n = len(o0) &^ 7
-		f := func(s []T) []float32 { return any(s).([]float32)[:n] }
-		vector.WinogradColumns(f(o0), f(o1), f(o2), f(o3), r32)
-	}
 	o1, o2, o3 = o1[:len(o0)], o2[:len(o0)], o3[:len(o0)]
-	for tx := n; tx < len(o0); tx++ {
+	for tx := range o0 {
 		q := row[2*tx : 2*tx+4 : 2*tx+4]
 		o0[tx], o1[tx], o2[tx], o3[tx] = q[0]-q[2], q[1]+q[2], q[2]-q[1], q[1]-q[3]
 	}
@@ -261,59 +302,50 @@ func points4[T float](v []T, at, stride, n int) (p0, p1, p2, p3 []T) {
 	return p0, p1[:len(p0)], p2[:len(p0)], p3[:len(p0)]
 }
 
-// winogradOutputs writes images first..first+count-1 of y from the products M[ξ] [O, tiles] in m.
+// winogradOutputs writes images first..first+count-1 of y from the products M[ξ] [O, tiles] in m, one output
+// channel at a time: the output transform of all its tiles in one pass (winogradOutputRows), then a copy of
+// the output rows into y. A pass over all tiles of a channel rather than plane by plane keeps the vector
+// kernel busy on the small planes of the last stages (2x2 tiles at 4x4), where the per-plane calls and
+// slicing took much of the time.
 func winogradOutputs[T float](g convGeom, m, y []T, first, count, stride int) {
 	down, across := g.tiles()
-	tiles := count * down * across
+	perImage := down * across
+	tiles := count * perImage
+	pool := scratchOf[T]()
+	rows := pool.get(4 * tiles)
+	defer pool.put(rows)
+	even, odd := rows[:2*tiles], rows[2*tiles:]
 	p := g.outPlane()
-	sums := make([]T, 8*down*across)
-	for i := 0; i < count; i++ {
-		for o := 0; o < g.o; o++ {
+	for o := 0; o < g.o; o++ {
+		winogradOutputRows(even, odd, m[o*tiles:], stride)
+		for i := 0; i < count; i++ {
 			plane := y[((first+i)*g.o+o)*p : ((first+i)*g.o+o+1)*p]
-			winogradOutputTiles(g, m[o*tiles+i*down*across:], plane, sums, stride)
+			tileRows := [2][]T{even[2*i*perImage : 2*(i+1)*perImage], odd[2*i*perImage : 2*(i+1)*perImage]}
+			for r := 0; r < g.oh; r++ { // output row r is row r%2 of the tiles' row r/2
+				copyRow(plane[r*g.ow:(r+1)*g.ow], tileRows[r%2][r/2*2*across:])
+			}
 		}
 	}
 }
 
-// winogradOutputTiles writes Aᵀ M A of every tile of one output plane, point ξ of tile t read from
-// m[ξ·stride+t]; the parts of the last tiles outside an odd-sized plane are dropped. As in
-// winogradInputTiles, it works in two light passes: Aᵀ M for all tiles of the plane at once, its two rows
-// written to sums (scratch of 8·tiles), then (Aᵀ M) A row by row of the output.
-func winogradOutputTiles[T float](g convGeom, m, plane, sums []T, stride int) {
-	down, across := g.tiles()
-	n := down * across
-	for j := 0; j < 4; j++ {
-		q0, q1, q2, q3 := points4(m, j*stride, 4*stride, n) // column j of the tiles' points
-		s, t := sums[j*n:(j+1)*n], sums[(4+j)*n:(5+j)*n]
-		s, t = s[:len(q0)], t[:len(q0)]
-		for i := range q0 {
-			s[i], t[i] = q0[i]+q1[i]+q2[i], q1[i]-q2[i]-q3[i]
+// winogradOutputRows writes Aᵀ M A of len(even)/2 tiles, point ξ of tile t read from m[ξ·stride+t], output
+// row 0 of tile t to even[2t], even[2t+1] and row 1 to odd[2t], odd[2t+1] (see vector.WinogradOutput): a row
+// of tiles' stretch of even (or odd) is then a row of the output plane, its last element dropped when the
+// plane has an odd width.
+func winogradOutputRows[T float](even, odd, m []T, stride int) {
+	n := 0
+	if e32, ok := any(even).([]float32); ok && vector.HasAVX2 {
+		n = len(even) / 2 &^ 7
+		vector.WinogradOutput(e32[:2*n], any(odd).([]float32)[:2*n], any(m).([]float32), stride)
+	}
+	for t := n; t < len(even)/2; t++ {
+		var s, d [4]T
+		for j := range 4 {
+			m0, m1, m2, m3 := m[j*stride+t], m[(4+j)*stride+t], m[(8+j)*stride+t], m[(12+j)*stride+t]
+			s[j], d[j] = m0+m1+m2, m1-m2-m3
 		}
-	}
-	for ty := 0; ty < down; ty++ {
-		winogradOutputPairs(plane[2*ty*g.ow:(2*ty+1)*g.ow], sums, ty*across, n, across)
-		if 2*ty+1 < g.oh { // the row of tiles does not overhang an odd-sized plane
-			winogradOutputPairs(plane[(2*ty+1)*g.ow:(2*ty+2)*g.ow], sums[4*n:], ty*across, n, across)
-		}
-	}
-}
-
-// winogradOutputPairs writes the output row of across tiles whose row of Aᵀ M is held, column j, at
-// sums[j·n + at ...]: tile tx with row (a, b, c, d) gives (a+b+c, b-c-d) at row[2tx], row[2tx+1], the second
-// dropped past the end of an odd-sized row.
-func winogradOutputPairs[T float](row, sums []T, at, n, across int) {
-	s0, s1, s2, s3 := points4(sums, at, n, across)
-	for tx := range s0 {
-		storePair(row, 2*tx, s0[tx]+s1[tx]+s2[tx], s1[tx]-s2[tx]-s3[tx])
-	}
-}
-
-// storePair writes a to row[c] and b to row[c+1], each only if it lies in row.
-func storePair[T float](row []T, c int, a, b T) {
-	if c+1 < len(row) {
-		row[c], row[c+1] = a, b
-	} else if c < len(row) {
-		row[c] = a
+		even[2*t], even[2*t+1] = s[0]+s[1]+s[2], s[1]-s[2]-s[3]
+		odd[2*t], odd[2*t+1] = d[0]+d[1]+d[2], d[1]-d[2]-d[3]
 	}
 }
 
@@ -324,15 +356,20 @@ func storePair[T float](row []T, c int, a, b T) {
 //
 // summed over the tiles of all images, dy_tile the 2x2 tile of dy[n,o] (zeros past an odd-sized plane) and
 // d_tile the 4x4 tile of x[n,c] it depends on. The sum of each point ξ is one product [O, tiles] · [tiles, C]
-// per chunk. Each goroutine sums its chunks into its own partial sums, added in goroutine order.
+// per chunk. Each goroutine sums its chunks into its own partial sums, added in goroutine order, unless
+// the partial sums, 16·O·C, outweigh a goroutine's transformed tiles (winogradSharedPartial).
 func winogradFilterGrad[T float](g convGeom, x, dy, dw []T) {
 	ch := g.chunkingFor(winogradChunkColumns)
+	if winogradSharedPartial(g, ch) {
+		ch.workers, ch.gemmThreads = 1, ch.workers*ch.gemmThreads
+	}
 	pool := scratchOf[T]()
 	stride := g.o*g.c + winogradSkew
 	partials := make([][]T, ch.workers)
 	for w := range partials {
 		partials[w] = pool.get(winogradPoints * stride)
 	}
+	defer pool.put(partials...)
 	used := make([]bool, ch.workers)
 	parallelRanges(ch.chunks, ch.workers, func(worker, lo, hi int) {
 		winogradFilterGradChunks(g, ch, x, dy, partials[worker], lo, hi)
@@ -344,21 +381,55 @@ func winogradFilterGrad[T float](g convGeom, x, dy, dw []T) {
 			sums = append(sums, p)
 		}
 	}
-	parallelFor(g.o, 8, func(lo, hi int) {
-		var f [winogradPoints]T
-		for i := lo; i < hi; i++ {
-			for j := 0; j < g.c; j++ {
-				clear(f[:])
-				for _, s := range sums {
-					for xi := range f {
-						f[xi] += s[xi*stride+i*g.c+j]
-					}
-				}
-				winogradFilterAdjoint(&f, dw[(i*g.c+j)*9:(i*g.c+j+1)*9])
+	parallelFor(g.o, 8, func(lo, hi int) { winogradFilterAdjoints(sums, dw, lo*g.c, hi*g.c, stride) })
+}
+
+// winogradFilterAdjoints writes dw for the filters first..last-1 (numbered o·C + c) from the partial sums,
+// point ξ of filter k at s[ξ·stride + k]: the partials are added into the first, in goroutine order, then
+// Gᵀ f G gives each filter's gradient, for float32 8 filters at a time (vector.WinogradFilterAdjoint, into
+// scratch laid out by element, then interleaved into dw).
+func winogradFilterAdjoints[T float](sums [][]T, dw []T, first, last, stride int) {
+	p := sums[0]
+	for _, s := range sums[1:] {
+		for xi := range winogradPoints {
+			at := xi * stride
+			addTo(p[at+first:at+last], s[at+first:at+last])
+		}
+	}
+	if p32, ok := any(p).([]float32); ok && vector.HasAVX2 && last-first >= 8 {
+		n := (last - first) &^ 7
+		pool := scratchOf[float32]()
+		d := pool.get(9 * n)
+		vector.WinogradFilterAdjoint(d, p32[first:], stride)
+		dw32 := any(dw).([]float32)[9*first : 9*(first+n)]
+		for e := range 9 {
+			for k, v := range d[e*n : (e+1)*n] {
+				dw32[9*k+e] = v
 			}
 		}
-	})
-	pool.put(partials...)
+		pool.put(d)
+		first += n
+	}
+	var f [winogradPoints]T
+	for k := first; k < last; k++ {
+		for xi := range f {
+			f[xi] = p[xi*stride+k]
+		}
+		winogradFilterAdjoint(&f, dw[k*9:(k+1)*9])
+	}
+}
+
+// winogradSharedPartial reports whether the filter gradient of g is better summed into one partial sum by
+// one goroutine whose matrix products use all threads: when a goroutine's partial sums, 16·O·C, are at
+// least twice its transformed tiles, 16·(O+C)·tiles (ResNet-18's 512-channel stage at 4x4), one partial per
+// goroutine would be the largest of the convolution's buffers and raise the peak memory of a training step
+// by 16 MB per goroutine, and the products are large enough for the BLAS to split well (BenchmarkConv2d3x3:
+// 51 -> 46 CPU-ms at 512 channels, 4x4, batch 64). With thinner products the serial transforms cost more
+// than the memory is worth: at 256 channels, 14x14, batch 16 (ratio 1.3) one goroutine took 24 instead of 16
+// ms.
+func winogradSharedPartial(g convGeom, ch convChunks) bool {
+	down, across := g.tiles()
+	return ch.workers > 1 && g.o*g.c >= 2*(g.o+g.c)*ch.images*down*across
 }
 
 // winogradFilterGradChunks writes to partial the sums over chunks lo..hi-1 of the products
@@ -369,17 +440,16 @@ func winogradFilterGradChunks[T float](g convGeom, ch convChunks, x, dy, partial
 	most := ch.images * perImage
 	pool := scratchOf[T]()
 	v, m := pool.get(winogradPoints*(g.c*most+winogradSkew)), pool.get(winogradPoints*(g.o*most+winogradSkew))
-	padded, paddedDy := pool.get((2*down+2)*(2*across+2)), pool.get(4*down*across)
-	defer pool.put(v, m, padded, paddedDy)
+	padded := pool.get(winogradPaddedLen(down, across))
+	defer pool.put(v, m, padded)
 	clear(padded)
-	clear(paddedDy)
 	stride := g.o*g.c + winogradSkew
 	for i := lo; i < hi; i++ {
 		first, count := ch.span(g, i)
 		tiles := count * perImage
 		vs, ms := g.c*tiles+winogradSkew, g.o*tiles+winogradSkew
 		winogradInputs(g, x, v, padded, first, count, vs)
-		winogradOutputGrads(g, dy, m, paddedDy, first, count, ms)
+		winogradOutputGrads(g, dy, m, first, count, ms)
 		var beta T
 		if i > lo {
 			beta = 1
@@ -393,35 +463,44 @@ func winogradFilterGradChunks[T float](g convGeom, ch convChunks, x, dy, partial
 
 // winogradOutputGrads writes A dy Aᵀ, the adjoint of the output transform, of every 2x2 tile of dy of images
 // first..first+count-1 to m, point ξ of tile t of output channel o at m[ξ·stride + o·tiles + t], tiles
-// numbered as in winogradInputs. Each plane is first copied into padded, whose part past the plane (a row
-// and a column for odd sizes) the caller has zeroed; the copies write only its top-left H'xW' corner.
-func winogradOutputGrads[T float](g convGeom, dy, m, padded []T, first, count, stride int) {
+// numbered as in winogradInputs. As winogradOutputs, it works a channel at a time: the rows of its planes
+// are copied into the layout of winogradOutputRows (zeros past an odd-sized plane), then transformed in one
+// pass (winogradOutputGradRows).
+func winogradOutputGrads[T float](g convGeom, dy, m []T, first, count, stride int) {
 	down, across := g.tiles()
-	rows := make([]T, 3*2*across)
-	winogradPlanes(dy, m, padded, [3]int{g.o, g.oh, g.ow}, 0, 2*across, down*across, first, count,
-		func(p, d []T) { winogradOutputGradTiles(p, d, rows, down, across, stride) })
+	perImage := down * across
+	tiles := count * perImage
+	pool := scratchOf[T]()
+	rows := pool.get(4 * tiles)
+	defer pool.put(rows)
+	clear(rows) // the parts past an odd-sized plane stay zero
+	even, odd := rows[:2*tiles], rows[2*tiles:]
+	p := g.outPlane()
+	for o := 0; o < g.o; o++ {
+		for i := 0; i < count; i++ {
+			plane := dy[((first+i)*g.o+o)*p : ((first+i)*g.o+o+1)*p]
+			tileRows := [2][]T{even[2*i*perImage : 2*(i+1)*perImage], odd[2*i*perImage : 2*(i+1)*perImage]}
+			for r := 0; r < g.oh; r++ {
+				copyRow(tileRows[r%2][r/2*2*across:], plane[r*g.ow:(r+1)*g.ow])
+			}
+		}
+		winogradOutputGradRows(m[o*tiles:], stride, even, odd)
+	}
 }
 
-// winogradOutputGradTiles writes A t Aᵀ of every 2x2 tile t of one padded plane of dy, point ξ of tile k to
-// m[ξ·stride+k], in two passes per row of tiles as winogradInputTiles: A t for all tiles at once, the rows
-// r0, r0+r1, r0-r1 and -r1 of the two dy rows (the last three into rows, scratch of 3·width), then each row
-// (a, b) of a tile times Aᵀ is (a, a+b, a-b, -b).
-func winogradOutputGradTiles[T float](padded, m, rows []T, down, across, stride int) {
-	width := 2 * across
-	sum, diff, neg := rows[:width], rows[width:2*width], rows[2*width:3*width]
-	for ty := 0; ty < down; ty++ {
-		r0, r1 := padded[2*ty*width:(2*ty+1)*width], padded[(2*ty+1)*width:(2*ty+2)*width]
-		r1, diff, neg = r1[:len(r0)], diff[:len(r0)], neg[:len(r0)]
-		sum = sum[:len(r0)]
-		for j := range r0 {
-			sum[j], diff[j], neg[j] = r0[j]+r1[j], r0[j]-r1[j], -r1[j]
-		}
-		for k, row := range [4][]T{r0, sum, diff, neg} {
-			o0, o1, o2, o3 := points4(m, 4*k*stride+ty*across, stride, across)
-			for tx := range o0 {
-				q := row[2*tx : 2*tx+2 : 2*tx+2]
-				o0[tx], o1[tx], o2[tx], o3[tx] = q[0], q[0]+q[1], q[0]-q[1], -q[1]
-			}
+// winogradOutputGradRows writes A t Aᵀ of the len(even)/2 tiles t = (a b / c d), (a, b) read from even[2t],
+// even[2t+1] and (c, d) from odd, point ξ of tile t to m[ξ·stride+t] (see vector.WinogradOutputGrad).
+func winogradOutputGradRows[T float](m []T, stride int, even, odd []T) {
+	n := 0
+	if e32, ok := any(even).([]float32); ok && vector.HasAVX2 {
+		n = len(even) / 2 &^ 7
+		vector.WinogradOutputGrad(any(m).([]float32), stride, e32[:2*n], any(odd).([]float32)[:2*n])
+	}
+	for t := n; t < len(even)/2; t++ {
+		a, b, c, d := even[2*t], even[2*t+1], odd[2*t], odd[2*t+1]
+		for r, row := range [4][2]T{{a, b}, {a + c, b + d}, {a - c, b - d}, {-c, -d}} {
+			x, y := row[0], row[1]
+			m[4*r*stride+t], m[(4*r+1)*stride+t], m[(4*r+2)*stride+t], m[(4*r+3)*stride+t] = x, x+y, x-y, -y
 		}
 	}
 }
