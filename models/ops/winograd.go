@@ -308,13 +308,8 @@ func points4[T float](v []T, at, stride, n int) (p0, p1, p2, p3 []T) {
 // kernel busy on the small planes of the last stages (2x2 tiles at 4x4), where the per-plane calls and
 // slicing took much of the time.
 func winogradOutputs[T float](g convGeom, m, y []T, first, count, stride int) {
-	down, across := g.tiles()
-	perImage := down * across
-	tiles := count * perImage
-	pool := scratchOf[T]()
-	rows := pool.get(4 * tiles)
-	defer pool.put(rows)
-	even, odd := rows[:2*tiles], rows[2*tiles:]
+	rows, even, odd, tiles, perImage, across := outputTileRows[T](g, count)
+	defer scratchOf[T]().put(rows)
 	p := g.outPlane()
 	for o := 0; o < g.o; o++ {
 		winogradOutputRows(even, odd, m[o*tiles:], stride)
@@ -326,6 +321,17 @@ func winogradOutputs[T float](g convGeom, m, y []T, first, count, stride int) {
 			}
 		}
 	}
+}
+
+// outputTileRows takes from the scratch pool the even and odd tile rows of a chunk of count images, the
+// layout of winogradOutputRows, and returns them with the chunk's tiles, its tiles per image and per row
+// of a plane; the caller puts rows back.
+func outputTileRows[T float](g convGeom, count int) (rows, even, odd []T, tiles, perImage, across int) {
+	down, across := g.tiles()
+	perImage = down * across
+	tiles = count * perImage
+	rows = scratchOf[T]().get(4 * tiles)
+	return rows, rows[:2*tiles], rows[2*tiles:], tiles, perImage, across
 }
 
 // winogradOutputRows writes Aᵀ M A of len(even)/2 tiles, point ξ of tile t read from m[ξ·stride+t], output
@@ -467,14 +473,9 @@ func winogradFilterGradChunks[T float](g convGeom, ch convChunks, x, dy, partial
 // are copied into the layout of winogradOutputRows (zeros past an odd-sized plane), then transformed in one
 // pass (winogradOutputGradRows).
 func winogradOutputGrads[T float](g convGeom, dy, m []T, first, count, stride int) {
-	down, across := g.tiles()
-	perImage := down * across
-	tiles := count * perImage
-	pool := scratchOf[T]()
-	rows := pool.get(4 * tiles)
-	defer pool.put(rows)
+	rows, even, odd, tiles, perImage, across := outputTileRows[T](g, count)
+	defer scratchOf[T]().put(rows)
 	clear(rows) // the parts past an odd-sized plane stay zero
-	even, odd := rows[:2*tiles], rows[2*tiles:]
 	p := g.outPlane()
 	for o := 0; o < g.o; o++ {
 		for i := 0; i < count; i++ {
