@@ -51,7 +51,7 @@ type addOp struct {
 
 // UsePreallocDo writes over a when dest is a itself, else as Do.
 func (op *addOp) UsePreallocDo(dest G.Value, vals ...G.Value) (G.Value, error) {
-	return op.do(inPlaceDest(dest, vals), vals...)
+	return op.do(op.isDest(dest, vals), vals...)
 }
 
 // UnsafeDo writes the result over a.

@@ -120,7 +120,7 @@ func (op *bnOp) String() string {
 func (op *bnOp) DiffWRT(int) []bool { return []bool{true, true, true} }
 
 func (op *bnOp) SymDiff(in G.Nodes, output, grad *G.Node) (G.Nodes, error) {
-	gop := &bnGradOp{fwd: op}
+	gop := &bnGradOp{inPlaceOp: inPlaceOp{overwrite: grad.Op() != nil, input: 3}, fwd: op}
 	dx, err := G.ApplyOp(gop, in[0], in[1], output, grad)
 	if err != nil {
 		return nil, err
@@ -138,7 +138,7 @@ func (op *bnOp) SymDiff(in G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 
 // UsePreallocDo normalises x in place when dest is x itself, else as Do.
 func (op *bnOp) UsePreallocDo(dest G.Value, vals ...G.Value) (G.Value, error) {
-	return op.do(inPlaceDest(dest, vals), vals...)
+	return op.do(op.isDest(dest, vals), vals...)
 }
 
 // Do normalises x into the op's own output buffer.
@@ -240,7 +240,7 @@ func bnForward[T float](op *bnOp, x, gamma, beta, y []T) {
 //	dx = γ/σ · (g - dβ/M - x̂·dγ/M)     (training)
 //	dx = γ/σ · g                        (evaluation)
 type bnGradOp struct {
-	plainOp
+	inPlaceOp
 	fwd           *bnOp
 	dgamma, dbeta []float64
 	out           buffer
@@ -258,7 +258,20 @@ func (op *bnGradOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
 func (op *bnGradOp) Hashcode() uint32      { return hashOf(op) }
 func (op *bnGradOp) String() string        { return fmt.Sprintf("BatchNormGrad#%d", op.fwd.serial) }
 
-func (op *bnGradOp) Do(vals ...G.Value) (G.Value, error) {
+// UsePreallocDo writes dx over dy when dest is dy itself, else as Do.
+func (op *bnGradOp) UsePreallocDo(dest G.Value, vals ...G.Value) (G.Value, error) {
+	return op.do(op.isDest(dest, vals), vals...)
+}
+
+// UnsafeDo writes dx over dy.
+func (op *bnGradOp) UnsafeDo(vals ...G.Value) (G.Value, error) { return op.do(true, vals...) }
+
+// Do writes dx into the op's own buffer.
+func (op *bnGradOp) Do(vals ...G.Value) (G.Value, error) { return op.do(false, vals...) }
+
+// do computes dx; with inPlace it writes dx over dy, which bnBackward allows: each channel's sums are taken
+// before its dx is written, and every write reads only the same element of dy.
+func (op *bnGradOp) do(inPlace bool, vals ...G.Value) (G.Value, error) {
 	f := op.fwd
 	x, ok := vals[0].(*tensor.Dense)
 	if !ok {
@@ -276,7 +289,10 @@ func (op *bnGradOp) Do(vals ...G.Value) (G.Value, error) {
 	if op.dgamma == nil {
 		op.dgamma, op.dbeta = make([]float64, f.c), make([]float64, f.c)
 	}
-	dx := op.out.get(dt, x.Shape()...)
+	dx := in[3]
+	if !inPlace {
+		dx = op.out.get(dt, x.Shape()...)
+	}
 	switch dt {
 	case tensor.Float32:
 		bnBackward(op, in[0].Float32s(), in[1].Float32s(), in[2].Float32s(), in[3].Float32s(), dx.Float32s())

@@ -69,24 +69,31 @@ func (plainOp) ReturnsPtr() bool     { return false }
 func (plainOp) CallsExtern() bool    { return false }
 func (plainOp) OverwritesInput() int { return -1 }
 
-// inPlaceOp holds the Op methods of the ops that may write their result over input 0 (batch norm, Add,
-// AddReLU). With overwrite set (never for a leaf input, a value the caller binds), OverwritesInput names input
-// 0 and ReturnsPtr is true, the only case in which gorgonia's register allocator considers it: when nothing
-// reads input 0 after the op (the forward pass of frozen layers, evaluation graphs), the op gets its register,
-// and the tape machine calls the op's UsePreallocDo (or UnsafeDo) with input 0 as destination.
-type inPlaceOp struct{ overwrite bool }
+// inPlaceOp holds the Op methods of the ops that may write their result over one of their inputs: input 0 for
+// batch norm, Add and AddReLU, the incoming gradient for the ReLU and batch-norm gradients. With overwrite set
+// (never for a leaf input, a value the caller binds), OverwritesInput names that input and ReturnsPtr is true,
+// the only case in which gorgonia's register allocator considers it: when nothing reads the input after the
+// op (the forward pass of frozen layers, evaluation graphs, and in training most gradients, which one op
+// consumes), the op gets its register, and the tape machine calls the op's UsePreallocDo (or UnsafeDo) with
+// that input as destination. A backward pass then does not keep a buffer per gradient op from step to step.
+type inPlaceOp struct {
+	overwrite bool
+	input     int
+}
 
 func (op inPlaceOp) ReturnsPtr() bool { return op.overwrite }
 func (inPlaceOp) CallsExtern() bool   { return false }
 func (op inPlaceOp) OverwritesInput() int {
 	if op.overwrite {
-		return 0
+		return op.input
 	}
 	return -1
 }
 
-// inPlaceDest reports whether the destination gorgonia passes to UsePreallocDo is input 0 itself.
-func inPlaceDest(dest G.Value, vals []G.Value) bool { return len(vals) > 0 && dest == vals[0] }
+// isDest reports whether the destination gorgonia passes to UsePreallocDo is the overwritable input itself.
+func (op inPlaceOp) isDest(dest G.Value, vals []G.Value) bool {
+	return len(vals) > op.input && dest == vals[op.input]
+}
 
 // hashOf hashes an op by its String, which names the op instance.
 func hashOf(op fmt.Stringer) uint32 {

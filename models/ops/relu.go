@@ -39,7 +39,7 @@ func (op *reluOp) String() string        { return fmt.Sprintf("ReLU%v", op.shape
 
 func (op *reluOp) DiffWRT(int) []bool { return []bool{true} }
 func (op *reluOp) SymDiff(_ G.Nodes, output, grad *G.Node) (G.Nodes, error) {
-	dx, err := G.ApplyOp(&reluGradOp{shape: op.shape}, output, grad)
+	dx, err := G.ApplyOp(&reluGradOp{inPlaceOp: inPlaceOp{overwrite: grad.Op() != nil, input: 1}, shape: op.shape}, output, grad)
 	if err != nil {
 		return nil, err
 	}
@@ -69,12 +69,21 @@ func relu[T float](x, y []T) {
 	})
 }
 
-// reluGradOp computes dx = dy where y > 0, else 0, from the forward output y and dy.
+// reluGradOp computes dx = dy where y > 0, else 0, from the forward output y and dy, into its own buffer or
+// over dy when gorgonia finds nothing reads dy later (inPlaceOp).
 type reluGradOp struct {
-	plainOp
+	inPlaceOp
 	shape tensor.Shape
 	out   buffer
 }
+
+// UsePreallocDo writes over dy when dest is dy itself, else as Do.
+func (op *reluGradOp) UsePreallocDo(dest G.Value, vals ...G.Value) (G.Value, error) {
+	return op.do(op.isDest(dest, vals), vals...)
+}
+
+// UnsafeDo writes the result over dy.
+func (op *reluGradOp) UnsafeDo(vals ...G.Value) (G.Value, error) { return op.do(true, vals...) }
 
 func (op *reluGradOp) Arity() int { return 2 }
 func (op *reluGradOp) Type() hm.Type {
@@ -88,7 +97,10 @@ func (op *reluGradOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
 func (op *reluGradOp) Hashcode() uint32      { return hashOf(op) }
 func (op *reluGradOp) String() string        { return fmt.Sprintf("ReLUGrad%v", op.shape) }
 
-func (op *reluGradOp) Do(vals ...G.Value) (G.Value, error) {
+// Do writes dx into the op's own buffer.
+func (op *reluGradOp) Do(vals ...G.Value) (G.Value, error) { return op.do(false, vals...) }
+
+func (op *reluGradOp) do(inPlace bool, vals ...G.Value) (G.Value, error) {
 	y, err := denseOf("relu gradient", 0, vals[0], vals[0].Dtype(), op.shape)
 	if err != nil {
 		return nil, err
@@ -97,7 +109,10 @@ func (op *reluGradOp) Do(vals ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	dx := op.out.get(y.Dtype(), op.shape...)
+	dx := dy
+	if !inPlace {
+		dx = op.out.get(y.Dtype(), op.shape...)
+	}
 	switch y.Dtype() {
 	case tensor.Float32:
 		reluGrad(y.Float32s(), dy.Float32s(), dx.Float32s())
