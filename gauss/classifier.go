@@ -380,7 +380,7 @@ func (c *Classifier) checkAllowed(allowed []int) {
 // but not nil, holds an index outside [0, K), or len(z) != n*S.
 func (c *Classifier) Predict(z []float32, n int, allowed []int) []int {
 	c.checkAllowed(allowed)
-	return c.PredictScores(c.Scores(z, n), n, allowed)
+	return c.nearest(c.Scores(z, n), n, allowed)
 }
 
 // PredictScores is Predict on scores already computed: [n, K] row-major as
@@ -392,6 +392,12 @@ func (c *Classifier) PredictScores(scores []float32, n int, allowed []int) []int
 	if n < 0 || len(scores) != n*c.k {
 		panic(fmt.Sprintf("gauss: predict: %d scores for %d rows of %d classes", len(scores), n, c.k))
 	}
+	return c.nearest(scores, n, allowed)
+}
+
+// nearest returns the class of smallest score among allowed in each of the n rows of scores, checked by
+// the caller.
+func (c *Classifier) nearest(scores []float32, n int, allowed []int) []int {
 	pred := make([]int, n)
 	for i := range n {
 		row := scores[i*c.k : (i+1)*c.k]

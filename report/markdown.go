@@ -328,7 +328,7 @@ func runTotals(runs []*Run) (stages, wall float64, unmeasured int) {
 	for _, r := range runs {
 		own := r.StageSeconds()
 		for _, t := range r.Summary.Reports {
-			if t.TrainedIn != "" && listed[filepath.Base(filepath.Clean(t.TrainedIn))] {
+			if t.TrainedIn != "" && listed[runName(t.TrainedIn)] {
 				own -= stageSeconds(t)
 			}
 		}

@@ -64,8 +64,11 @@ func (r *Run) FirstTaskFrom() string {
 	if len(r.Summary.Reports) == 0 || r.Summary.Reports[0].TrainedIn == "" {
 		return ""
 	}
-	return filepath.Base(filepath.Clean(r.Summary.Reports[0].TrainedIn))
+	return runName(r.Summary.Reports[0].TrainedIn)
 }
+
+// runName is the base name of the run directory dir, as a report names runs.
+func runName(dir string) string { return filepath.Base(filepath.Clean(dir)) }
 
 // RescoredFrom is the base name of the run this run took every completed
 // task from, evaluating each again with its own classifier (train.Rescore,
@@ -83,7 +86,7 @@ func (r *Run) RescoredFrom() string {
 			return ""
 		}
 	}
-	return filepath.Base(filepath.Clean(reps[len(reps)-1].TrainedIn))
+	return runName(reps[len(reps)-1].TrainedIn)
 }
 
 // StageSeconds is the time the run's completed tasks spent in Stage I,
@@ -122,7 +125,7 @@ func (r *Run) HasDrift() bool {
 // an error wrapping fs.ErrNotExist. Corrupt or inconsistent files give
 // errors wrapping ErrInvalidRun that name the file.
 func LoadRun(dir string) (*Run, error) {
-	r := &Run{Dir: dir, Name: filepath.Base(filepath.Clean(dir))}
+	r := &Run{Dir: dir, Name: runName(dir)}
 	if err := readConfig(filepath.Join(dir, "config.yaml"), &r.Config); err != nil {
 		return nil, err
 	}

@@ -61,7 +61,7 @@ func Rescore(src string, cfg config.Config, dir string, opts Options) (*Run, err
 	}
 	r.log.printf("run %s: %s on %s, %d tasks, seed %d, tasks 1-%d taken from %s and evaluated again with this run's classifier",
 		dir, cfg.Method, cfg.Data.Kind, len(r.stream.Tasks), cfg.Seed, last.Completed, src)
-	if err := r.rescoreTasks(src, cfg, last); err != nil {
+	if err := r.rescoreTasks(src, last); err != nil {
 		return nil, fmt.Errorf("rescore %s: %w", src, err)
 	}
 	// As in Fork, config.yaml comes after the checkpoints: it marks a run
@@ -75,10 +75,10 @@ func Rescore(src string, cfg config.Config, dir string, opts Options) (*Run, err
 // rescoreTasks evaluates tasks 1..last.Completed of src again, each from
 // src's checkpoint after it, and writes this run's checkpoints; r.state
 // ends as the last one.
-func (r *Run) rescoreTasks(src string, cfg config.Config, last *State) error {
+func (r *Run) rescoreTasks(src string, last *State) error {
 	reports := slices.Clone(last.Reports)
 	for t := range last.Completed {
-		st, err := LoadCheckpoint(checkpointDir(src, t+1), cfg)
+		st, err := LoadCheckpoint(checkpointDir(src, t+1), r.cfg)
 		if err != nil {
 			return err
 		}
