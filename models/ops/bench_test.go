@@ -109,10 +109,16 @@ func BenchmarkMaxPool2(b *testing.B) {
 	const planes, h, w = 128 * 32, 28, 28
 	x, dy := benchData(planes*h*w), benchData(planes*h*w/4)
 	y, dx, argmax := make([]float32, len(dy)), make([]float32, len(x)), make([]uint8, len(dy))
-	for b.Loop() {
-		maxPool2(x, y, argmax, h, w)
-		maxPool2Grad(dy, dx, argmax, h, w)
-	}
+	b.Run("forward", func(b *testing.B) {
+		for b.Loop() {
+			maxPool2(x, y, argmax, h, w)
+		}
+	})
+	b.Run("backward", func(b *testing.B) {
+		for b.Loop() {
+			maxPool2Grad(dy, dx, argmax, h, w)
+		}
+	})
 }
 
 // BenchmarkConv2d3x3 compares the im2col and Winograd paths of the forward convolution and of both

@@ -5,6 +5,7 @@ import (
 	"hash"
 	"math"
 
+	"github.com/bicyc/bicyc/models/ops/internal/vector"
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -135,12 +136,23 @@ func maxPool2Float32(x, y []float32, argmax []uint8, w int) {
 	}
 }
 
-// maxPoolRowPair pools the 2x2 windows of the rows top and bottom into y and argmax without a branch: the
+// maxPoolRowPair pools the 2x2 windows of the rows top and bottom into y and argmax: with the assembly kernel
+// vector.MaxPoolRowPair where the processor runs it and the row has at least four windows, otherwise with
+// maxPoolRowPairScalar. Both order values by orderedKey, so they give the same results bit for bit.
+func maxPoolRowPair(top, bottom, y []float32, argmax []uint8) {
+	if vector.HasAVX2 && len(y) >= 4 {
+		vector.MaxPoolRowPair(y, argmax, top, bottom)
+		return
+	}
+	maxPoolRowPairScalar(top, bottom, y, argmax)
+}
+
+// maxPoolRowPairScalar pools the 2x2 windows of the rows top and bottom into y and argmax without a branch: the
 // winners of random data (and of ReLU outputs, often tied at 0) are unpredictable, and a mispredicted branch
 // per window made the loop three times slower. Values are compared as orderedKeys, whose maxima compile to
 // conditional moves, and the winner's position comes from the signs of key differences (int64, so that they
 // cannot overflow). Ties go to the first position in row-major order.
-func maxPoolRowPair(top, bottom, y []float32, argmax []uint8) {
+func maxPoolRowPairScalar(top, bottom, y []float32, argmax []uint8) {
 	top, bottom, argmax = top[:2*len(y)], bottom[:2*len(y)], argmax[:len(y)]
 	for j := range y {
 		t, b := top[2*j:2*j+2:2*j+2], bottom[2*j:2*j+2:2*j+2]
@@ -194,10 +206,22 @@ func (op *maxPoolGradOp) Do(vals ...G.Value) (G.Value, error) {
 	return dx, nil
 }
 
+// maxPool2Grad writes every element of dx: the output gradient at each window's recorded position, zero
+// elsewhere. float32 rows of at least four windows go through the assembly kernel vector.MaxPoolGradRowPair
+// where the processor runs it, which writes whole rows and so needs no clearing pass first.
 func maxPool2Grad[T float](dy, dx []T, argmax []uint8, h, w int) {
 	oh, ow := h/2, w/2
 	planes := len(dx) / (h * w)
+	dy32, isFloat32 := any(dy).([]float32)
 	parallelFor(planes, 1+8192/(h*w), func(lo, hi int) {
+		if isFloat32 && vector.HasAVX2 && ow >= 4 {
+			dx32 := any(dx).([]float32)
+			for r := lo * oh; r < hi*oh; r++ {
+				rows := dx32[2*r*w : 2*(r+1)*w]
+				vector.MaxPoolGradRowPair(rows[:w], rows[w:], dy32[r*ow:(r+1)*ow], argmax[r*ow:(r+1)*ow])
+			}
+			return
+		}
 		clear(dx[lo*h*w : hi*h*w])
 		for pl := lo; pl < hi; pl++ {
 			g := dy[pl*oh*ow : (pl+1)*oh*ow]

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/bicyc/bicyc/models/ops/internal/vector"
+
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -99,6 +101,58 @@ func TestOrderedKeyKeepsOrder(t *testing.T) {
 	for i := 1; i < len(ascending); i++ {
 		if a, b := orderedKey(ascending[i-1]), orderedKey(ascending[i]); a >= b {
 			t.Errorf("case %d: key(%g) = %d, not below key(%g) = %d", i, ascending[i-1], a, ascending[i], b)
+		}
+	}
+}
+
+// TestMaxPool2KernelsMatchScalar checks the float32 paths that use the assembly kernels against the scalar
+// ones on widths below, at and above the kernels' four-window minimum and values full of ties, signed zeros,
+// infinities and NaNs: the forward pass bit for bit against maxPoolRowPairScalar, the gradient against the
+// float64 path given the same argmax.
+func TestMaxPool2KernelsMatchScalar(t *testing.T) {
+	if !vector.HasAVX2 {
+		t.Skip("no AVX2 and FMA")
+	}
+	special := []float32{0, float32(math.Copysign(0, -1)), 1, -2, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), -float32(math.NaN())}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, w := range []int{2, 4, 6, 8, 14, 16, 18, 28, 30} {
+		const planes, h = 3, 4
+		x := make([]float32, planes*h*w)
+		for i := range x {
+			if x[i] = float32(rng.NormFloat64()); rng.IntN(2) == 0 {
+				x[i] = special[rng.IntN(len(special))]
+			}
+		}
+		n := len(x) / 4
+		y, argmax := make([]float32, n), make([]uint8, n)
+		maxPool2(x, y, argmax, h, w)
+		wantY, wantArg := make([]float32, n), make([]uint8, n)
+		for r := range planes * h / 2 {
+			ow := w / 2
+			maxPoolRowPairScalar(x[2*r*w:(2*r+1)*w], x[(2*r+1)*w:(2*r+2)*w], wantY[r*ow:(r+1)*ow], wantArg[r*ow:(r+1)*ow])
+		}
+		for j := range y {
+			if math.Float32bits(y[j]) != math.Float32bits(wantY[j]) || argmax[j] != wantArg[j] {
+				t.Fatalf("width %d, window %d: %v at %d, scalar path %v at %d", w, j, y[j], argmax[j], wantY[j], wantArg[j])
+			}
+		}
+		dy := make([]float32, n)
+		dy64 := make([]float64, n)
+		for j := range dy {
+			dy[j] = special[rng.IntN(len(special)-2)] + float32(rng.NormFloat64())
+			dy64[j] = float64(dy[j])
+		}
+		dx := make([]float32, len(x))
+		for i := range dx {
+			dx[i] = float32(math.NaN()) // stale values: every element must be written
+		}
+		dx64 := make([]float64, len(x))
+		maxPool2Grad(dy, dx, argmax, h, w)
+		maxPool2Grad(dy64, dx64, argmax, h, w)
+		for i := range dx {
+			if float64(dx[i]) != dx64[i] || math.Signbit(float64(dx[i])) != math.Signbit(dx64[i]) {
+				t.Fatalf("width %d: gradient %d is %v, float64 path %v", w, i, dx[i], dx64[i])
+			}
 		}
 	}
 }
