@@ -130,7 +130,7 @@ func BenchmarkConv2d3x3(b *testing.B) {
 	for _, s := range []struct{ n, c, o, side int }{
 		{64, 8, 8, 32}, {64, 16, 16, 32}, {64, 32, 32, 32}, {64, 64, 64, 32}, {64, 128, 128, 16}, {64, 256, 256, 8},
 		{64, 512, 512, 4}, {16, 64, 64, 56}, {16, 128, 128, 28}, {16, 256, 256, 14}, {16, 512, 512, 7},
-		{128, 32, 64, 14}, {128, 64, 128, 7},
+		{128, 1, 32, 28}, {128, 32, 64, 14}, {128, 64, 128, 7}, {64, 3, 64, 32}, {64, 4, 4, 32},
 	} {
 		g := convGeom{n: s.n, c: s.c, h: s.side, w: s.side, o: s.o, k: 3, stride: 1, pad: 1, oh: s.side, ow: s.side}
 		x, w, dy := benchData(g.n*g.c*g.inPlane()), benchData(g.o*g.patch()), benchData(g.n*g.o*g.outPlane())

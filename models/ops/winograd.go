@@ -35,10 +35,13 @@ const winogradSkew = 32
 
 // winogradMinChannels is the fewest input and output channels for which a 3x3 convolution uses Winograd:
 // with fewer, the products are too thin for the BLAS to run fast and the transforms, whose cost per channel
-// does not shrink, outweigh the saved multiplications (BenchmarkConv2d3x3 at 32x32, batch 64, on the loaded
-// shared machine: 16 channels 20-50% more CPU time, 32 channels from 10% more to 20% less depending on the
-// run; 64 channels 20-40% less on the idle machine).
-var winogradMinChannels = 64
+// does not shrink, outweigh the saved multiplications. BenchmarkConv2d3x3 on the idle machine, with the
+// vectorised transforms, CPU time of im2col -> Winograd per pass (forward, input gradient, filter gradient):
+// 4 channels at 32x32 batch 64 0.52/0.78/0.53 -> 0.74/0.69/0.66 ms (slower), 8 channels 1.38/1.92/1.31 ->
+// 1.20/1.20/1.14, 16 channels 6.6/7.1/6.0 -> 2.9/3.0/3.5, 32 channels 24/21/20 -> 9.5/8.4/9.1, and the
+// default backbone's 32 -> 64 channels at 14x14 batch 128 14/15/15 -> 8.3/8.2/8.4. Convolutions with 1 or 3
+// input channels (the first layers) stay on im2col, where Winograd was 1.4-5 times slower.
+var winogradMinChannels = 8
 
 // winogradChunkColumns is the number of output positions a chunk of images aims for in a Winograd
 // convolution: 128 tiles, so that at 64 channels a chunk's transformed inputs and products, 512 KB each, stay

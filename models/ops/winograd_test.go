@@ -145,11 +145,14 @@ func TestWinogradChoice(t *testing.T) {
 		{convGeom{c: 64, o: 64, k: 3, stride: 1, pad: 1, oh: 32, ow: 32}, true},
 		{convGeom{c: 64, o: 64, k: 3, stride: 1, pad: 1, oh: 56, ow: 56}, true},
 		{convGeom{c: 512, o: 512, k: 3, stride: 1, pad: 1, oh: 4, ow: 4}, true},
-		{convGeom{c: 512, o: 512, k: 3, stride: 1, pad: 1, oh: 7, ow: 7}, true},  // saves 1.72 times
-		{convGeom{c: 64, o: 64, k: 3, stride: 1, pad: 1, oh: 27, ow: 27}, true},  // saves 2.09 times
-		{convGeom{c: 64, o: 128, k: 3, stride: 1, pad: 1, oh: 7, ow: 7}, true},   // default backbone, conv3
-		{convGeom{c: 64, o: 64, k: 3, stride: 1, pad: 1, oh: 5, ow: 5}, false},   // saves 1.56 times
-		{convGeom{c: 32, o: 64, k: 3, stride: 1, pad: 1, oh: 14, ow: 14}, false}, // default backbone, conv2
+		{convGeom{c: 512, o: 512, k: 3, stride: 1, pad: 1, oh: 7, ow: 7}, true}, // saves 1.72 times
+		{convGeom{c: 64, o: 64, k: 3, stride: 1, pad: 1, oh: 27, ow: 27}, true}, // saves 2.09 times
+		{convGeom{c: 64, o: 128, k: 3, stride: 1, pad: 1, oh: 7, ow: 7}, true},  // default backbone, conv3
+		{convGeom{c: 64, o: 64, k: 3, stride: 1, pad: 1, oh: 5, ow: 5}, false},  // saves 1.56 times
+		{convGeom{c: 32, o: 64, k: 3, stride: 1, pad: 1, oh: 14, ow: 14}, true}, // default backbone, conv2
+		{convGeom{c: 8, o: 8, k: 3, stride: 1, pad: 1, oh: 32, ow: 32}, true},
+		{convGeom{c: 4, o: 4, k: 3, stride: 1, pad: 1, oh: 32, ow: 32}, false},
+		{convGeom{c: 1, o: 32, k: 3, stride: 1, pad: 1, oh: 28, ow: 28}, false}, // default backbone, conv1
 		{convGeom{c: 64, o: 128, k: 3, stride: 2, pad: 1, oh: 16, ow: 16}, false},
 		{convGeom{c: 64, o: 128, k: 1, stride: 1, pad: 0, oh: 32, ow: 32}, false},
 		{convGeom{c: 3, o: 64, k: 3, stride: 1, pad: 1, oh: 32, ow: 32}, false},
