@@ -20,9 +20,9 @@
 // differ from the portable ones by float32 rounding (fused multiply-adds, eight-lane sums).
 //
 // Convolutions are im2col followed by one matrix product per chunk of images, except 3x3 stride-1
-// same-padding convolutions with 64 or more channels on even-sized (or large odd-sized) planes, such as
-// ResNet blocks, which use Winograd's F(2x2, 3x3): 16 smaller products per chunk, 2.25 times fewer
-// multiplications, for the forward pass and both gradients.
+// same-padding convolutions with 8 or more channels on even-sized (or large odd-sized) planes, such as
+// ResNet blocks and the default backbone's second and third convolutions, which use Winograd's F(2x2, 3x3):
+// 16 smaller products per chunk, 2.25 times fewer multiplications, for the forward pass and both gradients.
 //
 // Memory: a convolution processes its batch in chunks of about 1024 output positions (512 for Winograd),
 // so its patch matrix and similar work buffers are only needed for one chunk per goroutine; they are lent by
