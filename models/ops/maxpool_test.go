@@ -102,3 +102,33 @@ func TestMaxPoolShapeErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxPoolFloat32MatchesDirect checks the branch-free float32 path (maxPoolKFloat32) against the direct
+// loop of the float64 path on many geometries and values full of ties, outputs and winning positions.
+func TestMaxPoolFloat32MatchesDirect(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for i := range 200 {
+		k := 1 + rng.IntN(4)
+		stride, pad := 1+rng.IntN(3), rng.IntN(k/2+1)
+		h, w := max(k-2*pad, 1)+rng.IntN(9), max(k-2*pad, 1)+rng.IntN(9)
+		g := poolGeom{shape: tensor.Shape{2, 3, h, w}, k: k, stride: stride, pad: pad}
+		g.oh, g.ow = (h+2*pad-k)/stride+1, (w+2*pad-k)/stride+1
+		x32, x64 := make([]float32, g.planes()*g.inPlane()), make([]float64, g.planes()*g.inPlane())
+		for j := range x32 {
+			x32[j] = float32(rng.IntN(5) - 2) // -2..2: ties everywhere, all-negative windows too
+			if rng.IntN(4) == 0 {
+				x32[j] = float32(rng.NormFloat64())
+			}
+			x64[j] = float64(x32[j])
+		}
+		y32, y64 := make([]float32, g.planes()*g.outPlane()), make([]float64, g.planes()*g.outPlane())
+		arg32, arg64 := make([]int32, len(y32)), make([]int32, len(y32))
+		maxPoolK(g, x32, y32, arg32)
+		maxPoolK(g, x64, y64, arg64)
+		for j := range y32 {
+			if float64(y32[j]) != y64[j] || arg32[j] != arg64[j] {
+				t.Fatalf("case %d, %v k%d s%d p%d, output %d: %v at %d, direct loop %v at %d", i, g.shape, k, stride, pad, j, y32[j], arg32[j], y64[j], arg64[j])
+			}
+		}
+	}
+}
