@@ -5,6 +5,7 @@ import (
 	"hash"
 	"math"
 
+	"github.com/bicyc/bicyc/models/ops/internal/vector"
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -138,30 +139,21 @@ func maxPoolK[T float](g poolGeom, x, y []T, argmax []int32) {
 
 // maxPoolKFloat32 is maxPoolK for whole float32 planes, in two passes without a branch per value (the
 // winners of ReLU outputs, half of them tied at zero, are unpredictable: for the ImageNet stem's pooling at
-// batch 16 the direct loop took 60 ms, this one 25-30 ms, BenchmarkMaxPool3x3): first the maximum of each output column's window
-// along every input row, with its column, then the maximum of those along each output row's window of rows.
-// Values compare as orderedKeys, and the first maximum in row-major order wins as in the direct loop: the
-// first in its row, then the first row holding it.
+// batch 16 the direct loop took 60 ms, BenchmarkMaxPool3x3): first the maximum of each output column's
+// window along every input row, with its column (maxPoolRowWindows), then the maximum of those along each
+// output row's window of rows. Values compare as orderedKeys, and the first maximum in row-major order wins
+// as in the direct loop: the first in its row, then the first row holding it. Where the processor runs the
+// assembly kernels, the merge of rows is vector.KeepFirstMax.
 func maxPoolKFloat32(g poolGeom, x, y []float32, argmax []int32) {
 	h, w := g.shape[2], g.shape[3]
 	in, out := g.inPlane(), g.outPlane()
-	cols, rows := windows(g, g.ow, w), windows(g, g.oh, h)
-	keys := make([]int64, w)
-	rowKeys, rowAt, best := make([]int64, h*g.ow), make([]int32, h*g.ow), make([]int64, g.ow)
+	rw := newRowWindows(g, w)
+	rows := windows(g, g.oh, h)
+	rowKeys, rowAt, best := make([]int32, h*g.ow), make([]int32, h*g.ow), make([]int32, g.ow)
 	for pl := range len(x) / in {
 		src, dst, arg := x[pl*in:(pl+1)*in], y[pl*out:(pl+1)*out], argmax[pl*out:(pl+1)*out]
 		for r := range h {
-			for c, v := range src[r*w : (r+1)*w] {
-				keys[c] = int64(orderedKey(v))
-			}
-			bestKeys, bestAt := rowKeys[r*g.ow:(r+1)*g.ow], rowAt[r*g.ow:(r+1)*g.ow]
-			for j, win := range cols {
-				top, at := keys[win[0]], win[0]
-				for c := win[0] + 1; c < win[1]; c++ {
-					top, at = keepFirstMax(top, at, keys[c], c)
-				}
-				bestKeys[j], bestAt[j] = top, at+int32(r*w)
-			}
+			rw.pool(rowKeys[r*g.ow:(r+1)*g.ow], rowAt[r*g.ow:(r+1)*g.ow], src[r*w:(r+1)*w], int32(r*w))
 		}
 		for i, win := range rows {
 			r0 := int(win[0])
@@ -170,6 +162,10 @@ func maxPoolKFloat32(g poolGeom, x, y []float32, argmax []int32) {
 			copy(a, rowAt[r0*g.ow:(r0+1)*g.ow])
 			for r := r0 + 1; r < int(win[1]); r++ {
 				keys, at := rowKeys[r*g.ow:(r+1)*g.ow], rowAt[r*g.ow:(r+1)*g.ow]
+				if vector.HasAVX2 && len(best) >= 8 {
+					vector.KeepFirstMax(best, a, keys, at)
+					continue
+				}
 				for j := range best {
 					best[j], a[j] = keepFirstMax(best[j], a[j], keys[j], at[j])
 				}
@@ -178,6 +174,59 @@ func maxPoolKFloat32(g poolGeom, x, y []float32, argmax []int32) {
 				d[j] = math.Float32frombits(uint32(orderedKey(math.Float32frombits(uint32(k))))) // orderedKey is its own inverse
 			}
 		}
+	}
+}
+
+// rowWindows pools one input row over the column windows of a k x k max pooling: the first pass of
+// maxPoolKFloat32.
+type rowWindows struct {
+	cols [][2]int32 // each output column's input columns [lo, hi)
+	keys []int32    // the row's orderedKeys, scratch
+	// vectorFrom, vectorTo delimit the windows the assembly kernel vector.MaxPoolWindows3s2 pools (3x3,
+	// stride 2, pad 1, the ImageNet stem's pooling, on a processor that runs it); empty otherwise. They
+	// leave out the first window, clipped by the padding, and the last ones, whose kernel reads would pass
+	// the row's end.
+	vectorFrom, vectorTo int
+}
+
+func newRowWindows(g poolGeom, w int) *rowWindows {
+	rw := &rowWindows{cols: windows(g, g.ow, w), keys: make([]int32, w)}
+	if g.k == 3 && g.stride == 2 && g.pad == 1 && vector.HasAVX2 {
+		// Window j reads columns 2j-1 .. 2j+2 in the kernel: 2j+2 < w.
+		if to := (w-3)/2 + 1; to-1 >= 8 {
+			rw.vectorFrom, rw.vectorTo = 1, to
+		}
+	}
+	return rw
+}
+
+// pool writes each window's maximum key and its index (base + column) into keys and at.
+func (rw *rowWindows) pool(keys, at []int32, row []float32, base int32) {
+	if rw.vectorTo > rw.vectorFrom {
+		lo, hi := rw.vectorFrom, rw.vectorTo
+		vector.MaxPoolWindows3s2(keys[lo:hi], at[lo:hi], row[2*lo-1:], base+int32(2*lo-1))
+		rw.poolScalar(keys, at, row, base, 0, lo)
+		rw.poolScalar(keys, at, row, base, hi, len(keys))
+		return
+	}
+	rw.poolScalar(keys, at, row, base, 0, len(keys))
+}
+
+// poolScalar is pool for the windows [from, to).
+func (rw *rowWindows) poolScalar(keys, at []int32, row []float32, base int32, from, to int) {
+	if from >= to {
+		return
+	}
+	lo, hi := rw.cols[from][0], rw.cols[to-1][1]
+	for c := lo; c < hi; c++ {
+		rw.keys[c] = orderedKey(row[c])
+	}
+	for j, win := range rw.cols[from:to] {
+		top, col := rw.keys[win[0]], win[0]
+		for c := win[0] + 1; c < win[1]; c++ {
+			top, col = keepFirstMax(top, col, rw.keys[c], c)
+		}
+		keys[from+j], at[from+j] = top, base+col
 	}
 }
 
@@ -191,10 +240,10 @@ func windows(g poolGeom, n, size int) [][2]int32 {
 	return w
 }
 
-// keepFirstMax returns (key, at) if key is above best, else (best, bestAt), without a branch: keys are
-// orderedKeys widened to int64, so their difference cannot overflow.
-func keepFirstMax(best int64, bestAt int32, key int64, at int32) (int64, int32) {
-	above := int32(uint64(best-key) >> 63)
+// keepFirstMax returns (key, at) if key is above best, else (best, bestAt), without a branch (the int64
+// difference of two int32 keys cannot overflow).
+func keepFirstMax(best, bestAt, key, at int32) (int32, int32) {
+	above := int32(uint64(int64(best)-int64(key)) >> 63)
 	return max(best, key), bestAt ^ (bestAt^at)&-above
 }
 

@@ -104,13 +104,18 @@ func TestMaxPoolShapeErrors(t *testing.T) {
 }
 
 // TestMaxPoolFloat32MatchesDirect checks the branch-free float32 path (maxPoolKFloat32) against the direct
-// loop of the float64 path on many geometries and values full of ties, outputs and winning positions.
+// loop of the float64 path on many geometries and values full of ties, outputs and winning positions. The
+// last cases are the stem's 3x3, stride-2, pad-1 pooling on rows wide enough for the assembly kernels
+// (vector.MaxPoolWindows3s2 and KeepFirstMax), odd and even.
 func TestMaxPoolFloat32MatchesDirect(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for i := range 200 {
+	for i := range 240 {
 		k := 1 + rng.IntN(4)
 		stride, pad := 1+rng.IntN(3), rng.IntN(k/2+1)
 		h, w := max(k-2*pad, 1)+rng.IntN(9), max(k-2*pad, 1)+rng.IntN(9)
+		if i >= 200 {
+			k, stride, pad, h, w = 3, 2, 1, 5+rng.IntN(30), 15+i-200
+		}
 		g := poolGeom{shape: tensor.Shape{2, 3, h, w}, k: k, stride: stride, pad: pad}
 		g.oh, g.ow = (h+2*pad-k)/stride+1, (w+2*pad-k)/stride+1
 		x32, x64 := make([]float32, g.planes()*g.inPlane()), make([]float64, g.planes()*g.inPlane())

@@ -42,3 +42,39 @@ func MaxPoolGradRowPair(top, bottom, dy []float32, argmax []uint8) {
 
 //go:noescape
 func maxPoolGradRowPairAVX2(top, bottom, dy *float32, argmax *uint8, n int)
+
+// MaxPoolWindows3s2 takes the first pass of a 3x3, stride-2 max pooling along one image row: window t
+// covers row[2t], row[2t+1], row[2t+2], and for t < len(keys) it writes the window's maximum as an order key
+// (the float32 bits b mapped to b ^ (b>>31 & 0x7fffffff), the order MaxPoolRowPair uses) and, in at, the
+// column col0+2t+p of the first maximum, p in 0..2. len(keys) must be at least 8, at as long, and row at
+// least 2·len(keys)+2 long (the kernel reads one value past the last window).
+func MaxPoolWindows3s2(keys, at []int32, row []float32, col0 int32) {
+	n := len(keys)
+	if !HasAVX2 {
+		panic("vector: kernel called without AVX2 and FMA")
+	}
+	if n < 8 || len(at) != n || len(row) < 2*n+2 {
+		panic("vector: MaxPoolWindows3s2 needs len(keys) >= 8, len(at) == len(keys) and a row of 2·len(keys)+2")
+	}
+	maxPoolWindows3s2AVX2(&keys[0], &at[0], &row[0], n, col0)
+}
+
+// KeepFirstMax merges one more row of window maxima into best and at: where keys[j] is above best[j] (order
+// keys compared as int32), best[j], at[j] = keys[j], keyAt[j]; ties keep the earlier row. All four slices
+// have the same length, at least 8.
+func KeepFirstMax(best, at, keys, keyAt []int32) {
+	n := len(best)
+	if !HasAVX2 {
+		panic("vector: kernel called without AVX2 and FMA")
+	}
+	if n < 8 || len(at) != n || len(keys) != n || len(keyAt) != n {
+		panic("vector: KeepFirstMax needs four slices of one length, at least 8")
+	}
+	keepFirstMaxAVX2(&best[0], &at[0], &keys[0], &keyAt[0], n)
+}
+
+//go:noescape
+func maxPoolWindows3s2AVX2(keys, at *int32, row *float32, n int, col0 int32)
+
+//go:noescape
+func keepFirstMaxAVX2(best, at, keys, keyAt *int32, n int)

@@ -226,3 +226,140 @@ gradLast:
 gradDone:
 	VZEROUPPER
 	RET
+
+// evenColumns holds 0, 2, ..., 14: the first columns of eight consecutive stride-2 windows.
+DATA evenColumns<>+0(SB)/4, $0
+DATA evenColumns<>+4(SB)/4, $2
+DATA evenColumns<>+8(SB)/4, $4
+DATA evenColumns<>+12(SB)/4, $6
+DATA evenColumns<>+16(SB)/4, $8
+DATA evenColumns<>+20(SB)/4, $10
+DATA evenColumns<>+24(SB)/4, $12
+DATA evenColumns<>+28(SB)/4, $14
+GLOBL evenColumns<>(SB), RODATA|NOPTR, $32
+
+// WINDOWS3 pools the eight windows at SI into keys at DI and columns at AX; Y7 holds their first columns
+// (in order). The window positions' values are the even and odd columns of SI[0:16] and the even columns of
+// SI[2:18], split with SHUFPS (windows in the order 0 1 4 5 | 2 3 6 7 until VPERMQ). Y5 becomes the
+// position of the first maximum: 1 where p1 > p0, then 2 where p2 is above both.
+#define WINDOWS3 \
+	VMOVUPS   (SI), Y0; \
+	VMOVUPS   32(SI), Y1; \
+	VSHUFPS   $0x88, Y1, Y0, Y2; \
+	VSHUFPS   $0xDD, Y1, Y0, Y3; \
+	VMOVUPS   8(SI), Y0; \
+	VMOVUPS   40(SI), Y1; \
+	VSHUFPS   $0x88, Y1, Y0, Y4; \
+	KEY(Y2, Y6); \
+	KEY(Y3, Y6); \
+	KEY(Y4, Y6); \
+	VPCMPGTD  Y2, Y3, Y5; \
+	VPMAXSD   Y2, Y3, Y2; \
+	VPCMPGTD  Y2, Y4, Y6; \
+	VPMAXSD   Y2, Y4, Y2; \
+	VPSUBD    Y5, Y12, Y5; \
+	VPBLENDVB Y6, Y13, Y5, Y5; \
+	VPERMQ    $0xD8, Y2, Y2; \
+	VPERMQ    $0xD8, Y5, Y5; \
+	VPADDD    Y7, Y5, Y5; \
+	VMOVDQU   Y2, (DI); \
+	VMOVDQU   Y5, (AX)
+
+// func maxPoolWindows3s2AVX2(keys, at *int32, row *float32, n int, col0 int32)
+//
+// Eight windows at a time; if n is not a multiple of eight, the last eight again (n >= 8). Y12 = 0, Y13 = 2,
+// Y14 = 16 in every dword, Y15 = 0x7fffffff for KEY.
+TEXT ·maxPoolWindows3s2AVX2(SB), NOSPLIT, $0-36
+	MOVQ         keys+0(FP), DI
+	MOVQ         at+8(FP), AX
+	MOVQ         row+16(FP), SI
+	MOVQ         n+24(FP), CX
+	MOVL         col0+32(FP), BX
+	VMOVD        BX, X7
+	VPBROADCASTD X7, Y7
+	VPADDD       evenColumns<>(SB), Y7, Y7
+	VPCMPEQD     Y15, Y15, Y15
+	VPSRLD       $1, Y15, Y15
+	VPXOR        Y12, Y12, Y12
+	VPCMPEQD     Y13, Y13, Y13
+	VPSRLD       $31, Y13, Y13
+	VPSLLD       $4, Y13, Y14
+	VPADDD       Y13, Y13, Y13
+
+windowsEight:
+	CMPQ   CX, $8
+	JLT    windowsLast
+	WINDOWS3
+	ADDQ   $64, SI
+	ADDQ   $32, DI
+	ADDQ   $32, AX
+	VPADDD Y14, Y7, Y7
+	SUBQ   $8, CX
+	JMP    windowsEight
+
+windowsLast:
+	TESTQ        CX, CX
+	JZ           windowsDone
+	MOVQ         $8, BX
+	SUBQ         CX, BX
+	MOVQ         BX, R8
+	SHLQ         $2, R8
+	SUBQ         R8, DI
+	SUBQ         R8, AX
+	SHLQ         $1, R8
+	SUBQ         R8, SI
+	SHLQ         $1, BX
+	VMOVQ        BX, X0
+	VPBROADCASTD X0, Y0
+	VPSUBD       Y0, Y7, Y7
+	WINDOWS3
+
+windowsDone:
+	VZEROUPPER
+	RET
+
+// func keepFirstMaxAVX2(best, at, keys, keyAt *int32, n int)
+//
+// Eight at a time; if n is not a multiple of eight, the last eight again (n >= 8; merging twice changes
+// nothing: a key equal to best is not above it).
+TEXT ·keepFirstMaxAVX2(SB), NOSPLIT, $0-40
+	MOVQ best+0(FP), DI
+	MOVQ at+8(FP), AX
+	MOVQ keys+16(FP), SI
+	MOVQ keyAt+24(FP), DX
+	MOVQ n+32(FP), CX
+
+mergeEight:
+	CMPQ      CX, $8
+	JLT       mergeLast
+	VMOVDQU   (DI), Y0
+	VMOVDQU   (SI), Y1
+	VPCMPGTD  Y0, Y1, Y2
+	VPMAXSD   Y0, Y1, Y0
+	VMOVDQU   Y0, (DI)
+	VMOVDQU   (AX), Y3
+	VPBLENDVB Y2, (DX), Y3, Y3
+	VMOVDQU   Y3, (AX)
+	ADDQ      $32, DI
+	ADDQ      $32, AX
+	ADDQ      $32, SI
+	ADDQ      $32, DX
+	SUBQ      $8, CX
+	JMP       mergeEight
+
+mergeLast:
+	TESTQ     CX, CX
+	JZ        mergeDone
+	MOVQ      $8, BX
+	SUBQ      CX, BX
+	SHLQ      $2, BX
+	SUBQ      BX, DI
+	SUBQ      BX, AX
+	SUBQ      BX, SI
+	SUBQ      BX, DX
+	MOVQ      $8, CX
+	JMP       mergeEight
+
+mergeDone:
+	VZEROUPPER
+	RET

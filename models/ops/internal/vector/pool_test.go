@@ -86,6 +86,61 @@ func TestMaxPoolGradRowPair(t *testing.T) {
 	}
 }
 
+func TestMaxPoolWindows3s2(t *testing.T) {
+	if !HasAVX2 {
+		t.Skip("no AVX2 and FMA")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for n := 8; n <= 40; n++ {
+		for range 20 {
+			row := poolValues(rng, 2*n+2+rng.IntN(3))
+			keys, at := make([]int32, n), make([]int32, n)
+			col0 := int32(rng.IntN(100))
+			MaxPoolWindows3s2(keys, at, row, col0)
+			for j := range n {
+				p := 0
+				for q := 1; q < 3; q++ {
+					if poolKey(row[2*j+q]) > poolKey(row[2*j+p]) {
+						p = q
+					}
+				}
+				if keys[j] != poolKey(row[2*j+p]) || at[j] != col0+int32(2*j+p) {
+					t.Fatalf("n %d, window %d %v: key %d at %d, want %d at %d", n, j, row[2*j:2*j+3], keys[j], at[j], poolKey(row[2*j+p]), col0+int32(2*j+p))
+				}
+			}
+		}
+	}
+}
+
+func TestKeepFirstMax(t *testing.T) {
+	if !HasAVX2 {
+		t.Skip("no AVX2 and FMA")
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for n := 8; n <= 40; n++ {
+		best, at, keys, keyAt := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
+		for j := range n {
+			best[j], keys[j] = int32(rng.IntN(5)-2), int32(rng.IntN(5)-2) // ties are common
+			if rng.IntN(4) == 0 {
+				best[j], keys[j] = int32(rng.Uint32()), int32(rng.Uint32())
+			}
+			at[j], keyAt[j] = int32(rng.IntN(1000)), int32(rng.IntN(1000))
+		}
+		wantBest, wantAt := append([]int32(nil), best...), append([]int32(nil), at...)
+		for j := range n {
+			if keys[j] > wantBest[j] {
+				wantBest[j], wantAt[j] = keys[j], keyAt[j]
+			}
+		}
+		KeepFirstMax(best, at, keys, keyAt)
+		for j := range n {
+			if best[j] != wantBest[j] || at[j] != wantAt[j] {
+				t.Fatalf("n %d, element %d: %d at %d, want %d at %d", n, j, best[j], at[j], wantBest[j], wantAt[j])
+			}
+		}
+	}
+}
+
 func TestMaxPoolRowPairRejectsMisuse(t *testing.T) {
 	if !HasAVX2 {
 		t.Skip("no AVX2 and FMA")
@@ -97,6 +152,10 @@ func TestMaxPoolRowPairRejectsMisuse(t *testing.T) {
 		func() { MaxPoolRowPair(make([]float32, 8), make([]uint8, 8), row[:15], row) },
 		func() { MaxPoolGradRowPair(row, row, make([]float32, 3), make([]uint8, 3)) },
 		func() { MaxPoolGradRowPair(row, row[:15], make([]float32, 8), make([]uint8, 8)) },
+		func() { MaxPoolWindows3s2(make([]int32, 7), make([]int32, 7), row, 0) },
+		func() { MaxPoolWindows3s2(make([]int32, 8), make([]int32, 8), make([]float32, 17), 0) },
+		func() { KeepFirstMax(make([]int32, 8), make([]int32, 8), make([]int32, 8), make([]int32, 9)) },
+		func() { KeepFirstMax(make([]int32, 7), make([]int32, 7), make([]int32, 7), make([]int32, 7)) },
 	} {
 		func() {
 			defer func() {
