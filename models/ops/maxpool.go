@@ -19,7 +19,8 @@ import (
 // x is [N,C,H,W], y is [N,C,H',W'] with H' = (H+2·pad-k)/stride+1 and the same for W'. pad must be at most k/2
 // (PyTorch's rule), so every window holds at least one position of x. The gradient goes to the first maximum of
 // each window in row-major order (float32 ranks -0 below +0). ImageNet ResNets use k=3, stride 2, pad 1 after
-// their stem. NaNs are not supported. It returns an error wrapping ErrShape for other shapes, an empty output or a bad geometry.
+// their stem. NaNs are not supported. It returns an error wrapping ErrShape for other shapes, an empty output
+// or a bad geometry.
 func MaxPool(x *G.Node, k, stride, pad int) (*G.Node, error) {
 	xs := x.Shape()
 	if k < 1 || stride < 1 || pad < 0 || 2*pad > k {
@@ -140,7 +141,7 @@ func maxPoolK[T float](g poolGeom, x, y []T, argmax []int32) {
 // maxPoolKFloat32 is maxPoolK for whole float32 planes, in two passes without a branch per value (the
 // winners of ReLU outputs, half of them tied at zero, are unpredictable: for the ImageNet stem's pooling at
 // batch 16 the direct loop took 60 ms, BenchmarkMaxPool3x3): first the maximum of each output column's
-// window along every input row, with its column (maxPoolRowWindows), then the maximum of those along each
+// window along every input row, with its column (rowWindows), then the maximum of those along each
 // output row's window of rows. Values compare as orderedKeys, and the first maximum in row-major order wins
 // as in the direct loop: the first in its row, then the first row holding it. Where the processor runs the
 // assembly kernels, the merge of rows is vector.KeepFirstMax.
