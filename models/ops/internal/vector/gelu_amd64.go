@@ -6,9 +6,7 @@ package vector
 // formula described in gelu_amd64.s and the constants c. len(x) must be a multiple of 4, y and a non-nil d
 // as long as x, and HasAVX2 true; otherwise GELU panics.
 func GELU(y, d, x []float32, c *GELUConstants) {
-	if !HasAVX2 {
-		panic("vector: kernel called without AVX2 and FMA")
-	}
+	requireAVX2()
 	if len(x)%4 != 0 || len(y) != len(x) || (d != nil && len(d) != len(x)) {
 		panic("vector: GELU needs slices of equal lengths that are multiples of 4")
 	}

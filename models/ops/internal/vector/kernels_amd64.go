@@ -68,11 +68,16 @@ func AddTo(d, s []float32) {
 	}
 }
 
-// checkLengths panics unless the kernels can run and all lengths are equal multiples of 8.
-func checkLengths(n ...int) {
+// requireAVX2 panics unless the kernels can run.
+func requireAVX2() {
 	if !HasAVX2 {
 		panic("vector: kernel called without AVX2 and FMA")
 	}
+}
+
+// checkLengths panics unless the kernels can run and all lengths are equal multiples of 8.
+func checkLengths(n ...int) {
+	requireAVX2()
 	for _, l := range n {
 		if l != n[0] || l%8 != 0 {
 			panic("vector: kernel needs slices of equal lengths that are multiples of 8")

@@ -13,9 +13,7 @@ package vector
 // and bottom at least 2·len(y). y must not overlap top or bottom.
 func MaxPoolRowPair(y []float32, argmax []uint8, top, bottom []float32) {
 	n := len(y)
-	if !HasAVX2 {
-		panic("vector: kernel called without AVX2 and FMA")
-	}
+	requireAVX2()
 	if n < 4 || len(argmax) != n || len(top) < 2*n || len(bottom) < 2*n {
 		panic("vector: MaxPoolRowPair needs len(y) >= 4, len(argmax) == len(y) and rows of 2·len(y)")
 	}
@@ -31,9 +29,7 @@ func maxPoolRowPairAVX2(y *float32, argmax *uint8, top, bottom *float32, n int)
 // gets zeros. Lengths are as for MaxPoolRowPair, and the rows must not overlap dy.
 func MaxPoolGradRowPair(top, bottom, dy []float32, argmax []uint8) {
 	n := len(dy)
-	if !HasAVX2 {
-		panic("vector: kernel called without AVX2 and FMA")
-	}
+	requireAVX2()
 	if n < 4 || len(argmax) != n || len(top) < 2*n || len(bottom) < 2*n {
 		panic("vector: MaxPoolGradRowPair needs len(dy) >= 4, len(argmax) == len(dy) and rows of 2·len(dy)")
 	}
@@ -50,9 +46,7 @@ func maxPoolGradRowPairAVX2(top, bottom, dy *float32, argmax *uint8, n int)
 // least 2·len(keys)+2 long (the kernel reads one value past the last window).
 func MaxPoolWindows3s2(keys, at []int32, row []float32, col0 int32) {
 	n := len(keys)
-	if !HasAVX2 {
-		panic("vector: kernel called without AVX2 and FMA")
-	}
+	requireAVX2()
 	if n < 8 || len(at) != n || len(row) < 2*n+2 {
 		panic("vector: MaxPoolWindows3s2 needs len(keys) >= 8, len(at) == len(keys) and a row of 2·len(keys)+2")
 	}
@@ -64,9 +58,7 @@ func MaxPoolWindows3s2(keys, at []int32, row []float32, col0 int32) {
 // have the same length, at least 8.
 func KeepFirstMax(best, at, keys, keyAt []int32) {
 	n := len(best)
-	if !HasAVX2 {
-		panic("vector: kernel called without AVX2 and FMA")
-	}
+	requireAVX2()
 	if n < 8 || len(at) != n || len(keys) != n || len(keyAt) != n {
 		panic("vector: KeepFirstMax needs four slices of one length, at least 8")
 	}
