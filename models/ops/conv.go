@@ -27,9 +27,9 @@ import (
 // scratch buffer shared by all convolutions (see scratchPool) instead of one buffer of the whole batch per
 // convolution: for ResNet-18 at batch 64 that was 151 MB per convolution of its first stage, twice.
 //
-// A 3x3 convolution with stride 1, pad 1 and at least 8 input and output channels, on an output plane of
-// 7x7 or larger (see convGeom.winograd), uses Winograd's F(2x2, 3x3) instead of im2col, in both passes (see
-// winograd.go): 2.25 times fewer multiplications on even sizes, 1.72 at 7x7.
+// A 3x3 convolution with stride 1, pad 1 and at least 8 input and output channels, on an even-sized output
+// plane or an odd one of 7x7 or larger (see convGeom.winograd), uses Winograd's F(2x2, 3x3) instead of
+// im2col, in both passes (see winograd.go): 2.25 times fewer multiplications on even sizes, 1.72 at 7x7.
 //
 // When x is a leaf of the graph (an input such as the batch of images, or a parameter), the gradient with
 // respect to x is not built: a network's input images never need one, and it would cost a matrix product
