@@ -108,6 +108,11 @@ func TestTwoTasksBicycVersusFinetune(t *testing.T) {
 		t.Errorf("forked run: method %q, %d tasks completed, tasks trained in %q, %q",
 			fs.Method, fs.Completed, fs.Reports[0].TrainedIn, fs.Reports[1].TrainedIn)
 	}
+	for _, rep := range fs.Reports {
+		if rep.Build == "" || rep.Build != trainingBuild() {
+			t.Errorf("forked run: task %d says it was trained by build %q, this build is %q", rep.Task, rep.Build, trainingBuild())
+		}
+	}
 
 	checkForkNewClassifier(t, bicycDir, runs[config.MethodBicyc])
 

@@ -42,6 +42,12 @@ type TaskReport struct {
 	ValTAg []float64 `json:"val_tag,omitempty"`
 	// Drift holds the drift diagnostics when eval.drift is on.
 	Drift *Drift `json:"drift,omitempty"`
+	// Build is the bicyc build that trained this task: the Go version and,
+	// for a binary built in a git work tree, the commit ("-dirty" with
+	// uncommitted changes). Engine changes can alter float rounding, so runs
+	// compared side by side should say which build made them. Empty in runs
+	// from before it was recorded.
+	Build string `json:"build,omitempty"`
 	// TrainedIn is the directory of the run that trained this task when
 	// the run took it from another (Fork); empty when it trained it itself.
 	TrainedIn string `json:"trained_in,omitempty"`
@@ -53,7 +59,7 @@ func (r *Run) learnTask(ctx context.Context, t int) (TaskReport, error) {
 	cfg := r.cfg
 	classes := r.stream.Tasks[t]
 	idx := r.trainIndices(classes)
-	rep := TaskReport{Task: t + 1, Classes: classes}
+	rep := TaskReport{Task: t + 1, Classes: classes, Build: trainingBuild()}
 	r.log.printf("task %d/%d: classes %v, %d training images", t+1, len(r.stream.Tasks), classes, len(idx))
 
 	old := r.state.Backbone
