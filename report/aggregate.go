@@ -275,3 +275,35 @@ func GainOf(a, b *Group) (Gain, error) {
 	}
 	return g, nil
 }
+
+// PairedDifference is metric(a) - metric(b) over the seeds both groups
+// ran, seed by seed. Runs of one seed share the task stream and task 1, so
+// the paired difference leaves out what the seeds share, and its standard
+// error (Std/sqrt(N)) says whether a gap between two variants is larger
+// than the noise between seeds. metric reports false for a run without the
+// number (validation metrics of a run without a split); such seeds are
+// left out. A zero Stat means no seed pairs.
+func PairedDifference(a, b *Group, metric func(*train.Summary) (float64, bool)) Stat {
+	var diffs []float64
+	for _, ra := range a.Runs {
+		for _, rb := range b.Runs {
+			if ra.Summary.Seed != rb.Summary.Seed {
+				continue
+			}
+			va, okA := metric(&ra.Summary)
+			vb, okB := metric(&rb.Summary)
+			if okA && okB {
+				diffs = append(diffs, va-vb)
+			}
+		}
+	}
+	return NewStat(diffs)
+}
+
+// StdErr is the standard error of the mean, Std/sqrt(N); 0 when N < 2.
+func (s Stat) StdErr() float64 {
+	if s.N < 2 {
+		return 0
+	}
+	return s.Std / math.Sqrt(float64(s.N))
+}

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/bicyc/bicyc/sweep"
+	"github.com/bicyc/bicyc/train"
 )
 
 func TestNewStat(t *testing.T) {
@@ -123,5 +125,43 @@ func TestAggregateSkipsUnfinishedAndRejectsMixedStreams(t *testing.T) {
 		t.Fatal("runs with 2+2+2 and 4+2 classes per task aggregated without an error")
 	} else if errors.Is(err, ErrInvalidRun) {
 		t.Fatalf("mixed streams reported as a corrupt run: %v", err)
+	}
+}
+
+// TestPairedDifference: differences are taken seed by seed over the seeds
+// both groups ran, runs without the number are left out, and the standard
+// error is Std/sqrt(N).
+func TestPairedDifference(t *testing.T) {
+	group := func(forget map[int64]float64, noVal ...int64) *Group {
+		g := &Group{}
+		for _, seed := range []int64{0, 1, 2, 3} {
+			f, ok := forget[seed]
+			if !ok {
+				continue
+			}
+			r := &Run{Summary: train.Summary{Seed: seed, TAg: train.MetricSet{FLast: f}}}
+			if !slices.Contains(noVal, seed) {
+				r.Summary.Completed = 1
+			}
+			g.Runs = append(g.Runs, r)
+		}
+		return g
+	}
+	a := group(map[int64]float64{0: 0.10, 1: 0.20, 2: 0.40, 3: 0.9}, 2)
+	b := group(map[int64]float64{0: 0.11, 1: 0.17, 2: 0.30})
+	forget := func(s *train.Summary) (float64, bool) { return s.TAg.FLast, s.Completed == 1 }
+	d := PairedDifference(a, b, forget)
+	// Seed 3 has no partner and seed 2 no number in a: pairs 0 and 1 only.
+	if d.N != 2 || math.Abs(d.Mean-0.01) > 1e-12 || math.Abs(d.Std-math.Sqrt(0.0008)) > 1e-12 {
+		t.Errorf("paired difference %+v, want N 2, mean 0.01, std sqrt(0.0008)", d)
+	}
+	if se := d.StdErr(); math.Abs(se-0.02) > 1e-12 {
+		t.Errorf("standard error %v, want 0.02", se)
+	}
+	if d := PairedDifference(a, &Group{}, forget); d != (Stat{}) {
+		t.Errorf("no common seeds: %+v, want the zero Stat", d)
+	}
+	if got := signedPoints(Stat{Mean: -0.0004, Std: 0.003, N: 9}); got != "-0.04 ± 0.10" {
+		t.Errorf("signedPoints = %q, want -0.04 ± 0.10", got)
 	}
 }

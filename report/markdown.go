@@ -9,6 +9,7 @@ import (
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/sweep"
+	"github.com/bicyc/bicyc/train"
 )
 
 // summaryFile is summary.json: the numbers of report.md for programs.
@@ -281,7 +282,32 @@ func selectionLine(b *strings.Builder, c Choice, limit string) {
 	default:
 		fmt.Fprintf(b, "Selected on validation: **%s** (highest mean val A_last, %s; %s).", sel.Variant, pm(sel.Val.ALast), split)
 	}
-	b.WriteString(" The test columns played no part in the choice.\n\n")
+	b.WriteString(" The test columns played no part in the choice.")
+	if c.Limit != nil && sel != c.Limit {
+		pairedLine(b, sel, c.Limit)
+	}
+	b.WriteString("\n\n")
+}
+
+// pairedLine states, for the record, how the selected variant differs from
+// the forgetting limit's seed by seed (PairedDifference): a mean gap
+// within a standard error or two of 0 is a tie, whichever side it falls on.
+func pairedLine(b *strings.Builder, sel, ref *Group) {
+	valF := func(s *train.Summary) (float64, bool) { v, ok := s.Validation(); return v.FLast, ok }
+	testF := func(s *train.Summary) (float64, bool) { return s.TAg.FLast, true }
+	testA := func(s *train.Summary) (float64, bool) { return s.TAg.ALast, true }
+	d := PairedDifference(sel, ref, testF)
+	if d.N < 2 {
+		return
+	}
+	fmt.Fprintf(b, " Seed by seed against %s (%d seeds, each pair sharing task 1; mean difference ± standard error, in points): val F_last %s, test F_last %s, test A_last %s.",
+		ref.Variant, d.N, signedPoints(PairedDifference(sel, ref, valF)), signedPoints(d), signedPoints(PairedDifference(sel, ref, testA)))
+}
+
+// signedPoints formats a Stat of fractions as "+m.mm ± e.ee" percentage
+// points, e the standard error: two decimals, since paired gaps are small.
+func signedPoints(s Stat) string {
+	return fmt.Sprintf("%+.2f ± %.2f", 100*s.Mean, 100*s.StdErr())
 }
 
 // validated counts the groups with validation metrics.
