@@ -5,7 +5,9 @@
 # The schema's `package onnx;` is renamed to `bicyc.onnx` and its file path to
 # bicyc/onnx.proto: any other Go module that registers the official onnx.proto
 # (onnx-go, for one) would otherwise collide with ours in the protobuf global
-# registry, which panics at program start.
+# registry, which panics at program start. Two comments that link to documents
+# of the ONNX repository name them instead: the generated file cites nothing a
+# clone of this repository cannot read.
 #
 # Needs: protoc (apt-get install protobuf-compiler libonnx-dev) and
 #   go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
@@ -29,6 +31,8 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/bicyc"
 grep -q '^package onnx;$' "$src" || { echo "gen-onnx-proto: $src has no 'package onnx;' line" >&2; exit 1; }
 sed -e 's/^package onnx;$/package bicyc.onnx;\noption go_package = "github.com\/bicyc\/bicyc\/export\/onnxpb;onnxpb";/' \
+	-e 's|Refer to https://github.com/onnx/onnx/blob/main/docs/TypeDenotation.md#type-denotation-definition|Refer to the Type Denotation section of the ONNX specification|' \
+	-e 's|Refer to https://github.com/onnx/onnx/blob/main/docs/DimensionDenotation.md#denotation-definition|Refer to the Dimension Denotation section of the ONNX specification|' \
 	"$src" >"$tmp/bicyc/onnx.proto"
 
 protoc --plugin=protoc-gen-go="$gen" -I "$tmp" \

@@ -1790,7 +1790,7 @@ type TypeProto struct {
 	Value isTypeProto_Value `protobuf_oneof:"value"`
 	// An optional denotation can be used to denote the whole
 	// type with a standard semantic description as to what is
-	// stored inside. Refer to https://github.com/onnx/onnx/blob/main/docs/TypeDenotation.md#type-denotation-definition
+	// stored inside. Refer to the Type Denotation section of the ONNX specification
 	// for pre-defined type denotations.
 	Denotation    *string `protobuf:"bytes,6,opt,name=denotation" json:"denotation,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -2160,7 +2160,7 @@ type TensorShapeProto_Dimension struct {
 	// Standard denotation can optionally be used to denote tensor
 	// dimensions with standard semantic descriptions to ensure
 	// that operations are applied to the correct axis of a tensor.
-	// Refer to https://github.com/onnx/onnx/blob/main/docs/DimensionDenotation.md#denotation-definition
+	// Refer to the Dimension Denotation section of the ONNX specification
 	// for pre-defined dimension denotations.
 	Denotation    *string `protobuf:"bytes,3,opt,name=denotation" json:"denotation,omitempty"`
 	unknownFields protoimpl.UnknownFields
