@@ -61,7 +61,12 @@ func IsImageFile(name string) bool {
 // and inference (files, standard input, HTTP bodies) all decode through it.
 // It reads one image in PNG, JPEG, GIF (first frame), BMP, TIFF or WebP,
 // detected from the content, and returns it with its format name ("png",
-// ...). Bounds, checked before memory is committed:
+// ...). A JPEG is returned upright, as it is displayed: its EXIF
+// Orientation tag (a phone's portrait photo is stored sideways with tag 6)
+// is applied, as browsers and Pillow's ImageOps.exif_transpose do, by a
+// view with bounds at (0, 0) that maps each pixel to the stored one; an
+// unreadable tag is ignored. Other formats are returned as stored. Bounds,
+// checked before memory is committed:
 //
 //   - the header is decoded first, and an image whose width*height exceeds
 //     maxPixels is refused without decoding its pixels: a few kilobytes of
@@ -107,6 +112,10 @@ func DecodeImage(r io.Reader, maxPixels int64) (img image.Image, format string, 
 		return nil, format, formatError{fmt.Errorf("%s header declares %dx%d = %d pixels, more than the limit of %d: %w",
 			format, cfg.Width, cfg.Height, px, maxPixels, ErrImageTooLarge)}
 	}
+	orientation := orientationNormal
+	if format == "jpeg" {
+		orientation = jpegOrientation(header.Bytes())
+	}
 	img, _, err = image.Decode(io.MultiReader(&header, limited))
 	switch {
 	case limited.Exceeded:
@@ -116,7 +125,7 @@ func DecodeImage(r io.Reader, maxPixels int64) (img image.Image, format string, 
 	case err != nil:
 		return nil, format, formatError{fmt.Errorf("truncated or corrupt %s image (%dx%d): %w", format, cfg.Width, cfg.Height, err)}
 	}
-	return img, format, nil
+	return orient(img, orientation), format, nil
 }
 
 // DecodeImageFile opens and decodes one image file with DecodeImage and

@@ -22,8 +22,9 @@ func IsImageFile(name string) bool { return data.IsImageFile(name) }
 // DecodeImage reads one image in PNG, JPEG, GIF (first frame), BMP, TIFF or
 // WebP from r, refusing from its header alone an image of more than
 // maxPixels pixels (ErrImageTooLarge), and reading at most
-// data.MaxImageBytes(maxPixels) bytes. It is data.DecodeImage, the decoder
-// training's image folders use too: see there for its errors. It never
+// data.MaxImageBytes(maxPixels) bytes. A JPEG is returned upright by its
+// EXIF Orientation tag. It is data.DecodeImage, the decoder training's
+// image folders use too: see there for its errors. It never
 // panics on bad data and is safe for concurrent use.
 func DecodeImage(r io.Reader, maxPixels int64) (image.Image, string, error) {
 	return data.DecodeImage(r, maxPixels)

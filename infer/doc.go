@@ -24,7 +24,9 @@
 // DecodeImage reads PNG, JPEG, GIF, BMP, TIFF and WebP in any colour model
 // and refuses, from the header alone, images larger than WithMaxPixels
 // (decompression bombs), reading at most data.MaxImageBytes; it is
-// data.DecodeImage, the decoder training's image folders use too. The
+// data.DecodeImage, the decoder training's image folders use too. A JPEG
+// comes back upright by its EXIF Orientation tag, so a phone's portrait
+// photo, stored sideways, is classified as it is seen. The
 // decoded image then goes through the bundle's preprocessing,
 // data.Preprocess.Image: the same function training used for its
 // test-time input, so the two cannot disagree. Its resize mode comes from
