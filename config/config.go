@@ -52,6 +52,10 @@ const (
 // Methods returns every method, in the order of the documentation.
 func Methods() []Method { return []Method{MethodBicyc, MethodAdaGauss, MethodFinetune} }
 
+// maxEnsemble bounds adapter.ensemble: every member is one more adapter
+// training per task.
+const maxEnsemble = 32
+
 // Data selects the dataset, its preprocessing and its augmentation.
 type Data struct {
 	Kind              string    `mapstructure:"kind" yaml:"kind" doc:"Dataset format: fashion-mnist, mnist, cifar10, cifar100 or imagefolder."`
@@ -151,6 +155,7 @@ type Adapter struct {
 	Alpha            float64 `mapstructure:"alpha" yaml:"alpha" doc:"Weight of L_ac(A(z_old)) in the Stage II fine-tune; -1 means loss.alpha (the authors' code; docs/method.md, Stage II); 0 is the paper's Algorithm 1 (Stage II minimises the MSE alone)."`
 	MinSteps         int     `mapstructure:"min_steps" yaml:"min_steps" doc:"The adapter fine-tune (and adagauss's post-task adapter) makes at least this many steps: a small task gets more epochs; 0 follows the epochs alone (the authors' code)."`
 	Select           bool    `mapstructure:"select" yaml:"select" doc:"After Stage II, score A, the identity and a least-squares linear map on the validation images of the new task (held-out MSE to the new features) and transport the old classes through the best; the log and metrics say which. Needs data.val_per_class; false always transports through A (the authors' code)."`
+	Ensemble         int     `mapstructure:"ensemble" yaml:"ensemble" doc:"Extension (docs/method.md, Adapter ensemble): 1 transports through A alone (the paper); K > 1 also trains K-1 adapters from fresh initialisations on the task's feature pairs after Stage II, for the post-task adapter's epochs, and their mean output with A's is one more candidate of adapter.select (\"ensemble\"; without select it carries the old classes). Costs K-1 adapter trainings per task; the checkpoint keeps A alone."`
 
 	// Fidelity switches (docs/method.md, "Fidelity switches").
 	AdaGaussEpochs string    `mapstructure:"adagauss_epochs" yaml:"adagauss_epochs" doc:"adagauss only: epochs of its post-task adapter: train (train.epochs) or adapter (adapter.epochs, by default half of train.epochs, as the authors' code trains it)."`
@@ -228,7 +233,7 @@ func Default() Config {
 			CycleDetachInner: true,
 			Rehearsal:        DefaultRehearsal(),
 		},
-		Adapter:    Adapter{Epochs: -1, AdaGaussEpochs: AdaGaussEpochsTrain, LR: 0.01, TransportSamples: 2000, Alpha: -1, MinSteps: 100, Select: true},
+		Adapter:    Adapter{Epochs: -1, AdaGaussEpochs: AdaGaussEpochsTrain, LR: 0.01, TransportSamples: 2000, Alpha: -1, MinSteps: 100, Select: true, Ensemble: 1},
 		Anchors:    Anchors{Steps: 3, Step: 0.03, Start: AnchorStartNearest},
 		Classifier: Classifier{Shrink: 3, Normalize: true, TopK: 5},
 		Export:     Export{Enabled: true, AcceptRate: 0.95},
@@ -407,6 +412,9 @@ func (c Config) validateStages(bad problem) {
 	}
 	if c.Adapter.Alpha < 0 && c.Adapter.Alpha != -1 {
 		bad("adapter.alpha", "must be >= 0, or -1 for loss.alpha, got %g", c.Adapter.Alpha)
+	}
+	if c.Adapter.Ensemble < 1 || c.Adapter.Ensemble > maxEnsemble {
+		bad("adapter.ensemble", "must be in [1, %d], got %d", maxEnsemble, c.Adapter.Ensemble)
 	}
 	if c.Adapter.TransportSamples < 2 {
 		bad("adapter.transport_samples", "must be >= 2, got %d", c.Adapter.TransportSamples)

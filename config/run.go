@@ -61,6 +61,8 @@ var addedKeys = map[string]func(*Config){
 	"loss.rehearsal.lambda":    func(c *Config) { c.Loss.Rehearsal.Lambda = DefaultRehearsal().Lambda },
 	"loss.rehearsal.per_class": func(c *Config) { c.Loss.Rehearsal.PerClass = DefaultRehearsal().PerClass },
 	"loss.rehearsal.backbone":  func(c *Config) { c.Loss.Rehearsal.Backbone = DefaultRehearsal().Backbone },
+	// Adapter ensemble: A alone, as every run before it.
+	"adapter.ensemble": func(c *Config) { c.Adapter.Ensemble = 1 },
 }
 
 // ReadRun reads a run directory's config.yaml, which holds every key the

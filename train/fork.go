@@ -27,7 +27,7 @@ var LaterTaskKeys = []string{
 	"loss.bi", "loss.cyc", "loss.pair", "loss.lambda_bi", "loss.lambda_cyc", "loss.lambda_pair",
 	"loss.pair_rows", "loss.kd_weight", "loss.cycle_detach_inner",
 	"loss.rehearsal.enabled", "loss.rehearsal.lambda", "loss.rehearsal.per_class", "loss.rehearsal.backbone",
-	"adapter.epochs", "adapter.lr", "adapter.transport_samples", "adapter.alpha", "adapter.min_steps", "adapter.select",
+	"adapter.epochs", "adapter.lr", "adapter.transport_samples", "adapter.alpha", "adapter.min_steps", "adapter.select", "adapter.ensemble",
 	"classifier.age_shrink", "classifier.age_bias",
 	"anchors.per_class", "anchors.steps", "anchors.step", "anchors.start", "anchors.mean_shift",
 	"export.enabled", "export.dir",

@@ -226,7 +226,7 @@ func TestChooseTransport(t *testing.T) {
 		want    string
 	}{{scramble, true, MapIdentity}, {identity, true, MapAdapter}, {scramble, false, MapAdapter}} {
 		r.cfg.Adapter.Select = c.selects
-		choice, _, err := r.chooseTransport(0, p, z, c.a)
+		choice, _, err := r.chooseTransport(0, p, z, c.a, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -178,8 +178,9 @@ type featurePairs struct {
 // feature space after a task (adapter.select) and the held-out MSE of each
 // candidate on the validation images of the task's classes.
 type TransportChoice struct {
-	// Map is "adapter" (A), "identity" (prototypes kept as they were) or
-	// "linear" (the ridge least-squares affine map, gauss.FitAffine).
+	// Map is "adapter" (A), "ensemble" (the mean of A and the
+	// adapter.ensemble members), "identity" (prototypes kept as they were)
+	// or "linear" (the ridge least-squares affine map, gauss.FitAffine).
 	Map string `json:"map"`
 	// HeldOutMSE maps each candidate to MSE(map(z_old), z_new) on the
 	// validation images; empty when the choice was not scored.
@@ -193,6 +194,7 @@ type TransportChoice struct {
 // Transport maps, in the order a tie prefers them: A is the method's own.
 const (
 	MapAdapter  = "adapter"
+	MapEnsemble = "ensemble"
 	MapIdentity = "identity"
 	MapLinear   = "linear"
 )
@@ -248,7 +250,15 @@ func (r *Run) stage2(t int, p featurePairs, adapt *models.Mapper, protos map[int
 		return nil, err
 	}
 	defer done()
-	choice, affine, err := r.chooseTransport(t, p, zOld, aMap)
+	var ensemble gauss.FeatureMap
+	if cfg.Adapter.Ensemble > 1 {
+		var release func()
+		if ensemble, release, err = r.adapterEnsemble(t, p, zOld, aMap); err != nil {
+			return nil, err
+		}
+		defer release()
+	}
+	choice, affine, err := r.chooseTransport(t, p, zOld, aMap, ensemble)
 	if err != nil {
 		return nil, err
 	}
@@ -257,6 +267,8 @@ func (r *Run) stage2(t int, p featurePairs, adapt *models.Mapper, protos map[int
 	switch choice.Map {
 	case MapAdapter:
 		err = r.transport(t, aMap, protos)
+	case MapEnsemble:
+		err = r.transport(t, ensemble, protos)
 	case MapLinear:
 		err = transportAffine(affine, protos)
 	}
@@ -267,18 +279,24 @@ func (r *Run) stage2(t int, p featurePairs, adapt *models.Mapper, protos map[int
 	return adapt, err
 }
 
-// chooseTransport scores A, the identity and the affine least-squares map
-// (fitted on the task's training pairs) on the validation images of the
-// task's classes and returns the best, with the affine map when it wins.
-// Without adapter.select or validation images it returns A unscored.
-func (r *Run) chooseTransport(t int, p featurePairs, zOld []float32, aMap gauss.FeatureMap) (TransportChoice, gauss.Affine, error) {
+// chooseTransport scores A, the adapter ensemble (when there is one, else
+// nil), the identity and the affine least-squares map (fitted on the
+// task's training pairs) on the validation images of the task's classes
+// and returns the best, with the affine map when it wins. Without
+// adapter.select or validation images it returns the ensemble, or A,
+// unscored.
+func (r *Run) chooseTransport(t int, p featurePairs, zOld []float32, aMap, ensemble gauss.FeatureMap) (TransportChoice, gauss.Affine, error) {
+	unscored := MapAdapter
+	if ensemble != nil {
+		unscored = MapEnsemble
+	}
 	if !r.cfg.Adapter.Select {
-		return TransportChoice{Map: MapAdapter, Reason: "adapter.select is off"}, gauss.Affine{}, nil
+		return TransportChoice{Map: unscored, Reason: "adapter.select is off"}, gauss.Affine{}, nil
 	}
 	val := r.valIndices(r.stream.Tasks[t])
 	if len(val) < 2 {
-		r.log.printf("task %d transport: through A, unchecked: %d validation images of the new classes (data.val_per_class)", t+1, len(val))
-		return TransportChoice{Map: MapAdapter, Images: len(val), Reason: "fewer than 2 validation images"}, gauss.Affine{}, nil
+		r.log.printf("task %d transport: through %s, unchecked: %d validation images of the new classes (data.val_per_class)", t+1, unscored, len(val))
+		return TransportChoice{Map: unscored, Images: len(val), Reason: "fewer than 2 validation images"}, gauss.Affine{}, nil
 	}
 	s := r.cfg.Model.FeatureDim
 	vOld, err := features(p.old, r.train, val, r.prep, r.cfg.Train.EvalBatch, false)
@@ -294,7 +312,11 @@ func (r *Run) chooseTransport(t int, p featurePairs, zOld []float32, aMap gauss.
 		return TransportChoice{}, gauss.Affine{}, fmt.Errorf("linear transport map: %w", err)
 	}
 	choice := TransportChoice{Images: len(val), HeldOutMSE: map[string]float64{MapIdentity: gauss.MeanSquaredError(vOld, vNew)}}
-	for name, f := range map[string]gauss.FeatureMap{MapAdapter: aMap, MapLinear: affine.Map} {
+	candidates := map[string]gauss.FeatureMap{MapAdapter: aMap, MapLinear: affine.Map}
+	if ensemble != nil {
+		candidates[MapEnsemble] = ensemble
+	}
+	for name, f := range candidates {
 		out, err := f(vOld, len(val))
 		if err != nil {
 			return TransportChoice{}, gauss.Affine{}, fmt.Errorf("transport map %s: %w", name, err)
@@ -302,18 +324,22 @@ func (r *Run) chooseTransport(t int, p featurePairs, zOld []float32, aMap gauss.
 		choice.HeldOutMSE[name] = gauss.MeanSquaredError(out, vNew)
 	}
 	choice.Map = MapAdapter
-	for _, name := range []string{MapIdentity, MapLinear} {
-		if choice.HeldOutMSE[name] < choice.HeldOutMSE[choice.Map] {
+	for _, name := range []string{MapEnsemble, MapIdentity, MapLinear} {
+		if mse, ok := choice.HeldOutMSE[name]; ok && mse < choice.HeldOutMSE[choice.Map] {
 			choice.Map = name
 		}
 	}
-	r.log.printf("task %d transport: through %s (held-out MSE on %d validation images: adapter %.4f, identity %.4f, linear %.4f)",
-		t+1, choice.Map, len(val), choice.HeldOutMSE[MapAdapter], choice.HeldOutMSE[MapIdentity], choice.HeldOutMSE[MapLinear])
+	ensembleMSE := ""
+	if ensemble != nil {
+		ensembleMSE = fmt.Sprintf(", ensemble of %d %.4f", r.cfg.Adapter.Ensemble, choice.HeldOutMSE[MapEnsemble])
+	}
+	r.log.printf("task %d transport: through %s (held-out MSE on %d validation images: adapter %.4f%s, identity %.4f, linear %.4f)",
+		t+1, choice.Map, len(val), choice.HeldOutMSE[MapAdapter], ensembleMSE, choice.HeldOutMSE[MapIdentity], choice.HeldOutMSE[MapLinear])
 	return choice, affine, nil
 }
 
 // transport replaces every old class's prototype by its Monte Carlo
-// transport through the map f, the adapter A (docs/method.md, Stage II).
+// transport through the map f, A or the adapter ensemble (docs/method.md, Stage II).
 func (r *Run) transport(t int, f gauss.FeatureMap, protos map[int]gauss.Gaussian) error {
 	ids := sortedClasses(protos)
 	bar := r.newBar(len(ids), fmt.Sprintf("task %d transport", t+1))
