@@ -49,6 +49,27 @@ func newAnchorFixture(t *testing.T) anchorFixture {
 	return anchorFixture{r: r, p: p, zOld: zOld, protos: first.Prototypes}
 }
 
+// stage2 runs Stage II of the fixture's task under cfg, from an adapter
+// initialised the same way every time, on a copy of the stored prototypes.
+// It returns the task's report, the prototypes after the transport and the
+// adapter the run keeps.
+func (f anchorFixture) stage2(t *testing.T, cfg config.Config) (TaskReport, map[int]gauss.Gaussian, *models.Mapper) {
+	t.Helper()
+	f.r.cfg = cfg
+	m := cfg.Model
+	adapt, err := models.NewMapper(m.Mapper, m.FeatureDim, m.HiddenMult, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	protos := maps.Clone(f.protos)
+	var rep TaskReport
+	kept, err := f.r.stage2(1, f.p, adapt, protos, &rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, protos, kept
+}
+
 // TestDriftAnchors checks on real Fashion-MNIST features that the anchor
 // search moves every old class's anchors toward its stored mean in the old
 // feature space, that it reads no image of an old task (inverting every
@@ -119,22 +140,12 @@ func TestDriftAnchors(t *testing.T) {
 // move, covariances do not).
 func TestDriftAnchorsInStage2(t *testing.T) {
 	f := newAnchorFixture(t)
-	r := f.r
-	base := r.cfg
+	base := f.r.cfg
 	stage2 := func(a config.Anchors) (TaskReport, map[int]gauss.Gaussian) {
 		t.Helper()
-		r.cfg = base
-		r.cfg.Anchors = a
-		m := r.cfg.Model
-		adapt, err := models.NewMapper(m.Mapper, m.FeatureDim, m.HiddenMult, rand.New(rand.NewPCG(1, 2)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		protos := maps.Clone(f.protos)
-		var rep TaskReport
-		if _, err := r.stage2(1, f.p, adapt, protos, &rep); err != nil {
-			t.Fatal(err)
-		}
+		cfg := base
+		cfg.Anchors = a
+		rep, protos, _ := f.stage2(t, cfg)
 		return rep, protos
 	}
 	defaults := config.Default().Anchors

@@ -1,13 +1,10 @@
 package train
 
 import (
-	"maps"
-	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/bicyc/bicyc/gauss"
-	"github.com/bicyc/bicyc/models"
 )
 
 // TestMeanMap checks the ensemble's output against the mean written out.
@@ -42,23 +39,12 @@ func TestMeanMap(t *testing.T) {
 // differ from A's.
 func TestAdapterEnsembleInStage2(t *testing.T) {
 	f := newAnchorFixture(t)
-	r := f.r
-	base := r.cfg
+	base := f.r.cfg
 	stage2 := func(ensemble int, selects bool) (TaskReport, map[int]gauss.Gaussian, []float32) {
 		t.Helper()
-		r.cfg = base
-		r.cfg.Adapter.Ensemble, r.cfg.Adapter.Select = ensemble, selects
-		m := r.cfg.Model
-		adapt, err := models.NewMapper(m.Mapper, m.FeatureDim, m.HiddenMult, rand.New(rand.NewPCG(1, 2)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		protos := maps.Clone(f.protos)
-		var rep TaskReport
-		kept, err := r.stage2(1, f.p, adapt, protos, &rep)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cfg := base
+		cfg.Adapter.Ensemble, cfg.Adapter.Select = ensemble, selects
+		rep, protos, kept := f.stage2(t, cfg)
 		var w []float32
 		for _, p := range kept.Params() {
 			w = append(w, p.Data().([]float32)...)
