@@ -110,27 +110,28 @@ func orient(img image.Image, o int) image.Image {
 		return img
 	}
 	fast, _ := img.(image.RGBA64Image)
-	return &orientedImage{src: img, fast: fast, orientation: o, srcRect: img.Bounds()}
+	src := img.Bounds()
+	w, h := src.Dx(), src.Dy()
+	if o >= orientationTranspose {
+		w, h = h, w
+	}
+	return &orientedImage{src: img, fast: fast, orientation: o, srcRect: src, bounds: image.Rect(0, 0, w, h)}
 }
 
 // orientedImage is a read-only view of src turned by an EXIF orientation,
-// with bounds at (0, 0). It keeps src's RGBA64At fast path.
+// with bounds at (0, 0), computed once: preprocessing reads every pixel.
+// It keeps src's RGBA64At fast path.
 type orientedImage struct {
 	src         image.Image
 	fast        image.RGBA64Image // src, when it has RGBA64At
 	orientation int
 	srcRect     image.Rectangle
+	bounds      image.Rectangle
 }
 
 func (m *orientedImage) ColorModel() color.Model { return m.src.ColorModel() }
 
-func (m *orientedImage) Bounds() image.Rectangle {
-	w, h := m.srcRect.Dx(), m.srcRect.Dy()
-	if m.orientation >= orientationTranspose {
-		w, h = h, w
-	}
-	return image.Rect(0, 0, w, h)
-}
+func (m *orientedImage) Bounds() image.Rectangle { return m.bounds }
 
 // source maps a displayed pixel (x, y) to the stored pixel it shows.
 func (m *orientedImage) source(x, y int) (int, int) {
@@ -155,14 +156,14 @@ func (m *orientedImage) source(x, y int) (int, int) {
 }
 
 func (m *orientedImage) At(x, y int) color.Color {
-	if !image.Pt(x, y).In(m.Bounds()) {
+	if !image.Pt(x, y).In(m.bounds) {
 		return color.RGBA64{}
 	}
 	return m.src.At(m.source(x, y))
 }
 
 func (m *orientedImage) RGBA64At(x, y int) color.RGBA64 {
-	if !image.Pt(x, y).In(m.Bounds()) {
+	if !image.Pt(x, y).In(m.bounds) {
 		return color.RGBA64{}
 	}
 	sx, sy := m.source(x, y)
