@@ -17,8 +17,7 @@ import (
 func (r *Run) adapterEnsemble(t int, p featurePairs, zOld []float32, aMap gauss.FeatureMap) (gauss.FeatureMap, func(), error) {
 	cfg := r.cfg
 	s := cfg.Model.FeatureDim
-	epochs := cfg.PostTaskAdapterEpochs()
-	epochs = epochsForSteps(epochs, p.rows/max(min(cfg.Train.BatchSize, p.rows), 1), cfg.Adapter.MinSteps)
+	epochs := epochsForSteps(cfg.PostTaskAdapterEpochs(), adapterStepsPerEpoch(cfg, p.rows), cfg.Adapter.MinSteps)
 	members := []gauss.FeatureMap{aMap}
 	var closers []func()
 	release := func() {

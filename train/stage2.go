@@ -71,7 +71,7 @@ func buildAdapterGraph(cfg config.Config, a *models.Mapper, rows, s int) (*adapt
 // adapter.milestones (constant without), and returns the last epoch's mean
 // alignment loss.
 func trainAdapter(cfg config.Config, a *models.Mapper, zOld, zNew []float32, n, s, epochs int, rng *rand.Rand, progress func(epoch int, loss float64)) (float64, error) {
-	rows := min(cfg.Train.BatchSize, n)
+	rows := min(cfg.Train.BatchSize, n) // adapterStepsPerEpoch counts the steps
 	if rows < 2 {
 		return 0, fmt.Errorf("adapter fine-tune: %d feature rows, need at least 2", n)
 	}
@@ -230,10 +230,9 @@ func (r *Run) stage2(t int, p featurePairs, adapt *models.Mapper, protos map[int
 		}
 		epochs = cfg.PostTaskAdapterEpochs()
 	}
-	batch := min(cfg.Train.BatchSize, p.rows)
-	if more := epochsForSteps(epochs, p.rows/max(batch, 1), cfg.Adapter.MinSteps); more > epochs {
+	if more := epochsForSteps(epochs, adapterStepsPerEpoch(cfg, p.rows), cfg.Adapter.MinSteps); more > epochs {
 		r.log.printf("task %d stage II: %d feature rows give %d steps per epoch: %d epochs for adapter.min_steps %d",
-			t+1, p.rows, p.rows/max(batch, 1), more, cfg.Adapter.MinSteps)
+			t+1, p.rows, adapterStepsPerEpoch(cfg, p.rows), more, cfg.Adapter.MinSteps)
 		epochs = more
 	}
 	bar := r.newBar(epochs, fmt.Sprintf("task %d stage II", t+1))
@@ -366,6 +365,13 @@ func transportAffine(a gauss.Affine, protos map[int]gauss.Gaussian) error {
 		protos[c] = g
 	}
 	return nil
+}
+
+// adapterStepsPerEpoch is the number of steps trainAdapter makes per epoch
+// on n feature rows: mini-batches of train.batch_size (all rows when
+// fewer), the last partial batch dropped.
+func adapterStepsPerEpoch(cfg config.Config, n int) int {
+	return n / max(min(cfg.Train.BatchSize, n), 1)
 }
 
 // epochsForSteps is the number of epochs that makes at least minSteps
