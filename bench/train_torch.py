@@ -142,6 +142,32 @@ class Step:
         return terms
 
 
+def kernels():
+    """Names the kernels PyTorch runs: oneDNN's instruction set (convolutions; read from a short child
+    process with ONEDNN_VERBOSE, which prints it at the first primitive), ATen's vector capability (element-
+    wise ops) and the BLAS behind torch's libblas.so.3 (Debian builds with BLAS_INFO=generic: OpenBLAS)."""
+    import ctypes
+    import re
+    import subprocess
+
+    parts = []
+    probe = "import torch; torch.nn.functional.conv2d(torch.zeros(8,64,32,32), torch.zeros(64,64,3,3), padding=1)"
+    out = subprocess.run([sys.executable, "-c", probe], env=dict(os.environ, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1"),
+                         capture_output=True, text=True, timeout=120).stdout
+    m = re.search(r"info,cpu,isa:(.*)", out)
+    v = re.search(r"info,(oneDNN v[\d.]+)", out)
+    parts.append(f"{v.group(1) if v else 'oneDNN'} {m.group(1).strip() if m else 'isa unknown'}")
+    m = re.search(r"CPU capability usage: (\S+)", torch.__config__.show())
+    parts.append(f"ATen {m.group(1) if m else 'unknown'}")
+    try:
+        blas = ctypes.CDLL("libblas.so.3")
+        blas.openblas_get_corename.restype = ctypes.c_char_p
+        parts.append(f"BLAS OpenBLAS {blas.openblas_get_corename().decode()}")
+    except (OSError, AttributeError):
+        parts.append("BLAS not OpenBLAS")
+    return "; ".join(parts)
+
+
 def reply(obj):
     obj["peak_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     sys.stdout.write(json.dumps(obj) + "\n")
@@ -163,7 +189,7 @@ def main():
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
     step = Step(args)
-    reply({"torch": torch.__version__, "threads": torch.get_num_threads()})
+    reply({"torch": torch.__version__, "threads": torch.get_num_threads(), "kernels": kernels()})
     for line in sys.stdin:
         req = json.loads(line)
         if req["op"] != "steps":

@@ -1,12 +1,14 @@
 package models
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/kernels"
 	"gonum.org/v1/netlib/blas/netlib"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -15,6 +17,9 @@ import (
 // TestMain registers OpenBLAS as gorgonia's BLAS, as the training binaries do; run the tests with
 // CGO_LDFLAGS=-lopenblas.
 func TestMain(m *testing.M) {
+	if _, err := kernels.Ensure(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
 	G.Use(netlib.Implementation{})
 	os.Exit(m.Run())
 }

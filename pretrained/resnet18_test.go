@@ -2,6 +2,7 @@ package pretrained
 
 import (
 	"flag"
+	"fmt"
 	"image"
 	_ "image/jpeg"
 	_ "image/png"
@@ -16,6 +17,7 @@ import (
 	"github.com/bicyc/bicyc/export"
 	"github.com/bicyc/bicyc/export/onnxpb"
 	"github.com/bicyc/bicyc/infer"
+	"github.com/bicyc/bicyc/kernels"
 	"github.com/bicyc/bicyc/models"
 	ort "github.com/yalue/onnxruntime_go"
 	"gonum.org/v1/netlib/blas/netlib"
@@ -29,6 +31,9 @@ import (
 var fullResNet18 = flag.String("resnet18-onnx", "", "full-size torchvision ResNet-18 ONNX file for TestFullResNet18MatchesOnnxRuntime")
 
 func TestMain(m *testing.M) {
+	if _, err := kernels.Ensure(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
 	G.Use(netlib.Implementation{})
 	os.Exit(m.Run())
 }

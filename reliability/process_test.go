@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bicyc/bicyc/kernels"
 )
 
 // longTests reports whether BICYC_LONG_TESTS=1 asks for the long variants.
@@ -26,6 +28,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if _, err := kernels.Ensure(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
 	code := m.Run()
 	if rootDir != "" {
 		os.RemoveAll(rootDir)

@@ -15,6 +15,7 @@ import (
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/durable"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/kernels"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/models/ops"
 )
@@ -103,6 +104,7 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 		return nil, err
 	}
 	r.log.printf("run %s: %s on %s, %d tasks, seed %d", dir, cfg.Method, cfg.Data.Kind, len(stream.Tasks), cfg.Seed)
+	r.log.printf("kernels: %s", kernels.Current())
 	if cfg.Model.Pretrained != "" {
 		r.log.printf("backbone %s: pretrained weights from %s (the 1x1 reduction starts random), %d of %d stages frozen",
 			cfg.Model.Backbone, cfg.Model.Pretrained, b.FrozenStages(), b.Stages())
@@ -197,6 +199,7 @@ func Resume(dir string, opts Options) (*Run, error) {
 	}
 	r.state = st
 	r.log.printf("resuming %s after task %d of %d", dir, st.Completed, len(r.stream.Tasks))
+	r.log.printf("kernels: %s", kernels.Current())
 	return r, nil
 }
 

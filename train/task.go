@@ -11,6 +11,7 @@ import (
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/kernels"
 	"github.com/bicyc/bicyc/models"
 )
 
@@ -48,6 +49,10 @@ type TaskReport struct {
 	// compared side by side should say which build made them. Empty in runs
 	// from before it was recorded.
 	Build string `json:"build,omitempty"`
+	// Kernels names the BLAS kernels that trained this task and who chose them
+	// (kernels.Status): kernel sets round differently, and their speeds differ
+	// several-fold. Empty in runs from before it was recorded.
+	Kernels string `json:"kernels,omitempty"`
 	// TrainedIn is the directory of the run that trained this task when
 	// the run took it from another (Fork); empty when it trained it itself.
 	TrainedIn string `json:"trained_in,omitempty"`
@@ -59,7 +64,7 @@ func (r *Run) learnTask(ctx context.Context, t int) (TaskReport, error) {
 	cfg := r.cfg
 	classes := r.stream.Tasks[t]
 	idx := r.trainIndices(classes)
-	rep := TaskReport{Task: t + 1, Classes: classes, Build: trainingBuild()}
+	rep := TaskReport{Task: t + 1, Classes: classes, Build: trainingBuild(), Kernels: kernels.Current().String()}
 	r.log.printf("task %d/%d: classes %v, %d training images", t+1, len(r.stream.Tasks), classes, len(idx))
 
 	old := r.state.Backbone

@@ -19,6 +19,7 @@ import (
 	"github.com/bicyc/bicyc/bench/compare"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/kernels"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/models/ops"
 	"github.com/bicyc/bicyc/safetensors"
@@ -51,6 +52,10 @@ const featureDim = 64
 const defaultPolicy = "default"
 
 func main() {
+	// First: it may restart the program once with OpenBLAS's kernels for this processor.
+	if _, err := kernels.Ensure(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/train: warning:", err)
+	}
 	var o options
 	flag.StringVar(&o.script, "script", "bench/train_torch.py", "the PyTorch side")
 	flag.StringVar(&o.ompWait, "omp-wait-policy", "PASSIVE,"+defaultPolicy, "comma-separated OMP_WAIT_POLICY values, one PyTorch worker each (PASSIVE: no spinning at OpenMP barriers; ACTIVE; default: unset, libgomp's default, what a PyTorch user gets); bicyc is compared with the fastest")
@@ -163,9 +168,9 @@ func run(o options, out io.Writer) error {
 			return err
 		}
 	}
-	torchVersion := ""
+	var torch torchInfo
 	for _, b := range benches {
-		if torchVersion, err = b.run(o, policies, filepath.Join(tmp, b.key)); err != nil {
+		if torch, err = b.run(o, policies, filepath.Join(tmp, b.key)); err != nil {
 			return fmt.Errorf("%s: %w", b.name, err)
 		}
 	}
@@ -178,7 +183,11 @@ func run(o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "## Training step: bicyc vs PyTorch %s, %s\n\n", torchVersion, time.Now().Format("2006-01-02 15:04"))
+	fmt.Fprintf(out, "## Training step: bicyc vs PyTorch %s, %s\n\n", torch.Torch, time.Now().Format("2006-01-02 15:04"))
+	k := kernels.Current()
+	fmt.Fprintf(out, "processor: %s, %s\n", k.CPUModel, k.CPUFeatures)
+	fmt.Fprintf(out, "bicyc kernels: %s; models/ops vector kernels: %s\n", k, ops.VectorKernels())
+	fmt.Fprintf(out, "PyTorch kernels: %s\n", torch.Kernels)
 	fmt.Fprintf(out, "%d threads each (bicyc: models/ops goroutines, single-threaded OpenBLAS; torch.set_num_threads); %d CPUs; load average %s at start, %s at end\n",
 		o.threads, runtime.NumCPU(), loadStart, loadEnd)
 	fmt.Fprintf(out, "PyTorch workers, one per OMP_WAIT_POLICY: %s (%s: unset, libgomp's default); bicyc / PyTorch is against the faster one\n",
@@ -288,70 +297,70 @@ func relDiff(a, b float64) float64 { return math.Abs(a-b) / max(math.Abs(b), 1e-
 // (written to dir for PyTorch), checks that the first step's loss terms
 // agree, then times interleaved rounds: bicyc, then each PyTorch worker.
 // It returns PyTorch's version.
-func (b *benchmark) run(o options, policies []string, dir string) (string, error) {
+func (b *benchmark) run(o options, policies []string, dir string) (torchInfo, error) {
 	fmt.Fprintf(os.Stderr, "%s\n", b.name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		return torchInfo{}, err
 	}
 	n, err := b.newNets()
 	if err != nil {
-		return "", err
+		return torchInfo{}, err
 	}
 	b.flops = stepFLOPs(b, n)
 	images, labels, err := b.batches()
 	if err != nil {
-		return "", err
+		return torchInfo{}, err
 	}
 	args, err := b.writeInputs(o, dir, n, images, labels)
 	if err != nil {
-		return "", err
+		return torchInfo{}, err
 	}
 	runtime.GC()
 	debug.FreeOSMemory()
 	if err := compare.ResetPeakRSS(); err != nil {
-		return "", err
+		return torchInfo{}, err
 	}
 	cfg := b.config()
 	step, err := train.NewStage1Step(cfg, n, train.Stage1Input{Batch: b.batch, Channels: b.channels, Height: b.side, Width: b.side})
 	if err != nil {
-		return "", err
+		return torchInfo{}, err
 	}
 	defer step.Close()
-	version, err := b.startWorkers(o, policies, args)
+	info, err := b.startWorkers(o, policies, args)
 	defer func() {
 		for _, t := range b.torch {
 			t.worker.Close()
 		}
 	}()
 	if err != nil {
-		return "", err
+		return torchInfo{}, err
 	}
 	// Step 1 on both sides from the same weights and batch: the loss terms
 	// must agree, or the two sides do not train the same network.
 	b.termNames = step.Terms()
 	if b.oursTerms, err = b.ourSteps(step, cfg.Train.LR, images, labels, 0, 1); err != nil {
-		return "", err
+		return torchInfo{}, err
 	}
 	for _, t := range b.torch {
 		if err := b.checkFirstStep(t); err != nil {
-			return "", err
+			return torchInfo{}, err
 		}
 	}
 	for r := range o.rounds {
 		fmt.Fprintf(os.Stderr, "  round %d/%d\n", r+1, o.rounds)
 		if err := b.round(o, step, cfg.Train.LR, images, labels, 1+r*b.steps); err != nil {
-			return "", err
+			return torchInfo{}, err
 		}
 	}
 	if b.oursRSS, err = compare.PeakRSS(); err != nil {
-		return "", err
+		return torchInfo{}, err
 	}
 	if o.memProfile != "" {
 		if err := writeHeapProfile(o.memProfile + "." + b.key); err != nil {
-			return "", err
+			return torchInfo{}, err
 		}
 	}
-	return version, nil
+	return info, nil
 }
 
 // writeInputs writes the initial weights and the kept batches to dir and returns the PyTorch worker's arguments.
@@ -378,30 +387,32 @@ func (b *benchmark) writeInputs(o options, dir string, n train.Stage1Nets, image
 	return args, nil
 }
 
-// startWorkers starts one PyTorch worker per wait policy into b.torch and returns PyTorch's version.
-func (b *benchmark) startWorkers(o options, policies []string, args []string) (string, error) {
-	version := ""
+// torchInfo is what a PyTorch worker says of itself in its greeting.
+type torchInfo struct {
+	Torch   string // version
+	Threads int
+	Kernels string // oneDNN's instruction set, ATen's capability, the BLAS (train_torch.py kernels())
+}
+
+// startWorkers starts one PyTorch worker per wait policy into b.torch and returns what the last says of itself.
+func (b *benchmark) startWorkers(o options, policies []string, args []string) (torchInfo, error) {
+	var hello torchInfo
 	for _, policy := range policies {
 		policy = strings.TrimSpace(policy)
 		var env []string
 		if policy != defaultPolicy && policy != "" {
 			env = append(env, "OMP_WAIT_POLICY="+policy)
 		}
-		var hello struct {
-			Torch   string
-			Threads int
-		}
 		py, err := compare.StartWorker(&hello, env, args...)
 		if err != nil {
-			return "", err
+			return hello, err
 		}
 		b.torch = append(b.torch, &torchSide{policy: policy, worker: py})
 		if hello.Threads != o.threads {
-			return "", fmt.Errorf("PyTorch runs %d threads, want %d", hello.Threads, o.threads)
+			return hello, fmt.Errorf("PyTorch runs %d threads, want %d", hello.Threads, o.threads)
 		}
-		version = hello.Torch
 	}
-	return version, nil
+	return hello, nil
 }
 
 // checkFirstStep runs step 1 on worker t and checks its loss terms against bicyc's.

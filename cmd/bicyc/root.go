@@ -33,5 +33,6 @@ Configuration: --config FILE (YAML, see configs/), BICYC_* environment variables
 	cmd.AddCommand(newEvalCmd())
 	cmd.AddCommand(newLearnCmd(opts))
 	cmd.AddCommand(newConvertDatasetCmd())
+	cmd.AddCommand(newDoctorCmd())
 	return cmd
 }

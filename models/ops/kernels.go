@@ -203,3 +203,12 @@ func clearEdges[T float](d []T, first, last int) {
 		d[j] = 0
 	}
 }
+
+// VectorKernels names the element-wise kernels the ops run: the AVX2/FMA assembly of internal/vector where
+// the processor has it (and the build is not -tags purego), portable Go otherwise.
+func VectorKernels() string {
+	if vector.HasAVX2 {
+		return "AVX2+FMA assembly"
+	}
+	return "portable Go"
+}

@@ -1,0 +1,79 @@
+package kernels
+
+import (
+	"bufio"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestDetectMatchesProcCPUInfo cross-checks Detect, which reads CPUID through golang.org/x/sys/cpu, against
+// the flags the Linux kernel reports: a library's CPU detection is not trusted unchecked.
+func TestDetectMatchesProcCPUInfo(t *testing.T) {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		t.Skipf("no /proc/cpuinfo: %v", err)
+	}
+	defer f.Close()
+	flags := map[string]bool{}
+	vendor := ""
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		key, val, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(key) {
+		case "flags":
+			if len(flags) == 0 {
+				for _, fl := range strings.Fields(val) {
+					flags[fl] = true
+				}
+			}
+		case "vendor_id":
+			vendor = strings.TrimSpace(val)
+		}
+	}
+	if len(flags) == 0 {
+		t.Fatal("/proc/cpuinfo has no flags line")
+	}
+	d := Detect()
+	if d.Vendor != vendor {
+		t.Errorf("vendor %q, /proc/cpuinfo says %q", d.Vendor, vendor)
+	}
+	for _, c := range []struct {
+		flag string
+		got  bool
+	}{
+		{"pni", d.SSE3}, {"ssse3", d.SSSE3}, {"sse4_1", d.SSE41}, {"sse4_2", d.SSE42},
+		{"avx", d.AVX}, {"avx2", d.AVX2}, {"fma", d.FMA},
+		{"avx512f", d.AVX512F}, {"avx512cd", d.AVX512CD}, {"avx512bw", d.AVX512BW}, {"avx512dq", d.AVX512DQ},
+		{"avx512vl", d.AVX512VL}, {"avx512_bf16", d.AVX512BF16},
+	} {
+		if c.got != flags[c.flag] {
+			t.Errorf("%s: Detect says %v, /proc/cpuinfo says %v", c.flag, c.got, flags[c.flag])
+		}
+	}
+}
+
+// TestEnsureRunsBestKernels checks the test binary itself, which TestMain passed through Ensure: OpenBLAS
+// runs the widest kernels the processor allows, or the user's OPENBLAS_CORETYPE.
+func TestEnsureRunsBestKernels(t *testing.T) {
+	s := Current()
+	t.Logf("%s", s)
+	if s.Library == "" || s.Kernels == "" {
+		t.Fatalf("OpenBLAS reports no build or core: %+v", s)
+	}
+	if user, ok := os.LookupEnv(coreTypeEnv); ok && s.Source == SourceUser {
+		// OpenBLAS loads a set of the same level under another name (Cooperlake without bf16 as SkylakeX).
+		if want, known := coreLevels[strings.ToLower(user)]; known && coreLevels[strings.ToLower(s.Kernels)] != want {
+			t.Errorf("%s=%s, OpenBLAS runs %s", coreTypeEnv, user, s.Kernels)
+		}
+		return
+	}
+	_, best := Best(s.Features)
+	if got := coreLevels[strings.ToLower(s.Kernels)]; got < best {
+		t.Errorf("OpenBLAS runs %s (level %d), the processor (%s) runs %s (level %d)", s.Kernels, got, s.CPUFeatures, s.Best, best)
+	}
+}
