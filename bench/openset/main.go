@@ -19,6 +19,7 @@ import (
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/durable"
+	"github.com/bicyc/bicyc/kernels"
 	"github.com/bicyc/bicyc/train"
 )
 
@@ -30,6 +31,10 @@ type options struct {
 }
 
 func main() {
+	// First: it may restart the program once with OpenBLAS's kernels for this processor.
+	if _, err := kernels.Ensure(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/openset: warning:", err)
+	}
 	var o options
 	var seeds, adds string
 	flag.StringVar(&o.out, "out", "docs/results/openset", "directory for results.json and README.md")
