@@ -32,6 +32,17 @@ test: setup vet
 	$(GO) test -count=1 -race -timeout 10m ./infer/...
 	FUZZTIME=$(FUZZTIME) GO=$(GO) bash scripts/fuzz.sh
 
+# The training side again on kernels other than the automatic choice, so that
+# no verdict hinges on one kernel set's rounding: OpenBLAS's oldest x86-64
+# kernels (Prescott, which Debian's OpenBLAS falls back to on processors it does
+# not know) and the portable Go element-wise kernels (-tags purego) in place of
+# the AVX2 assembly. .ci/run runs it after `make test`.
+TRAIN_PKGS = ./kernels ./models/... ./train ./pretrained ./gauss ./cmd/bicyc ./report ./sweep ./bench/... ./reliability
+.PHONY: test-kernels
+test-kernels: setup
+	OPENBLAS_CORETYPE=Prescott $(GO) test -count=1 -timeout 30m $(TRAIN_PKGS)
+	$(GO) test -count=1 -tags purego -timeout 30m $(TRAIN_PKGS)
+
 bench: setup
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./models/...
 

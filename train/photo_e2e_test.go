@@ -151,7 +151,7 @@ func photoConfig(root string) config.Config {
 // export of width 4), its stem and layer1 frozen, at 32x32, with the
 // fine-tuning recipe of configs/cub200-t10.yaml: learning rate 0.1 on every
 // task, a tenth of it for the backbone. Task 2 gets at least 100 steps
-// (task 1 has train.min_steps_first): its 160 images make 5 a epoch.
+// (task 1 has train.min_steps_first): its 320 images make 10 an epoch.
 func pretrainedPhotoConfig(root string) config.Config {
 	c := photoConfig(root)
 	c.Data.Height, c.Data.Width = 32, 32
@@ -175,22 +175,29 @@ func TestPhotoFolderEndToEnd(t *testing.T) {
 	}
 	root := t.TempDir()
 	classes := map[int]string{0: "tshirt", 1: "trouser", 7: "sneaker", 8: "bag"}
-	files := writePhotoFolders(t, root, classes, map[string]int{"train": 80, "test": 30})
-	// minTAg is the task-agnostic accuracy each task must reach right after
-	// training it (chance: 1/2 on task 1, 1/4 on task 2). The pretrained
-	// fixture is 4 channels wide with random weights, its first two stages
-	// frozen, 32 channels before the reduction: it learns task 2's classes
-	// (task-aware accuracy >= 0.8 in both cases) but keeps them apart from
-	// task 1's less well than the convnet. The convnet's bar is 0.7, not
-	// 0.8: with 30 test images a class its task 2 lands at 0.800 exactly on
-	// this machine, and a bar at the measured value would fail on any other.
+	files := writePhotoFolders(t, root, classes, map[string]int{"train": 160, "test": 60})
+	// minTAg and minTAw are the task-agnostic and task-aware accuracies each
+	// task must reach right after training it (chance: 1/2 task-aware; 1/2 on
+	// task 1 and 1/4 on task 2 task-agnostic). They sit well below what was
+	// measured under every kernel set this machine runs (an AVX-512 Xeon:
+	// OPENBLAS_CORETYPE SkylakeX, Haswell, Zen, Sandybridge and Prescott, and
+	// -tags purego), since kernel sets round differently and training
+	// amplifies it:
+	//   convnet: task 1 0.992 / 0.992, task 2 0.942-0.983 / 0.958-1.000
+	//   pretrained: task 1 0.950-0.958 / same, task 2 0.658-0.750 / 0.842-0.892
+	// The pretrained fixture is 4 channels wide with random weights, its first
+	// two stages frozen, 32 channels before the reduction: it keeps task 2's
+	// classes apart from task 1's less well than the convnet. With 80 training
+	// and 30 test images a class it learned task 2 to 0.667 task-aware on
+	// three of those kernel sets and 0.883 on SkylakeX: a fixture whose
+	// verdict hung on rounding, hence twice the images.
 	for i, tc := range []struct {
-		name   string
-		cfg    config.Config
-		minTAg float64
+		name           string
+		cfg            config.Config
+		minTAg, minTAw float64
 	}{
-		{"convnet", photoConfig(root), 0.7},
-		{"pretrained-resnet18-frozen", pretrainedPhotoConfig(root), 0.6},
+		{"convnet", photoConfig(root), 0.8, 0.85},
+		{"pretrained-resnet18-frozen", pretrainedPhotoConfig(root), 0.5, 0.7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
@@ -198,7 +205,7 @@ func TestPhotoFolderEndToEnd(t *testing.T) {
 			if tc.cfg.Model.Pretrained != "" {
 				checkFrozenImported(t, tc.cfg, r.State().Backbone)
 			}
-			checkPhotoRun(t, r, files, tc.minTAg, start)
+			checkPhotoRun(t, r, files, tc.minTAg, tc.minTAw, start)
 			t.Logf("case %d (%s): trained, exported and checked in %v", i, tc.name, time.Since(start))
 		})
 	}
@@ -231,10 +238,10 @@ func checkFrozenImported(t *testing.T, cfg config.Config, b *models.Backbone) {
 }
 
 // checkPhotoRun checks a finished two-task photo run: each task learned
-// (task-aware accuracy >= 0.8, task-agnostic >= minTAg right after training
-// it), the manifest's center crop, and infer and bicyc-infer agreeing with
+// (task-agnostic accuracy >= minTAg, task-aware >= minTAw right after
+// training it), the manifest's center crop, and infer and bicyc-infer agreeing with
 // the trainer's evaluation on every test file.
-func checkPhotoRun(t *testing.T, r *Run, files map[string][]string, minTAg float64, start time.Time) {
+func checkPhotoRun(t *testing.T, r *Run, files map[string][]string, minTAg, minTAw float64, start time.Time) {
 	t.Helper()
 	cfg := r.Config()
 	if r.train.Photos == nil || r.train.Photos.Len() != len(files["train"]) {
@@ -250,11 +257,11 @@ func checkPhotoRun(t *testing.T, r *Run, files map[string][]string, minTAg float
 	// Each task is learned; how much of task 1 survives so small a budget
 	// is not this test's subject.
 	s := summary(t, r)
-	t.Logf("TAg accuracy: task 1 after task 1 %.3f, tasks 1 and 2 after task 2 %v (%v since start)", s.MatrixTAg.At(0, 0), s.Reports[1].TAg, time.Since(start))
+	t.Logf("TAg / TAw accuracy right after training: task 1 %.3f / %.3f, task 2 %.3f / %.3f (%v since start)", s.MatrixTAg.At(0, 0), s.MatrixTAw.At(0, 0), s.MatrixTAg.At(1, 1), s.MatrixTAw.At(1, 1), time.Since(start))
 	for task := range 2 {
-		if tag, taw := s.MatrixTAg.At(task, task), s.MatrixTAw.At(task, task); tag < minTAg || taw < 0.8 {
-			t.Errorf("task %d right after training it: task-agnostic accuracy %.3f (want >= %.2f), task-aware %.3f (want >= 0.8): the photos were not learned",
-				task+1, tag, minTAg, taw)
+		if tag, taw := s.MatrixTAg.At(task, task), s.MatrixTAw.At(task, task); tag < minTAg || taw < minTAw {
+			t.Errorf("task %d right after training it: task-agnostic accuracy %.3f (want >= %.2f), task-aware %.3f (want >= %.2f): the photos were not learned",
+				task+1, tag, minTAg, taw, minTAw)
 		}
 	}
 
