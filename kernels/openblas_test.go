@@ -3,6 +3,7 @@ package kernels
 import (
 	"bufio"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -10,7 +11,7 @@ import (
 // TestDetectMatchesProcCPUInfo cross-checks Detect, which reads CPUID through golang.org/x/sys/cpu, against
 // the flags the Linux kernel reports: a library's CPU detection is not trusted unchecked.
 func TestDetectMatchesProcCPUInfo(t *testing.T) {
-	f, err := os.Open("/proc/cpuinfo")
+	f, err := os.Open(CPUInfo)
 	if err != nil {
 		t.Skipf("no /proc/cpuinfo: %v", err)
 	}
@@ -75,5 +76,26 @@ func TestEnsureRunsBestKernels(t *testing.T) {
 	_, best := Best(s.Features)
 	if got := coreLevels[strings.ToLower(s.Kernels)]; got < best {
 		t.Errorf("OpenBLAS runs %s (level %d), the processor (%s) runs %s (level %d)", s.Kernels, got, s.CPUFeatures, s.Best, best)
+	}
+}
+
+func TestProcessorName(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cpuinfo")
+	for i, c := range []struct{ cpuinfo, name, id string }{
+		{"processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC 7B13\n", "AMD EPYC 7B13", "family 25, model 1"},
+		{"processor\t: 0\nBogoMIPS\t: 48.00\n\nprocessor\t: 1\n\nModel\t: Raspberry Pi 4 Model B Rev 1.4\n", "Raspberry Pi 4 Model B Rev 1.4", ""},
+		{"processor\t: 0\n", "unknown", ""},
+	} {
+		if err := os.WriteFile(path, []byte(c.cpuinfo), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, id := readCPUInfo(path)
+		if got := ProcessorName(path); got != c.name || id != c.id {
+			t.Errorf("case %d: %q, %q, want %q, %q", i, got, id, c.name, c.id)
+		}
+	}
+	if got := ProcessorName(filepath.Join(dir, "missing")); got != "unknown" {
+		t.Errorf("missing cpuinfo: %q, want unknown", got)
 	}
 }

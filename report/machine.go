@@ -1,11 +1,10 @@
 package report
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"runtime"
-	"strings"
+
+	"github.com/bicyc/bicyc/kernels"
 )
 
 // Machine describes the computer a report was made on.
@@ -32,42 +31,9 @@ func (m Machine) String() string {
 func ThisMachine() Machine {
 	return Machine{
 		NProc:     runtime.NumCPU(),
-		CPU:       cpuModel("/proc/cpuinfo"),
+		CPU:       kernels.ProcessorName(kernels.CPUInfo),
 		OS:        runtime.GOOS,
 		Arch:      runtime.GOARCH,
 		GoVersion: runtime.Version(),
 	}
-}
-
-// cpuModel returns the first processor model named in a cpuinfo file: the
-// "model name" field on x86, "Model" or "Processor" elsewhere.
-func cpuModel(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return "unknown"
-	}
-	defer f.Close()
-	fallback := ""
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		key, val, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
-		switch key {
-		case "model name":
-			if val != "" {
-				return val
-			}
-		case "Model", "Processor", "cpu model":
-			if fallback == "" {
-				fallback = val
-			}
-		}
-	}
-	if fallback != "" {
-		return fallback
-	}
-	return "unknown"
 }

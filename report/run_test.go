@@ -122,25 +122,6 @@ func TestVariantNames(t *testing.T) {
 	}
 }
 
-func TestCPUModel(t *testing.T) {
-	dir := t.TempDir()
-	cases := []struct{ cpuinfo, want string }{
-		{"processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n", "AMD EPYC 7B13"},
-		{"processor\t: 0\nBogoMIPS\t: 48.00\nModel\t: Raspberry Pi 4 Model B Rev 1.4\n", "Raspberry Pi 4 Model B Rev 1.4"},
-		{"processor\t: 0\n", "unknown"},
-	}
-	for i, c := range cases {
-		path := filepath.Join(dir, "cpuinfo")
-		writeFile(t, path, []byte(c.cpuinfo))
-		if got := cpuModel(path); got != c.want {
-			t.Errorf("case %d: %q, want %q", i, got, c.want)
-		}
-	}
-	if got := cpuModel(filepath.Join(dir, "missing")); got != "unknown" {
-		t.Errorf("missing cpuinfo: %q, want unknown", got)
-	}
-}
-
 func truncate(t *testing.T, path string) {
 	t.Helper()
 	b, err := os.ReadFile(path)
