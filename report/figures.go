@@ -353,12 +353,19 @@ func curvesPanel(title, yLabel string, ss []series, log bool) (*plot.Plot, error
 	return p, nil
 }
 
-// linearTicks labels four to ten round values (1, 2 or 5 times a power of
+// linearTicks labels minLabels (default four) to about ten round values (1, 2 or 5 times a power of
 // ten apart) with as few digits as they need; plot.DefaultTicks can pick
 // steps such as 6 and prints "100.00" on a percentage axis.
-type linearTicks struct{}
+//
+// minLabels is the fewest labels wanted, 0 meaning four; a narrow panel
+// asks for fewer so that its labels do not run into each other.
+type linearTicks struct{ minLabels int }
 
-func (linearTicks) Ticks(lo, hi float64) []plot.Tick {
+func (lt linearTicks) Ticks(lo, hi float64) []plot.Tick {
+	want := lt.minLabels
+	if want == 0 {
+		want = 4
+	}
 	if !(hi > lo) || math.IsInf(hi-lo, 0) {
 		return nil
 	}
@@ -370,7 +377,7 @@ func (linearTicks) Ticks(lo, hi float64) []plot.Tick {
 	for i := 0; ; i++ {
 		exp = top - 1 - i/3
 		step = []float64{5, 2, 1}[i%3] * math.Pow(10, float64(exp))
-		if math.Floor(hi/step)-math.Ceil(lo/step)+1 >= 4 {
+		if math.Floor(hi/step)-math.Ceil(lo/step)+1 >= float64(want) {
 			break
 		}
 	}
@@ -438,8 +445,8 @@ const zoomWidth = 440
 // curves renders one curves panel with the legend at the given corner and
 // caption (the seeds and budget) as a line under it. When two series end
 // within crowdedGap of each other their lines cannot be read apart on the
-// full range, so a zoomed panel of the last step (finalPanel) is added on
-// the right, making the PNG zoomWidth wider. It returns the PNG and its
+// full range, so a zoomed panel of the last step (finalPanel) of those
+// series is added on the right, making the PNG zoomWidth wider. It returns the PNG and its
 // size.
 func curves(title, yLabel, caption string, ss []series, w, h int, top, left bool) (png []byte, width, height int, err error) {
 	p, err := curvesPanel(title, yLabel, ss, false)
@@ -449,8 +456,8 @@ func curves(title, yLabel, caption string, ss []series, w, h int, top, left bool
 	p.Legend.Top, p.Legend.Left = top, left
 	p.Legend.XOffs, p.Legend.YOffs = legendOffset(top, left)
 	var zoom *plot.Plot
-	if crowded(ss, crowdedGap) {
-		if zoom, err = finalPanel(ss, yLabel); err != nil {
+	if close := crowded(ss, crowdedGap); len(close) > 0 {
+		if zoom, err = finalPanel(close, yLabel); err != nil {
 			return nil, 0, 0, err
 		}
 		w += zoomWidth
@@ -468,21 +475,19 @@ func curves(title, yLabel, caption string, ss []series, w, h int, top, left bool
 	return png, w, h, err
 }
 
-// crowded reports whether two of the series end within gap of each other.
-func crowded(ss []series, gap float64) bool {
-	var ends []float64
-	for _, s := range ss {
-		if f := s.final(); !math.IsNaN(f) {
-			ends = append(ends, f)
+// crowded returns the series that end within gap of another one, in the
+// order of ss: the lines a full-range axis cannot tell apart.
+func crowded(ss []series, gap float64) []series {
+	var out []series
+	for i, s := range ss {
+		for j, o := range ss {
+			if i != j && math.Abs(s.final()-o.final()) < gap {
+				out = append(out, s)
+				break
+			}
 		}
 	}
-	slices.Sort(ends)
-	for i := 1; i < len(ends); i++ {
-		if ends[i]-ends[i-1] < gap {
-			return true
-		}
-	}
-	return false
+	return out
 }
 
 // finalPanel zooms in on the last step: one row per series, in legend
@@ -495,7 +500,7 @@ func finalPanel(ss []series, unit string) (*plot.Plot, error) {
 	for _, s := range ss {
 		steps = max(steps, len(s.mean))
 	}
-	p := newPlot(fmt.Sprintf("After task %d (zoomed)", steps), unit, "")
+	p := newPlot(fmt.Sprintf("After task %d, zoomed: ends within %s", steps, plural(int(crowdedGap), "point")), unit, "")
 	lo, hi := math.Inf(1), math.Inf(-1)
 	var ticks plot.ConstantTicks
 	for i, s := range ss {
@@ -527,7 +532,7 @@ func finalPanel(ss []series, unit string) (*plot.Plot, error) {
 	}
 	pad := math.Max((hi-lo)*0.08, 0.1)
 	p.X.Min, p.X.Max = lo-pad, hi+pad
-	p.X.Tick.Marker = linearTicks{}
+	p.X.Tick.Marker = linearTicks{minLabels: 3}
 	p.Y.Min, p.Y.Max = -0.6, float64(len(ss))-0.4
 	p.Y.Tick.Marker = ticks
 	p.Title.TextStyle.Font.Size = labelSize

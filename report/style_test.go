@@ -103,6 +103,8 @@ func TestStyleBookIsStable(t *testing.T) {
 // and its A_last figures carry the caption of seeds and budget.
 func TestPublishedFiguresAreDistinguishable(t *testing.T) {
 	dirs, err := filepath.Glob("../docs/results/*/summary.json")
+	nested, _ := filepath.Glob("../docs/results/*/*/summary.json")
+	dirs = append(dirs, nested...)
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no published reports: %v", err)
 	}
