@@ -10,24 +10,14 @@ import (
 	"testing"
 )
 
-// pages are the Markdown files a reader follows from the README: the
-// README, every page of docs/ and the READMEs next to them.
+// pages are the Markdown files a reader follows from the README (Pages).
 func pages(t *testing.T) []string {
 	t.Helper()
-	files := []string{"../README.md", "../configs/README.md", "../bench/README.md", "results/README.md"}
-	more, err := filepath.Glob("*.md")
+	files, err := Pages("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	nested, err := filepath.Glob("results/*/README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reports, err := filepath.Glob("results/*/report.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return slices.Concat(files, more, nested, reports)
+	return files
 }
 
 // TestLinks follows every relative link of the documentation: the file it

@@ -1,6 +1,8 @@
 package docs
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -199,4 +201,55 @@ func Anchors(md string) map[string]bool {
 		out[slug] = true
 	}
 	return out
+}
+
+// Invocations returns the argument lists of the commands that run program
+// (named bare or as bin/<program>), program itself left out.
+func Invocations(program string, cmds []string) [][]string {
+	var out [][]string
+	for _, c := range cmds {
+		f := Fields(c)
+		if len(f) > 0 && (f[0] == program || f[0] == "bin/"+program) {
+			out = append(out, f[1:])
+		}
+	}
+	return out
+}
+
+// Pages lists the Markdown files a reader follows from the README, as
+// paths under root (the repository): README.md, the READMEs of configs/,
+// bench/ and docs/results/, and every page of docs/.
+func Pages(root string) ([]string, error) {
+	files := []string{"README.md", "configs/README.md", "bench/README.md", "docs/results/README.md"}
+	for i, f := range files {
+		files[i] = filepath.Join(root, f)
+	}
+	for _, pattern := range []string{"docs/*.md", "docs/results/*/README.md", "docs/results/*/report.md"} {
+		more, err := filepath.Glob(filepath.Join(root, pattern))
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, more...)
+	}
+	return files, nil
+}
+
+// Documented returns the argument lists of every documented command that
+// runs program: the ```sh lines of the pages under root (Pages) and of
+// examples, a command's --help examples as cobra prints them.
+func Documented(root, program, examples string) ([][]string, error) {
+	pages, err := Pages(root)
+	if err != nil {
+		return nil, err
+	}
+	var cmds []string
+	for _, p := range pages {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		cmds = append(cmds, ShellCommands(string(raw))...)
+	}
+	cmds = append(cmds, ShellCommands("```sh\n"+examples+"\n```")...)
+	return Invocations(program, cmds), nil
 }
