@@ -51,18 +51,31 @@ func ShellCommands(md string) []string {
 	return out
 }
 
+// quoting follows single and double quotes through a line: 0 outside
+// quotes, else the open quote.
+type quoting rune
+
+// outside reports whether r stands outside quotes (a quote character
+// itself does not), and moves past it.
+func (q *quoting) outside(r rune) bool {
+	switch {
+	case *q != 0:
+		if r == rune(*q) {
+			*q = 0
+		}
+		return false
+	case r == '\'' || r == '"':
+		*q = quoting(r)
+		return false
+	}
+	return true
+}
+
 // stripComment drops a # comment that starts a word outside quotes.
 func stripComment(line string) string {
-	var quote rune
+	var q quoting
 	for i, r := range line {
-		switch {
-		case quote != 0:
-			if r == quote {
-				quote = 0
-			}
-		case r == '\'' || r == '"':
-			quote = r
-		case r == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t'):
+		if q.outside(r) && r == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t') {
 			return line[:i]
 		}
 	}
@@ -72,20 +85,16 @@ func stripComment(line string) string {
 // splitCommands splits a line at &&, ; and & outside quotes.
 func splitCommands(line string) []string {
 	var out []string
-	var quote rune
+	var q quoting
 	start := 0
 	for i := 0; i < len(line); i++ {
-		r := rune(line[i])
-		switch {
-		case quote != 0:
-			if r == quote {
-				quote = 0
-			}
-		case r == '\'' || r == '"':
-			quote = r
-		case r == ';':
+		if !q.outside(rune(line[i])) {
+			continue
+		}
+		switch line[i] {
+		case ';':
 			out, start = append(out, line[start:i]), i+1
-		case r == '&':
+		case '&':
 			out = append(out, line[start:i])
 			if i+1 < len(line) && line[i+1] == '&' {
 				i++
