@@ -117,7 +117,7 @@ func ExamplePublish() {
 	//
 	// ![TAg accuracy A_last after each task (mean ± std over seeds)](docs/results/demo/figures/a-last-tag.png)
 	//
-	// *TAg accuracy A_last after each task (mean ± std over seeds) (900×560 px)*
+	// *TAg accuracy A_last after each task (mean ± std over seeds). One run per variant, seed 0. Budget: fashion-mnist, 2 tasks; Stage I 4 epochs on task 1, 3 on later tasks, batch 128; Stage II 1 epoch; images per class: all for training (10 % held out for validation), all for testing. (900×560 px)*
 	//
 	// ![TAg accuracy (%) bicyc, seed 0](docs/results/demo/figures/acc-tag-bicyc-s0.png)
 	//

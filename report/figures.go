@@ -2,9 +2,11 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -23,6 +25,9 @@ type Figure struct {
 	// File is the PNG's path relative to the report directory.
 	File  string `json:"file"`
 	Title string `json:"title"`
+	// Caption is the line under the figure (seeds and budget), "" for
+	// none.
+	Caption string `json:"caption,omitempty"`
 	// Width and Height are the image size in pixels.
 	Width  int `json:"width"`
 	Height int `json:"height"`
@@ -236,15 +241,48 @@ type series struct {
 	// lo and hi bound the band: the quantities plotted cannot leave
 	// [lo, hi] even where mean +- std does.
 	lo, hi float64
-	color  color.Color
-	dash   []vg.Length
+	style  lineStyle
+}
+
+// final is the series' mean after its last step, NaN when it has none.
+func (s series) final() float64 {
+	if len(s.mean) <= s.skip {
+		return math.NaN()
+	}
+	return s.mean[len(s.mean)-1]
+}
+
+// byFinal returns ss sorted by final value, highest first (NaN last, ties
+// in the given order): the legend lists the lines in the order their ends
+// stand.
+func byFinal(ss []series) []series {
+	out := slices.Clone(ss)
+	slices.SortStableFunc(out, func(a, b series) int {
+		fa, fb := a.final(), b.final()
+		switch {
+		case math.IsNaN(fa) || math.IsNaN(fb):
+			return cmp.Compare(boolInt(math.IsNaN(fa)), boolInt(math.IsNaN(fb)))
+		}
+		return cmp.Compare(fb, fa)
+	})
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // curvesPanel returns a plot of the series against the step (1-based) with
-// a translucent mean +- std band around each line. With log set the y axis
-// is logarithmic and bands are clipped to the smallest positive mean / 10.
+// a translucent mean +- std band around each line, each drawn in its own
+// style, the legend ordered by final value (byFinal). With log set the y
+// axis is logarithmic and bands are clipped to the smallest positive mean
+// / 10.
 func curvesPanel(title, yLabel string, ss []series, log bool) (*plot.Plot, error) {
 	p := newPlot(title, "after training task", yLabel)
+	ss = byFinal(ss)
 	steps := 0
 	floor := math.Inf(1)
 	for _, s := range ss {
@@ -280,8 +318,8 @@ func curvesPanel(title, yLabel string, ss []series, log bool) (*plot.Plot, error
 			if err != nil {
 				return nil, err
 			}
-			r, g, b, _ := s.color.RGBA()
-			poly.Color = color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 0x40}
+			r, g, b, _ := s.style.color.RGBA()
+			poly.Color = color.NRGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), bandAlpha(len(ss))}
 			poly.LineStyle.Width = 0
 			p.Add(poly)
 		}
@@ -289,14 +327,16 @@ func curvesPanel(title, yLabel string, ss []series, log bool) (*plot.Plot, error
 		if err != nil {
 			return nil, err
 		}
-		l.Color, pts.Color = s.color, s.color
+		l.Color, pts.Color = s.style.color, s.style.color
 		l.Width = vg.Points(2)
-		l.Dashes = s.dash
-		pts.Shape = draw.CircleGlyph{}
-		pts.Radius = vg.Points(3)
+		l.Dashes = s.style.dash
+		pts.Shape = s.style.marker
+		pts.Radius = vg.Points(3.5)
 		p.Add(l, pts)
 		p.Legend.Add(s.label, l, pts)
 	}
+	// Thumbnails long enough to show each variant's dash pattern.
+	p.Legend.ThumbnailWidth = vg.Points(36)
 	p.X.Tick.Marker = taskTicks(steps, func(i int) string { return strconv.Itoa(i + 1) })
 	// Shift ticks to the 1-based steps the lines use.
 	ticks := p.X.Tick.Marker.(plot.ConstantTicks)
@@ -313,12 +353,19 @@ func curvesPanel(title, yLabel string, ss []series, log bool) (*plot.Plot, error
 	return p, nil
 }
 
-// linearTicks labels four to ten round values (1, 2 or 5 times a power of
+// linearTicks labels minLabels (default four) to about ten round values (1, 2 or 5 times a power of
 // ten apart) with as few digits as they need; plot.DefaultTicks can pick
 // steps such as 6 and prints "100.00" on a percentage axis.
-type linearTicks struct{}
+//
+// minLabels is the fewest labels wanted, 0 meaning four; a narrow panel
+// asks for fewer so that its labels do not run into each other.
+type linearTicks struct{ minLabels int }
 
-func (linearTicks) Ticks(lo, hi float64) []plot.Tick {
+func (lt linearTicks) Ticks(lo, hi float64) []plot.Tick {
+	want := lt.minLabels
+	if want == 0 {
+		want = 4
+	}
 	if !(hi > lo) || math.IsInf(hi-lo, 0) {
 		return nil
 	}
@@ -330,7 +377,7 @@ func (linearTicks) Ticks(lo, hi float64) []plot.Tick {
 	for i := 0; ; i++ {
 		exp = top - 1 - i/3
 		step = []float64{5, 2, 1}[i%3] * math.Pow(10, float64(exp))
-		if math.Floor(hi/step)-math.Ceil(lo/step)+1 >= 4 {
+		if math.Floor(hi/step)-math.Ceil(lo/step)+1 >= float64(want) {
 			break
 		}
 	}
@@ -381,16 +428,143 @@ func clampLog(v, floor float64, log bool) float64 {
 	return v
 }
 
-// curves renders one curves panel as a w x h PNG with the legend at the
-// given corner.
-func curves(title, yLabel string, ss []series, w, h int, top, left bool) ([]byte, error) {
+// bandAlpha is the opacity of each of n std bands: a quarter for up to
+// three, less beyond, so that overlapping bands do not hide the lines.
+func bandAlpha(n int) uint8 {
+	return uint8(0x40 * 3 / max(n, 3))
+}
+
+// crowdedGap is the distance, in the series' units (percentage points for
+// accuracies), under which two final values count as overlapping lines.
+const crowdedGap = 1.0
+
+// zoomWidth is the width in pixels of the panel curves adds beside the
+// lines when some of them end within crowdedGap of each other.
+const zoomWidth = 440
+
+// curves renders one curves panel with the legend at the given corner and
+// caption (the seeds and budget) as a line under it. When two series end
+// within crowdedGap of each other their lines cannot be read apart on the
+// full range, so a zoomed panel of the last step (finalPanel) of those
+// series is added on the right, making the PNG zoomWidth wider. It returns the PNG and its
+// size.
+func curves(title, yLabel, caption string, ss []series, w, h int, top, left bool) (png []byte, width, height int, err error) {
 	p, err := curvesPanel(title, yLabel, ss, false)
 	if err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
 	p.Legend.Top, p.Legend.Left = top, left
 	p.Legend.XOffs, p.Legend.YOffs = legendOffset(top, left)
-	return renderPNG(w, h, func(dc draw.Canvas) { p.Draw(dc) })
+	var zoom *plot.Plot
+	if close := crowded(ss, crowdedGap); len(close) > 0 {
+		if zoom, err = finalPanel(close, yLabel); err != nil {
+			return nil, 0, 0, err
+		}
+		w += zoomWidth
+	}
+	png, err = renderPNG(w, h, func(dc draw.Canvas) {
+		dc = drawCaption(dc, caption)
+		if zoom == nil {
+			p.Draw(dc)
+			return
+		}
+		zw := vg.Length(zoomWidth) * vg.Inch / dpi
+		p.Draw(draw.Crop(dc, 0, -zw, 0, 0))
+		zoom.Draw(draw.Crop(dc, dc.Max.X-dc.Min.X-zw+vg.Points(12), 0, 0, 0))
+	})
+	return png, w, h, err
+}
+
+// crowded returns the series that end within gap of another one, in the
+// order of ss: the lines a full-range axis cannot tell apart.
+func crowded(ss []series, gap float64) []series {
+	var out []series
+	for i, s := range ss {
+		for j, o := range ss {
+			if i != j && math.Abs(s.final()-o.final()) < gap {
+				out = append(out, s)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// finalPanel zooms in on the last step: one row per series, in legend
+// order, its final mean drawn with its marker and a ± std bar on an x axis
+// that spans only those values, and the numbers in the row's label, so
+// the panel doubles as a table.
+func finalPanel(ss []series, unit string) (*plot.Plot, error) {
+	ss = byFinal(ss)
+	steps := 0
+	for _, s := range ss {
+		steps = max(steps, len(s.mean))
+	}
+	p := newPlot(fmt.Sprintf("After task %d, zoomed: ends within %s", steps, plural(int(crowdedGap), "point")), unit, "")
+	lo, hi := math.Inf(1), math.Inf(-1)
+	var ticks plot.ConstantTicks
+	for i, s := range ss {
+		f := s.final()
+		if math.IsNaN(f) {
+			continue
+		}
+		sd := s.std[len(s.std)-1]
+		lo, hi = math.Min(lo, math.Max(f-sd, s.lo)), math.Max(hi, math.Min(f+sd, s.hi))
+		y := float64(len(ss) - 1 - i)
+		pt := errorPoint{plotter.XYs{{X: f, Y: y}}, plotter.XErrors{{Low: -sd, High: sd}}}
+		bars, err := plotter.NewXErrorBars(pt)
+		if err != nil {
+			return nil, err
+		}
+		bars.Color = s.style.color
+		bars.Width = vg.Points(1.5)
+		sc, err := plotter.NewScatter(pt.XYs)
+		if err != nil {
+			return nil, err
+		}
+		sc.Color, sc.Shape, sc.Radius = s.style.color, s.style.marker, vg.Points(4.5)
+		p.Add(bars, sc)
+		label := fmt.Sprintf("%s  %s", s.label, oneDecimal(f))
+		if sd > 0 {
+			label += " ± " + oneDecimal(sd)
+		}
+		ticks = append(ticks, plot.Tick{Value: y, Label: label})
+	}
+	pad := math.Max((hi-lo)*0.08, 0.1)
+	p.X.Min, p.X.Max = lo-pad, hi+pad
+	p.X.Tick.Marker = linearTicks{minLabels: 3}
+	p.Y.Min, p.Y.Max = -0.6, float64(len(ss))-0.4
+	p.Y.Tick.Marker = ticks
+	p.Title.TextStyle.Font.Size = labelSize
+	p.Add(plotter.NewGrid())
+	return p, nil
+}
+
+// errorPoint is the point and the x error bar of one row of finalPanel.
+type errorPoint struct {
+	plotter.XYs
+	plotter.XErrors
+}
+
+// captionSize is the font size in points of the line under a figure.
+const captionSize = 10
+
+// drawCaption writes caption along the bottom of dc and returns the rest
+// of the canvas; "" leaves dc whole.
+func drawCaption(dc draw.Canvas, caption string) draw.Canvas {
+	if caption == "" {
+		return dc
+	}
+	sty := text.Style{
+		Color:   color.Gray{0x40},
+		Font:    font.From(plotter.DefaultFont, captionSize),
+		XAlign:  draw.XLeft,
+		YAlign:  draw.YBottom,
+		Handler: plot.DefaultTextHandler,
+	}
+	pad := vg.Points(6)
+	dc.FillText(sty, vg.Point{X: dc.Min.X + pad, Y: dc.Min.Y + pad}, caption)
+	return draw.Crop(dc, 0, 0, sty.Height(caption)+2*pad, 0)
 }
 
 // legendOffset moves a legend off the axis lines into the data area.

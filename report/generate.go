@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"image/color"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/vg"
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/durable"
@@ -149,10 +147,15 @@ func writeFigures(dir string, set *Set, groups []Group) (figureSet, error) {
 	if fs.gains, fs.gainOver, err = d.gains(main); err != nil {
 		return fs, err
 	}
-	if fs.curves, err = d.curves(main, ablation); err != nil {
+	var vs []sweep.Variant
+	for _, g := range groups {
+		vs = append(vs, g.Variant)
+	}
+	book := newStyleBook(vs)
+	if fs.curves, err = d.curves(main, ablation, book, set.Runs[0].Config); err != nil {
 		return fs, err
 	}
-	fs.drift, err = d.drift(groups)
+	fs.drift, err = d.drift(groups, book)
 	return fs, err
 }
 
@@ -206,18 +209,22 @@ func (d figureDir) gains(main []*Group) (figs []Figure, over []sweep.Variant, er
 }
 
 // curves draws A_last after each task for the main table (TAg and TAw) and
-// for the ablation grid when it has more than one cell.
-func (d figureDir) curves(main, ablation []*Group) ([]Figure, error) {
+// for the ablation grid when it has more than one cell, each variant in its
+// style from book and each figure captioned with its seeds and the budget
+// of cfg (one run's configuration: the runs of a report share it).
+func (d figureDir) curves(main, ablation []*Group, book styleBook, cfg config.Config) ([]Figure, error) {
 	var figs []Figure
-	draw := func(name, title string, ss []series) error {
-		png, err := curves(title, "A_last (%)", ss, curveWidth, curveHeight, true, false)
+	draw := func(name, title string, gs []*Group, ss []series) error {
+		caption := seedsCaption(gs) + "\n" + budgetText(cfg)
+		png, w, h, err := curves(title, "A_last (%)", caption, ss, curveWidth, curveHeight, true, false)
 		if err != nil {
 			return err
 		}
-		f, err := d.save(name, title, png, curveWidth, curveHeight)
+		f, err := d.save(name, title, png, w, h)
 		if err != nil {
 			return err
 		}
+		f.Caption = strings.ReplaceAll(caption, "\n", " ")
 		figs = append(figs, f)
 		return nil
 	}
@@ -229,10 +236,10 @@ func (d figureDir) curves(main, ablation []*Group) ([]Figure, error) {
 				if kind == "TAw" {
 					ms = g.TAw
 				}
-				ss = append(ss, percentSeries(g.Variant, ms.Steps))
+				ss = append(ss, percentSeries(g.Variant, book.of(g.Variant), ms.Steps))
 			}
 			title := fmt.Sprintf("%s accuracy A_last after each task (mean ± std over seeds)", kind)
-			if err := draw("a-last-"+strings.ToLower(kind)+".png", title, ss); err != nil {
+			if err := draw("a-last-"+strings.ToLower(kind)+".png", title, main, ss); err != nil {
 				return figs, err
 			}
 		}
@@ -240,9 +247,9 @@ func (d figureDir) curves(main, ablation []*Group) ([]Figure, error) {
 	if len(ablation) > 1 {
 		var ss []series
 		for _, g := range ablation {
-			ss = append(ss, percentSeries(g.Variant, g.TAg.Steps))
+			ss = append(ss, percentSeries(g.Variant, book.of(g.Variant), g.TAg.Steps))
 		}
-		if err := draw("a-last-ablation.png", "Ablation of bicyc: TAg A_last after each task (mean ± std over seeds)", ss); err != nil {
+		if err := draw("a-last-ablation.png", "Ablation of bicyc: TAg A_last after each task (mean ± std over seeds)", ablation, ss); err != nil {
 			return figs, err
 		}
 	}
@@ -251,7 +258,7 @@ func (d figureDir) curves(main, ablation []*Group) ([]Figure, error) {
 
 // drift draws the drift diagnostics of the groups that recorded them; nil
 // when none did.
-func (d figureDir) drift(groups []Group) (*Figure, error) {
+func (d figureDir) drift(groups []Group, book styleBook) (*Figure, error) {
 	var withDrift []*Group
 	for i := range groups {
 		if groups[i].Drift != nil {
@@ -261,7 +268,7 @@ func (d figureDir) drift(groups []Group) (*Figure, error) {
 	if len(withDrift) == 0 {
 		return nil, nil
 	}
-	png, err := driftFigure(withDrift)
+	png, err := driftFigure(withDrift, book)
 	if err != nil {
 		return nil, err
 	}
@@ -313,8 +320,8 @@ func runMatrix(r *Run) [][]float64 {
 	return out
 }
 
-func percentSeries(v sweep.Variant, steps []Stat) series {
-	s := series{label: v.String(), color: variantColor(v), dash: variantDash(v), lo: 0, hi: 100}
+func percentSeries(v sweep.Variant, style lineStyle, steps []Stat) series {
+	s := series{label: v.String(), style: style, lo: 0, hi: 100}
 	for _, st := range steps {
 		s.mean = append(s.mean, 100*st.Mean)
 		s.std = append(s.std, 100*st.Std)
@@ -322,7 +329,7 @@ func percentSeries(v sweep.Variant, steps []Stat) series {
 	return s
 }
 
-func driftFigure(groups []*Group) ([]byte, error) {
+func driftFigure(groups []*Group, book styleBook) ([]byte, error) {
 	type panel struct {
 		title, unit string
 		pick        func(*DriftStats) []Stat
@@ -340,8 +347,7 @@ func driftFigure(groups []*Group) ([]byte, error) {
 	for i, sp := range specs {
 		var ss []series
 		for _, g := range groups {
-			s := series{label: g.Variant.String(), color: variantColor(g.Variant), dash: variantDash(g.Variant),
-				skip: sp.skip, lo: 0, hi: sp.hi}
+			s := series{label: g.Variant.String(), style: book.of(g.Variant), skip: sp.skip, lo: 0, hi: sp.hi}
 			for _, st := range sp.pick(g.Drift) {
 				s.mean = append(s.mean, st.Mean)
 				s.std = append(s.std, st.Std)
@@ -364,35 +370,6 @@ func driftFigure(groups []*Group) ([]byte, error) {
 		plots[i/2][i%2] = p
 	}
 	return panels(plots, driftWidth, driftHeight)
-}
-
-// variantColor gives every variant a fixed color across figures: bicyc
-// red, adagauss blue, finetune gray, the ablations green, orange, purple.
-func variantColor(v sweep.Variant) color.Color {
-	switch {
-	case v.Method == config.MethodAdaGauss:
-		return color.NRGBA{0x1f, 0x77, 0xb4, 0xff}
-	case v.Method == config.MethodFinetune:
-		return color.NRGBA{0x7f, 0x7f, 0x7f, 0xff}
-	case v.Method != config.MethodBicyc:
-		return color.NRGBA{0x8c, 0x56, 0x4b, 0xff}
-	case !v.Bi && !v.Cyc:
-		return color.NRGBA{0x94, 0x67, 0xbd, 0xff}
-	case !v.Bi:
-		return color.NRGBA{0x2c, 0xa0, 0x2c, 0xff}
-	case !v.Cyc:
-		return color.NRGBA{0xff, 0x7f, 0x0e, 0xff}
-	}
-	return color.NRGBA{0xd6, 0x27, 0x28, 0xff}
-}
-
-// variantDash draws the ablations dashed, so they read apart from the main
-// methods even in gray print.
-func variantDash(v sweep.Variant) []vg.Length {
-	if v.Ablated() {
-		return []vg.Length{vg.Points(6), vg.Points(3)}
-	}
-	return nil
 }
 
 // seedsText says over how many seeds two groups were averaged.

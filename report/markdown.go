@@ -392,7 +392,11 @@ func ablatedOnly(gs []*Group) []*Group {
 
 // embed writes a figure as a Markdown image with its caption.
 func embed(b *strings.Builder, f Figure) {
-	fmt.Fprintf(b, "![%s](%s)\n\n*%s (%d×%d px)*\n\n", f.Title, f.File, f.Title, f.Width, f.Height)
+	caption := f.Title
+	if f.Caption != "" {
+		caption += ". " + f.Caption
+	}
+	fmt.Fprintf(b, "![%s](%s)\n\n*%s (%d×%d px)*\n\n", f.Title, f.File, caption, f.Width, f.Height)
 }
 
 // pm formats a Stat of fractions as "mean ± std" in percent, one decimal,
@@ -436,15 +440,77 @@ func describeConfig(c config.Config) string {
 	if c.Quick {
 		quick = " Quick profile."
 	}
-	perClass := func(n int) string {
-		if n == 0 {
-			return "all"
-		}
-		return fmt.Sprint(n)
-	}
 	return fmt.Sprintf("Setting: %s, %d tasks, %s backbone (S = %d, %s mapper); Stage I epochs: %d on task 1, %d on later tasks; batch %d; Stage II epochs: %d; %d transport samples per class; images per class: %s for training, %s for testing.%s",
 		c.Data.Kind, c.Stream.Tasks, c.Model.Backbone, c.Model.FeatureDim, c.Model.Mapper, c.Train.EpochsFirst, c.Train.Epochs,
 		c.Train.BatchSize, c.AdapterEpochs(), c.Adapter.TransportSamples, perClass(c.Data.TrainPerClass), perClass(c.Data.TestPerClass), quick)
+}
+
+// perClass is an images-per-class limit as reports state it: 0 is "all".
+func perClass(n int) string {
+	if n == 0 {
+		return "all"
+	}
+	return fmt.Sprint(n)
+}
+
+// budgetText is the training budget of a run configured by c, read from
+// the run's own config.yaml, as a figure's caption states it.
+func budgetText(c config.Config) string {
+	val := ""
+	switch {
+	case c.Data.ValPerClass < 0:
+		val = " (10 % held out for validation)"
+	case c.Data.ValPerClass > 0:
+		val = fmt.Sprintf(" (%d held out for validation)", c.Data.ValPerClass)
+	}
+	quick := ""
+	if c.Quick {
+		quick = ", quick profile"
+	}
+	return fmt.Sprintf("Budget: %s, %d tasks%s; Stage I %s on task 1, %d on later tasks, batch %d; Stage II %s; images per class: %s for training%s, %s for testing.",
+		c.Data.Kind, c.Stream.Tasks, quick, plural(c.Train.EpochsFirst, "epoch"), c.Train.Epochs, c.Train.BatchSize, plural(c.AdapterEpochs(), "epoch"),
+		perClass(c.Data.TrainPerClass), val, perClass(c.Data.TestPerClass))
+}
+
+// seedsCaption says which seeds the groups' means and stds are over.
+func seedsCaption(gs []*Group) string {
+	sets := map[string]bool{}
+	var counts []int
+	for _, g := range gs {
+		sets[seedList(g.Seeds)] = true
+		counts = append(counts, len(g.Seeds))
+	}
+	if len(gs) == 0 {
+		return "No finished runs."
+	}
+	if len(sets) == 1 && len(gs[0].Seeds) == 1 {
+		return fmt.Sprintf("One run per variant, seed %d.", gs[0].Seeds[0])
+	}
+	if len(sets) == 1 {
+		return fmt.Sprintf("Mean ± std over seeds %s (%s per variant).", seedList(gs[0].Seeds), plural(len(gs[0].Seeds), "run"))
+	}
+	return fmt.Sprintf("Mean ± std over %d to %d seeds per variant (the variants' seeds differ).", slices.Min(counts), slices.Max(counts))
+}
+
+// seedList writes sorted seeds compactly: 0-5, or 0, 2, 7.
+func seedList(seeds []int64) string {
+	var parts []string
+	for i := 0; i < len(seeds); {
+		j := i
+		for j+1 < len(seeds) && seeds[j+1] == seeds[j]+1 {
+			j++
+		}
+		switch {
+		case j-i >= 2:
+			parts = append(parts, fmt.Sprintf("%d-%d", seeds[i], seeds[j]))
+		case j > i:
+			parts = append(parts, fmt.Sprintf("%d, %d", seeds[i], seeds[j]))
+		default:
+			parts = append(parts, fmt.Sprint(seeds[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
 }
 
 // runDifferences lists the configuration keys on which the runs disagree,

@@ -124,6 +124,7 @@ func (c *SizeCurve) Markdown() string {
 // line per method with a ±std band, as a PNG.
 func (c *SizeCurve) Figure() ([]byte, error) {
 	var ss []series
+	book := newStyleBook(c.Variants)
 	for j, v := range c.Variants {
 		// A method runs up to the last size it has; a missing size in
 		// between is drawn as the line between its neighbours.
@@ -136,7 +137,7 @@ func (c *SizeCurve) Figure() ([]byte, error) {
 				steps = append(steps, Stat{Mean: math.NaN()})
 			}
 		}
-		s := percentSeries(v, steps[:last])
+		s := percentSeries(v, book.of(v), steps[:last])
 		s.mean, s.std = fillGaps(s.mean), fillGaps(s.std)
 		for s.skip < len(s.mean) && math.IsNaN(s.mean[s.skip]) {
 			s.skip++

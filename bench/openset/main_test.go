@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/bicyc/bicyc/config"
 )
@@ -41,7 +44,7 @@ func TestTinyExperiment(t *testing.T) {
 		t.Fatalf("results %+v", got.Results)
 	}
 	readme, _ := os.ReadFile(filepath.Join(out, "README.md"))
-	if !strings.Contains(string(readme), "| 0 | 10 |") {
+	if !strings.Contains(string(readme), "| 0 | 10 |") || !strings.Contains(string(readme), "Per class: 40 training images of which 5 held out") {
 		t.Errorf("README.md:\n%s", readme)
 	}
 }
@@ -87,5 +90,63 @@ func TestStartRunDropsWork(t *testing.T) {
 	got := startRun([]string{"--seeds", "0", "--work", "/scratch/w", "-work=/x", "--quick"}).Args
 	if strings.Join(got, " ") != "--seeds 0 --quick" {
 		t.Errorf("args %q", got)
+	}
+}
+
+// TestBudgetLine runs the report path with configs/fmnist-t5.yaml, which
+// trains on every image (data.train_per_class 0): the budget line states
+// the counts the run's own config.yaml and image folders give, and a
+// results.json from before budgets were recorded says "all", never 0.
+func TestBudgetLine(t *testing.T) {
+	base, err := baseConfig(options{configFile: "../../configs/fmnist-t5.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := seedConfig(base, 0, filepath.Join(dir, "data"))
+	run := filepath.Join(dir, "run")
+	raw, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, n := range map[string]int{"data/train/Bag": 20, "data/train/Coat": 25, "data/test/Bag": 7, "data/test/Coat": 7, "run": 0} {
+		if err := os.MkdirAll(filepath.Join(dir, path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			if err := os.WriteFile(filepath.Join(dir, path, fmt.Sprintf("%05d.png", i)), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(run, "config.yaml"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bud, err := runBudget(run, filepath.Join(dir, "data/train"), filepath.Join(dir, "data/test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct {
+		budget     *budget
+		want, lack []string
+	}{
+		{&bud, []string{"Per class: 20 training images of which 2 held out", "7 test images", "Stage I: 4 epochs on task 1", "3 on later tasks, batch 128"}, []string{"quick"}},
+		{nil, []string{"Per class: all training images of which 10 % held out", "all test images", "Stage I: 4 epochs on task 1"}, []string{"quick"}},
+	} {
+		rep := report{Config: base, ConfigFile: "configs/fmnist-t5.yaml", Results: []seedResult{{Seed: 0, Unknown: []int{3, 7}, Budget: c.budget}}}
+		md := markdown(rep)
+		if !strings.Contains(md, "- budget: the defaults with configs/fmnist-t5.yaml") {
+			t.Errorf("case %d: no budget line:\n%s", i, md)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(md, w) {
+				t.Errorf("case %d: README lacks %q:\n%s", i, w, md)
+			}
+		}
+		for _, w := range append(c.lack, " 0 training images", " 0 test images") {
+			if strings.Contains(md, w) {
+				t.Errorf("case %d: README says %q:\n%s", i, w, md)
+			}
+		}
 	}
 }

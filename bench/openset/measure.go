@@ -32,6 +32,9 @@ type seedResult struct {
 	// OldAccuracy is the trained model's accuracy on the known test images.
 	OldAccuracy float64    `json:"old_accuracy"`
 	Added       []addition `json:"added"`
+	// Budget is what the seed's run trained on (runBudget); nil in a
+	// results.json written before it was recorded.
+	Budget *budget `json:"budget,omitempty"`
 }
 
 // detection scores an unknown score: unknown test images are positives.
@@ -72,6 +75,11 @@ func measureSeed(ctx context.Context, o options, base config.Config, s seedData,
 	if err := newRun(ctx, cfg, l.run, log); err != nil {
 		return res, err
 	}
+	bud, err := runBudget(l.run, filepath.Join(l.data, "train"), filepath.Join(l.data, "test"))
+	if err != nil {
+		return res, err
+	}
+	res.Budget = &bud
 	if err := train.Export(l.run, l.model); err != nil {
 		return res, err
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/bicyc/bicyc/data"
-	"github.com/bicyc/bicyc/train"
 )
 
 // markdown renders a report as the README of the output directory: how it
@@ -50,19 +49,35 @@ func writeRunInfo(b *strings.Builder, rep report) {
 	fmt.Fprintf(b, "- date: %s to %s UTC, wall time %.1f min for %d seed(s)\n", run.Started.Format("2006-01-02 15:04"),
 		run.Finished.Format("2006-01-02 15:04"), run.WallSeconds/60, len(rep.Results))
 	fmt.Fprintf(b, "- machine: %s; load average (1, 5, 15 min) %s at start, %s at end\n", run.Machine, run.LoadStart, run.LoadEnd)
-	budget := "the default configuration"
+	source := "the default configuration"
 	if rep.ConfigFile != "" {
-		budget = "the defaults with " + rep.ConfigFile
+		source = "the defaults with " + rep.ConfigFile
 	}
 	if cfg.Quick {
-		budget += ", quick profile: a reduced budget, smaller than the default configuration's"
+		source += ", quick profile: a reduced budget, smaller than the default configuration's"
 	}
-	fmt.Fprintf(b, "- budget: %s. Per class: %d training images of which %d held out (validation split, calibration),\n",
-		budget, cfg.Data.TrainPerClass, train.ValidationCount(cfg.Data.ValPerClass, cfg.Data.TrainPerClass))
-	fmt.Fprintf(b, "  %d test images (known and unknown classes alike). Stage I: %d epochs on task 1 (rotation %v, at least %d steps),\n",
-		cfg.Data.TestPerClass, cfg.Train.EpochsFirst, cfg.Train.Rotation, cfg.Train.MinStepsFirst)
-	fmt.Fprintf(b, "  %d on later tasks, batch %d; Stage II: %d epochs, %d transport samples per old class, at least %d steps.\n\n",
-		cfg.Train.Epochs, cfg.Train.BatchSize, cfg.AdapterEpochs(), cfg.Adapter.TransportSamples, cfg.Adapter.MinSteps)
+	recorded := "as each seed's run recorded it in its own config.yaml and image folders"
+	for _, r := range rep.Results {
+		if r.Budget == nil {
+			recorded = "as the configuration asks (this results.json predates recorded budgets)"
+		}
+	}
+	fmt.Fprintf(b, "- budget: %s; %s. ", source, recorded)
+	budgets := map[string]bool{}
+	for _, r := range rep.Results {
+		bud := configBudget(cfg)
+		if r.Budget != nil {
+			bud = *r.Budget
+		}
+		if text := bud.text(); !budgets[text] {
+			budgets[text] = true
+			if len(budgets) > 1 {
+				fmt.Fprintf(b, "\n  Seed %d differs: ", r.Seed)
+			}
+			b.WriteString(text)
+		}
+	}
+	b.WriteString("\n\n")
 }
 
 // writeAdditions renders the table of classes added by add-classes and learn.

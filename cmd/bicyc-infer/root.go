@@ -176,6 +176,7 @@ or classified gets an error line and the others are still classified; the exit s
 non-zero if any failed. 'bicyc-infer serve' runs the same model as an HTTP service.
 
 Flags fall back to BICYC_* environment variables (named in each flag's help), then defaults.`,
+		Example:       rootExamples,
 		Args:          cobra.ArbitraryArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -198,3 +199,22 @@ Flags fall back to BICYC_* environment variables (named in each flag's help), th
 	cmd.AddCommand(newServeCmd(&opts.model, stderr), newAddClassesCmd(&opts.model, stdout), newCalibrateCmd(&opts.model, stdout))
 	return cmd
 }
+
+// rootExamples are the README's journeys from the inference side, as
+// bicyc-infer --help shows them; the tests parse every line with the real
+// command tree.
+const rootExamples = `  # 1. Classify with the model 'make train' exported: a table, or one JSON object per image
+  bicyc-infer --model runs/fmnist-t5-bicyc-s0/model data/testdata/exif/upright.png
+  bicyc-infer -m runs/fmnist-t5-bicyc-s0/model --json data/testdata/exif/ > predictions.jsonl
+
+  # 2. Serve a model trained on your photos (bicyc --help shows the training)
+  bicyc-infer -m runs/shop/model serve --addr :8080
+  curl -H 'Content-Type: image/jpeg' --data-binary @photo.jpg localhost:8080/v1/classify
+
+  # 3. Keep teaching: collect the images answered "unknown", label them (a folder per
+  #    class, at least 5 images each), add them as classes without training, reload
+  bicyc-infer -m models/current serve --collect-unknown inbox/ --collect-max-files 10000
+  bicyc-infer add-classes --model models/current --from labelled/ --out models/v2
+  ln -s v2 models/next && mv -T models/next models/current && curl -X POST localhost:8081/admin/reload
+
+  # README.md and docs/ (inference.md, serving.md) tell the rest.`

@@ -40,7 +40,7 @@ already has is refused unless --allow-duplicate-names.
 
 Unlike train, learn keeps BatchNorm's running statistics frozen by default
 (train.freeze_bn_stats true; --set train.freeze_bn_stats=false trains them): a new task from
-another source moves them far. Measured on Fashion-MNIST (README, Small tasks): learning two
+another source moves them far. Measured on Fashion-MNIST (docs/training.md, Small tasks): learning two
 inverted classes from 1000 images each cost the old classes 10.3 points with the statistics
 trained and 0.3 with them frozen.`,
 		Args: cobra.NoArgs,

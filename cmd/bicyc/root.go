@@ -21,6 +21,7 @@ old prototypes into every new feature space (BiCyc, ICLR 2026). Models export to
 
 Configuration: --config FILE (YAML, see configs/), BICYC_* environment variables, flags and
 --set key=value, in increasing precedence. 'bicyc config keys' lists every key.`,
+		Example:       rootExamples,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -36,3 +37,24 @@ Configuration: --config FILE (YAML, see configs/), BICYC_* environment variables
 	cmd.AddCommand(newDoctorCmd())
 	return cmd
 }
+
+// rootExamples are the README's three journeys, as bicyc --help shows them;
+// the tests parse every line with the real command tree.
+const rootExamples = `  # 1. Train Fashion-MNIST (what 'make train' runs), classify, score a classifier setting
+  bicyc train --config configs/fmnist-t5.yaml
+  bicyc-infer --model runs/fmnist-t5-bicyc-s0/model data/testdata/exif/upright.png
+  bicyc eval --run runs/fmnist-t5-bicyc-s0 --split val --shrink 0.5 --test-flip
+
+  # 2. Your photo folders (photos/train/<class>/, photos/test/<class>/) from a pretrained
+  #    torchvision ResNet-18 exported to ONNX, then serve the model over HTTP
+  bicyc train -c configs/cub200-t10.yaml --name shop \
+    --set data.train_dir=photos/train --set data.test_dir=photos/test \
+    --set model.pretrained=resnet18.onnx --set stream.tasks=2 \
+    --set model.freeze_stages=4 --set train.epochs_first=10 --set train.epochs=10
+  bicyc-infer -m runs/shop/model serve --addr :8080
+
+  # 3. Keep teaching: one more task from new image folders alone (no old image)
+  bicyc learn --run runs/fmnist-t5-bicyc-s0 --train new/train --test new/test
+
+  # The unknown inbox and classes added without training: bicyc-infer --help.
+  # README.md and docs/ (training.md, inference.md, serving.md) tell the rest.`
