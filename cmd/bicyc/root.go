@@ -56,5 +56,8 @@ const rootExamples = `  # 1. Train Fashion-MNIST (what 'make train' runs), class
   # 3. Keep teaching: one more task from new image folders alone (no old image)
   bicyc learn --run runs/fmnist-t5-bicyc-s0 --train new/train --test new/test
 
+  # The processor, its vector features and the BLAS kernels training runs on
+  bicyc doctor
+
   # The unknown inbox and classes added without training: bicyc-infer --help.
   # README.md and docs/ (training.md, inference.md, serving.md) tell the rest.`
