@@ -1,19 +1,8 @@
 package kernels
 
 // #cgo LDFLAGS: -lopenblas
-// #include <cpuid.h>
-// #include <string.h>
 // char* openblas_get_corename(void);
 // char* openblas_get_config(void);
-// static void cpu_vendor(char out[13]) {
-// 	unsigned int a = 0, b = 0, c = 0, d = 0;
-// 	memset(out, 0, 13);
-// 	if (__get_cpuid(0, &a, &b, &c, &d)) {
-// 		memcpy(out, &b, 4);
-// 		memcpy(out + 4, &d, 4);
-// 		memcpy(out + 8, &c, 4);
-// 	}
-// }
 import "C"
 
 import (
@@ -35,11 +24,9 @@ const (
 
 // Detect returns the features of the processor this process runs on.
 func Detect() Features {
-	var v [13]C.char
-	C.cpu_vendor(&v[0])
 	x := cpu.X86
 	return Features{
-		Vendor: C.GoString(&v[0]),
+		Vendor: cpuVendor(),
 		SSE3:   x.HasSSE3, SSSE3: x.HasSSSE3, SSE41: x.HasSSE41, SSE42: x.HasSSE42,
 		AVX: x.HasAVX, AVX2: x.HasAVX2, FMA: x.HasFMA,
 		AVX512F: x.HasAVX512F, AVX512CD: x.HasAVX512CD, AVX512BW: x.HasAVX512BW, AVX512DQ: x.HasAVX512DQ,
