@@ -52,6 +52,15 @@ type RunRecord struct {
 	// WallSeconds adds up the wall-clock time of every session of the run,
 	// export included.
 	WallSeconds float64 `json:"wall_seconds"`
+	// WaitsFor names the run this one starts from (Cell.WaitsFor), Rescore
+	// tells whether it takes all its tasks or only the first.
+	WaitsFor string `json:"waits_for,omitempty"`
+	Rescore  bool   `json:"rescore,omitempty"`
+	// Holder is the live worker running the cell (ReadStatus), Log the
+	// scheduler's log of the cell relative to the sweep directory, "" when
+	// there is none.
+	Holder string `json:"holder,omitempty"`
+	Log    string `json:"log,omitempty"`
 }
 
 // ReadRecord reads a sweep.json. A missing file gives an error
