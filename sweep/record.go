@@ -29,8 +29,10 @@ const (
 )
 
 // Record is sweep.json: the definition a sweep ran with and the state
-// of each of its runs. It is rewritten atomically after every change, so a
-// killed sweep leaves a valid record.
+// of each of its runs when it was last written (Plan.Write, and after every
+// run of a one-process sweep); ReadStatus gives the state now, wherever the
+// cells ran. It is rewritten atomically, so a killed sweep leaves a valid
+// record.
 type Record struct {
 	Spec Spec        `json:"spec"`
 	Runs []RunRecord `json:"runs"`

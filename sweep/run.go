@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/durable"
 	"github.com/bicyc/bicyc/train"
 )
 
@@ -74,8 +75,11 @@ func Run(ctx context.Context, spec Spec, configure Configure, opts Options) (*Re
 	var failures []error
 	for i, c := range plan.Cells {
 		err := runCell(ctx, plan, i, opts, fmt.Sprintf("sweep [%d/%d] %s", i+1, len(plan.Cells), c.Run.Name))
+		rec, serr := saveStatus(spec.Out)
+		if serr != nil {
+			return rec, serr
+		}
 		if ctx.Err() != nil {
-			rec, _ := ReadStatus(spec.Out)
 			return rec, fmt.Errorf("sweep stopped at run %s (run the sweep again to resume): %w", c.Run.Name, ctx.Err())
 		}
 		if err != nil {
@@ -92,6 +96,17 @@ func Run(ctx context.Context, spec Spec, configure Configure, opts Options) (*Re
 		failures = append(failures, err)
 	}
 	return rec, errors.Join(failures...)
+}
+
+// saveStatus rewrites sweep.json with every run's state now (ReadStatus),
+// so that the record a one-process sweep leaves is current after every
+// run, as it was before sweeps had cells.
+func saveStatus(out string) (*Record, error) {
+	rec, err := ReadStatus(out)
+	if err != nil {
+		return nil, err
+	}
+	return rec, durable.WriteJSON(filepath.Join(out, RecordFile), rec)
 }
 
 // ErrWaiting is wrapped when a cell cannot start yet: the cell it waits
