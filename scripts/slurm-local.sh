@@ -144,8 +144,14 @@ run)
 		for f in "$dir"/*.log "$dir"/munge/*.log; do [ -f "$f" ] && { echo "== $f"; tail -20 "$f"; }; done >&2
 		die "could not start the cluster"
 	fi
+	# CMD runs in the background so that a signal to this script is handled
+	# at once (bash runs traps only between commands): it ends CMD, and the
+	# EXIT trap stops the cluster.
+	SLURM_CONF=$conf "$@" &
+	child=$!
+	trap 'kill -TERM "$child" 2>/dev/null; exit 130' INT TERM
 	status=0
-	SLURM_CONF=$conf "$@" || status=$?
+	wait "$child" || status=$?
 	exit "$status"
 	;;
 *)

@@ -312,6 +312,9 @@ func TestWriteKubernetes(t *testing.T) {
 			t.Errorf("wave %d: job %s %s/%s: %+v", w, job.APIVersion, job.Kind, job.Name, s)
 			continue
 		}
+		if s.Template.Name != "" || s.Template.Labels["app.kubernetes.io/name"] != "bicyc" {
+			t.Errorf("wave %d: pod template metadata %+v", w, s.Template.ObjectMeta)
+		}
 		pod := s.Template.Spec
 		c := pod.Containers[0]
 		args := strings.Join(c.Args, " ")

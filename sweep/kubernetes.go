@@ -77,7 +77,7 @@ func (k Kubernetes) Validate() error {
 // binary, which only writes them.
 type (
 	k8sMeta struct {
-		Name      string            `yaml:"name"`
+		Name      string            `yaml:"name,omitempty"`
 		Namespace string            `yaml:"namespace,omitempty"`
 		Labels    map[string]string `yaml:"labels,omitempty"`
 	}

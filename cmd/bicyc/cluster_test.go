@@ -181,7 +181,8 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 // TestSweepCells runs the smoke sweep as separate worker processes, one
 // cell each: two workers started at once on the same cell (exactly one
 // trains it), a worker killed after task 1 (the next one takes its lock
-// over and resumes), and the rest; then checks that bicyc report merges the
+// over and resumes), a cell that fails (listed by --status and the report)
+// and then runs, and the rest; then checks that bicyc report merges the
 // directories into the numbers of the one-process sweep, bit for bit.
 func TestSweepCells(t *testing.T) {
 	if testing.Short() {
@@ -262,7 +263,38 @@ func TestSweepCells(t *testing.T) {
 		t.Fatalf("the next worker on cell 2: %v, want %q and a resume:\n%s", err, want, tail(log))
 	}
 
-	// 3. The forks, in parallel.
+	// 3. A cell that fails (its data directory is missing) shows as failed
+	// in --status and the report, and runs once the cause is fixed.
+	frozen := filepath.Join(out, sweep.CellsDir, "finetune-s1.yaml")
+	good, err := os.ReadFile(frozen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(good), "/fashion-mnist\n", "/fashion-mnist-missing\n", 1)
+	if bad == string(good) {
+		t.Fatalf("%s names no fashion-mnist directory", frozen)
+	}
+	if err := os.WriteFile(frozen, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := bicyc(ctx, "sweep", "--out", out, "--cell", "3"); err == nil || !strings.Contains(err.Error(), "fashion-mnist-missing") {
+		t.Fatalf("cell 3 without its data: %v", err)
+	}
+	status, _, err := bicyc(ctx, "sweep", "--out", out, "--status")
+	if err != nil || !strings.Contains(status, "cell 3 finetune-s1: failed: ") || !strings.Contains(status, "fashion-mnist-missing") {
+		t.Errorf("status after a failed cell: %v\n%s", err, status)
+	}
+	if _, _, err := bicyc(ctx, "report", out); err != nil {
+		t.Fatal(err)
+	}
+	if md, err := os.ReadFile(filepath.Join(out, "report.md")); err != nil || !strings.Contains(string(md), "- finetune-s1: failed: ") {
+		t.Errorf("report.md does not list the failed cell (%v)", err)
+	}
+	if err := os.WriteFile(frozen, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// 4. The forks, in parallel.
 	for _, cell := range []string{"1", "3"} {
 		cmd := worker(t, ctx, "sweep", "--out", out, "--cell", cell)
 		wg.Add(1)
@@ -274,7 +306,7 @@ func TestSweepCells(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	status, _, err := bicyc(ctx, "sweep", "--out", out, "--status")
+	status, _, err = bicyc(ctx, "sweep", "--out", out, "--status")
 	if err != nil || !strings.Contains(status, "4 cells: 4 finished") {
 		t.Errorf("status: %v\n%s", err, status)
 	}
