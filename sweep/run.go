@@ -160,12 +160,12 @@ func runCell(ctx context.Context, plan *Plan, i int, opts Options, prefix string
 	var from source
 	if state == StatusPending && c.WaitsFor >= 0 {
 		src := plan.Cells[c.WaitsFor]
-		srcState, _, err := runState(plan.Dir(src.Index))
-		if err != nil {
+		r := RunRecord{Name: src.Run.Name}
+		if err := overlayState(out, src.Index, &r); err != nil {
 			return err
 		}
-		if srcState != StatusFinished {
-			return fmt.Errorf("%s: %w: it starts from cell %d %s, which is %s", prefix, ErrWaiting, src.Index, src.Run.Name, srcState)
+		if r.Status != StatusFinished {
+			return fmt.Errorf("%s: %w: it starts from cell %d %s, which is %s", prefix, ErrWaiting, src.Index, src.Run.Name, r.Status)
 		}
 		from = source{dir: plan.Dir(src.Index), rescore: c.Rescore}
 	}

@@ -53,36 +53,44 @@ func readOutcome(out, name string) (o cellOutcome, ok bool, err error) {
 //	pending   not started
 func overlayStates(out string, rec *Record) error {
 	for i := range rec.Runs {
-		r := &rec.Runs[i]
-		state, _, err := runState(filepath.Join(out, r.Name))
-		if err != nil {
+		if err := overlayState(out, i, &rec.Runs[i]); err != nil {
 			return err
 		}
-		o, ok, err := readOutcome(out, r.Name)
-		if err != nil {
-			return err
-		}
-		r.Holder = ""
-		if ok {
-			r.WallSeconds = o.WallSeconds
-		}
-		holder, held := LockHolder(cellFile(out, r.Name, ".lock"))
-		switch {
-		case state == StatusFinished:
-			r.Status, r.Error = StatusFinished, ""
-		case held:
-			r.Status, r.Error, r.Holder = StatusRunning, "", holder.String()
-		case ok && o.Status == StatusFailed:
-			r.Status, r.Error = StatusFailed, o.Error
-		case state == StatusRunning || ok:
-			r.Status, r.Error = StatusStopped, ""
-		default:
-			r.Status, r.Error = StatusPending, ""
-		}
-		r.Log = ""
-		if log := CellLog(i); fileExists(filepath.Join(out, log)) {
-			r.Log = log
-		}
+	}
+	return nil
+}
+
+// overlayState sets the state of r, the run of cell i, as overlayStates
+// does.
+func overlayState(out string, i int, r *RunRecord) error {
+	state, _, err := runState(filepath.Join(out, r.Name))
+	if err != nil {
+		return err
+	}
+	o, ok, err := readOutcome(out, r.Name)
+	if err != nil {
+		return err
+	}
+	r.Holder = ""
+	if ok {
+		r.WallSeconds = o.WallSeconds
+	}
+	holder, held := LockHolder(cellFile(out, r.Name, ".lock"))
+	switch {
+	case state == StatusFinished:
+		r.Status, r.Error = StatusFinished, ""
+	case held:
+		r.Status, r.Error, r.Holder = StatusRunning, "", holder.String()
+	case ok && o.Status == StatusFailed:
+		r.Status, r.Error = StatusFailed, o.Error
+	case state == StatusRunning || ok:
+		r.Status, r.Error = StatusStopped, ""
+	default:
+		r.Status, r.Error = StatusPending, ""
+	}
+	r.Log = ""
+	if log := CellLog(i); fileExists(filepath.Join(out, log)) {
+		r.Log = log
 	}
 	return nil
 }
