@@ -12,12 +12,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/bicyc/bicyc/sweep"
 )
@@ -375,4 +380,50 @@ func TestSweepOnSlurm(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSameNumbers(t, ref, out)
+}
+
+// TestEmitKubernetesSmoke writes the smoke sweep's manifests with the
+// command line and decodes each strictly into the Kubernetes API's Go
+// types (k8s.io/api; unknown or mistyped fields are errors): two Indexed
+// Jobs of two completions, task-1 runs first, and the claim.
+func TestEmitKubernetesSmoke(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "smoke")
+	stdout, _, err := bicyc(context.Background(), "sweep", "--sweep", smokeSweep, "--out", out, "--emit", "k8s",
+		"--image", "registry.example/bicyc:1", "--claim-size", "10Gi", "--cpu", "2", "--memory", "4Gi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout, "then run: bash "+filepath.Join(out, "k8s", "apply.sh")) {
+		t.Errorf("output:\n%s", stdout)
+	}
+	read := func(name string, v any) {
+		b, err := os.ReadFile(filepath.Join(out, "k8s", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := k8syaml.UnmarshalStrict(b, v); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, b)
+		}
+	}
+	var claim corev1.PersistentVolumeClaim
+	read("claim.yaml", &claim)
+	if claim.Name != "bicyc-sweeps" || claim.Spec.AccessModes[0] != corev1.ReadWriteMany {
+		t.Errorf("claim %+v", claim)
+	}
+	plan, err := sweep.ReadPlan(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for w, cells := range plan.Waves() {
+		var job batchv1.Job
+		read(fmt.Sprintf("wave-%d.yaml", w), &job)
+		c := job.Spec.Template.Spec.Containers[0]
+		if *job.Spec.CompletionMode != batchv1.IndexedCompletion || int(*job.Spec.Completions) != len(cells) || len(cells) != 2 ||
+			!slices.Contains(c.Args, "/sweeps/smoke") || c.Resources.Requests.Cpu().String() != "2" {
+			t.Errorf("wave %d (cells %v): %+v", w, cells, job.Spec)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "k8s", "wave-2.yaml")); !os.IsNotExist(err) {
+		t.Errorf("a third wave for a sweep of two (%v)", err)
+	}
 }
