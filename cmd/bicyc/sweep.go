@@ -51,7 +51,7 @@ var sweepModes = []string{"plan", "status", "cell", "wave", "submit", "emit"}
 func newSweepCmd(g *globalOptions) *cobra.Command {
 	opts := &sweepOptions{}
 	cmd := &cobra.Command{
-		Use:   "sweep [--sweep <file>] [--config <file>] [--seeds <n>] [--methods <list>] [--ablation] [--out <dir>] [--set <key=value>]... [--quick]",
+		Use:   "sweep [--sweep <file>] [--config <file>] [--seeds <n>] [--methods <list>] [--ablation] [--out <dir>] [--set <key=value>]... [--quick] [--plan | --cell <n> | --wave <w> --wave-index <i> | --status | --submit slurm [--dry-run] | --emit k8s]",
 		Short: "Train a grid of runs (seeds x methods, optional L_bi x L_cyc ablation), then write the report",
 		Long: `sweep trains every run of a grid one after another: seeds 0..n-1 x methods, and with
 --ablation the bicyc runs with loss.bi and/or loss.cyc off. Run i lives in
