@@ -367,3 +367,24 @@ func decodeStrict(t *testing.T, path string, v any) {
 		t.Fatalf("%s: %v\n%s", path, err, b)
 	}
 }
+
+// TestSubmitSlurmFailure: a submission that fails half-way names the
+// waves already queued.
+func TestSubmitSlurmFailure(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "submit.sh")
+	if err := os.WriteFile(script, []byte("echo 'wave 0: job 17'\necho 'sbatch: error: invalid partition' >&2\nexit 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := SubmitSlurm(context.Background(), script)
+	if err == nil || !strings.Contains(err.Error(), "invalid partition") || !strings.Contains(err.Error(), "wave 0: job 17") {
+		t.Errorf("error %v", err)
+	}
+	if err := os.WriteFile(script, []byte("echo 'wave 0: job 17'\necho 'wave 1: job 18'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := SubmitSlurm(context.Background(), script)
+	if err != nil || jobs[0] != "17" || jobs[1] != "18" {
+		t.Errorf("jobs %v, %v", jobs, err)
+	}
+}

@@ -166,7 +166,12 @@ func SubmitSlurm(ctx context.Context, submit string) (map[int]string, error) {
 	cmd := exec.CommandContext(ctx, "bash", submit)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s: %w: %s", submit, err, strings.TrimSpace(stderr.String()))
+		// Waves submitted before the failure are queued: say which.
+		done := strings.TrimSpace(stdout.String())
+		if done == "" {
+			done = "nothing"
+		}
+		return nil, fmt.Errorf("%s: %w: %s (submitted before it failed: %s)", submit, err, strings.TrimSpace(stderr.String()), done)
 	}
 	jobs := map[int]string{}
 	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
