@@ -6,7 +6,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 export CGO_LDFLAGS := -lopenblas
 CONFIG ?= configs/fmnist-t5.yaml
 
-.PHONY: setup build train test bench vet
+.PHONY: setup build train test test-slurm bench vet
 
 setup:
 	bash scripts/setup.sh
@@ -23,11 +23,12 @@ vet:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-# The test command: setup, format and vet checks, the whole suite, the race
+# The test command: setup, format and vet checks, a sweep on a real Slurm
+# (test-slurm), the whole suite, the race
 # detector on the inference package, and a short fixed-time run of every
 # fuzz target (FUZZTIME per target).
 FUZZTIME ?= 5s
-test: setup vet
+test: setup vet test-slurm
 	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -race -timeout 10m ./infer/...
 	FUZZTIME=$(FUZZTIME) GO=$(GO) bash scripts/fuzz.sh
@@ -42,6 +43,11 @@ TRAIN_PKGS = ./kernels ./models/... ./train ./pretrained ./gauss ./cmd/bicyc ./r
 test-kernels: setup
 	OPENBLAS_CORETYPE=Prescott $(GO) test -count=1 -timeout 30m $(TRAIN_PKGS)
 	$(GO) test -count=1 -tags purego -timeout 30m $(TRAIN_PKGS)
+
+# A sweep submitted to a real one-node Slurm cluster that scripts/slurm-local.sh
+# installs (slurm-wlm, munge; needs root), starts and stops (docs/cluster.md).
+test-slurm: setup
+	bash scripts/slurm-local.sh run -- $(GO) test -count=1 -timeout 15m -run TestSweepOnSlurm ./cmd/bicyc/ -slurm
 
 bench: setup
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./models/...

@@ -20,6 +20,7 @@ type summaryFile struct {
 	Groups    []Group       `json:"groups"`
 	Runs      []runLine     `json:"runs"`
 	Pending   []string      `json:"pending,omitempty"`
+	Failed    []FailedRun   `json:"failed,omitempty"`
 	Figures   []Figure      `json:"figures"`
 }
 
@@ -43,7 +44,7 @@ type runLine struct {
 
 func newSummaryFile(set *Set, groups []Group, figs figureSet, opts Options) summaryFile {
 	s := summaryFile{Generated: opts.Now.UTC(), Machine: *opts.Machine, Sweep: set.Sweep, Groups: groups,
-		Pending: set.Pending, Figures: figs.all()}
+		Pending: set.Pending, Failed: set.Failed, Figures: figs.all()}
 	for _, r := range set.Runs {
 		s.Runs = append(s.Runs, runLine{Name: r.Name, Variant: r.Variant(), Seed: r.Summary.Seed,
 			Completed: r.Summary.Completed, Tasks: r.Summary.Tasks, TAgALast: r.Summary.TAg.ALast,
@@ -217,6 +218,20 @@ func mdRuns(b *strings.Builder, set *Set) {
 	}
 	if len(set.Pending) > 0 {
 		p("Not started or without a completed task: %s.\n\n", strings.Join(set.Pending, ", "))
+	}
+	if len(set.Failed) > 0 {
+		p("Failed or interrupted (`bicyc sweep --status` lists them; run the cell again to resume):\n\n")
+		for _, f := range set.Failed {
+			p("- %s: %s", f.Name, f.Status)
+			if f.Error != "" {
+				p(": %s", strings.ReplaceAll(f.Error, "\n", " "))
+			}
+			if f.Log != "" {
+				p(" (log: %s)", f.Log)
+			}
+			p("\n")
+		}
+		p("\n")
 	}
 }
 

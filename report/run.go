@@ -216,6 +216,20 @@ type Set struct {
 	Runs []*Run
 	// Pending names the runs of the sweep without a completed task.
 	Pending []string
+	// Failed are the sweep's runs whose last worker recorded an error or
+	// that were interrupted and not resumed yet (sweep.ReadStatus), with
+	// what went wrong and where to read about it.
+	Failed []FailedRun
+}
+
+// FailedRun is a run of a sweep that did not finish and is not running.
+type FailedRun struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+	// Log is the scheduler's log of the cell, relative to the sweep
+	// directory ("" for none); the run's own log is <name>/log.txt.
+	Log string `json:"log,omitempty"`
 }
 
 // forgettingLimit is the sweep's selection.forgetting_limit, "" outside a
@@ -228,8 +242,9 @@ func (s *Set) forgettingLimit() string {
 }
 
 // Load reads what dir holds: a run directory (it has metrics.json), a
-// sweep (sweep.json lists its runs), or any directory whose immediate
-// sub-directories are runs. Errors name the file at fault; a directory
+// sweep (sweep.json lists its runs; each run's state is read from the
+// directory, sweep.ReadStatus, so cells run on many machines merge), or any
+// directory whose immediate sub-directories are runs. Errors name the file at fault; a directory
 // with no run at all gives an error wrapping ErrNoRuns.
 func Load(dir string) (*Set, error) {
 	set := &Set{Dir: dir}
@@ -241,11 +256,14 @@ func Load(dir string) (*Set, error) {
 		set.Runs = []*Run{r}
 		return set, nil
 	}
-	rec, err := sweep.ReadRecord(filepath.Join(dir, sweep.RecordFile))
+	rec, err := sweep.ReadStatus(dir)
 	switch {
 	case err == nil:
 		set.Sweep = rec
 		for _, rr := range rec.Runs {
+			if rr.Status == sweep.StatusFailed || rr.Status == sweep.StatusStopped {
+				set.Failed = append(set.Failed, FailedRun{Name: rr.Name, Status: rr.Status, Error: rr.Error, Log: rr.Log})
+			}
 			r, err := LoadRun(filepath.Join(dir, rr.Name))
 			if errors.Is(err, fs.ErrNotExist) {
 				set.Pending = append(set.Pending, rr.Name)

@@ -1,18 +1,29 @@
 // Package sweep runs experiment grids: seed x method, plus with the
 // ablation the bicyc runs with L_bi and/or L_cyc off (paper Table
-// "Contributions of L_bi and L_cyc").
+// "Contributions of L_bi and L_cyc"), in one process or spread over many
+// machines that share the sweep directory (docs/cluster.md).
 //
-// A Spec (the YAML of configs/sweeps/) says which runs a sweep has; Plan
-// lists them in the order Run trains them, each a Variant (method and
-// ablated losses) and a seed, in <out>/<method>[-<ablation>]-s<seed>. Run
-// trains them one after another with package train: finished runs are
-// skipped and started ones resumed, so a sweep can be stopped and started
-// again at any point, and the runs of one seed share their first task
-// (train.Fork); a run that differs from an earlier one only in classifier.*
-// keys (a classifier variant) is not trained at all but evaluated again
-// from that run's checkpoints (train.Rescore). sweep.json (Record) records the plan and the state of
-// every run; package report reads it to write the sweep's report.
+// A Spec (the YAML of configs/sweeps/) says which runs a sweep has; Spec.Plan
+// lists them, each a Variant (method and ablated losses) and a seed, in
+// <out>/<method>[-<ablation>]-s<seed>. NewPlan turns them into cells: each
+// run with its resolved configuration and the earlier cell it waits for.
+// The runs of one seed share their first task (train.Fork), and a run that
+// differs from an earlier one only in classifier.* keys (a classifier
+// variant) is not trained at all but evaluated again from that run's
+// checkpoints (train.Rescore); cells group into waves that can run at once.
+// Plan.Write freezes the plan into the directory (sweep.json and
+// cells/<run>.yaml), so workers elsewhere read it with ReadPlan.
 //
-// Nothing in the package is safe for concurrent use on the same
-// directory: run one sweep per output directory.
+// RunCell runs one cell, idempotent and resumable, under a lock
+// (AcquireLock) that another worker takes over only when the holder's
+// process is gone (same host and boot) or its lease expired; it records
+// the outcome in cells/<run>.json. ReadStatus reads every cell's state
+// from the directory alone; package report merges the runs from it. Run
+// runs every cell in plan order in one process. WriteSlurm writes the
+// plan as Slurm job arrays (one per wave, afterok between them) and
+// SubmitSlurm submits them; WriteKubernetes writes Kubernetes Indexed Jobs.
+//
+// Workers may run cells of one directory concurrently; the locks keep a
+// cell to one worker. Writing the plan, and one-process runs, should not
+// race with another process writing the plan of the same directory.
 package sweep

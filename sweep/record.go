@@ -29,8 +29,10 @@ const (
 )
 
 // Record is sweep.json: the definition a sweep ran with and the state
-// of each of its runs. It is rewritten atomically after every change, so a
-// killed sweep leaves a valid record.
+// of each of its runs when it was last written (Plan.Write, and after every
+// run of a one-process sweep); ReadStatus gives the state now, wherever the
+// cells ran. It is rewritten atomically, so a killed sweep leaves a valid
+// record.
 type Record struct {
 	Spec Spec        `json:"spec"`
 	Runs []RunRecord `json:"runs"`
@@ -52,6 +54,15 @@ type RunRecord struct {
 	// WallSeconds adds up the wall-clock time of every session of the run,
 	// export included.
 	WallSeconds float64 `json:"wall_seconds"`
+	// WaitsFor names the run this one starts from (Cell.WaitsFor), Rescore
+	// tells whether it takes all its tasks or only the first.
+	WaitsFor string `json:"waits_for,omitempty"`
+	Rescore  bool   `json:"rescore,omitempty"`
+	// Holder is the live worker running the cell (ReadStatus), Log the
+	// scheduler's log of the cell relative to the sweep directory, "" when
+	// there is none.
+	Holder string `json:"holder,omitempty"`
+	Log    string `json:"log,omitempty"`
 }
 
 // ReadRecord reads a sweep.json. A missing file gives an error

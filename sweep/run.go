@@ -22,7 +22,7 @@ import (
 // mix two experiments.
 var ErrConfigChanged = errors.New("run configuration changed")
 
-// Options are the settings of Run that are not part of the
+// Options are the settings of Run and RunCell that are not part of the
 // definition.
 type Options struct {
 	// Train is passed to every run (log and progress writers).
@@ -34,93 +34,56 @@ type Options struct {
 	// cancelled (bicyc sweep writes the report there); its error joins the
 	// failures.
 	Finish func() error
+	// Lease is how long a cell's lock outlives its worker's last renewal
+	// when the worker runs on another host (see AcquireLock); 0 means
+	// DefaultLease.
+	Lease time.Duration
 }
 
-// Run runs the plan of spec in spec.Out, one run at a time. A
-// finished run (metrics.json with completed_tasks == tasks) is skipped, a
-// started one resumed with train.Resume, so a sweep can be stopped at any
-// point (cancel ctx) and run again. A run whose directory holds a
-// different configuration stops the sweep with ErrConfigChanged before it
-// trains anything. A failing run is recorded and the sweep goes on; the
-// failures come back joined at the end. Unless cancelled, Run then
-// calls opts.Finish; the record is returned in every case.
+// Run runs the plan of spec in spec.Out, one cell at a time in plan order,
+// each as RunCell would: a finished run is skipped, a started one resumed
+// with train.Resume, so a sweep can be stopped at any point (cancel ctx)
+// and run again, and it can share its directory with `bicyc sweep --cell`
+// workers (a cell another worker holds is a failure here). It first
+// freezes the plan (Plan.Write); a run whose directory holds a different
+// configuration stops the sweep with ErrConfigChanged before it trains
+// anything. A failing run is recorded and the sweep goes on; the failures
+// come back joined at the end. Unless cancelled, Run then calls
+// opts.Finish; the record (ReadStatus) is returned in every case.
 //
-// Runs of one seed share their first task: a new run whose configuration
-// differs from an earlier run's only in keys that act after task 1 (method,
-// ablation switches; train.LaterTaskKeys) starts from that run's task-1
-// checkpoint (train.Fork), which gives the metrics a run from scratch would.
-// Its WallSeconds then leave task 1 out; its metrics keep task 1's times.
+// Runs of one seed share their first task: a cell that waits for another
+// (Cell.WaitsFor) starts from that run's task-1 checkpoint (train.Fork),
+// which gives the metrics a run from scratch would, or, when only the
+// classifier differs, evaluates that run's tasks again (train.Rescore). Its
+// WallSeconds then leave task 1 out; its metrics keep task 1's times.
 //
 // Every run that trains exports its model directory to <run>/model when its
 // configuration enables export, by the rule of `bicyc train`
 // (train.ExportAfterTraining); a sweep refuses export.dir, which every run
 // would share.
 func Run(ctx context.Context, spec Spec, configure Configure, opts Options) (*Record, error) {
-	if err := spec.Validate(); err != nil {
-		return nil, err
-	}
-	status := opts.Status
-	if status == nil {
-		status = io.Discard
-	}
-	plan := spec.Plan()
-	configs, err := spec.Configs(configure)
+	plan, err := NewPlan(spec, configure)
 	if err != nil {
 		return nil, err
-	}
-	for i, p := range plan {
-		if err := sameConfig(filepath.Join(spec.Out, p.Name), configs[i]); err != nil {
-			return nil, err
-		}
 	}
 	if err := os.MkdirAll(spec.Out, 0o755); err != nil {
 		return nil, err
 	}
-	rec := newRecord(spec, plan)
-	save := func() error { return durable.WriteJSON(filepath.Join(spec.Out, RecordFile), rec) }
-	if err := save(); err != nil {
-		return rec, err
+	if err := plan.Write(); err != nil {
+		return nil, err
 	}
 	var failures []error
-	for i, p := range plan {
-		r := &rec.Runs[i]
-		dir := filepath.Join(spec.Out, p.Name)
-		state, done, err := runState(dir)
-		if err != nil {
-			return rec, err
-		}
-		var from source
-		if state != StatusFinished && done == 0 {
-			from = sourceOf(spec.Out, plan[:i], configs[:i], configs[i])
-		}
-		announceRun(status, fmt.Sprintf("sweep [%d/%d] %s", i+1, len(plan), p.Name), state, done, from)
-		if state != StatusFinished {
-			r.Status, r.Error = StatusRunning, ""
-			if err := save(); err != nil {
-				return rec, err
-			}
-		}
-		start := time.Now()
-		err = trainRun(ctx, dir, configs[i], state, from, opts.Train)
-		// A skipped run's wall time stays what training it took (0 for a
-		// run trained elsewhere and adopted, see runTotals).
-		if state != StatusFinished {
-			r.WallSeconds += time.Since(start).Seconds()
-		}
-		switch {
-		case err == nil:
-			r.Status = StatusFinished
-		case ctx.Err() != nil:
-			r.Status = StatusStopped
-		default:
-			r.Status, r.Error = StatusFailed, err.Error()
-			failures = append(failures, fmt.Errorf("sweep run %s: %w", p.Name, err))
-		}
-		if serr := save(); serr != nil {
+	for i, c := range plan.Cells {
+		err := runCell(ctx, plan, i, opts, fmt.Sprintf("sweep [%d/%d] %s", i+1, len(plan.Cells), c.Run.Name))
+		rec, serr := saveStatus(spec.Out)
+		if serr != nil {
 			return rec, serr
 		}
 		if ctx.Err() != nil {
-			return rec, fmt.Errorf("sweep stopped at run %s (run the sweep again to resume): %w", p.Name, ctx.Err())
+			return rec, fmt.Errorf("sweep stopped at run %s (run the sweep again to resume): %w", c.Run.Name, ctx.Err())
+		}
+		if err != nil {
+			failures = append(failures, fmt.Errorf("sweep run %s: %w", c.Run.Name, err))
 		}
 	}
 	if opts.Finish != nil {
@@ -128,7 +91,125 @@ func Run(ctx context.Context, spec Spec, configure Configure, opts Options) (*Re
 			failures = append(failures, err)
 		}
 	}
+	rec, err := ReadStatus(spec.Out)
+	if err != nil {
+		failures = append(failures, err)
+	}
 	return rec, errors.Join(failures...)
+}
+
+// saveStatus rewrites sweep.json with every run's state now (ReadStatus),
+// so that the record a one-process sweep leaves is current after every
+// run, as it was before sweeps had cells.
+func saveStatus(out string) (*Record, error) {
+	rec, err := ReadStatus(out)
+	if err != nil {
+		return nil, err
+	}
+	return rec, durable.WriteJSON(filepath.Join(out, RecordFile), rec)
+}
+
+// ErrWaiting is wrapped when a cell cannot start yet: the cell it waits
+// for has not finished.
+var ErrWaiting = errors.New("cell waits for another")
+
+// RunCell runs cell i of plan (read from its sweep directory with
+// ReadPlan) to its end, as one worker of a sweep spread over many
+// processes or machines: it takes the cell's lock (AcquireLock; a cell a
+// live worker holds is an error wrapping ErrCellHeld, one whose worker died
+// is taken over), skips a finished run, resumes a started one, and starts a
+// pending one from the cell it waits for, which must have finished (else an
+// error wrapping ErrWaiting). It records the outcome in cells/<name>.json,
+// which ReadStatus reads. Running a cell again is harmless.
+func RunCell(ctx context.Context, plan *Plan, i int, opts Options) error {
+	c, err := plan.Cell(i)
+	if err != nil {
+		return err
+	}
+	return runCell(ctx, plan, i, opts, fmt.Sprintf("cell %d %s", i, c.Run.Name))
+}
+
+func runCell(ctx context.Context, plan *Plan, i int, opts Options, prefix string) error {
+	status := opts.Status
+	if status == nil {
+		status = io.Discard
+	}
+	lease := opts.Lease
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	out, c, dir := plan.Spec.Out, plan.Cells[i], plan.Dir(i)
+	if err := sameConfig(dir, plan.Configs[i]); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(out, CellsDir), 0o755); err != nil {
+		return err
+	}
+	lock, lctx, took, err := AcquireLock(ctx, cellFile(out, c.Run.Name, ".lock"), lease)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	if took != "" {
+		fmt.Fprintf(status, "%s: %s\n", prefix, took)
+	}
+	state, done, err := runState(dir)
+	if err != nil {
+		return err
+	}
+	var from source
+	if state == StatusPending && c.WaitsFor >= 0 {
+		src := plan.Cells[c.WaitsFor]
+		r := RunRecord{Name: src.Run.Name}
+		if err := overlayState(out, src.Index, &r); err != nil {
+			return err
+		}
+		if r.Status != StatusFinished {
+			return fmt.Errorf("%s: %w: it starts from cell %d %s, which is %s", prefix, ErrWaiting, src.Index, src.Run.Name, r.Status)
+		}
+		from = source{dir: plan.Dir(src.Index), rescore: c.Rescore}
+	}
+	prev, err := previousWall(out, i, c.Run.Name)
+	if err != nil {
+		return err
+	}
+	announceRun(status, prefix, state, done, from)
+	start := time.Now()
+	err = trainRun(lctx, dir, plan.Configs[i], state, from, opts.Train)
+	o := cellOutcome{Status: StatusFinished, WallSeconds: prev}
+	// A skipped run's wall time stays what training it took (0 for a
+	// run trained elsewhere and adopted, see runTotals).
+	if state != StatusFinished {
+		o.WallSeconds += time.Since(start).Seconds()
+	}
+	switch {
+	case err == nil:
+	case lctx.Err() != nil:
+		o.Status = StatusStopped
+		if cause := context.Cause(lctx); errors.Is(cause, ErrLockLost) {
+			err = cause
+		}
+	default:
+		o.Status, o.Error = StatusFailed, err.Error()
+	}
+	if werr := writeOutcome(out, c.Run.Name, o); werr != nil && err == nil {
+		err = werr
+	}
+	return err
+}
+
+// previousWall is the wall time earlier sessions spent on cell i: its
+// outcome's, else what an older one-process sweep recorded in sweep.json.
+func previousWall(out string, i int, name string) (float64, error) {
+	o, ok, err := readOutcome(out, name)
+	if err != nil || ok {
+		return o.WallSeconds, err
+	}
+	rec, err := ReadRecord(filepath.Join(out, RecordFile))
+	if err != nil || i >= len(rec.Runs) || rec.Runs[i].Name != name {
+		return 0, nil
+	}
+	return rec.Runs[i].WallSeconds, nil
 }
 
 // announceRun writes the status line of a run about to be reached: prefix,
@@ -181,29 +262,6 @@ func runState(dir string) (state string, done int, err error) {
 type source struct {
 	dir     string
 	rescore bool
-}
-
-// sourceOf returns the earlier run of the plan the run with configuration
-// cfg can start from. Best is one that differs only in classifier.* keys
-// (train.RescoreDifferences; a classifier variant of the same seed): its
-// completed tasks are evaluated again instead of trained. Otherwise one that
-// differs only in train.LaterTaskKeys (another method or ablation cell of
-// the same seed) shares its first task. Either must have completed task 1.
-func sourceOf(out string, earlier []PlannedRun, configs []config.Config, cfg config.Config) source {
-	var first source
-	for j, p := range earlier {
-		dir := filepath.Join(out, p.Name)
-		if !train.HasFirstTask(dir) {
-			continue
-		}
-		if len(train.RescoreDifferences(configs[j], cfg)) == 0 {
-			return source{dir: dir, rescore: true}
-		}
-		if first.dir == "" && len(train.FirstTaskDifferences(configs[j], cfg)) == 0 {
-			first.dir = dir
-		}
-	}
-	return first
 }
 
 // trainRun brings the run in dir to its end from the given state and

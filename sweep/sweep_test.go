@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -271,44 +272,37 @@ func TestRunSweepRefusesChangedConfig(t *testing.T) {
 	}
 }
 
-// TestSourceOf: a run that differs from an earlier one only in classifier.*
-// keys is rescored from it (even when a fork source comes first), one that
-// differs in the method forks its first task, and a run without a completed
-// first task is no source.
-func TestSourceOf(t *testing.T) {
-	out := t.TempDir()
-	// Runs of a sweep differ in their names too (run_name), which no source minds.
-	named := func(c config.Config, name string) config.Config { c.RunName = name; return c }
-	base := named(config.Default(), "bicyc-s0")
-	ada := named(base, "adagauss-s0")
-	ada.Method = config.MethodAdaGauss
-	cal := named(ada, "adagauss-cal-s0")
-	cal.Classifier.Shrink = 0.5
-	seed1 := named(base, "bicyc-s1")
-	seed1.Seed = 1
-	plan := []PlannedRun{{Name: "bicyc-s0"}, {Name: "adagauss-s0"}, {Name: "bicyc-s1"}}
-	configs := []config.Config{base, ada, seed1}
-	for _, p := range plan[:2] {
-		ckpt := filepath.Join(out, p.Name, "checkpoints", "task-01")
-		if err := os.MkdirAll(ckpt, 0o755); err != nil {
-			t.Fatal(err)
+// TestPlanCells: a cell that differs from an earlier one only in
+// classifier.* keys waits for it to be rescored from it (even when a fork
+// source comes first), one that differs in the method waits for its seed's
+// first run to fork task 1, and waves follow the waits.
+func TestPlanCells(t *testing.T) {
+	spec := Spec{Out: t.TempDir(), Seeds: 2, Methods: []config.Method{config.MethodBicyc, config.MethodAdaGauss},
+		Variants: []NamedVariant{{Name: "cal", Method: config.MethodAdaGauss, Sets: []string{"classifier.shrink=0.5"}}}}
+	var configs []config.Config
+	for _, r := range spec.Plan() {
+		c := config.Default()
+		c.Method, c.Seed, c.RunName = r.Variant.Method, r.Seed, r.Name
+		if r.Variant.Name == "cal" {
+			c.Classifier.Shrink = 0.5
 		}
-		if err := os.WriteFile(filepath.Join(ckpt, "state.json"), []byte("{}"), 0o644); err != nil {
-			t.Fatal(err)
+		configs = append(configs, c)
+	}
+	p := planOf(spec, configs)
+	want := []struct {
+		waits   int
+		rescore bool
+		wave    int
+	}{{-1, false, 0}, {0, false, 1}, {1, true, 2}, {-1, false, 0}, {3, false, 1}, {4, true, 2}}
+	for i, c := range p.Cells {
+		if c.Index != i || c.WaitsFor != want[i].waits || c.Rescore != want[i].rescore || c.Wave != want[i].wave {
+			t.Errorf("case %d (%s): waits for %d (rescore %v), wave %d; want %+v", i, c.Run.Name, c.WaitsFor, c.Rescore, c.Wave, want[i])
 		}
 	}
-	for i, c := range []struct {
-		cfg  config.Config
-		want source
-	}{
-		{cal, source{dir: filepath.Join(out, "adagauss-s0"), rescore: true}},
-		{ada, source{dir: filepath.Join(out, "adagauss-s0"), rescore: true}},
-		{named(base, "bicyc-again-s0"), source{dir: filepath.Join(out, "bicyc-s0"), rescore: true}},
-		{func() config.Config { c := named(base, "finetune-s0"); c.Method = config.MethodFinetune; return c }(), source{dir: filepath.Join(out, "bicyc-s0")}},
-		{func() config.Config { c := named(seed1, "bicyc-cal-s1"); c.Classifier.Shrink = 0.5; return c }(), source{}},
-	} {
-		if got := sourceOf(out, plan, configs, c.cfg); got != c.want {
-			t.Errorf("case %d: source %+v, want %+v", i, got, c.want)
-		}
+	if got := fmt.Sprint(p.Waves()); got != "[[0 3] [1 4] [2 5]]" {
+		t.Errorf("waves %s", got)
+	}
+	if _, err := p.Cell(6); err == nil || !strings.Contains(err.Error(), "cells 0-5") {
+		t.Errorf("cell 6 of 6: %v", err)
 	}
 }
