@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	k8syaml "sigs.k8s.io/yaml"
 
+	"github.com/bicyc/bicyc/kernels"
 	"github.com/bicyc/bicyc/sweep"
 )
 
@@ -35,10 +36,14 @@ var slurmTest = flag.Bool("slurm", false, "run the sweep on the Slurm cluster of
 // so that tests can start bicyc processes: workers, and Slurm's jobs.
 const workerEnv = "BICYC_TEST_RUN_MAIN"
 
+// TestMain runs the tests on the OpenBLAS kernels bicyc chooses (kernels.Ensure), or bicyc's main.
 func TestMain(m *testing.M) {
 	if os.Getenv(workerEnv) == "1" {
 		main()
 		os.Exit(0)
+	}
+	if _, err := kernels.Ensure(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 	}
 	code := m.Run()
 	if reference.dir != "" {
