@@ -83,7 +83,7 @@ func mdHeader(b *strings.Builder, set *Set, groups []Group, opts Options) {
 	m := opts.Machine
 
 	p("# BiCyc report: %s\n\n", filepath.Base(filepath.Clean(set.Dir)))
-	p("Generated %s on %s.\n\n", opts.Now.UTC().Format(dateLayout), m)
+	p("Generated %s on %s. %s\n\n", opts.Now.UTC().Format(dateLayout), m, trainedWith(set))
 	first := set.Runs[0].Config
 	p("%s\n\n", describeConfig(first))
 	if sw := set.Sweep; sw != nil {
@@ -102,6 +102,30 @@ func mdHeader(b *strings.Builder, set *Set, groups []Group, opts Options) {
 		p("**Warning:** the runs differ in more than method, seed and the ablated losses; their numbers may not compare: %s.\n\n", strings.Join(diff, "; "))
 	}
 	p("Accuracies are in %%: A_last after the last task, A_inc the mean of A_last over the steps, F_last the class-count-weighted forgetting of the old tasks (docs/method.md, \"Metrics\"); mean ± sample std over seeds. TAg classifies among all classes seen, TAw within the task's own classes.\n\n")
+}
+
+// trainedWith says which BLAS kernels trained the set's tasks (train.TaskReport.Kernels): kernel sets
+// round differently, and runs from before they were recorded say nothing.
+func trainedWith(set *Set) string {
+	var seen []string
+	missing := 0
+	for _, r := range set.Runs {
+		for _, t := range r.Summary.Reports {
+			switch {
+			case t.Kernels == "":
+				missing++
+			case !slices.Contains(seen, t.Kernels):
+				seen = append(seen, t.Kernels)
+			}
+		}
+	}
+	switch {
+	case len(seen) == 0:
+		return "Training kernels: not recorded (runs from before bicyc recorded them)."
+	case missing > 0:
+		return fmt.Sprintf("Training kernels: %s; %d tasks from before bicyc recorded them.", strings.Join(seen, "; "), missing)
+	}
+	return "Training kernels: " + strings.Join(seen, "; ") + "."
 }
 
 // mdResults writes the results tables (main variants and ablation grid).
