@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/names"
 )
 
 // Config is the complete configuration of a training run. Each field's
@@ -16,7 +18,7 @@ type Config struct {
 	Seed    int64  `mapstructure:"seed" yaml:"seed" doc:"Seed of every class-independent random choice: initialisation, shuffling, augmentation, transport samples."`
 	Method  Method `mapstructure:"method" yaml:"method" doc:"Continual-learning method: bicyc (bidirectional cycle-consistent adapter), adagauss (one-way distiller, adapter learned after the task) or finetune (no distillation, no transport: the lower bound)."`
 	RunDir  string `mapstructure:"run_dir" yaml:"run_dir" doc:"Directory under which each run gets its own folder."`
-	RunName string `mapstructure:"run_name" yaml:"run_name" doc:"Name of the run folder; empty means <config name>-<method>-s<seed>."`
+	RunName string `mapstructure:"run_name" yaml:"run_name" doc:"Name of the run folder, one folder name inside run_dir (no / or \\, not . or .., no control characters, no leading or trailing space); empty means <config name>-<method>-s<seed>."`
 	Threads int    `mapstructure:"threads" yaml:"threads" doc:"CPU threads for training kernels; 0 means all cores."`
 	Quick   bool   `mapstructure:"quick" yaml:"quick" doc:"Quick profile for demos and CI: the quick_profile.* values replace the keys they name, whatever sets those (change quick_profile.* to tune it)."`
 
@@ -78,6 +80,7 @@ type Data struct {
 	TrivialAugment    bool      `mapstructure:"trivial_augment" yaml:"trivial_augment" doc:"Training augmentation: TrivialAugmentWide after crop and flip, as torchvision's (31 magnitude bins, nearest, fill 0) on uint8 tensors (docs/method.md, Augmentation); needs 1 or 3 channels."`
 	TrainPerClass     int       `mapstructure:"train_per_class" yaml:"train_per_class" doc:"Use at most this many training images per class (first ones in file order); 0 means all."`
 	TestPerClass      int       `mapstructure:"test_per_class" yaml:"test_per_class" doc:"Use at most this many test images per class; 0 means all."`
+	SkipUnreadable    bool      `mapstructure:"skip_unreadable" yaml:"skip_unreadable" doc:"imagefolder (train, learn): leave out the images that do not decode, naming each in the run log, and train on the rest; false (default) checks every image first and refuses the folder, naming every unreadable file (the first 20, then a count). A class left without images is refused either way."`
 	ValPerClass       int       `mapstructure:"val_per_class" yaml:"val_per_class" doc:"Validation split: this many training images of every class, drawn with the run's seed, are held out and never trained on (at most half of a class); -1 means 10% of each class, rounded down (the authors' code also trains on 90%); 0 means none. It checks the adapter (adapter.select), scores settings (bicyc eval --split val) and calibrates exported models."`
 }
 
@@ -289,6 +292,11 @@ func (c Config) Validate() error {
 	if c.Threads < 0 {
 		bad("threads", "must be >= 0, got %d", c.Threads)
 	}
+	if c.RunName != "" {
+		if err := names.Run(c.RunName); err != nil {
+			bad("run_name", "%v", err)
+		}
+	}
 	c.validateData(bad)
 	c.validateModel(bad)
 	c.validateTrain(bad)
@@ -466,6 +474,23 @@ func (c Config) DefaultRunName(configName string) string {
 		name = "default"
 	}
 	return fmt.Sprintf("%s-%s-s%d", name, c.Method, c.Seed)
+}
+
+// RunFolder returns the run's folder, run_dir/<name>, where name is
+// RunName or, when that is empty, DefaultRunName(configName). The name
+// must be one folder name (names.Run), so a run is never written outside
+// run_dir; the error names the key or the config file it came from.
+func (c Config) RunFolder(configName string) (string, error) {
+	name := c.RunName
+	if name == "" {
+		name = c.DefaultRunName(configName)
+		if err := names.Run(name); err != nil {
+			return "", fmt.Errorf("run name from config file name %q: %w; set run_name (--name)", configName, err)
+		}
+	} else if err := names.Run(name); err != nil {
+		return "", fmt.Errorf("run_name: %w", err)
+	}
+	return filepath.Join(c.RunDir, name), nil
 }
 
 // validateBackbone reports bad model.backbone, model.width, model.pretrained and model.freeze_stages values.

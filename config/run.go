@@ -19,6 +19,7 @@ var addedKeys = map[string]func(*Config){
 	"adapter.min_steps":       func(c *Config) { c.Adapter.MinSteps = 0 },
 	"adapter.select":          func(c *Config) { c.Adapter.Select = false },
 	"data.val_per_class":      func(c *Config) { c.Data.ValPerClass = 0 },
+	"data.skip_unreadable":    func(c *Config) { c.Data.SkipUnreadable = false },
 	"export.accept_rate":      func(c *Config) { c.Export.AcceptRate = 0.95 },
 	"quick_profile.min_steps": func(c *Config) { c.QuickSet.MinSteps = 0 },
 	"train.min_steps":         func(c *Config) { c.Train.MinSteps = 0 },

@@ -32,7 +32,7 @@ type LearnedTask struct {
 // the tasks already learned.
 var LearnKeys = append(slices.Clone(LaterTaskKeys),
 	"train.batch_size", "train.momentum", "train.weight_decay", "train.milestones", "train.milestone_rounding",
-	"train.lr_decay", "train.clip_norm", "train.eval_batch",
+	"train.lr_decay", "train.clip_norm", "train.eval_batch", "data.skip_unreadable",
 	"loss.anti_collapse", "loss.alpha", "loss.beta", "loss.ac_shrink", "loss.ac_jitter")
 
 // LearnOptions change how Learn teaches the new task.
@@ -81,9 +81,14 @@ func (r *Run) Learn(ctx context.Context, trainDir, testDir string, opts LearnOpt
 			task.Config = &c
 		}
 	}
-	train, test, err := data.LoadPhotoFolders(trainDir, testDir, r.prep, loadSide(r.cfg, r.prep))
+	train, test, err := r.loadLearned(task)
 	if err != nil {
 		return err
+	}
+	for _, ds := range []*data.Dataset{train, test} {
+		for _, skipped := range ds.Skipped {
+			r.log.printf("skipped %s", skipped)
+		}
 	}
 	if err := r.checkLearnData(train, opts.AllowDuplicateNames); err != nil {
 		return err
@@ -103,6 +108,17 @@ func (r *Run) Learn(ctx context.Context, trainDir, testDir string, opts LearnOpt
 	}
 	r.log.printf("learning task %d: %d new classes %v from %s", task.Task+1, len(task.Classes), train.ClassNames, trainDir)
 	return r.Execute(ctx)
+}
+
+// loadLearned reads a learned task's image folders with the run's
+// preprocessing and the task's own data.skip_unreadable.
+func (r *Run) loadLearned(task LearnedTask) (train, test *data.Dataset, err error) {
+	cfg := r.cfg
+	if task.Config != nil {
+		cfg = *task.Config
+	}
+	o := data.FolderOptions{LoadSide: loadSide(r.cfg, r.prep), SkipUnreadable: cfg.Data.SkipUnreadable}
+	return data.LoadFolders(task.TrainDir, task.TestDir, r.prep, o)
 }
 
 // checkLearnData refuses new classes with fewer than MinLearnImages

@@ -175,7 +175,7 @@ func Resume(dir string, opts Options) (*Run, error) {
 	}
 	r.logData()
 	for _, task := range rec.Learned {
-		train, test, err := data.LoadPhotoFolders(task.TrainDir, task.TestDir, r.prep, loadSide(r.cfg, r.prep))
+		train, test, err := r.loadLearned(task)
 		if err != nil {
 			return nil, fmt.Errorf("resume %s: learned task %d: %w", dir, task.Task+1, err)
 		}
@@ -281,7 +281,7 @@ func (r *Run) loadData() error {
 	d := r.cfg.Data
 	r.prep = preprocessFor(r.cfg)
 	src := data.Source{Kind: d.Kind, Dir: d.Dir, TrainDir: d.TrainDir, TestDir: d.TestDir, Channels: d.Channels, Height: d.Height, Width: d.Width,
-		ResizeMode: r.prep.ResizeMode, ResizeShorter: r.prep.ResizeShorter, LoadSide: loadSide(r.cfg, r.prep)}
+		ResizeMode: r.prep.ResizeMode, ResizeShorter: r.prep.ResizeShorter, LoadSide: loadSide(r.cfg, r.prep), SkipUnreadable: d.SkipUnreadable}
 	train, test, err := data.Open(src)
 	if err != nil {
 		return err

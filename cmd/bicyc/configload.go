@@ -23,6 +23,8 @@ var flagKeys = map[string]string{
 	"name":    "run_name",
 	"threads": "threads",
 	"quick":   "quick",
+
+	"skip-unreadable": "data.skip_unreadable",
 }
 
 // loadConfig builds the effective configuration from, in increasing

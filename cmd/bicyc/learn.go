@@ -84,6 +84,7 @@ trained and 0.3 with them frozen.`,
 	f.BoolVar(&opts.allowDuplicates, "allow-duplicate-names", false, "accept a new class named like an existing one")
 	f.String("method", "", "bicyc, adagauss or finetune for the new task (config key method)")
 	f.Int("threads", 0, "CPU threads, 0 = all (config key threads)")
+	addSkipUnreadableFlag(cmd)
 	cmd.MarkFlagRequired("run")
 	cmd.MarkFlagRequired("train")
 	cmd.MarkFlagRequired("test")

@@ -85,11 +85,10 @@ func runTrain(ctx context.Context, g *globalOptions, opts *trainOptions, cmd *co
 		if lerr != nil {
 			return lerr
 		}
-		name := cfg.RunName
-		if name == "" {
-			name = cfg.DefaultRunName(configName(g.configFile))
+		dir, derr := cfg.RunFolder(configName(g.configFile))
+		if derr != nil {
+			return derr
 		}
-		dir := filepath.Join(cfg.RunDir, name)
 		if opts.fork == "" {
 			run, err = train.New(cfg, dir, ropts)
 		} else if same, _ := sameDir(dir, opts.fork); same {
