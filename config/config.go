@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -20,7 +21,7 @@ type Config struct {
 	RunDir  string `mapstructure:"run_dir" yaml:"run_dir" doc:"Directory under which each run gets its own folder."`
 	RunName string `mapstructure:"run_name" yaml:"run_name" doc:"Name of the run folder, one folder name inside run_dir (no / or \\, not . or .., no control characters, no leading or trailing space); empty means <config name>-<method>-s<seed>."`
 	Threads int    `mapstructure:"threads" yaml:"threads" doc:"CPU threads for training kernels; 0 means all cores."`
-	Quick   bool   `mapstructure:"quick" yaml:"quick" doc:"Quick profile for demos and CI: the quick_profile.* values replace the keys they name, whatever sets those (change quick_profile.* to tune it)."`
+	Quick   bool   `mapstructure:"quick" yaml:"quick" doc:"Quick profile for demos and CI: the quick_profile.* values replace the keys they name (data.train_per_class, data.test_per_class, train.epochs_first, train.epochs, adapter.transport_samples, adapter.epochs, train.rotation, train.min_steps_first, adapter.min_steps) over the config file; setting one of those with --set or a BICYC_* variable as well is refused, naming the quick_profile.* key to set instead."`
 
 	Data       Data       `mapstructure:"data" yaml:"data"`
 	Stream     Stream     `mapstructure:"stream" yaml:"stream"`
@@ -110,11 +111,11 @@ type Model struct {
 type Train struct {
 	EpochsFirst        int       `mapstructure:"epochs_first" yaml:"epochs_first" doc:"Stage I epochs on task 1."`
 	Epochs             int       `mapstructure:"epochs" yaml:"epochs" doc:"Stage I epochs on every later task."`
-	BatchSize          int       `mapstructure:"batch_size" yaml:"batch_size" doc:"Training mini-batch size (drop_last)."`
-	LRFirst            float64   `mapstructure:"lr_first" yaml:"lr_first" doc:"Learning rate on task 1 (docs/method.md: 0.1)."`
-	LR                 float64   `mapstructure:"lr" yaml:"lr" doc:"Learning rate on later tasks (docs/method.md: 0.01)."`
-	Momentum           float64   `mapstructure:"momentum" yaml:"momentum" doc:"SGD momentum."`
-	WeightDecay        float64   `mapstructure:"weight_decay" yaml:"weight_decay" doc:"SGD weight decay (L2)."`
+	BatchSize          int       `mapstructure:"batch_size" yaml:"batch_size" doc:"Training mini-batch size (drop_last), 2 to 65536, and its float32 input at most 4 GiB; a task with fewer images uses them all as one batch."`
+	LRFirst            float64   `mapstructure:"lr_first" yaml:"lr_first" doc:"Learning rate on task 1 (docs/method.md: 0.1); in (0, 10]."`
+	LR                 float64   `mapstructure:"lr" yaml:"lr" doc:"Learning rate on later tasks (docs/method.md: 0.01); in (0, 10]."`
+	Momentum           float64   `mapstructure:"momentum" yaml:"momentum" doc:"SGD momentum, in [0, 1)."`
+	WeightDecay        float64   `mapstructure:"weight_decay" yaml:"weight_decay" doc:"SGD weight decay (L2), in [0, 1)."`
 	BackboneLRScale    float64   `mapstructure:"backbone_lr_scale" yaml:"backbone_lr_scale" doc:"Stage I learning-rate factor of the backbone's layers before its 1x1 reduction; the reduction, the head, D and A keep lr_first / lr. The paper fine-tunes a pretrained ResNet-18 on CUB-200 with 0.1 (1e-2 backbone, 1e-1 heads); 1 trains everything alike."`
 	Milestones         []float64 `mapstructure:"milestones" yaml:"milestones" doc:"Fractions of the epochs at which the learning rate is multiplied by lr_decay."`
 	LRDecay            float64   `mapstructure:"lr_decay" yaml:"lr_decay" doc:"Learning-rate factor at each milestone."`
@@ -247,18 +248,43 @@ func Default() Config {
 	}
 }
 
-// Resolved returns c with the quick profile applied when Quick is set.
+// quickProfile lists the keys the quick profile replaces, each with the
+// quick_profile key that replaces it and how.
+var quickProfile = []struct {
+	key, profile string
+	apply        func(c *Config)
+}{
+	{"data.train_per_class", "quick_profile.train_per_class", func(c *Config) { c.Data.TrainPerClass = c.QuickSet.TrainPerClass }},
+	{"data.test_per_class", "quick_profile.test_per_class", func(c *Config) { c.Data.TestPerClass = c.QuickSet.TestPerClass }},
+	{"train.epochs_first", "quick_profile.epochs_first", func(c *Config) { c.Train.EpochsFirst = c.QuickSet.EpochsFirst }},
+	{"train.epochs", "quick_profile.epochs", func(c *Config) { c.Train.Epochs = c.QuickSet.Epochs }},
+	{"adapter.transport_samples", "quick_profile.transport_samples", func(c *Config) { c.Adapter.TransportSamples = c.QuickSet.TransportSamples }},
+	{"adapter.epochs", "quick_profile.adapter_epochs", func(c *Config) { c.Adapter.Epochs = c.QuickSet.AdapterEpochs }},
+	{"train.rotation", "quick_profile.rotation", func(c *Config) { c.Train.Rotation = c.QuickSet.Rotation }},
+	{"train.min_steps_first", "quick_profile.min_steps", func(c *Config) { c.Train.MinStepsFirst = c.QuickSet.MinSteps }},
+	{"adapter.min_steps", "quick_profile.min_steps", func(c *Config) { c.Adapter.MinSteps = c.QuickSet.MinSteps }},
+}
+
+// QuickOverrides returns, for the keys the quick profile replaces, the
+// quick_profile key that replaces each: data.train_per_class ->
+// quick_profile.train_per_class, ...
+func QuickOverrides() map[string]string {
+	out := make(map[string]string, len(quickProfile))
+	for _, q := range quickProfile {
+		out[q.key] = q.profile
+	}
+	return out
+}
+
+// Resolved returns c with the quick profile applied when Quick is set:
+// each key of QuickOverrides takes its quick_profile value, whatever set it.
 func (c Config) Resolved() Config {
 	if !c.Quick {
 		return c
 	}
-	q := c.QuickSet
-	c.Data.TrainPerClass, c.Data.TestPerClass = q.TrainPerClass, q.TestPerClass
-	c.Train.EpochsFirst, c.Train.Epochs = q.EpochsFirst, q.Epochs
-	c.Adapter.TransportSamples = q.TransportSamples
-	c.Adapter.Epochs = q.AdapterEpochs
-	c.Train.Rotation = q.Rotation
-	c.Train.MinStepsFirst, c.Adapter.MinSteps = q.MinSteps, q.MinSteps
+	for _, q := range quickProfile {
+		q.apply(&c)
+	}
 	return c
 }
 
@@ -297,6 +323,7 @@ func (c Config) Validate() error {
 			bad("run_name", "%v", err)
 		}
 	}
+	c.validateFinite(bad)
 	c.validateData(bad)
 	c.validateModel(bad)
 	c.validateTrain(bad)
@@ -308,6 +335,49 @@ func (c Config) Validate() error {
 
 // problem records one invalid setting under its key (see Validate).
 type problem func(key string, format string, args ...any)
+
+// Bounds of settings that no run needs beyond, checked by Validate.
+const (
+	// MaxLearningRate bounds every learning rate: SGD on these networks
+	// diverges long before (the method's rates are 0.1 and 0.01).
+	MaxLearningRate = 10
+	// MaxBatchSize bounds train.batch_size and train.eval_batch; Stage I
+	// uses at most a task's images per batch anyway.
+	MaxBatchSize = 1 << 16
+	// maxBatchInputBytes bounds a training batch's float32 input.
+	maxBatchInputBytes = 4 << 30
+)
+
+// batchInputBytes estimates the float32 input of one Stage I batch:
+// batch_size images, four times as many rows on task 1 with rotation
+// unless the batch is split between the turns.
+func (c Config) batchInputBytes() int64 {
+	rows := int64(c.Train.BatchSize)
+	if c.Train.Rotation && !c.Train.RotationSplitBatch {
+		rows *= 4
+	}
+	return rows * int64(max(c.Data.Channels, 0)) * int64(max(c.Data.Height, 0)) * int64(max(c.Data.Width, 0)) * 4
+}
+
+// validateFinite refuses NaN and infinite values of every number key
+// (lists included), by name: a NaN passes every "< 0" test, and an
+// infinite rate would only fail after the first step.
+func (c Config) validateFinite(bad problem) {
+	walk(reflect.ValueOf(c), "", func(name string, _ reflect.StructField, v reflect.Value) {
+		switch {
+		case v.Kind() == reflect.Float64 && !finite(v.Float()):
+			bad(name, "must be a finite number, got %g", v.Float())
+		case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Float64:
+			for i := range v.Len() {
+				if x := v.Index(i).Float(); !finite(x) {
+					bad(name, "value %d must be a finite number, got %g", i, x)
+				}
+			}
+		}
+	})
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // validateData checks the data.* keys.
 func (c Config) validateData(bad problem) {
@@ -341,8 +411,11 @@ func (c Config) validateData(bad problem) {
 		bad("data.crop_padding", "must be >= 0, got %d", c.Data.CropPadding)
 	}
 	c.Data.validatePhoto(bad)
-	if c.Data.TrainPerClass < 0 || c.Data.TestPerClass < 0 {
-		bad("data.train_per_class", "per-class limits must be >= 0")
+	if c.Data.TrainPerClass < 0 {
+		bad("data.train_per_class", "must be >= 0 (0: all), got %d", c.Data.TrainPerClass)
+	}
+	if c.Data.TestPerClass < 0 {
+		bad("data.test_per_class", "must be >= 0 (0: all), got %d", c.Data.TestPerClass)
 	}
 	if c.Data.ValPerClass < -1 {
 		bad("data.val_per_class", "must be -1 (10%% of each class), 0 (none) or a count, got %d", c.Data.ValPerClass)
@@ -376,13 +449,33 @@ func (c Config) validateTrain(bad problem) {
 	if c.Train.EpochsFirst < 1 || c.Train.Epochs < 1 {
 		bad("train.epochs", "epochs and epochs_first must be >= 1, got %d and %d", c.Train.Epochs, c.Train.EpochsFirst)
 	}
-	if c.Train.BatchSize < 2 {
-		bad("train.batch_size", "must be >= 2, got %d", c.Train.BatchSize)
+	if c.Train.BatchSize < 2 || c.Train.BatchSize > MaxBatchSize {
+		bad("train.batch_size", "must lie in [2, %d], got %d", MaxBatchSize, c.Train.BatchSize)
+	} else if mem := c.batchInputBytes(); mem > maxBatchInputBytes {
+		bad("train.batch_size", "%d images of %dx%dx%d take %.1f GiB as float32 input alone (more with rotation), over the %d GiB this check allows; the network's activations take many times more",
+			c.Train.BatchSize, c.Data.Channels, c.Data.Height, c.Data.Width, float64(mem)/(1<<30), maxBatchInputBytes>>30)
 	} else if c.Train.Rotation && c.Train.RotationSplitBatch && c.Train.BatchSize < 8 {
 		bad("train.batch_size", "must be >= 8 with train.rotation and train.rotation_split_batch (batch_size/4 images per step), got %d", c.Train.BatchSize)
 	}
-	if !(c.Train.LR > 0) || !(c.Train.LRFirst > 0) {
-		bad("train.lr", "learning rates must be positive")
+	for _, lr := range []struct {
+		key string
+		v   float64
+	}{{"train.lr_first", c.Train.LRFirst}, {"train.lr", c.Train.LR}, {"adapter.lr", c.Adapter.LR}} {
+		if !(lr.v > 0 && lr.v <= MaxLearningRate) {
+			bad(lr.key, "a learning rate must lie in (0, %g], got %g", float64(MaxLearningRate), lr.v)
+		}
+	}
+	if !(c.Train.Momentum >= 0 && c.Train.Momentum < 1) {
+		bad("train.momentum", "must lie in [0, 1), got %g", c.Train.Momentum)
+	}
+	if !(c.Train.WeightDecay >= 0 && c.Train.WeightDecay < 1) {
+		bad("train.weight_decay", "must lie in [0, 1), got %g", c.Train.WeightDecay)
+	}
+	if !(c.Train.LRDecay > 0 && c.Train.LRDecay <= 1) {
+		bad("train.lr_decay", "must lie in (0, 1], got %g", c.Train.LRDecay)
+	}
+	if !(c.Train.DetachWarmup >= 0 && c.Train.DetachWarmup <= 1) {
+		bad("train.detach_warmup", "a fraction of the epochs, must lie in [0, 1], got %g", c.Train.DetachWarmup)
 	}
 	if !(c.Train.BackboneLRScale > 0) {
 		bad("train.backbone_lr_scale", "must be positive, got %g (freeze stages with model.freeze_stages)", c.Train.BackboneLRScale)
@@ -404,8 +497,8 @@ func (c Config) validateTrain(bad problem) {
 	if !(c.Export.AcceptRate > 0 && c.Export.AcceptRate <= 1) {
 		bad("export.accept_rate", "must be in (0, 1], got %v", c.Export.AcceptRate)
 	}
-	if c.Train.EvalBatch < 1 {
-		bad("train.eval_batch", "must be >= 1, got %d", c.Train.EvalBatch)
+	if c.Train.EvalBatch < 1 || c.Train.EvalBatch > MaxBatchSize {
+		bad("train.eval_batch", "must lie in [1, %d], got %d", MaxBatchSize, c.Train.EvalBatch)
 	}
 }
 
@@ -441,6 +534,33 @@ func (c Config) validateStages(bad problem) {
 	}
 	if c.Classifier.TopK < 1 {
 		bad("classifier.top_k", "must be >= 1, got %d", c.Classifier.TopK)
+	}
+	for _, w := range []struct {
+		key string
+		v   float64
+	}{
+		{"loss.lambda_bi", c.Loss.LambdaBi}, {"loss.lambda_cyc", c.Loss.LambdaCyc}, {"loss.lambda_pair", c.Loss.LambdaPair},
+		{"loss.alpha", c.Loss.Alpha}, {"loss.beta", c.Loss.Beta}, {"loss.ac_shrink", c.Loss.ACShrink},
+		{"loss.ac_jitter", c.Loss.ACJitter}, {"loss.kd_weight", c.Loss.KDWeight},
+	} {
+		if w.v < 0 {
+			bad(w.key, "must be >= 0, got %g", w.v)
+		}
+	}
+	q := c.QuickSet
+	for _, n := range []struct {
+		key string
+		v   int
+		min int
+	}{
+		{"quick_profile.train_per_class", q.TrainPerClass, 0}, {"quick_profile.test_per_class", q.TestPerClass, 0},
+		{"quick_profile.epochs_first", q.EpochsFirst, 1}, {"quick_profile.epochs", q.Epochs, 1},
+		{"quick_profile.transport_samples", q.TransportSamples, 2}, {"quick_profile.adapter_epochs", q.AdapterEpochs, -1},
+		{"quick_profile.min_steps", q.MinSteps, 0},
+	} {
+		if n.v < n.min {
+			bad(n.key, "must be >= %d, got %d", n.min, n.v)
+		}
 	}
 }
 
