@@ -72,6 +72,7 @@ func (o *modelOptions) folderJob(command, from, out string, skip bool, stderr io
 	if o.model == "" || from == "" || out == "" {
 		return nil, nil, fmt.Errorf("%s needs --model, --from and --out", command)
 	}
+	warnBehind(stderr, o.model)
 	classes, skipped, err := infer.ReadClassFolders(from)
 	for _, s := range skipped {
 		fmt.Fprintf(stderr, "bicyc-infer: %s: skipped %s\n", command, s)

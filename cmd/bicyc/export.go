@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bicyc/bicyc/rundir"
 	"github.com/bicyc/bicyc/train"
 )
 
@@ -31,10 +32,14 @@ interrupted export leaves the previous model directory as it was.`,
 					return err
 				}
 			}
+			behind, _ := rundir.Check(opts.run, out)
 			if err := train.Export(opts.run, out); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "model exported to %s\n", out)
+			if behind != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "it held %d tasks, its run %d: now up to date\n", behind.ModelTasks, behind.RunTasks)
+			}
 			return nil
 		},
 	}

@@ -118,6 +118,14 @@ func exportAfterTraining(cmd *cobra.Command, run *train.Run) error {
 	return nil
 }
 
+// warnBehind prints a warning when the run's model directory is older
+// than its last checkpoint (train.Run.ModelBehind).
+func warnBehind(w io.Writer, run *train.Run) {
+	if behind, err := run.ModelBehind(); err == nil && behind != nil {
+		fmt.Fprintf(w, "warning: %s\n", behind)
+	}
+}
+
 // progressWriter is where progress bars go: the command's stderr when it is
 // a terminal, nowhere otherwise (logs and CI get the per-epoch log lines).
 func progressWriter(cmd *cobra.Command) io.Writer {
