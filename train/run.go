@@ -236,6 +236,9 @@ func (r *Run) Execute(ctx context.Context) error {
 		}
 		rep, err := r.learnTaskWith(ctx, t)
 		if err != nil {
+			if r.state.Completed == 0 {
+				return fmt.Errorf("task %d: %w (no task completed: the run directory has no checkpoint yet)", t+1, err)
+			}
 			return fmt.Errorf("task %d: %w (the run directory keeps the checkpoint of task %d)", t+1, err, r.state.Completed)
 		}
 		r.state.Reports = append(r.state.Reports, rep)
