@@ -99,14 +99,13 @@ func DecodeImage(r io.Reader, maxPixels int64) (img image.Image, format string, 
 	// the same bytes without seeking or buffering the whole stream.
 	var header bytes.Buffer
 	cfg, format, err := image.DecodeConfig(io.TeeReader(limited, &header))
-	if format == "jpeg" && !limited.Exceeded && src.err == nil && isUnsupportedJPEG(err) {
+	if serr := streamError(limited, src); serr != nil {
+		return nil, format, serr
+	}
+	if format == "jpeg" && isUnsupportedJPEG(err) {
 		return decodeUnsupportedJPEG(&header, limited, src, maxPixels, err)
 	}
 	switch {
-	case limited.Exceeded:
-		return nil, format, tooLarge(limited)
-	case src.err != nil:
-		return nil, format, fmt.Errorf("reading image: %w", src.err)
 	case err != nil && header.Len() == 0:
 		return nil, "", formatError{errors.New("empty image data")}
 	case errors.Is(err, image.ErrFormat):
@@ -122,15 +121,26 @@ func DecodeImage(r io.Reader, maxPixels int64) (img image.Image, format string, 
 		orientation = jpegOrientation(header.Bytes())
 	}
 	img, _, err = image.Decode(io.MultiReader(&header, limited))
-	switch {
-	case limited.Exceeded:
-		return nil, format, tooLarge(limited)
-	case src.err != nil:
-		return nil, format, fmt.Errorf("reading image: %w", src.err)
-	case err != nil:
+	if serr := streamError(limited, src); serr != nil {
+		return nil, format, serr
+	}
+	if err != nil {
 		return nil, format, formatError{fmt.Errorf("truncated or corrupt %s image (%dx%d): %w", format, cfg.Width, cfg.Height, err)}
 	}
 	return orient(img, orientation), format, nil
+}
+
+// streamError is the problem of the input itself, nil when there is
+// none: longer than its limit, or an error of the reader (reported as
+// such, not as the corrupt image a decoder makes of it).
+func streamError(limited *bounded.Reader, src *readErrors) error {
+	switch {
+	case limited.Exceeded:
+		return tooLarge(limited)
+	case src.err != nil:
+		return fmt.Errorf("reading image: %w", src.err)
+	}
+	return nil
 }
 
 // decodeUnsupportedJPEG decodes a JPEG whose header Go's image/jpeg
@@ -141,11 +151,10 @@ func DecodeImage(r io.Reader, maxPixels int64) (img image.Image, format string, 
 func decodeUnsupportedJPEG(header *bytes.Buffer, limited *bounded.Reader, src *readErrors, maxPixels int64, goErr error) (image.Image, string, error) {
 	const format = "jpeg"
 	_, err := header.ReadFrom(limited)
+	if serr := streamError(limited, src); serr != nil {
+		return nil, format, serr
+	}
 	switch {
-	case limited.Exceeded:
-		return nil, format, tooLarge(limited)
-	case src.err != nil:
-		return nil, format, fmt.Errorf("reading image: %w", src.err)
 	case err != nil:
 		return nil, format, fmt.Errorf("reading image: %w", err)
 	case jpegTurbo == "":
