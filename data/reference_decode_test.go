@@ -10,6 +10,7 @@ import (
 	"image/jpeg"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -234,4 +235,34 @@ func matchPillow(t *testing.T, paths []string, tolerance map[string]pixelDiff) m
 		t.Logf("%s (%d files): largest differences from Pillow: mean %.3f, p99 %d, max %d", kind, kinds[kind], d.mean, d.p99, d.max)
 	}
 	return kinds
+}
+
+// TestDecodeJPEGTurboDamaged feeds libjpeg-turbo damaged copies of the
+// JPEGs only it decodes: random bytes changed, and cuts at every length.
+// Each must come back as an image or an error wrapping ErrFormat, never a
+// crash (libjpeg's errors and warnings return through the error manager
+// of jpegturbo.go) nor a grey-filled image of a truncated file.
+func TestDecodeJPEGTurboDamaged(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 1))
+	for _, name := range []string{"asymmetric", "luma-subsampled", "rgb-blue-subsampled"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "sampling", name+".jpg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for cut := 0; cut < len(b); cut += 7 {
+			_, _, err := DecodeImage(bytes.NewReader(b[:cut]), MaxImagePixels)
+			if !errors.Is(err, ErrFormat) {
+				t.Fatalf("%s cut at %d of %d bytes: %v, want ErrFormat", name, cut, len(b), err)
+			}
+		}
+		for i := range 300 {
+			d := bytes.Clone(b)
+			for range 1 + rng.IntN(8) {
+				d[rng.IntN(len(d))] = byte(rng.IntN(256))
+			}
+			if _, _, err := DecodeImage(bytes.NewReader(d), MaxImagePixels); err != nil && !errors.Is(err, ErrFormat) {
+				t.Fatalf("%s damaged copy %d: %v, want an image or ErrFormat", name, i, err)
+			}
+		}
+	}
 }
