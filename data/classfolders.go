@@ -50,6 +50,7 @@ func ListClassFolders(root string) (classes []ClassFolder, skipped []string, err
 		return nil, nil, fmt.Errorf("data: image folder: %w", err)
 	}
 	var problems []error
+	rootImages := 0
 	for _, e := range entries {
 		path := filepath.Join(root, e.Name())
 		switch {
@@ -58,6 +59,9 @@ func ListClassFolders(root string) (classes []ClassFolder, skipped []string, err
 			continue
 		case !isDir(root, e):
 			skipped = append(skipped, fmt.Sprintf("%s: not a folder, so not a class (images go in one sub-folder per class)", path))
+			if IsImageFile(e.Name()) {
+				rootImages++
+			}
 			continue
 		}
 		if err := names.Class(e.Name()); err != nil {
@@ -79,7 +83,10 @@ func ListClassFolders(root string) (classes []ClassFolder, skipped []string, err
 	if len(problems) > 0 {
 		return nil, skipped, fmt.Errorf("data: image folder %s: %w", root, joinProblems(problems, "problems with class folders"))
 	}
-	if len(classes) == 0 {
+	switch {
+	case len(classes) == 0 && rootImages > 0:
+		return nil, skipped, fmt.Errorf("data: %s: %w: no class sub-folders, and %d image files directly in the folder: put each class's images in a sub-folder named after the class", root, ErrEmptyClass, rootImages)
+	case len(classes) == 0:
 		return nil, skipped, fmt.Errorf("data: %s: %w: no class sub-folders", root, ErrEmptyClass)
 	}
 	return classes, skipped, nil

@@ -188,7 +188,7 @@ func TestAddClassesCommandErrors(t *testing.T) {
 	}{
 		{"few", "", `class "Sandal": too few images for a class: 4 images, want at least 5`},
 		{"dup", "", `duplicate class name: "Trouser" is already class 1 of the model`},
-		{"flat", "", "a file directly in the folder; put each class's images in a sub-folder named after the class"},
+		{"flat", "", "1 image files directly in the folder: put each class's images in a sub-folder named after the class"},
 		{"missing", "", "not a folder of class folders"},
 		{"good", occupied, "exists and is not empty"},
 		{"good", model, "is the model itself"},
