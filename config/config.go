@@ -344,7 +344,8 @@ const (
 	// MaxBatchSize bounds train.batch_size and train.eval_batch; Stage I
 	// uses at most a task's images per batch anyway.
 	MaxBatchSize = 1 << 16
-	// maxBatchInputBytes bounds a training batch's float32 input.
+	// maxBatchInputBytes bounds the float32 input of a training batch
+	// and of an evaluation batch.
 	maxBatchInputBytes = 4 << 30
 )
 
@@ -356,7 +357,12 @@ func (c Config) batchInputBytes() int64 {
 	if c.Train.Rotation && !c.Train.RotationSplitBatch {
 		rows *= 4
 	}
-	return rows * int64(max(c.Data.Channels, 0)) * int64(max(c.Data.Height, 0)) * int64(max(c.Data.Width, 0)) * 4
+	return rows * c.imageInputBytes()
+}
+
+// imageInputBytes is one image's float32 input to the network.
+func (c Config) imageInputBytes() int64 {
+	return int64(max(c.Data.Channels, 0)) * int64(max(c.Data.Height, 0)) * int64(max(c.Data.Width, 0)) * 4
 }
 
 // validateFinite refuses NaN and infinite values of every number key
@@ -499,6 +505,9 @@ func (c Config) validateTrain(bad problem) {
 	}
 	if c.Train.EvalBatch < 1 || c.Train.EvalBatch > MaxBatchSize {
 		bad("train.eval_batch", "must lie in [1, %d], got %d", MaxBatchSize, c.Train.EvalBatch)
+	} else if mem := int64(c.Train.EvalBatch) * c.imageInputBytes(); mem > maxBatchInputBytes {
+		bad("train.eval_batch", "%d images of %dx%dx%d take %.1f GiB as float32 input alone, over the %d GiB this check allows",
+			c.Train.EvalBatch, c.Data.Channels, c.Data.Height, c.Data.Width, float64(mem)/(1<<30), maxBatchInputBytes>>30)
 	}
 }
 
