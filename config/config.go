@@ -309,8 +309,16 @@ func (c Config) AdapterEpochs() int {
 // Validate reports every invalid setting at once, each naming its key.
 func (c Config) Validate() error {
 	var errs []error
-	bad := func(key string, format string, args ...any) {
+	nonFinite := map[string]bool{}
+	c.validateFinite(func(key string, format string, args ...any) {
+		nonFinite[key] = true
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	})
+	// A key reported as not finite is not reported again by its range check.
+	bad := func(key string, format string, args ...any) {
+		if !nonFinite[key] {
+			errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+		}
 	}
 	if !slices.Contains(Methods(), c.Method) {
 		bad("method", "%q is not one of bicyc, adagauss, finetune", c.Method)
@@ -323,7 +331,6 @@ func (c Config) Validate() error {
 			bad("run_name", "%v", err)
 		}
 	}
-	c.validateFinite(bad)
 	c.validateData(bad)
 	c.validateModel(bad)
 	c.validateTrain(bad)
