@@ -22,7 +22,8 @@ func newExportCmd() *cobra.Command {
 classifier.onnx, model.onnx (backbone and classifier fused), prototypes.safetensors,
 manifest.json with a SHA-256 for every file, and manifest.sha256 with the SHA-256 of the
 manifest itself (bicyc-infer refuses a changed manifest like a changed model file). The directory is replaced atomically: an
-interrupted export leaves the previous model directory as it was.`,
+interrupted export leaves the previous model directory as it was. It is also the repair of a
+model directory left older than its run by a train or learn killed before their export.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := opts.out
