@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/names"
 )
 
 // SchemaVersion is the manifest format this package writes. Bump it on any
@@ -182,10 +182,12 @@ func (m *Manifest) Validate() error {
 			bad("class id %d appears twice in classes", c.ID)
 		}
 		seen[c.ID] = true
-		if !utf8.ValidString(c.Name) {
-			// JSON would silently replace the invalid bytes, so the name
-			// read back would differ from the one written.
-			bad("classes[%d] (id %d) has a name that is not valid UTF-8: %q", i, c.ID, c.Name)
+		if c.Name != "" {
+			// JSON would silently replace invalid bytes, and a newline
+			// splits every table the name is printed in.
+			if err := names.Class(c.Name); err != nil {
+				errs = append(errs, fmt.Errorf("%w: classes[%d] (id %d): %w", ErrManifest, i, c.ID, err))
+			}
 		}
 		if c.AddedImages < 0 {
 			bad("classes[%d] (id %d) has added_images %d, want >= 0", i, c.ID, c.AddedImages)

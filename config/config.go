@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/names"
 )
 
 // Config is the complete configuration of a training run. Each field's
@@ -16,9 +19,9 @@ type Config struct {
 	Seed    int64  `mapstructure:"seed" yaml:"seed" doc:"Seed of every class-independent random choice: initialisation, shuffling, augmentation, transport samples."`
 	Method  Method `mapstructure:"method" yaml:"method" doc:"Continual-learning method: bicyc (bidirectional cycle-consistent adapter), adagauss (one-way distiller, adapter learned after the task) or finetune (no distillation, no transport: the lower bound)."`
 	RunDir  string `mapstructure:"run_dir" yaml:"run_dir" doc:"Directory under which each run gets its own folder."`
-	RunName string `mapstructure:"run_name" yaml:"run_name" doc:"Name of the run folder; empty means <config name>-<method>-s<seed>."`
+	RunName string `mapstructure:"run_name" yaml:"run_name" doc:"Name of the run folder, one folder name inside run_dir (no / or \\, not . or .., no control characters, no leading or trailing space); empty means <config name>-<method>-s<seed>."`
 	Threads int    `mapstructure:"threads" yaml:"threads" doc:"CPU threads for training kernels; 0 means all cores."`
-	Quick   bool   `mapstructure:"quick" yaml:"quick" doc:"Quick profile for demos and CI: the quick_profile.* values replace the keys they name, whatever sets those (change quick_profile.* to tune it)."`
+	Quick   bool   `mapstructure:"quick" yaml:"quick" doc:"Quick profile for demos and CI: the quick_profile.* values replace the keys they name (data.train_per_class, data.test_per_class, train.epochs_first, train.epochs, adapter.transport_samples, adapter.epochs, train.rotation, train.min_steps_first, adapter.min_steps) over the config file; setting one of those with --set or a BICYC_* variable as well is refused, naming the quick_profile.* key to set instead."`
 
 	Data       Data       `mapstructure:"data" yaml:"data"`
 	Stream     Stream     `mapstructure:"stream" yaml:"stream"`
@@ -78,6 +81,7 @@ type Data struct {
 	TrivialAugment    bool      `mapstructure:"trivial_augment" yaml:"trivial_augment" doc:"Training augmentation: TrivialAugmentWide after crop and flip, as torchvision's (31 magnitude bins, nearest, fill 0) on uint8 tensors (docs/method.md, Augmentation); needs 1 or 3 channels."`
 	TrainPerClass     int       `mapstructure:"train_per_class" yaml:"train_per_class" doc:"Use at most this many training images per class (first ones in file order); 0 means all."`
 	TestPerClass      int       `mapstructure:"test_per_class" yaml:"test_per_class" doc:"Use at most this many test images per class; 0 means all."`
+	SkipUnreadable    bool      `mapstructure:"skip_unreadable" yaml:"skip_unreadable" doc:"imagefolder (train, learn): leave out the images that do not decode, naming each in the run log, and train on the rest; false (default) checks every image first and refuses the folder, naming every unreadable file (the first 20, then a count). A class left without images is refused either way."`
 	ValPerClass       int       `mapstructure:"val_per_class" yaml:"val_per_class" doc:"Validation split: this many training images of every class, drawn with the run's seed, are held out and never trained on (at most half of a class); -1 means 10% of each class, rounded down (the authors' code also trains on 90%); 0 means none. It checks the adapter (adapter.select), scores settings (bicyc eval --split val) and calibrates exported models."`
 }
 
@@ -107,11 +111,11 @@ type Model struct {
 type Train struct {
 	EpochsFirst        int       `mapstructure:"epochs_first" yaml:"epochs_first" doc:"Stage I epochs on task 1."`
 	Epochs             int       `mapstructure:"epochs" yaml:"epochs" doc:"Stage I epochs on every later task."`
-	BatchSize          int       `mapstructure:"batch_size" yaml:"batch_size" doc:"Training mini-batch size (drop_last)."`
-	LRFirst            float64   `mapstructure:"lr_first" yaml:"lr_first" doc:"Learning rate on task 1 (docs/method.md: 0.1)."`
-	LR                 float64   `mapstructure:"lr" yaml:"lr" doc:"Learning rate on later tasks (docs/method.md: 0.01)."`
-	Momentum           float64   `mapstructure:"momentum" yaml:"momentum" doc:"SGD momentum."`
-	WeightDecay        float64   `mapstructure:"weight_decay" yaml:"weight_decay" doc:"SGD weight decay (L2)."`
+	BatchSize          int       `mapstructure:"batch_size" yaml:"batch_size" doc:"Training mini-batch size (drop_last), 2 to 65536, and its float32 input at most 4 GiB; a task with fewer images uses them all as one batch."`
+	LRFirst            float64   `mapstructure:"lr_first" yaml:"lr_first" doc:"Learning rate on task 1 (docs/method.md: 0.1); in (0, 10]."`
+	LR                 float64   `mapstructure:"lr" yaml:"lr" doc:"Learning rate on later tasks (docs/method.md: 0.01); in (0, 10]."`
+	Momentum           float64   `mapstructure:"momentum" yaml:"momentum" doc:"SGD momentum, in [0, 1)."`
+	WeightDecay        float64   `mapstructure:"weight_decay" yaml:"weight_decay" doc:"SGD weight decay (L2), in [0, 1)."`
 	BackboneLRScale    float64   `mapstructure:"backbone_lr_scale" yaml:"backbone_lr_scale" doc:"Stage I learning-rate factor of the backbone's layers before its 1x1 reduction; the reduction, the head, D and A keep lr_first / lr. The paper fine-tunes a pretrained ResNet-18 on CUB-200 with 0.1 (1e-2 backbone, 1e-1 heads); 1 trains everything alike."`
 	Milestones         []float64 `mapstructure:"milestones" yaml:"milestones" doc:"Fractions of the epochs at which the learning rate is multiplied by lr_decay."`
 	LRDecay            float64   `mapstructure:"lr_decay" yaml:"lr_decay" doc:"Learning-rate factor at each milestone."`
@@ -244,18 +248,43 @@ func Default() Config {
 	}
 }
 
-// Resolved returns c with the quick profile applied when Quick is set.
+// quickProfile lists the keys the quick profile replaces, each with the
+// quick_profile key that replaces it and how.
+var quickProfile = []struct {
+	key, profile string
+	apply        func(c *Config)
+}{
+	{"data.train_per_class", "quick_profile.train_per_class", func(c *Config) { c.Data.TrainPerClass = c.QuickSet.TrainPerClass }},
+	{"data.test_per_class", "quick_profile.test_per_class", func(c *Config) { c.Data.TestPerClass = c.QuickSet.TestPerClass }},
+	{"train.epochs_first", "quick_profile.epochs_first", func(c *Config) { c.Train.EpochsFirst = c.QuickSet.EpochsFirst }},
+	{"train.epochs", "quick_profile.epochs", func(c *Config) { c.Train.Epochs = c.QuickSet.Epochs }},
+	{"adapter.transport_samples", "quick_profile.transport_samples", func(c *Config) { c.Adapter.TransportSamples = c.QuickSet.TransportSamples }},
+	{"adapter.epochs", "quick_profile.adapter_epochs", func(c *Config) { c.Adapter.Epochs = c.QuickSet.AdapterEpochs }},
+	{"train.rotation", "quick_profile.rotation", func(c *Config) { c.Train.Rotation = c.QuickSet.Rotation }},
+	{"train.min_steps_first", "quick_profile.min_steps", func(c *Config) { c.Train.MinStepsFirst = c.QuickSet.MinSteps }},
+	{"adapter.min_steps", "quick_profile.min_steps", func(c *Config) { c.Adapter.MinSteps = c.QuickSet.MinSteps }},
+}
+
+// QuickOverrides returns, for the keys the quick profile replaces, the
+// quick_profile key that replaces each: data.train_per_class ->
+// quick_profile.train_per_class, ...
+func QuickOverrides() map[string]string {
+	out := make(map[string]string, len(quickProfile))
+	for _, q := range quickProfile {
+		out[q.key] = q.profile
+	}
+	return out
+}
+
+// Resolved returns c with the quick profile applied when Quick is set:
+// each key of QuickOverrides takes its quick_profile value, whatever set it.
 func (c Config) Resolved() Config {
 	if !c.Quick {
 		return c
 	}
-	q := c.QuickSet
-	c.Data.TrainPerClass, c.Data.TestPerClass = q.TrainPerClass, q.TestPerClass
-	c.Train.EpochsFirst, c.Train.Epochs = q.EpochsFirst, q.Epochs
-	c.Adapter.TransportSamples = q.TransportSamples
-	c.Adapter.Epochs = q.AdapterEpochs
-	c.Train.Rotation = q.Rotation
-	c.Train.MinStepsFirst, c.Adapter.MinSteps = q.MinSteps, q.MinSteps
+	for _, q := range quickProfile {
+		q.apply(&c)
+	}
 	return c
 }
 
@@ -280,14 +309,27 @@ func (c Config) AdapterEpochs() int {
 // Validate reports every invalid setting at once, each naming its key.
 func (c Config) Validate() error {
 	var errs []error
-	bad := func(key string, format string, args ...any) {
+	nonFinite := map[string]bool{}
+	c.validateFinite(func(key string, format string, args ...any) {
+		nonFinite[key] = true
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	})
+	// A key reported as not finite is not reported again by its range check.
+	bad := func(key string, format string, args ...any) {
+		if !nonFinite[key] {
+			errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+		}
 	}
 	if !slices.Contains(Methods(), c.Method) {
 		bad("method", "%q is not one of bicyc, adagauss, finetune", c.Method)
 	}
 	if c.Threads < 0 {
 		bad("threads", "must be >= 0, got %d", c.Threads)
+	}
+	if c.RunName != "" {
+		if err := names.Run(c.RunName); err != nil {
+			bad("run_name", "%v", err)
+		}
 	}
 	c.validateData(bad)
 	c.validateModel(bad)
@@ -300,6 +342,55 @@ func (c Config) Validate() error {
 
 // problem records one invalid setting under its key (see Validate).
 type problem func(key string, format string, args ...any)
+
+// Bounds of settings that no run needs beyond, checked by Validate.
+const (
+	// MaxLearningRate bounds every learning rate: SGD on these networks
+	// diverges long before (the method's rates are 0.1 and 0.01).
+	MaxLearningRate = 10
+	// MaxBatchSize bounds train.batch_size and train.eval_batch; Stage I
+	// uses at most a task's images per batch anyway.
+	MaxBatchSize = 1 << 16
+	// maxBatchInputBytes bounds the float32 input of a training batch
+	// and of an evaluation batch.
+	maxBatchInputBytes = 4 << 30
+)
+
+// batchInputBytes estimates the float32 input of one Stage I batch:
+// batch_size images, four times as many rows on task 1 with rotation
+// unless the batch is split between the turns.
+func (c Config) batchInputBytes() int64 {
+	rows := int64(c.Train.BatchSize)
+	if c.Train.Rotation && !c.Train.RotationSplitBatch {
+		rows *= 4
+	}
+	return rows * c.imageInputBytes()
+}
+
+// imageInputBytes is one image's float32 input to the network.
+func (c Config) imageInputBytes() int64 {
+	return int64(max(c.Data.Channels, 0)) * int64(max(c.Data.Height, 0)) * int64(max(c.Data.Width, 0)) * 4
+}
+
+// validateFinite refuses NaN and infinite values of every number key
+// (lists included), by name: a NaN passes every "< 0" test, and an
+// infinite rate would only fail after the first step.
+func (c Config) validateFinite(bad problem) {
+	walk(reflect.ValueOf(c), "", func(name string, _ reflect.StructField, v reflect.Value) {
+		switch {
+		case v.Kind() == reflect.Float64 && !finite(v.Float()):
+			bad(name, "must be a finite number, got %g", v.Float())
+		case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Float64:
+			for i := range v.Len() {
+				if x := v.Index(i).Float(); !finite(x) {
+					bad(name, "value %d must be a finite number, got %g", i, x)
+				}
+			}
+		}
+	})
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // validateData checks the data.* keys.
 func (c Config) validateData(bad problem) {
@@ -333,8 +424,11 @@ func (c Config) validateData(bad problem) {
 		bad("data.crop_padding", "must be >= 0, got %d", c.Data.CropPadding)
 	}
 	c.Data.validatePhoto(bad)
-	if c.Data.TrainPerClass < 0 || c.Data.TestPerClass < 0 {
-		bad("data.train_per_class", "per-class limits must be >= 0")
+	if c.Data.TrainPerClass < 0 {
+		bad("data.train_per_class", "must be >= 0 (0: all), got %d", c.Data.TrainPerClass)
+	}
+	if c.Data.TestPerClass < 0 {
+		bad("data.test_per_class", "must be >= 0 (0: all), got %d", c.Data.TestPerClass)
 	}
 	if c.Data.ValPerClass < -1 {
 		bad("data.val_per_class", "must be -1 (10%% of each class), 0 (none) or a count, got %d", c.Data.ValPerClass)
@@ -368,13 +462,33 @@ func (c Config) validateTrain(bad problem) {
 	if c.Train.EpochsFirst < 1 || c.Train.Epochs < 1 {
 		bad("train.epochs", "epochs and epochs_first must be >= 1, got %d and %d", c.Train.Epochs, c.Train.EpochsFirst)
 	}
-	if c.Train.BatchSize < 2 {
-		bad("train.batch_size", "must be >= 2, got %d", c.Train.BatchSize)
+	if c.Train.BatchSize < 2 || c.Train.BatchSize > MaxBatchSize {
+		bad("train.batch_size", "must lie in [2, %d], got %d", MaxBatchSize, c.Train.BatchSize)
+	} else if mem := c.batchInputBytes(); mem > maxBatchInputBytes {
+		bad("train.batch_size", "%d images of %dx%dx%d take %.1f GiB as float32 input alone (more with rotation), over the %d GiB this check allows; the network's activations take many times more",
+			c.Train.BatchSize, c.Data.Channels, c.Data.Height, c.Data.Width, float64(mem)/(1<<30), maxBatchInputBytes>>30)
 	} else if c.Train.Rotation && c.Train.RotationSplitBatch && c.Train.BatchSize < 8 {
 		bad("train.batch_size", "must be >= 8 with train.rotation and train.rotation_split_batch (batch_size/4 images per step), got %d", c.Train.BatchSize)
 	}
-	if !(c.Train.LR > 0) || !(c.Train.LRFirst > 0) {
-		bad("train.lr", "learning rates must be positive")
+	for _, lr := range []struct {
+		key string
+		v   float64
+	}{{"train.lr_first", c.Train.LRFirst}, {"train.lr", c.Train.LR}, {"adapter.lr", c.Adapter.LR}} {
+		if !(lr.v > 0 && lr.v <= MaxLearningRate) {
+			bad(lr.key, "a learning rate must lie in (0, %g], got %g", float64(MaxLearningRate), lr.v)
+		}
+	}
+	if !(c.Train.Momentum >= 0 && c.Train.Momentum < 1) {
+		bad("train.momentum", "must lie in [0, 1), got %g", c.Train.Momentum)
+	}
+	if !(c.Train.WeightDecay >= 0 && c.Train.WeightDecay < 1) {
+		bad("train.weight_decay", "must lie in [0, 1), got %g", c.Train.WeightDecay)
+	}
+	if !(c.Train.LRDecay > 0 && c.Train.LRDecay <= 1) {
+		bad("train.lr_decay", "must lie in (0, 1], got %g", c.Train.LRDecay)
+	}
+	if !(c.Train.DetachWarmup >= 0 && c.Train.DetachWarmup <= 1) {
+		bad("train.detach_warmup", "a fraction of the epochs, must lie in [0, 1], got %g", c.Train.DetachWarmup)
 	}
 	if !(c.Train.BackboneLRScale > 0) {
 		bad("train.backbone_lr_scale", "must be positive, got %g (freeze stages with model.freeze_stages)", c.Train.BackboneLRScale)
@@ -396,8 +510,11 @@ func (c Config) validateTrain(bad problem) {
 	if !(c.Export.AcceptRate > 0 && c.Export.AcceptRate <= 1) {
 		bad("export.accept_rate", "must be in (0, 1], got %v", c.Export.AcceptRate)
 	}
-	if c.Train.EvalBatch < 1 {
-		bad("train.eval_batch", "must be >= 1, got %d", c.Train.EvalBatch)
+	if c.Train.EvalBatch < 1 || c.Train.EvalBatch > MaxBatchSize {
+		bad("train.eval_batch", "must lie in [1, %d], got %d", MaxBatchSize, c.Train.EvalBatch)
+	} else if mem := int64(c.Train.EvalBatch) * c.imageInputBytes(); mem > maxBatchInputBytes {
+		bad("train.eval_batch", "%d images of %dx%dx%d take %.1f GiB as float32 input alone, over the %d GiB this check allows",
+			c.Train.EvalBatch, c.Data.Channels, c.Data.Height, c.Data.Width, float64(mem)/(1<<30), maxBatchInputBytes>>30)
 	}
 }
 
@@ -434,6 +551,33 @@ func (c Config) validateStages(bad problem) {
 	if c.Classifier.TopK < 1 {
 		bad("classifier.top_k", "must be >= 1, got %d", c.Classifier.TopK)
 	}
+	for _, w := range []struct {
+		key string
+		v   float64
+	}{
+		{"loss.lambda_bi", c.Loss.LambdaBi}, {"loss.lambda_cyc", c.Loss.LambdaCyc}, {"loss.lambda_pair", c.Loss.LambdaPair},
+		{"loss.alpha", c.Loss.Alpha}, {"loss.beta", c.Loss.Beta}, {"loss.ac_shrink", c.Loss.ACShrink},
+		{"loss.ac_jitter", c.Loss.ACJitter}, {"loss.kd_weight", c.Loss.KDWeight},
+	} {
+		if w.v < 0 {
+			bad(w.key, "must be >= 0, got %g", w.v)
+		}
+	}
+	q := c.QuickSet
+	for _, n := range []struct {
+		key string
+		v   int
+		min int
+	}{
+		{"quick_profile.train_per_class", q.TrainPerClass, 0}, {"quick_profile.test_per_class", q.TestPerClass, 0},
+		{"quick_profile.epochs_first", q.EpochsFirst, 1}, {"quick_profile.epochs", q.Epochs, 1},
+		{"quick_profile.transport_samples", q.TransportSamples, 2}, {"quick_profile.adapter_epochs", q.AdapterEpochs, -1},
+		{"quick_profile.min_steps", q.MinSteps, 0},
+	} {
+		if n.v < n.min {
+			bad(n.key, "must be >= %d, got %d", n.min, n.v)
+		}
+	}
 }
 
 // validatePhoto checks the resize mode and the random resized crop.
@@ -466,6 +610,23 @@ func (c Config) DefaultRunName(configName string) string {
 		name = "default"
 	}
 	return fmt.Sprintf("%s-%s-s%d", name, c.Method, c.Seed)
+}
+
+// RunFolder returns the run's folder, run_dir/<name>, where name is
+// RunName or, when that is empty, DefaultRunName(configName). The name
+// must be one folder name (names.Run), so a run is never written outside
+// run_dir; the error names the key or the config file it came from.
+func (c Config) RunFolder(configName string) (string, error) {
+	name := c.RunName
+	if name == "" {
+		name = c.DefaultRunName(configName)
+		if err := names.Run(name); err != nil {
+			return "", fmt.Errorf("run name from config file name %q: %w; set run_name (--name)", configName, err)
+		}
+	} else if err := names.Run(name); err != nil {
+		return "", fmt.Errorf("run_name: %w", err)
+	}
+	return filepath.Join(c.RunDir, name), nil
 }
 
 // validateBackbone reports bad model.backbone, model.width, model.pretrained and model.freeze_stages values.

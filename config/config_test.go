@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -106,5 +107,38 @@ func TestValidateBackboneKeys(t *testing.T) {
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("case %d: error %v, want %q", i, err, c.want)
 		}
+	}
+}
+
+// TestValidateNumbers: every number key is finite and in range, each
+// error naming the key as written (issue 33, row 6).
+func TestValidateNumbers(t *testing.T) {
+	photo := func(c *Config) { c.Data.Channels, c.Data.Height, c.Data.Width = 3, 224, 224 }
+	for i, tc := range []struct {
+		set  func(c *Config)
+		want string
+	}{
+		{func(c *Config) { c.Train.LRFirst = math.Inf(1) }, "train.lr_first: must be a finite number"},
+		{func(c *Config) { c.Train.LRFirst = 1e300 }, "train.lr_first: a learning rate must lie in (0, 10]"},
+		{func(c *Config) { c.Adapter.LR = -1 }, "adapter.lr: a learning rate"},
+		{func(c *Config) { c.Train.Momentum = 1 }, "train.momentum: must lie in [0, 1)"},
+		{func(c *Config) { c.Train.ClipNorm = math.NaN() }, "train.clip_norm: must be a finite number"},
+		{func(c *Config) { c.Train.Milestones = []float64{0.5, math.NaN()} }, "train.milestones: value 1 must be a finite number"},
+		{func(c *Config) { c.Loss.LambdaCyc = -1 }, "loss.lambda_cyc: must be >= 0"},
+		{func(c *Config) { c.Data.TestPerClass = -1 }, "data.test_per_class: must be >= 0"},
+		{func(c *Config) { photo(c); c.Train.Rotation = false; c.Train.BatchSize = 8000 }, "train.batch_size: 8000 images of 3x224x224 take 4.5 GiB"},
+		{func(c *Config) { photo(c); c.Train.Rotation = false; c.Train.EvalBatch = 10000 }, "train.eval_batch: 10000 images of 3x224x224 take 5.6 GiB"},
+		{func(c *Config) { c.QuickSet.Epochs = 0 }, "quick_profile.epochs: must be >= 1"},
+		{func(c *Config) { c.RunName = "../x" }, `run_name: run name "../x": invalid name`},
+	} {
+		c := Default()
+		tc.set(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("case %d: %v, want %q", i, err, tc.want)
+		}
+	}
+	if err := Default().Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
 	}
 }

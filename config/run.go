@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/bicyc/bicyc/bounded"
 )
 
 // addedKeys are the keys added after run directories were first written,
@@ -19,6 +20,7 @@ var addedKeys = map[string]func(*Config){
 	"adapter.min_steps":       func(c *Config) { c.Adapter.MinSteps = 0 },
 	"adapter.select":          func(c *Config) { c.Adapter.Select = false },
 	"data.val_per_class":      func(c *Config) { c.Data.ValPerClass = 0 },
+	"data.skip_unreadable":    func(c *Config) { c.Data.SkipUnreadable = false },
 	"export.accept_rate":      func(c *Config) { c.Export.AcceptRate = 0.95 },
 	"quick_profile.min_steps": func(c *Config) { c.QuickSet.MinSteps = 0 },
 	"train.min_steps":         func(c *Config) { c.Train.MinSteps = 0 },
@@ -65,6 +67,23 @@ var addedKeys = map[string]func(*Config){
 	"adapter.ensemble": func(c *Config) { c.Adapter.Ensemble = 1 },
 }
 
+// MaxFileBytes is the largest configuration file bicyc reads, 1 MiB: the
+// shipped configs take about 1 KiB, a class_order of 100000 classes about
+// 700 KiB. A larger file is refused before it is parsed, so a hostile or
+// mistaken file cannot take gigabytes of memory in the YAML parser.
+const MaxFileBytes = 1 << 20
+
+// ReadFile reads a configuration file of at most MaxFileBytes (a regular
+// file; a named pipe or device is refused at once). Errors name the file
+// and wrap bounded.ErrTooLarge for a larger one.
+func ReadFile(path string) ([]byte, error) {
+	b, err := bounded.ReadFile(path, MaxFileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return b, nil
+}
+
 // ReadRun reads a run directory's config.yaml, which holds every key the
 // run was trained with. It is strict: an unknown key, or a missing key that
 // existed when the file was written (a truncated or foreign file), is an
@@ -72,7 +91,7 @@ var addedKeys = map[string]func(*Config){
 // reproduces the run as it was trained, so resuming, forking or exporting
 // an older run keeps its behaviour.
 func ReadRun(path string) (Config, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadFile(path)
 	if err != nil {
 		return Config{}, err
 	}

@@ -83,18 +83,16 @@ type layoutFile struct {
 // tinyImageNetFiles lists TinyImageNet's training images by their class
 // folder and its validation images by val_annotations.txt.
 func tinyImageNetFiles(src string) ([]layoutFile, error) {
-	classes, err := classFolders(filepath.Join(src, "train"))
+	folders, _, err := ListClassFolders(filepath.Join(src, "train"))
 	if err != nil {
 		return nil, err
 	}
 	var out []layoutFile
-	for _, class := range classes {
-		files, err := imageFiles(filepath.Join(src, "train", class), nil)
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range files {
-			out = append(out, layoutFile{f, "train", class})
+	var classes []string
+	for _, class := range folders {
+		classes = append(classes, class.Name)
+		for _, f := range class.Files {
+			out = append(out, layoutFile{f, "train", class.Name})
 		}
 	}
 	annotations := filepath.Join(src, "val", "val_annotations.txt")

@@ -12,9 +12,9 @@ import (
 
 	// Decoders for image.Decode, registered for DecodeImage and for
 	// callers of Preprocess that decode with image.Decode.
-	_ "image/gif"  // GIF (the first frame)
-	_ "image/jpeg" // JPEG: baseline, progressive, gray, YCbCr, CMYK
-	_ "image/png"  // PNG: all bit depths, palettes, 16-bit
+	_ "image/gif" // GIF (the first frame)
+	"image/jpeg"  // JPEG: baseline, progressive, gray, YCbCr, CMYK; libjpeg-turbo for the rest
+	_ "image/png" // PNG: all bit depths, palettes, 16-bit
 
 	_ "golang.org/x/image/bmp"
 	_ "golang.org/x/image/tiff"
@@ -36,6 +36,12 @@ const MaxImagePixels = 16 << 20
 // limit, or its encoded data is longer than MaxImageBytes allows; the image
 // was not decoded.
 var ErrImageTooLarge = errors.New("image too large")
+
+// ErrUnsupported means an image is valid as far as can be told but uses a
+// feature no decoder of this build implements; it is not called corrupt.
+// JPEGs Go's image/jpeg refuses are decoded by libjpeg-turbo instead
+// (DecodeImage), so with cgo this is rare.
+var ErrUnsupported = errors.New("unsupported image")
 
 // MaxImageBytes is the most encoded bytes DecodeImage reads for an image of
 // at most maxPixels pixels: an uncompressed 16-bit RGBA image of that size
@@ -93,11 +99,13 @@ func DecodeImage(r io.Reader, maxPixels int64) (img image.Image, format string, 
 	// the same bytes without seeking or buffering the whole stream.
 	var header bytes.Buffer
 	cfg, format, err := image.DecodeConfig(io.TeeReader(limited, &header))
+	if serr := streamError(limited, src); serr != nil {
+		return nil, format, serr
+	}
+	if format == "jpeg" && isUnsupportedJPEG(err) {
+		return decodeUnsupportedJPEG(&header, limited, src, maxPixels, err)
+	}
 	switch {
-	case limited.Exceeded:
-		return nil, format, tooLarge(limited)
-	case src.err != nil:
-		return nil, format, fmt.Errorf("reading image: %w", src.err)
 	case err != nil && header.Len() == 0:
 		return nil, "", formatError{errors.New("empty image data")}
 	case errors.Is(err, image.ErrFormat):
@@ -105,27 +113,82 @@ func DecodeImage(r io.Reader, maxPixels int64) (img image.Image, format string, 
 	case err != nil:
 		return nil, format, formatError{fmt.Errorf("corrupt %s header: %w", format, err)}
 	}
-	if cfg.Width <= 0 || cfg.Height <= 0 {
-		return nil, format, formatError{fmt.Errorf("%s header declares an empty %dx%d image", format, cfg.Width, cfg.Height)}
-	}
-	if px := int64(cfg.Width) * int64(cfg.Height); px > maxPixels {
-		return nil, format, formatError{fmt.Errorf("%s header declares %dx%d = %d pixels, more than the limit of %d: %w",
-			format, cfg.Width, cfg.Height, px, maxPixels, ErrImageTooLarge)}
+	if err := checkSize(format, cfg, maxPixels); err != nil {
+		return nil, format, err
 	}
 	orientation := orientationNormal
 	if format == "jpeg" {
 		orientation = jpegOrientation(header.Bytes())
 	}
 	img, _, err = image.Decode(io.MultiReader(&header, limited))
-	switch {
-	case limited.Exceeded:
-		return nil, format, tooLarge(limited)
-	case src.err != nil:
-		return nil, format, fmt.Errorf("reading image: %w", src.err)
-	case err != nil:
+	if serr := streamError(limited, src); serr != nil {
+		return nil, format, serr
+	}
+	if err != nil {
 		return nil, format, formatError{fmt.Errorf("truncated or corrupt %s image (%dx%d): %w", format, cfg.Width, cfg.Height, err)}
 	}
 	return orient(img, orientation), format, nil
+}
+
+// streamError is the problem of the input itself, nil when there is
+// none: longer than its limit, or an error of the reader (reported as
+// such, not as the corrupt image a decoder makes of it).
+func streamError(limited *bounded.Reader, src *readErrors) error {
+	switch {
+	case limited.Exceeded:
+		return tooLarge(limited)
+	case src.err != nil:
+		return fmt.Errorf("reading image: %w", src.err)
+	}
+	return nil
+}
+
+// decodeUnsupportedJPEG decodes a JPEG whose header Go's image/jpeg
+// refused as unsupported (goErr), the header read into header and the rest
+// to come from limited, with libjpeg-turbo (jpegTurbo). The whole encoded
+// image is held in memory meanwhile (libjpeg reads it from memory); the
+// JPEGs Go decodes are streamed as before.
+func decodeUnsupportedJPEG(header *bytes.Buffer, limited *bounded.Reader, src *readErrors, maxPixels int64, goErr error) (image.Image, string, error) {
+	const format = "jpeg"
+	_, err := header.ReadFrom(limited)
+	if serr := streamError(limited, src); serr != nil {
+		return nil, format, serr
+	}
+	switch {
+	case err != nil:
+		return nil, format, fmt.Errorf("reading image: %w", err)
+	case jpegTurbo == "":
+		return nil, format, formatError{fmt.Errorf("%w: %s image: %v; this build has no fallback decoder (libjpeg-turbo needs cgo, and no -tags nojpegturbo)", ErrUnsupported, format, goErr)}
+	}
+	encoded := header.Bytes()
+	img, err := decodeJPEGTurbo(encoded, maxPixels)
+	switch {
+	case errors.Is(err, ErrImageTooLarge):
+		return nil, format, formatError{fmt.Errorf("%s %w", format, err)}
+	case err != nil:
+		return nil, format, formatError{fmt.Errorf("%w: %s image: Go's decoder: %v; %s: %v", ErrUnsupported, format, goErr, jpegTurbo, err)}
+	}
+	return orient(img, jpegOrientation(encoded)), format, nil
+}
+
+// isUnsupportedJPEG reports whether err is image/jpeg's refusal of a
+// feature it does not implement (not a sign of a corrupt file).
+func isUnsupportedJPEG(err error) bool {
+	var u jpeg.UnsupportedError
+	return errors.As(err, &u)
+}
+
+// checkSize refuses an image whose header declares no pixels or more than
+// maxPixels.
+func checkSize(format string, cfg image.Config, maxPixels int64) error {
+	if cfg.Width <= 0 || cfg.Height <= 0 {
+		return formatError{fmt.Errorf("%s header declares an empty %dx%d image", format, cfg.Width, cfg.Height)}
+	}
+	if px := int64(cfg.Width) * int64(cfg.Height); px > maxPixels {
+		return formatError{fmt.Errorf("%s header declares %dx%d = %d pixels, more than the limit of %d: %w",
+			format, cfg.Width, cfg.Height, px, maxPixels, ErrImageTooLarge)}
+	}
+	return nil
 }
 
 // DecodeImageFile opens and decodes one image file with DecodeImage and

@@ -262,6 +262,10 @@ func imageSeeds(tb testing.TB, fashion *Dataset) [][]byte {
 	for _, name := range []string{"basn0g01", "basn2c16", "basn3p02", "basn4a16", "basn6a08"} {
 		paths = append(paths, filepath.Join(goImage, "png", "testdata", "pngsuite", name+".png"))
 	}
+	// JPEGs Go refuses, decoded by libjpeg-turbo (testdata/sampling/make.sh).
+	for _, name := range []string{"asymmetric", "luma-subsampled", "rgb-blue-subsampled"} {
+		paths = append(paths, filepath.Join("testdata", "sampling", name+".jpg"))
+	}
 	var seeds [][]byte
 	for _, p := range paths {
 		b, err := os.ReadFile(p)

@@ -9,41 +9,41 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/bicyc/bicyc/bounded"
 )
 
 // LoadImageFolder reads a dataset stored as one sub-folder of root per class,
-// in the layout of torchvision's ImageFolder: the sorted sub-folder names are
-// the class names and their indices the labels. Each class folder is walked
-// recursively in lexical order (ImageFiles); files with an ImageExtensions
-// extension (any case) are decoded by DecodeImageFile (the format is
-// detected from the content, at most MaxImagePixels) and turned into uint8
-// CHW by p.Pixels, the same conversion inference applies, before the next
-// one is decoded, so memory holds at most one decoded image per CPU. Hidden
-// files and folders (name starting with ".") and other files are skipped;
-// image-named files that are not regular files (named pipes, devices,
-// sockets) are skipped without being opened and listed in the Dataset's
-// Skipped. Only p's Channels, Height, Width and Background matter here.
+// in the layout of torchvision's ImageFolder, as ListClassFolders lists it:
+// the sorted sub-folder names are the class names and their indices the
+// labels; each class folder's images are those ImageFiles finds. Every
+// image is decoded by DecodeImageFile (the format is detected from the
+// content, at most MaxImagePixels) and turned into uint8 CHW by p.Pixels,
+// the same conversion inference applies, before the next one is decoded,
+// so memory holds at most one decoded image per CPU. What the listing
+// passed over is reported in the Dataset's Skipped. Only p's Channels,
+// Height, Width and Background matter here.
 //
-// Errors name the folder or file and wrap ErrPreprocess (invalid p),
-// ErrEmptyClass (a class folder without images, or no class folder at
-// all), ErrFormat (an image that does not decode) or fs.ErrNotExist.
+// Every file is tried: the error names every unreadable one (the first 20,
+// then a count; see LoadFolders to train on the rest). Errors name the
+// folder or file and wrap ErrPreprocess (invalid p), ErrEmptyClass (a
+// class folder without images, or no class folder at all),
+// names.ErrInvalid (a class name out of bounds), ErrFormat (an image that
+// does not decode) or fs.ErrNotExist.
 func LoadImageFolder(root string, p Preprocess) (*Dataset, error) {
-	classes, err := classFolders(root)
+	classes, skipped, err := ListClassFolders(root)
 	if err != nil {
 		return nil, err
 	}
-	return loadImageFolder(root, classes, p, 0)
+	return loadImageFolder(root, classes, skipped, p, FolderOptions{})
 }
 
 // LoadImageFolders reads a training and a test image folder (see
 // LoadImageFolder). Both must have the same class sub-folders; otherwise
 // the error wraps ErrClassMismatch and names the classes that differ.
 func LoadImageFolders(trainRoot, testRoot string, p Preprocess) (train, test *Dataset, err error) {
-	return LoadPhotoFolders(trainRoot, testRoot, p, 0)
+	return LoadFolders(trainRoot, testRoot, p, FolderOptions{})
 }
 
 // LoadPhotoFolders is LoadImageFolders that also keeps every training
@@ -52,27 +52,51 @@ func LoadImageFolders(trainRoot, testRoot string, p Preprocess) (train, test *Da
 // training; loadSide 0 keeps none. The Dataset images of both sets are the
 // test-time views p.Pixels gives, as with LoadImageFolders.
 func LoadPhotoFolders(trainRoot, testRoot string, p Preprocess, loadSide int) (train, test *Dataset, err error) {
-	if loadSide < 0 || loadSide > maxPreprocessSide {
-		return nil, nil, fmt.Errorf("data: image folder %s: %w: load side %d, want [0, %d]", trainRoot, ErrPreprocess, loadSide, maxPreprocessSide)
+	return LoadFolders(trainRoot, testRoot, p, FolderOptions{LoadSide: loadSide})
+}
+
+// FolderOptions change how LoadFolders reads image folders.
+type FolderOptions struct {
+	// LoadSide > 0 keeps every training image at load resolution too
+	// (LoadPhotoFolders); 0 keeps none.
+	LoadSide int
+	// SkipUnreadable leaves out the images that do not decode, each named
+	// in the Dataset's Skipped, instead of failing (the config key
+	// data.skip_unreadable). A class left without images is still an
+	// error.
+	SkipUnreadable bool
+}
+
+// LoadFolders reads a training and a test image folder as
+// LoadPhotoFolders does, with the options o.
+func LoadFolders(trainRoot, testRoot string, p Preprocess, o FolderOptions) (train, test *Dataset, err error) {
+	if o.LoadSide < 0 || o.LoadSide > maxPreprocessSide {
+		return nil, nil, fmt.Errorf("data: image folder %s: %w: load side %d, want [0, %d]", trainRoot, ErrPreprocess, o.LoadSide, maxPreprocessSide)
 	}
-	trainClasses, err := classFolders(trainRoot)
-	if err != nil {
+	trainClasses, trainSkipped, err1 := ListClassFolders(trainRoot)
+	testClasses, testSkipped, err2 := ListClassFolders(testRoot)
+	if err := errors.Join(err1, err2); err != nil {
 		return nil, nil, err
 	}
-	testClasses, err := classFolders(testRoot)
-	if err != nil {
-		return nil, nil, err
+	trainNames, testNames := classNames(trainClasses), classNames(testClasses)
+	if !slices.Equal(trainNames, testNames) {
+		return nil, nil, fmt.Errorf("data: %s and %s: %w: only in train %q, only in test %q", trainRoot, testRoot, ErrClassMismatch, missingFrom(trainNames, testNames), missingFrom(testNames, trainNames))
 	}
-	if !slices.Equal(trainClasses, testClasses) {
-		return nil, nil, fmt.Errorf("data: %s and %s: %w: only in train %q, only in test %q", trainRoot, testRoot, ErrClassMismatch, missingFrom(trainClasses, testClasses), missingFrom(testClasses, trainClasses))
-	}
-	if train, err = loadImageFolder(trainRoot, trainClasses, p, loadSide); err != nil {
-		return nil, nil, err
-	}
-	if test, err = loadImageFolder(testRoot, testClasses, p, 0); err != nil {
+	train, err1 = loadImageFolder(trainRoot, trainClasses, trainSkipped, p, o)
+	test, err2 = loadImageFolder(testRoot, testClasses, testSkipped, p, FolderOptions{SkipUnreadable: o.SkipUnreadable})
+	if err := errors.Join(err1, err2); err != nil {
 		return nil, nil, err
 	}
 	return train, test, nil
+}
+
+// classNames returns the names of classes, in order.
+func classNames(classes []ClassFolder) []string {
+	out := make([]string, len(classes))
+	for i, c := range classes {
+		out[i] = c.Name
+	}
+	return out
 }
 
 // missingFrom returns the names of a that are not in b.
@@ -86,24 +110,6 @@ func missingFrom(a, b []string) []string {
 	return out
 }
 
-// classFolders returns the sorted names of the visible sub-folders of root.
-func classFolders(root string) ([]string, error) {
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		return nil, fmt.Errorf("data: image folder: %w", err)
-	}
-	var classes []string
-	for _, e := range entries {
-		if isDir(root, e) && !strings.HasPrefix(e.Name(), ".") {
-			classes = append(classes, e.Name())
-		}
-	}
-	if len(classes) == 0 {
-		return nil, fmt.Errorf("data: %s: %w: no class sub-folders", root, ErrEmptyClass)
-	}
-	return classes, nil // os.ReadDir sorts by name
-}
-
 // isDir reports whether e is a directory, following a symbolic link.
 func isDir(parent string, e fs.DirEntry) bool {
 	if e.Type()&fs.ModeSymlink != 0 {
@@ -113,9 +119,9 @@ func isDir(parent string, e fs.DirEntry) bool {
 	return e.IsDir()
 }
 
-// loadImageFolder lists and decodes the images of the given class folders,
-// keeping them at load resolution too when loadSide > 0.
-func loadImageFolder(root string, classes []string, p Preprocess, loadSide int) (*Dataset, error) {
+// loadImageFolder decodes the images of the listed class folders, keeping
+// them at load resolution too when o.LoadSide > 0.
+func loadImageFolder(root string, classes []ClassFolder, skipped []string, p Preprocess, o FolderOptions) (*Dataset, error) {
 	if err := p.checkGeometry(); err != nil {
 		return nil, fmt.Errorf("data: image folder %s: %w", root, err)
 	}
@@ -124,69 +130,72 @@ func loadImageFolder(root string, classes []string, p Preprocess, loadSide int) 
 		Channels:   p.Channels,
 		Height:     p.Height,
 		Width:      p.Width,
-		ClassNames: slices.Clone(classes),
+		ClassNames: classNames(classes),
 		Source:     root,
+		Skipped:    skipped,
 	}
 	var files []string
 	for label, class := range classes {
-		classFiles, err := imageFiles(filepath.Join(root, class), ds)
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range classFiles {
+		for _, f := range class.Files {
 			files = append(files, f)
 			ds.Labels = append(ds.Labels, label)
 		}
 	}
 	ds.Pixels = make([]uint8, len(files)*p.ImageSize())
-	if loadSide > 0 {
+	if o.LoadSide > 0 {
 		ds.Photos = &Photos{Channels: p.Channels, Pixels: make([][]uint8, len(files)), Sizes: make([]image.Point, len(files))}
 	}
-	if err := decodeAll(files, ds, p, loadSide); err != nil {
-		return nil, err
+	errs := decodeAll(files, ds, p, o.LoadSide)
+	err := Unreadable(errs, len(files))
+	switch {
+	case err == nil:
+		return ds, nil
+	case !o.SkipUnreadable:
+		return nil, fmt.Errorf("data: image folder %s (data.skip_unreadable or --skip-unreadable trains on the rest): %w", root, err)
+	}
+	for _, err := range errs {
+		if err != nil {
+			ds.Skipped = append(ds.Skipped, "unreadable, left out: "+err.Error())
+		}
+	}
+	if err := ds.drop(errs); err != nil {
+		return nil, fmt.Errorf("data: image folder %s: %w", root, err)
 	}
 	return ds, nil
 }
 
-// ImageFiles walks dir recursively in lexical order and returns its image
-// files (IsImageFile), symbolic links to regular files included. Hidden
-// files and folders (name starting with ".") are passed over. Image-named
-// entries that are not regular files - named pipes, devices, sockets,
-// links to them - are never opened (a pipe would block the walk forever):
-// each is one error in skipped, naming the path and wrapping
-// bounded.ErrNotRegular. err is the first error of the walk itself (an
-// unreadable folder), naming the path.
-func ImageFiles(dir string) (files []string, skipped []error, err error) {
-	err = filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+// drop removes image i of ds wherever failed[i] is not nil; a class left
+// without images is an error wrapping ErrEmptyClass.
+func (ds *Dataset) drop(failed []error) error {
+	size := ds.ImageSize()
+	kept := 0
+	counts := make([]int, len(ds.ClassNames))
+	for i, err := range failed {
 		if err != nil {
-			return err
+			continue
 		}
-		if path != dir && strings.HasPrefix(e.Name(), ".") {
-			if e.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
+		copy(ds.Pixels[kept*size:(kept+1)*size], ds.Pixels[i*size:(i+1)*size])
+		ds.Labels[kept] = ds.Labels[i]
+		if ds.Photos != nil {
+			ds.Photos.Pixels[kept], ds.Photos.Sizes[kept] = ds.Photos.Pixels[i], ds.Photos.Sizes[i]
 		}
-		if e.IsDir() || !IsImageFile(path) {
-			return nil
+		counts[ds.Labels[i]]++
+		kept++
+	}
+	ds.Pixels, ds.Labels = ds.Pixels[:kept*size], ds.Labels[:kept]
+	if ds.Photos != nil {
+		ds.Photos.Pixels, ds.Photos.Sizes = ds.Photos.Pixels[:kept], ds.Photos.Sizes[:kept]
+	}
+	var empty []string
+	for c, n := range counts {
+		if n == 0 {
+			empty = append(empty, ds.ClassNames[c])
 		}
-		mode := e.Type()
-		if mode&fs.ModeSymlink != 0 {
-			info, err := os.Stat(path)
-			if err != nil {
-				skipped = append(skipped, fmt.Errorf("%s: %w", path, unwrapPath(err)))
-				return nil
-			}
-			mode = info.Mode()
-		}
-		if !mode.IsRegular() {
-			skipped = append(skipped, fmt.Errorf("%s: %w (%s)", path, bounded.ErrNotRegular, bounded.Kind(mode)))
-			return nil
-		}
-		files = append(files, path)
-		return nil
-	})
-	return files, skipped, err
+	}
+	if len(empty) > 0 {
+		return fmt.Errorf("%w: no readable image left in class %q", ErrEmptyClass, empty)
+	}
+	return nil
 }
 
 // unwrapPath drops the path of a file-system error, for messages that
@@ -199,54 +208,74 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// imageFiles lists the images of one class folder; skipped files are
-// appended to ds.Skipped (dropped when ds is nil: a layout conversion
-// copies image files only).
-func imageFiles(dir string, ds *Dataset) ([]string, error) {
-	files, skipped, err := ImageFiles(dir)
-	if err != nil {
-		return nil, fmt.Errorf("data: image folder: %w", err)
-	}
-	for _, s := range skipped {
-		if ds != nil {
-			ds.Skipped = append(ds.Skipped, s.Error())
+// decodeAll decodes files[i] into image i of ds (storeImage), on all CPUs,
+// every file whatever the others do, and returns each file's error (nil
+// where it decoded).
+func decodeAll(files []string, ds *Dataset, p Preprocess, loadSide int) []error {
+	errs := make([]error, len(files))
+	parallel(len(files), func(i int) {
+		img, err := DecodeImageFile(files[i])
+		if err != nil {
+			errs[i] = err
+			return
 		}
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("data: %s: %w: no image files (%s)", dir, ErrEmptyClass, strings.Join(ImageExtensions, " "))
-	}
-	return files, nil
+		storeImage(ds, i, img, p, loadSide)
+	})
+	return errs
 }
 
-// decodeAll decodes files[i] into image i of ds (storeImage), on all CPUs. On failure it
-// returns the error of the first failing file in list order.
-func decodeAll(files []string, ds *Dataset, p Preprocess, loadSide int) error {
+// CheckImageFiles decodes every file as DecodeImageFile does, with at most
+// maxPixels pixels, on all CPUs, without keeping the pixels, and returns
+// each file's error (nil where it decodes): a folder is judged whole
+// before any work starts. Unreadable joins the errors into one message.
+func CheckImageFiles(files []string, maxPixels int64) []error {
 	errs := make([]error, len(files))
+	parallel(len(files), func(i int) {
+		f, _, err := bounded.OpenRegular(files[i])
+		if err != nil {
+			errs[i] = fmt.Errorf("data: %w", err)
+			return
+		}
+		defer f.Close()
+		if _, _, err := DecodeImage(f, maxPixels); err != nil {
+			errs[i] = fmt.Errorf("data: %s: %w", files[i], err)
+		}
+	})
+	return errs
+}
+
+// Unreadable returns one error for the non-nil errors of errs (one per
+// file of total files), naming the first 20 and counting the rest, or nil
+// when all are nil. It wraps every error.
+func Unreadable(errs []error, total int) error {
+	var problems []error
+	for _, err := range errs {
+		if err != nil {
+			problems = append(problems, err)
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return joinProblems(problems, fmt.Sprintf("of %d image files are unreadable", total))
+}
+
+// parallel calls f(0), ..., f(n-1) on GOMAXPROCS goroutines and waits.
+func parallel(n int, f func(i int)) {
 	jobs := make(chan int)
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(files)) {
+	for range min(runtime.GOMAXPROCS(0), n) {
 		wg.Go(func() {
 			for i := range jobs {
-				img, err := DecodeImageFile(files[i])
-				if err != nil {
-					errs[i] = err
-					continue
-				}
-				storeImage(ds, i, img, p, loadSide)
+				f(i)
 			}
 		})
 	}
-	for i := range files {
+	for i := range n {
 		jobs <- i
 	}
 	close(jobs)
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // storeImage writes image i of ds: its test-time view p.Pixels, and, when

@@ -40,6 +40,9 @@ type Source struct {
 	ResizeMode    string `json:"resize_mode,omitempty"`
 	ResizeShorter int    `json:"resize_shorter,omitempty"`
 	LoadSide      int    `json:"load_side,omitempty"`
+	// SkipUnreadable: imagefolder leaves out images that do not decode
+	// (FolderOptions.SkipUnreadable).
+	SkipUnreadable bool `json:"skip_unreadable,omitempty"`
 }
 
 // Open loads the training and test sets that src names. Errors wrap
@@ -73,7 +76,7 @@ func Open(src Source) (train, test *Dataset, err error) {
 		if err := p.checkGeometry(); err != nil {
 			return nil, nil, fmt.Errorf("data: %w: imagefolder: %w", ErrSource, err)
 		}
-		return LoadPhotoFolders(trainDir, testDir, p, src.LoadSide)
+		return LoadFolders(trainDir, testDir, p, FolderOptions{LoadSide: src.LoadSide, SkipUnreadable: src.SkipUnreadable})
 	}
 	return nil, nil, fmt.Errorf("data: %w: unknown kind %q, want one of %q", ErrSource, src.Kind, []string{KindFashionMNIST, KindMNIST, KindCIFAR10, KindCIFAR100, KindImageFolder})
 }

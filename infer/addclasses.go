@@ -10,13 +10,14 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/export"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/names"
 )
 
 // MinAddImages is the fewest labelled images AddClasses takes for a class.
@@ -51,59 +52,49 @@ type LabelledImages struct {
 	Files []string // image files
 }
 
-// ReadClassFolders lists dir as the layout AddClasses takes: one
-// sub-folder per class, named after it, holding that class's image files
-// (IsImageFile), sorted by name. Hidden entries (".*") are skipped. Files
-// directly in dir, folders inside class folders, other files, and class
-// folders without images are errors wrapping ErrClassFolder.
-func ReadClassFolders(dir string) ([]LabelledImages, error) {
-	entries, err := os.ReadDir(dir)
+// ReadClassFolders lists dir as the layout AddClasses and Calibrate take:
+// one sub-folder per class, named after it, holding that class's image
+// files, by data.ListClassFolders, the rule every command that reads class
+// folders follows (links to folders are class folders, hidden entries
+// and other files are passed over, class folders are walked recursively,
+// class names follow names.Class). skipped reports, one line each, what
+// was passed over. Every problem is reported at once, in one error
+// wrapping ErrClassFolder. Nothing is decoded: CheckImages does that.
+func ReadClassFolders(dir string) (classes []LabelledImages, skipped []string, err error) {
+	folders, skipped, err := data.ListClassFolders(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrClassFolder, err)
+		return nil, skipped, fmt.Errorf("%w: %w", ErrClassFolder, err)
 	}
-	var out []LabelledImages
-	for _, e := range entries {
-		path := filepath.Join(dir, e.Name())
-		switch {
-		case strings.HasPrefix(e.Name(), "."):
-			continue
-		case !e.IsDir():
-			return nil, fmt.Errorf("%s: %w: a file directly in the folder; put each class's images in a sub-folder named after the class", path, ErrClassFolder)
-		}
-		class, err := readClassFolder(path)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, class)
+	for _, f := range folders {
+		classes = append(classes, LabelledImages{Name: f.Name, Files: f.Files})
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: %w: no class sub-folders", dir, ErrClassFolder)
-	}
-	return out, nil
+	return classes, skipped, nil
 }
 
-func readClassFolder(dir string) (LabelledImages, error) {
-	class := LabelledImages{Name: filepath.Base(dir)}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return class, fmt.Errorf("%w: %w", ErrClassFolder, err)
+// CheckImages decodes every image of classes, as AddClasses and Calibrate
+// will (regular files only, at most maxPixels pixels), so that a folder is
+// judged whole before any work: it returns classes with only the files
+// that decode, and an error naming every one that does not (the first 20,
+// then a count; it wraps each file's error, data.ErrFormat for a bad
+// image), or nil when all decode. It is safe for concurrent use.
+func CheckImages(classes []LabelledImages, maxPixels int64) ([]LabelledImages, error) {
+	var files []string
+	for _, c := range classes {
+		files = append(files, c.Files...)
 	}
-	for _, e := range entries {
-		path := filepath.Join(dir, e.Name())
-		switch {
-		case strings.HasPrefix(e.Name(), "."):
-			continue
-		case e.IsDir():
-			return class, fmt.Errorf("%s: %w: a folder inside a class folder; one level of class folders only", path, ErrClassFolder)
-		case !IsImageFile(e.Name()):
-			return class, fmt.Errorf("%s: %w: not an image file (%s)", path, ErrClassFolder, strings.Join(ImageExtensions, ", "))
+	errs := data.CheckImageFiles(files, maxPixels)
+	out := make([]LabelledImages, len(classes))
+	i := 0
+	for k, c := range classes {
+		out[k].Name = c.Name
+		for _, f := range c.Files {
+			if errs[i] == nil {
+				out[k].Files = append(out[k].Files, f)
+			}
+			i++
 		}
-		class.Files = append(class.Files, path)
 	}
-	if len(class.Files) == 0 {
-		return class, fmt.Errorf("%s: %w: class folder without images", dir, ErrClassFolder)
-	}
-	return class, nil
+	return out, data.Unreadable(errs, len(files))
 }
 
 // Added describes a model directory AddClasses wrote.
@@ -129,8 +120,9 @@ type Added struct {
 // (atomic, checksummed, manifest digest: it opens with ManifestVerified)
 // and must not exist yet or be empty; modelDir is never modified.
 //
-// Errors: fewer than MinAddImages images (ErrTooFewImages), a name that is
-// empty, repeated or already a class of the model (ErrDuplicateClass), an
+// Errors: fewer than MinAddImages images (ErrTooFewImages), a name out of
+// bounds (names.Class; names.ErrInvalid), a name repeated or already a
+// class of the model (ErrDuplicateClass), an
 // unreadable image or a named pipe or device (bounded.ErrNotRegular), each
 // naming the file, or a modelDir whose manifest changed while the images
 // were embedded (ErrModelChanged).
@@ -171,7 +163,7 @@ func AddClasses(modelDir, outDir string, classes []LabelledImages, opts ...Optio
 // directory; tests replace it to change the directory underneath.
 var afterEmbed = func(string) {}
 
-// checkNewClasses enforces unique, non-empty names and enough images.
+// checkNewClasses enforces valid, unique names and enough images.
 func checkNewClasses(existing []bundle.Class, classes []LabelledImages) error {
 	if len(classes) == 0 {
 		return fmt.Errorf("%w: no classes to add", ErrClassFolder)
@@ -182,10 +174,10 @@ func checkNewClasses(existing []bundle.Class, classes []LabelledImages) error {
 	}
 	var errs []error
 	for i, c := range classes {
-		key := strings.ToLower(strings.TrimSpace(c.Name))
-		switch {
-		case key == "" || !utf8.ValidString(c.Name):
-			errs = append(errs, fmt.Errorf("%w: new class %d has an empty or non-UTF-8 name %q", ErrDuplicateClass, i, c.Name))
+		key := strings.ToLower(c.Name)
+		switch err := names.Class(c.Name); {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("new class %d: %w", i, err))
 		case taken[key] != "":
 			errs = append(errs, fmt.Errorf("%w: %q is already %s", ErrDuplicateClass, c.Name, taken[key]))
 		}

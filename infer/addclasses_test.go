@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/bicyc/bicyc/bounded"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
 )
@@ -87,7 +86,7 @@ func TestAddClasses(t *testing.T) {
 	f := loadFixture(t)
 	root := t.TempDir()
 	writeClassFolder(t, f, filepath.Join(root, "new"), []int{5, 8}, 0, fixturePerClass)
-	classes, err := ReadClassFolders(filepath.Join(root, "new"))
+	classes, _, err := ReadClassFolders(filepath.Join(root, "new"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +163,12 @@ func TestAddClassesRejectsBadInput(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(pipe, "Sandal", "pipe.png"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A named pipe is passed over unopened (never waited on for a
+	// writer), and said so, as every command that reads class folders does.
+	if classes, skipped, err := ReadClassFolders(pipe); err != nil || len(classes[0].Files) != MinAddImages ||
+		len(skipped) != 1 || !strings.Contains(skipped[0], filepath.Join(pipe, "Sandal", "pipe.png")+": not a regular file (named pipe)") {
+		t.Errorf("pipe: classes %v, skipped %q, error %v; want %d files and the pipe skipped", classes, skipped, err, MinAddImages)
+	}
 	before := dirDigest(t, f.oneTask)
 	for i, tc := range []struct {
 		from     string
@@ -173,8 +178,6 @@ func TestAddClassesRejectsBadInput(t *testing.T) {
 	}{
 		{few, nil, ErrTooFewImages, `class "Sandal": too few images for a class: 4 images, want at least 5`},
 		{dup, nil, ErrDuplicateClass, `"Trouser" is already class 1 of the model`},
-		// Refused at once, never waited on for a writer.
-		{pipe, nil, bounded.ErrNotRegular, filepath.Join(pipe, "Sandal", "pipe.png") + ": not a regular file (named pipe)"},
 		{good, func() {
 			afterEmbed = func(dir string) {
 				raw, _ := os.ReadFile(filepath.Join(dir, bundle.ManifestFile))
@@ -187,7 +190,7 @@ func TestAddClassesRejectsBadInput(t *testing.T) {
 		if tc.setup != nil {
 			tc.setup()
 		}
-		classes, err := ReadClassFolders(tc.from)
+		classes, _, err := ReadClassFolders(tc.from)
 		if err == nil {
 			_, err = AddClasses(copyDir, filepath.Join(root, "out", strconv.Itoa(i)), classes, WithProvider(ProviderCPU), WithLog(nil))
 		}
@@ -204,7 +207,10 @@ func TestAddClassesRejectsBadInput(t *testing.T) {
 	}
 }
 
-// TestReadClassFoldersLayout pins the folder-layout errors.
+// TestReadClassFoldersLayout pins the folder-layout rule of
+// data.ListClassFolders as add-classes and calibrate see it: problems are
+// errors wrapping ErrClassFolder, all named at once; what is passed over is
+// reported in skipped.
 func TestReadClassFoldersLayout(t *testing.T) {
 	root := t.TempDir()
 	mk := func(path, content string) {
@@ -218,18 +224,30 @@ func TestReadClassFoldersLayout(t *testing.T) {
 	mk(filepath.Join(root, "text", "bag", "notes.txt"), "x")
 	os.MkdirAll(filepath.Join(root, "empty", "bag"), 0o755)
 	os.MkdirAll(filepath.Join(root, "none"), 0o755)
-	for i, tc := range []struct{ dir, want string }{
-		{"flat", "a file directly in the folder"},
-		{"nested", "a folder inside a class folder"},
-		{"text", "not an image file"},
-		{"empty", "class folder without images"},
-		{"none", "no class sub-folders"},
-		{"missing", "no such file"},
+	mk(filepath.Join(root, "names", "new\nline", "a.png"), "x")
+	mk(filepath.Join(root, "names", " lead", "a.png"), "x")
+	mk(filepath.Join(root, "names", "Cl\xffass", "a.png"), "x")
+	mk(filepath.Join(root, "names", "...", "a.png"), "x")
+	for i, tc := range []struct{ dir, want, skipped string }{
+		{"flat", "no class sub-folders", "a.png: not a folder, so not a class"},
+		{"text", "no image files", "1 files without an image extension not read"},
+		{"empty", "no image files", ""},
+		{"none", "no class sub-folders", ""},
+		{"missing", "no such file", ""},
+		{"names", "3 problems with class folders", "...: hidden"},
 	} {
-		_, err := ReadClassFolders(filepath.Join(root, tc.dir))
+		_, skipped, err := ReadClassFolders(filepath.Join(root, tc.dir))
 		if !errors.Is(err, ErrClassFolder) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("case %d %s: error %v, want ErrClassFolder containing %q", i, tc.dir, err, tc.want)
 		}
+		if tc.skipped != "" && !strings.Contains(strings.Join(skipped, "\n"), tc.skipped) {
+			t.Errorf("case %d %s: skipped %q, want a line containing %q", i, tc.dir, skipped, tc.skipped)
+		}
+	}
+	// Nested folders inside a class folder are walked, as training does.
+	classes, _, err := ReadClassFolders(filepath.Join(root, "nested"))
+	if err != nil || len(classes) != 1 || len(classes[0].Files) != 1 {
+		t.Errorf("nested: %v, %v; want class bag with its one image", classes, err)
 	}
 }
 

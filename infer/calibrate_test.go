@@ -41,7 +41,7 @@ func TestCalibrateAcceptRate(t *testing.T) {
 	root := t.TempDir()
 	all := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
 	writeClassFolder(t, f, filepath.Join(root, "heldout"), all, fixturePerClass, 100)
-	heldOut, err := ReadClassFolders(filepath.Join(root, "heldout"))
+	heldOut, _, err := ReadClassFolders(filepath.Join(root, "heldout"))
 	if err != nil {
 		t.Fatal(err)
 	}

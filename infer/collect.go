@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/bicyc/bicyc/durable"
 )
@@ -21,19 +22,26 @@ var ErrCollectionFull = errors.New("unknown-image collection is full")
 // Collector saves images a Classifier answered Unknown, as the bytes that
 // arrived (never re-encoded), into one directory, so they can be labelled
 // into class folders and given to AddClasses or `bicyc learn`. It is bounded
-// by a number of files and of bytes, counting what the directory already
-// holds; each file is named by the SHA-256 of its content and written
-// atomically without ever overwriting (durable.CreateFile), so the same
-// image arriving twice is kept once. A Collector is safe for concurrent
-// use.
+// by a number of files and of bytes, counting what the directory holds now:
+// the directory is counted again whenever it changed since the last count
+// (its modification time: files moved out to be labelled, or written by
+// another process) and before refusing a save as full, so collection
+// resumes as soon as room is made, without a restart. Each file is named
+// by the SHA-256 of its content and written atomically without ever
+// overwriting (durable.CreateFile), so the same image arriving twice is
+// kept once. Several processes may share a directory: each counts what
+// the others wrote before its next save, so together they pass a limit by
+// at most the saves in flight at one moment. A Collector is safe for
+// concurrent use.
 type Collector struct {
 	dir      string
 	maxFiles int
 	maxBytes int64
 
-	mu    sync.Mutex
-	files int
-	bytes int64
+	mu      sync.Mutex
+	files   int
+	bytes   int64
+	counted time.Time // the directory's modification time when last counted
 }
 
 // NewCollector prepares dir (creating it if needed) to hold at most
@@ -47,20 +55,8 @@ func NewCollector(dir string, maxFiles int, maxBytes int64) (*Collector, error) 
 		return nil, fmt.Errorf("collect unknown images: %w", err)
 	}
 	c := &Collector{dir: dir, maxFiles: maxFiles, maxBytes: maxBytes}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("collect unknown images: %w", err)
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			return nil, fmt.Errorf("collect unknown images: %w", err)
-		}
-		c.files++
-		c.bytes += info.Size()
+	if err := c.Recount(); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -68,32 +64,86 @@ func NewCollector(dir string, maxFiles int, maxBytes int64) (*Collector, error) 
 // Dir returns the collection directory.
 func (c *Collector) Dir() string { return c.dir }
 
+// Recount counts the files in the directory again (a server calls it at
+// reload); Save does so by itself when the directory changed.
+func (c *Collector) Recount() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.recount()
+}
+
+// recount counts the visible regular files of the directory and their
+// bytes; c.mu is held.
+func (c *Collector) recount() error {
+	info, err := os.Stat(c.dir)
+	if err != nil {
+		return fmt.Errorf("collect unknown images: %w", err)
+	}
+	entries, err := os.ReadDir(c.dir)
+	if err != nil {
+		return fmt.Errorf("collect unknown images: %w", err)
+	}
+	files, bytes := 0, int64(0)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // moved out meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("collect unknown images: %w", err)
+		}
+		files++
+		bytes += fi.Size()
+	}
+	c.files, c.bytes, c.counted = files, bytes, info.ModTime()
+	return nil
+}
+
 // Save stores one image's bytes as <sha256 prefix>.<format> (format as
-// DecodeImage names it: "png", "jpeg", ...) and returns the file's path.
-// An image already collected returns its path and saves nothing; one that
-// would pass a limit returns ErrCollectionFull.
-func (c *Collector) Save(image []byte, format string) (string, error) {
+// DecodeImage names it: "png", "jpeg", ...) and returns the file's path
+// and whether this call wrote it. An image already collected returns its
+// path and written false; one that would pass a limit, counted afresh,
+// returns ErrCollectionFull.
+func (c *Collector) Save(image []byte, format string) (path string, written bool, err error) {
 	sum := sha256.Sum256(image)
 	name := hex.EncodeToString(sum[:12]) + "." + extension(format)
-	path := filepath.Join(c.dir, name)
+	path = filepath.Join(c.dir, name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, err := os.Stat(path); err == nil {
-		return path, nil
+		return path, false, nil
 	}
-	if c.files+1 > c.maxFiles || c.bytes+int64(len(image)) > c.maxBytes {
-		return "", fmt.Errorf("%s: %w (%d files, %d bytes; limits %d files, %d bytes)", c.dir, ErrCollectionFull, c.files, c.bytes, c.maxFiles, c.maxBytes)
+	if info, err := os.Stat(c.dir); err != nil || !info.ModTime().Equal(c.counted) || c.wouldPass(len(image)) {
+		if err := c.recount(); err != nil {
+			return "", false, err
+		}
 	}
-	err := durable.CreateFile(path, image)
+	if c.wouldPass(len(image)) {
+		return "", false, fmt.Errorf("%s: %w (%d files, %d bytes; limits %d files, %d bytes)", c.dir, ErrCollectionFull, c.files, c.bytes, c.maxFiles, c.maxBytes)
+	}
+	err = durable.CreateFile(path, image)
 	switch {
 	case errors.Is(err, fs.ErrExist):
-		return path, nil // another process saved the same image
+		return path, false, nil // another process saved the same image
 	case err != nil:
-		return "", err
+		return "", false, err
 	}
 	c.files++
 	c.bytes += int64(len(image))
-	return path, nil
+	// This write changed the directory's time; another writer's at the
+	// same moment would be missed until the next change or a full count.
+	if info, err := os.Stat(c.dir); err == nil {
+		c.counted = info.ModTime()
+	}
+	return path, true, nil
+}
+
+// wouldPass reports whether saving n more bytes passes a limit; c.mu is held.
+func (c *Collector) wouldPass(n int) bool {
+	return c.files+1 > c.maxFiles || c.bytes+int64(n) > c.maxBytes
 }
 
 // extension is the file extension IsImageFile accepts for a format name.

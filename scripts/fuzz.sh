@@ -56,7 +56,7 @@ for pkg in "${packages[@]}"; do
 		status=0
 		"$GO" "${args[@]}" "$pkg" >"$log" 2>&1 || status=$?
 		cat "$log"
-		execs=$(grep -o 'execs: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+		execs=$(grep -o 'execs: [0-9]*' "$log" | tail -1 | cut -d' ' -f2 || true)
 		result="ok"
 		if [ "$status" -ne 0 ]; then
 			if grep -q 'Failing input written' "$log" || grep -q -- "--- FAIL: ${target}/" "$log" ||

@@ -24,7 +24,11 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 # Debian packages, installed only when one is missing so repeated runs are fast.
-packages=(dataset-fashion-mnist libopenblas-dev gcc python3-onnx ca-certificates)
+# libjpeg62-turbo-dev: libjpeg-turbo, linked by cgo, decodes the JPEGs Go's
+# image/jpeg refuses (data/jpegturbo.go); python3-pil and libjxl-testdata: the
+# decoder tests compare every JPEG and PNG of libjxl's test data with Pillow.
+packages=(dataset-fashion-mnist libopenblas-dev gcc python3-onnx ca-certificates
+	libjpeg62-turbo-dev python3-pil libjxl-testdata)
 command -v npm >/dev/null || packages+=(nodejs npm)
 missing=()
 for p in "${packages[@]}"; do

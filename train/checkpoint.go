@@ -17,6 +17,7 @@ import (
 	"github.com/bicyc/bicyc/durable"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/models"
+	"github.com/bicyc/bicyc/rundir"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
@@ -34,7 +35,7 @@ import (
 // Random state needs no saving: every random source is derived from the
 // seed, the task and the epoch (Run.rng, data.Batcher.Epoch).
 
-const latestFile = "latest"
+const latestFile = rundir.LatestFile
 
 type checkpointState struct {
 	Completed   int          `json:"completed"`
@@ -44,7 +45,7 @@ type checkpointState struct {
 }
 
 func checkpointDir(runDir string, completed int) string {
-	return filepath.Join(runDir, "checkpoints", fmt.Sprintf("task-%02d", completed))
+	return filepath.Join(runDir, rundir.CheckpointsDir, rundir.CheckpointName(completed))
 }
 
 // saveCheckpoint writes the state after st.Completed tasks.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/durable"
+	"github.com/bicyc/bicyc/rundir"
 )
 
 // LearnedTask records a task added to a finished run by Learn: its class
@@ -32,7 +34,7 @@ type LearnedTask struct {
 // the tasks already learned.
 var LearnKeys = append(slices.Clone(LaterTaskKeys),
 	"train.batch_size", "train.momentum", "train.weight_decay", "train.milestones", "train.milestone_rounding",
-	"train.lr_decay", "train.clip_norm", "train.eval_batch",
+	"train.lr_decay", "train.clip_norm", "train.eval_batch", "data.skip_unreadable",
 	"loss.anti_collapse", "loss.alpha", "loss.beta", "loss.ac_shrink", "loss.ac_jitter")
 
 // LearnOptions change how Learn teaches the new task.
@@ -65,8 +67,11 @@ const (
 // set, so the original test data must still be readable.
 func (r *Run) Learn(ctx context.Context, trainDir, testDir string, opts LearnOptions) error {
 	if r.state.Completed != len(r.stream.Tasks) {
-		return fmt.Errorf("%s: the run has finished %d of %d tasks: resume it (bicyc train --resume) before learning a new task",
-			r.dir, r.state.Completed, len(r.stream.Tasks))
+		return fmt.Errorf("%s: the run has finished %d of %d tasks (a train or learn was interrupted): resume it with `bicyc train --resume %s`, which also exports it, before learning a new task",
+			r.dir, r.state.Completed, len(r.stream.Tasks), r.dir)
+	}
+	if err := r.refuseBehindModel(trainDir); err != nil {
+		return err
 	}
 	task := LearnedTask{Task: len(r.stream.Tasks), TrainDir: trainDir, TestDir: testDir}
 	if opts.Config != nil {
@@ -81,9 +86,14 @@ func (r *Run) Learn(ctx context.Context, trainDir, testDir string, opts LearnOpt
 			task.Config = &c
 		}
 	}
-	train, test, err := data.LoadPhotoFolders(trainDir, testDir, r.prep, loadSide(r.cfg, r.prep))
+	train, test, err := r.loadLearned(task)
 	if err != nil {
 		return err
+	}
+	for _, ds := range []*data.Dataset{train, test} {
+		for _, skipped := range ds.Skipped {
+			r.log.printf("skipped %s", skipped)
+		}
 	}
 	if err := r.checkLearnData(train, opts.AllowDuplicateNames); err != nil {
 		return err
@@ -103,6 +113,55 @@ func (r *Run) Learn(ctx context.Context, trainDir, testDir string, opts LearnOpt
 	}
 	r.log.printf("learning task %d: %d new classes %v from %s", task.Task+1, len(task.Classes), train.ClassNames, trainDir)
 	return r.Execute(ctx)
+}
+
+// ModelBehind reports whether the run's model directory (ModelDir) holds
+// fewer tasks than its last checkpoint: a train or learn killed between the
+// two leaves it so. nil means up to date, or no model directory.
+func (r *Run) ModelBehind() (*rundir.Behind, error) {
+	return rundir.Check(r.dir, ModelDir(r.cfg, r.dir))
+}
+
+// refuseBehindModel refuses to learn on a run that exports
+// (export.enabled) whose model directory lags its last checkpoint, naming
+// the repair (a run that does not export is only warned about): the new task would be learned
+// and exported on top of a task that was never exported, and learning
+// again the folders of a task already learned would only fail on its
+// class names.
+func (r *Run) refuseBehindModel(trainDir string) error {
+	behind, err := r.ModelBehind()
+	if err != nil || behind == nil {
+		return err
+	}
+	if !r.cfg.Export.Enabled {
+		// The run does not keep its model current: say so, go on.
+		r.log.printf("warning: %s", behind)
+		return nil
+	}
+	if n := len(r.learned); n > 0 && sameFolder(r.learned[n-1].TrainDir, trainDir) {
+		last := r.learned[n-1]
+		return fmt.Errorf("%s: task %d already learned the classes of %s (its checkpoint is written), but its export was interrupted: %s",
+			r.dir, last.Task+1, trainDir, behind)
+	}
+	return fmt.Errorf("%s: learn first needs the model brought up to date: %s", r.dir, behind)
+}
+
+// sameFolder reports whether a and b name the same folder.
+func sameFolder(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+}
+
+// loadLearned reads a learned task's image folders with the run's
+// preprocessing and the task's own data.skip_unreadable.
+func (r *Run) loadLearned(task LearnedTask) (train, test *data.Dataset, err error) {
+	cfg := r.cfg
+	if task.Config != nil {
+		cfg = *task.Config
+	}
+	o := data.FolderOptions{LoadSide: loadSide(r.cfg, r.prep), SkipUnreadable: cfg.Data.SkipUnreadable}
+	return data.LoadFolders(task.TrainDir, task.TestDir, r.prep, o)
 }
 
 // checkLearnData refuses new classes with fewer than MinLearnImages

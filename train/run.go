@@ -177,7 +177,7 @@ func Resume(dir string, opts Options) (*Run, error) {
 	}
 	r.logData()
 	for _, task := range rec.Learned {
-		train, test, err := data.LoadPhotoFolders(task.TrainDir, task.TestDir, r.prep, loadSide(r.cfg, r.prep))
+		train, test, err := r.loadLearned(task)
 		if err != nil {
 			return nil, fmt.Errorf("resume %s: learned task %d: %w", dir, task.Task+1, err)
 		}
@@ -239,6 +239,9 @@ func (r *Run) Execute(ctx context.Context) error {
 		}
 		rep, err := r.learnTaskWith(ctx, t)
 		if err != nil {
+			if r.state.Completed == 0 {
+				return fmt.Errorf("task %d: %w (no task completed: the run directory has no checkpoint yet)", t+1, err)
+			}
 			return fmt.Errorf("task %d: %w (the run directory keeps the checkpoint of task %d)", t+1, err, r.state.Completed)
 		}
 		r.state.Reports = append(r.state.Reports, rep)
@@ -284,7 +287,7 @@ func (r *Run) loadData() error {
 	d := r.cfg.Data
 	r.prep = preprocessFor(r.cfg)
 	src := data.Source{Kind: d.Kind, Dir: d.Dir, TrainDir: d.TrainDir, TestDir: d.TestDir, Channels: d.Channels, Height: d.Height, Width: d.Width,
-		ResizeMode: r.prep.ResizeMode, ResizeShorter: r.prep.ResizeShorter, LoadSide: loadSide(r.cfg, r.prep)}
+		ResizeMode: r.prep.ResizeMode, ResizeShorter: r.prep.ResizeShorter, LoadSide: loadSide(r.cfg, r.prep), SkipUnreadable: d.SkipUnreadable}
 	train, test, err := data.Open(src)
 	if err != nil {
 		return err

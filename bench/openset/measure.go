@@ -165,7 +165,7 @@ func score(known, unknown []answer, f func(answer) float64) detection {
 
 // classifyFolder classifies every image of a folder of class folders.
 func classifyFolder(c *infer.Classifier, root string) ([]answer, error) {
-	classes, err := infer.ReadClassFolders(root)
+	classes, _, err := infer.ReadClassFolders(root)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +199,7 @@ func classifyFolder(c *infer.Classifier, root string) ([]answer, error) {
 // and (with --learn) by learn on a copy of the run, and scores both.
 func addClasses(ctx context.Context, o options, l layout, n int, log io.Writer) (addition, error) {
 	a := addition{N: n}
-	classes, err := infer.ReadClassFolders(l.add(n))
+	classes, _, err := infer.ReadClassFolders(l.add(n))
 	if err != nil {
 		return a, err
 	}

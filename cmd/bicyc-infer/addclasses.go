@@ -14,6 +14,7 @@ type addClassesOptions struct {
 	model *modelOptions
 	from  string
 	out   string
+	skip  bool
 }
 
 func newAddClassesCmd(model *modelOptions, stdout io.Writer) *cobra.Command {
@@ -31,15 +32,16 @@ manifest records how many images each was added from.
 The model directory is never modified, and --out must not exist yet (or be empty). Serve the
 result by pointing the server's model path at it (e.g. swap a symlink) and reloading.`, infer.MinAddImages),
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error { return runAddClasses(o, stdout) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runAddClasses(o, stdout, cmd.ErrOrStderr()) },
 	}
 	cmd.Flags().StringVar(&o.from, "from", "", "`folder` with one sub-folder of images per new class (required)")
 	cmd.Flags().StringVar(&o.out, "out", "", "new model `dir`ectory to write (required)")
+	addSkipUnreadableFlag(cmd, &o.skip)
 	return cmd
 }
 
-func runAddClasses(o *addClassesOptions, stdout io.Writer) error {
-	classes, opts, err := o.model.folderJob("add-classes", o.from, o.out)
+func runAddClasses(o *addClassesOptions, stdout, stderr io.Writer) error {
+	classes, opts, err := o.model.folderJob("add-classes", o.from, o.out, o.skip, stderr)
 	if err != nil {
 		return err
 	}
@@ -54,16 +56,37 @@ func runAddClasses(o *addClassesOptions, stdout io.Writer) error {
 	return nil
 }
 
+// addSkipUnreadableFlag adds --skip-unreadable to a command that reads
+// class folders.
+func addSkipUnreadableFlag(cmd *cobra.Command, skip *bool) {
+	cmd.Flags().BoolVar(skip, "skip-unreadable", false, "leave out the images that do not decode, naming them, and use the rest")
+}
+
 // folderJob checks the flags of a command that reads a folder of class
 // folders into a new model directory, and returns the folder's classes
-// and the options to open the model with.
-func (o *modelOptions) folderJob(command, from, out string) ([]infer.LabelledImages, []infer.Option, error) {
+// and the options to open the model with. Every image is decoded first
+// (infer.CheckImages): the unreadable ones are named all at once, and
+// refused unless skip, when they are left out with a note on stderr, as
+// is what the folder listing passed over.
+func (o *modelOptions) folderJob(command, from, out string, skip bool, stderr io.Writer) ([]infer.LabelledImages, []infer.Option, error) {
 	if o.model == "" || from == "" || out == "" {
 		return nil, nil, fmt.Errorf("%s needs --model, --from and --out", command)
 	}
-	classes, err := infer.ReadClassFolders(from)
+	warnBehind(stderr, o.model)
+	classes, skipped, err := infer.ReadClassFolders(from)
+	for _, s := range skipped {
+		fmt.Fprintf(stderr, "bicyc-infer: %s: skipped %s\n", command, s)
+	}
 	if err != nil {
 		return nil, nil, err
+	}
+	readable, err := infer.CheckImages(classes, o.maxPixels)
+	switch {
+	case err != nil && !skip:
+		return nil, nil, fmt.Errorf("%s %s (--skip-unreadable uses the rest): %w", command, from, err)
+	case err != nil:
+		fmt.Fprintf(stderr, "bicyc-infer: %s: left out, unreadable: %v\n", command, err)
+		classes = readable
 	}
 	// Unknown answers play no part in embedding or scoring images, and an
 	// acceptance rate would refuse an uncalibrated model.

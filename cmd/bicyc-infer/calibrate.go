@@ -16,6 +16,7 @@ type calibrateOptions struct {
 	from       string
 	out        string
 	acceptRate float64
+	skip       bool
 }
 
 func newCalibrateCmd(model *modelOptions, stdout io.Writer) *cobra.Command {
@@ -33,16 +34,17 @@ class, the typical held-out distance s_c. An image's unknown score is min_c d_c/
 image is unknown when the score is above the --rate quantile of the held-out images' scores.`,
 			gauss.MinCalibrationImages),
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error { return runCalibrate(o, stdout) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runCalibrate(o, stdout, cmd.ErrOrStderr()) },
 	}
 	cmd.Flags().StringVar(&o.from, "from", "", "`folder` of held-out images, one sub-folder per class (required)")
 	cmd.Flags().StringVar(&o.out, "out", "", "new model `dir`ectory to write (required)")
 	cmd.Flags().Float64Var(&o.acceptRate, "rate", gauss.DefaultAcceptRate, "default share of known-class images to accept")
+	addSkipUnreadableFlag(cmd, &o.skip)
 	return cmd
 }
 
-func runCalibrate(o *calibrateOptions, stdout io.Writer) error {
-	heldOut, opts, err := o.model.folderJob("calibrate", o.from, o.out)
+func runCalibrate(o *calibrateOptions, stdout, stderr io.Writer) error {
+	heldOut, opts, err := o.model.folderJob("calibrate", o.from, o.out, o.skip, stderr)
 	if err != nil {
 		return err
 	}

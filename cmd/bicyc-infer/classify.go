@@ -167,7 +167,7 @@ func collect(c *infer.Collector, name string, l loaded, stderr io.Writer) string
 	err := l.rawErr
 	if err == nil {
 		var path string
-		if path, err = c.Save(l.raw, l.format); err == nil {
+		if path, _, err = c.Save(l.raw, l.format); err == nil {
 			return path
 		}
 	}

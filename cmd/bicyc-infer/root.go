@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/bicyc/bicyc/infer"
+	"github.com/bicyc/bicyc/rundir"
 )
 
 // modelOptions are the flags that open the model, shared by every command.
@@ -94,7 +95,17 @@ func (o *modelOptions) open(log io.Writer) (*infer.Classifier, error) {
 	if err != nil {
 		return nil, err
 	}
+	warnBehind(log, o.model)
 	return infer.Open(o.model, opts...)
+}
+
+// warnBehind warns when the model directory is older than the last
+// checkpoint of the run it sits in (rundir.CheckModel): a train or learn
+// was killed before its export.
+func warnBehind(w io.Writer, modelDir string) {
+	if behind, err := rundir.CheckModel(modelDir); err == nil && behind != nil && w != nil {
+		fmt.Fprintf(w, "bicyc-infer: warning: %s\n", behind)
+	}
 }
 
 // openOptions are these options for infer.

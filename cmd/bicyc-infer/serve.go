@@ -82,8 +82,9 @@ ceiling: about 128 MiB + --max-buffered + --max-concurrent x 16 B x --max-pixels
 (with the defaults and two cores, 128 + 128 + 512 = 768 MiB; it is set as the Go runtime's soft
 memory limit unless GOMEMLIMIT is set), plus ONNX Runtime's own, about the size of the model.
 --collect-unknown DIR saves every image answered unknown, from the body already read (bounded by
---collect-max-files and --collect-max-bytes, never overwriting), to be labelled and added with
-add-classes; to serve the result, point --model at a symlink, swap it to the new directory and
+--collect-max-files and --collect-max-bytes over what DIR holds now: moving labelled files out
+makes room at once, files other processes write count; never overwriting), to be labelled and
+added with add-classes; to serve the result, point --model at a symlink, swap it to the new directory and
 reload. SIGHUP reloads the model like POST /admin/reload (a line on stderr says how it went).
 SIGINT or SIGTERM stop accepting connections and finish requests in flight (up to
 --shutdown-timeout).`,

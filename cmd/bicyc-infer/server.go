@@ -74,6 +74,7 @@ type server struct {
 	unknowns     prometheus.Counter
 	collected    *prometheus.CounterVec
 	collector    *infer.Collector // nil: unknown images are not kept
+	collectFull  atomic.Bool      // the last save found the collection full (logged once)
 }
 
 // latencyBuckets span a sub-millisecond classification of a small image to
@@ -114,7 +115,7 @@ func newServer(m model, reopen func() (model, error), o *serveOptions, reg *prom
 	})
 	s.collected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "bicyc_infer_unknown_collected_total",
-		Help: "Unknown images offered to --collect-unknown, by result: saved, full (a limit reached) or failed.",
+		Help: "Unknown images offered to --collect-unknown, by result: saved (a file written), duplicate (already collected), full (a limit reached, counting the folder as it is now) or failed.",
 	}, []string{"result"})
 	route := instrumenter(reg, s.reloads, s.unknowns, s.collected)
 	public := http.NewServeMux()
@@ -198,11 +199,17 @@ func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
 // version, a warm-up run: infer.Open) and, only if that succeeds, swaps the
 // new model in for the requests that follow and closes the old one once
 // its calls in flight have finished. On failure the old model keeps
-// serving, /readyz says why, and the error is returned. Reloads are
-// serialised.
+// serving, /readyz says why, and the error is returned. The collection of
+// unknown images is counted again either way. Reloads are serialised.
 func (s *server) reload() error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
+	if s.collector != nil {
+		// Files labelled and moved out make room again.
+		if err := s.collector.Recount(); err != nil {
+			fmt.Fprintf(s.log, "bicyc-infer: %v\n", err)
+		}
+	}
 	m, err := s.reopen()
 	if err != nil {
 		err = fmt.Errorf("reload of %s failed, still serving the model verified at %s: %w",
@@ -307,12 +314,18 @@ func (s *server) collect(encoded []byte, format string) {
 	if s.collector == nil {
 		return
 	}
-	_, err := s.collector.Save(encoded, format)
+	_, written, err := s.collector.Save(encoded, format)
 	switch {
-	case err == nil:
+	case err == nil && written:
 		s.collected.WithLabelValues("saved").Inc()
+		s.collectFull.Store(false)
+	case err == nil:
+		s.collected.WithLabelValues("duplicate").Inc()
 	case errors.Is(err, infer.ErrCollectionFull):
 		s.collected.WithLabelValues("full").Inc()
+		if !s.collectFull.Swap(true) {
+			fmt.Fprintf(s.log, "bicyc-infer: collect unknown images: %v; collection resumes once files are moved out\n", err)
+		}
 	default:
 		s.collected.WithLabelValues("failed").Inc()
 		fmt.Fprintf(s.log, "bicyc-infer: collect unknown image: %v\n", err)

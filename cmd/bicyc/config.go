@@ -71,4 +71,11 @@ func addRunFlags(cmd *cobra.Command) {
 	f.String("name", "", "run folder name (config key run_name)")
 	f.Int("threads", 0, "CPU threads, 0 = all (config key threads)")
 	f.Bool("quick", false, "quick profile: a subset and few epochs (config key quick)")
+	addSkipUnreadableFlag(cmd)
+}
+
+// addSkipUnreadableFlag adds --skip-unreadable, the flag of the config key
+// data.skip_unreadable.
+func addSkipUnreadableFlag(cmd *cobra.Command) {
+	cmd.Flags().Bool("skip-unreadable", false, "image folders: train on the images that decode, naming the others in the log (config key data.skip_unreadable)")
 }

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,6 +27,8 @@ var flagKeys = map[string]string{
 	"name":    "run_name",
 	"threads": "threads",
 	"quick":   "quick",
+
+	"skip-unreadable": "data.skip_unreadable",
 }
 
 // loadConfig builds the effective configuration from, in increasing
@@ -49,9 +55,12 @@ func loadConfigOver(base config.Config, opts *globalOptions, fs *pflag.FlagSet) 
 		}
 	}
 	if opts.configFile != "" {
-		v.SetConfigFile(opts.configFile)
+		raw, err := config.ReadFile(opts.configFile)
+		if err != nil {
+			return config.Config{}, err
+		}
 		v.SetConfigType("yaml")
-		if err := v.ReadInConfig(); err != nil {
+		if err := v.ReadConfig(bytes.NewReader(raw)); err != nil {
 			return config.Config{}, fmt.Errorf("config %s: %w", opts.configFile, err)
 		}
 	}
@@ -64,6 +73,12 @@ func loadConfigOver(base config.Config, opts *globalOptions, fs *pflag.FlagSet) 
 			}
 		}
 	}
+	explicit := map[string]string{} // key -> how the user set it
+	for _, k := range config.Keys() {
+		if _, ok := os.LookupEnv(envName(k.Name)); ok {
+			explicit[k.Name] = envName(k.Name)
+		}
+	}
 	for _, s := range opts.sets {
 		key, val, ok := strings.Cut(s, "=")
 		if !ok {
@@ -73,6 +88,7 @@ func loadConfigOver(base config.Config, opts *globalOptions, fs *pflag.FlagSet) 
 			return config.Config{}, fmt.Errorf("--set %q: unknown config key %q (see 'bicyc config keys')", s, key)
 		}
 		v.Set(key, val)
+		explicit[key] = "--set " + s
 	}
 	var cfg config.Config
 	err := v.UnmarshalExact(&cfg, func(dc *mapstructure.DecoderConfig) {
@@ -86,11 +102,32 @@ func loadConfigOver(base config.Config, opts *globalOptions, fs *pflag.FlagSet) 
 		}
 		return config.Config{}, fmt.Errorf("%s: %w", where, err)
 	}
+	if err := quickConflicts(cfg, explicit); err != nil {
+		return config.Config{}, err
+	}
 	cfg = cfg.Resolved()
 	if err := cfg.Validate(); err != nil {
 		return config.Config{}, fmt.Errorf("invalid configuration:\n%w", err)
 	}
 	return cfg, nil
+}
+
+// quickConflicts refuses a key the user set explicitly (--set or a BICYC_*
+// variable) that the quick profile would replace: the profile wins over
+// everything (config.Resolved), so the value would be lost without a word.
+// The error names the quick_profile key that sets it instead.
+func quickConflicts(cfg config.Config, explicit map[string]string) error {
+	if !cfg.Quick {
+		return nil
+	}
+	var errs []error
+	for key, profile := range config.QuickOverrides() {
+		if how, ok := explicit[key]; ok {
+			errs = append(errs, fmt.Errorf("%s: the quick profile replaces %s; set %s instead, or drop --quick", how, key, profile))
+		}
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
 }
 
 // envName is the environment variable of a config key: train.epochs is

@@ -46,6 +46,7 @@ is from that mean relative to the class's spread.`,
 				return err
 			}
 			defer run.Close()
+			warnBehind(cmd.ErrOrStderr(), run)
 			c := opts.classifier(cmd.Flags(), run.Config().Classifier)
 			split := train.Split(opts.split)
 			if split != train.SplitTest && split != train.SplitVal {

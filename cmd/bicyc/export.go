@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bicyc/bicyc/rundir"
 	"github.com/bicyc/bicyc/train"
 )
 
@@ -21,7 +22,8 @@ func newExportCmd() *cobra.Command {
 classifier.onnx, model.onnx (backbone and classifier fused), prototypes.safetensors,
 manifest.json with a SHA-256 for every file, and manifest.sha256 with the SHA-256 of the
 manifest itself (bicyc-infer refuses a changed manifest like a changed model file). The directory is replaced atomically: an
-interrupted export leaves the previous model directory as it was.`,
+interrupted export leaves the previous model directory as it was. It is also the repair of a
+model directory left older than its run by a train or learn killed before their export.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := opts.out
@@ -31,10 +33,14 @@ interrupted export leaves the previous model directory as it was.`,
 					return err
 				}
 			}
+			behind, _ := rundir.Check(opts.run, out)
 			if err := train.Export(opts.run, out); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "model exported to %s\n", out)
+			if behind != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "it held %d tasks, its run %d: now up to date\n", behind.ModelTasks, behind.RunTasks)
+			}
 			return nil
 		},
 	}

@@ -36,7 +36,11 @@ training (train.epochs, train.lr, train.min_steps, train.batch_size, loss weight
 adapter.*, method, threads; train.LearnKeys) may change; keys that shaped the tasks
 already learned (data, model, stream, seed, classifier) are refused, naming them. Every class
 needs at least 2 training images (a warning below 10), and a class named like one the run
-already has is refused unless --allow-duplicate-names.
+already has is refused unless --allow-duplicate-names. The folders are read by the rule of
+docs/datasets.md (links followed, hidden entries reported, class names checked) and judged
+whole: every unreadable image is named in one error, or left out with --skip-unreadable. A run
+whose model directory is older than its last checkpoint (a train or learn killed before its
+export) is refused with the repair: bicyc export --run <run-dir>.
 
 Unlike train, learn keeps BatchNorm's running statistics frozen by default
 (train.freeze_bn_stats true; --set train.freeze_bn_stats=false trains them): a new task from
@@ -84,6 +88,7 @@ trained and 0.3 with them frozen.`,
 	f.BoolVar(&opts.allowDuplicates, "allow-duplicate-names", false, "accept a new class named like an existing one")
 	f.String("method", "", "bicyc, adagauss or finetune for the new task (config key method)")
 	f.Int("threads", 0, "CPU threads, 0 = all (config key threads)")
+	addSkipUnreadableFlag(cmd)
 	cmd.MarkFlagRequired("run")
 	cmd.MarkFlagRequired("train")
 	cmd.MarkFlagRequired("test")

@@ -85,11 +85,10 @@ func runTrain(ctx context.Context, g *globalOptions, opts *trainOptions, cmd *co
 		if lerr != nil {
 			return lerr
 		}
-		name := cfg.RunName
-		if name == "" {
-			name = cfg.DefaultRunName(configName(g.configFile))
+		dir, derr := cfg.RunFolder(configName(g.configFile))
+		if derr != nil {
+			return derr
 		}
-		dir := filepath.Join(cfg.RunDir, name)
 		if opts.fork == "" {
 			run, err = train.New(cfg, dir, ropts)
 		} else if same, _ := sameDir(dir, opts.fork); same {
@@ -117,6 +116,14 @@ func exportAfterTraining(cmd *cobra.Command, run *train.Run) error {
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "model exported to %s\n", dir)
 	return nil
+}
+
+// warnBehind prints a warning when the run's model directory is older
+// than its last checkpoint (train.Run.ModelBehind).
+func warnBehind(w io.Writer, run *train.Run) {
+	if behind, err := run.ModelBehind(); err == nil && behind != nil {
+		fmt.Fprintf(w, "warning: %s\n", behind)
+	}
 }
 
 // progressWriter is where progress bars go: the command's stderr when it is

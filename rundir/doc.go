@@ -1,0 +1,8 @@
+// Package rundir knows the part of a training run's directory that tools
+// outside training read: which checkpoint is the newest. With it, bicyc
+// and bicyc-infer tell whether a model directory is older than its run's
+// last checkpoint, which is what a train or learn killed between its
+// checkpoint and its export leaves (Check, CheckModel). The train package
+// writes the layout through CheckpointName and LatestFile; this package
+// reads it without linking the training engine.
+package rundir
