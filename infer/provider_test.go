@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
 )
@@ -209,5 +211,41 @@ func TestProviderFailure(t *testing.T) {
 	}
 	if !errors.Is(wrapped, ErrProviderUnavailable) {
 		t.Errorf("%v is not ErrProviderUnavailable", wrapped)
+	}
+}
+
+// TestCompareWithCPU checks the self-check's arithmetic on two CPU
+// sessions: the same distances give zero differences and the same closest
+// class, and a distance moved by 0.5 shows as that difference.
+func TestCompareWithCPU(t *testing.T) {
+	f := loadFixture(t)
+	a, b := openCPU(t, f.twoTasks, WithTopK(10)), openCPU(t, f.twoTasks, WithTopK(10))
+	inputs := make([]Input, 40)
+	for i := range inputs {
+		var err error
+		if inputs[i], err = a.Prepare(fashionImage(f.test, 7*i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := distances(a, inputs, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := CheckSettings{LatencyRuns: 5, Batch: 8, MinDuration: time.Millisecond}
+	var run ProviderRun
+	if err := compare(b, inputs, want, s, &run); err != nil {
+		t.Fatal(err)
+	}
+	if *run.MaxAbsDiff != 0 || *run.MaxRelDiff != 0 || run.SameTop1 != len(inputs) || !(run.Throughput > 0) || !(run.P50Batch1 > 0) {
+		t.Errorf("same model: %+v", run)
+	}
+	last := len(want[3]) - 1
+	want[3][last].Distance += 0.5
+	run = ProviderRun{}
+	if err := compare(b, inputs, want, s, &run); err != nil {
+		t.Fatal(err)
+	}
+	if d := *run.MaxAbsDiff; math.Abs(d-0.5) > 1e-3 {
+		t.Errorf("max |difference| %v, want 0.5", d)
 	}
 }
