@@ -45,7 +45,7 @@ var (
 // library that works.
 const runtimeFix = "run scripts/setup.sh (installs ONNX Runtime 1.29.0 into " +
 	InstalledLibraryPath + "), or set " + LibraryPathEnv +
-	" to a libonnxruntime.so of version >= " + bundle.MinRuntimeVersion + " (a GPU build of ONNX Runtime for the cuda and tensorrt providers)"
+	" to a libonnxruntime.so of version >= " + bundle.MinRuntimeVersion + " (a GPU build of ONNX Runtime, such as make setup-gpu installs, for the cuda and tensorrt providers)"
 
 // runtimeEnv is the process's single ONNX Runtime environment. onnxruntime_go
 // keeps the environment in package globals, so infer owns it here, once,
