@@ -60,17 +60,13 @@ fi
 # Reassemble once.
 if [ ! -f "$state/root/SHA256SUMS" ]; then
 	read -r _ whole size < <(grep '^whole ' "$state/manifest")
-	cat "$state/parts"/part* >"$state/check.tar.xz"
-	got=$(sha256sum <"$state/check.tar.xz" | cut -d' ' -f1)
+	cat "$state/parts"/part* >"$state/check.tar.gz"
+	got=$(sha256sum <"$state/check.tar.gz" | cut -d' ' -f1)
 	[ "$got" = "$whole" ] || { echo "reassembled archive has sha256 $got, manifest $whole ($size bytes)"; exit 1; }
 	mkdir -p "$state/root"
-	if command -v xz >/dev/null; then
-		xz -dc "$state/check.tar.xz" | tar -x -C "$state/root"
-	else
-		python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$state/check.tar.xz" | tar -x -C "$state/root"
-	fi
+	tar -xzf "$state/check.tar.gz" -C "$state/root"
 	(cd "$state/root" && sha256sum --check --quiet SHA256SUMS) || { echo "unpacked files do not match their SHA256SUMS"; exit 1; }
-	rm "$state/check.tar.xz"
+	rm "$state/check.tar.gz"
 	echo "archive verified and unpacked in $state/root"
 fi
 

@@ -8,7 +8,7 @@
 # It stages bicyc-infer (built here), the GPU install of ONNX Runtime ($BICYC_ORT_GPU_DIR,
 # default /usr/local/lib/bicyc/gpu), a model directory (MODEL_DIR, or one trained with
 # `bicyc train --quick`) and 256 Fashion-MNIST test images as PNG; packs them into one
-# xz-compressed tar, split into parts of $PART_MIB MiB (default 40) under .gpu-carry/
+# gzip-compressed tar, split into parts of $PART_MIB MiB (default 42) under .gpu-carry/
 # (ignored by git), with .gpu-carry/manifest (the sha256 of every part and of the whole).
 # scripts/gpu/check-infer.sh, on the GPU machine, takes the parts one call at a time and runs the
 # check once it holds them all.
@@ -18,7 +18,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 export PATH=/usr/local/go/bin:$PATH CGO_LDFLAGS=${CGO_LDFLAGS:--lopenblas}
 gpu_dir=${BICYC_ORT_GPU_DIR:-${BICYC_ORT_DIR:-/usr/local/lib/bicyc}/gpu}
-part_mib=${PART_MIB:-40}
+part_mib=${PART_MIB:-42}
 carry=$root/.gpu-carry
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -63,18 +63,20 @@ for k in range(256):
 PY
 
 (cd "$stage" && find . -type f ! -name SHA256SUMS -print0 | sort -z | xargs -0 sha256sum >SHA256SUMS)
-log "compressing (xz -9; about a minute per 100 MB on two cores)"
+# gzip: the CUDA provider's kernels are compressed already (xz -6 and zstd -6 left
+# 72% of it, 165 and 167 MB; gzip about 75%), and every machine can unpack it.
+log "compressing"
 rm -rf "$carry"
 mkdir -p "$carry"
-tar -C "$stage" -cf - . | xz -9 -T0 >"$carry/check.tar.xz"
-split -b "${part_mib}M" -d -a 2 "$carry/check.tar.xz" "$carry/part"
+tar -C "$stage" -cf - . | gzip -6 >"$carry/check.tar.gz"
+split -b "${part_mib}M" -d -a 2 "$carry/check.tar.gz" "$carry/part"
 {
-	echo "whole $(sha256sum <"$carry/check.tar.xz" | cut -d' ' -f1) $(stat -c %s "$carry/check.tar.xz")"
+	echo "whole $(sha256sum <"$carry/check.tar.gz" | cut -d' ' -f1) $(stat -c %s "$carry/check.tar.gz")"
 	for p in "$carry"/part*; do
 		echo "part $(basename "$p") $(sha256sum <"$p" | cut -d' ' -f1)"
 	done
 } >"$carry/manifest"
-rm "$carry/check.tar.xz"
+rm "$carry/check.tar.gz"
 # One folder per call: each carries the manifest and one part.
 n=0
 for p in "$carry"/part*; do
