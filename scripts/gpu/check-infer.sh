@@ -20,7 +20,9 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 state=/tmp/bicyc-gpu
 out=${OUT:-$state/out}
 mkdir -p "$state/parts" "$out"
-exec > >(tee -a "$out/check.log") 2>&1
+# Everything below also goes to $OUT/check.log; the group runs in a subshell, so its exits
+# end it and the script exits with its status.
+{
 
 # Receive: a manifest that differs from the one held means a new pack; drop the old parts.
 for dir in "$root"/.gpu-carry/*/; do
@@ -130,3 +132,5 @@ for f in sorted(glob.glob(sys.argv[1] + "/doctor-*.json")):
             p.get("max_abs_diff"), p.get("max_rel_diff"), p.get("same_top1"), p.get("open_seconds", 0)))
 PY
 exit $status
+} 2>&1 | tee -a "$out/check.log"
+exit "${PIPESTATUS[0]}"
