@@ -6,10 +6,15 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 export CGO_LDFLAGS := -lopenblas
 CONFIG ?= configs/fmnist-t5.yaml
 
-.PHONY: setup build train test test-slurm bench vet
+.PHONY: setup setup-gpu build train test test-slurm bench vet
 
 setup:
 	bash scripts/setup.sh
+
+# ONNX Runtime's CUDA and TensorRT providers for bicyc-infer (docs/gpu.md);
+# never part of test's setup.
+setup-gpu: setup
+	bash scripts/setup-gpu.sh
 
 build: setup
 	$(GO) build -o bin/ ./cmd/...

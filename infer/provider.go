@@ -47,59 +47,57 @@ func ParseProvider(s string) (Provider, error) {
 }
 
 // startSessions loads every spec with the provider cfg asks for and returns
-// the sessions in spec order and the provider that runs them. For
-// ProviderAuto it writes one line to cfg.log naming the provider and why
-// faster ones were passed over.
+// the sessions in spec order and the provider that runs them. Unless the CPU
+// was asked for by name, it writes one start-up line to cfg.log naming the
+// ONNX Runtime version and the provider that runs the model; under
+// ProviderAuto the line also says why each faster provider was refused.
 func startSessions(cfg *config, specs []modelSpec) ([]*session, Provider, error) {
 	if cfg.provider != ProviderAuto {
 		sessions, err := loadWith(cfg.provider, cfg, specs)
 		if err == nil {
+			if cfg.provider != ProviderCPU {
+				fmt.Fprintln(cfg.log, startLine(cfg.provider, nil))
+			}
 			return sessions, cfg.provider, nil
 		}
 		if cfg.provider == ProviderCPU || errors.Is(err, ErrProviderUnavailable) {
 			return nil, "", err
 		}
 		// A GPU provider that registered but cannot create a session (no
-		// device, driver mismatch) looks like a broken model unless the CPU
-		// can load the same model: only then blame the provider.
+		// device, driver mismatch, a node it cannot run) looks like a broken
+		// model unless the CPU can load the same model: only then blame the
+		// provider.
 		cpu, cpuErr := loadWith(ProviderCPU, cfg, specs[:1])
 		destroyAll(cpu)
 		if cpuErr != nil {
 			return nil, "", cpuErr
 		}
-		return nil, "", unavailable(string(cfg.provider), err)
+		return nil, "", unavailable(cfg.provider, err)
 	}
 
-	var passed []string
+	var refused []string
 	for _, p := range autoOrder {
 		sessions, err := loadWith(p, cfg, specs)
 		if err == nil {
-			line := "infer: onnx runtime " + ort.GetVersion() + " runs on " + string(p)
-			if len(passed) > 0 {
-				line += " (" + strings.Join(passed, "; ") + ")"
-			}
-			fmt.Fprintln(cfg.log, line)
+			fmt.Fprintln(cfg.log, startLine(p, refused))
 			return sessions, p, nil
 		}
 		if p == ProviderCPU {
 			return nil, "", err
 		}
-		passed = append(passed, string(p)+": "+providerFailure(err))
+		refused = append(refused, string(p)+": "+providerFailure(err))
 	}
 	panic("infer: autoOrder does not end with ProviderCPU")
 }
 
-// providerFailure condenses why a provider could not run into a few words
-// for the ProviderAuto log line.
-func providerFailure(err error) string {
-	msg := err.Error()
-	if strings.Contains(msg, "Failed to load") {
-		return "not in this onnx runtime build (cpu-only library?)"
+// startLine is the start-up line: the ONNX Runtime version, the provider
+// that runs the model and why each faster one was refused.
+func startLine(p Provider, refused []string) string {
+	line := "infer: onnx runtime " + ort.GetVersion() + " runs on " + string(p)
+	if len(refused) > 0 {
+		line += " (" + strings.Join(refused, "; ") + ")"
 	}
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
-	return msg
+	return line
 }
 
 // loadWith loads every spec with provider p; on any failure it releases
@@ -150,6 +148,9 @@ func configureSession(opts *ort.SessionOptions, p Provider, cfg *config) error {
 	case ProviderCPU:
 		return nil
 	case ProviderTensorRT:
+		if err := gpuOnly(opts); err != nil {
+			return err
+		}
 		if err := appendTensorRT(opts, cfg); err != nil {
 			return err
 		}
@@ -157,9 +158,28 @@ func configureSession(opts *ort.SessionOptions, p Provider, cfg *config) error {
 		// CUDA keeps them on the GPU.
 		return appendCUDA(opts, ProviderTensorRT)
 	case ProviderCUDA:
+		if err := gpuOnly(opts); err != nil {
+			return err
+		}
 		return appendCUDA(opts, ProviderCUDA)
 	}
 	panic("infer: session options for unknown provider " + string(p))
+}
+
+// disableCPUFallback is ONNX Runtime's session configuration key
+// (onnxruntime_session_options_config_keys.h, kOrtSessionOptionsDisableCPUEPFallback)
+// that makes a node no GPU provider takes an error at session creation
+// instead of a silent run on the CPU.
+const disableCPUFallback = "session.disable_cpu_ep_fallback"
+
+// gpuOnly makes a session a GPU session in fact: a model that would run
+// partly on the CPU fails to load, so the provider reported is the one that
+// runs every node.
+func gpuOnly(opts *ort.SessionOptions) error {
+	if err := opts.AddSessionConfigEntry(disableCPUFallback, "1"); err != nil {
+		return fmt.Errorf("disabling the cpu fallback (%s): %w", disableCPUFallback, err)
+	}
+	return nil
 }
 
 // The option names below are ONNX Runtime's (onnxruntime docs,
@@ -170,7 +190,7 @@ func configureSession(opts *ort.SessionOptions, p Provider, cfg *config) error {
 func appendTensorRT(opts *ort.SessionOptions, cfg *config) error {
 	trt, err := ort.NewTensorRTProviderOptions()
 	if err != nil {
-		return unavailable("tensorrt", err)
+		return unavailable(ProviderTensorRT, err)
 	}
 	defer trt.Destroy()
 	settings := map[string]string{
@@ -182,10 +202,10 @@ func appendTensorRT(opts *ort.SessionOptions, cfg *config) error {
 		settings["trt_engine_cache_path"] = cfg.engineCache
 	}
 	if err := trt.Update(settings); err != nil {
-		return unavailable("tensorrt", err)
+		return unavailable(ProviderTensorRT, err)
 	}
 	if err := opts.AppendExecutionProviderTensorRT(trt); err != nil {
-		return unavailable("tensorrt", err)
+		return unavailable(ProviderTensorRT, err)
 	}
 	return nil
 }
@@ -193,23 +213,26 @@ func appendTensorRT(opts *ort.SessionOptions, cfg *config) error {
 func appendCUDA(opts *ort.SessionOptions, requested Provider) error {
 	cuda, err := ort.NewCUDAProviderOptions()
 	if err != nil {
-		return unavailable(string(requested), err)
+		return unavailable(requested, err)
 	}
 	defer cuda.Destroy()
-	if err := cuda.Update(map[string]string{"device_id": "0"}); err != nil {
-		return unavailable(string(requested)+": cuda", err)
+	// TF32 matrix products (ONNX Runtime's default on Ampere and newer GPUs)
+	// keep 10 mantissa bits: distances would drift from the CPU's in the
+	// fourth significant digit. These models are small enough that full
+	// float32 costs little.
+	if err := cuda.Update(map[string]string{"device_id": "0", "use_tf32": "0"}); err != nil {
+		return unavailable(requested, err)
 	}
 	if err := opts.AppendExecutionProviderCUDA(cuda); err != nil {
-		return unavailable(string(requested)+": cuda", err)
+		return unavailable(requested, err)
 	}
 	return nil
 }
 
-// unavailable wraps why provider stage failed in ErrProviderUnavailable,
-// with the fix.
-func unavailable(stage string, err error) error {
-	return fmt.Errorf("%w: %s: %v; it needs a GPU build of ONNX Runtime >= 1.24 with its provider libraries, CUDA and cuDNN "+
-		"(and TensorRT for tensorrt): set %s to it, or use the cpu provider", ErrProviderUnavailable, stage, err, LibraryPathEnv)
+// unavailable wraps why provider p cannot run, err from ONNX Runtime, in a
+// *providerError, which is an ErrProviderUnavailable.
+func unavailable(p Provider, err error) error {
+	return &providerError{provider: p, reason: providerFailure(err), err: err}
 }
 
 // boolOption spells a boolean the way ONNX Runtime's provider options parse

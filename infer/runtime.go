@@ -18,7 +18,7 @@ import (
 const LibraryPathEnv = "BICYC_ORT_LIB"
 
 // InstalledLibraryPath is where scripts/setup.sh installs the ONNX Runtime
-// shared library (CPU build 1.24.3, from the npm package pinned in
+// shared library (1.29.0, from the npm package pinned in
 // scripts/onnxruntime/package-lock.json).
 const InstalledLibraryPath = "/usr/local/lib/bicyc/libonnxruntime.so"
 
@@ -43,9 +43,9 @@ var (
 
 // runtimeFix is appended to every library error: it says how to get a
 // library that works.
-const runtimeFix = "run scripts/setup.sh (installs ONNX Runtime 1.24.3 into " +
+const runtimeFix = "run scripts/setup.sh (installs ONNX Runtime 1.29.0 into " +
 	InstalledLibraryPath + "), or set " + LibraryPathEnv +
-	" to a libonnxruntime.so of version >= " + bundle.MinRuntimeVersion + " (a GPU build of ONNX Runtime for the cuda and tensorrt providers)"
+	" to a libonnxruntime.so of version >= " + bundle.MinRuntimeVersion + " (a GPU build of ONNX Runtime, such as make setup-gpu installs, for the cuda and tensorrt providers)"
 
 // runtimeEnv is the process's single ONNX Runtime environment. onnxruntime_go
 // keeps the environment in package globals, so infer owns it here, once,
@@ -75,7 +75,7 @@ func DefaultLibraryPath() string {
 // library is a no-op; with a different library it returns
 // ErrRuntimeConflict, because one process can load only one. A failed call
 // leaves nothing initialised, so it can be retried (with another path, say).
-// It returns the ONNX Runtime version string, such as "1.24.3".
+// It returns the ONNX Runtime version string, such as "1.29.0".
 //
 // Errors wrap ErrRuntimeNotFound, ErrRuntimeTooOld or ErrRuntimeConflict and
 // say how to fix the installation.

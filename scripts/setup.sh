@@ -3,17 +3,19 @@
 #   - Debian packages: dataset-fashion-mnist (the default data), libopenblas-dev
 #     (BLAS for gorgonia, linked by cgo), gcc (cgo), nodejs + npm (only to fetch the
 #     pinned ONNX Runtime library), python3-onnx (tests validate exported ONNX with it);
-#   - the ONNX Runtime shared library, CPU build, 1.24.3, from the npm package
-#     onnxruntime-node pinned by scripts/onnxruntime/package-lock.json (install scripts
-#     ignored: they would download CUDA parts), installed as
-#     $BICYC_ORT_DIR/libonnxruntime.so (default /usr/local/lib/bicyc);
+#   - the ONNX Runtime shared library 1.29.0 (the core: CPU provider, and the hooks that load
+#     the GPU providers of `make setup-gpu`), from the npm package onnxruntime-node pinned by
+#     scripts/onnxruntime/package-lock.json (install scripts ignored: they would download
+#     CUDA parts), checked against scripts/onnxruntime/SHA256SUMS, installed as
+#     $BICYC_ORT_DIR/libonnxruntime.so (default /usr/local/lib/bicyc); an older version
+#     installed there is removed;
 #   - the Go modules in go.sum.
 # Go itself (>= 1.26, from go.mod) must already be on PATH or in /usr/local/go.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 ort_dir=${BICYC_ORT_DIR:-/usr/local/lib/bicyc}
-ort_version=1.24.3
+ort_version=1.29.0
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 
@@ -40,7 +42,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 	DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# ONNX Runtime shared library.
+# ONNX Runtime shared library: installed unless this version is there, then
+# every other version beside it removed, so the symlink and the files agree.
 if [ ! -f "$ort_dir/libonnxruntime.so.$ort_version" ]; then
 	log "installing ONNX Runtime $ort_version into $ort_dir"
 	work=$(mktemp -d)
@@ -49,10 +52,20 @@ if [ ! -f "$ort_dir/libonnxruntime.so.$ort_version" ]; then
 	(cd "$work" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
 	lib="$work/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1"
 	[ -f "$lib" ] || { log "ONNX Runtime library not found in the npm package at $lib"; exit 1; }
+	cp "$lib" "$work/libonnxruntime.so.$ort_version"
+	(cd "$work" && grep " libonnxruntime.so.$ort_version\$" "$root/scripts/onnxruntime/SHA256SUMS" | sha256sum --check --quiet) ||
+		{ log "libonnxruntime.so.$ort_version does not match scripts/onnxruntime/SHA256SUMS"; exit 1; }
 	"${sudo_cmd[@]}" mkdir -p "$ort_dir"
-	"${sudo_cmd[@]}" install -m 0644 "$lib" "$ort_dir/libonnxruntime.so.$ort_version"
-	"${sudo_cmd[@]}" ln -sf "libonnxruntime.so.$ort_version" "$ort_dir/libonnxruntime.so"
+	"${sudo_cmd[@]}" install -m 0644 "$work/libonnxruntime.so.$ort_version" "$ort_dir/libonnxruntime.so.$ort_version"
 fi
+if [ "$(readlink "$ort_dir/libonnxruntime.so" || true)" != "libonnxruntime.so.$ort_version" ]; then
+	"${sudo_cmd[@]}" ln -sfn "libonnxruntime.so.$ort_version" "$ort_dir/libonnxruntime.so"
+fi
+for old in "$ort_dir"/libonnxruntime.so.*; do
+	[ -e "$old" ] && [ "$old" != "$ort_dir/libonnxruntime.so.$ort_version" ] || continue
+	log "removing $old (bicyc now uses ONNX Runtime $ort_version)"
+	"${sudo_cmd[@]}" rm -f "$old"
+done
 
 # Go toolchain and modules.
 if ! command -v go >/dev/null; then

@@ -207,7 +207,8 @@ Flags fall back to BICYC_* environment variables (named in each flag's help), th
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object per image instead of a table")
 	cmd.Flags().IntVar(&opts.batch, "batch", 16, "images per ONNX Runtime call")
 	opts.collect.addFlags(cmd.Flags())
-	cmd.AddCommand(newServeCmd(&opts.model, stderr), newAddClassesCmd(&opts.model, stdout), newCalibrateCmd(&opts.model, stdout))
+	cmd.AddCommand(newServeCmd(&opts.model, stderr), newAddClassesCmd(&opts.model, stdout), newCalibrateCmd(&opts.model, stdout),
+		newDoctorCmd(&opts.model, stdout, stderr))
 	return cmd
 }
 
