@@ -27,8 +27,9 @@ func validateTables(t gauss.ClassifierTables) error {
 	return checkValues("classifier bias", t.Bias, t.K)
 }
 
-// Classifier returns classifier.onnx for the tables of gauss.Classifier
-// (t.Tables()), which define the score of class c (smaller is closer):
+// Classifier returns a self-contained classifier.onnx for the tables of
+// gauss.Classifier (t.Tables()), which define the score of class c (smaller
+// is closer):
 //
 //	zh         = z / max(||z||_2, 1e-12)      if t.Normalize, else z
 //	score_c(z) = || W_c (zh - m_c) ||^2 + b_c
@@ -36,54 +37,83 @@ func validateTables(t gauss.ClassifierTables) error {
 // The model maps input bundle.TensorFeatures [N,S] -> output
 // bundle.TensorScores [N,K], column c the score of class c of the tables;
 // ranking the scores is the reader's (package infer). The graph evaluates
-// all classes with one Gemm:
+// the expanded form of gauss.QuadraticTables, all classes in one Gemm whose
+// output is the scores themselves:
 //
-//	y      = zh Wall^T - vec(W_c m_c)     Wall = W stacked to [K*S, S]
-//	scores = ReduceSum_S(Reshape(y, [N,K,S])^2) + b
+//	u      = zh - center
+//	phi    = Concat(Gather(Reshape(u ⊗ u, [N, S*S]), upper pairs), u)   [N, D]
+//	scores = Gemm(phi, Coef^T) + Const                                  [N, K]
 //
-// Errors wrap ErrState.
+// with D = S(S+1)/2 + S: 2*N*K*D FLOPs, about half of the factored form's
+// 2*N*K*S^2, and no [N, K*S] intermediate. ClassifierFiles writes the same
+// graph with Coef in a file of its own. Errors wrap ErrState.
 func Classifier(t gauss.ClassifierTables) ([]byte, error) {
-	g := newGraph("bicyc_classifier")
-	z := g.input(bundle.TensorFeatures, elemFloat, batchDim, t.S)
-	if err := addClassifier(g, z, t); err != nil {
+	if err := validateTables(t); err != nil {
 		return nil, err
 	}
-	g.output(bundle.TensorScores, elemFloat, batchDim, t.K)
-	return marshalModel(g.model(fmt.Sprintf("bicyc Gaussian classifier: features [N,%d] -> scores [N,%d], smaller is closer", t.S, t.K)))
+	return classifierGraph(t.Quadratic(), "")
 }
 
-// addClassifier appends the scoring graph to g, reading features z [N,S]
-// and writing bundle.TensorScores.
-func addClassifier(g *graph, z string, t gauss.ClassifierTables) error {
+// classifierGraph builds classifier.onnx from q, with Coef as external data
+// in location when location is not empty.
+func classifierGraph(q gauss.QuadraticTables, location string) ([]byte, error) {
+	g := newGraph("bicyc_classifier")
+	z := g.input(bundle.TensorFeatures, elemFloat, batchDim, q.S)
+	addClassifier(g, z, q, location)
+	g.output(bundle.TensorScores, elemFloat, batchDim, q.K)
+	return marshalModel(g.model(fmt.Sprintf("bicyc Gaussian classifier: features [N,%d] -> scores [N,%d], smaller is closer", q.S, q.K)))
+}
+
+// ClassifierFiles returns the classifier's files of a model directory for
+// tables t and the directory's backbone.onnx: classifier.onnx
+// (bundle.ClassifierFile, as Classifier), model.onnx (bundle.ModelFile,
+// backbone and classifier fused as ModelFromBackbone) and
+// bundle.ClassifierDataFile, the [K, D] Coef matrix of
+// gauss.QuadraticTables as raw little-endian float32, which both graphs
+// read as ONNX external data. The class table is so stored once, and no
+// graph comes near protobuf's 2 GB limit however many classes there are.
+// Errors wrap ErrState or ErrONNX.
+func ClassifierFiles(t gauss.ClassifierTables, backbone []byte) (map[string][]byte, error) {
 	if err := validateTables(t); err != nil {
-		return err
+		return nil, err
 	}
-	if t.Normalize {
+	q := t.Quadratic()
+	files := map[string][]byte{bundle.ClassifierDataFile: float32Bytes(q.Coef)}
+	var err error
+	if files[bundle.ClassifierFile], err = classifierGraph(q, bundle.ClassifierDataFile); err != nil {
+		return nil, err
+	}
+	if files[bundle.ModelFile], err = fuseClassifier(backbone, q, bundle.ClassifierDataFile); err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+// addClassifier appends the scoring graph of q to g, reading features z
+// [N,S] and writing bundle.TensorScores. With location set, Coef is
+// external data in that file.
+func addClassifier(g *graph, z string, q gauss.QuadraticTables, location string) {
+	s := q.S
+	if q.Normalize {
 		norm := g.op("ReduceL2", "classifier.norm", []string{z}, attrInts("axes", 1), attrInt("keepdims", 1))
 		eps := g.floats("classifier.norm_eps", nil, []float32{gauss.NormEpsilon})
 		norm = g.op("Max", "classifier.norm_clamped", []string{norm, eps})
 		z = g.op("Div", "classifier.features_normalized", []string{z, norm})
 	}
-	// offset[c,i] = sum_j W_c[i,j] m_c[j], in float64 so the subtraction in
-	// the graph is the only float32 rounding of the mean term.
-	offset := make([]float32, t.K*t.S)
-	for c := range t.K {
-		for i := range t.S {
-			row := t.Whiten[(c*t.S+i)*t.S : (c*t.S+i+1)*t.S]
-			mean := t.Means[c*t.S : (c+1)*t.S]
-			var sum float64
-			for j, w := range row {
-				sum += float64(w) * float64(mean[j])
-			}
-			offset[c*t.S+i] = float32(-sum)
-		}
+	u := g.op("Sub", "classifier.centered", []string{z, g.floats("classifier.center", []int{s}, q.Center)})
+	col := g.op("Unsqueeze", "classifier.centered_column", []string{u, g.ints("classifier.axis_2", []int{1}, 2)})
+	row := g.op("Unsqueeze", "classifier.centered_row", []string{u, g.ints("classifier.axis_1", []int{1}, 1)})
+	outer := g.op("Mul", "classifier.outer", []string{col, row})
+	outer = g.op("Reshape", "classifier.outer_flat", []string{outer, g.ints("classifier.outer_shape", []int{2}, -1, int64(s*s))})
+	pairs := gauss.UpperPairs(s)
+	upper := g.op("Gather", "classifier.outer_upper", []string{outer, g.ints("classifier.upper_pairs", []int{len(pairs)}, pairs...)}, attrInt("axis", 1))
+	phi := g.op("Concat", "classifier.quadratic_features", []string{upper, u}, attrInt("axis", 1))
+	shape := []int{q.K, gauss.QuadraticDim(s)}
+	var coef string
+	if location == "" {
+		coef = g.floats("classifier.coef", shape, q.Coef)
+	} else {
+		coef = g.external("classifier.coef", shape, location, int64(4*len(q.Coef)))
 	}
-	w := g.floats("classifier.whiten", []int{t.K * t.S, t.S}, t.Whiten)
-	off := g.floats("classifier.neg_whitened_means", []int{t.K * t.S}, offset)
-	y := g.op("Gemm", "classifier.whitened", []string{z, w, off}, attrInt("transB", 1))
-	y = g.op("Reshape", "classifier.whitened_per_class", []string{y, g.ints("classifier.per_class_shape", []int{3}, -1, int64(t.K), int64(t.S))})
-	sq := g.op("Mul", "classifier.squared", []string{y, y})
-	sum := g.op("ReduceSum", "classifier.distance", []string{sq, g.ints("classifier.sum_axes", []int{1}, 2)}, attrInt("keepdims", 0))
-	g.op("Add", bundle.TensorScores, []string{sum, g.floats("classifier.bias", []int{t.K}, t.Bias)})
-	return nil
+	g.op("Gemm", bundle.TensorScores, []string{phi, coef, g.floats("classifier.const", []int{q.K}, q.Const)}, attrInt("transB", 1))
 }

@@ -24,6 +24,15 @@ var ErrONNX = errors.New("unusable onnx model")
 // AddClasses). The tables' S must be the backbone's feature dim. Errors
 // wrap ErrONNX or ErrState.
 func ModelFromBackbone(backbone []byte, t gauss.ClassifierTables) ([]byte, error) {
+	if err := validateTables(t); err != nil {
+		return nil, err
+	}
+	return fuseClassifier(backbone, t.Quadratic(), "")
+}
+
+// fuseClassifier appends the classifier graph of q to backbone.onnx, with
+// Coef as external data in location when location is not empty.
+func fuseClassifier(backbone []byte, q gauss.QuadraticTables, location string) ([]byte, error) {
 	var m onnxpb.ModelProto
 	if err := proto.Unmarshal(backbone, &m); err != nil {
 		return nil, fmt.Errorf("%w: backbone: %v", ErrONNX, err)
@@ -36,8 +45,8 @@ func ModelFromBackbone(backbone []byte, t gauss.ClassifierTables) ([]byte, error
 		len(src.GetOutput()) != 1 || src.GetOutput()[0].GetName() != bundle.TensorFeatures {
 		return nil, fmt.Errorf("%w: backbone: want one input %q and one output %q", ErrONNX, bundle.TensorImage, bundle.TensorFeatures)
 	}
-	if dims := src.GetOutput()[0].GetType().GetTensorType().GetShape().GetDim(); len(dims) != 2 || dims[1].GetDimValue() != int64(t.S) {
-		return nil, fmt.Errorf("%w: backbone features are not [N,%d], the classifier tables' dim", ErrState, t.S)
+	if dims := src.GetOutput()[0].GetType().GetTensorType().GetShape().GetDim(); len(dims) != 2 || dims[1].GetDimValue() != int64(q.S) {
+		return nil, fmt.Errorf("%w: backbone features are not [N,%d], the classifier tables' dim", ErrState, q.S)
 	}
 	g := newGraph("bicyc_model")
 	g.inputs = src.GetInput()
@@ -58,9 +67,7 @@ func ModelFromBackbone(backbone []byte, t gauss.ClassifierTables) ([]byte, error
 	if !g.taken[bundle.TensorFeatures] {
 		return nil, fmt.Errorf("%w: backbone: no node computes %q", ErrONNX, bundle.TensorFeatures)
 	}
-	if err := addClassifier(g, bundle.TensorFeatures, t); err != nil {
-		return nil, err
-	}
-	g.output(bundle.TensorScores, elemFloat, batchDim, t.K)
-	return marshalModel(g.model(fmt.Sprintf("%s + Gaussian classifier: image -> scores [N,%d], smaller is closer", src.GetName(), t.K)))
+	addClassifier(g, bundle.TensorFeatures, q, location)
+	g.output(bundle.TensorScores, elemFloat, batchDim, q.K)
+	return marshalModel(g.model(fmt.Sprintf("%s + Gaussian classifier: image -> scores [N,%d], smaller is closer", src.GetName(), q.K)))
 }

@@ -306,7 +306,7 @@ func TestExportIsDeterministicAndDeclaresBatchDim(t *testing.T) {
 	}
 	allowed := map[string]bool{"Conv": true, "Gemm": true, "Relu": true, "MaxPool": true, "GlobalAveragePool": true,
 		"Erf": true, "Mul": true, "Add": true, "Div": true, "Reshape": true, "ReduceSum": true, "ReduceL2": true,
-		"Max": true}
+		"Max": true, "Sub": true, "Unsqueeze": true, "Gather": true, "Concat": true}
 	for _, n := range m.GetGraph().GetNode() {
 		if !allowed[n.GetOpType()] {
 			t.Errorf("operator %s is outside the TensorRT-supported set", n.GetOpType())
