@@ -34,6 +34,10 @@ type options struct {
 	procs           int
 	torch           bool
 	photo           image.Point
+	// classes, when set, sweeps class counts instead (runClasses).
+	classes      []int
+	csv, workDir string
+	addBin       string
 }
 
 func main() {
@@ -54,7 +58,18 @@ func main() {
 		_, err := fmt.Sscanf(v, "%dx%d", &o.photo.X, &o.photo.Y)
 		return err
 	})
+	flag.Func("classes", "N,N,...: grow the model to these class counts with add-classes and measure each (implies --torch=false)", func(v string) error {
+		var err error
+		o.classes, err = parseClasses(v)
+		return err
+	})
+	flag.StringVar(&o.csv, "csv", "", "with --classes: also write the measurements to this CSV file")
+	flag.StringVar(&o.addBin, "add-bin", "", "with --classes: add classes with this bicyc-infer's add-classes command (e.g. an older build) instead of this build's infer.AddClasses")
+	flag.StringVar(&o.workDir, "work-dir", "", "with --classes: where the grown models are written (default the system's temp dir)")
 	flag.Parse()
+	if o.classes != nil {
+		o.torch = false
+	}
 	if err := run(o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/infer:", err)
 		os.Exit(1)
@@ -100,6 +115,9 @@ func (o options) validate() error {
 func run(o options, out io.Writer) error {
 	if err := o.validate(); err != nil {
 		return err
+	}
+	if o.classes != nil {
+		return runClasses(o, out)
 	}
 	tmp, err := os.MkdirTemp("", "bicyc-bench-infer-")
 	if err != nil {
