@@ -3,8 +3,8 @@ package export
 import (
 	"cmp"
 	"math"
-	"slices"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	ort "github.com/yalue/onnxruntime_go"
