@@ -52,6 +52,8 @@ type classCount struct {
 	dirBytes   int64
 	p50, p99   []float64 // microseconds, per round
 	throughput []float64 // img/s, per round
+	cpuPerCall []float64 // CPU microseconds per batch-1 call, per round
+	cpuTput    []float64 // images per CPU-second at the batch size, per round
 	wall       []float64 // whole-process ms, per run
 	procRSS    []float64 // whole-process peak RSS bytes, per run
 	peakRSS    int64     // in-process peak RSS after opening this model
@@ -266,7 +268,7 @@ func (r *classCount) measure(o options, dir string, imgs []image.Image, one stri
 			return err
 		}
 	}
-	r.p50, r.p99, r.throughput = s.p50, s.p99, s.throughput
+	r.p50, r.p99, r.throughput, r.cpuPerCall, r.cpuTput = s.p50, s.p99, s.throughput, s.cpuPerCall, s.cpuThroughput
 	r.peakRSS, err = compare.PeakRSS()
 	c.Close()
 	if err != nil {
@@ -307,8 +309,8 @@ func dirSize(dir string) (int64, error) {
 func writeClasses(out io.Writer, o options, rows []*classCount) {
 	fmt.Fprintf(out, "# bicyc inference by class count (%d intra-op thread(s), batch %d, %d rounds, %d processes; medians)\n\n",
 		o.threads, o.batch, o.rounds, o.procs)
-	t := compare.Table{Header: []string{"classes", "p50 batch 1 (us)", "p99 batch 1 (us)", fmt.Sprintf("batch %d (img/s)", o.batch),
-		"bicyc-infer one.png (ms)", "process peak RSS (MB)", "in-process peak RSS (MB)", "directory (MB)", "KB per added class",
+	t := compare.Table{Header: []string{"classes", "p50 batch 1 (us)", "p99 batch 1 (us)", "CPU per batch-1 call (us)",
+		fmt.Sprintf("batch %d (img/s)", o.batch), fmt.Sprintf("batch %d (img per CPU-s)", o.batch), "bicyc-infer one.png (ms)", "process peak RSS (MB)", "in-process peak RSS (MB)", "directory (MB)", "KB per added class",
 		"add-classes (s)", "load before / after"}}
 	for i, r := range rows {
 		perClass, add := "-", "-"
@@ -320,19 +322,21 @@ func writeClasses(out io.Writer, o options, rows []*classCount) {
 			add = fmt.Sprintf("%.1f (%d -> %d)", r.addSeconds, r.addedFrom, r.classes)
 		}
 		t.Add(fmt.Sprint(r.classes), fmt.Sprintf("%.0f", compare.Median(r.p50)), fmt.Sprintf("%.0f", compare.Median(r.p99)),
-			fmt.Sprintf("%.0f", compare.Median(r.throughput)), fmt.Sprintf("%.0f", compare.Median(r.wall)),
+			fmt.Sprintf("%.0f", compare.Median(r.cpuPerCall)), fmt.Sprintf("%.0f", compare.Median(r.throughput)),
+			fmt.Sprintf("%.0f", compare.Median(r.cpuTput)), fmt.Sprintf("%.0f", compare.Median(r.wall)),
 			fmt.Sprintf("%.0f", compare.Median(r.procRSS)/1e6), fmt.Sprintf("%.0f", compare.MB(r.peakRSS)),
 			fmt.Sprintf("%.1f", compare.MB(r.dirBytes)), perClass, add, r.load[0]+" / "+r.load[1])
 	}
 	t.Write(out)
 
 	fmt.Fprintf(out, "\n## Shortlist (infer.WithShortlist: %d classes scored exactly)\n\n", bundle.ShortlistSize)
-	st := compare.Table{Header: []string{"classes", "p50 batch 1 (us)", "p99 batch 1 (us)", fmt.Sprintf("batch %d (img/s)", o.batch),
-		"in-process peak RSS (MB)", "top-1 = exact", "top-k = exact", "load before / after"}}
+	st := compare.Table{Header: []string{"classes", "p50 batch 1 (us)", "p99 batch 1 (us)", "CPU per batch-1 call (us)",
+		fmt.Sprintf("batch %d (img/s)", o.batch), fmt.Sprintf("batch %d (img per CPU-s)", o.batch), "in-process peak RSS (MB)", "top-1 = exact", "top-k = exact", "load before / after"}}
 	for _, r := range rows {
 		if s := r.shortlist; s != nil {
 			st.Add(fmt.Sprint(r.classes), fmt.Sprintf("%.0f", compare.Median(s.p50)), fmt.Sprintf("%.0f", compare.Median(s.p99)),
-				fmt.Sprintf("%.0f", compare.Median(s.throughput)), fmt.Sprintf("%.0f", compare.MB(s.peakRSS)),
+				fmt.Sprintf("%.0f", compare.Median(s.cpuPerCall)), fmt.Sprintf("%.0f", compare.Median(s.throughput)),
+				fmt.Sprintf("%.0f", compare.Median(s.cpuTput)), fmt.Sprintf("%.0f", compare.MB(s.peakRSS)),
 				fmt.Sprintf("%.2f%%", 100*r.top1), fmt.Sprintf("%.2f%%", 100*r.topK), s.load[0]+" / "+s.load[1])
 		}
 	}
@@ -345,15 +349,15 @@ func writeClassesCSV(path string, rows []*classCount) error {
 		return err
 	}
 	w := csv.NewWriter(f)
-	w.Write([]string{"classes", "mode", "p50_us", "p99_us", "throughput_img_s", "process_ms", "process_peak_rss_bytes",
+	w.Write([]string{"classes", "mode", "p50_us", "p99_us", "cpu_us_per_call", "throughput_img_s", "throughput_img_per_cpu_s", "process_ms", "process_peak_rss_bytes",
 		"inprocess_peak_rss_bytes", "dir_bytes", "add_seconds", "added_from", "top1_agreement", "topk_agreement", "load_before", "load_after"})
 	for _, r := range rows {
 		w.Write([]string{fmt.Sprint(r.classes), "exact", fmt.Sprint(compare.Median(r.p50)), fmt.Sprint(compare.Median(r.p99)),
-			fmt.Sprint(compare.Median(r.throughput)), fmt.Sprint(compare.Median(r.wall)), fmt.Sprint(compare.Median(r.procRSS)),
+			fmt.Sprint(compare.Median(r.cpuPerCall)), fmt.Sprint(compare.Median(r.throughput)), fmt.Sprint(compare.Median(r.cpuTput)), fmt.Sprint(compare.Median(r.wall)), fmt.Sprint(compare.Median(r.procRSS)),
 			fmt.Sprint(r.peakRSS), fmt.Sprint(r.dirBytes), fmt.Sprint(r.addSeconds), fmt.Sprint(r.addedFrom), "1", "1", r.load[0], r.load[1]})
 		if s := r.shortlist; s != nil {
 			w.Write([]string{fmt.Sprint(r.classes), "shortlist", fmt.Sprint(compare.Median(s.p50)), fmt.Sprint(compare.Median(s.p99)),
-				fmt.Sprint(compare.Median(s.throughput)), "", "", fmt.Sprint(s.peakRSS), fmt.Sprint(r.dirBytes), "", "",
+				fmt.Sprint(compare.Median(s.cpuPerCall)), fmt.Sprint(compare.Median(s.throughput)), fmt.Sprint(compare.Median(s.cpuTput)), "", "", fmt.Sprint(s.peakRSS), fmt.Sprint(r.dirBytes), "", "",
 				fmt.Sprint(r.top1), fmt.Sprint(r.topK), s.load[0], s.load[1]})
 		}
 	}

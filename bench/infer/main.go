@@ -81,9 +81,13 @@ type side struct {
 	name       string
 	p50, p99   []float64 // microseconds, one per round
 	throughput []float64 // images per second, one per round
-	wall       []float64 // whole-process milliseconds, one per run
-	cpu        []float64 // whole-process user+system CPU milliseconds, one per run
-	procRSS    []float64 // whole-process peak RSS in bytes, one per run
+	// cpuPerCall (microseconds) and cpuThroughput (images per CPU-second)
+	// are the same rounds by this process's CPU time, which depends far
+	// less than wall time on what else a shared machine runs; ours only.
+	cpuPerCall, cpuThroughput []float64
+	wall                      []float64 // whole-process milliseconds, one per run
+	cpu                       []float64 // whole-process user+system CPU milliseconds, one per run
+	procRSS                   []float64 // whole-process peak RSS in bytes, one per run
 	// peakRSS is the in-process peak RSS of the benchmark process in bytes:
 	// ours is this process after setup (compare.ResetPeakRSS), PyTorch's
 	// the worker's whole life.
@@ -459,6 +463,10 @@ func (s *side) measure(c *infer.Classifier, imgs []image.Image, o options) error
 		}
 	}
 	lat := make([]float64, o.calls)
+	cpu0, err := compare.CPUTime()
+	if err != nil {
+		return err
+	}
 	for i := range lat {
 		start := time.Now()
 		if _, err := c.Classify(img); err != nil {
@@ -466,20 +474,32 @@ func (s *side) measure(c *infer.Classifier, imgs []image.Image, o options) error
 		}
 		lat[i] = float64(time.Since(start).Nanoseconds()) / 1e3
 	}
+	cpu1, err := compare.CPUTime()
+	if err != nil {
+		return err
+	}
 	s.p50 = append(s.p50, compare.Percentile(lat, 50))
 	s.p99 = append(s.p99, compare.Percentile(lat, 99))
+	s.cpuPerCall = append(s.cpuPerCall, float64((cpu1-cpu0).Microseconds())/float64(o.calls))
 
 	batch := imgs[:o.batch]
 	if _, err := c.ClassifyBatch(batch); err != nil {
 		return err
 	}
 	start := time.Now()
+	if cpu0, err = compare.CPUTime(); err != nil {
+		return err
+	}
 	for range o.reps {
 		if _, err := c.ClassifyBatch(batch); err != nil {
 			return err
 		}
 	}
 	s.throughput = append(s.throughput, float64(o.reps*o.batch)/time.Since(start).Seconds())
+	if cpu1, err = compare.CPUTime(); err != nil {
+		return err
+	}
+	s.cpuThroughput = append(s.cpuThroughput, float64(o.reps*o.batch)/(cpu1-cpu0).Seconds())
 	return nil
 }
 
