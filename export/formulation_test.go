@@ -58,6 +58,20 @@ func factoredClassifier(t gauss.ClassifierTables) ([]byte, error) {
 	return marshalModel(g.model("factored classifier"))
 }
 
+// bothForms returns classifier.onnx of t in the expanded form (Classifier)
+// and in the factored form it replaced.
+func bothForms(tb testing.TB, t gauss.ClassifierTables) (expanded, factored []byte) {
+	tb.Helper()
+	expanded, err := Classifier(t)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if factored, err = factoredClassifier(t); err != nil {
+		tb.Fatal(err)
+	}
+	return expanded, factored
+}
+
 // fashionFeatures returns 64-dim features (the default model's S) of all
 // 10,000 Fashion-MNIST test images from a random convnet, their labels, and
 // classifier tables of the 10 classes estimated from the first 300 images
@@ -105,14 +119,7 @@ func TestExpandedFormMatchesFactored(t *testing.T) {
 	} {
 		feats, _, tables := fashionFeatures(t, opts)
 		n, k := len(feats)/tables.S, tables.K
-		expanded, err := Classifier(tables)
-		if err != nil {
-			t.Fatal(err)
-		}
-		factored, err := factoredClassifier(tables)
-		if err != nil {
-			t.Fatal(err)
-		}
+		expanded, factored := bothForms(t, tables)
 		run := func(model []byte) []float32 {
 			return runModel(t, model, []string{bundle.TensorFeatures}, [][]float32{feats}, [][]int64{{int64(n), int64(tables.S)}},
 				[]string{bundle.TensorScores})[0].([]float32)
@@ -176,14 +183,7 @@ func BenchmarkClassifierStage(b *testing.B) {
 		feats[i] = float32(rng.NormFloat64())
 	}
 	d := gauss.QuadraticDim(s)
-	expanded, err := Classifier(tables)
-	if err != nil {
-		b.Fatal(err)
-	}
-	factored, err := factoredClassifier(tables)
-	if err != nil {
-		b.Fatal(err)
-	}
+	expanded, factored := bothForms(b, tables)
 	gemm := newGraph("gemm")
 	x := gemm.input("x", elemFloat, batchDim, d)
 	gemm.op("Gemm", bundle.TensorScores, []string{x, gemm.floats("w", []int{k, d}, make([]float32, k*d))}, attrInt("transB", 1))

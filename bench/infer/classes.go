@@ -74,16 +74,11 @@ type classCount struct {
 // `bicyc-infer one.png` wall time and peak RSS, the benchmark process's
 // peak RSS with the model open, and the directory's size.
 func runClasses(o options, out io.Writer) error {
-	tmp, err := os.MkdirTemp(o.workDir, "bicyc-bench-classes-")
+	tmp, err := workspace(&o, o.workDir, "bicyc-bench-classes-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if o.bin == "" {
-		if o.bin, err = buildInfer(tmp); err != nil {
-			return err
-		}
-	}
 	imageDir := filepath.Join(tmp, "images")
 	imgs, err := writeImages(imageDir, sweepImages, image.Point{})
 	if err != nil {

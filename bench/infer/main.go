@@ -123,16 +123,11 @@ func run(o options, out io.Writer) error {
 	if o.classes != nil {
 		return runClasses(o, out)
 	}
-	tmp, err := os.MkdirTemp("", "bicyc-bench-infer-")
+	tmp, err := workspace(&o, "", "bicyc-bench-infer-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if o.bin == "" {
-		if o.bin, err = buildInfer(tmp); err != nil {
-			return err
-		}
-	}
 	imageDir := filepath.Join(tmp, "images")
 	imgs, err := writeImages(imageDir, o.batch, o.photo)
 	if err != nil {
@@ -195,6 +190,23 @@ func run(o options, out io.Writer) error {
 	}
 	writeReport(out, o, c, reportRun{ours: ours, torch: torch, images: len(imgs), load: [2]string{loadStart, loadEnd}})
 	return nil
+}
+
+// workspace makes the run's temporary directory in parent (the system's
+// temp dir when empty) and builds bicyc-infer into it unless o.bin names
+// one. The caller removes the directory.
+func workspace(o *options, parent, pattern string) (string, error) {
+	tmp, err := os.MkdirTemp(parent, pattern)
+	if err != nil {
+		return "", err
+	}
+	if o.bin == "" {
+		if o.bin, err = buildInfer(tmp); err != nil {
+			os.RemoveAll(tmp)
+			return "", err
+		}
+	}
+	return tmp, nil
 }
 
 // buildInfer builds cmd/bicyc-infer into dir and returns its path.
