@@ -60,7 +60,7 @@ func classifierGraph(q gauss.QuadraticTables, location string) ([]byte, error) {
 	g := newGraph("bicyc_classifier")
 	z := g.input(bundle.TensorFeatures, elemFloat, batchDim, q.S)
 	addClassifier(g, z, q, location)
-	outputs(g, q.K)
+	g.output(bundle.TensorScores, elemFloat, batchDim, q.K)
 	return marshalModel(g.model(fmt.Sprintf("bicyc Gaussian classifier: features [N,%d] -> scores [N,%d], smaller is closer", q.S, q.K)))
 }
 
@@ -89,14 +89,6 @@ func ClassifierFiles(t gauss.ClassifierTables, backbone []byte) (map[string][]by
 	return files, nil
 }
 
-// outputs declares the scores outputs addClassifier wrote for k classes.
-func outputs(g *graph, k int) {
-	g.output(bundle.TensorScores, elemFloat, batchDim, k)
-	if k > bundle.ShortlistSize {
-		g.output(bundle.TensorScoresShortlist, elemFloat, batchDim, k)
-	}
-}
-
 // addClassifier appends the scoring graph of q to g, reading features z
 // [N,S] and writing bundle.TensorScores. With location set, Coef is
 // external data in that file.
@@ -123,48 +115,5 @@ func addClassifier(g *graph, z string, q gauss.QuadraticTables, location string)
 	} else {
 		coef = g.external("classifier.coef", shape, location, int64(4*len(q.Coef)))
 	}
-	constant := g.floats("classifier.const", []int{q.K}, q.Const)
-	g.op("Gemm", bundle.TensorScores, []string{phi, coef, constant}, attrInt("transB", 1))
-	if q.K > bundle.ShortlistSize {
-		addShortlist(g, u, phi, coef, constant, q)
-	}
-}
-
-// addShortlist appends bundle.TensorScoresShortlist: a cheaper score, the
-// classes' linear terms and the diagonal of their quadratic forms,
-//
-//	cheap_c = sum_i P_c[i][i] u_i^2 - 2 u . P_c m'_c + Const_c
-//
-// one [N, 2S] x [2S, K] Gemm, picks the bundle.ShortlistSize classes of
-// smallest cheap score (TopK); only their rows of Coef are read (Gather)
-// and scored exactly (batched MatMul), and the other classes get
-// max(cheap_c, the largest exact score of the row), ScatterElements
-// putting the exact scores in their columns. At batch 1 this reads about
-// (2S + ShortlistSize*D/K) floats per class instead of D.
-func addShortlist(g *graph, u, phi, coef, constant string, q gauss.QuadraticTables) {
-	s, d := q.S, gauss.QuadraticDim(q.S)
-	cheap := make([]float32, 0, q.K*2*s)
-	for c := range q.K {
-		row := q.Coef[c*d : (c+1)*d]
-		n := 0
-		for i := range s {
-			cheap = append(cheap, row[n])
-			n += s - i
-		}
-		cheap = append(cheap, row[d-s:]...)
-	}
-	sq := g.op("Mul", "shortlist.squared", []string{u, u})
-	lin := g.op("Concat", "shortlist.features", []string{sq, u}, attrInt("axis", 1))
-	cheapScores := g.op("Gemm", "shortlist.cheap_scores", []string{lin, g.floats("shortlist.coef", []int{q.K, 2 * s}, cheap), constant}, attrInt("transB", 1))
-	top := g.node("TopK", []string{cheapScores, g.ints("shortlist.size", []int{1}, bundle.ShortlistSize)},
-		[]string{"shortlist.cheap_best", "shortlist.classes"}, attrInt("axis", 1), attrInt("largest", 0), attrInt("sorted", 1))
-	classes := top[1]
-	rows := g.op("Gather", "shortlist.coef_rows", []string{coef, classes}, attrInt("axis", 0))
-	col := g.op("Unsqueeze", "shortlist.features_column", []string{phi, g.ints("shortlist.axis_2", []int{1}, 2)})
-	exact := g.op("MatMul", "shortlist.quadratic", []string{rows, col})
-	exact = g.op("Squeeze", "shortlist.quadratic_flat", []string{exact, g.ints("shortlist.squeeze_axis", []int{1}, 2)})
-	exact = g.op("Add", "shortlist.exact_scores", []string{exact, g.op("Gather", "shortlist.const", []string{constant, classes}, attrInt("axis", 0))})
-	worst := g.op("ReduceMax", "shortlist.worst_exact", []string{exact}, attrInts("axes", 1), attrInt("keepdims", 1))
-	floor := g.op("Max", "shortlist.others", []string{cheapScores, worst})
-	g.op("ScatterElements", bundle.TensorScoresShortlist, []string{floor, classes, exact}, attrInt("axis", 1))
+	g.op("Gemm", bundle.TensorScores, []string{phi, coef, g.floats("classifier.const", []int{q.K}, q.Const)}, attrInt("transB", 1))
 }

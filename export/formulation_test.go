@@ -1,18 +1,14 @@
 package export
 
 import (
-	"cmp"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"syscall"
 	"testing"
 
 	ort "github.com/yalue/onnxruntime_go"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/bicyc/bicyc/bundle"
-	"github.com/bicyc/bicyc/export/onnxpb"
 	"github.com/bicyc/bicyc/gauss"
 )
 
@@ -273,77 +269,4 @@ func (s benchSession) run(b *testing.B, in []float32, n, width, k int) {
 	if err := s.s.Run([]ort.Value{x}, []ort.Value{y}); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// TestShortlistOutput checks bundle.TensorScoresShortlist against the exact
-// scores of the same graph on random tables: the classes it ranks first are
-// scored exactly, and where the exact best class is among them both outputs
-// rank it first (how often it is, on real models, is bench/infer's
-// agreement column). A model of ShortlistSize
-// classes or fewer has no shortlist output.
-func TestShortlistOutput(t *testing.T) {
-	const n, s, k = 50, 8, 300
-	rng := rand.New(rand.NewPCG(36, 37))
-	tables := randomTables(rng, k, s, true)
-	x := make([]float32, n*s)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
-	model, err := Classifier(tables)
-	if err != nil {
-		t.Fatal(err)
-	}
-	outs := runModel(t, model, []string{bundle.TensorFeatures}, [][]float32{x}, [][]int64{{n, s}},
-		[]string{bundle.TensorScores, bundle.TensorScoresShortlist})
-	exact, short := outs[0].([]float32), outs[1].([]float32)
-	missed := 0
-	for r := range n {
-		e, sh := exact[r*k:(r+1)*k], short[r*k:(r+1)*k]
-		// Every class outside the shortlist scores at least the shortlist's
-		// largest exact score, so the ShortlistSize-1 smallest shortlist
-		// scores (the last may tie with an outsider) are shortlisted ones,
-		// which must be exact (MatMul and Gemm sum in different orders).
-		order := make([]int, k)
-		for c := range order {
-			order[c] = c
-		}
-		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(sh[a], sh[b]) })
-		for _, c := range order[:bundle.ShortlistSize-1] {
-			if math.Abs(float64(e[c]-sh[c])) > 1e-4*math.Max(1, math.Abs(float64(e[c]))) {
-				t.Errorf("row %d class %d: shortlist score %v, exact %v", r, c, sh[c], e[c])
-			}
-		}
-		best := argmin(e)
-		if !slices.Contains(order[:bundle.ShortlistSize-1], best) {
-			missed++
-			continue
-		}
-		if argmin(sh) != best {
-			t.Errorf("row %d: shortlist ranks %d first, exact %d", r, argmin(sh), best)
-		}
-	}
-	t.Logf("exact best class outside the shortlist in %d of %d rows (random tables)", missed, n)
-
-	small, err := Classifier(randomTables(rng, bundle.ShortlistSize, s, true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := onnxOutputs(t, small)
-	if len(info) != 1 || info[0] != bundle.TensorScores {
-		t.Errorf("a %d-class classifier has outputs %v, want only %q", bundle.ShortlistSize, info, bundle.TensorScores)
-	}
-}
-
-// onnxOutputs returns the output names of a model.
-func onnxOutputs(t *testing.T, model []byte) []string {
-	t.Helper()
-	var m onnxpb.ModelProto
-	if err := proto.Unmarshal(model, &m); err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, o := range m.GetGraph().GetOutput() {
-		names = append(names, o.GetName())
-	}
-	return names
 }

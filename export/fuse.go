@@ -68,6 +68,6 @@ func fuseClassifier(backbone []byte, q gauss.QuadraticTables, location string) (
 		return nil, fmt.Errorf("%w: backbone: no node computes %q", ErrONNX, bundle.TensorFeatures)
 	}
 	addClassifier(g, bundle.TensorFeatures, q, location)
-	outputs(g, q.K)
+	g.output(bundle.TensorScores, elemFloat, batchDim, q.K)
 	return marshalModel(g.model(fmt.Sprintf("%s + Gaussian classifier: image -> scores [N,%d], smaller is closer", src.GetName(), q.K)))
 }

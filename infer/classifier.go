@@ -36,8 +36,6 @@ type Classifier struct {
 	maxPixels int64
 	provider  Provider
 	openSet   openSet
-	// shortlisted: model runs bundle.TensorScoresShortlist (WithShortlist).
-	shortlisted bool
 
 	// mu is held for reading by every call that runs a session and for
 	// writing by Close, so Close waits for calls in flight and never frees
@@ -94,12 +92,6 @@ func Open(dir string, opts ...Option) (*Classifier, error) {
 			return nil, err
 		}
 	}
-	// Export writes the shortlist output into every model.onnx of more
-	// than ShortlistSize classes since it writes ClassifierDataFile.
-	shortlisted := cfg.shortlist && b.Has(bundle.ClassifierDataFile) && len(m.Classes) > bundle.ShortlistSize
-	if shortlisted {
-		specs[0].outputs = []string{bundle.TensorScoresShortlist}
-	}
 	openSet, err := newOpenSet(b, &cfg)
 	if err != nil {
 		return nil, err
@@ -109,17 +101,16 @@ func Open(dir string, opts ...Option) (*Classifier, error) {
 		return nil, fmt.Errorf("model %s: %w", dir, err)
 	}
 	c := &Classifier{
-		dir:         dir,
-		manifest:    m,
-		classes:     append([]bundle.Class(nil), m.Classes...),
-		pre:         m.Preprocess, // validated by bundle.Open
-		topK:        cfg.topK,
-		maxPixels:   cfg.maxPixels,
-		provider:    provider,
-		openSet:     openSet,
-		shortlisted: shortlisted,
-		model:       sessions[0],
-		backbone:    sessions[1],
+		dir:       dir,
+		manifest:  m,
+		classes:   append([]bundle.Class(nil), m.Classes...),
+		pre:       m.Preprocess, // validated by bundle.Open
+		topK:      cfg.topK,
+		maxPixels: cfg.maxPixels,
+		provider:  provider,
+		openSet:   openSet,
+		model:     sessions[0],
+		backbone:  sessions[1],
 	}
 	if len(sessions) > 2 {
 		c.adapter = sessions[2]
@@ -170,10 +161,6 @@ func (c *Classifier) Close() error {
 	destroyAll([]*session{c.model, c.backbone, c.adapter})
 	return nil
 }
-
-// Shortlisted reports whether the Classifier scores by the model's
-// shortlist output (WithShortlist, on a model that has one).
-func (c *Classifier) Shortlisted() bool { return c.shortlisted }
 
 // Provider returns the execution provider the sessions run on; with
 // ProviderAuto it is the one that was chosen.

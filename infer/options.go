@@ -38,7 +38,6 @@ type config struct {
 	topK        int
 	engineCache string
 	fp16        bool
-	shortlist   bool
 	maxPixels   int64
 	log         io.Writer
 	acceptRate  float64
@@ -79,16 +78,6 @@ func WithEngineCache(dir string) Option { return func(c *config) { c.engineCache
 // to (faster, with distances that differ from the float32 ones in about the
 // third significant digit). It applies to ProviderTensorRT and ProviderAuto.
 func WithFP16(on bool) Option { return func(c *config) { c.fp16 = on } }
-
-// WithShortlist scores images by the model's shortlist output
-// (bundle.TensorScoresShortlist: the bundle.ShortlistSize classes a cheaper
-// score ranks first scored exactly, the rest bounded below by them) instead
-// of every class exactly: an approximation, off by default, that reads a
-// small part of the class table per image. docs/inference.md gives its
-// measured agreement with the exact answer. A model without that output
-// (ShortlistSize classes or fewer, or exported before schema version 5)
-// is scored exactly; Classifier.Shortlisted says which.
-func WithShortlist(on bool) Option { return func(c *config) { c.shortlist = on } }
 
 // WithMaxPixels sets the largest width*height an image header may declare
 // (default DefaultMaxPixels); larger images are refused before decoding.

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/bicyc/bicyc/bench/compare"
-	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
 )
@@ -58,12 +57,6 @@ type classCount struct {
 	procRSS    []float64 // whole-process peak RSS bytes, per run
 	peakRSS    int64     // in-process peak RSS after opening this model
 	load       [2]string
-	// shortlist is the same measured with infer.WithShortlist, nil where
-	// the model has no shortlist output.
-	shortlist *classCount
-	// top1, topK: fraction of the sweep's images whose shortlist top-1
-	// class, and top-k list, equal the exact ones.
-	top1, topK float64
 }
 
 // runClasses is --classes: starting from the model at o.model, it grows
@@ -123,17 +116,8 @@ func runClasses(o options, out io.Writer) error {
 			}
 			row.addSeconds = time.Since(start).Seconds()
 		}
-		if err := row.measure(o, dir, imgs, filepath.Join(imageDir, imageName(0)), false); err != nil {
+		if err := row.measure(o, dir, imgs, filepath.Join(imageDir, imageName(0))); err != nil {
 			return fmt.Errorf("%d classes: %w", k, err)
-		}
-		if k > bundle.ShortlistSize {
-			row.shortlist = &classCount{classes: k}
-			if err := row.shortlist.measure(o, dir, imgs, filepath.Join(imageDir, imageName(0)), true); err != nil {
-				return fmt.Errorf("%d classes, shortlist: %w", k, err)
-			}
-			if row.top1, row.topK, err = agreement(o, dir, imgs); err != nil {
-				return fmt.Errorf("%d classes, shortlist agreement: %w", k, err)
-			}
 		}
 		rows = append(rows, row)
 		current, have = dir, k
@@ -200,44 +184,8 @@ func syntheticClasses(imageDir string, labels []int, have, k int) []infer.Labell
 	return out
 }
 
-// agreement classifies every image exactly and with the shortlist and
-// returns the fractions whose top-1 class, and whole top-k list, agree.
-func agreement(o options, dir string, imgs []image.Image) (top1, topK float64, err error) {
-	results := make([][]infer.Result, 2)
-	for i, short := range []bool{false, true} {
-		c, err := infer.Open(dir, infer.WithProvider(infer.ProviderCPU), infer.WithThreads(o.threads), infer.WithShortlist(short),
-			infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
-		if err != nil {
-			return 0, 0, err
-		}
-		for start := 0; start < len(imgs); start += o.batch {
-			rs, err := c.ClassifyBatch(imgs[start:min(start+o.batch, len(imgs))])
-			if err != nil {
-				c.Close()
-				return 0, 0, err
-			}
-			results[i] = append(results[i], rs...)
-		}
-		c.Close()
-	}
-	same1, sameK := 0, 0
-	for i, exact := range results[0] {
-		short := results[1][i]
-		if exact.Predictions[0].ClassID == short.Predictions[0].ClassID {
-			same1++
-		}
-		if slices.EqualFunc(exact.Predictions, short.Predictions, func(a, b infer.Prediction) bool { return a.ClassID == b.ClassID }) {
-			sameK++
-		}
-	}
-	n := float64(len(imgs))
-	return float64(same1) / n, float64(sameK) / n, nil
-}
-
-// measure opens dir (with the shortlist output when shortlist is set) and
-// runs o.rounds rounds and o.procs whole processes (the shortlist is not a
-// bicyc-infer flag, so its rows have no process numbers).
-func (r *classCount) measure(o options, dir string, imgs []image.Image, one string, shortlist bool) error {
+// measure opens dir and runs o.rounds rounds and o.procs whole processes.
+func (r *classCount) measure(o options, dir string, imgs []image.Image, one string) error {
 	var err error
 	if r.load[0], err = compare.LoadAverage(); err != nil {
 		return err
@@ -250,7 +198,7 @@ func (r *classCount) measure(o options, dir string, imgs []image.Image, one stri
 	if err := compare.ResetPeakRSS(); err != nil {
 		return err
 	}
-	c, err := infer.Open(dir, infer.WithProvider(infer.ProviderCPU), infer.WithThreads(o.threads), infer.WithShortlist(shortlist),
+	c, err := infer.Open(dir, infer.WithProvider(infer.ProviderCPU), infer.WithThreads(o.threads),
 		infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
 	if err != nil {
 		return err
@@ -270,9 +218,6 @@ func (r *classCount) measure(o options, dir string, imgs []image.Image, one stri
 		return err
 	}
 	for range o.procs {
-		if shortlist {
-			break
-		}
 		if err := s.runProcess(o.bin, one, "--model", dir, "--threads", fmt.Sprint(o.threads)); err != nil {
 			return err
 		}
@@ -323,19 +268,6 @@ func writeClasses(out io.Writer, o options, rows []*classCount) {
 			fmt.Sprintf("%.1f", compare.MB(r.dirBytes)), perClass, add, r.load[0]+" / "+r.load[1])
 	}
 	t.Write(out)
-
-	fmt.Fprintf(out, "\n## Shortlist (infer.WithShortlist: %d classes scored exactly)\n\n", bundle.ShortlistSize)
-	st := compare.Table{Header: []string{"classes", "p50 batch 1 (us)", "p99 batch 1 (us)", "CPU per batch-1 call (us)",
-		fmt.Sprintf("batch %d (img/s)", o.batch), fmt.Sprintf("batch %d (img per CPU-s)", o.batch), "in-process peak RSS (MB)", "top-1 = exact", "top-k = exact", "load before / after"}}
-	for _, r := range rows {
-		if s := r.shortlist; s != nil {
-			st.Add(fmt.Sprint(r.classes), fmt.Sprintf("%.0f", compare.Median(s.p50)), fmt.Sprintf("%.0f", compare.Median(s.p99)),
-				fmt.Sprintf("%.0f", compare.Median(s.cpuPerCall)), fmt.Sprintf("%.0f", compare.Median(s.throughput)),
-				fmt.Sprintf("%.0f", compare.Median(s.cpuTput)), fmt.Sprintf("%.0f", compare.MB(s.peakRSS)),
-				fmt.Sprintf("%.2f%%", 100*r.top1), fmt.Sprintf("%.2f%%", 100*r.topK), s.load[0]+" / "+s.load[1])
-		}
-	}
-	st.Write(out)
 }
 
 func writeClassesCSV(path string, rows []*classCount) error {
@@ -344,17 +276,12 @@ func writeClassesCSV(path string, rows []*classCount) error {
 		return err
 	}
 	w := csv.NewWriter(f)
-	w.Write([]string{"classes", "mode", "p50_us", "p99_us", "cpu_us_per_call", "throughput_img_s", "throughput_img_per_cpu_s", "process_ms", "process_peak_rss_bytes",
-		"inprocess_peak_rss_bytes", "dir_bytes", "add_seconds", "added_from", "top1_agreement", "topk_agreement", "load_before", "load_after"})
+	w.Write([]string{"classes", "p50_us", "p99_us", "cpu_us_per_call", "throughput_img_s", "throughput_img_per_cpu_s", "process_ms", "process_peak_rss_bytes",
+		"inprocess_peak_rss_bytes", "dir_bytes", "add_seconds", "added_from", "load_before", "load_after"})
 	for _, r := range rows {
-		w.Write([]string{fmt.Sprint(r.classes), "exact", fmt.Sprint(compare.Median(r.p50)), fmt.Sprint(compare.Median(r.p99)),
+		w.Write([]string{fmt.Sprint(r.classes), fmt.Sprint(compare.Median(r.p50)), fmt.Sprint(compare.Median(r.p99)),
 			fmt.Sprint(compare.Median(r.cpuPerCall)), fmt.Sprint(compare.Median(r.throughput)), fmt.Sprint(compare.Median(r.cpuTput)), fmt.Sprint(compare.Median(r.wall)), fmt.Sprint(compare.Median(r.procRSS)),
-			fmt.Sprint(r.peakRSS), fmt.Sprint(r.dirBytes), fmt.Sprint(r.addSeconds), fmt.Sprint(r.addedFrom), "1", "1", r.load[0], r.load[1]})
-		if s := r.shortlist; s != nil {
-			w.Write([]string{fmt.Sprint(r.classes), "shortlist", fmt.Sprint(compare.Median(s.p50)), fmt.Sprint(compare.Median(s.p99)),
-				fmt.Sprint(compare.Median(s.cpuPerCall)), fmt.Sprint(compare.Median(s.throughput)), fmt.Sprint(compare.Median(s.cpuTput)), "", "", fmt.Sprint(s.peakRSS), fmt.Sprint(r.dirBytes), "", "",
-				fmt.Sprint(r.top1), fmt.Sprint(r.topK), s.load[0], s.load[1]})
-		}
+			fmt.Sprint(r.peakRSS), fmt.Sprint(r.dirBytes), fmt.Sprint(r.addSeconds), fmt.Sprint(r.addedFrom), r.load[0], r.load[1]})
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {

@@ -20,7 +20,6 @@ type modelOptions struct {
 	ortLib      string
 	engineCache string
 	fp16        bool
-	shortlist   bool
 	maxPixels   int64
 	acceptRate  float64
 	threshold   float64
@@ -37,7 +36,6 @@ var envNames = map[string]string{
 	"ort-lib":           infer.LibraryPathEnv,
 	"engine-cache":      "BICYC_ENGINE_CACHE",
 	"fp16":              "BICYC_FP16",
-	"shortlist":         "BICYC_SHORTLIST",
 	"max-pixels":        "BICYC_MAX_PIXELS",
 	"addr":              "BICYC_ADDR",
 	"admin-addr":        "BICYC_ADMIN_ADDR",
@@ -59,7 +57,6 @@ func (o *modelOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ortLib, "ort-lib", "", "ONNX Runtime shared `library` (env "+infer.LibraryPathEnv+", default "+infer.InstalledLibraryPath+")")
 	fs.StringVar(&o.engineCache, "engine-cache", "", "TensorRT engine cache `dir`ectory (env BICYC_ENGINE_CACHE)")
 	fs.BoolVar(&o.fp16, "fp16", false, "let TensorRT run in half precision (env BICYC_FP16)")
-	fs.BoolVar(&o.shortlist, "shortlist", false, "score exactly only the classes a cheaper score ranks first (approximate; faster with thousands of classes, see docs/inference.md) (env BICYC_SHORTLIST)")
 	fs.Int64Var(&o.maxPixels, "max-pixels", infer.DefaultMaxPixels, "refuse images whose header declares more `pixels` (env BICYC_MAX_PIXELS)")
 	fs.Float64Var(&o.acceptRate, "accept-rate", 0, "share of known-class images to accept, the rest are unknown; 0 = the model's calibrated default, normally 0.95 (env BICYC_ACCEPT_RATE)")
 	fs.Float64Var(&o.threshold, "threshold", 0, "answer unknown above this unknown score instead (for an uncalibrated model: the nearest distance); 0 = none (env BICYC_UNKNOWN_THRESHOLD)")
@@ -113,7 +110,6 @@ func (o *modelOptions) openOptions(log io.Writer) ([]infer.Option, error) {
 		infer.WithLibraryPath(o.ortLib),
 		infer.WithEngineCache(o.engineCache),
 		infer.WithFP16(o.fp16),
-		infer.WithShortlist(o.shortlist),
 		infer.WithMaxPixels(o.maxPixels),
 		infer.WithAcceptRate(o.acceptRate),
 		infer.WithUnknownThreshold(o.threshold),
