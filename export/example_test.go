@@ -66,7 +66,7 @@ func ExampleClassifier() {
 	// Output:
 	// input  features[N,2]
 	// output scores[N,3]
-	// ir 8, opset 17: ReduceL2 Max Div Sub Unsqueeze Unsqueeze Mul Reshape Gather Concat Gemm
+	// ir 8, opset 17: ReduceL2 Max Div Gemm Reshape Mul ReduceSum Add
 }
 
 // zeroConvNet is a convnet state dict of zeros with unit BatchNorm

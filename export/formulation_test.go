@@ -12,57 +12,20 @@ import (
 	"github.com/bicyc/bicyc/gauss"
 )
 
-// factoredClassifier is classifier.onnx as bicyc wrote it before the
-// expanded form (schema version 4 and older): all classes' whitening
-// matrices stacked into one [K*S, S] Gemm, then a per-class sum of squares,
-//
-//	scores = ReduceSum_S(Reshape(zh Wall^T - vec(W_c m_c), [N,K,S])^2) + b
-//
-// kept here as the reference the expanded form must reproduce, and to
-// measure both in one run (BenchmarkClassifierStage).
-func factoredClassifier(t gauss.ClassifierTables) ([]byte, error) {
-	if err := validateTables(t); err != nil {
-		return nil, err
-	}
-	g := newGraph("bicyc_classifier_factored")
-	z := g.input(bundle.TensorFeatures, elemFloat, batchDim, t.S)
-	if t.Normalize {
-		norm := g.op("ReduceL2", "classifier.norm", []string{z}, attrInts("axes", 1), attrInt("keepdims", 1))
-		eps := g.floats("classifier.norm_eps", nil, []float32{gauss.NormEpsilon})
-		norm = g.op("Max", "classifier.norm_clamped", []string{norm, eps})
-		z = g.op("Div", "classifier.features_normalized", []string{z, norm})
-	}
-	offset := make([]float32, t.K*t.S)
-	for c := range t.K {
-		for i := range t.S {
-			row := t.Whiten[(c*t.S+i)*t.S : (c*t.S+i+1)*t.S]
-			var sum float64
-			for j, w := range row {
-				sum += float64(w) * float64(t.Means[c*t.S+j])
-			}
-			offset[c*t.S+i] = float32(-sum)
-		}
-	}
-	w := g.floats("classifier.whiten", []int{t.K * t.S, t.S}, t.Whiten)
-	off := g.floats("classifier.neg_whitened_means", []int{t.K * t.S}, offset)
-	y := g.op("Gemm", "classifier.whitened", []string{z, w, off}, attrInt("transB", 1))
-	y = g.op("Reshape", "classifier.whitened_per_class", []string{y, g.ints("classifier.per_class_shape", []int{3}, -1, int64(t.K), int64(t.S))})
-	sq := g.op("Mul", "classifier.squared", []string{y, y})
-	sum := g.op("ReduceSum", "classifier.distance", []string{sq, g.ints("classifier.sum_axes", []int{1}, 2)}, attrInt("keepdims", 0))
-	g.op("Add", bundle.TensorScores, []string{sum, g.floats("classifier.bias", []int{t.K}, t.Bias)})
-	g.output(bundle.TensorScores, elemFloat, batchDim, t.K)
-	return marshalModel(g.model("factored classifier"))
-}
-
-// bothForms returns classifier.onnx of t in the expanded form (Classifier)
-// and in the factored form it replaced.
+// bothForms returns classifier.onnx of t in the expanded form and in the
+// factored form (schema version 4's only form, kept below
+// ExpandedMinClasses), whatever t's class count.
 func bothForms(tb testing.TB, t gauss.ClassifierTables) (expanded, factored []byte) {
 	tb.Helper()
-	expanded, err := Classifier(t)
+	if err := validateTables(t); err != nil {
+		tb.Fatal(err)
+	}
+	q := t.Quadratic()
+	expanded, err := classifierGraph(scoring{t: t, q: &q}, "")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if factored, err = factoredClassifier(t); err != nil {
+	if factored, err = classifierGraph(scoring{t: t}, ""); err != nil {
 		tb.Fatal(err)
 	}
 	return expanded, factored

@@ -27,12 +27,13 @@ func ModelFromBackbone(backbone []byte, t gauss.ClassifierTables) ([]byte, error
 	if err := validateTables(t); err != nil {
 		return nil, err
 	}
-	return fuseClassifier(backbone, t.Quadratic(), "")
+	return fuseClassifier(backbone, newScoring(t), "")
 }
 
-// fuseClassifier appends the classifier graph of q to backbone.onnx, with
-// Coef as external data in location when location is not empty.
-func fuseClassifier(backbone []byte, q gauss.QuadraticTables, location string) ([]byte, error) {
+// fuseClassifier appends the classifier graph of sc to backbone.onnx, with
+// its table as external data in location when location is not empty.
+func fuseClassifier(backbone []byte, sc scoring, location string) ([]byte, error) {
+	t := sc.t
 	var m onnxpb.ModelProto
 	if err := proto.Unmarshal(backbone, &m); err != nil {
 		return nil, fmt.Errorf("%w: backbone: %v", ErrONNX, err)
@@ -45,8 +46,8 @@ func fuseClassifier(backbone []byte, q gauss.QuadraticTables, location string) (
 		len(src.GetOutput()) != 1 || src.GetOutput()[0].GetName() != bundle.TensorFeatures {
 		return nil, fmt.Errorf("%w: backbone: want one input %q and one output %q", ErrONNX, bundle.TensorImage, bundle.TensorFeatures)
 	}
-	if dims := src.GetOutput()[0].GetType().GetTensorType().GetShape().GetDim(); len(dims) != 2 || dims[1].GetDimValue() != int64(q.S) {
-		return nil, fmt.Errorf("%w: backbone features are not [N,%d], the classifier tables' dim", ErrState, q.S)
+	if dims := src.GetOutput()[0].GetType().GetTensorType().GetShape().GetDim(); len(dims) != 2 || dims[1].GetDimValue() != int64(t.S) {
+		return nil, fmt.Errorf("%w: backbone features are not [N,%d], the classifier tables' dim", ErrState, t.S)
 	}
 	g := newGraph("bicyc_model")
 	g.inputs = src.GetInput()
@@ -67,7 +68,7 @@ func fuseClassifier(backbone []byte, q gauss.QuadraticTables, location string) (
 	if !g.taken[bundle.TensorFeatures] {
 		return nil, fmt.Errorf("%w: backbone: no node computes %q", ErrONNX, bundle.TensorFeatures)
 	}
-	addClassifier(g, bundle.TensorFeatures, q, location)
-	g.output(bundle.TensorScores, elemFloat, batchDim, q.K)
-	return marshalModel(g.model(fmt.Sprintf("%s + Gaussian classifier: image -> scores [N,%d], smaller is closer", src.GetName(), q.K)))
+	sc.add(g, bundle.TensorFeatures, location)
+	g.output(bundle.TensorScores, elemFloat, batchDim, t.K)
+	return marshalModel(g.model(fmt.Sprintf("%s + Gaussian classifier: image -> scores [N,%d], smaller is closer", src.GetName(), t.K)))
 }

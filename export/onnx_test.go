@@ -273,7 +273,18 @@ func TestCheckerAcceptsEveryModel(t *testing.T) {
 	add("classifier_plain.onnx", b, err)
 	b, err = Model(res, resState, tables)
 	add("model.onnx", b, err)
+	b, err = Classifier(randomTables(rng, ExpandedMinClasses, s, true))
+	add("classifier_expanded.onnx", b, err)
 	checkONNX(t, models)
+	// A model directory's classifier files, both forms: the graphs read
+	// their table from classifier.data beside them.
+	for _, k := range []int{4, ExpandedMinClasses} {
+		files, err := ClassifierFiles(randomTables(rng, k, s, true), models["backbone_convnet.onnx"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkONNX(t, files)
+	}
 }
 
 func TestExportIsDeterministicAndDeclaresBatchDim(t *testing.T) {
