@@ -8,8 +8,7 @@
 //	                        the size and SHA-256 of every other file
 //	backbone.onnx           image [N,C,H,W] (NCHW, normalised) -> features [N,S]
 //	adapter.onnx            features_old [N,S] -> features [N,S] (tasks > 1 only)
-//	classifier.onnx         features [N,S] -> scores [N,K] (and scores_shortlist
-//	                        when K > ShortlistSize)
+//	classifier.onnx         features [N,S] -> scores [N,K]
 //	model.onnx              image -> scores (backbone and classifier fused)
 //	classifier.data         the classifier's [K,D] table, raw float32, which
 //	                        both graphs read as ONNX external data (schema
