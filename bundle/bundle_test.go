@@ -17,23 +17,19 @@ import (
 
 	"github.com/bicyc/bicyc/bounded"
 	"github.com/bicyc/bicyc/data"
-	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
 // testPrototypes returns K=3 prototypes in S=2 dims with distinct values.
 func testPrototypes() Prototypes {
 	const k, s = 3, 2
-	p := Prototypes{K: k, S: s, Means: make([]float32, k*s), Covariances: make([]float32, k*s*s),
-		Tables: gauss.ClassifierTables{K: k, S: s, Means: make([]float32, k*s), Whiten: make([]float32, k*s*s),
-			Bias: []float32{0.5, -1, 2}, Normalize: true}}
+	p := Prototypes{K: k, S: s, Means: make([]float32, k*s), Covariances: make([]float32, k*PackedDim(s)),
+		Bias: []float32{0.5, -1, 2}, Normalize: true}
 	for i := range p.Means {
 		p.Means[i] = float32(i) + 0.25
-		p.Tables.Means[i] = float32(i) / 10
 	}
 	for i := range p.Covariances {
 		p.Covariances[i] = float32(i%4) - 1.5
-		p.Tables.Whiten[i] = float32(i) * 0.125
 	}
 	return p
 }
@@ -117,8 +113,7 @@ func TestWriteOpenRoundTrip(t *testing.T) {
 	}
 	want := testPrototypes()
 	if p := b.Prototypes; p.K != want.K || p.S != want.S || !slices.Equal(p.Means, want.Means) ||
-		!slices.Equal(p.Covariances, want.Covariances) || !slices.Equal(p.Tables.Whiten, want.Tables.Whiten) ||
-		!slices.Equal(p.Tables.Bias, want.Tables.Bias) || !p.Tables.Normalize {
+		!slices.Equal(p.Covariances, want.Covariances) || !slices.Equal(p.Bias, want.Bias) || !p.Normalize {
 		t.Fatalf("prototypes after round trip: %+v, want %+v", p, want)
 	}
 	for name, content := range files {
@@ -288,7 +283,7 @@ func TestOpenRejectsDamagedModels(t *testing.T) {
 	}{
 		{func(t *testing.T, dir string) {
 			rewriteManifest(t, dir, func(m map[string]any) { m["schema_version"] = SchemaVersion + 1 })
-		}, ErrSchemaVersion, "manifest.json: unsupported manifest schema version: schema_version 5, this build reads 1 to 4"},
+		}, ErrSchemaVersion, "manifest.json: unsupported manifest schema version: schema_version 6, this build reads 1 to 5"},
 		{func(t *testing.T, dir string) {
 			rewriteManifest(t, dir, func(m map[string]any) { delete(m, "schema_version") })
 		}, ErrSchemaVersion, "schema_version none"},
@@ -320,7 +315,7 @@ func TestOpenRejectsDamagedModels(t *testing.T) {
 			replaceFile(t, dir, PrototypesFile, raw[:len(raw)-9])
 		}, safetensors.ErrFormat, "prototypes.safetensors: invalid prototypes: malformed safetensors data"},
 		{func(t *testing.T, dir string) { replaceFile(t, dir, PrototypesFile, nanBytes.Bytes()) },
-			ErrPrototypes, `tensor "covariances" has non-finite value NaN at index 5`},
+			ErrPrototypes, `tensor "covariances_upper" has non-finite value NaN at index 5`},
 		{func(t *testing.T, dir string) {
 			rewriteManifest(t, dir, func(m map[string]any) { m["classifier"].(map[string]any)["normalize"] = false })
 		}, ErrPrototypes, "tables have normalize=true, the manifest's classifier says false"},
@@ -346,8 +341,10 @@ func TestDecodePrototypesRejectsBadTensors(t *testing.T) {
 		want    string
 	}{
 		{good.tensors()[1:], map[string]string{metadataNormalize: "true"}, `tensor "means" missing or not [K,S]`},
-		{slices.Delete(good.tensors(), 4, 5), map[string]string{metadataNormalize: "true"}, `tensor "classifier.bias" is missing`},
-		{append(good.tensors()[:1:1], safetensors.Tensor{Name: tensorCovariances, Shape: []int{3, 2, 3}, Data: make([]float32, 18)}),
+		{slices.Delete(good.tensors(), 2, 3), map[string]string{metadataNormalize: "true"}, `tensor "classifier.bias" is missing`},
+		{append(good.tensors()[:1:1], safetensors.Tensor{Name: tensorCovariances, Shape: []int{3, 4}, Data: make([]float32, 12)}),
+			map[string]string{metadataNormalize: "true"}, `tensor "covariances_upper" has shape [3 4], want [3 3]`},
+		{append(good.tensors()[:1:1], safetensors.Tensor{Name: tensorCovariancesFull, Shape: []int{3, 2, 3}, Data: make([]float32, 18)}),
 			map[string]string{metadataNormalize: "true"}, `tensor "covariances" has shape [3 2 3], want [3 2 2]`},
 		{good.tensors(), map[string]string{metadataNormalize: "yes"}, `metadata "classifier.normalize" is "yes"`},
 	} {

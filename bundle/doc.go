@@ -10,8 +10,13 @@
 //	adapter.onnx            features_old [N,S] -> features [N,S] (tasks > 1 only)
 //	classifier.onnx         features [N,S] -> scores [N,K]
 //	model.onnx              image -> scores (backbone and classifier fused)
-//	prototypes.safetensors  Prototypes: Gaussian means [K,S], covariances
-//	                        [K,S,S] and the classifier tables
+//	classifier.data         the classifier's [K,D] table, raw float32, which
+//	                        both graphs read as ONNX external data (schema
+//	                        version 5 on; before, each graph held a copy)
+//	prototypes.safetensors  Prototypes: Gaussian means [K,S], packed
+//	                        covariances [K,S(S+1)/2] and the classifier's
+//	                        bias [K] (before schema version 5: full
+//	                        covariances and the factored tables, still read)
 //	manifest.sha256         the SHA-256 of manifest.json (DigestFile), so the
 //	                        manifest is verified too; absent in directories
 //	                        written before it existed, which still open

@@ -8,7 +8,6 @@ import (
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
-	"github.com/bicyc/bicyc/gauss"
 )
 
 // A model directory with one task of two classes in two dimensions; the
@@ -21,12 +20,11 @@ func Example() {
 	defer os.RemoveAll(tmp)
 	dir := filepath.Join(tmp, "model")
 
-	identity := []float32{1, 0, 0, 1, 1, 0, 0, 1}
+	// Identity covariances, packed as upper triangles [1 0 1].
 	protos := bundle.Prototypes{K: 2, S: 2,
 		Means:       []float32{1, 0, 0, 1},
-		Covariances: identity,
-		Tables: gauss.ClassifierTables{K: 2, S: 2, Means: []float32{1, 0, 0, 1},
-			Whiten: identity, Bias: []float32{0, 0}, Normalize: true},
+		Covariances: []float32{1, 0, 1, 1, 0, 1},
+		Bias:        []float32{0, 0}, Normalize: true,
 	}
 	protoBytes, err := protos.Encode()
 	if err != nil {
@@ -57,7 +55,7 @@ func Example() {
 	}
 	fmt.Println("adapter:", b.Has(bundle.AdapterFile), "model:", filepath.Base(b.Path(bundle.ModelFile)))
 	// Output:
-	// schema 4 classes 2 dim 2
+	// schema 5 classes 2 dim 2
 	// class 0 "T-shirt/top" task 1
 	// class 1 "Trouser" task 1
 	// adapter: false model: model.onnx

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/bicyc/bicyc/data"
-	"github.com/bicyc/bicyc/gauss"
 )
 
 // The fuzz targets of this package cover what Open reads from disk: the
@@ -31,19 +30,16 @@ var sentinels = []error{ErrSchemaVersion, ErrMissingFile, ErrChecksum, ErrManife
 // fuzzPrototypes returns K prototypes in S dimensions with distinct finite
 // values derived from seed.
 func fuzzPrototypes(k, s int, seed float32, normalize bool) Prototypes {
-	p := Prototypes{K: k, S: s, Means: make([]float32, k*s), Covariances: make([]float32, k*s*s),
-		Tables: gauss.ClassifierTables{K: k, S: s, Means: make([]float32, k*s), Whiten: make([]float32, k*s*s),
-			Bias: make([]float32, k), Normalize: normalize}}
+	p := Prototypes{K: k, S: s, Means: make([]float32, k*s), Covariances: make([]float32, k*PackedDim(s)),
+		Bias: make([]float32, k), Normalize: normalize}
 	for i := range p.Means {
 		p.Means[i] = seed + float32(i)
-		p.Tables.Means[i] = seed - float32(i)/8
 	}
 	for i := range p.Covariances {
 		p.Covariances[i] = float32(i%5) - seed
-		p.Tables.Whiten[i] = float32(i) * seed
 	}
-	for i := range p.Tables.Bias {
-		p.Tables.Bias[i] = -float32(i) / 3
+	for i := range p.Bias {
+		p.Bias[i] = -float32(i) / 3
 	}
 	return p
 }
@@ -160,9 +156,7 @@ func sameFloats(a, b []float32) bool {
 // tables.
 func sameContent(p, q Prototypes) bool {
 	return p.K == q.K && p.S == q.S && sameFloats(p.Means, q.Means) && sameFloats(p.Covariances, q.Covariances) &&
-		p.Tables.K == q.Tables.K && p.Tables.S == q.Tables.S && p.Tables.Normalize == q.Tables.Normalize &&
-		sameFloats(p.Tables.Means, q.Tables.Means) && sameFloats(p.Tables.Whiten, q.Tables.Whiten) &&
-		sameFloats(p.Tables.Bias, q.Tables.Bias)
+		p.Normalize == q.Normalize && sameFloats(p.Bias, q.Bias)
 }
 
 // FuzzDecodePrototypes feeds arbitrary bytes to DecodePrototypes.

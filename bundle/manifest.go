@@ -22,8 +22,12 @@ import (
 // calibration options (ClassifierOptions.OffDiagShrink, AgeShrink,
 // AgeBias, PoolCov) and Class.Age; a manifest of an older version has neither and
 // keeps the classifier it was written with. Version 4 adds
-// ClassifierOptions.TestFlip. Open reads all four (see Open).
-const SchemaVersion = 4
+// ClassifierOptions.TestFlip. Version 5 stores the class table once, in
+// ClassifierDataFile, which classifier.onnx and model.onnx read as ONNX
+// external data, and packed covariances in PrototypesFile (see
+// Prototypes); an older bicyc would misread both. Open reads all five (see
+// Open).
+const SchemaVersion = 5
 
 // oldestSchemaVersion is the oldest manifest format Open still reads.
 const oldestSchemaVersion = 1
@@ -36,6 +40,11 @@ const (
 	ClassifierFile = "classifier.onnx" // features [N,S] -> scores [N,K]
 	ModelFile      = "model.onnx"      // image -> scores
 	PrototypesFile = "prototypes.safetensors"
+	// ClassifierDataFile is the classifier's [K, D] table, raw little-endian
+	// float32 (gauss.QuadraticTables.Coef), which classifier.onnx and
+	// model.onnx name as external data; absent before schema version 5,
+	// when each graph held its own copy.
+	ClassifierDataFile = "classifier.data"
 )
 
 // requiredFiles must be listed in every manifest.

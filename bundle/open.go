@@ -130,9 +130,9 @@ func checkPrototypes(m *Manifest, p Prototypes) error {
 		return fmt.Errorf("%w: %d prototypes of dim %d, but the manifest has %d classes of dim %d",
 			ErrPrototypes, p.K, p.S, len(m.Classes), m.FeatureDim)
 	}
-	if p.Tables.Normalize != m.Classifier.Normalize {
+	if p.Normalize != m.Classifier.Normalize {
 		return fmt.Errorf("%w: tables have normalize=%v, the manifest's classifier says %v",
-			ErrPrototypes, p.Tables.Normalize, m.Classifier.Normalize)
+			ErrPrototypes, p.Normalize, m.Classifier.Normalize)
 	}
 	return nil
 }

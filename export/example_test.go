@@ -147,6 +147,7 @@ func ExampleWrite() {
 	fmt.Println("top_k:", b.Manifest.Classifier.TopK)
 	// Output:
 	// backbone.onnx
+	// classifier.data
 	// classifier.onnx
 	// model.onnx
 	// prototypes.safetensors

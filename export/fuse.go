@@ -24,6 +24,16 @@ var ErrONNX = errors.New("unusable onnx model")
 // AddClasses). The tables' S must be the backbone's feature dim. Errors
 // wrap ErrONNX or ErrState.
 func ModelFromBackbone(backbone []byte, t gauss.ClassifierTables) ([]byte, error) {
+	if err := validateTables(t); err != nil {
+		return nil, err
+	}
+	return fuseClassifier(backbone, newScoring(t), "")
+}
+
+// fuseClassifier appends the classifier graph of sc to backbone.onnx, with
+// its table as external data in location when location is not empty.
+func fuseClassifier(backbone []byte, sc scoring, location string) ([]byte, error) {
+	t := sc.t
 	var m onnxpb.ModelProto
 	if err := proto.Unmarshal(backbone, &m); err != nil {
 		return nil, fmt.Errorf("%w: backbone: %v", ErrONNX, err)
@@ -58,9 +68,7 @@ func ModelFromBackbone(backbone []byte, t gauss.ClassifierTables) ([]byte, error
 	if !g.taken[bundle.TensorFeatures] {
 		return nil, fmt.Errorf("%w: backbone: no node computes %q", ErrONNX, bundle.TensorFeatures)
 	}
-	if err := addClassifier(g, bundle.TensorFeatures, t); err != nil {
-		return nil, err
-	}
+	sc.add(g, bundle.TensorFeatures, location)
 	g.output(bundle.TensorScores, elemFloat, batchDim, t.K)
 	return marshalModel(g.model(fmt.Sprintf("%s + Gaussian classifier: image -> scores [N,%d], smaller is closer", src.GetName(), t.K)))
 }

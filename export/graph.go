@@ -99,15 +99,41 @@ func (g *graph) floats(name string, shape []int, data []float32) string {
 		panic(fmt.Sprintf("export: initializer %q has shape %v but %d values", name, shape, len(data)))
 	}
 	g.claim(name)
+	g.inits = append(g.inits, &onnxpb.TensorProto{
+		Name: proto.String(name), DataType: proto.Int32(int32(elemFloat)),
+		Dims: int64s(shape), RawData: float32Bytes(data),
+	})
+	return name
+}
+
+// external adds a float32 initializer whose values are the first length
+// bytes of the file location beside the model (ONNX external data), raw
+// little-endian as float32Bytes writes them.
+func (g *graph) external(name string, shape []int, location string, length int64) string {
+	if int64(4*numElements(shape)) != length {
+		panic(fmt.Sprintf("export: external initializer %q has shape %v but %d bytes", name, shape, length))
+	}
+	g.claim(name)
+	entry := func(k, v string) *onnxpb.StringStringEntryProto {
+		return &onnxpb.StringStringEntryProto{Key: proto.String(k), Value: proto.String(v)}
+	}
+	g.inits = append(g.inits, &onnxpb.TensorProto{
+		Name: proto.String(name), DataType: proto.Int32(int32(elemFloat)), Dims: int64s(shape),
+		DataLocation: onnxpb.TensorProto_EXTERNAL.Enum(),
+		ExternalData: []*onnxpb.StringStringEntryProto{
+			entry("location", location), entry("offset", "0"), entry("length", fmt.Sprint(length))},
+	})
+	return name
+}
+
+// float32Bytes returns data as little-endian raw bytes, ONNX's raw_data
+// layout.
+func float32Bytes(data []float32) []byte {
 	raw := make([]byte, 0, 4*len(data))
 	for _, v := range data {
 		raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(v))
 	}
-	g.inits = append(g.inits, &onnxpb.TensorProto{
-		Name: proto.String(name), DataType: proto.Int32(int32(elemFloat)),
-		Dims: int64s(shape), RawData: raw,
-	})
-	return name
+	return raw
 }
 
 // ints adds an int64 initializer (shapes, axes, counts).

@@ -21,9 +21,10 @@ func Model(shape BackboneShape, backbone []safetensors.Tensor, t gauss.Classifie
 	if err != nil {
 		return nil, err
 	}
-	if err := addClassifier(g, features, t); err != nil {
+	if err := validateTables(t); err != nil {
 		return nil, err
 	}
+	newScoring(t).add(g, features, "")
 	g.output(bundle.TensorScores, elemFloat, batchDim, t.K)
 	return marshalModel(g.model(fmt.Sprintf("bicyc %s + Gaussian classifier: image [N,%d,%d,%d] -> scores [N,%d], smaller is closer",
 		shape.Arch, shape.InChannels, shape.Height, shape.Width, t.K)))

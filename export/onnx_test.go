@@ -273,7 +273,18 @@ func TestCheckerAcceptsEveryModel(t *testing.T) {
 	add("classifier_plain.onnx", b, err)
 	b, err = Model(res, resState, tables)
 	add("model.onnx", b, err)
+	b, err = Classifier(randomTables(rng, ExpandedMinClasses, s, true))
+	add("classifier_expanded.onnx", b, err)
 	checkONNX(t, models)
+	// A model directory's classifier files, both forms: the graphs read
+	// their table from classifier.data beside them.
+	for _, k := range []int{4, ExpandedMinClasses} {
+		files, err := ClassifierFiles(randomTables(rng, k, s, true), models["backbone_convnet.onnx"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkONNX(t, files)
+	}
 }
 
 func TestExportIsDeterministicAndDeclaresBatchDim(t *testing.T) {
@@ -306,7 +317,7 @@ func TestExportIsDeterministicAndDeclaresBatchDim(t *testing.T) {
 	}
 	allowed := map[string]bool{"Conv": true, "Gemm": true, "Relu": true, "MaxPool": true, "GlobalAveragePool": true,
 		"Erf": true, "Mul": true, "Add": true, "Div": true, "Reshape": true, "ReduceSum": true, "ReduceL2": true,
-		"Max": true}
+		"Max": true, "Sub": true, "Unsqueeze": true, "Gather": true, "Concat": true}
 	for _, n := range m.GetGraph().GetNode() {
 		if !allowed[n.GetOpType()] {
 			t.Errorf("operator %s is outside the TensorRT-supported set", n.GetOpType())

@@ -3,6 +3,7 @@ package export
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"runtime/debug"
 	"time"
 
@@ -30,9 +31,9 @@ type Input struct {
 	AdapterKind string
 	Adapter     []safetensors.Tensor
 
-	// Means [K,S] and Covariances [K,S,S] are the raw Gaussian prototypes;
-	// Tables are gauss.Classifier.Tables() built from them with the
-	// options in Classifier.
+	// Means [K,S] and Covariances [K,S,S] (full, row-major) are the raw
+	// Gaussian prototypes; Tables are gauss.Classifier.Tables() built from
+	// them with the options in Classifier.
 	Means, Covariances []float32
 	Tables             gauss.ClassifierTables
 	Classifier         bundle.ClassifierOptions // TopK 0 means DefaultTopK
@@ -57,7 +58,9 @@ type Input struct {
 
 // Write exports in as a complete model directory at dir (see package
 // bundle): backbone.onnx, adapter.onnx (when in.Adapter is set),
-// classifier.onnx, model.onnx, prototypes.safetensors and manifest.json.
+// classifier.onnx and model.onnx with their shared class table
+// classifier.data (ClassifierFiles), prototypes.safetensors and
+// manifest.json.
 // The directory is replaced atomically (bundle.Write); nothing is written
 // when any part fails to build. Errors about the weights wrap ErrState.
 func Write(dir string, in Input) error {
@@ -108,13 +111,16 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 			return nil, nil, err
 		}
 	}
-	if files[bundle.ClassifierFile], err = Classifier(in.Tables); err != nil {
+	classifier, err := ClassifierFiles(in.Tables, files[bundle.BackboneFile])
+	if err != nil {
 		return nil, nil, err
 	}
-	if files[bundle.ModelFile], err = Model(shape, in.Backbone, in.Tables); err != nil {
-		return nil, nil, err
+	maps.Copy(files, classifier)
+	if len(in.Covariances) != k*in.FeatureDim*in.FeatureDim {
+		return nil, nil, fmt.Errorf("%w: %d covariance values for %d classes of dim %d", ErrState, len(in.Covariances), k, in.FeatureDim)
 	}
-	protos := bundle.Prototypes{K: k, S: in.FeatureDim, Means: in.Means, Covariances: in.Covariances, Tables: in.Tables}
+	protos := bundle.Prototypes{K: k, S: in.FeatureDim, Means: in.Means,
+		Covariances: bundle.PackCovariances(in.Covariances, k, in.FeatureDim), Bias: in.Tables.Bias, Normalize: in.Tables.Normalize}
 	if files[bundle.PrototypesFile], err = protos.Encode(); err != nil {
 		return nil, nil, err
 	}

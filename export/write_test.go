@@ -110,12 +110,13 @@ func TestWriteExportsAWorkingModel(t *testing.T) {
 		m.Classes[7].Name != "Sneaker" || m.Preprocess.Height != 28 {
 		t.Fatalf("manifest: %+v", m)
 	}
-	if !slices.Equal(b.Prototypes.Means, fx.in.Means) || !slices.Equal(b.Prototypes.Tables.Whiten, fx.in.Tables.Whiten) {
+	if !slices.Equal(b.Prototypes.Means, fx.in.Means) || !slices.Equal(b.Prototypes.Bias, fx.in.Tables.Bias) ||
+		!slices.Equal(b.Prototypes.Covariances, bundle.PackCovariances(fx.in.Covariances, 10, 8)) {
 		t.Fatal("prototypes differ from the exported ones")
 	}
 
 	models := map[string][]byte{}
-	for _, name := range []string{bundle.BackboneFile, bundle.AdapterFile, bundle.ClassifierFile, bundle.ModelFile} {
+	for _, name := range []string{bundle.BackboneFile, bundle.AdapterFile, bundle.ClassifierFile, bundle.ModelFile, bundle.ClassifierDataFile} {
 		if models[name], err = b.ReadFile(name); err != nil {
 			t.Fatal(err)
 		}
@@ -126,13 +127,16 @@ func TestWriteExportsAWorkingModel(t *testing.T) {
 	images := fx.images[:n*28*28]
 	feats := runModel(t, models[bundle.BackboneFile], []string{bundle.TensorImage}, [][]float32{images}, [][]int64{{n, 1, 28, 28}},
 		[]string{bundle.TensorFeatures})[0].([]float32)
-	outs := runModel(t, models[bundle.ModelFile], []string{bundle.TensorImage}, [][]float32{images}, [][]int64{{n, 1, 28, 28}},
+	outs := runModelIn(t, dir, models[bundle.ModelFile], []string{bundle.TensorImage}, [][]float32{images}, [][]int64{{n, 1, 28, 28}},
 		[]string{bundle.TensorScores})
 	want := make([]float64, n*10)
 	for i, v := range fx.classifier.Scores(feats, n) {
 		want[i] = float64(v)
 	}
 	checkScores(t, "model.onnx vs gauss", outs, want, n, 10)
+	outs = runModelIn(t, dir, models[bundle.ClassifierFile], []string{bundle.TensorFeatures}, [][]float32{feats}, [][]int64{{n, 8}},
+		[]string{bundle.TensorScores})
+	checkScores(t, "classifier.onnx vs gauss", outs, want, n, 10)
 	pred := fx.classifier.Predict(feats, n, nil)
 	scores := outs[0].([]float32)
 	for r := range n {
@@ -172,7 +176,7 @@ func TestWriteRejectsInconsistentInput(t *testing.T) {
 		{func(in *Input) { in.Classes = in.Classes[:9] }, "classifier tables are for K=10, S=8, the model has 9 classes of dim 8"},
 		{func(in *Input) { in.Classifier.Normalize = false }, "classifier tables have normalize=true, the options say false"},
 		{func(in *Input) { in.Classifier.TopK = -1 }, "top-k is -1"},
-		{func(in *Input) { in.Covariances = in.Covariances[:10] }, `tensor "covariances" has 10 values, want [10 8 8] = 640`},
+		{func(in *Input) { in.Covariances = in.Covariances[:10] }, "10 covariance values for 10 classes of dim 8"},
 		{func(in *Input) { in.AdapterKind = "attention" }, `unknown adapter kind "attention"`},
 		{func(in *Input) { in.Backbone = in.Backbone[1:] }, `backbone tensor "conv1.weight" is missing`},
 		{func(in *Input) { in.Preprocess.Channels = 2 }, "channels 2, want 1 or 3"},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 
 	"gonum.org/v1/gonum/blas"
@@ -95,10 +96,14 @@ type ClassifierTables struct {
 type Classifier struct {
 	k, s      int
 	normalize bool
-	means     []float64 // [K, S]
-	whiten    []float64 // [K*S, S]: the W_c stacked on top of each other
-	offsets   []float64 // [K, S]: W_c m_c
-	bias      []float64 // [K]
+	// The factored tables in float32, as Tables returns them.
+	means  []float32 // [K, S]
+	whiten []float32 // [K, S, S]
+	bias   []float32 // [K]
+	// The expanded form Scores evaluates (QuadraticTables), in float64.
+	quad      *expansion
+	coef      []float64 // [K, D]
+	constant  []float64 // [K]
 	fallbacks []Fallback
 }
 
@@ -132,16 +137,6 @@ func NewClassifier(protos []Gaussian, priors []float64, opts ClassifierOptions) 
 		return nil, err
 	}
 	s := protos[0].Dim()
-	c := &Classifier{
-		k:         k,
-		s:         s,
-		normalize: opts.Normalize,
-		means:     make([]float64, k*s),
-		whiten:    make([]float64, k*s*s),
-		offsets:   make([]float64, k*s),
-		bias:      make([]float64, k),
-		fallbacks: make([]Fallback, k),
-	}
 	for cls, p := range protos {
 		if err := p.Validate(); err != nil {
 			return nil, fmt.Errorf("gauss: classifier: class %d: %w", cls, err)
@@ -150,16 +145,35 @@ func NewClassifier(protos []Gaussian, priors []float64, opts ClassifierOptions) 
 			return nil, fmt.Errorf("gauss: classifier: class %d has dimension %d, class 0 has %d: %w", cls, p.Dim(), s, ErrShape)
 		}
 	}
-	covs := PoolCovariances(protos, opts.PoolCov)
+	d := QuadraticDim(s)
+	c := &Classifier{
+		k:         k,
+		s:         s,
+		normalize: opts.Normalize,
+		means:     make([]float32, k*s),
+		whiten:    make([]float32, k*s*s),
+		bias:      make([]float32, k),
+		coef:      make([]float64, k*d),
+		constant:  make([]float64, k),
+		fallbacks: make([]Fallback, k),
+	}
+	means := make([]float64, k*s)
 	for cls, p := range protos {
-		shrunk := ShrinkSeparate(covs[cls], opts.classShrink(cls), opts.OffDiagShrink)
-		mean := c.means[cls*s : (cls+1)*s]
+		mean := means[cls*s : (cls+1)*s]
 		copy(mean, p.Mean)
+		if opts.Normalize {
+			normalizeL2(mean)
+		}
+	}
+	c.quad = newExpansion(k, s, means)
+	covs := PoolCovariances(protos, opts.PoolCov)
+	w := blas64.General{Rows: s, Cols: s, Stride: s, Data: make([]float64, s*s)}
+	for cls := range protos {
+		shrunk := ShrinkSeparate(covs[cls], opts.classShrink(cls), opts.OffDiagShrink)
 		if opts.Normalize {
 			if err := toCorrelation(shrunk); err != nil {
 				return nil, fmt.Errorf("gauss: classifier: class %d: %w", cls, err)
 			}
-			normalizeL2(mean)
 		}
 		chol, fb, err := Cholesky(shrunk)
 		if err != nil {
@@ -168,17 +182,21 @@ func NewClassifier(protos []Gaussian, priors []float64, opts ClassifierOptions) 
 		c.fallbacks[cls] = fb
 		var l mat.TriDense
 		chol.LTo(&l)
-		w := blas64.General{Rows: s, Cols: s, Stride: s, Data: c.whiten[cls*s*s : (cls+1)*s*s]}
+		clear(w.Data)
 		for i := range s {
 			w.Data[i*s+i] = 1
 		}
 		blas64.Trsm(blas.Left, blas.NoTrans, 1, l.RawTriangular(), w)
-		blas64.Gemv(blas.NoTrans, 1, w, blas64.Vector{N: s, Inc: 1, Data: mean},
-			0, blas64.Vector{N: s, Inc: 1, Data: c.offsets[cls*s : (cls+1)*s]})
+		var bias float64
 		if opts.FullGaussian {
-			c.bias[cls] = chol.LogDet() - 2*logPriors[cls]
+			bias = chol.LogDet() - 2*logPriors[cls]
 		}
-		c.bias[cls] += opts.classBias(cls)
+		bias += opts.classBias(cls)
+		mean := means[cls*s : (cls+1)*s]
+		c.constant[cls] = c.quad.class(w.Data, mean, bias, c.coef[cls*d:(cls+1)*d])
+		copyFloat32(c.whiten[cls*s*s:(cls+1)*s*s], w.Data)
+		copyFloat32(c.means[cls*s:(cls+1)*s], mean)
+		c.bias[cls] = float32(bias)
 	}
 	return c, nil
 }
@@ -258,31 +276,35 @@ func (c *Classifier) Tables() ClassifierTables {
 	return ClassifierTables{
 		K:         c.k,
 		S:         c.s,
-		Means:     toFloat32(c.means),
-		Whiten:    toFloat32(c.whiten),
-		Bias:      toFloat32(c.bias),
+		Means:     slices.Clone(c.means),
+		Whiten:    slices.Clone(c.whiten),
+		Bias:      slices.Clone(c.bias),
 		Normalize: c.normalize,
 	}
 }
 
 func toFloat32(v []float64) []float32 {
 	out := make([]float32, len(v))
-	for i, x := range v {
-		out[i] = float32(x)
-	}
+	copyFloat32(out, v)
 	return out
 }
 
+func copyFloat32(dst []float32, src []float64) {
+	for i, x := range src {
+		dst[i] = float32(x)
+	}
+}
+
 // scoreBlock is the number of rows scored per GEMM; it bounds the scratch of
-// one worker to scoreBlock x K*S float64 values.
+// one worker to scoreBlock x (D + K) float64 values.
 const scoreBlock = 64
 
 // Scores returns the [n, K] row-major scores of the n features in z ([n, S]
 // row-major), score_c as in ClassifierTables; smaller is closer. It
-// evaluates all classes at once as one product with the stacked whitening
-// matrices,
+// evaluates the expanded form of QuadraticTables, all classes at once as
+// one product,
 //
-//	Y = Zh [W_1; ...; W_K]^T,   score_c = sum_j (Y[:, cS+j] - (W_c m_c)_j)^2 + b_c
+//	scores = Phi Coef^T + Const,   Phi = [phi(zh_1 - center); ...]   [n, D]
 //
 // in float64 through gonum's blas64 (which uses whatever implementation the
 // program registered with blas64.Use), with blocks of rows spread over
@@ -298,12 +320,12 @@ func (c *Classifier) Scores(z []float32, n int) []float32 {
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			zh := make([]float64, scoreBlock*c.s)
-			y := make([]float64, scoreBlock*c.k*c.s)
+			phi := make([]float64, scoreBlock*c.quad.d)
+			y := make([]float64, scoreBlock*c.k)
 			for b := w; b < blocks; b += workers {
 				start := b * scoreBlock
 				rows := min(scoreBlock, n-start)
-				c.scoreBlock(z[start*c.s:(start+rows)*c.s], rows, zh, y, out[start*c.k:(start+rows)*c.k])
+				c.scoreBlock(z[start*c.s:(start+rows)*c.s], rows, phi, y, out[start*c.k:(start+rows)*c.k])
 			}
 		})
 	}
@@ -311,35 +333,28 @@ func (c *Classifier) Scores(z []float32, n int) []float32 {
 	return out
 }
 
-// scoreBlock scores rows features from z into out using the scratch zh and y.
-func (c *Classifier) scoreBlock(z []float32, rows int, zh, y []float64, out []float32) {
-	s, ks := c.s, c.k*c.s
-	zh = zh[:rows*s]
-	for i, v := range z {
-		zh[i] = float64(v)
-	}
-	if c.normalize {
-		for i := range rows {
-			normalizeL2(zh[i*s : (i+1)*s])
-		}
-	}
-	ym := blas64.General{Rows: rows, Cols: ks, Stride: ks, Data: y[:rows*ks]}
-	blas64.Gemm(blas.NoTrans, blas.Trans, 1,
-		blas64.General{Rows: rows, Cols: s, Stride: s, Data: zh},
-		blas64.General{Rows: ks, Cols: s, Stride: s, Data: c.whiten},
-		0, ym)
+// scoreBlock scores rows features from z into out using the scratch phi and y.
+func (c *Classifier) scoreBlock(z []float32, rows int, phi, y []float64, out []float32) {
+	s, d := c.s, c.quad.d
+	zh := make([]float64, s)
 	for i := range rows {
-		yrow := ym.Data[i*ks : (i+1)*ks]
-		for cls := range c.k {
-			var ss float64
-			off := c.offsets[cls*s : (cls+1)*s]
-			for j, v := range yrow[cls*s : (cls+1)*s] {
-				d := v - off[j]
-				ss += d * d
-			}
-			out[i*c.k+cls] = float32(ss + c.bias[cls])
+		for j, v := range z[i*s : (i+1)*s] {
+			zh[j] = float64(v)
 		}
+		if c.normalize {
+			normalizeL2(zh)
+		}
+		c.quad.features(zh, phi[i*d:(i+1)*d])
 	}
+	ym := blas64.General{Rows: rows, Cols: c.k, Stride: c.k, Data: y[:rows*c.k]}
+	for i := range rows {
+		copy(ym.Data[i*c.k:(i+1)*c.k], c.constant)
+	}
+	blas64.Gemm(blas.NoTrans, blas.Trans, 1,
+		blas64.General{Rows: rows, Cols: d, Stride: d, Data: phi[:rows*d]},
+		blas64.General{Rows: c.k, Cols: d, Stride: d, Data: c.coef},
+		1, ym)
+	copyFloat32(out, ym.Data)
 }
 
 // MeanScores returns the element-wise mean of two score tables of the same

@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-
-	"gonum.org/v1/gonum/mat"
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
@@ -286,8 +285,8 @@ func (c *Classifier) eachBatchOf(paths []string, f func(batch []float32, shape [
 func extend(b *bundle.Bundle, classes []LabelledImages, newProtos []gauss.Gaussian) (*bundle.Manifest, map[string][]byte, []bundle.Class, error) {
 	m := b.Manifest
 	old := b.Prototypes
-	protos := prototypesOf(old)
-	priors, err := priorsOf(m, old.Tables.Bias, protos, len(newProtos))
+	protos := old.Gaussians()
+	priors, err := priorsOf(m, old.Bias, protos, len(newProtos))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -306,16 +305,12 @@ func extend(b *bundle.Bundle, classes []LabelledImages, newProtos []gauss.Gaussi
 			}
 		}
 	}
-	if files[bundle.ClassifierFile], err = export.Classifier(tables); err != nil {
+	classifier, err := export.ClassifierFiles(tables, files[bundle.BackboneFile])
+	if err != nil {
 		return nil, nil, nil, err
 	}
-	if files[bundle.ModelFile], err = export.ModelFromBackbone(files[bundle.BackboneFile], tables); err != nil {
-		return nil, nil, nil, err
-	}
-	p := bundle.Prototypes{K: len(protos), S: old.S, Means: slices.Clone(old.Means), Covariances: slices.Clone(old.Covariances), Tables: tables}
-	for _, g := range newProtos {
-		p.Means, p.Covariances = appendGaussian(p.Means, p.Covariances, g)
-	}
+	maps.Copy(files, classifier)
+	p := bundle.NewPrototypes(protos, tables.Bias, tables.Normalize)
 	if files[bundle.PrototypesFile], err = p.Encode(); err != nil {
 		return nil, nil, nil, err
 	}
@@ -347,37 +342,6 @@ func newClassEntries(m bundle.Manifest, classes []LabelledImages) []bundle.Class
 		out[i] = bundle.Class{ID: next + i, Name: c.Name, Task: len(m.Tasks) + 1, AddedImages: len(c.Files)}
 	}
 	return out
-}
-
-// prototypesOf returns the stored Gaussians of a bundle.
-func prototypesOf(p bundle.Prototypes) []gauss.Gaussian {
-	out := make([]gauss.Gaussian, p.K)
-	for c := range p.K {
-		mean := make([]float64, p.S)
-		for i, v := range p.Means[c*p.S : (c+1)*p.S] {
-			mean[i] = float64(v)
-		}
-		cov := mat.NewSymDense(p.S, nil)
-		block := p.Covariances[c*p.S*p.S : (c+1)*p.S*p.S]
-		for i := range p.S {
-			for j := i; j < p.S; j++ {
-				cov.SetSym(i, j, 0.5*(float64(block[i*p.S+j])+float64(block[j*p.S+i])))
-			}
-		}
-		out[c] = gauss.Gaussian{Mean: mean, Cov: cov}
-	}
-	return out
-}
-
-func appendGaussian(means, covs []float32, g gauss.Gaussian) ([]float32, []float32) {
-	s := g.Dim()
-	for i := range s {
-		means = append(means, float32(g.Mean[i]))
-		for j := range s {
-			covs = append(covs, float32(g.Cov.At(i, j)))
-		}
-	}
-	return means, covs
 }
 
 // priorsOf returns the class priors for the classifier of old plus added

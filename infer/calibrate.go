@@ -44,7 +44,7 @@ func Calibrate(modelDir, outDir string, heldOut []LabelledImages, acceptRate flo
 	if err != nil {
 		return nil, err
 	}
-	fit, err := gauss.FitCalibration(scores, len(labels), len(b.Manifest.Classes), labels, b.Prototypes.Tables.Bias)
+	fit, err := gauss.FitCalibration(scores, len(labels), len(b.Manifest.Classes), labels, b.Prototypes.Bias)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate %s: %w", modelDir, err)
 	}

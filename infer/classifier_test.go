@@ -7,8 +7,10 @@ import (
 	"image/jpeg"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -575,6 +577,40 @@ func TestRankClassesTiesAndNaN(t *testing.T) {
 	for i, d := range []float32{float32(math.NaN()), float32(math.Inf(1))} {
 		if _, err := rankClasses([]float32{0, d, 1, 2}, classes, 2); err == nil || !strings.Contains(err.Error(), `class 11 ("b")`) {
 			t.Errorf("case %d %v: error %v", i, d, err)
+		}
+	}
+}
+
+// TestRankClassesMatchesStableSort checks the selection in rankClasses
+// against a stable sort of all distances, with many ties, for every k.
+func TestRankClassesMatchesStableSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(34, 1))
+	for trial := range 50 {
+		n := 1 + rng.IntN(40)
+		distances := make([]float32, n)
+		classes := make([]bundle.Class, n)
+		for i := range distances {
+			distances[i] = float32(rng.IntN(6))
+			classes[i] = bundle.Class{ID: 100 + i}
+		}
+		order := make([]int, n)
+		for i := range order {
+			order[i] = i
+		}
+		sort.SliceStable(order, func(a, b int) bool { return distances[order[a]] < distances[order[b]] })
+		for k := 1; k <= n+1; k++ {
+			got, err := rankClasses(distances, classes, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != min(k, n) {
+				t.Fatalf("trial %d k %d: %d predictions", trial, k, len(got))
+			}
+			for r, p := range got {
+				if p.ClassID != 100+order[r] {
+					t.Fatalf("trial %d k %d rank %d: class %d, want %d (distances %v)", trial, k, r, p.ClassID, 100+order[r], distances)
+				}
+			}
 		}
 	}
 }

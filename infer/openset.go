@@ -28,7 +28,7 @@ type openSet struct {
 // default; without calibration and an explicit threshold, nothing is ever
 // unknown.
 func newOpenSet(b *bundle.Bundle, cfg *config) (openSet, error) {
-	o := openSet{bias: b.Prototypes.Tables.Bias, threshold: math.Inf(1), column: make(map[int]int, len(b.Manifest.Classes))}
+	o := openSet{bias: b.Prototypes.Bias, threshold: math.Inf(1), column: make(map[int]int, len(b.Manifest.Classes))}
 	for i, c := range b.Manifest.Classes {
 		o.column[c.ID] = i
 	}

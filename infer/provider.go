@@ -108,6 +108,9 @@ func loadWith(p Provider, cfg *config, specs []modelSpec) ([]*session, error) {
 		return nil, err
 	}
 	defer opts.Destroy()
+	if err := setExternalDataDir(opts, specs); err != nil {
+		return nil, err
+	}
 	sessions := make([]*session, 0, len(specs))
 	for _, spec := range specs {
 		s, err := ort.NewDynamicAdvancedSessionWithONNXData(spec.onnx, spec.inputs, spec.outputs, opts)

@@ -69,14 +69,25 @@ func rankClasses(distances []float32, classes []bundle.Class, k int) ([]Predicti
 			return nil, fmt.Errorf("distance to class %d (%q) is %v", classes[i].ID, classes[i].Name, d)
 		}
 	}
-	order := make([]int, len(distances))
-	for i := range order {
-		order[i] = i
+	// Selection into a sorted buffer of k, not a sort of all K: with
+	// thousands of classes sorting every score per image cost more than the
+	// classifier. Classes are visited in index order and a class enters only
+	// strictly before an equal distance, so ties keep the lower index first.
+	k = min(k, len(distances))
+	order := make([]int, 0, k)
+	for i, d := range distances {
+		if len(order) == k && d >= distances[order[k-1]] {
+			continue
+		}
+		at := sort.Search(len(order), func(j int) bool { return distances[order[j]] > d })
+		if len(order) < k {
+			order = append(order, 0)
+		}
+		copy(order[at+1:], order[at:len(order)-1])
+		order[at] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return distances[order[a]] < distances[order[b]] })
-	k = min(k, len(order))
 	out := make([]Prediction, k)
-	for r, i := range order[:k] {
+	for r, i := range order {
 		out[r] = Prediction{ClassID: classes[i].ID, Name: classes[i].Name, Task: classes[i].Task, Distance: distances[i]}
 	}
 	return out, nil

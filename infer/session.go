@@ -2,6 +2,7 @@ package infer
 
 import (
 	"fmt"
+	"path/filepath"
 
 	ort "github.com/yalue/onnxruntime_go"
 )
@@ -13,6 +14,34 @@ type modelSpec struct {
 	onnx    []byte // verified against the manifest (bundle.Bundle.ReadFile)
 	inputs  []string
 	outputs []string
+}
+
+// externalDataKey is ONNX Runtime's session option naming the folder in
+// which a model created from bytes finds its external data
+// (onnxruntime_session_options_config_keys.h), where it would otherwise
+// look beside a model file it was given by path.
+const externalDataKey = "session.model_external_initializers_file_folder_path"
+
+// setExternalDataDir points opts at the directory of the models of specs,
+// all from one model directory, whose classifier.onnx and model.onnx read
+// the class table from bundle.ClassifierDataFile beside them.
+func setExternalDataDir(opts *ort.SessionOptions, specs []modelSpec) error {
+	if len(specs) == 0 {
+		return nil
+	}
+	dir, err := filepath.Abs(filepath.Dir(specs[0].path))
+	if err != nil {
+		return fmt.Errorf("%s: %w", specs[0].path, err)
+	}
+	for _, spec := range specs[1:] {
+		if d, _ := filepath.Abs(filepath.Dir(spec.path)); d != dir {
+			panic(fmt.Sprintf("infer: models %s and %s are in different directories", specs[0].path, spec.path))
+		}
+	}
+	if err := opts.AddSessionConfigEntry(externalDataKey, dir); err != nil {
+		return fmt.Errorf("onnx runtime external data folder %s: %w", dir, err)
+	}
+	return nil
 }
 
 // session is one model loaded into ONNX Runtime. ONNX Runtime's Run is safe

@@ -31,6 +31,16 @@
 // does not build; --photo-size WIDTHxHEIGHT feeds RGB images of that size,
 // so preprocessing does a photo's work; --batch sets the throughput batch.
 //
+// --classes 10,100,1000,5000,20000 sweeps class counts instead (issue 34):
+// starting from --model, it grows one model directory per count with
+// infer.AddClasses (each new class learned from 6 Fashion-MNIST test images
+// of one label, as `bicyc-infer add-classes` would), times each step, and
+// prints per count the batch-1 p50/p99, batch throughput, whole-process
+// `bicyc-infer one.png` time and peak RSS, this process's peak RSS with the
+// model open, the directory's size and its growth per added class, and the
+// load average before and after; --csv FILE writes the same as CSV. The
+// published table is docs/results/inference-classes.md.
+//
 // --backbone defaults to the run's latest checkpoint,
 // DIR/../checkpoints/<latest>/backbone.safetensors. Python is Debian's
 // /usr/bin/python3 with python3-torch and python3-pil

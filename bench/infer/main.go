@@ -34,6 +34,10 @@ type options struct {
 	procs           int
 	torch           bool
 	photo           image.Point
+	// classes, when set, sweeps class counts instead (runClasses).
+	classes      []int
+	csv, workDir string
+	addBin       string
 }
 
 func main() {
@@ -54,7 +58,18 @@ func main() {
 		_, err := fmt.Sscanf(v, "%dx%d", &o.photo.X, &o.photo.Y)
 		return err
 	})
+	flag.Func("classes", "N,N,...: grow the model to these class counts with add-classes and measure each (implies --torch=false)", func(v string) error {
+		var err error
+		o.classes, err = parseClasses(v)
+		return err
+	})
+	flag.StringVar(&o.csv, "csv", "", "with --classes: also write the measurements to this CSV file")
+	flag.StringVar(&o.addBin, "add-bin", "", "with --classes: add classes with this bicyc-infer's add-classes command (e.g. an older build) instead of this build's infer.AddClasses")
+	flag.StringVar(&o.workDir, "work-dir", "", "with --classes: where the grown models are written (default the system's temp dir)")
 	flag.Parse()
+	if o.classes != nil {
+		o.torch = false
+	}
 	if err := run(o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/infer:", err)
 		os.Exit(1)
@@ -66,9 +81,13 @@ type side struct {
 	name       string
 	p50, p99   []float64 // microseconds, one per round
 	throughput []float64 // images per second, one per round
-	wall       []float64 // whole-process milliseconds, one per run
-	cpu        []float64 // whole-process user+system CPU milliseconds, one per run
-	procRSS    []float64 // whole-process peak RSS in bytes, one per run
+	// cpuPerCall (microseconds) and cpuThroughput (images per CPU-second)
+	// are the same rounds by this process's CPU time, which depends far
+	// less than wall time on what else a shared machine runs; ours only.
+	cpuPerCall, cpuThroughput []float64
+	wall                      []float64 // whole-process milliseconds, one per run
+	cpu                       []float64 // whole-process user+system CPU milliseconds, one per run
+	procRSS                   []float64 // whole-process peak RSS in bytes, one per run
 	// peakRSS is the in-process peak RSS of the benchmark process in bytes:
 	// ours is this process after setup (compare.ResetPeakRSS), PyTorch's
 	// the worker's whole life.
@@ -101,16 +120,14 @@ func run(o options, out io.Writer) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "bicyc-bench-infer-")
+	if o.classes != nil {
+		return runClasses(o, out)
+	}
+	tmp, err := workspace(&o, "", "bicyc-bench-infer-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if o.bin == "" {
-		if o.bin, err = buildInfer(tmp); err != nil {
-			return err
-		}
-	}
 	imageDir := filepath.Join(tmp, "images")
 	imgs, err := writeImages(imageDir, o.batch, o.photo)
 	if err != nil {
@@ -173,6 +190,23 @@ func run(o options, out io.Writer) error {
 	}
 	writeReport(out, o, c, reportRun{ours: ours, torch: torch, images: len(imgs), load: [2]string{loadStart, loadEnd}})
 	return nil
+}
+
+// workspace makes the run's temporary directory in parent (the system's
+// temp dir when empty) and builds bicyc-infer into it unless o.bin names
+// one. The caller removes the directory.
+func workspace(o *options, parent, pattern string) (string, error) {
+	tmp, err := os.MkdirTemp(parent, pattern)
+	if err != nil {
+		return "", err
+	}
+	if o.bin == "" {
+		if o.bin, err = buildInfer(tmp); err != nil {
+			os.RemoveAll(tmp)
+			return "", err
+		}
+	}
+	return tmp, nil
 }
 
 // buildInfer builds cmd/bicyc-infer into dir and returns its path.
@@ -441,6 +475,10 @@ func (s *side) measure(c *infer.Classifier, imgs []image.Image, o options) error
 		}
 	}
 	lat := make([]float64, o.calls)
+	cpu0, err := compare.CPUTime()
+	if err != nil {
+		return err
+	}
 	for i := range lat {
 		start := time.Now()
 		if _, err := c.Classify(img); err != nil {
@@ -448,20 +486,32 @@ func (s *side) measure(c *infer.Classifier, imgs []image.Image, o options) error
 		}
 		lat[i] = float64(time.Since(start).Nanoseconds()) / 1e3
 	}
+	cpu1, err := compare.CPUTime()
+	if err != nil {
+		return err
+	}
 	s.p50 = append(s.p50, compare.Percentile(lat, 50))
 	s.p99 = append(s.p99, compare.Percentile(lat, 99))
+	s.cpuPerCall = append(s.cpuPerCall, float64((cpu1-cpu0).Microseconds())/float64(o.calls))
 
 	batch := imgs[:o.batch]
 	if _, err := c.ClassifyBatch(batch); err != nil {
 		return err
 	}
 	start := time.Now()
+	if cpu0, err = compare.CPUTime(); err != nil {
+		return err
+	}
 	for range o.reps {
 		if _, err := c.ClassifyBatch(batch); err != nil {
 			return err
 		}
 	}
 	s.throughput = append(s.throughput, float64(o.reps*o.batch)/time.Since(start).Seconds())
+	if cpu1, err = compare.CPUTime(); err != nil {
+		return err
+	}
+	s.cpuThroughput = append(s.cpuThroughput, float64(o.reps*o.batch)/(cpu1-cpu0).Seconds())
 	return nil
 }
 
