@@ -127,3 +127,13 @@ func Ensure() (Status, error) {
 	err := syscall.Exec("/proc/self/exe", os.Args, env)
 	return s, fmt.Errorf("kernels: re-executing with %s=%s: %w (running with OpenBLAS's %s kernels)", coreTypeEnv, choice.CoreType, err, s.Kernels)
 }
+
+// RunTests runs a test binary's tests on the kernels Ensure chooses, as the training binaries run, and
+// exits with their code: `func TestMain(m *testing.M) { kernels.RunTests(m) }`. A failed restart is
+// reported and the tests run on the kernels there are.
+func RunTests(m interface{ Run() int }) {
+	if _, err := Ensure(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(m.Run())
+}

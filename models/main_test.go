@@ -1,8 +1,6 @@
 package models
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -17,11 +15,8 @@ import (
 // TestMain registers OpenBLAS as gorgonia's BLAS, as the training binaries do; run the tests with
 // CGO_LDFLAGS=-lopenblas.
 func TestMain(m *testing.M) {
-	if _, err := kernels.Ensure(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
 	G.Use(netlib.Implementation{})
-	os.Exit(m.Run())
+	kernels.RunTests(m)
 }
 
 var (

@@ -2,7 +2,6 @@ package pretrained
 
 import (
 	"flag"
-	"fmt"
 	"image"
 	_ "image/jpeg"
 	_ "image/png"
@@ -31,11 +30,8 @@ import (
 var fullResNet18 = flag.String("resnet18-onnx", "", "full-size torchvision ResNet-18 ONNX file for TestFullResNet18MatchesOnnxRuntime")
 
 func TestMain(m *testing.M) {
-	if _, err := kernels.Ensure(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
 	G.Use(netlib.Implementation{})
-	os.Exit(m.Run())
+	kernels.RunTests(m)
 }
 
 // fixture is the small committed ResNet-18 (stage widths 4, 8, 16, 32; testdata/make_resnet18.py).
