@@ -4,7 +4,7 @@
 // OpenBLAS built with DYNAMIC_ARCH (Debian's libopenblas) picks its kernels once, when the library loads,
 // from the processor's model number. A model newer than the library falls back to its oldest x86-64 kernels:
 // Debian 12's OpenBLAS 0.3.21 runs Prescott (SSE3) kernels on current AVX-512 Xeons, a sixth of the
-// processor's single-precision matrix-product speed there (sgemm 34 against 222 GFLOP/s on 2 cores). The
+// processor's single-precision matrix-product speed there (sgemm about 34 against 222-291 GFLOP/s on 2 cores). The
 // library reads OPENBLAS_CORETYPE only at load, so the choice cannot be changed in a running process.
 //
 // Ensure, called first in main (or TestMain), compares the kernels OpenBLAS reports with the best kernel set
