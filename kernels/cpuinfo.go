@@ -37,12 +37,28 @@ func cpuModel() string {
 // readCPUInfo returns the first model name a cpuinfo file gives (see ProcessorName) and, on x86, the first
 // processor's "family F, model M"; empty strings where the file or the fields are missing.
 func readCPUInfo(path string) (name, id string) {
+	f := cpuInfoFields(path)
+	name = f["model name"]
+	for _, k := range []string{"Model", "Processor", "cpu model"} {
+		if name == "" {
+			name = f[k]
+		}
+	}
+	if f["cpu family"] != "" && f["model"] != "" {
+		id = "family " + f["cpu family"] + ", model " + f["model"]
+	}
+	return name, id
+}
+
+// cpuInfoFields returns the first value of each "key : value" line of a cpuinfo file (the first processor's,
+// and the machine-wide lines ARM puts at the end); empty where the file cannot be read.
+func cpuInfoFields(path string) map[string]string {
+	fields := map[string]string{}
 	f, err := os.Open(path)
 	if err != nil {
-		return "", ""
+		return fields
 	}
 	defer f.Close()
-	var fallback, family, model string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -50,31 +66,10 @@ func readCPUInfo(path string) (name, id string) {
 		if !ok {
 			continue
 		}
-		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
-		switch key {
-		case "model name":
-			if name == "" {
-				name = val
-			}
-		case "Model", "Processor", "cpu model":
-			if fallback == "" {
-				fallback = val
-			}
-		case "cpu family":
-			if family == "" {
-				family = val
-			}
-		case "model":
-			if model == "" {
-				model = val
-			}
+		key = strings.TrimSpace(key)
+		if _, seen := fields[key]; !seen {
+			fields[key] = strings.TrimSpace(val)
 		}
 	}
-	if name == "" {
-		name = fallback
-	}
-	if family != "" && model != "" {
-		id = "family " + family + ", model " + model
-	}
-	return name, id
+	return fields
 }

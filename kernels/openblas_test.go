@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -15,31 +14,12 @@ func TestDetectMatchesProcCPUInfo(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skipf("the x86 features are checked on amd64; this is %s", runtime.GOARCH)
 	}
-	f, err := os.Open(CPUInfo)
-	if err != nil {
-		t.Skipf("no /proc/cpuinfo: %v", err)
-	}
-	defer f.Close()
+	info := cpuInfoFields(CPUInfo)
 	flags := map[string]bool{}
-	vendor := ""
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		key, val, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		switch strings.TrimSpace(key) {
-		case "flags":
-			if len(flags) == 0 {
-				for _, fl := range strings.Fields(val) {
-					flags[fl] = true
-				}
-			}
-		case "vendor_id":
-			vendor = strings.TrimSpace(val)
-		}
+	for _, fl := range strings.Fields(info["flags"]) {
+		flags[fl] = true
 	}
+	vendor := info["vendor_id"]
 	if len(flags) == 0 {
 		t.Fatal("/proc/cpuinfo has no flags line")
 	}
