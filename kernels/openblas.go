@@ -123,7 +123,14 @@ func Ensure() (Status, error) {
 	if choice.CoreType == "" {
 		return s, nil
 	}
-	env := append(os.Environ(), coreTypeEnv+"="+choice.CoreType, choiceEnv+"="+s.Kernels+">"+choice.CoreType)
+	// A stale choice (its OPENBLAS_CORETYPE removed by a caller) would shadow the new one: getenv reads the first.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, choiceEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, coreTypeEnv+"="+choice.CoreType, choiceEnv+"="+s.Kernels+">"+choice.CoreType)
 	err := syscall.Exec("/proc/self/exe", os.Args, env)
 	return s, fmt.Errorf("kernels: re-executing with %s=%s: %w (running with OpenBLAS's %s kernels)", coreTypeEnv, choice.CoreType, err, s.Kernels)
 }
