@@ -164,9 +164,11 @@ func BenchmarkConv2d3x3(b *testing.B) {
 			run  func()
 		}{
 			{"forward/im2col", func() { im2colForward(g, x, w, out) }},
-			{"forward/winograd", func() { winogradForward(g, x, w, out) }},
+			{"forward/winograd23", func() { winograd23Forward(g, x, w, out) }},
+			{"forward/winograd43", func() { winograd43Forward(g, x, w, out) }},
 			{"inputgrad/im2col", func() { im2colInputGrad(g, w, dy, dx) }},
-			{"inputgrad/winograd", func() { winogradInputGrad(g, w, dy, dx) }},
+			{"inputgrad/winograd23", func() { winograd23InputGrad(g, w, dy, dx) }},
+			{"inputgrad/winograd43", func() { winograd43InputGrad(g, w, dy, dx) }},
 			{"filtergrad/im2col", func() { im2colFilterGrad(g, x, dy, dw) }},
 			{"filtergrad/winograd", func() { winogradFilterGrad(g, x, dy, dw) }},
 		} {

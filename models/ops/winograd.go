@@ -20,9 +20,9 @@ import "github.com/bicyc/bicyc/models/ops/internal/vector"
 // faster matrix product gives an im2col convolution, which is bound by the sgemm ceiling. The input
 // gradient is the same kind of convolution, and the filter gradient the adjoint of the forward transform in
 // the filters (winogradFilterGrad). The transforms use only additions and halvings, so float32 results stay
-// within a few units of rounding of im2col's (TestWinogradMatchesIm2col). F(4x4, 3x3), 4 times fewer
-// multiplications, is not implemented: its transforms have coefficients up to 8, which multiply the float32
-// error.
+// within a few units of rounding of im2col's (TestWinogradMatchesIm2col). The forward convolution and the
+// input gradient of the larger planes use F(4x4, 3x3) instead (winograd43.go): 4 times fewer
+// multiplications, for about ten times the rounding error.
 
 // winogradPoints is the number of transformed points of an F(2x2, 3x3) tile, 4x4.
 const winogradPoints = 16
@@ -87,8 +87,18 @@ func (g convGeom) transposed() convGeom {
 	return t
 }
 
-// winogradForward computes y = Conv2d(x, w) for a convolution with g.winograd().
+// winogradForward computes y = Conv2d(x, w) for a convolution with g.winograd(), by F(4x4, 3x3) where it
+// saves more (see winograd43), else by F(2x2, 3x3).
 func winogradForward[T float](g convGeom, x, w, y []T) {
+	if g.winograd43() {
+		winograd43Forward(g, x, w, y)
+	} else {
+		winograd23Forward(g, x, w, y)
+	}
+}
+
+// winograd23Forward computes y = Conv2d(x, w) by F(2x2, 3x3).
+func winograd23Forward[T float](g convGeom, x, w, y []T) {
 	pool := scratchOf[T]()
 	u := pool.get(winogradPoints * (g.o*g.c + winogradSkew))
 	defer pool.put(u)
@@ -100,7 +110,18 @@ func winogradForward[T float](g convGeom, x, w, y []T) {
 // stride-1 same-padding convolution is itself one,
 //
 //	dx[n,c,i,j] = Σ_o Σ_a Σ_b w[o,c,2-a,2-b] · dy[n,o,i+a-1,j+b-1]
+//
+// It uses F(4x4, 3x3) where that saves more (see winograd43), else F(2x2, 3x3).
 func winogradInputGrad[T float](g convGeom, w, dy, dx []T) {
+	if g.winograd43() {
+		winograd43InputGrad(g, w, dy, dx)
+	} else {
+		winograd23InputGrad(g, w, dy, dx)
+	}
+}
+
+// winograd23InputGrad computes dx from dy by F(2x2, 3x3).
+func winograd23InputGrad[T float](g convGeom, w, dy, dx []T) {
 	pool := scratchOf[T]()
 	u := pool.get(winogradPoints * (g.o*g.c + winogradSkew))
 	defer pool.put(u)

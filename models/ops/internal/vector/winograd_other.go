@@ -27,3 +27,23 @@ func WinogradInputPlane(v []float32, stride int, padded, rows []float32, down, a
 
 // WinogradInputScratch returns 0: WinogradInputPlane is unavailable.
 func WinogradInputScratch(across int) int { return 0 }
+
+// WinogradInput43 panics: callers check HasAVX2 first.
+func WinogradInput43(o, r *[6][]float32) { unavailable() }
+
+// WinogradOutput43 panics: callers check HasAVX2 first.
+func WinogradOutput43(o *[4][]float32, m *[6][]float32) { unavailable() }
+
+// WinogradFilter43 panics: callers check HasAVX2 first.
+func WinogradFilter43(o *[6][]float32, f *[3][]float32) { unavailable() }
+
+// WinogradColumns43 panics: callers check HasAVX2 first.
+func WinogradColumns43(o *[6][]float32, row []float32) { unavailable() }
+
+// WinogradInput43Plane panics: callers check HasAVX2 first.
+func WinogradInput43Plane(v []float32, stride int, padded, rows []float32, width, down, across int) {
+	unavailable()
+}
+
+// WinogradOutputInterleave43 panics: callers check HasAVX2 first.
+func WinogradOutputInterleave43(out []float32, m *[6][]float32) { unavailable() }
