@@ -170,7 +170,8 @@ func BenchmarkConv2d3x3(b *testing.B) {
 			{"inputgrad/winograd23", func() { winograd23InputGrad(g, w, dy, dx) }},
 			{"inputgrad/winograd43", func() { winograd43InputGrad(g, w, dy, dx) }},
 			{"filtergrad/im2col", func() { im2colFilterGrad(g, x, dy, dw) }},
-			{"filtergrad/winograd", func() { winogradFilterGrad(g, x, dy, dw) }},
+			{"filtergrad/winograd23", func() { winograd23FilterGrad(g, x, dy, dw) }},
+			{"filtergrad/winograd43", func() { winograd43FilterGrad(g, x, dy, dw) }},
 		} {
 			b.Run(fmt.Sprintf("n%d-c%d-o%d-%dx%d/%s", s.n, s.c, s.o, s.side, s.side, p.name), func(b *testing.B) {
 				p.run() // scratch buffers are allocated in the first run

@@ -31,7 +31,7 @@ import (
 // plane or an odd one of 7x7 or larger (see convGeom.winograd), uses Winograd's F(2x2, 3x3) instead of
 // im2col, in all passes (see winograd.go): 2.25 times fewer multiplications on even sizes, 1.72 at 7x7. On
 // output sides that are multiples of 4 from 8, the forward pass and the input gradient use F(4x4, 3x3),
-// 4 times fewer (see convGeom.winograd43).
+// 4 times fewer, and from 16 the filter gradient too (see convGeom.winograd43).
 //
 // When x is a leaf of the graph (an input such as the batch of images, or a parameter), the gradient with
 // respect to x is not built: a network's input images never need one, and it would cost a matrix product

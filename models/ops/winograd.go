@@ -387,10 +387,21 @@ func winogradOutputRows[T float](even, odd, m []T, stride int) {
 // summed over the tiles of all images, dy_tile the 2x2 tile of dy[n,o] (zeros past an odd-sized plane) and
 // d_tile the 4x4 tile of x[n,c] it depends on. The sum of each point ξ is one product [O, tiles] · [tiles, C]
 // per chunk. Each goroutine sums its chunks into its own partial sums, added in goroutine order, unless
-// the partial sums, 16·O·C, outweigh a goroutine's transformed tiles (winogradSharedPartial).
+// the partial sums, 16·O·C, outweigh a goroutine's transformed tiles (winogradSharedPartial). Where the
+// forward pass uses F(4x4, 3x3) on sides from 16, so does its adjoint (see winograd43FilterGradient).
 func winogradFilterGrad[T float](g convGeom, x, dy, dw []T) {
+	if g.winograd43FilterGradient() {
+		winograd43FilterGrad(g, x, dy, dw)
+	} else {
+		winograd23FilterGrad(g, x, dy, dw)
+	}
+}
+
+// winograd23FilterGrad computes dw by F(2x2, 3x3).
+func winograd23FilterGrad[T float](g convGeom, x, dy, dw []T) {
 	ch := g.chunkingFor(winogradChunkColumns)
-	if winogradSharedPartial(g, ch) {
+	down, across := g.tiles()
+	if winogradSharedPartial(g, ch, down*across) {
 		ch.workers, ch.gemmThreads = 1, ch.workers*ch.gemmThreads
 	}
 	pool := scratchOf[T]()
@@ -456,10 +467,9 @@ func winogradFilterAdjoints[T float](sums [][]T, dw []T, first, last, stride int
 // by 16 MB per goroutine, and the products are large enough for the BLAS to split well (BenchmarkConv2d3x3:
 // 51 -> 46 CPU-ms at 512 channels, 4x4, batch 64). With thinner products the serial transforms cost more
 // than the memory is worth: at 256 channels, 14x14, batch 16 (ratio 1.3) one goroutine took 24 instead of 16
-// ms.
-func winogradSharedPartial(g convGeom, ch convChunks) bool {
-	down, across := g.tiles()
-	return ch.workers > 1 && g.o*g.c >= 2*(g.o+g.c)*ch.images*down*across
+// ms. perImage is the number of tiles of an image.
+func winogradSharedPartial(g convGeom, ch convChunks, perImage int) bool {
+	return ch.workers > 1 && g.o*g.c >= 2*(g.o+g.c)*ch.images*perImage
 }
 
 // winogradFilterGradChunks writes to partial the sums over chunks lo..hi-1 of the products

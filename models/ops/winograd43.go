@@ -14,9 +14,8 @@ import "github.com/bicyc/bicyc/models/ops/internal/vector"
 //
 // 36 products [O, C]·[C, tiles] for 16 outputs per tile: 4 times fewer multiplications than im2col where
 // F(2x2, 3x3) saves 2.25, and 36/16 = 2.25 transformed values per output instead of 4, so the transforms
-// move less memory too. The forward convolution and the input gradient use it where it saves more than
-// F(2x2, 3x3) (convGeom.winograd43); the filter gradient stays on F(2x2, 3x3), whose adjoint transforms
-// are in place. Its coefficients reach 8 and 1/24, so float32 results differ from im2col's by about ten
+// move less memory too. The forward convolution and the input gradient use it on the planes where it is
+// faster (convGeom.winograd43), the filter gradient on the larger of them (winograd43FilterGradient). Its coefficients reach 8 and 1/24, so float32 results differ from im2col's by about ten
 // times F(2x2, 3x3)'s rounding (TestWinogradMatchesIm2col measures both), as in the libraries that train
 // with it (oneDNN's AVX-512 Winograd convolution is F(4x4, 3x3)).
 //
@@ -42,6 +41,13 @@ const winograd43ChunkColumns = 2048
 func (g convGeom) winograd43() bool {
 	return g.winograd() && g.oh%4 == 0 && g.ow%4 == 0 && min(g.oh, g.ow) >= 8
 }
+
+// winograd43FilterGradient reports a convolution whose filter gradient uses F(4x4, 3x3): g.winograd43() on
+// sides from 16. BenchmarkConv2d3x3, CPU time F(2x2, 3x3) -> F(4x4, 3x3) on the loaded shared 2-core Xeon:
+// 41.6 -> 34.5 ms at 64 channels 32x32 batch 64, 37.9 -> 27.6 at 64 channels 56x56 batch 16, 31.5 -> 29.1 at
+// 128 channels 16x16 batch 64, but 30.9 -> 35.9 at 256 channels 8x8: with two tiles across, the adjoint's
+// pass over each row of the output gradient does a quarter of its vector width's work.
+func (g convGeom) winograd43FilterGradient() bool { return g.winograd43() && min(g.oh, g.ow) >= 16 }
 
 // tiles43 returns the number of 4x4 output tiles of one image, down and across; the last ones overhang an
 // output size that is not a multiple of 4.
@@ -343,5 +349,234 @@ func filter43[T float](o *[6][]T, f *[3][]T) {
 		o3[i] = p + b[i]*twelfth
 		o4[i] = p - b[i]*twelfth
 		o5[i] = c[i]
+	}
+}
+
+// winograd43FilterGrad computes dw [O,C,3,3] from x and dy by F(4x4, 3x3), as the adjoint of
+// winograd43Forward in w,
+//
+//	dw[o,c] = Gᵀ [ Σ_tiles (A dy_tile Aᵀ) ⊙ (Bᵀ d_tile B) ] G
+//
+// summed over the 4x4 tiles of dy[n,o] and the 6x6 tiles of x[n,c] they depend on: one product
+// [O, tiles] · [tiles, C] per point and chunk, into partial sums per goroutine as in winogradFilterGrad.
+func winograd43FilterGrad[T float](g convGeom, x, dy, dw []T) {
+	ch := g.chunkingFor(winograd43ChunkColumns)
+	down, across := g.tiles43()
+	if winogradSharedPartial(g, ch, down*across) {
+		ch.workers, ch.gemmThreads = 1, ch.workers*ch.gemmThreads
+	}
+	pool := scratchOf[T]()
+	stride := g.o*g.c + winogradSkew
+	partials := make([][]T, ch.workers)
+	for w := range partials {
+		partials[w] = pool.get(winograd43Points * stride)
+	}
+	defer pool.put(partials...)
+	used := make([]bool, ch.workers)
+	parallelRanges(ch.chunks, ch.workers, func(worker, lo, hi int) {
+		winograd43FilterGradChunks(g, ch, x, dy, partials[worker], lo, hi)
+		used[worker] = hi > lo
+	})
+	var sums [][]T
+	for w, p := range partials {
+		if used[w] {
+			sums = append(sums, p)
+		}
+	}
+	winograd43FilterAdjoints(sums, dw, g.o*g.c, stride)
+}
+
+// winograd43FilterGradChunks writes to partial the sums over chunks lo..hi-1 of the products
+// (A dy Aᵀ)[ξ] [O, tiles] · (Bᵀ x B)[ξ]ᵀ [tiles, C], 36 matrices [O, C] O·C+winogradSkew elements apart.
+func winograd43FilterGradChunks[T float](g convGeom, ch convChunks, x, dy, partial []T, lo, hi int) {
+	down, across := g.tiles43()
+	perImage := down * across
+	most := ch.images * perImage
+	width := paddedWidth43(across)
+	pool := scratchOf[T]()
+	v, m := pool.get(winograd43Points*(g.c*most+winogradSkew)), pool.get(winograd43Points*(g.o*most+winogradSkew))
+	padded, rows := pool.get((4*down+2)*width+8), pool.get(6*width)
+	defer pool.put(v, m, padded, rows)
+	clear(padded)
+	stride := g.o*g.c + winogradSkew
+	for i := lo; i < hi; i++ {
+		first, count := ch.span(g, i)
+		tiles := count * perImage
+		vs, ms := g.c*tiles+winogradSkew, g.o*tiles+winogradSkew
+		winograd43Inputs(g, x, v, padded, rows, first, count, vs)
+		winograd43OutputGrads(g, dy, m, first, count, ms)
+		var beta T
+		if i > lo {
+			beta = 1
+		}
+		for xi := range winograd43Points {
+			gemm(ch.gemmThreads, false, true, g.o, g.c, tiles, m[xi*ms:], tiles, v[xi*vs:], tiles,
+				beta, partial[xi*stride:], g.c)
+		}
+	}
+}
+
+// winograd43OutputGrads writes A dy Aᵀ, the adjoint of the output transform, of every 4x4 tile of dy of
+// images first..first+count-1 to m, point ξ of tile t of output channel o at m[ξ·stride + o·tiles + t], tiles
+// numbered as in winograd43Inputs, a channel at a time: A over the four values of each tile in each row of
+// dy (copied into a zero-padded row), then A over the four rows of each tile, for all tiles at once. In
+// float32 with the vector kernels a row of tiles is rounded up to a multiple of 8 tiles, into slack after
+// each row of the scratch, and the second pass to a multiple of 8 tiles, into the next channel's tiles of
+// m, written afterwards, or the skew after each point's matrix.
+func winograd43OutputGrads[T float](g convGeom, dy, m []T, first, count, stride int) {
+	down, across := g.tiles43()
+	perImage, tiles, p := down*across, count*down*across, g.outPlane()
+	_, vectorised := any(m).([]float32)
+	vectorised = vectorised && vector.HasAVX2
+	n, rowTiles := tiles, across
+	if vectorised {
+		n, rowTiles = roundUp8(tiles), roundUp8(across)
+	}
+	hs := n + 8 // one row of A·dy per point: room for the last row of tiles, rounded up
+	pool := scratchOf[T]()
+	buf := pool.get(24*hs + 4*rowTiles)
+	defer pool.put(buf)
+	h, row := buf[:24*hs], buf[24*hs:] // A·dy rows: (r, l) at (6r+l)·hs; one row of dy, zeros past the plane
+	clear(row)
+	for o := 0; o < g.o; o++ {
+		for i := 0; i < count; i++ {
+			plane := dy[((first+i)*g.o+o)*p : ((first+i)*g.o+o+1)*p]
+			for oy := 0; oy < 4*down; oy++ {
+				if oy < g.oh {
+					copyRow(row, plane[oy*g.ow:(oy+1)*g.ow])
+				} else {
+					clear(row[:g.ow])
+				}
+				r, at := oy%4, i*perImage+oy/4*across
+				var out [6][]T
+				for l := range out {
+					out[l] = h[(6*r+l)*hs+at : (6*r+l)*hs+at+rowTiles]
+				}
+				gradColumns43(&out, row)
+			}
+		}
+		for l := range 6 {
+			var out [6][]T
+			for k := range out {
+				out[k] = m[(6*k+l)*stride+o*tiles:][:n]
+			}
+			outputGrad43(&out, &[4][]T{h[l*hs:][:n], h[(6+l)*hs:][:n], h[(12+l)*hs:][:n], h[(18+l)*hs:][:n]})
+		}
+	}
+}
+
+// winograd43FilterAdjoints writes dw from the partial sums, point ξ of filter k at s[ξ·stride + k]: the
+// partials added into the first, in goroutine order, then Gᵀ f G of each filter, block by block of
+// filterBlock43 filters as winograd43Filters, the results laid out by element and then interleaved into dw.
+func winograd43FilterAdjoints[T float](sums [][]T, dw []T, n, stride int) {
+	p := sums[0]
+	pool := scratchOf[T]()
+	parallelFor((n+filterBlock43-1)/filterBlock43, 1, func(lo, hi int) {
+		local := pool.get(27 * filterBlock43)
+		defer pool.put(local)
+		for b := lo; b < hi; b++ {
+			k0, k1 := b*filterBlock43, min((b+1)*filterBlock43, n)
+			nb := k1 - k0
+			for _, s := range sums[1:] {
+				for xi := range winograd43Points {
+					at := xi*stride + k0
+					addTo(p[at:at+nb], s[at:at+nb])
+				}
+			}
+			gf, d := local[:18*nb], local[18*nb:27*nb] // Gᵀ f: (i, l) at (6i+l)·nb; the gradients' elements
+			for l := range 6 {                         // column l of the points gives column l of Gᵀ f
+				var in [6][]T
+				for k := range in {
+					in[k] = p[(6*k+l)*stride+k0:][:nb]
+				}
+				filterAdjoint43(&[3][]T{gf[l*nb:][:nb], gf[(6+l)*nb:][:nb], gf[(12+l)*nb:][:nb]}, &in)
+			}
+			for i := range 3 { // row i of Gᵀ f gives elements 3i..3i+2
+				var in [6][]T
+				for l := range in {
+					in[l] = gf[(6*i+l)*nb:][:nb]
+				}
+				filterAdjoint43(&[3][]T{d[3*i*nb:][:nb], d[(3*i+1)*nb:][:nb], d[(3*i+2)*nb:][:nb]}, &in)
+			}
+			for k := range nb {
+				for e := range 9 {
+					dw[9*(k0+k)+e] = d[e*nb+k]
+				}
+			}
+		}
+	})
+}
+
+// outputGrad43 writes A t at every index of the slices, as vector.WinogradOutputGrad43.
+func outputGrad43[T float](o *[6][]T, t *[4][]T) {
+	n, from := len(o[0]), 0
+	if o32, ok := any(o).(*[6][]float32); ok && vector.HasAVX2 && n >= 8 {
+		from = n &^ 7
+		t32 := any(t).(*[4][]float32)
+		var oa [6][]float32
+		var ta [4][]float32
+		for i := range oa {
+			oa[i] = o32[i][:from]
+			if i < 4 {
+				ta[i] = t32[i][:from]
+			}
+		}
+		vector.WinogradOutputGrad43(&oa, &ta)
+	}
+	a, b, c, d := t[0][:n], t[1][:n], t[2][:n], t[3][:n]
+	for i := from; i < n; i++ {
+		outputGradPoints43(o, i, a[i], b[i], c[i], d[i])
+	}
+}
+
+// gradColumns43 writes A of the 4-vectors row[4t .. 4t+3] for the len(o[0]) tiles t, as
+// vector.WinogradGradColumns43.
+func gradColumns43[T float](o *[6][]T, row []T) {
+	n, from := len(o[0]), 0
+	if o32, ok := any(o).(*[6][]float32); ok && vector.HasAVX2 && n >= 8 {
+		from = n &^ 7
+		var oa [6][]float32
+		for i := range oa {
+			oa[i] = o32[i][:from]
+		}
+		vector.WinogradGradColumns43(&oa, any(row).([]float32))
+	}
+	for t := from; t < n; t++ {
+		q := row[4*t : 4*t+4 : 4*t+4]
+		outputGradPoints43(o, t, q[0], q[1], q[2], q[3])
+	}
+}
+
+// outputGradPoints43 writes A (a, b, c, d) to index i of the six slices.
+func outputGradPoints43[T float](o *[6][]T, i int, a, b, c, d T) {
+	ac, bd, a4c, b4d := a+c, b+d, a+4*c, b+4*d
+	o[0][i], o[1][i], o[2][i], o[3][i], o[4][i], o[5][i] = a, ac+bd, ac-bd, a4c+2*b4d, a4c-2*b4d, d
+}
+
+// filterAdjoint43 writes Gᵀ f at every index of the slices, as vector.WinogradFilterAdjoint43, with the
+// coefficients rounded to T.
+func filterAdjoint43[T float](o *[3][]T, f *[6][]T) {
+	n, from := len(o[0]), 0
+	if o32, ok := any(o).(*[3][]float32); ok && vector.HasAVX2 && n >= 8 {
+		from = n &^ 7
+		f32 := any(f).(*[6][]float32)
+		var oa [3][]float32
+		var fa [6][]float32
+		for i := range fa {
+			fa[i] = f32[i][:from]
+			if i < 3 {
+				oa[i] = o32[i][:from]
+			}
+		}
+		vector.WinogradFilterAdjoint43(&oa, &fa)
+	}
+	quarter, sixth, twelfth, twentyFourth := T(1)/4, T(1)/6, T(1)/12, T(1)/24
+	f0, f1, f2, f3, f4, f5 := f[0][:n], f[1][:n], f[2][:n], f[3][:n], f[4][:n], f[5][:n]
+	o0, o1, o2 := o[0][:n], o[1][:n], o[2][:n]
+	for i := from; i < n; i++ {
+		s12, s34 := f1[i]+f2[i], f3[i]+f4[i]
+		o0[i] = (f0[i]*quarter - s12*sixth) + s34*twentyFourth
+		o1[i] = (f2[i]-f1[i])*sixth + (f3[i]-f4[i])*twelfth
+		o2[i] = (s34-s12)*sixth + f5[i]
 	}
 }

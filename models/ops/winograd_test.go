@@ -64,13 +64,13 @@ func TestWinogradMatchesIm2col(t *testing.T) {
 	}
 }
 
-// compareWinograd checks both algorithms' forward convolution and input gradient, and the filter gradient,
-// against the im2col paths for g, with inputs in [-1, 1) from seed, and logs the relative errors.
+// compareWinograd checks both algorithms' forward convolution and gradients against the im2col paths for g, with inputs in [-1, 1) from seed, and logs the relative errors.
 func compareWinograd[T float](t *testing.T, g convGeom, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	x, w, dy := randSlice[T](rng, g.n*g.c*g.inPlane()), randSlice[T](rng, g.o*g.patch()), randSlice[T](rng, g.n*g.o*g.outPlane())
 	output := func() []T { y := make([]T, len(dy)); im2colForward(g, x, w, y); return y }
 	inputGrad := func() []T { dx := make([]T, len(x)); im2colInputGrad(g, w, dy, dx); return dx }
+	filterGrad := func() []T { dw := make([]T, len(w)); im2colFilterGrad(g, x, dy, dw); return dw }
 	for _, f := range []struct {
 		name      string
 		f43       bool
@@ -80,9 +80,8 @@ func compareWinograd[T float](t *testing.T, g convGeom, seed uint64) {
 		{"output F(4x4,3x3)", true, func() []T { y := nanSlice[T](len(dy)); winograd43Forward(g, x, w, y); return y }, output},
 		{"input gradient F(2x2,3x3)", false, func() []T { dx := nanSlice[T](len(x)); winograd23InputGrad(g, w, dy, dx); return dx }, inputGrad},
 		{"input gradient F(4x4,3x3)", true, func() []T { dx := nanSlice[T](len(x)); winograd43InputGrad(g, w, dy, dx); return dx }, inputGrad},
-		{"filter gradient F(2x2,3x3)", false,
-			func() []T { dw := nanSlice[T](len(w)); winogradFilterGrad(g, x, dy, dw); return dw },
-			func() []T { dw := make([]T, len(w)); im2colFilterGrad(g, x, dy, dw); return dw }},
+		{"filter gradient F(2x2,3x3)", false, func() []T { dw := nanSlice[T](len(w)); winograd23FilterGrad(g, x, dy, dw); return dw }, filterGrad},
+		{"filter gradient F(4x4,3x3)", true, func() []T { dw := nanSlice[T](len(w)); winograd43FilterGrad(g, x, dy, dw); return dw }, filterGrad},
 	} {
 		var zero T
 		tol := winogradTolerance(tensor.Float64, f.f43)
@@ -134,8 +133,9 @@ func TestConv2dWinograd(t *testing.T) {
 	defer func(m int, s float64) { winogradMinChannels, winogradMinSaving = m, s }(winogradMinChannels, winogradMinSaving)
 	winogradMinChannels, winogradMinSaving = 0, 0
 	for _, dt := range floatTypes {
-		// The first six cases take F(2x2, 3x3), the last two F(4x4, 3x3).
-		for i, c := range append(winogradCases[:6:6], struct{ n, c, h, w, o int }{1, 2, 8, 8, 3}, winogradCases[10]) {
+		// The first six cases take F(2x2, 3x3), the last three F(4x4, 3x3) (the first of them in all passes).
+		for i, c := range append(winogradCases[:6:6], struct{ n, c, h, w, o int }{1, 2, 16, 16, 2},
+			struct{ n, c, h, w, o int }{1, 2, 8, 8, 3}, winogradCases[10]) {
 			x, w := []int{c.n, c.c, c.h, c.w}, []int{c.o, c.c, 3, 3}
 			t.Run(fmt.Sprintf("%v/case%d", dt, i), func(t *testing.T) {
 				if g := (convGeom{c: c.c, o: c.o, k: 3, stride: 1, pad: 1, oh: c.h, ow: c.w}); !g.winograd() || g.winograd43() != (i >= 6) {
@@ -198,6 +198,9 @@ func TestWinogradChoice(t *testing.T) {
 	} {
 		if got := c.g.winograd43(); got != c.want {
 			t.Errorf("F(4x4, 3x3) case %d %v: %v, want %v", i, c.g, got, c.want)
+		}
+		if got, want := c.g.winograd43FilterGradient(), c.want && c.g.oh >= 16; got != want {
+			t.Errorf("F(4x4, 3x3) filter gradient, case %d %v: %v, want %v", i, c.g, got, want)
 		}
 	}
 }

@@ -162,6 +162,90 @@ func WinogradOutputInterleave43(out []float32, m *[6][]float32) {
 	}
 }
 
+// WinogradOutputGrad43 writes A t, the adjoint of WinogradOutput43, of the 4-vectors (a, b, c, d) at every
+// index of the four slices t:
+//
+//	o0 = a,  o1 = (a + c) + (b + d),  o2 = (a + c) - (b + d),  o3 = (a + 4·c) + 2·(b + 4·d),
+//	o4 = (a + 4·c) - 2·(b + 4·d),  o5 = d
+//
+// All slices have the length of o[0], a multiple of 8.
+func WinogradOutputGrad43(o *[6][]float32, t *[4][]float32) {
+	n := len(o[0])
+	var op [6]*float32
+	var tp [4]*float32
+	for i := range o {
+		if n%8 != 0 || len(o[i]) != n || i < 4 && len(t[i]) != n {
+			panic("vector: WinogradOutputGrad43 needs ten slices of one length, a multiple of 8")
+		}
+		if n > 0 {
+			op[i] = &o[i][0]
+			if i < 4 {
+				tp[i] = &t[i][0]
+			}
+		}
+	}
+	if n > 0 {
+		winogradOutputGrad43AVX2(&op, &tp, n)
+	}
+}
+
+// WinogradGradColumns43 writes WinogradOutputGrad43 of the 4-vectors row[4t .. 4t+3] of n = len(o[0]) tiles
+// t (a multiple of 8): the row pass of the output transform's adjoint over a row of output gradients. row
+// has at least 4n elements.
+func WinogradGradColumns43(o *[6][]float32, row []float32) {
+	n := len(o[0])
+	var op [6]*float32
+	for i := range o {
+		if n%8 != 0 || len(o[i]) != n {
+			panic("vector: WinogradGradColumns43 needs six slices of one length, a multiple of 8")
+		}
+		if n > 0 {
+			op[i] = &o[i][0]
+		}
+	}
+	if len(row) < 4*n {
+		panic("vector: WinogradGradColumns43 needs a row of 4n elements for n tiles")
+	}
+	if n > 0 {
+		winogradGradColumns43AVX2(&op, &row[0], n)
+	}
+}
+
+// WinogradFilterAdjoint43 writes Gᵀ f, the adjoint of WinogradFilter43, of the 6-vectors f at every index:
+//
+//	o0 = (f0·(1/4) - (f1 + f2)·(1/6)) + (f3 + f4)·(1/24),  o1 = (f2 - f1)·(1/6) + (f3 - f4)·(1/12),
+//	o2 = ((f3 + f4) - (f1 + f2))·(1/6) + f5
+//
+// the coefficients rounded to float32. All slices have the length of o[0], a multiple of 8.
+func WinogradFilterAdjoint43(o *[3][]float32, f *[6][]float32) {
+	n := len(o[0])
+	var op [3]*float32
+	var fp [6]*float32
+	for i := range f {
+		if n%8 != 0 || len(f[i]) != n || i < 3 && len(o[i]) != n {
+			panic("vector: WinogradFilterAdjoint43 needs nine slices of one length, a multiple of 8")
+		}
+		if n > 0 {
+			fp[i] = &f[i][0]
+			if i < 3 {
+				op[i] = &o[i][0]
+			}
+		}
+	}
+	if n > 0 {
+		winogradFilterAdjoint43AVX2(&op, &fp, n)
+	}
+}
+
+//go:noescape
+func winogradOutputGrad43AVX2(o *[6]*float32, t *[4]*float32, n int)
+
+//go:noescape
+func winogradGradColumns43AVX2(o *[6]*float32, row *float32, n int)
+
+//go:noescape
+func winogradFilterAdjoint43AVX2(o *[3]*float32, f *[6]*float32, n int)
+
 //go:noescape
 func winogradColumns43AVX2(o *[6]*float32, row *float32, n int)
 

@@ -307,3 +307,164 @@ interleave43Loop:
 	JNZ     interleave43Loop
 	VZEROUPPER
 	RET
+
+// func winogradOutputGrad43AVX2(o *[6]*float32, t *[4]*float32, n int)
+//
+// A t, the adjoint of the output transform of F(4x4, 3x3), of the 4-vectors (a, b, c, d) at each index:
+// o0 = a, o1 = (a + c) + (b + d), o2 = (a + c) - (b + d), o3 = (a + 4c) + 2·(b + 4d),
+// o4 = (a + 4c) - 2·(b + 4d), o5 = d.
+TEXT ·winogradOutputGrad43AVX2(SB), NOSPLIT, $0-24
+	VBROADCASTSS wino43<>+0(SB), Y12 // 4
+	VBROADCASTSS wino43<>+8(SB), Y14 // 2
+	MOVQ o+0(FP), AX
+	MOVQ 0(AX), DI
+	MOVQ 8(AX), SI
+	MOVQ 16(AX), DX
+	MOVQ 24(AX), BX
+	MOVQ 32(AX), R8
+	MOVQ 40(AX), R9
+	MOVQ t+8(FP), AX
+	MOVQ 0(AX), R10
+	MOVQ 8(AX), R11
+	MOVQ 16(AX), R12
+	MOVQ 24(AX), R13
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+
+outputGrad43Loop:
+	VMOVUPS (R10)(AX*1), Y0
+	VMOVUPS (R11)(AX*1), Y1
+	VMOVUPS (R12)(AX*1), Y2
+	VMOVUPS (R13)(AX*1), Y3
+	VADDPS  Y2, Y0, Y4         // a + c
+	VADDPS  Y3, Y1, Y5         // b + d
+	VADDPS  Y5, Y4, Y6
+	VSUBPS  Y5, Y4, Y7
+	VMOVAPS Y0, Y8
+	VFMADD231PS Y2, Y12, Y8    // a + 4c
+	VMOVAPS Y1, Y9
+	VFMADD231PS Y3, Y12, Y9    // b + 4d
+	VMOVAPS Y8, Y10
+	VFMADD231PS Y9, Y14, Y8    // (a + 4c) + 2·(b + 4d)
+	VFNMADD231PS Y9, Y14, Y10  // (a + 4c) - 2·(b + 4d)
+	VMOVUPS Y0, (DI)(AX*1)
+	VMOVUPS Y6, (SI)(AX*1)
+	VMOVUPS Y7, (DX)(AX*1)
+	VMOVUPS Y8, (BX)(AX*1)
+	VMOVUPS Y10, (R8)(AX*1)
+	VMOVUPS Y3, (R9)(AX*1)
+	ADDQ    $32, AX
+	SUBQ    $8, CX
+	JNZ     outputGrad43Loop
+	VZEROUPPER
+	RET
+
+// func winogradGradColumns43AVX2(o *[6]*float32, row *float32, n int)
+//
+// winogradOutputGrad43AVX2 of the 4-vectors row[4t .. 4t+3] of n tiles t, 8 at a time: the first half of
+// winogradColumns43AVX2's transpose.
+TEXT ·winogradGradColumns43AVX2(SB), NOSPLIT, $0-24
+	VBROADCASTSS wino43<>+0(SB), Y12 // 4
+	VBROADCASTSS wino43<>+8(SB), Y14 // 2
+	MOVQ o+0(FP), AX
+	MOVQ 0(AX), DI
+	MOVQ 8(AX), R8
+	MOVQ 16(AX), R9
+	MOVQ 24(AX), R10
+	MOVQ 32(AX), R11
+	MOVQ 40(AX), R13
+	MOVQ row+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+
+gradColumns43Loop:
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VPERM2F128 $0x20, Y2, Y0, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y5
+	VPERM2F128 $0x31, Y2, Y0, Y6
+	VPERM2F128 $0x31, Y3, Y1, Y7
+	VUNPCKLPS Y6, Y4, Y0
+	VUNPCKHPS Y6, Y4, Y1
+	VUNPCKLPS Y7, Y5, Y2
+	VUNPCKHPS Y7, Y5, Y3
+	VSHUFPS $0x44, Y2, Y0, Y4    // a: column 0 of the 8 tiles
+	VSHUFPS $0xEE, Y2, Y0, Y5    // b
+	VSHUFPS $0x44, Y3, Y1, Y6    // c
+	VSHUFPS $0xEE, Y3, Y1, Y7    // d
+	VADDPS  Y6, Y4, Y0           // a + c
+	VADDPS  Y7, Y5, Y1           // b + d
+	VADDPS  Y1, Y0, Y2
+	VSUBPS  Y1, Y0, Y3
+	VMOVAPS Y4, Y8
+	VFMADD231PS Y6, Y12, Y8      // a + 4c
+	VMOVAPS Y5, Y9
+	VFMADD231PS Y7, Y12, Y9      // b + 4d
+	VMOVAPS Y8, Y10
+	VFMADD231PS Y9, Y14, Y8
+	VFNMADD231PS Y9, Y14, Y10
+	VMOVUPS Y4, (DI)(AX*1)
+	VMOVUPS Y2, (R8)(AX*1)
+	VMOVUPS Y3, (R9)(AX*1)
+	VMOVUPS Y8, (R10)(AX*1)
+	VMOVUPS Y10, (R11)(AX*1)
+	VMOVUPS Y7, (R13)(AX*1)
+	ADDQ    $128, SI
+	ADDQ    $32, AX
+	SUBQ    $8, CX
+	JNZ     gradColumns43Loop
+	VZEROUPPER
+	RET
+
+// func winogradFilterAdjoint43AVX2(o *[3]*float32, f *[6]*float32, n int)
+//
+// Gᵀ f, the adjoint of the filter transform of F(4x4, 3x3), of the 6-vectors f at each index:
+// o0 = (f0·(1/4) - (f1 + f2)·(1/6)) + (f3 + f4)·(1/24), o1 = (f2 - f1)·(1/6) + (f3 - f4)·(1/12),
+// o2 = ((f3 + f4) - (f1 + f2))·(1/6) + f5.
+TEXT ·winogradFilterAdjoint43AVX2(SB), NOSPLIT, $0-24
+	VBROADCASTSS wino43<>+16(SB), Y11 // 1/4
+	VBROADCASTSS wino43<>+24(SB), Y13 // 1/6
+	VBROADCASTSS wino43<>+28(SB), Y14 // 1/12
+	VBROADCASTSS wino43<>+32(SB), Y15 // 1/24
+	MOVQ o+0(FP), AX
+	MOVQ 0(AX), DI
+	MOVQ 8(AX), SI
+	MOVQ 16(AX), DX
+	MOVQ f+8(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	MOVQ 32(AX), R12
+	MOVQ 40(AX), R13
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+
+filterAdjoint43Loop:
+	VMOVUPS (R8)(AX*1), Y0
+	VMOVUPS (R9)(AX*1), Y1
+	VMOVUPS (R10)(AX*1), Y2
+	VMOVUPS (R11)(AX*1), Y3
+	VMOVUPS (R12)(AX*1), Y4
+	VMOVUPS (R13)(AX*1), Y5
+	VADDPS  Y2, Y1, Y6         // f1 + f2
+	VADDPS  Y4, Y3, Y7         // f3 + f4
+	VMULPS  Y11, Y0, Y8        // f0·(1/4)
+	VFNMADD231PS Y6, Y13, Y8   // ... - (f1 + f2)·(1/6)
+	VFMADD231PS Y7, Y15, Y8    // ... + (f3 + f4)·(1/24)
+	VSUBPS  Y1, Y2, Y9         // f2 - f1
+	VMULPS  Y13, Y9, Y9
+	VSUBPS  Y4, Y3, Y10        // f3 - f4
+	VFMADD231PS Y10, Y14, Y9   // (f2 - f1)·(1/6) + (f3 - f4)·(1/12)
+	VSUBPS  Y6, Y7, Y10        // (f3 + f4) - (f1 + f2)
+	VFMADD231PS Y10, Y13, Y5   // f5 + ...·(1/6)
+	VMOVUPS Y8, (DI)(AX*1)
+	VMOVUPS Y9, (SI)(AX*1)
+	VMOVUPS Y5, (DX)(AX*1)
+	ADDQ    $32, AX
+	SUBQ    $8, CX
+	JNZ     filterAdjoint43Loop
+	VZEROUPPER
+	RET

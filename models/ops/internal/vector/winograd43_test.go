@@ -72,6 +72,32 @@ func TestWinograd43Kernels(t *testing.T) {
 				}
 			}
 		}
+		t4 := [4][]float32{r[0], r[1], r[2], r[3]}
+		WinogradOutputGrad43(&o, &t4)
+		for j := range n {
+			for k := range o {
+				check43(t, "output gradient", o[k][j], []float64{at43[0][k], at43[1][k], at43[2][k], at43[3][k]},
+					r[0][j], r[1][j], r[2][j], r[3][j])
+			}
+		}
+		WinogradGradColumns43(&o, row)
+		for j := range n {
+			for k := range o {
+				check43(t, "output gradient columns", o[k][j], []float64{at43[0][k], at43[1][k], at43[2][k], at43[3][k]},
+					row[4*j:4*j+4]...)
+			}
+		}
+		var d [3][]float32
+		for i := range d {
+			d[i] = make([]float32, n)
+		}
+		WinogradFilterAdjoint43(&d, &r)
+		for j := range n {
+			for i := range d {
+				check43(t, "filter adjoint", d[i][j], []float64{g43[0][i], g43[1][i], g43[2][i], g43[3][i], g43[4][i], g43[5][i]},
+					r[0][j], r[1][j], r[2][j], r[3][j], r[4][j], r[5][j])
+			}
+		}
 		f := [3][]float32{r[0], r[1], r[2]}
 		WinogradFilter43(&o, &f)
 		for j := range n {

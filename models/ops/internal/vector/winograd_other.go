@@ -47,3 +47,12 @@ func WinogradInput43Plane(v []float32, stride int, padded, rows []float32, width
 
 // WinogradOutputInterleave43 panics: callers check HasAVX2 first.
 func WinogradOutputInterleave43(out []float32, m *[6][]float32) { unavailable() }
+
+// WinogradOutputGrad43 panics: callers check HasAVX2 first.
+func WinogradOutputGrad43(o *[6][]float32, t *[4][]float32) { unavailable() }
+
+// WinogradGradColumns43 panics: callers check HasAVX2 first.
+func WinogradGradColumns43(o *[6][]float32, row []float32) { unavailable() }
+
+// WinogradFilterAdjoint43 panics: callers check HasAVX2 first.
+func WinogradFilterAdjoint43(o *[3][]float32, f *[6][]float32) { unavailable() }
