@@ -23,8 +23,12 @@
 // same-padding convolutions with 8 or more channels on even-sized (or large odd-sized) planes, such as
 // ResNet blocks and the default backbone's second and third convolutions, which use Winograd's F(2x2, 3x3):
 // 16 smaller products per chunk, 2.25 times fewer multiplications, for the forward pass and both gradients.
+// On output sides that are multiples of 4 from 8 (ResNet-18's larger stages) the forward pass and the input
+// gradient use F(4x4, 3x3) instead, 36 products per chunk and 4 times fewer multiplications, as does the
+// filter gradient from 16; its float32 rounding is about ten times F(2x2, 3x3)'s.
 //
-// Memory: a convolution processes its batch in chunks of about 1024 output positions (512 for Winograd),
+// Memory: a convolution processes its batch in chunks of about 1024 output positions (512 for Winograd
+// F(2x2, 3x3), 2048 for F(4x4, 3x3)),
 // so its patch matrix and similar work buffers are only needed for one chunk per goroutine; they are lent by
 // a package-level pool (scratchPool) shared by all ops and graphs, which keeps as many buffers as were in use
 // at once.
