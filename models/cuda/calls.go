@@ -1,0 +1,153 @@
+package cuda
+
+import "unsafe"
+
+// The C functions bicyc calls, declared from NVIDIA's documentation (no CUDA header is needed to build):
+//
+//   - CUDA runtime API (docs.nvidia.com/cuda/cuda-runtime-api): cudaGetDeviceCount, cudaSetDevice,
+//     cudaMalloc, cudaFree, cudaMemcpy, cudaMemset, cudaDeviceSynchronize, cudaGetErrorString,
+//     cudaRuntimeGetVersion, cudaDriverGetVersion. cudaError_t is a C enum (int32), 0 = cudaSuccess;
+//     cudaMemcpyKind: 1 host to device, 2 device to host, 3 device to device.
+//   - CUDA driver API (docs.nvidia.com/cuda/cuda-driver-api): cuInit, cuDeviceGet, cuDeviceGetName,
+//     cuDeviceTotalMem_v2 (the name and memory of the device; the runtime's cudaDeviceProp struct changes
+//     layout between releases, these do not).
+//   - cuBLAS (docs.nvidia.com/cuda/cublas): cublasCreate_v2, cublasDestroy_v2, cublasGetVersion_v2,
+//     cublasSetMathMode (cublasMath_t: 0 default, 2 CUBLAS_PEDANTIC_MATH), cublasSgemm_v2, cublasDgemm_v2
+//     (column-major; cublasOperation_t 0 = N, 1 = T; alpha and beta by host pointer, the default pointer mode).
+//   - cuDNN 9 legacy API (docs.nvidia.com/deeplearning/cudnn/latest/api: cudnn_graph for the handle and
+//     tensor descriptors, cudnn_cnn for convolutions; the legacy convolution functions are still part of
+//     cuDNN 9, only deprecated in favour of the graph API): cudnnGetVersion, cudnnGetErrorString,
+//     cudnnCreate, cudnnDestroy, cudnnCreate/Destroy/SetTensor4dDescriptor,
+//     cudnnCreate/Destroy/SetFilter4dDescriptor (data type before format), cudnnCreate/Destroy/
+//     SetConvolution2dDescriptor, cudnnSetConvolutionMathType (3 = CUDNN_FMA_MATH), cudnnGet
+//     ConvolutionForward/BackwardData/BackwardFilterWorkspaceSize, cudnnConvolutionForward,
+//     cudnnConvolutionBackwardData, cudnnConvolutionBackwardFilter. cudnnStatus_t 0 = success;
+//     cudnnDataType_t 0 float, 1 double; cudnnTensorFormat_t 0 NCHW; cudnnConvolutionMode_t 1
+//     CUDNN_CROSS_CORRELATION (what PyTorch and models/ops compute).
+//   - NVRTC (docs.nvidia.com/cuda/nvrtc): nvrtcVersion.
+//
+// None of these has been called on a GPU by this code yet (2026-11-26): docs/gpu.md says how to check them.
+
+type (
+	handle = uintptr // an opaque C pointer: a cuBLAS or cuDNN handle, a descriptor
+	dptr   = uintptr // a device pointer
+)
+
+// rtAPI is the CUDA runtime.
+type rtAPI struct {
+	getDeviceCount    func(count *int32) int32
+	setDevice         func(dev int32) int32
+	malloc            func(p *dptr, bytes uintptr) int32
+	free              func(p dptr) int32
+	memcpyToDevice    func(dst dptr, src unsafe.Pointer, bytes uintptr, kind int32) int32 // cudaMemcpy, kind 1
+	memcpyToHost      func(dst unsafe.Pointer, src dptr, bytes uintptr, kind int32) int32 // cudaMemcpy, kind 2
+	memset            func(p dptr, value int32, bytes uintptr) int32
+	deviceSynchronize func() int32
+	getErrorString    func(code int32) string
+	runtimeGetVersion func(v *int32) int32
+	driverGetVersion  func(v *int32) int32
+}
+
+func (a *rtAPI) bind(t *symbolTable) {
+	t.bind(&a.getDeviceCount, "cudaGetDeviceCount")
+	t.bind(&a.setDevice, "cudaSetDevice")
+	t.bind(&a.malloc, "cudaMalloc")
+	t.bind(&a.free, "cudaFree")
+	t.bind(&a.memcpyToDevice, "cudaMemcpy")
+	t.bind(&a.memcpyToHost, "cudaMemcpy")
+	t.bind(&a.memset, "cudaMemset")
+	t.bind(&a.deviceSynchronize, "cudaDeviceSynchronize")
+	t.bind(&a.getErrorString, "cudaGetErrorString")
+	t.bind(&a.runtimeGetVersion, "cudaRuntimeGetVersion")
+	t.bind(&a.driverGetVersion, "cudaDriverGetVersion")
+}
+
+// driverAPI is the part of the driver API used to describe the device.
+type driverAPI struct {
+	init          func(flags uint32) int32
+	deviceGet     func(dev *int32, ordinal int32) int32
+	deviceGetName func(name *byte, length int32, dev int32) int32
+	deviceTotal   func(bytes *uintptr, dev int32) int32
+}
+
+func (a *driverAPI) bind(t *symbolTable) {
+	t.bind(&a.init, "cuInit")
+	t.bind(&a.deviceGet, "cuDeviceGet")
+	t.bind(&a.deviceGetName, "cuDeviceGetName")
+	t.bind(&a.deviceTotal, "cuDeviceTotalMem_v2")
+}
+
+// blasAPI is cuBLAS.
+type blasAPI struct {
+	create      func(h *handle) int32
+	destroy     func(h handle) int32
+	getVersion  func(h handle, v *int32) int32
+	setMathMode func(h handle, mode int32) int32
+	sgemm       func(h handle, ta, tb int32, m, n, k int32, alpha *float32, a dptr, lda int32, b dptr, ldb int32, beta *float32, c dptr, ldc int32) int32
+	dgemm       func(h handle, ta, tb int32, m, n, k int32, alpha *float64, a dptr, lda int32, b dptr, ldb int32, beta *float64, c dptr, ldc int32) int32
+}
+
+func (a *blasAPI) bind(t *symbolTable) {
+	t.bind(&a.create, "cublasCreate_v2")
+	t.bind(&a.destroy, "cublasDestroy_v2")
+	t.bind(&a.getVersion, "cublasGetVersion_v2")
+	t.bind(&a.setMathMode, "cublasSetMathMode")
+	t.bind(&a.sgemm, "cublasSgemm_v2")
+	t.bind(&a.dgemm, "cublasDgemm_v2")
+}
+
+// dnnAPI is cuDNN's legacy convolution API.
+type dnnAPI struct {
+	getVersion         func() uintptr
+	getErrorString     func(status int32) string
+	create             func(h *handle) int32
+	destroy            func(h handle) int32
+	createTensorDesc   func(d *handle) int32
+	destroyTensorDesc  func(d handle) int32
+	setTensor4d        func(d handle, format, dataType int32, n, c, h, w int32) int32
+	createFilterDesc   func(d *handle) int32
+	destroyFilterDesc  func(d handle) int32
+	setFilter4d        func(d handle, dataType, format int32, k, c, h, w int32) int32
+	createConvDesc     func(d *handle) int32
+	destroyConvDesc    func(d handle) int32
+	setConv2d          func(d handle, padH, padW, strideH, strideW, dilH, dilW int32, mode, computeType int32) int32
+	setConvMathType    func(d handle, mathType int32) int32
+	fwdWorkspace       func(h, xDesc, wDesc, convDesc, yDesc handle, algo int32, bytes *uintptr) int32
+	bwdDataWorkspace   func(h, wDesc, dyDesc, convDesc, dxDesc handle, algo int32, bytes *uintptr) int32
+	bwdFilterWorkspace func(h, xDesc, dyDesc, convDesc, dwDesc handle, algo int32, bytes *uintptr) int32
+	convForward        func(h handle, alpha unsafe.Pointer, xDesc handle, x dptr, wDesc handle, w dptr, convDesc handle, algo int32, ws dptr, wsBytes uintptr, beta unsafe.Pointer, yDesc handle, y dptr) int32
+	convBackwardData   func(h handle, alpha unsafe.Pointer, wDesc handle, w dptr, dyDesc handle, dy dptr, convDesc handle, algo int32, ws dptr, wsBytes uintptr, beta unsafe.Pointer, dxDesc handle, dx dptr) int32
+	convBackwardFilter func(h handle, alpha unsafe.Pointer, xDesc handle, x dptr, dyDesc handle, dy dptr, convDesc handle, algo int32, ws dptr, wsBytes uintptr, beta unsafe.Pointer, dwDesc handle, dw dptr) int32
+}
+
+func (a *dnnAPI) bind(t *symbolTable) {
+	t.bind(&a.getVersion, "cudnnGetVersion")
+	t.bind(&a.getErrorString, "cudnnGetErrorString")
+	t.bind(&a.create, "cudnnCreate")
+	t.bind(&a.destroy, "cudnnDestroy")
+	t.bind(&a.createTensorDesc, "cudnnCreateTensorDescriptor")
+	t.bind(&a.destroyTensorDesc, "cudnnDestroyTensorDescriptor")
+	t.bind(&a.setTensor4d, "cudnnSetTensor4dDescriptor")
+	t.bind(&a.createFilterDesc, "cudnnCreateFilterDescriptor")
+	t.bind(&a.destroyFilterDesc, "cudnnDestroyFilterDescriptor")
+	t.bind(&a.setFilter4d, "cudnnSetFilter4dDescriptor")
+	t.bind(&a.createConvDesc, "cudnnCreateConvolutionDescriptor")
+	t.bind(&a.destroyConvDesc, "cudnnDestroyConvolutionDescriptor")
+	t.bind(&a.setConv2d, "cudnnSetConvolution2dDescriptor")
+	t.bind(&a.setConvMathType, "cudnnSetConvolutionMathType")
+	t.bind(&a.fwdWorkspace, "cudnnGetConvolutionForwardWorkspaceSize")
+	t.bind(&a.bwdDataWorkspace, "cudnnGetConvolutionBackwardDataWorkspaceSize")
+	t.bind(&a.bwdFilterWorkspace, "cudnnGetConvolutionBackwardFilterWorkspaceSize")
+	t.bind(&a.convForward, "cudnnConvolutionForward")
+	t.bind(&a.convBackwardData, "cudnnConvolutionBackwardData")
+	t.bind(&a.convBackwardFilter, "cudnnConvolutionBackwardFilter")
+}
+
+// nvrtcAPI is NVRTC; only its version is read until the element-wise kernels arrive.
+type nvrtcAPI struct {
+	version func(major, minor *int32) int32
+}
+
+func (a *nvrtcAPI) bind(t *symbolTable) {
+	t.bind(&a.version, "nvrtcVersion")
+}
