@@ -1,0 +1,213 @@
+package cudaops
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/bicyc/bicyc/models/cuda"
+	"github.com/bicyc/bicyc/models/ops"
+)
+
+// TestGraphShapes: the GPU ops build into a graph, with its gradients, without a GPU: the output and every
+// gradient have the shapes and dtype of the CPU ops'.
+func TestGraphShapes(t *testing.T) {
+	for i, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
+		g := G.NewGraph()
+		x0 := G.NewTensor(g, dt, 4, G.WithShape(8, 3, 32, 32), G.WithName("x"))
+		x, err := G.Mul(x0, G.NewConstant(1.0))
+		if dt == tensor.Float32 {
+			x, err = G.Mul(x0, G.NewConstant(float32(1)))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := G.NewTensor(g, dt, 4, G.WithShape(16, 3, 7, 7), G.WithName("w"))
+		y, err := Conv2d(x, w, 2, 3)
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if want := (tensor.Shape{8, 16, 16, 16}); !y.Shape().Eq(want) || y.Dtype() != dt {
+			t.Errorf("case %d: conv output %v %v, want %v %v", i, y.Shape(), y.Dtype(), want, dt)
+		}
+		// the same layer on the CPU ops gives the same shape
+		yc, err := ops.Conv2d(x, w, 2, 3)
+		if err != nil || !yc.Shape().Eq(y.Shape()) {
+			t.Errorf("case %d: ops.Conv2d gives %v (%v), cuda %v", i, yc.Shape(), err, y.Shape())
+		}
+		flat, err := G.Reshape(y, tensor.Shape{8, 16 * 16 * 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := G.NewTensor(g, dt, 2, G.WithShape(16*16*16, 10), G.WithName("b"))
+		z, err := MatMul(flat, b)
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if want := (tensor.Shape{8, 10}); !z.Shape().Eq(want) || z.Dtype() != dt {
+			t.Errorf("case %d: matmul output %v %v, want %v %v", i, z.Shape(), z.Dtype(), want, dt)
+		}
+		loss, err := G.Sum(z)
+		if err != nil {
+			t.Fatal(err)
+		}
+		grads, err := G.Grad(loss, x0, w, b)
+		if err != nil {
+			t.Fatalf("case %d: G.Grad: %v", i, err)
+		}
+		for j, want := range []tensor.Shape{{8, 3, 32, 32}, {16, 3, 7, 7}, {16 * 16 * 16, 10}} {
+			if !grads[j].Shape().Eq(want) || grads[j].Dtype() != dt {
+				t.Errorf("case %d: gradient %d is %v %v, want %v %v", i, j, grads[j].Shape(), grads[j].Dtype(), want, dt)
+			}
+		}
+		// x0 is a leaf: the convolution of it builds no input gradient, as ops.Conv2d.
+		if _, err := Conv2d(x0, w, 2, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestShapeErrors: shapes that do not fit are refused when the graph is built, wrapping ops.ErrShape.
+func TestShapeErrors(t *testing.T) {
+	g := G.NewGraph()
+	node := func(dt tensor.Dtype, shape ...int) *G.Node {
+		return G.NewTensor(g, dt, len(shape), G.WithShape(shape...))
+	}
+	f32, f64 := tensor.Float32, tensor.Float64
+	convs := []struct {
+		x, w        *G.Node
+		stride, pad int
+		want        string
+	}{
+		{node(f32, 2, 3, 8), node(f32, 4, 3, 3, 3), 1, 1, "want [N,C,H,W]"},
+		{node(f32, 2, 3, 8, 8), node(f32, 4, 3, 3, 2), 1, 1, "want [O,C,K,K]"},
+		{node(f32, 2, 3, 8, 8), node(f32, 4, 5, 3, 3), 1, 1, "input channels"},
+		{node(f32, 2, 3, 8, 8), node(f64, 4, 3, 3, 3), 1, 1, "is float64"},
+		{node(f32, 2, 3, 8, 8), node(f32, 4, 3, 3, 3), 0, 1, "want stride >= 1"},
+		{node(f32, 2, 3, 2, 2), node(f32, 4, 3, 5, 5), 1, 0, "does not fit"},
+		{node(tensor.Int, 2, 3, 8, 8), node(tensor.Int, 4, 3, 3, 3), 1, 1, "want float32 or float64"},
+	}
+	for i, c := range convs {
+		_, err := Conv2d(c.x, c.w, c.stride, c.pad)
+		if !errors.Is(err, ops.ErrShape) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("conv case %d: error %v, want one wrapping ErrShape with %q", i, err, c.want)
+		}
+	}
+	mats := []struct {
+		a, b *G.Node
+		want string
+	}{
+		{node(f32, 2, 3, 4), node(f32, 4, 5), "must be matrices"},
+		{node(f32, 2, 3), node(f32, 4, 5), "do not chain"},
+		{node(f32, 2, 3), node(f64, 3, 5), "want both float32"},
+	}
+	for i, c := range mats {
+		_, err := MatMul(c.a, c.b)
+		if !errors.Is(err, ops.ErrShape) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("matmul case %d: error %v, want one wrapping ErrShape with %q", i, err, c.want)
+		}
+	}
+}
+
+// TestCheck runs the device check on small layers. Without CUDA (the CI machines) the CPU side runs and the
+// report says why the GPU could not; with CUDA every output and gradient must match the CPU's within 1e-4 of
+// its largest magnitude.
+func TestCheck(t *testing.T) {
+	cases := []CheckCase{
+		{Name: "conv3x3", X: []int{4, 8, 12, 12}, W: []int{16, 8, 3, 3}, Stride: 1, Pad: 1},
+		{Name: "conv7x7s2", X: []int{2, 3, 20, 20}, W: []int{8, 3, 7, 7}, Stride: 2, Pad: 3},
+		{Name: "matmul", A: []int{6, 40}, B: []int{40, 9}},
+	}
+	rep := Check(CheckOptions{Cases: cases, Runs: 1, Seed: 1})
+	if len(rep.Cases) != len(cases) {
+		t.Fatalf("%d case reports, want %d", len(rep.Cases), len(cases))
+	}
+	for i, c := range rep.Cases {
+		if c.CPUMillis <= 0 || c.CPUImagesPerSec <= 0 || c.LossCPU == 0 {
+			t.Errorf("case %d (%s): CPU not measured: %+v", i, c.Name, c)
+		}
+	}
+	if rep.CUDAError != "" {
+		t.Logf("no CUDA here: %s", rep.CUDAError)
+		if rep.OK || rep.Device != nil || !strings.HasPrefix(rep.CUDAError, "cuda: ") {
+			t.Errorf("report without CUDA: ok %v, device %v, error %q", rep.OK, rep.Device, rep.CUDAError)
+		}
+		for i, c := range rep.Cases {
+			if c.Error != "gpu: not run (cuda unavailable)" || c.Diffs != nil {
+				t.Errorf("case %d: error %q, diffs %v", i, c.Error, c.Diffs)
+			}
+		}
+		return
+	}
+	t.Logf("device %+v", rep.Device)
+	for i, c := range rep.Cases {
+		t.Logf("case %d (%s): %+v", i, c.Name, c.Diffs)
+		if c.Error != "" || !c.WithinTolerance {
+			t.Errorf("case %d (%s): error %q, largest relative difference %.3g", i, c.Name, c.Error, c.MaxRelDiff)
+		}
+	}
+}
+
+// TestRunWithoutCUDA: a graph of GPU ops run where CUDA cannot load fails with the loader's explanation
+// instead of computing anything.
+func TestRunWithoutCUDA(t *testing.T) {
+	if _, err := cuda.Open(); err == nil {
+		t.Skip("CUDA is available here: TestCheck covers the run")
+	}
+	g := G.NewGraph()
+	a := G.NewTensor(g, tensor.Float32, 2, G.WithShape(2, 3), G.WithInit(G.Ones()))
+	b := G.NewTensor(g, tensor.Float32, 2, G.WithShape(3, 4), G.WithInit(G.Ones()))
+	c, err := MatMul(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := G.NewTapeMachine(g)
+	defer m.Close()
+	err = m.RunAll()
+	if err == nil {
+		t.Fatalf("RunAll succeeded without CUDA: %v", c.Value())
+	}
+	if !errUnavailable(err) && !strings.Contains(err.Error(), "cuda: cannot load") {
+		t.Errorf("error %v does not say CUDA is unavailable", err)
+	}
+	t.Log(err)
+}
+
+// TestCompare: the check's comparison, shown on the CPU: a layer run twice on the same device differs by 0,
+// and a tensor with one element changed differs by exactly that change relative to the largest magnitude.
+func TestCompare(t *testing.T) {
+	c := CheckCase{Name: "conv", X: []int{2, 4, 9, 9}, W: []int{6, 4, 3, 3}, Stride: 2, Pad: 1}
+	x := tensor.New(tensor.WithShape(2, 4, 9, 9), tensor.WithBacking(make([]float32, 2*4*81)))
+	w := tensor.New(tensor.WithShape(6, 4, 3, 3), tensor.WithBacking(make([]float32, 6*4*9)))
+	for i := range x.Float32s() {
+		x.Float32s()[i] = float32(i%7) - 3
+	}
+	for i := range w.Float32s() {
+		w.Float32s()[i] = float32(i%5) - 2
+	}
+	var runs [2]*layerRun
+	for i := range runs {
+		r, err := buildLayer(c, []*tensor.Dense{x, w}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.m.Close()
+		if err := r.m.RunAll(); err != nil {
+			t.Fatal(err)
+		}
+		runs[i] = r
+	}
+	for i, pair := range [][2]*G.Node{{runs[0].out, runs[1].out}, {runs[0].grads[0], runs[1].grads[0]}, {runs[0].grads[1], runs[1].grads[1]}} {
+		if d := compare(pair[0].Value(), pair[1].Value()); d.MaxAbs != 0 || d.MaxRel != 0 {
+			t.Errorf("tensor %d: same layer twice differs: %+v", i, d)
+		}
+	}
+	a := tensor.New(tensor.WithBacking([]float32{1, -4, 2}))
+	b := tensor.New(tensor.WithBacking([]float32{1, -4, 2.5}))
+	if d := compare(a, b); d.MaxAbs != 0.5 || d.MaxRel != 0.125 {
+		t.Errorf("compare: %+v, want abs 0.5, rel 0.125", d)
+	}
+}
