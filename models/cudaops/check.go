@@ -77,6 +77,7 @@ type CheckReport struct {
 	Device    *cuda.Device   `json:"device,omitempty"`
 	Libraries []cuda.Library `json:"libraries,omitempty"`
 	CUDAError string         `json:"cuda_error,omitempty"` // why CUDA could not be used
+	CPUBLAS   string         `json:"cpu_blas,omitempty"`   // the BLAS behind the CPU ops' matrix products, set by the caller
 	Tolerance float64        `json:"tolerance"`
 	Cases     []CaseReport   `json:"cases"`
 	// OK: CUDA loaded and every case ran on both devices within Tolerance.

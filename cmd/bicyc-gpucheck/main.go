@@ -1,0 +1,46 @@
+// Command bicyc-gpucheck is `bicyc doctor --gpu` as a static binary (CGO_ENABLED=0) for machines that have a
+// GPU but no Go and none of bicyc's C dependencies: it loads CUDA at run time, runs a few layers' forward
+// pass and gradients on the GPU and on the CPU from the same weights and batch, and prints the comparison
+// as JSON (docs/gpu.md, "Checking training on a lent GPU"). Built without cgo, its CPU side multiplies with
+// gonum's pure-Go BLAS instead of OpenBLAS, so its CPU times are not bicyc's training speed.
+//
+//	bicyc-gpucheck [--runs 3] [--max-rel-diff 1e-4] [--small]
+//
+// The exit status is 0 when every layer ran on both devices within --max-rel-diff, 1 otherwise.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+
+	"github.com/bicyc/bicyc/models/cudaops"
+)
+
+func main() {
+	runs := flag.Int("runs", 3, "timed steps per layer and device, after one untimed step")
+	maxRel := flag.Float64("max-rel-diff", 1e-4, "largest relative difference accepted")
+	small := flag.Bool("small", false, "small layers only (seconds, for a first try)")
+	flag.Parse()
+	opt := cudaops.CheckOptions{Runs: *runs, Tolerance: *maxRel}
+	if *small {
+		opt.Cases = []cudaops.CheckCase{
+			{Name: "small-conv3x3", X: []int{8, 16, 14, 14}, W: []int{32, 16, 3, 3}, Stride: 1, Pad: 1},
+			{Name: "small-conv7x7s2", X: []int{4, 3, 32, 32}, W: []int{16, 3, 7, 7}, Stride: 2, Pad: 3},
+			{Name: "small-matmul", A: []int{16, 64}, B: []int{64, 10}},
+		}
+	}
+	rep := cudaops.Check(opt)
+	rep.CPUBLAS = fmt.Sprintf("gonum pure Go (bicyc-gpucheck, %s, GOMAXPROCS %d)", runtime.Version(), runtime.GOMAXPROCS(0))
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		fmt.Fprintln(os.Stderr, "bicyc-gpucheck:", err)
+		os.Exit(1)
+	}
+	if !rep.OK {
+		os.Exit(1)
+	}
+}

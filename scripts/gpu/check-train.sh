@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# check-train.sh is the GPU training check of issue 32 on a machine with an NVIDIA GPU and CUDA 13
+# libraries (a PyTorch installation's nvidia-* wheels, a CUDA toolkit) but no Go and no network
+# (docs/gpu.md, "Checking training on a lent GPU"; scripts/gpu/pack-train.sh builds what it carries):
+#
+#   bash scripts/gpu/check-train.sh        # with .gpu-carry-train carried
+#
+# It verifies the carried bicyc-gpucheck, finds the CUDA libraries and runs the check twice: small
+# layers first (seconds; the first CUDA calls of this code ever made), then the default layers
+# (a 3x3 convolution at the convnet's size, ResNet-18's stem and a last-stage 3x3 convolution at
+# 224x224 and batch 64, a matrix product). Under $OUT: check-train.log, gpucheck-small.json and
+# gpucheck-default.json. Exit status: that of the default run (0: every layer within 1e-4 of the CPU).
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${OUT:-/tmp/bicyc-gpu-train}
+mkdir -p "$out"
+{
+carry=$root/.gpu-carry-train
+bin=$carry/bicyc-gpucheck
+[ -x "$bin" ] || { echo "no $bin: carry .gpu-carry-train (made by scripts/gpu/pack-train.sh)"; exit 2; }
+(cd "$carry" && sha256sum --check --quiet SHA256SUMS) || { echo "bicyc-gpucheck does not match its SHA256SUMS: pack and carry it again"; exit 2; }
+echo "== bicyc-gpucheck of commit $(cat "$carry/commit" 2>/dev/null)"
+echo "== machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "nvidia-smi failed"
+nproc
+echo "== CUDA libraries"
+# shellcheck source=cuda-libs.sh
+source "$root/scripts/gpu/cuda-libs.sh"
+dirs=$(cuda_lib_dirs | awk '!seen[$0]++' | paste -sd: -)
+export BICYC_CUDA_LIB_PATH=$dirs
+# cuDNN 9 opens its sub-libraries by name: put the same folders on the loader's path as well.
+export LD_LIBRARY_PATH=$dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+echo "BICYC_CUDA_LIB_PATH=$BICYC_CUDA_LIB_PATH"
+for lib in libcuda.so.1 libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcudnn.so.9 libcudnn_cnn.so.9 libnvrtc.so.13; do
+	d=$(find_lib "$lib" $(cuda_lib_dirs)) && echo "  $lib: $d" || { lib_loadable "$lib" && echo "  $lib: loader path" || echo "  $lib: NOT FOUND"; }
+done
+
+echo "== small layers"
+timeout 120 "$bin" --small --runs 3 >"$out/gpucheck-small.json"
+echo "exit $?"
+echo "== default layers"
+timeout 300 "$bin" --runs 2 >"$out/gpucheck-default.json"
+status=$?
+echo "exit $status"
+python3 - "$out" <<'PY' || true
+import json, sys
+for name in ("gpucheck-small.json", "gpucheck-default.json"):
+    try:
+        r = json.load(open(sys.argv[1] + "/" + name))
+    except Exception as e:
+        print(name, "unreadable:", e); continue
+    d = r.get("device") or {}
+    print(name, "ok" if r.get("ok") else "NOT OK", d.get("name", ""), "cuda_error:", r.get("cuda_error", "")[:400])
+    for c in r.get("cases", []):
+        print("  %-26s max_rel %-9.3g cpu %8.1f ms  gpu %8.1f ms  loss cpu %.6g gpu %.6g  %s" % (
+            c["name"], c.get("max_rel_diff", float("nan")), c.get("cpu_ms_per_step", 0), c.get("gpu_ms_per_step", 0),
+            c.get("loss_cpu", 0), c.get("loss_gpu", 0), c.get("error", "")))
+        for k, v in sorted((c.get("diffs") or {}).items()):
+            print("      %-3s abs %.3g rel %.3g" % (k, v["max_abs_diff"], v["max_rel_diff"]))
+PY
+exit $status
+} 2>&1 | tee -a "$out/check-train.log"
+exit "${PIPESTATUS[0]}"
