@@ -30,6 +30,7 @@ func main() {
 			{Name: "small-conv3x3", X: []int{8, 16, 14, 14}, W: []int{32, 16, 3, 3}, Stride: 1, Pad: 1},
 			{Name: "small-conv7x7s2", X: []int{4, 3, 32, 32}, W: []int{16, 3, 7, 7}, Stride: 2, Pad: 3},
 			{Name: "small-matmul", A: []int{16, 64}, B: []int{64, 10}},
+			{Name: "small-relu-nvrtc", X: []int{8, 16, 14, 14}},
 		}
 	}
 	rep := cudaops.Check(opt)

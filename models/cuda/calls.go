@@ -24,7 +24,14 @@ import "unsafe"
 //     cudnnConvolutionBackwardData, cudnnConvolutionBackwardFilter. cudnnStatus_t 0 = success;
 //     cudnnDataType_t 0 float, 1 double; cudnnTensorFormat_t 0 NCHW; cudnnConvolutionMode_t 1
 //     CUDNN_CROSS_CORRELATION (what PyTorch and models/ops compute).
-//   - NVRTC (docs.nvidia.com/cuda/nvrtc): nvrtcVersion.
+//     For kernels: cuDevicePrimaryCtxRetain and cuCtxSetCurrent (the runtime's primary context, made current
+//     on the calling thread), cuDeviceGetAttribute (75/76: compute capability major/minor),
+//     cuModuleLoadData (PTX text), cuModuleGetFunction, cuLaunchKernel (grid and block sizes, shared
+//     memory bytes, stream 0, an array of pointers to the arguments, extra NULL), cuGetErrorString.
+//     CUresult 0 = CUDA_SUCCESS.
+//   - NVRTC (docs.nvidia.com/cuda/nvrtc): nvrtcVersion, nvrtcCreateProgram, nvrtcCompileProgram,
+//     nvrtcGetPTXSize, nvrtcGetPTX, nvrtcGetProgramLogSize, nvrtcGetProgramLog, nvrtcDestroyProgram,
+//     nvrtcGetErrorString. nvrtcResult 0 = NVRTC_SUCCESS.
 //
 // None of these has been called on a GPU by this code yet (2026-11-26): docs/gpu.md says how to check them.
 
@@ -68,6 +75,14 @@ type driverAPI struct {
 	deviceGet     func(dev *int32, ordinal int32) int32
 	deviceGetName func(name *byte, length int32, dev int32) int32
 	deviceTotal   func(bytes *uintptr, dev int32) int32
+
+	primaryCtxRetain func(ctx *handle, dev int32) int32
+	ctxSetCurrent    func(ctx handle) int32
+	deviceGetAttr    func(v *int32, attr int32, dev int32) int32
+	moduleLoadData   func(module *handle, image *byte) int32
+	moduleGetFunc    func(fn *handle, module handle, name string) int32
+	launchKernel     func(fn handle, gx, gy, gz, bx, by, bz, sharedBytes uint32, stream handle, params *unsafe.Pointer, extra uintptr) int32
+	getErrorString   func(code int32, s **byte) int32
 }
 
 func (a *driverAPI) bind(t *symbolTable) {
@@ -75,6 +90,13 @@ func (a *driverAPI) bind(t *symbolTable) {
 	t.bind(&a.deviceGet, "cuDeviceGet")
 	t.bind(&a.deviceGetName, "cuDeviceGetName")
 	t.bind(&a.deviceTotal, "cuDeviceTotalMem_v2")
+	t.bind(&a.primaryCtxRetain, "cuDevicePrimaryCtxRetain")
+	t.bind(&a.ctxSetCurrent, "cuCtxSetCurrent")
+	t.bind(&a.deviceGetAttr, "cuDeviceGetAttribute")
+	t.bind(&a.moduleLoadData, "cuModuleLoadData")
+	t.bind(&a.moduleGetFunc, "cuModuleGetFunction")
+	t.bind(&a.launchKernel, "cuLaunchKernel")
+	t.bind(&a.getErrorString, "cuGetErrorString")
 }
 
 // blasAPI is cuBLAS.
@@ -143,11 +165,27 @@ func (a *dnnAPI) bind(t *symbolTable) {
 	t.bind(&a.convBackwardFilter, "cudnnConvolutionBackwardFilter")
 }
 
-// nvrtcAPI is NVRTC; only its version is read until the element-wise kernels arrive.
+// nvrtcAPI is NVRTC, which compiles the element-wise kernels to PTX at run time.
 type nvrtcAPI struct {
-	version func(major, minor *int32) int32
+	version        func(major, minor *int32) int32
+	createProgram  func(prog *handle, src, name string, numHeaders int32, headers, includeNames uintptr) int32
+	compileProgram func(prog handle, numOptions int32, options **byte) int32
+	getPTXSize     func(prog handle, size *uintptr) int32
+	getPTX         func(prog handle, ptx *byte) int32
+	getLogSize     func(prog handle, size *uintptr) int32
+	getLog         func(prog handle, log *byte) int32
+	destroyProgram func(prog *handle) int32
+	getErrorString func(code int32) string
 }
 
 func (a *nvrtcAPI) bind(t *symbolTable) {
 	t.bind(&a.version, "nvrtcVersion")
+	t.bind(&a.createProgram, "nvrtcCreateProgram")
+	t.bind(&a.compileProgram, "nvrtcCompileProgram")
+	t.bind(&a.getPTXSize, "nvrtcGetPTXSize")
+	t.bind(&a.getPTX, "nvrtcGetPTX")
+	t.bind(&a.getLogSize, "nvrtcGetProgramLogSize")
+	t.bind(&a.getLog, "nvrtcGetProgramLog")
+	t.bind(&a.destroyProgram, "nvrtcDestroyProgram")
+	t.bind(&a.getErrorString, "nvrtcGetErrorString")
 }

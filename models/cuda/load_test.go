@@ -140,3 +140,12 @@ func onLoaderPath(names ...string) bool {
 	}
 	return false
 }
+
+// TestLaunchArguments: a kernel argument of a type the launch cannot pass is refused before any CUDA call.
+func TestLaunchArguments(t *testing.T) {
+	k := &Kernel{name: "k"}
+	err := k.Launch(10, int32(1), float32(2), "three")
+	if err == nil || !strings.Contains(err.Error(), "argument 2 is string") {
+		t.Errorf("Launch with a string argument: %v", err)
+	}
+}

@@ -12,26 +12,30 @@ type Runtime struct {
 	Libraries []Library `json:"libraries"`
 	Device    Device    `json:"device"`
 
-	rt     rtAPI
-	drv    driverAPI
-	blas   blasAPI
-	dnn    dnnAPI
-	nvrtc  nvrtcAPI
-	hBLAS  handle
-	hDNN   handle
-	callMu sync.Mutex // cuBLAS and cuDNN handles are not safe for concurrent use
+	rt    rtAPI
+	drv   driverAPI
+	blas  blasAPI
+	dnn   dnnAPI
+	nvrtc nvrtcAPI
+	hBLAS handle
+	hDNN  handle
+	ctx   handle // the device's primary context, for driver-API calls (kernels)
+	// ccMajor and ccMinor are the device's compute capability, which NVRTC compiles for.
+	ccMajor, ccMinor int32
+	callMu           sync.Mutex // cuBLAS and cuDNN handles are not safe for concurrent use
 }
 
 // Device describes the GPU the Runtime uses and the versions of the libraries it loaded.
 type Device struct {
-	Name          string `json:"name"`
-	MemoryBytes   uint64 `json:"memory_bytes"`
-	Count         int    `json:"device_count"`
-	Driver        int    `json:"driver_version"`  // CUDA version the driver supports, e.g. 13000
-	RuntimeVer    int    `json:"runtime_version"` // of libcudart, e.g. 13000
-	CUBLASVersion int    `json:"cublas_version"`
-	CUDNNVersion  int    `json:"cudnn_version"` // e.g. 91000 for 9.10.0
-	NVRTCVersion  string `json:"nvrtc_version"`
+	Name              string `json:"name"`
+	MemoryBytes       uint64 `json:"memory_bytes"`
+	ComputeCapability string `json:"compute_capability"`
+	Count             int    `json:"device_count"`
+	Driver            int    `json:"driver_version"`  // CUDA version the driver supports, e.g. 13000
+	RuntimeVer        int    `json:"runtime_version"` // of libcudart, e.g. 13000
+	CUBLASVersion     int    `json:"cublas_version"`
+	CUDNNVersion      int    `json:"cudnn_version"` // e.g. 91000 for 9.10.0
+	NVRTCVersion      string `json:"nvrtc_version"`
 }
 
 var (
@@ -113,6 +117,12 @@ func (r *Runtime) start() error {
 			var mem uintptr
 			if r.drv.deviceTotal(&mem, dev) == 0 {
 				r.Device.MemoryBytes = uint64(mem)
+			}
+			r.drv.deviceGetAttr(&r.ccMajor, 75, dev)
+			r.drv.deviceGetAttr(&r.ccMinor, 76, dev)
+			r.Device.ComputeCapability = fmt.Sprintf("%d.%d", r.ccMajor, r.ccMinor)
+			if err := r.drvCheck("cuDevicePrimaryCtxRetain", r.drv.primaryCtxRetain(&r.ctx, dev)); err != nil {
+				return err
 			}
 		}
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/bicyc/bicyc/models/ops"
 )
 
-// CheckCase is one layer the check runs on both devices: a convolution (X and W set) or a matrix product
-// (A and B set).
+// CheckCase is one layer the check runs on both devices: a convolution (X and W set), a ReLU (X alone,
+// through a kernel NVRTC compiles) or a matrix product (A and B set).
 type CheckCase struct {
 	Name   string `json:"name"`
 	X      []int  `json:"x,omitempty"` // [N,C,H,W]
@@ -29,12 +29,14 @@ type CheckCase struct {
 
 // DefaultCheckCases are the layers `bicyc doctor --gpu` checks: a 3x3 convolution of the default convnet's
 // size, ResNet-18's 7x7 stride-2 stem and a 3x3 convolution of its last stage at 224x224 and batch 64, and
-// a classifier-sized matrix product.
+// a classifier-sized matrix product, and a ReLU over ResNet-18's first-stage activations (the first kernel
+// compiled by NVRTC).
 var DefaultCheckCases = []CheckCase{
 	{Name: "convnet-conv3x3", X: []int{128, 32, 28, 28}, W: []int{64, 32, 3, 3}, Stride: 1, Pad: 1},
 	{Name: "resnet18-stem-7x7s2-224", X: []int{64, 3, 224, 224}, W: []int{64, 3, 7, 7}, Stride: 2, Pad: 3},
 	{Name: "resnet18-layer4-3x3-224", X: []int{64, 512, 7, 7}, W: []int{512, 512, 3, 3}, Stride: 1, Pad: 1},
 	{Name: "matmul-512x1000", A: []int{64, 512}, B: []int{512, 1000}},
+	{Name: "relu-nvrtc", X: []int{64, 64, 56, 56}},
 }
 
 // CheckOptions configure Check.
@@ -170,6 +172,8 @@ func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) CaseReport 
 	names := []string{"out", "dx", "dw"}
 	if c.A != nil {
 		names = []string{"out", "da", "db"}
+	} else if c.W == nil {
+		names = []string{"out", "dx"}
 	}
 	cr.Diffs = map[string]Diff{}
 	pairs := append(G.Nodes{cpu.out}, cpu.grads...)
@@ -190,8 +194,10 @@ func (c CheckCase) shapes() ([]tensor.Shape, int, error) {
 		return []tensor.Shape{c.X, c.W}, c.X[0], nil
 	case len(c.A) == 2 && len(c.B) == 2:
 		return []tensor.Shape{c.A, c.B}, c.A[0], nil
+	case len(c.X) > 0 && c.W == nil && c.A == nil && c.B == nil:
+		return []tensor.Shape{c.X}, c.X[0], nil
 	}
-	return nil, 0, fmt.Errorf("case %q: want x [N,C,H,W] and w [O,C,K,K], or a [M,K] and b [K,N]", c.Name)
+	return nil, 0, fmt.Errorf("case %q: want x [N,C,H,W] and w [O,C,K,K], x alone (relu), or a [M,K] and b [K,N]", c.Name)
 }
 
 // fanIn is the number of terms summed per output, to scale random inputs to unit-sized outputs.
@@ -219,6 +225,10 @@ func buildLayer(c CheckCase, inputs []*tensor.Dense, gpu bool) (*layerRun, error
 	}
 	var out *G.Node
 	switch {
+	case c.W == nil && c.A == nil && gpu:
+		out, err = ReLU(first)
+	case c.W == nil && c.A == nil:
+		out, err = ops.ReLU(first)
 	case c.A != nil && gpu:
 		out, err = MatMul(first, in[1])
 	case c.A != nil:
@@ -241,7 +251,7 @@ func buildLayer(c CheckCase, inputs []*tensor.Dense, gpu bool) (*layerRun, error
 	if err != nil {
 		return nil, err
 	}
-	grads, err := G.Grad(loss, in[0], in[1])
+	grads, err := G.Grad(loss, in...)
 	if err != nil {
 		return nil, err
 	}

@@ -120,6 +120,7 @@ func TestCheck(t *testing.T) {
 		{Name: "conv3x3", X: []int{4, 8, 12, 12}, W: []int{16, 8, 3, 3}, Stride: 1, Pad: 1},
 		{Name: "conv7x7s2", X: []int{2, 3, 20, 20}, W: []int{8, 3, 7, 7}, Stride: 2, Pad: 3},
 		{Name: "matmul", A: []int{6, 40}, B: []int{40, 9}},
+		{Name: "relu", X: []int{3, 5, 7, 11}},
 	}
 	rep := Check(CheckOptions{Cases: cases, Runs: 1, Seed: 1})
 	if len(rep.Cases) != len(cases) {
@@ -209,5 +210,31 @@ func TestCompare(t *testing.T) {
 	b := tensor.New(tensor.WithBacking([]float32{1, -4, 2.5}))
 	if d := compare(a, b); d.MaxAbs != 0.5 || d.MaxRel != 0.125 {
 		t.Errorf("compare: %+v, want abs 0.5, rel 0.125", d)
+	}
+}
+
+// TestReLUGraph: the NVRTC ReLU builds with its gradient without a GPU, and refuses what its float32 kernel
+// cannot take.
+func TestReLUGraph(t *testing.T) {
+	g := G.NewGraph()
+	x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(2, 3, 4, 5), G.WithName("x"))
+	y, err := ReLU(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss, err := G.Sum(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grads, err := G.Grad(loss, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !y.Shape().Eq(x.Shape()) || !grads[0].Shape().Eq(x.Shape()) {
+		t.Errorf("relu %v, gradient %v, want %v", y.Shape(), grads[0].Shape(), x.Shape())
+	}
+	x64 := G.NewTensor(g, tensor.Float64, 2, G.WithShape(2, 3), G.WithName("x64"))
+	if _, err := ReLU(x64); !errors.Is(err, ops.ErrShape) {
+		t.Errorf("float64 relu: %v, want an error wrapping ErrShape", err)
 	}
 }
