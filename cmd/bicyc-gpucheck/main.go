@@ -4,7 +4,7 @@
 // as JSON (docs/gpu.md, "Checking training on a lent GPU"). Built without cgo, its CPU side multiplies with
 // gonum's pure-Go BLAS instead of OpenBLAS, so its CPU times are not bicyc's training speed.
 //
-//	bicyc-gpucheck [--runs 3] [--max-rel-diff 1e-4] [--small]
+//	bicyc-gpucheck [--runs 3] [--max-rel-diff 1e-4] [--small] [--cases NAME,...] [--list]
 //
 // The exit status is 0 when every layer ran on both devices within --max-rel-diff, 1 otherwise.
 package main
@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
+	"strings"
 
 	"github.com/bicyc/bicyc/models/cudaops"
 )
@@ -23,15 +25,30 @@ func main() {
 	runs := flag.Int("runs", 3, "timed steps per layer and device, after one untimed step")
 	maxRel := flag.Float64("max-rel-diff", 1e-4, "largest relative difference accepted")
 	small := flag.Bool("small", false, "small layers only (seconds, for a first try)")
+	names := flag.String("cases", "", "comma-separated names of the cases to run (see --list); all of the set if empty")
+	list := flag.Bool("list", false, "print the case names of the set and exit")
 	flag.Parse()
-	opt := cudaops.CheckOptions{Runs: *runs, Tolerance: *maxRel}
+	opt := cudaops.CheckOptions{Runs: *runs, Tolerance: *maxRel, Progress: os.Stderr, Cases: cudaops.DefaultCheckCases}
 	if *small {
-		opt.Cases = []cudaops.CheckCase{
-			{Name: "small-conv3x3", X: []int{8, 16, 14, 14}, W: []int{32, 16, 3, 3}, Stride: 1, Pad: 1},
-			{Name: "small-conv7x7s2", X: []int{4, 3, 32, 32}, W: []int{16, 3, 7, 7}, Stride: 2, Pad: 3},
-			{Name: "small-matmul", A: []int{16, 64}, B: []int{64, 10}},
-			{Name: "small-relu-nvrtc", X: []int{8, 16, 14, 14}},
+		opt.Cases = smallCases
+	}
+	if *list {
+		for _, c := range opt.Cases {
+			fmt.Println(c.Name)
 		}
+		return
+	}
+	if *names != "" {
+		var picked []cudaops.CheckCase
+		for _, name := range strings.Split(*names, ",") {
+			i := slices.IndexFunc(opt.Cases, func(c cudaops.CheckCase) bool { return c.Name == name })
+			if i < 0 {
+				fmt.Fprintf(os.Stderr, "bicyc-gpucheck: no case %q (see --list)\n", name)
+				os.Exit(2)
+			}
+			picked = append(picked, opt.Cases[i])
+		}
+		opt.Cases = picked
 	}
 	rep := cudaops.Check(opt)
 	rep.CPUBLAS = fmt.Sprintf("gonum pure Go (bicyc-gpucheck, %s, GOMAXPROCS %d)", runtime.Version(), runtime.GOMAXPROCS(0))
@@ -44,4 +61,12 @@ func main() {
 	if !rep.OK {
 		os.Exit(1)
 	}
+}
+
+// smallCases run in seconds on any machine: the first try of each kind of CUDA call.
+var smallCases = []cudaops.CheckCase{
+	{Name: "small-conv3x3", X: []int{8, 16, 14, 14}, W: []int{32, 16, 3, 3}, Stride: 1, Pad: 1},
+	{Name: "small-conv7x7s2", X: []int{4, 3, 32, 32}, W: []int{16, 3, 7, 7}, Stride: 2, Pad: 3},
+	{Name: "small-matmul", A: []int{16, 64}, B: []int{64, 10}},
+	{Name: "small-relu-nvrtc", X: []int{8, 16, 14, 14}},
 }

@@ -3,6 +3,7 @@ package cudaops
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -45,6 +46,9 @@ type CheckOptions struct {
 	Runs      int         // timed steps per device after one untimed one; 3 if 0
 	Seed      uint64
 	Tolerance float64 // largest relative difference accepted; 1e-4 if 0
+	// Progress, when set, gets a line before each device of each case runs, so that a crash inside a CUDA
+	// library (which ends the process before the report) still shows which call was running.
+	Progress io.Writer
 }
 
 // Diff compares one tensor computed on both devices.
@@ -137,6 +141,12 @@ func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) CaseReport 
 	for i, s := range inShapes {
 		inputs[i] = randomTensor(rng, s, 1/math.Sqrt(float64(fanIn(c, i, s))))
 	}
+	progress := func(format string, args ...any) {
+		if opt.Progress != nil {
+			fmt.Fprintf(opt.Progress, "check %s: "+format+"\n", append([]any{c.Name}, args...)...)
+		}
+	}
+	progress("cpu")
 	cpu, err := buildLayer(c, inputs, false)
 	if err != nil {
 		cr.Error = "cpu graph: " + err.Error()
@@ -155,6 +165,7 @@ func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) CaseReport 
 		cr.Error = "gpu: not run (cuda unavailable)"
 		return cr
 	}
+	progress("gpu")
 	dev, err := buildLayer(c, inputs, true)
 	if err != nil {
 		cr.Error = "gpu graph: " + err.Error()

@@ -5,11 +5,13 @@
 #
 #   bash scripts/gpu/check-train.sh        # with .gpu-carry-train carried
 #
-# It verifies the carried bicyc-gpucheck, finds the CUDA libraries and runs the check twice: small
-# layers first (seconds; the first CUDA calls of this code ever made), then the default layers
-# (a 3x3 convolution at the convnet's size, ResNet-18's stem and a last-stage 3x3 convolution at
-# 224x224 and batch 64, a matrix product). Under $OUT: check-train.log, gpucheck-small.json and
-# gpucheck-default.json. Exit status: that of the default run (0: every layer within 1e-4 of the CPU).
+# It verifies the carried bicyc-gpucheck, finds the CUDA libraries and runs the check: the small
+# layers first, each in its own process (seconds; the first CUDA calls this code ever made, so a crash
+# inside a CUDA library names its case), then the default layers together (a 3x3 convolution at the
+# convnet's size, ResNet-18's stem and a last-stage 3x3 convolution at 224x224 and batch 64, a matrix
+# product, an NVRTC ReLU). Under $OUT: check-train.log, gpucheck-small-*.json (one per small case)
+# and gpucheck-default.json. Exit status: that of the default run (0: every layer within 1e-4 of the
+# CPU).
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -36,18 +38,22 @@ for lib in libcuda.so.1 libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcud
 	d=$(find_lib "$lib" $(cuda_lib_dirs)) && echo "  $lib: $d" || { lib_loadable "$lib" && echo "  $lib: loader path" || echo "  $lib: NOT FOUND"; }
 done
 
-echo "== small layers"
-timeout 120 "$bin" --small --runs 3 >"$out/gpucheck-small.json"
-echo "exit $?"
+echo "== small layers, one process each (a crash inside a CUDA library then names its case)"
+for name in $("$bin" --small --list); do
+	timeout 120 "$bin" --small --cases "$name" --runs 3 >"$out/gpucheck-$name.json"
+	echo "$name: exit $?"
+done
 echo "== default layers"
 timeout 300 "$bin" --runs 2 >"$out/gpucheck-default.json"
 status=$?
 echo "exit $status"
 python3 - "$out" <<'PY' || true
 import json, sys
-for name in ("gpucheck-small.json", "gpucheck-default.json"):
+import glob, os
+for path in sorted(glob.glob(sys.argv[1] + "/gpucheck-small-*.json")) + [sys.argv[1] + "/gpucheck-default.json"]:
+    name = os.path.basename(path)
     try:
-        r = json.load(open(sys.argv[1] + "/" + name))
+        r = json.load(open(path))
     except Exception as e:
         print(name, "unreadable:", e); continue
     d = r.get("device") or {}
