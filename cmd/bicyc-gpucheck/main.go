@@ -1,8 +1,9 @@
-// Command bicyc-gpucheck is `bicyc doctor --gpu` as a static binary (CGO_ENABLED=0) for machines that have a
-// GPU but no Go and none of bicyc's C dependencies: it loads CUDA at run time, runs a few layers' forward
-// pass and gradients on the GPU and on the CPU from the same weights and batch, and prints the comparison
-// as JSON (docs/gpu.md, "Checking training on a lent GPU"). Built without cgo, its CPU side multiplies with
-// gonum's pure-Go BLAS instead of OpenBLAS, so its CPU times are not bicyc's training speed.
+// Command bicyc-gpucheck is `bicyc doctor --gpu` as a small binary for machines that have a GPU but no Go:
+// it loads CUDA at run time, runs a few layers' forward pass and gradients on the GPU and on the CPU from
+// the same weights and batch, and prints the comparison as JSON (docs/gpu.md, "Checking training on a lent
+// GPU"). Built with CGO_ENABLED=0 it needs only the C library, and its CPU side multiplies with gonum's
+// pure-Go BLAS (several times slower than bicyc's training); built with cgo its CPU side runs on OpenBLAS
+// as bicyc trains, and it needs libopenblas.so.0 (scripts/gpu/pack-train.sh carries it).
 //
 //	bicyc-gpucheck [--runs 3] [--max-rel-diff 1e-4] [--small] [--cases NAME,...] [--list]
 //
@@ -22,6 +23,7 @@ import (
 )
 
 func main() {
+	blas := useBLAS()
 	runs := flag.Int("runs", 3, "timed steps per layer and device, after one untimed step")
 	maxRel := flag.Float64("max-rel-diff", 1e-4, "largest relative difference accepted")
 	small := flag.Bool("small", false, "small layers only (seconds, for a first try)")
@@ -51,7 +53,7 @@ func main() {
 		opt.Cases = picked
 	}
 	rep := cudaops.Check(opt)
-	rep.CPUBLAS = fmt.Sprintf("gonum pure Go (bicyc-gpucheck, %s, GOMAXPROCS %d)", runtime.Version(), runtime.GOMAXPROCS(0))
+	rep.CPUBLAS = fmt.Sprintf("%s, GOMAXPROCS %d", blas, runtime.GOMAXPROCS(0))
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(rep); err != nil {

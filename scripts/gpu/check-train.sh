@@ -5,11 +5,11 @@
 #
 #   bash scripts/gpu/check-train.sh        # with .gpu-carry-train carried
 #
-# It verifies the carried bicyc-gpucheck, finds the CUDA libraries and runs the check: the small
+# It verifies and unpacks the carried bicyc-gpucheck builds, finds the CUDA libraries and runs the check: the small
 # layers first, each in its own process (seconds; the first CUDA calls this code ever made, so a crash
 # inside a CUDA library names its case), then the default layers together (a 3x3 convolution at the
 # convnet's size, ResNet-18's stem and a last-stage 3x3 convolution at 224x224 and batch 64, a matrix
-# product, an NVRTC ReLU). Under $OUT: check-train.log, gpucheck-small-*.json (one per small case)
+# product, an NVRTC ReLU), their CPU side on OpenBLAS if that build starts here, else in pure Go. Under $OUT: check-train.log, gpucheck-small-*.json (one per small case)
 # and gpucheck-default.json. Exit status: that of the default run (0: every layer within 1e-4 of the
 # CPU).
 set -uo pipefail
@@ -19,13 +19,19 @@ out=${OUT:-/tmp/bicyc-gpu-train}
 mkdir -p "$out"
 {
 carry=$root/.gpu-carry-train
-bin=$carry/bicyc-gpucheck
-[ -x "$bin" ] || { echo "no $bin: carry .gpu-carry-train (made by scripts/gpu/pack-train.sh)"; exit 2; }
-(cd "$carry" && sha256sum --check --quiet SHA256SUMS) || { echo "bicyc-gpucheck does not match its SHA256SUMS: pack and carry it again"; exit 2; }
-echo "== bicyc-gpucheck of commit $(cat "$carry/commit" 2>/dev/null)"
+state=/tmp/bicyc-gpu-train
+[ -f "$carry/check.tar.gz" ] || { echo "no $carry/check.tar.gz: carry .gpu-carry-train (made by scripts/gpu/pack-train.sh)"; exit 2; }
+(cd "$carry" && sha256sum --check --quiet SHA256SUMS) || { echo "check.tar.gz does not match its SHA256SUMS: pack and carry it again"; exit 2; }
+rm -rf "$state" && mkdir -p "$state"
+tar -xzf "$carry/check.tar.gz" -C "$state"
+(cd "$state" && sha256sum --check --quiet SHA256SUMS) || { echo "unpacked files do not match their SHA256SUMS"; exit 2; }
+purego=$state/purego/bicyc-gpucheck
+openblas=$state/openblas/bicyc-gpucheck
+echo "== bicyc-gpucheck of commit $(cat "$state/commit")"
 echo "== machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "nvidia-smi failed"
 nproc
+ldd --version 2>&1 | head -1
 echo "== CUDA libraries"
 # shellcheck source=cuda-libs.sh
 source "$root/scripts/gpu/cuda-libs.sh"
@@ -39,11 +45,19 @@ for lib in libcuda.so.1 libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcud
 done
 
 echo "== small layers, one process each (a crash inside a CUDA library then names its case)"
-for name in $("$bin" --small --list); do
-	timeout 120 "$bin" --small --cases "$name" --runs 3 >"$out/gpucheck-$name.json"
+for name in $("$purego" --small --list); do
+	timeout 120 "$purego" --small --cases "$name" --runs 3 >"$out/gpucheck-$name.json"
 	echo "$name: exit $?"
 done
 echo "== default layers"
+bin=$purego
+if LD_LIBRARY_PATH=$state/openblas/lib:$LD_LIBRARY_PATH "$openblas" --list >/dev/null; then
+	bin=$openblas
+	export LD_LIBRARY_PATH=$state/openblas/lib:$LD_LIBRARY_PATH
+	echo "CPU side on OpenBLAS"
+else
+	echo "the OpenBLAS build does not start here (above: why); CPU side in pure Go"
+fi
 timeout 300 "$bin" --runs 2 >"$out/gpucheck-default.json"
 status=$?
 echo "exit $status"
@@ -57,7 +71,7 @@ for path in sorted(glob.glob(sys.argv[1] + "/gpucheck-small-*.json")) + [sys.arg
     except Exception as e:
         print(name, "unreadable:", e); continue
     d = r.get("device") or {}
-    print(name, "ok" if r.get("ok") else "NOT OK", d.get("name", ""), "cuda_error:", r.get("cuda_error", "")[:400])
+    print(name, "ok" if r.get("ok") else "NOT OK", d.get("name", ""), d.get("compute_capability", ""), "| cpu:", r.get("cpu_blas", ""), "| cuda_error:", r.get("cuda_error", "")[:400])
     for c in r.get("cases", []):
         print("  %-26s max_rel %-9.3g cpu %8.1f ms  gpu %8.1f ms  loss cpu %.6g gpu %.6g  %s" % (
             c["name"], c.get("max_rel_diff", float("nan")), c.get("cpu_ms_per_step", 0), c.get("gpu_ms_per_step", 0),
