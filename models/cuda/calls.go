@@ -12,7 +12,7 @@ import "unsafe"
 //     cuDeviceTotalMem_v2 (the name and memory of the device; the runtime's cudaDeviceProp struct changes
 //     layout between releases, these do not).
 //   - cuBLAS (docs.nvidia.com/cuda/cublas): cublasCreate_v2, cublasDestroy_v2, cublasGetVersion_v2,
-//     cublasSetMathMode (cublasMath_t: 0 default, 2 CUBLAS_PEDANTIC_MATH), cublasSgemm_v2, cublasDgemm_v2
+//     cublasSetMathMode (cublasMath_t: 0 CUBLAS_DEFAULT_MATH, 3 CUBLAS_TF32_TENSOR_OP_MATH), cublasSgemm_v2, cublasDgemm_v2
 //     (column-major; cublasOperation_t 0 = N, 1 = T; alpha and beta by host pointer, the default pointer mode).
 //   - cuDNN 9 legacy API (docs.nvidia.com/deeplearning/cudnn/latest/api: cudnn_graph for the handle and
 //     tensor descriptors, cudnn_cnn for convolutions; the legacy convolution functions are still part of

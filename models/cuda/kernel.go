@@ -105,7 +105,7 @@ func (r *Runtime) withContext(f func() error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if r.ctx == 0 {
-		return errors.New("cuda: no primary context")
+		return fmt.Errorf("cuda: no primary context for kernels: %w", errors.Join(r.ctxErr, errors.New("context not created")))
 	}
 	if err := r.drvCheck("cuCtxSetCurrent", r.drv.ctxSetCurrent(r.ctx)); err != nil {
 		return err

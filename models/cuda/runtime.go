@@ -12,14 +12,15 @@ type Runtime struct {
 	Libraries []Library `json:"libraries"`
 	Device    Device    `json:"device"`
 
-	rt    rtAPI
-	drv   driverAPI
-	blas  blasAPI
-	dnn   dnnAPI
-	nvrtc nvrtcAPI
-	hBLAS handle
-	hDNN  handle
-	ctx   handle // the device's primary context, for driver-API calls (kernels)
+	rt     rtAPI
+	drv    driverAPI
+	blas   blasAPI
+	dnn    dnnAPI
+	nvrtc  nvrtcAPI
+	hBLAS  handle
+	hDNN   handle
+	ctx    handle // the device's primary context, for driver-API calls (kernels)
+	ctxErr error  // why ctx is missing
 	// ccMajor and ccMinor are the device's compute capability, which NVRTC compiles for.
 	ccMajor, ccMinor int32
 	callMu           sync.Mutex // cuBLAS and cuDNN handles are not safe for concurrent use
@@ -107,9 +108,12 @@ func (r *Runtime) start() error {
 	if r.rt.runtimeGetVersion(&v) == 0 {
 		r.Device.RuntimeVer = int(v)
 	}
-	if r.drv.init(0) == 0 {
+	// The driver API describes the device and gives the context kernels run in; the runtime's calls do
+	// not need it, so a failure here stops only kernels (ctxErr says why).
+	r.ctxErr = r.drvCheck("cuInit", r.drv.init(0))
+	if r.ctxErr == nil {
 		var dev int32
-		if r.drv.deviceGet(&dev, 0) == 0 {
+		if r.ctxErr = r.drvCheck("cuDeviceGet(0)", r.drv.deviceGet(&dev, 0)); r.ctxErr == nil {
 			name := make([]byte, 256)
 			if r.drv.deviceGetName(&name[0], int32(len(name)), dev) == 0 {
 				r.Device.Name = cString(name)
@@ -121,15 +125,14 @@ func (r *Runtime) start() error {
 			r.drv.deviceGetAttr(&r.ccMajor, 75, dev)
 			r.drv.deviceGetAttr(&r.ccMinor, 76, dev)
 			r.Device.ComputeCapability = fmt.Sprintf("%d.%d", r.ccMajor, r.ccMinor)
-			if err := r.drvCheck("cuDevicePrimaryCtxRetain", r.drv.primaryCtxRetain(&r.ctx, dev)); err != nil {
-				return err
-			}
+			r.ctxErr = r.drvCheck("cuDevicePrimaryCtxRetain", r.drv.primaryCtxRetain(&r.ctx, dev))
 		}
 	}
 	if err := r.blasCheck("cublasCreate", r.blas.create(&r.hBLAS)); err != nil {
 		return err
 	}
-	if err := r.blasCheck("cublasSetMathMode(CUBLAS_PEDANTIC_MATH)", r.blas.setMathMode(r.hBLAS, 2)); err != nil {
+	// CUBLAS_DEFAULT_MATH: tensor cores only where they keep float32's precision, so no TF32 for Sgemm.
+	if err := r.blasCheck("cublasSetMathMode(CUBLAS_DEFAULT_MATH)", r.blas.setMathMode(r.hBLAS, 0)); err != nil {
 		return err
 	}
 	if r.blas.getVersion(r.hBLAS, &v) == 0 {
