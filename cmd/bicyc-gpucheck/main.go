@@ -71,4 +71,5 @@ var smallCases = []cudaops.CheckCase{
 	{Name: "small-conv7x7s2", X: []int{4, 3, 32, 32}, W: []int{16, 3, 7, 7}, Stride: 2, Pad: 3},
 	{Name: "small-matmul", A: []int{16, 64}, B: []int{64, 10}},
 	{Name: "small-relu-nvrtc", X: []int{8, 16, 14, 14}},
+	{Name: "small-maxpool-3x3s2", X: []int{4, 8, 17, 17}, Pool: 3, Stride: 2, Pad: 1},
 }

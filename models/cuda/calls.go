@@ -23,7 +23,10 @@ import "unsafe"
 //     ConvolutionForward/BackwardData/BackwardFilterWorkspaceSize, cudnnConvolutionForward,
 //     cudnnConvolutionBackwardData, cudnnConvolutionBackwardFilter. cudnnStatus_t 0 = success;
 //     cudnnDataType_t 0 float, 1 double; cudnnTensorFormat_t 0 NCHW; cudnnConvolutionMode_t 1
-//     CUDNN_CROSS_CORRELATION (what PyTorch and models/ops compute).
+//     CUDNN_CROSS_CORRELATION (what PyTorch and models/ops compute). Pooling (cudnn_ops):
+//     cudnnCreate/Destroy/SetPooling2dDescriptor (mode, NaN option, window, padding, stride; 3 =
+//     CUDNN_POOLING_MAX_DETERMINISTIC, 0 = CUDNN_NOT_PROPAGATE_NAN), cudnnPoolingForward,
+//     cudnnPoolingBackward.
 //     For kernels: cuDevicePrimaryCtxRetain and cuCtxSetCurrent (the runtime's primary context, made current
 //     on the calling thread), cuDeviceGetAttribute (75/76: compute capability major/minor),
 //     cuModuleLoadData (PTX text), cuModuleGetFunction, cuLaunchKernel (grid and block sizes, shared
@@ -140,6 +143,11 @@ type dnnAPI struct {
 	convForward        func(h handle, alpha unsafe.Pointer, xDesc handle, x dptr, wDesc handle, w dptr, convDesc handle, algo int32, ws dptr, wsBytes uintptr, beta unsafe.Pointer, yDesc handle, y dptr) int32
 	convBackwardData   func(h handle, alpha unsafe.Pointer, wDesc handle, w dptr, dyDesc handle, dy dptr, convDesc handle, algo int32, ws dptr, wsBytes uintptr, beta unsafe.Pointer, dxDesc handle, dx dptr) int32
 	convBackwardFilter func(h handle, alpha unsafe.Pointer, xDesc handle, x dptr, dyDesc handle, dy dptr, convDesc handle, algo int32, ws dptr, wsBytes uintptr, beta unsafe.Pointer, dwDesc handle, dw dptr) int32
+	createPoolDesc     func(d *handle) int32
+	destroyPoolDesc    func(d handle) int32
+	setPool2d          func(d handle, mode, nanOpt int32, windowH, windowW, padH, padW, strideH, strideW int32) int32
+	poolForward        func(h, poolDesc handle, alpha unsafe.Pointer, xDesc handle, x dptr, beta unsafe.Pointer, yDesc handle, y dptr) int32
+	poolBackward       func(h, poolDesc handle, alpha unsafe.Pointer, yDesc handle, y dptr, dyDesc handle, dy dptr, xDesc handle, x dptr, beta unsafe.Pointer, dxDesc handle, dx dptr) int32
 }
 
 func (a *dnnAPI) bind(t *symbolTable) {
@@ -163,6 +171,11 @@ func (a *dnnAPI) bind(t *symbolTable) {
 	t.bind(&a.convForward, "cudnnConvolutionForward")
 	t.bind(&a.convBackwardData, "cudnnConvolutionBackwardData")
 	t.bind(&a.convBackwardFilter, "cudnnConvolutionBackwardFilter")
+	t.bind(&a.createPoolDesc, "cudnnCreatePoolingDescriptor")
+	t.bind(&a.destroyPoolDesc, "cudnnDestroyPoolingDescriptor")
+	t.bind(&a.setPool2d, "cudnnSetPooling2dDescriptor")
+	t.bind(&a.poolForward, "cudnnPoolingForward")
+	t.bind(&a.poolBackward, "cudnnPoolingBackward")
 }
 
 // nvrtcAPI is NVRTC, which compiles the element-wise kernels to PTX at run time.

@@ -129,8 +129,11 @@ var (
 	oneF64, zeroF64 = float64(1), float64(0)
 )
 
-func (c *Conv) scalars() (alpha, beta unsafe.Pointer) {
-	if c.elem == 8 {
+func (c *Conv) scalars() (alpha, beta unsafe.Pointer) { return scalarsFor(c.elem) }
+
+// scalarsFor returns pointers to 1 and 0 of the element type of elem bytes.
+func scalarsFor(elem int) (alpha, beta unsafe.Pointer) {
+	if elem == 8 {
 		return unsafe.Pointer(&oneF64), unsafe.Pointer(&zeroF64)
 	}
 	return unsafe.Pointer(&oneF32), unsafe.Pointer(&zeroF32)

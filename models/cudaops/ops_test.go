@@ -121,6 +121,7 @@ func TestCheck(t *testing.T) {
 		{Name: "conv7x7s2", X: []int{2, 3, 20, 20}, W: []int{8, 3, 7, 7}, Stride: 2, Pad: 3},
 		{Name: "matmul", A: []int{6, 40}, B: []int{40, 9}},
 		{Name: "relu", X: []int{3, 5, 7, 11}},
+		{Name: "maxpool", X: []int{2, 3, 9, 9}, Pool: 3, Stride: 2, Pad: 1},
 	}
 	rep := Check(CheckOptions{Cases: cases, Runs: 1, Seed: 1})
 	if len(rep.Cases) != len(cases) {
@@ -236,5 +237,33 @@ func TestReLUGraph(t *testing.T) {
 	x64 := G.NewTensor(g, tensor.Float64, 2, G.WithShape(2, 3), G.WithName("x64"))
 	if _, err := ReLU(x64); !errors.Is(err, ops.ErrShape) {
 		t.Errorf("float64 relu: %v, want an error wrapping ErrShape", err)
+	}
+}
+
+// TestMaxPoolGraph: the cuDNN max pooling builds with its gradient without a GPU, with ops.MaxPool's
+// output shape, and refuses ops.MaxPool's bad geometries.
+func TestMaxPoolGraph(t *testing.T) {
+	g := G.NewGraph()
+	x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(2, 4, 112, 112), G.WithName("x"))
+	y, err := MaxPool(x, 3, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yc, err := ops.MaxPool(x, 3, 2, 1)
+	if err != nil || !yc.Shape().Eq(y.Shape()) || !y.Shape().Eq(tensor.Shape{2, 4, 56, 56}) {
+		t.Errorf("cuda max pool %v, ops.MaxPool %v (%v), want (2, 4, 56, 56)", y.Shape(), yc.Shape(), err)
+	}
+	loss, err := G.Sum(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grads, err := G.Grad(loss, x)
+	if err != nil || !grads[0].Shape().Eq(x.Shape()) {
+		t.Fatalf("gradient %v: %v", grads, err)
+	}
+	for i, c := range []struct{ k, stride, pad int }{{3, 2, 2}, {0, 1, 0}, {2, 0, 0}} {
+		if _, err := MaxPool(x, c.k, c.stride, c.pad); !errors.Is(err, ops.ErrShape) {
+			t.Errorf("case %d %+v: error %v, want one wrapping ErrShape", i, c, err)
+		}
 	}
 }
