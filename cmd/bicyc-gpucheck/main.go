@@ -70,6 +70,7 @@ var smallCases = []cudaops.CheckCase{
 	{Name: "small-conv3x3", X: []int{8, 16, 14, 14}, W: []int{32, 16, 3, 3}, Stride: 1, Pad: 1},
 	{Name: "small-conv7x7s2", X: []int{4, 3, 32, 32}, W: []int{16, 3, 7, 7}, Stride: 2, Pad: 3},
 	{Name: "small-matmul", A: []int{16, 64}, B: []int{64, 10}},
-	{Name: "small-relu-nvrtc", X: []int{8, 16, 14, 14}},
+	{Name: "small-relu-nvrtc", X: []int{8, 16, 14, 14}, Func: "relu"},
+	{Name: "small-gelu-nvrtc", X: []int{16, 64}, Func: "gelu"},
 	{Name: "small-maxpool-3x3s2", X: []int{4, 8, 17, 17}, Pool: 3, Stride: 2, Pad: 1},
 }

@@ -17,12 +17,14 @@ import (
 )
 
 // CheckCase is one layer the check runs on both devices: a convolution (X and W set), a max pooling (X and
-// Pool set), a ReLU (X alone, through a kernel NVRTC compiles) or a matrix product (A and B set).
+// Pool set), an element-wise op through kernels NVRTC compiles (X and Func "relu" or "gelu") or a matrix
+// product (A and B set).
 type CheckCase struct {
 	Name   string `json:"name"`
 	X      []int  `json:"x,omitempty"`    // [N,C,H,W]
 	W      []int  `json:"w,omitempty"`    // [O,C,K,K]
 	Pool   int    `json:"pool,omitempty"` // max pooling window size
+	Func   string `json:"func,omitempty"` // element-wise op: relu or gelu
 	Stride int    `json:"stride,omitempty"`
 	Pad    int    `json:"pad,omitempty"`
 	A      []int  `json:"a,omitempty"` // [M,K]
@@ -31,14 +33,16 @@ type CheckCase struct {
 
 // DefaultCheckCases are the layers `bicyc doctor --gpu` checks: a 3x3 convolution of the default convnet's
 // size, ResNet-18's 7x7 stride-2 stem and a 3x3 convolution of its last stage at 224x224 and batch 64, and
-// a classifier-sized matrix product, a ReLU over ResNet-18's first-stage activations (the first kernel
-// compiled by NVRTC) and ResNet-18's 3x3 stride-2 max pooling after its stem.
+// a classifier-sized matrix product, a ReLU over ResNet-18's first-stage activations and a GELU of the
+// mapper's hidden layer (kernels compiled by NVRTC), and ResNet-18's 3x3 stride-2 max pooling after its
+// stem.
 var DefaultCheckCases = []CheckCase{
 	{Name: "convnet-conv3x3", X: []int{128, 32, 28, 28}, W: []int{64, 32, 3, 3}, Stride: 1, Pad: 1},
 	{Name: "resnet18-stem-7x7s2-224", X: []int{64, 3, 224, 224}, W: []int{64, 3, 7, 7}, Stride: 2, Pad: 3},
 	{Name: "resnet18-layer4-3x3-224", X: []int{64, 512, 7, 7}, W: []int{512, 512, 3, 3}, Stride: 1, Pad: 1},
 	{Name: "matmul-512x1000", A: []int{64, 512}, B: []int{512, 1000}},
-	{Name: "relu-nvrtc", X: []int{64, 64, 56, 56}},
+	{Name: "relu-nvrtc", X: []int{64, 64, 56, 56}, Func: "relu"},
+	{Name: "gelu-nvrtc-mapper", X: []int{64, 2048}, Func: "gelu"},
 	{Name: "resnet18-maxpool-3x3s2-224", X: []int{64, 64, 112, 112}, Pool: 3, Stride: 2, Pad: 1},
 }
 
@@ -209,10 +213,10 @@ func (c CheckCase) shapes() ([]tensor.Shape, int, error) {
 		return []tensor.Shape{c.A, c.B}, c.A[0], nil
 	case len(c.X) == 4 && c.W == nil && c.Pool > 0:
 		return []tensor.Shape{c.X}, c.X[0], nil
-	case len(c.X) > 0 && c.W == nil && c.A == nil && c.B == nil:
+	case len(c.X) > 0 && c.W == nil && (c.Func == "relu" || c.Func == "gelu"):
 		return []tensor.Shape{c.X}, c.X[0], nil
 	}
-	return nil, 0, fmt.Errorf("case %q: want x [N,C,H,W] and w [O,C,K,K], x [N,C,H,W] and pool, x alone (relu), or a [M,K] and b [K,N]", c.Name)
+	return nil, 0, fmt.Errorf("case %q: want x [N,C,H,W] and w [O,C,K,K], x [N,C,H,W] and pool, x and func relu or gelu, or a [M,K] and b [K,N]", c.Name)
 }
 
 // fanIn is the number of terms summed per output, to scale random inputs to unit-sized outputs.
@@ -244,10 +248,14 @@ func buildLayer(c CheckCase, inputs []*tensor.Dense, gpu bool) (*layerRun, error
 		out, err = MaxPool(first, c.Pool, c.Stride, c.Pad)
 	case c.Pool > 0:
 		out, err = ops.MaxPool(first, c.Pool, c.Stride, c.Pad)
-	case c.W == nil && c.A == nil && gpu:
+	case c.Func == "relu" && gpu:
 		out, err = ReLU(first)
-	case c.W == nil && c.A == nil:
+	case c.Func == "relu":
 		out, err = ops.ReLU(first)
+	case c.Func == "gelu" && gpu:
+		out, err = GELU(first)
+	case c.Func == "gelu":
+		out, err = ops.GELU(first)
 	case c.A != nil && gpu:
 		out, err = MatMul(first, in[1])
 	case c.A != nil:

@@ -120,7 +120,8 @@ func TestCheck(t *testing.T) {
 		{Name: "conv3x3", X: []int{4, 8, 12, 12}, W: []int{16, 8, 3, 3}, Stride: 1, Pad: 1},
 		{Name: "conv7x7s2", X: []int{2, 3, 20, 20}, W: []int{8, 3, 7, 7}, Stride: 2, Pad: 3},
 		{Name: "matmul", A: []int{6, 40}, B: []int{40, 9}},
-		{Name: "relu", X: []int{3, 5, 7, 11}},
+		{Name: "relu", X: []int{3, 5, 7, 11}, Func: "relu"},
+		{Name: "gelu", X: []int{6, 40}, Func: "gelu"},
 		{Name: "maxpool", X: []int{2, 3, 9, 9}, Pool: 3, Stride: 2, Pad: 1},
 	}
 	rep := Check(CheckOptions{Cases: cases, Runs: 1, Seed: 1})
@@ -214,7 +215,7 @@ func TestCompare(t *testing.T) {
 	}
 }
 
-// TestReLUGraph: the NVRTC ReLU builds with its gradient without a GPU, and refuses what its float32 kernel
+// TestReLUGraph: the NVRTC ReLU (and GELU) builds with its gradient without a GPU, and refuses what its float32 kernel
 // cannot take.
 func TestReLUGraph(t *testing.T) {
 	g := G.NewGraph()
@@ -237,6 +238,13 @@ func TestReLUGraph(t *testing.T) {
 	x64 := G.NewTensor(g, tensor.Float64, 2, G.WithShape(2, 3), G.WithName("x64"))
 	if _, err := ReLU(x64); !errors.Is(err, ops.ErrShape) {
 		t.Errorf("float64 relu: %v, want an error wrapping ErrShape", err)
+	}
+	if _, err := GELU(x64); !errors.Is(err, ops.ErrShape) {
+		t.Errorf("float64 gelu: %v, want an error wrapping ErrShape", err)
+	}
+	h, err := GELU(x)
+	if err != nil || !h.Shape().Eq(x.Shape()) {
+		t.Errorf("gelu: %v %v", h, err)
 	}
 }
 
