@@ -129,14 +129,15 @@ func Check(opt CheckOptions) CheckReport {
 
 // layerRun is one graph of a case on one device, ready to run.
 type layerRun struct {
+	g     *G.ExprGraph
 	m     G.VM
 	out   *G.Node
 	loss  *G.Node
 	grads G.Nodes
 }
 
-func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) CaseReport {
-	cr := CaseReport{CheckCase: c}
+func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) (cr CaseReport) {
+	cr = CaseReport{CheckCase: c}
 	rng := rand.New(rand.NewPCG(seed, 32))
 	inShapes, batch, err := c.shapes()
 	if err != nil {
@@ -178,6 +179,11 @@ func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) CaseReport 
 		return cr
 	}
 	defer dev.m.Close()
+	defer func() {
+		if err := Release(dev.g); err != nil && cr.Error == "" {
+			cr.Error = "gpu release: " + err.Error()
+		}
+	}()
 	gpuDur, err := timeRuns(dev.m, opt.Runs)
 	if err != nil {
 		cr.Error = "gpu run: " + err.Error()
@@ -282,7 +288,7 @@ func buildLayer(c CheckCase, inputs []*tensor.Dense, gpu bool) (*layerRun, error
 	if err != nil {
 		return nil, err
 	}
-	return &layerRun{m: G.NewTapeMachine(g), out: out, loss: loss, grads: grads}, nil
+	return &layerRun{g: g, m: G.NewTapeMachine(g), out: out, loss: loss, grads: grads}, nil
 }
 
 // timeRuns runs m once untimed, then runs times, and returns the median duration.

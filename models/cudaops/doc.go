@@ -18,5 +18,7 @@
 // host tensors; keeping whole steps on the device needs device-resident values for every op of the step
 // (the next slices of issue 32).
 //
+// Memory: the buffers stay allocated until Release(g) frees those of a graph that will not run again.
+//
 // Concurrency: an op instance owns its buffers; a graph must not be run by two machines at once.
 package cudaops

@@ -275,3 +275,44 @@ func TestMaxPoolGraph(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseWithoutRun: releasing a graph whose GPU ops never ran (or ran without CUDA) frees nothing and
+// fails nothing, twice.
+func TestReleaseWithoutRun(t *testing.T) {
+	g := G.NewGraph()
+	x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(2, 3, 8, 8), G.WithName("x"))
+	w := G.NewTensor(g, tensor.Float32, 4, G.WithShape(4, 3, 3, 3), G.WithName("w"))
+	y, err := Conv2d(x, w, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := MaxPool(y, 2, 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := GELU(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat, err := G.Reshape(r, tensor.Shape{2, 4 * 4 * 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := G.NewTensor(g, tensor.Float32, 2, G.WithShape(64, 5), G.WithName("b"))
+	z, err := MatMul(flat, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss, err := G.Sum(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := G.Grad(loss, w, b); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := Release(g); err != nil {
+			t.Errorf("release %d: %v", i, err)
+		}
+	}
+}
