@@ -58,7 +58,8 @@ if LD_LIBRARY_PATH=$state/openblas/lib:$LD_LIBRARY_PATH "$openblas" --list >/dev
 else
 	echo "the OpenBLAS build does not start here (above: why); CPU side in pure Go"
 fi
-timeout 300 "$bin" --runs 2 >"$out/gpucheck-default.json"
+# CASES=name,... (bicyc-gpucheck --list) runs only those default layers.
+timeout 300 "$bin" --runs 2 ${CASES:+--cases "$CASES"} >"$out/gpucheck-default.json"
 status=$?
 echo "exit $status"
 python3 - "$out" <<'PY' || true
