@@ -5,14 +5,15 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/bicyc/bicyc/models/cuda/internal/mock"
+	"github.com/bicyc/bicyc/models/internal/cudamock"
 )
 
-// openMock loads the CPU stand-in for the CUDA libraries (package mock) into a Runtime of its own.
+// openMock loads the CPU stand-in for the CUDA libraries (package models/internal/cudamock) into a
+// Runtime of its own.
 func openMock(t *testing.T) *Runtime {
 	t.Helper()
 	dir := t.TempDir()
-	if err := mock.Install(dir); err != nil {
+	if err := cudamock.Install(dir); err != nil {
 		t.Fatalf("building the CUDA stand-in needs a C compiler, as cgo does: %v", err)
 	}
 	r, err := open([]string{dir}, nil)

@@ -1,9 +1,9 @@
-// Package mock builds a stand-in for the CUDA libraries, for the tests of machines without a GPU: one shared
+// Package cudamock builds a stand-in for the CUDA libraries, for the tests of machines without a GPU: one shared
 // library (mockcuda.c.in, C) that exports every function package cuda binds, with the semantics NVIDIA documents
 // computed on the CPU, installed under the file name of each library. It checks bicyc's side of the calls
 // (argument order, which buffer is which, cuBLAS's column-major layout, kernel parameters), not CUDA: the
 // first GPU checks that (docs/gpu.md).
-package mock
+package cudamock
 
 import (
 	_ "embed"
