@@ -17,16 +17,22 @@ func (s ConvShape) Out() (oh, ow int) {
 	return (s.H+2*s.Pad-s.K)/s.Stride + 1, (s.W+2*s.Pad-s.K)/s.Stride + 1
 }
 
-// The algorithms used (cudnnConvolutionFwdAlgo_t and the backward enums): implicit precomputed GEMM forward,
-// ALGO_1 for both gradients. They support every shape of float32 and float64 NCHW cross-correlation;
-// choosing by cuDNN's heuristics (cudnnGetConvolution*Algorithm_v7) is the next step, once measured.
+// The algorithms tried, in order, for each pass (cudnnConvolutionFwdAlgo_t, cudnnConvolutionBwdDataAlgo_t,
+// cudnnConvolutionBwdFilterAlgo_t values): implicit precomputed GEMM forward and ALGO_1 for both gradients
+// first (classic kernels for NCHW without tensor cores), then implicit GEMM (0), and for the forward pass
+// explicit GEMM (2). The first whose workspace query succeeds is used (Conv
+// records which); choosing by cuDNN's heuristics (cudnnGetConvolution*Algorithm_v7) is the next step, once
+// measured.
+var (
+	fwdAlgos       = []int32{1, 0, 2}
+	bwdDataAlgos   = []int32{1, 0}
+	bwdFilterAlgos = []int32{1, 0}
+)
+
 const (
-	fwdAlgoImplicitPrecompGemm = 1
-	bwdDataAlgo1               = 1
-	bwdFilterAlgo1             = 1
-	mathFMA                    = 3 // CUDNN_FMA_MATH: no tensor-core (TF32) math on float32
-	crossCorrelation           = 1 // CUDNN_CROSS_CORRELATION
-	formatNCHW                 = 0
+	mathFMA          = 3 // CUDNN_FMA_MATH: no tensor-core (TF32) math on float32
+	crossCorrelation = 1 // CUDNN_CROSS_CORRELATION
+	formatNCHW       = 0
 )
 
 // Conv holds the cuDNN descriptors and workspace of one convolution shape. Close releases them.
@@ -39,7 +45,9 @@ type Conv struct {
 	conv              handle
 	work              *Buffer
 	fwdWS, bdWS, bfWS uintptr
-	closed            bool
+	// Algos are the algorithms chosen for the forward pass, the data gradient and the filter gradient.
+	Algos  [3]int32
+	closed bool
 }
 
 // NewConv describes a convolution of elements of elem bytes (4 float32, 8 float64) to cuDNN.
@@ -77,9 +85,15 @@ func (r *Runtime) NewConv(s ConvShape, elem int) (*Conv, error) {
 	}
 	if err == nil {
 		err = errors.Join(
-			r.dnnCheck("cudnnGetConvolutionForwardWorkspaceSize", r.dnn.fwdWorkspace(r.hDNN, c.x, c.w, c.conv, c.y, fwdAlgoImplicitPrecompGemm, &c.fwdWS)),
-			r.dnnCheck("cudnnGetConvolutionBackwardDataWorkspaceSize", r.dnn.bwdDataWorkspace(r.hDNN, c.w, c.y, c.conv, c.x, bwdDataAlgo1, &c.bdWS)),
-			r.dnnCheck("cudnnGetConvolutionBackwardFilterWorkspaceSize", r.dnn.bwdFilterWorkspace(r.hDNN, c.x, c.y, c.conv, c.w, bwdFilterAlgo1, &c.bfWS)),
+			c.choose(0, "cudnnGetConvolutionForwardWorkspaceSize", fwdAlgos, &c.fwdWS, func(a int32, n *uintptr) int32 {
+				return r.dnn.fwdWorkspace(r.hDNN, c.x, c.w, c.conv, c.y, a, n)
+			}),
+			c.choose(1, "cudnnGetConvolutionBackwardDataWorkspaceSize", bwdDataAlgos, &c.bdWS, func(a int32, n *uintptr) int32 {
+				return r.dnn.bwdDataWorkspace(r.hDNN, c.w, c.y, c.conv, c.x, a, n)
+			}),
+			c.choose(2, "cudnnGetConvolutionBackwardFilterWorkspaceSize", bwdFilterAlgos, &c.bfWS, func(a int32, n *uintptr) int32 {
+				return r.dnn.bwdFilterWorkspace(r.hDNN, c.x, c.y, c.conv, c.w, a, n)
+			}),
 		)
 	}
 	if err == nil {
@@ -92,6 +106,21 @@ func (r *Runtime) NewConv(s ConvShape, elem int) (*Conv, error) {
 	return c, nil
 }
 
+// choose sets Algos[pass] to the first of algos whose workspace query succeeds and *bytes to its workspace;
+// the error lists every refusal.
+func (c *Conv) choose(pass int, call string, algos []int32, bytes *uintptr, query func(algo int32, bytes *uintptr) int32) error {
+	var errs []error
+	for _, a := range algos {
+		if err := c.r.dnnCheck(fmt.Sprintf("%s(algo %d)", call, a), query(a, bytes)); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.Algos[pass] = a
+		return nil
+	}
+	return errors.Join(errs...)
+}
+
 // Forward computes y from x and w (device buffers of the shapes of NewConv).
 func (c *Conv) Forward(x, w, y *Buffer) error {
 	r := c.r
@@ -99,7 +128,7 @@ func (c *Conv) Forward(x, w, y *Buffer) error {
 	defer r.callMu.Unlock()
 	a, b := c.scalars()
 	return r.dnnCheck("cudnnConvolutionForward", r.dnn.convForward(r.hDNN, a, c.x, x.ptr, c.w, w.ptr, c.conv,
-		fwdAlgoImplicitPrecompGemm, c.work.ptr, c.fwdWS, b, c.y, y.ptr))
+		c.Algos[0], c.work.ptr, c.fwdWS, b, c.y, y.ptr))
 }
 
 // BackwardData computes the gradient dx of the input from the filters w and the output's gradient dy.
@@ -109,7 +138,7 @@ func (c *Conv) BackwardData(w, dy, dx *Buffer) error {
 	defer r.callMu.Unlock()
 	a, b := c.scalars()
 	return r.dnnCheck("cudnnConvolutionBackwardData", r.dnn.convBackwardData(r.hDNN, a, c.w, w.ptr, c.y, dy.ptr, c.conv,
-		bwdDataAlgo1, c.work.ptr, c.bdWS, b, c.x, dx.ptr))
+		c.Algos[1], c.work.ptr, c.bdWS, b, c.x, dx.ptr))
 }
 
 // BackwardFilter computes the gradient dw of the filters from the input x and the output's gradient dy.
@@ -119,7 +148,7 @@ func (c *Conv) BackwardFilter(x, dy, dw *Buffer) error {
 	defer r.callMu.Unlock()
 	a, b := c.scalars()
 	return r.dnnCheck("cudnnConvolutionBackwardFilter", r.dnn.convBackwardFilter(r.hDNN, a, c.x, x.ptr, c.y, dy.ptr, c.conv,
-		bwdFilterAlgo1, c.work.ptr, c.bfWS, b, c.w, dw.ptr))
+		c.Algos[2], c.work.ptr, c.bfWS, b, c.w, dw.ptr))
 }
 
 // one and zero are cuDNN's alpha and beta (result = alpha·op + beta·result): float for float32 data, double
