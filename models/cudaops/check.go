@@ -81,6 +81,8 @@ type CaseReport struct {
 	GPUMillis       float64 `json:"gpu_ms_per_step,omitempty"`
 	CPUImagesPerSec float64 `json:"cpu_images_per_second"`
 	GPUImagesPerSec float64 `json:"gpu_images_per_second,omitempty"`
+	// ConvAlgos are the cuDNN algorithms a convolution ran with: forward, data gradient, filter gradient.
+	ConvAlgos       []int32 `json:"cudnn_algos,omitempty"`
 	MaxRelDiff      float64 `json:"max_rel_diff"`
 	WithinTolerance bool    `json:"within_tolerance"`
 }
@@ -192,6 +194,9 @@ func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) (cr CaseRep
 	if err != nil {
 		cr.Error = "gpu run: " + err.Error()
 		return cr
+	}
+	if op, ok := dev.out.Op().(*convOp); ok && op.s.conv != nil {
+		cr.ConvAlgos = op.s.conv.Algos[:]
 	}
 	cr.GPUMillis = ms(gpuDur)
 	cr.GPUImagesPerSec = float64(batch) / gpuDur.Seconds()

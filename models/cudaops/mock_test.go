@@ -55,5 +55,8 @@ func TestCheckOnMockChild(t *testing.T) {
 	}
 	for i, c := range rep.Cases {
 		t.Logf("case %d %s: largest relative difference %.3g, %v", i, c.Name, c.MaxRelDiff, c.Diffs)
+		if c.W != nil && len(c.ConvAlgos) != 3 {
+			t.Errorf("case %d %s: cuDNN algorithms %v not reported", i, c.Name, c.ConvAlgos)
+		}
 	}
 }
