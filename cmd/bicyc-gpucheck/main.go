@@ -73,4 +73,5 @@ var smallCases = []cudaops.CheckCase{
 	{Name: "small-relu-nvrtc", X: []int{8, 16, 14, 14}, Func: "relu"},
 	{Name: "small-gelu-nvrtc", X: []int{16, 64}, Func: "gelu"},
 	{Name: "small-maxpool-3x3s2", X: []int{4, 8, 17, 17}, Pool: 3, Stride: 2, Pad: 1},
+	{Name: "small-batchnorm", X: []int{8, 16, 7, 7}, Norm: true},
 }

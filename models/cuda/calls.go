@@ -26,7 +26,9 @@ import "unsafe"
 //     CUDNN_CROSS_CORRELATION (what PyTorch and models/ops compute). Pooling (cudnn_ops):
 //     cudnnCreate/Destroy/SetPooling2dDescriptor (mode, NaN option, window, padding, stride; 3 =
 //     CUDNN_POOLING_MAX_DETERMINISTIC, 0 = CUDNN_NOT_PROPAGATE_NAN), cudnnPoolingForward,
-//     cudnnPoolingBackward.
+//     cudnnPoolingBackward. Batch norm (cudnn_ops): cudnnDeriveBNTensorDescriptor,
+//     cudnnBatchNormalizationForwardTraining (17 arguments: momentum and epsilon as doubles),
+//     cudnnBatchNormalizationBackward (19); cudnnBatchNormMode_t 1 = CUDNN_BATCHNORM_SPATIAL.
 //     For kernels: cuDevicePrimaryCtxRetain and cuCtxSetCurrent (the runtime's primary context, made current
 //     on the calling thread), cuDeviceGetAttribute (75/76: compute capability major/minor),
 //     cuModuleLoadData (PTX text), cuModuleGetFunction, cuLaunchKernel (grid and block sizes, shared
@@ -148,6 +150,9 @@ type dnnAPI struct {
 	setPool2d          func(d handle, mode, nanOpt int32, windowH, windowW, padH, padW, strideH, strideW int32) int32
 	poolForward        func(h, poolDesc handle, alpha unsafe.Pointer, xDesc handle, x dptr, beta unsafe.Pointer, yDesc handle, y dptr) int32
 	poolBackward       func(h, poolDesc handle, alpha unsafe.Pointer, yDesc handle, y dptr, dyDesc handle, dy dptr, xDesc handle, x dptr, beta unsafe.Pointer, dxDesc handle, dx dptr) int32
+	deriveBNDesc       func(derived, xDesc handle, mode int32) int32
+	bnForwardTraining  func(h handle, mode int32, alpha, beta unsafe.Pointer, xDesc handle, x dptr, yDesc handle, y dptr, bnDesc handle, scale, bias dptr, expAvgFactor float64, runMean, runVar dptr, eps float64, saveMean, saveInvVar dptr) int32
+	bnBackward         func(h handle, mode int32, alphaData, betaData, alphaParam, betaParam unsafe.Pointer, xDesc handle, x dptr, dyDesc handle, dy dptr, dxDesc handle, dx dptr, bnDesc handle, scale, dScale, dBias dptr, eps float64, saveMean, saveInvVar dptr) int32
 }
 
 func (a *dnnAPI) bind(t *symbolTable) {
@@ -176,6 +181,9 @@ func (a *dnnAPI) bind(t *symbolTable) {
 	t.bind(&a.setPool2d, "cudnnSetPooling2dDescriptor")
 	t.bind(&a.poolForward, "cudnnPoolingForward")
 	t.bind(&a.poolBackward, "cudnnPoolingBackward")
+	t.bind(&a.deriveBNDesc, "cudnnDeriveBNTensorDescriptor")
+	t.bind(&a.bnForwardTraining, "cudnnBatchNormalizationForwardTraining")
+	t.bind(&a.bnBackward, "cudnnBatchNormalizationBackward")
 }
 
 // nvrtcAPI is NVRTC, which compiles the element-wise kernels to PTX at run time.

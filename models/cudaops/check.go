@@ -18,14 +18,15 @@ import (
 )
 
 // CheckCase is one layer the check runs on both devices: a convolution (X and W set), a max pooling (X and
-// Pool set), an element-wise op through kernels NVRTC compiles (X and Func "relu" or "gelu") or a matrix
-// product (A and B set).
+// Pool set), a training-mode batch norm (X and Norm set), an element-wise op through kernels NVRTC compiles
+// (X and Func "relu" or "gelu") or a matrix product (A and B set).
 type CheckCase struct {
 	Name   string `json:"name"`
-	X      []int  `json:"x,omitempty"`    // [N,C,H,W]
-	W      []int  `json:"w,omitempty"`    // [O,C,K,K]
-	Pool   int    `json:"pool,omitempty"` // max pooling window size
-	Func   string `json:"func,omitempty"` // element-wise op: relu or gelu
+	X      []int  `json:"x,omitempty"`          // [N,C,H,W]
+	W      []int  `json:"w,omitempty"`          // [O,C,K,K]
+	Pool   int    `json:"pool,omitempty"`       // max pooling window size
+	Func   string `json:"func,omitempty"`       // element-wise op: relu or gelu
+	Norm   bool   `json:"batch_norm,omitempty"` // training-mode batch norm of X
 	Stride int    `json:"stride,omitempty"`
 	Pad    int    `json:"pad,omitempty"`
 	A      []int  `json:"a,omitempty"` // [M,K]
@@ -36,7 +37,7 @@ type CheckCase struct {
 // size, ResNet-18's 7x7 stride-2 stem and a 3x3 convolution of its last stage at 224x224 and batch 64, and
 // a classifier-sized matrix product, a ReLU over ResNet-18's first-stage activations and a GELU of the
 // mapper's hidden layer (kernels compiled by NVRTC), and ResNet-18's 3x3 stride-2 max pooling after its
-// stem.
+// stem, and the batch norm after it (training mode, running statistics compared too).
 var DefaultCheckCases = []CheckCase{
 	{Name: "convnet-conv3x3", X: []int{128, 32, 28, 28}, W: []int{64, 32, 3, 3}, Stride: 1, Pad: 1},
 	{Name: "resnet18-stem-7x7s2-224", X: []int{64, 3, 224, 224}, W: []int{64, 3, 7, 7}, Stride: 2, Pad: 3},
@@ -45,6 +46,7 @@ var DefaultCheckCases = []CheckCase{
 	{Name: "relu-nvrtc", X: []int{64, 64, 56, 56}, Func: "relu"},
 	{Name: "gelu-nvrtc-mapper", X: []int{64, 2048}, Func: "gelu"},
 	{Name: "resnet18-maxpool-3x3s2-224", X: []int{64, 64, 112, 112}, Pool: 3, Stride: 2, Pad: 1},
+	{Name: "resnet18-batchnorm-224", X: []int{64, 64, 112, 112}, Norm: true},
 }
 
 // CheckOptions configure Check.
@@ -136,6 +138,7 @@ func Check(opt CheckOptions) CheckReport {
 // layerRun is one graph of a case on one device, ready to run.
 type layerRun struct {
 	g     *G.ExprGraph
+	bn    *ops.BatchNorm // the batch norm's running statistics, for a Norm case
 	m     G.VM
 	out   *G.Node
 	loss  *G.Node
@@ -202,7 +205,9 @@ func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) (cr CaseRep
 	cr.GPUImagesPerSec = float64(batch) / gpuDur.Seconds()
 	cr.LossGPU = scalar(dev.loss)
 	names := []string{"out", "dx", "dw"}
-	if c.A != nil {
+	if c.Norm {
+		names = []string{"out", "dx", "dgamma", "dbeta"}
+	} else if c.A != nil {
 		names = []string{"out", "da", "db"}
 	} else if c.W == nil {
 		names = []string{"out", "dx"}
@@ -214,6 +219,16 @@ func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) (cr CaseRep
 		d := compare(pairs[i].Value(), gpuPairs[i].Value())
 		cr.Diffs[name] = d
 		cr.MaxRelDiff = math.Max(cr.MaxRelDiff, d.MaxRel)
+	}
+	if c.Norm {
+		for _, st := range []struct {
+			name     string
+			cpu, gpu []float32
+		}{{"running_mean", cpu.bn.RunningMean, dev.bn.RunningMean}, {"running_var", cpu.bn.RunningVar, dev.bn.RunningVar}} {
+			d := compare(tensor.New(tensor.WithBacking(st.cpu)), tensor.New(tensor.WithBacking(st.gpu)))
+			cr.Diffs[st.name] = d
+			cr.MaxRelDiff = math.Max(cr.MaxRelDiff, d.MaxRel)
+		}
 	}
 	cr.WithinTolerance = cr.MaxRelDiff <= opt.Tolerance
 	return cr
@@ -228,15 +243,17 @@ func (c CheckCase) shapes() ([]tensor.Shape, int, error) {
 		return []tensor.Shape{c.A, c.B}, c.A[0], nil
 	case len(c.X) == 4 && c.W == nil && c.Pool > 0:
 		return []tensor.Shape{c.X}, c.X[0], nil
+	case len(c.X) == 4 && c.W == nil && c.Norm:
+		return []tensor.Shape{c.X, {c.X[1]}, {c.X[1]}}, c.X[0], nil
 	case len(c.X) > 0 && c.W == nil && (c.Func == "relu" || c.Func == "gelu"):
 		return []tensor.Shape{c.X}, c.X[0], nil
 	}
-	return nil, 0, fmt.Errorf("case %q: want x [N,C,H,W] and w [O,C,K,K], x [N,C,H,W] and pool, x and func relu or gelu, or a [M,K] and b [K,N]", c.Name)
+	return nil, 0, fmt.Errorf("case %q: want x [N,C,H,W] and w [O,C,K,K], x [N,C,H,W] and pool or batch_norm, x and func relu or gelu, or a [M,K] and b [K,N]", c.Name)
 }
 
 // fanIn is the number of terms summed per output, to scale random inputs to unit-sized outputs.
 func fanIn(c CheckCase, i int, s tensor.Shape) int {
-	if i == 0 {
+	if i == 0 || c.Norm {
 		return 1
 	}
 	if c.A != nil {
@@ -258,7 +275,15 @@ func buildLayer(c CheckCase, inputs []*tensor.Dense, gpu bool) (*layerRun, error
 		return nil, err
 	}
 	var out *G.Node
+	var bn *ops.BatchNorm
 	switch {
+	case c.Norm:
+		bn = ops.NewBatchNorm(c.X[1])
+		if gpu {
+			out, err = BatchNorm(bn, first, in[1], in[2])
+		} else {
+			out, err = bn.Apply(first, in[1], in[2], true, false)
+		}
 	case c.Pool > 0 && gpu:
 		out, err = MaxPool(first, c.Pool, c.Stride, c.Pad)
 	case c.Pool > 0:
@@ -297,7 +322,7 @@ func buildLayer(c CheckCase, inputs []*tensor.Dense, gpu bool) (*layerRun, error
 	if err != nil {
 		return nil, err
 	}
-	return &layerRun{g: g, m: G.NewTapeMachine(g), out: out, loss: loss, grads: grads}, nil
+	return &layerRun{g: g, bn: bn, m: G.NewTapeMachine(g), out: out, loss: loss, grads: grads}, nil
 }
 
 // timeRuns runs m once untimed, then runs times, and returns the median duration.

@@ -47,6 +47,7 @@ func TestCheckOnMockChild(t *testing.T) {
 		{Name: "relu", X: []int{3, 5, 7, 11}, Func: "relu"},
 		{Name: "gelu", X: []int{6, 40}, Func: "gelu"},
 		{Name: "maxpool", X: []int{2, 3, 9, 9}, Pool: 3, Stride: 2, Pad: 1},
+		{Name: "batchnorm", X: []int{4, 3, 5, 5}, Norm: true},
 	}
 	rep := Check(CheckOptions{Cases: cases, Runs: 2, Seed: 3})
 	b, _ := json.MarshalIndent(rep, "", " ")

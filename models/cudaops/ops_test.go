@@ -123,6 +123,7 @@ func TestCheck(t *testing.T) {
 		{Name: "relu", X: []int{3, 5, 7, 11}, Func: "relu"},
 		{Name: "gelu", X: []int{6, 40}, Func: "gelu"},
 		{Name: "maxpool", X: []int{2, 3, 9, 9}, Pool: 3, Stride: 2, Pad: 1},
+		{Name: "batchnorm", X: []int{4, 3, 5, 5}, Norm: true},
 	}
 	rep := Check(CheckOptions{Cases: cases, Runs: 1, Seed: 1})
 	if len(rep.Cases) != len(cases) {
@@ -313,6 +314,50 @@ func TestReleaseWithoutRun(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		if err := Release(g); err != nil {
 			t.Errorf("release %d: %v", i, err)
+		}
+	}
+}
+
+// TestBatchNormGraph: the cuDNN batch norm builds with its three gradients without a GPU, and refuses what
+// it does not run (another rank or dtype, mismatched channels, parameters of the wrong size).
+func TestBatchNormGraph(t *testing.T) {
+	g := G.NewGraph()
+	x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(2, 3, 4, 4), G.WithName("x"))
+	gamma := G.NewTensor(g, tensor.Float32, 1, G.WithShape(3), G.WithName("gamma"))
+	beta := G.NewTensor(g, tensor.Float32, 1, G.WithShape(3), G.WithName("beta"))
+	y, err := BatchNorm(ops.NewBatchNorm(3), x, gamma, beta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss, err := G.Sum(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grads, err := G.Grad(loss, x, gamma, beta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []tensor.Shape{{2, 3, 4, 4}, {3}, {3}} {
+		if !grads[i].Shape().Eq(want) {
+			t.Errorf("gradient %d: %v, want %v", i, grads[i].Shape(), want)
+		}
+	}
+	x2 := G.NewTensor(g, tensor.Float32, 2, G.WithShape(2, 3), G.WithName("x2"))
+	x64 := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 4, 4), G.WithName("x64"))
+	one := G.NewTensor(g, tensor.Float32, 4, G.WithShape(1, 3, 1, 1), G.WithName("one"))
+	short := G.NewTensor(g, tensor.Float32, 1, G.WithShape(2), G.WithName("short"))
+	for i, c := range []struct {
+		bn             *ops.BatchNorm
+		x, gamma, beta *G.Node
+	}{
+		{ops.NewBatchNorm(3), x2, gamma, beta},
+		{ops.NewBatchNorm(3), x64, gamma, beta},
+		{ops.NewBatchNorm(4), x, gamma, beta},
+		{ops.NewBatchNorm(3), one, gamma, beta},
+		{ops.NewBatchNorm(3), x, short, beta},
+	} {
+		if _, err := BatchNorm(c.bn, c.x, c.gamma, c.beta); !errors.Is(err, ops.ErrShape) {
+			t.Errorf("case %d: error %v, want one wrapping ErrShape", i, err)
 		}
 	}
 }
