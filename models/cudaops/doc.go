@@ -1,8 +1,10 @@
-// Package cudaops provides gorgonia ops that compute on an NVIDIA GPU through package cuda: the 2-D
-// convolution with both gradients (cuDNN) and the matrix product with both gradients (cuBLAS). They are
-// ordinary gorgonia Ops, built, differentiated (G.Grad) and run on a G.TapeMachine like the CPU ops of
-// models/ops, whose conventions they share: NCHW, float32 or float64, construction errors wrapping
-// ops.ErrShape, forward and backward in one RunAll.
+// Package cudaops provides gorgonia ops that compute on an NVIDIA GPU through package cuda, each with its
+// gradients: the 2-D convolution, max pooling and training-mode batch norm (cuDNN), the matrix product
+// (cuBLAS), and ReLU and GELU (kernels compiled at run time by NVRTC). They are ordinary gorgonia Ops,
+// built, differentiated (G.Grad) and run on a G.TapeMachine like the CPU ops of models/ops, whose
+// conventions they share: NCHW, construction errors wrapping ops.ErrShape, forward and backward in one
+// RunAll. Convolution, pooling and product take float32 or float64; batch norm, ReLU and GELU float32.
+// Check compares them with the CPU ops (bicyc doctor --gpu).
 //
 // This is bicyc's own GPU path inside gorgonia graphs, not gorgonia's CUDA backend (build tag cuda), which
 // cannot serve: it needs nvcc at build time, its bindings do not build against CUDA 13 or cuDNN 9, and it
