@@ -19,7 +19,7 @@ out=${OUT:-/tmp/bicyc-gpu-train}
 mkdir -p "$out"
 {
 carry=$root/.gpu-carry-train
-state=/tmp/bicyc-gpu-train
+state=/tmp/bicyc-gpu-train-root
 [ -f "$carry/check.tar.gz" ] || { echo "no $carry/check.tar.gz: carry .gpu-carry-train (made by scripts/gpu/pack-train.sh)"; exit 2; }
 (cd "$carry" && sha256sum --check --quiet SHA256SUMS) || { echo "check.tar.gz does not match its SHA256SUMS: pack and carry it again"; exit 2; }
 rm -rf "$state" && mkdir -p "$state"
