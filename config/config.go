@@ -128,6 +128,7 @@ type Train struct {
 	MinStepsFirst      int       `mapstructure:"min_steps_first" yaml:"min_steps_first" doc:"Stage I on task 1 (training from scratch) makes at least this many optimisation steps: a small first task gets more epochs (the learning-rate milestones scale with them); 0 follows epochs_first alone (the authors' code)."`
 	FreezeBNStats      bool      `mapstructure:"freeze_bn_stats" yaml:"freeze_bn_stats" doc:"On every task after the first, BatchNorm runs in evaluation mode: its running statistics are used and kept while its scale and shift still train, so a new task's images do not move the old classes' features through the statistics (a new task unlike the old ones, such as bicyc learn's, moved them most). false trains BatchNorm as the authors' code does."`
 	MinSteps           int       `mapstructure:"min_steps" yaml:"min_steps" doc:"Stage I on every later task makes at least this many optimisation steps; 0 (the default, the authors' code) follows the epochs alone: measured on Fashion-MNIST, more steps on a small later task moved the backbone further and lost more old-class accuracy than they gained on the new classes (docs/training.md, Small tasks)."`
+	Device             string    `mapstructure:"device" yaml:"device" doc:"Where the run trains: auto (CUDA when the GPU training step exists and CUDA loads, else the CPU), cpu, or cuda (fail before any work unless it can train on the GPU). The GPU step is being built (docs/gpu.md, Training on an NVIDIA GPU): until then auto trains on the CPU and cuda is refused. The run log and each task's metrics record the device used; checkpoints are the same whatever the device."`
 }
 
 // Loss holds the Stage I loss weights and switches (docs/method.md, Stage I).
@@ -228,7 +229,7 @@ func Default() Config {
 			LRFirst: 0.1, LR: 0.01, BackboneLRScale: 1, Momentum: 0.9, WeightDecay: 5e-4,
 			Milestones: []float64{0.3, 0.6, 0.9}, LRDecay: 0.1, MilestoneRounding: MilestoneRound, ClipNorm: 1,
 			Rotation: true, RotationSplitBatch: true, DetachWarmup: 0.01, EvalBatch: 500,
-			MinStepsFirst: 200,
+			MinStepsFirst: 200, Device: DeviceAuto,
 		},
 		Loss: Loss{
 			Bi: true, Cyc: true, Pair: true, AntiCollapse: true,
@@ -334,6 +335,7 @@ func (c Config) Validate() error {
 	c.validateData(bad)
 	c.validateModel(bad)
 	c.validateTrain(bad)
+	c.validateDevice(bad)
 	c.validateStages(bad)
 	c.validateFidelity(bad)
 	c.Anchors.validate(bad)

@@ -103,12 +103,13 @@ func Diff(a, b Config) []Change {
 }
 
 // ExperimentDiff lists the keys whose values differ from a to b as
-// "key: a -> b", in declaration order, leaving out run_dir and threads:
-// where a run directory is reached from and how many cores train it do not
-// change the experiment.
+// "key: a -> b", in declaration order, leaving out run_dir, threads and
+// train.device: where a run directory is reached from and what trains it
+// (how many cores, which device) do not change the experiment.
 func ExperimentDiff(a, b Config) []string {
 	a.RunDir, b.RunDir = "", ""
 	a.Threads, b.Threads = 0, 0
+	a.Train.Device, b.Train.Device = "", ""
 	var out []string
 	for _, c := range Diff(a, b) {
 		out = append(out, c.String())

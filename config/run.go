@@ -65,6 +65,8 @@ var addedKeys = map[string]func(*Config){
 	"loss.rehearsal.backbone":  func(c *Config) { c.Loss.Rehearsal.Backbone = DefaultRehearsal().Backbone },
 	// Adapter ensemble: A alone, as every run before it.
 	"adapter.ensemble": func(c *Config) { c.Adapter.Ensemble = 1 },
+	// Before train.device every run trained on the CPU; auto still does.
+	"train.device": func(c *Config) { c.Train.Device = DeviceAuto },
 }
 
 // MaxFileBytes is the largest configuration file bicyc reads, 1 MiB: the

@@ -21,7 +21,7 @@ import (
 // learning rate only act from task 2 on. Runs whose configurations differ
 // in these keys alone therefore have the same first task (Fork).
 var LaterTaskKeys = []string{
-	"method", "run_dir", "run_name", "threads",
+	"method", "run_dir", "run_name", "threads", "train.device",
 	"model.mapper", "model.hidden_mult",
 	"train.epochs", "train.lr", "train.min_steps", "train.freeze_bn_stats",
 	"loss.bi", "loss.cyc", "loss.pair", "loss.lambda_bi", "loss.lambda_cyc", "loss.lambda_pair",

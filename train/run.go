@@ -105,6 +105,7 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 	}
 	r.log.printf("run %s: %s on %s, %d tasks, seed %d", dir, cfg.Method, cfg.Data.Kind, len(stream.Tasks), cfg.Seed)
 	r.log.printf("kernels: %s", kernels.Current())
+	r.logDevice()
 	if cfg.Model.Pretrained != "" {
 		r.log.printf("backbone %s: pretrained weights from %s (the 1x1 reduction starts random), %d of %d stages frozen",
 			cfg.Model.Backbone, cfg.Model.Pretrained, b.FrozenStages(), b.Stages())
@@ -119,6 +120,9 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 func prepareRun(cfg config.Config, dir string, opts Options) (*Run, error) {
 	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); err == nil {
 		return nil, fmt.Errorf("%s already holds a run: resume it with --resume, or choose another run name", dir)
+	}
+	if _, _, err := trainingDevice(cfg); err != nil {
+		return nil, err
 	}
 	r := &Run{dir: dir, cfg: cfg, progress: opts.Progress, stopAfter: opts.StopAfter}
 	useCPU(cfg.Threads)
@@ -162,11 +166,15 @@ func Resume(dir string, opts Options) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", dir, err)
 	}
+	if _, _, err := trainingDevice(cfg); err != nil {
+		return nil, fmt.Errorf("resume %s: %w", dir, err)
+	}
 	r := &Run{dir: dir, cfg: cfg, progress: opts.Progress, stopAfter: opts.StopAfter}
 	useCPU(cfg.Threads)
 	if err := r.openLog(opts.Log); err != nil {
 		return nil, err
 	}
+	r.logDevice()
 	var rec streamRecord
 	if err := readJSON(filepath.Join(dir, "stream.json"), &rec); err != nil {
 		return nil, fmt.Errorf("resume %s: %w", dir, err)
@@ -273,6 +281,13 @@ func (r *Run) learnTaskWith(ctx context.Context, t int) (TaskReport, error) {
 		}
 	}
 	return r.learnTask(ctx, t)
+}
+
+// logDevice writes the training device and why it was chosen to the run log.
+func (r *Run) logDevice() {
+	if device, note, err := trainingDevice(r.cfg); err == nil {
+		r.log.printf("device: %s (%s)", device, note)
+	}
 }
 
 // useCPU makes the training kernels use OpenBLAS and the given number of

@@ -53,6 +53,9 @@ type TaskReport struct {
 	// (kernels.Status): kernel sets round differently, and their speeds differ
 	// several-fold. Empty in runs from before it was recorded.
 	Kernels string `json:"kernels,omitempty"`
+	// Device is where this task trained (train.device): "cpu" so far. Empty in runs from before it was
+	// recorded, all of which trained on the CPU.
+	Device string `json:"device,omitempty"`
 	// TrainedIn is the directory of the run that trained this task when
 	// the run took it from another (Fork); empty when it trained it itself.
 	TrainedIn string `json:"trained_in,omitempty"`
@@ -64,7 +67,11 @@ func (r *Run) learnTask(ctx context.Context, t int) (TaskReport, error) {
 	cfg := r.cfg
 	classes := r.stream.Tasks[t]
 	idx := r.trainIndices(classes)
-	rep := TaskReport{Task: t + 1, Classes: classes, Build: trainingBuild(), Kernels: kernels.Current().String()}
+	device, _, err := trainingDevice(cfg)
+	if err != nil {
+		return TaskReport{}, err
+	}
+	rep := TaskReport{Task: t + 1, Classes: classes, Build: trainingBuild(), Kernels: kernels.Current().String(), Device: device}
 	r.log.printf("task %d/%d: classes %v, %d training images", t+1, len(r.stream.Tasks), classes, len(idx))
 
 	old := r.state.Backbone

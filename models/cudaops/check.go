@@ -1,0 +1,388 @@
+package cudaops
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/bicyc/bicyc/models/cuda"
+	"github.com/bicyc/bicyc/models/ops"
+)
+
+// CheckCase is one layer the check runs on both devices: a convolution (X and W set), a max pooling (X and
+// Pool set), a training-mode batch norm (X and Norm set), an element-wise op through kernels NVRTC compiles
+// (X and Func "relu" or "gelu") or a matrix product (A and B set).
+type CheckCase struct {
+	Name   string `json:"name"`
+	X      []int  `json:"x,omitempty"`          // [N,C,H,W]
+	W      []int  `json:"w,omitempty"`          // [O,C,K,K]
+	Pool   int    `json:"pool,omitempty"`       // max pooling window size
+	Func   string `json:"func,omitempty"`       // element-wise op: relu or gelu
+	Norm   bool   `json:"batch_norm,omitempty"` // training-mode batch norm of X
+	Stride int    `json:"stride,omitempty"`
+	Pad    int    `json:"pad,omitempty"`
+	A      []int  `json:"a,omitempty"` // [M,K]
+	B      []int  `json:"b,omitempty"` // [K,N]
+}
+
+// DefaultCheckCases are the layers `bicyc doctor --gpu` checks: a 3x3 convolution of the default convnet's
+// size, ResNet-18's 7x7 stride-2 stem and a 3x3 convolution of its last stage at 224x224 and batch 64, and
+// a classifier-sized matrix product, a ReLU over ResNet-18's first-stage activations and a GELU of the
+// mapper's hidden layer (kernels compiled by NVRTC), and ResNet-18's 3x3 stride-2 max pooling after its
+// stem, and the batch norm after it (training mode, running statistics compared too).
+var DefaultCheckCases = []CheckCase{
+	{Name: "convnet-conv3x3", X: []int{128, 32, 28, 28}, W: []int{64, 32, 3, 3}, Stride: 1, Pad: 1},
+	{Name: "resnet18-stem-7x7s2-224", X: []int{64, 3, 224, 224}, W: []int{64, 3, 7, 7}, Stride: 2, Pad: 3},
+	{Name: "resnet18-layer4-3x3-224", X: []int{64, 512, 7, 7}, W: []int{512, 512, 3, 3}, Stride: 1, Pad: 1},
+	{Name: "matmul-512x1000", A: []int{64, 512}, B: []int{512, 1000}},
+	{Name: "relu-nvrtc", X: []int{64, 64, 56, 56}, Func: "relu"},
+	{Name: "gelu-nvrtc-mapper", X: []int{64, 2048}, Func: "gelu"},
+	{Name: "resnet18-maxpool-3x3s2-224", X: []int{64, 64, 112, 112}, Pool: 3, Stride: 2, Pad: 1},
+	{Name: "resnet18-batchnorm-224", X: []int{64, 64, 112, 112}, Norm: true},
+}
+
+// CheckOptions configure Check.
+type CheckOptions struct {
+	Cases     []CheckCase // DefaultCheckCases if empty
+	Runs      int         // timed steps per device after one untimed one; 3 if 0
+	Seed      uint64
+	Tolerance float64 // largest relative difference accepted; 1e-4 if 0
+	// Progress, when set, gets a line before each device of each case runs, so that a crash inside a CUDA
+	// library (which ends the process before the report) still shows which call was running.
+	Progress io.Writer
+}
+
+// Diff compares one tensor computed on both devices.
+type Diff struct {
+	MaxAbs float64 `json:"max_abs_diff"`
+	// MaxRel is MaxAbs divided by the largest magnitude of the CPU's tensor: a difference in the last bits
+	// of a near-zero element does not count as large.
+	MaxRel float64 `json:"max_rel_diff"`
+}
+
+// CaseReport is the outcome of one CheckCase.
+type CaseReport struct {
+	CheckCase
+	Error string `json:"error,omitempty"`
+	// LossCPU and LossGPU are Σ out ⊙ r for a fixed random r (so the output's gradient is r); the loss is
+	// summed on the CPU in float32 in both graphs.
+	LossCPU float64         `json:"loss_cpu"`
+	LossGPU float64         `json:"loss_gpu,omitempty"`
+	Diffs   map[string]Diff `json:"diffs,omitempty"` // "out", then the gradient of each input ("dx", "dw" or "da", "db")
+	// Step times: one RunAll of forward and gradients, the median of Runs. The GPU's includes the copies
+	// between host and device of this first slice (see the package doc).
+	CPUMillis       float64 `json:"cpu_ms_per_step"`
+	GPUMillis       float64 `json:"gpu_ms_per_step,omitempty"`
+	CPUImagesPerSec float64 `json:"cpu_images_per_second"`
+	GPUImagesPerSec float64 `json:"gpu_images_per_second,omitempty"`
+	// ConvAlgos are the cuDNN algorithms a convolution ran with: forward, data gradient, filter gradient.
+	ConvAlgos       []int32 `json:"cudnn_algos,omitempty"`
+	MaxRelDiff      float64 `json:"max_rel_diff"`
+	WithinTolerance bool    `json:"within_tolerance"`
+}
+
+// CheckReport is what Check returns (and `bicyc doctor --gpu` prints as JSON).
+type CheckReport struct {
+	Device    *cuda.Device   `json:"device,omitempty"`
+	Libraries []cuda.Library `json:"libraries,omitempty"`
+	CUDAError string         `json:"cuda_error,omitempty"` // why CUDA could not be used
+	CPUBLAS   string         `json:"cpu_blas,omitempty"`   // the BLAS behind the CPU ops' matrix products, set by the caller
+	Tolerance float64        `json:"tolerance"`
+	Cases     []CaseReport   `json:"cases"`
+	// OK: CUDA loaded and every case ran on both devices within Tolerance.
+	OK bool `json:"ok"`
+}
+
+// Check runs each case's forward pass and gradients on the CPU (models/ops) and on the GPU (this package)
+// from the same inputs, in float32, and compares them. Without CUDA it still measures the CPU and reports
+// why the GPU could not run.
+func Check(opt CheckOptions) CheckReport {
+	if len(opt.Cases) == 0 {
+		opt.Cases = DefaultCheckCases
+	}
+	if opt.Runs <= 0 {
+		opt.Runs = 3
+	}
+	if opt.Tolerance <= 0 {
+		opt.Tolerance = 1e-4
+	}
+	rep := CheckReport{Tolerance: opt.Tolerance, OK: true}
+	r, cudaErr := cuda.Open()
+	if cudaErr != nil {
+		rep.CUDAError = cudaErr.Error()
+		rep.OK = false
+	} else {
+		rep.Device, rep.Libraries = &r.Device, r.Libraries
+	}
+	for _, c := range opt.Cases {
+		// Seeded by name: a case gets the same inputs whichever others run with it.
+		h := fnv.New64a()
+		fmt.Fprint(h, c.Name)
+		cr := checkCase(c, opt, opt.Seed^h.Sum64(), cudaErr == nil)
+		if cr.Error != "" || !cr.WithinTolerance {
+			rep.OK = false
+		}
+		rep.Cases = append(rep.Cases, cr)
+	}
+	return rep
+}
+
+// layerRun is one graph of a case on one device, ready to run.
+type layerRun struct {
+	g     *G.ExprGraph
+	bn    *ops.BatchNorm // the batch norm's running statistics, for a Norm case
+	m     G.VM
+	out   *G.Node
+	loss  *G.Node
+	grads G.Nodes
+}
+
+func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) (cr CaseReport) {
+	cr = CaseReport{CheckCase: c}
+	rng := rand.New(rand.NewPCG(seed, 32))
+	inShapes, batch, err := c.shapes()
+	if err != nil {
+		cr.Error = err.Error()
+		return cr
+	}
+	inputs := make([]*tensor.Dense, len(inShapes))
+	for i, s := range inShapes {
+		inputs[i] = randomTensor(rng, s, 1/math.Sqrt(float64(fanIn(c, i, s))))
+	}
+	progress := func(format string, args ...any) {
+		if opt.Progress != nil {
+			fmt.Fprintf(opt.Progress, "check %s: "+format+"\n", append([]any{c.Name}, args...)...)
+		}
+	}
+	progress("cpu")
+	cpu, err := buildLayer(c, inputs, false)
+	if err != nil {
+		cr.Error = "cpu graph: " + err.Error()
+		return cr
+	}
+	defer cpu.m.Close()
+	cpuDur, err := timeRuns(cpu.m, opt.Runs)
+	if err != nil {
+		cr.Error = "cpu run: " + err.Error()
+		return cr
+	}
+	cr.CPUMillis = ms(cpuDur)
+	cr.CPUImagesPerSec = float64(batch) / cpuDur.Seconds()
+	cr.LossCPU = scalar(cpu.loss)
+	if !gpu {
+		cr.Error = "gpu: not run (cuda unavailable)"
+		return cr
+	}
+	progress("gpu")
+	dev, err := buildLayer(c, inputs, true)
+	if err != nil {
+		cr.Error = "gpu graph: " + err.Error()
+		return cr
+	}
+	defer dev.m.Close()
+	defer func() {
+		if err := Release(dev.g); err != nil && cr.Error == "" {
+			cr.Error = "gpu release: " + err.Error()
+		}
+	}()
+	gpuDur, err := timeRuns(dev.m, opt.Runs)
+	if err != nil {
+		cr.Error = "gpu run: " + err.Error()
+		return cr
+	}
+	if op, ok := dev.out.Op().(*convOp); ok && op.s.conv != nil {
+		cr.ConvAlgos = op.s.conv.Algos[:]
+	}
+	cr.GPUMillis = ms(gpuDur)
+	cr.GPUImagesPerSec = float64(batch) / gpuDur.Seconds()
+	cr.LossGPU = scalar(dev.loss)
+	names := []string{"out", "dx", "dw"}
+	if c.Norm {
+		names = []string{"out", "dx", "dgamma", "dbeta"}
+	} else if c.A != nil {
+		names = []string{"out", "da", "db"}
+	} else if c.W == nil {
+		names = []string{"out", "dx"}
+	}
+	cr.Diffs = map[string]Diff{}
+	pairs := append(G.Nodes{cpu.out}, cpu.grads...)
+	gpuPairs := append(G.Nodes{dev.out}, dev.grads...)
+	for i, name := range names {
+		d := compare(pairs[i].Value(), gpuPairs[i].Value())
+		cr.Diffs[name] = d
+		cr.MaxRelDiff = math.Max(cr.MaxRelDiff, d.MaxRel)
+	}
+	if c.Norm {
+		for _, st := range []struct {
+			name     string
+			cpu, gpu []float32
+		}{{"running_mean", cpu.bn.RunningMean, dev.bn.RunningMean}, {"running_var", cpu.bn.RunningVar, dev.bn.RunningVar}} {
+			d := compare(tensor.New(tensor.WithBacking(st.cpu)), tensor.New(tensor.WithBacking(st.gpu)))
+			cr.Diffs[st.name] = d
+			cr.MaxRelDiff = math.Max(cr.MaxRelDiff, d.MaxRel)
+		}
+	}
+	cr.WithinTolerance = cr.MaxRelDiff <= opt.Tolerance
+	return cr
+}
+
+// shapes returns the case's input shapes and its batch size (images, or rows of a).
+func (c CheckCase) shapes() ([]tensor.Shape, int, error) {
+	switch {
+	case len(c.X) == 4 && len(c.W) == 4:
+		return []tensor.Shape{c.X, c.W}, c.X[0], nil
+	case len(c.A) == 2 && len(c.B) == 2:
+		return []tensor.Shape{c.A, c.B}, c.A[0], nil
+	case len(c.X) == 4 && c.W == nil && c.Pool > 0:
+		return []tensor.Shape{c.X}, c.X[0], nil
+	case len(c.X) == 4 && c.W == nil && c.Norm:
+		return []tensor.Shape{c.X, {c.X[1]}, {c.X[1]}}, c.X[0], nil
+	case len(c.X) > 0 && c.W == nil && (c.Func == "relu" || c.Func == "gelu"):
+		return []tensor.Shape{c.X}, c.X[0], nil
+	}
+	return nil, 0, fmt.Errorf("case %q: want x [N,C,H,W] and w [O,C,K,K], x [N,C,H,W] and pool or batch_norm, x and func relu or gelu, or a [M,K] and b [K,N]", c.Name)
+}
+
+// fanIn is the number of terms summed per output, to scale random inputs to unit-sized outputs.
+func fanIn(c CheckCase, i int, s tensor.Shape) int {
+	if i == 0 || c.Norm {
+		return 1
+	}
+	if c.A != nil {
+		return s[0]
+	}
+	return s[1] * s[2] * s[3]
+}
+
+// buildLayer builds loss = Σ layer(inputs) ⊙ r with the CPU ops or the GPU ops. The first input passes through
+// a multiplication by one, so that it is not a leaf and its gradient is built, as inside a network.
+func buildLayer(c CheckCase, inputs []*tensor.Dense, gpu bool) (*layerRun, error) {
+	g := G.NewGraph()
+	in := make(G.Nodes, len(inputs))
+	for i, t := range inputs {
+		in[i] = G.NewTensor(g, tensor.Float32, t.Dims(), G.WithShape(t.Shape()...), G.WithValue(t.Clone()), G.WithName(fmt.Sprintf("in%d", i)))
+	}
+	first, err := G.Mul(in[0], G.NewConstant(float32(1)))
+	if err != nil {
+		return nil, err
+	}
+	var out *G.Node
+	var bn *ops.BatchNorm
+	switch {
+	case c.Norm:
+		bn = ops.NewBatchNorm(c.X[1])
+		if gpu {
+			out, err = BatchNorm(bn, first, in[1], in[2])
+		} else {
+			out, err = bn.Apply(first, in[1], in[2], true, false)
+		}
+	case c.Pool > 0 && gpu:
+		out, err = MaxPool(first, c.Pool, c.Stride, c.Pad)
+	case c.Pool > 0:
+		out, err = ops.MaxPool(first, c.Pool, c.Stride, c.Pad)
+	case c.Func == "relu" && gpu:
+		out, err = ReLU(first)
+	case c.Func == "relu":
+		out, err = ops.ReLU(first)
+	case c.Func == "gelu" && gpu:
+		out, err = GELU(first)
+	case c.Func == "gelu":
+		out, err = ops.GELU(first)
+	case c.A != nil && gpu:
+		out, err = MatMul(first, in[1])
+	case c.A != nil:
+		out, err = G.Mul(first, in[1])
+	case gpu:
+		out, err = Conv2d(first, in[1], c.Stride, c.Pad)
+	default:
+		out, err = ops.Conv2d(first, in[1], c.Stride, c.Pad)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(7, uint64(out.Shape().TotalSize())))
+	r := G.NewTensor(g, tensor.Float32, out.Dims(), G.WithShape(out.Shape()...), G.WithValue(randomTensor(rng, out.Shape(), 1)), G.WithName("r"))
+	prod, err := G.HadamardProd(out, r)
+	if err != nil {
+		return nil, err
+	}
+	loss, err := G.Sum(prod)
+	if err != nil {
+		return nil, err
+	}
+	grads, err := G.Grad(loss, in...)
+	if err != nil {
+		return nil, err
+	}
+	return &layerRun{g: g, bn: bn, m: G.NewTapeMachine(g), out: out, loss: loss, grads: grads}, nil
+}
+
+// timeRuns runs m once untimed, then runs times, and returns the median duration.
+func timeRuns(m G.VM, runs int) (time.Duration, error) {
+	var ds []time.Duration
+	for i := 0; i <= runs; i++ {
+		start := time.Now()
+		err := m.RunAll()
+		d := time.Since(start)
+		m.Reset()
+		if err != nil {
+			return 0, err
+		}
+		if i > 0 {
+			ds = append(ds, d)
+		}
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], nil
+}
+
+func randomTensor(rng *rand.Rand, s tensor.Shape, scale float64) *tensor.Dense {
+	v := make([]float32, s.TotalSize())
+	for i := range v {
+		v[i] = float32(scale * (2*rng.Float64() - 1))
+	}
+	return tensor.New(tensor.WithShape(s...), tensor.WithBacking(v))
+}
+
+func scalar(n *G.Node) float64 {
+	if v, ok := n.Value().Data().(float32); ok {
+		return float64(v)
+	}
+	return math.NaN()
+}
+
+// compare returns the largest absolute difference of two float32 tensors and that relative to cpu's largest
+// magnitude; NaN when they cannot be compared.
+func compare(cpu, gpu G.Value) Diff {
+	a, okA := cpu.Data().([]float32)
+	b, okB := gpu.Data().([]float32)
+	if !okA || !okB || len(a) != len(b) {
+		return Diff{MaxAbs: math.NaN(), MaxRel: math.NaN()}
+	}
+	var diff, scale float64
+	for i := range a {
+		d := math.Abs(float64(a[i]) - float64(b[i]))
+		if d > diff || math.IsNaN(d) {
+			diff = d
+		}
+		scale = math.Max(scale, math.Abs(float64(a[i])))
+	}
+	rel := diff
+	if scale > 0 {
+		rel = diff / scale
+	}
+	return Diff{MaxAbs: diff, MaxRel: rel}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// errUnavailable reports whether err says CUDA could not be used.
+func errUnavailable(err error) bool { return errors.Is(err, cuda.ErrUnavailable) }

@@ -1,0 +1,363 @@
+package cudaops
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/bicyc/bicyc/models/cuda"
+	"github.com/bicyc/bicyc/models/ops"
+)
+
+// TestGraphShapes: the GPU ops build into a graph, with its gradients, without a GPU: the output and every
+// gradient have the shapes and dtype of the CPU ops'.
+func TestGraphShapes(t *testing.T) {
+	for i, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
+		g := G.NewGraph()
+		x0 := G.NewTensor(g, dt, 4, G.WithShape(8, 3, 32, 32), G.WithName("x"))
+		x, err := G.Mul(x0, G.NewConstant(1.0))
+		if dt == tensor.Float32 {
+			x, err = G.Mul(x0, G.NewConstant(float32(1)))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := G.NewTensor(g, dt, 4, G.WithShape(16, 3, 7, 7), G.WithName("w"))
+		y, err := Conv2d(x, w, 2, 3)
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if want := (tensor.Shape{8, 16, 16, 16}); !y.Shape().Eq(want) || y.Dtype() != dt {
+			t.Errorf("case %d: conv output %v %v, want %v %v", i, y.Shape(), y.Dtype(), want, dt)
+		}
+		// the same layer on the CPU ops gives the same shape
+		yc, err := ops.Conv2d(x, w, 2, 3)
+		if err != nil || !yc.Shape().Eq(y.Shape()) {
+			t.Errorf("case %d: ops.Conv2d gives %v (%v), cuda %v", i, yc.Shape(), err, y.Shape())
+		}
+		flat, err := G.Reshape(y, tensor.Shape{8, 16 * 16 * 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := G.NewTensor(g, dt, 2, G.WithShape(16*16*16, 10), G.WithName("b"))
+		z, err := MatMul(flat, b)
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if want := (tensor.Shape{8, 10}); !z.Shape().Eq(want) || z.Dtype() != dt {
+			t.Errorf("case %d: matmul output %v %v, want %v %v", i, z.Shape(), z.Dtype(), want, dt)
+		}
+		loss, err := G.Sum(z)
+		if err != nil {
+			t.Fatal(err)
+		}
+		grads, err := G.Grad(loss, x0, w, b)
+		if err != nil {
+			t.Fatalf("case %d: G.Grad: %v", i, err)
+		}
+		for j, want := range []tensor.Shape{{8, 3, 32, 32}, {16, 3, 7, 7}, {16 * 16 * 16, 10}} {
+			if !grads[j].Shape().Eq(want) || grads[j].Dtype() != dt {
+				t.Errorf("case %d: gradient %d is %v %v, want %v %v", i, j, grads[j].Shape(), grads[j].Dtype(), want, dt)
+			}
+		}
+		// x0 is a leaf: the convolution of it builds no input gradient, as ops.Conv2d.
+		if _, err := Conv2d(x0, w, 2, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestShapeErrors: shapes that do not fit are refused when the graph is built, wrapping ops.ErrShape.
+func TestShapeErrors(t *testing.T) {
+	g := G.NewGraph()
+	node := func(dt tensor.Dtype, shape ...int) *G.Node {
+		return G.NewTensor(g, dt, len(shape), G.WithShape(shape...))
+	}
+	f32, f64 := tensor.Float32, tensor.Float64
+	convs := []struct {
+		x, w        *G.Node
+		stride, pad int
+		want        string
+	}{
+		{node(f32, 2, 3, 8), node(f32, 4, 3, 3, 3), 1, 1, "want [N,C,H,W]"},
+		{node(f32, 2, 3, 8, 8), node(f32, 4, 3, 3, 2), 1, 1, "want [O,C,K,K]"},
+		{node(f32, 2, 3, 8, 8), node(f32, 4, 5, 3, 3), 1, 1, "input channels"},
+		{node(f32, 2, 3, 8, 8), node(f64, 4, 3, 3, 3), 1, 1, "is float64"},
+		{node(f32, 2, 3, 8, 8), node(f32, 4, 3, 3, 3), 0, 1, "want stride >= 1"},
+		{node(f32, 2, 3, 2, 2), node(f32, 4, 3, 5, 5), 1, 0, "does not fit"},
+		{node(tensor.Int, 2, 3, 8, 8), node(tensor.Int, 4, 3, 3, 3), 1, 1, "want float32 or float64"},
+	}
+	for i, c := range convs {
+		_, err := Conv2d(c.x, c.w, c.stride, c.pad)
+		if !errors.Is(err, ops.ErrShape) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("conv case %d: error %v, want one wrapping ErrShape with %q", i, err, c.want)
+		}
+	}
+	mats := []struct {
+		a, b *G.Node
+		want string
+	}{
+		{node(f32, 2, 3, 4), node(f32, 4, 5), "must be matrices"},
+		{node(f32, 2, 3), node(f32, 4, 5), "do not chain"},
+		{node(f32, 2, 3), node(f64, 3, 5), "want both float32"},
+	}
+	for i, c := range mats {
+		_, err := MatMul(c.a, c.b)
+		if !errors.Is(err, ops.ErrShape) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("matmul case %d: error %v, want one wrapping ErrShape with %q", i, err, c.want)
+		}
+	}
+}
+
+// TestCheck runs the device check on small layers. Without CUDA (the CI machines) the CPU side runs and the
+// report says why the GPU could not; with CUDA every output and gradient must match the CPU's within 1e-4 of
+// its largest magnitude.
+func TestCheck(t *testing.T) {
+	cases := []CheckCase{
+		{Name: "conv3x3", X: []int{4, 8, 12, 12}, W: []int{16, 8, 3, 3}, Stride: 1, Pad: 1},
+		{Name: "conv7x7s2", X: []int{2, 3, 20, 20}, W: []int{8, 3, 7, 7}, Stride: 2, Pad: 3},
+		{Name: "matmul", A: []int{6, 40}, B: []int{40, 9}},
+		{Name: "relu", X: []int{3, 5, 7, 11}, Func: "relu"},
+		{Name: "gelu", X: []int{6, 40}, Func: "gelu"},
+		{Name: "maxpool", X: []int{2, 3, 9, 9}, Pool: 3, Stride: 2, Pad: 1},
+		{Name: "batchnorm", X: []int{4, 3, 5, 5}, Norm: true},
+	}
+	rep := Check(CheckOptions{Cases: cases, Runs: 1, Seed: 1})
+	if len(rep.Cases) != len(cases) {
+		t.Fatalf("%d case reports, want %d", len(rep.Cases), len(cases))
+	}
+	for i, c := range rep.Cases {
+		if c.CPUMillis <= 0 || c.CPUImagesPerSec <= 0 || c.LossCPU == 0 {
+			t.Errorf("case %d (%s): CPU not measured: %+v", i, c.Name, c)
+		}
+	}
+	if rep.CUDAError != "" {
+		t.Logf("no CUDA here: %s", rep.CUDAError)
+		if rep.OK || rep.Device != nil || !strings.HasPrefix(rep.CUDAError, "cuda: ") {
+			t.Errorf("report without CUDA: ok %v, device %v, error %q", rep.OK, rep.Device, rep.CUDAError)
+		}
+		for i, c := range rep.Cases {
+			if c.Error != "gpu: not run (cuda unavailable)" || c.Diffs != nil {
+				t.Errorf("case %d: error %q, diffs %v", i, c.Error, c.Diffs)
+			}
+		}
+		return
+	}
+	t.Logf("device %+v", rep.Device)
+	for i, c := range rep.Cases {
+		t.Logf("case %d (%s): %+v", i, c.Name, c.Diffs)
+		if c.Error != "" || !c.WithinTolerance {
+			t.Errorf("case %d (%s): error %q, largest relative difference %.3g", i, c.Name, c.Error, c.MaxRelDiff)
+		}
+	}
+}
+
+// TestRunWithoutCUDA: a graph of GPU ops run where CUDA cannot load fails with the loader's explanation
+// instead of computing anything.
+func TestRunWithoutCUDA(t *testing.T) {
+	if _, err := cuda.Open(); err == nil {
+		t.Skip("CUDA is available here: TestCheck covers the run")
+	}
+	g := G.NewGraph()
+	a := G.NewTensor(g, tensor.Float32, 2, G.WithShape(2, 3), G.WithInit(G.Ones()))
+	b := G.NewTensor(g, tensor.Float32, 2, G.WithShape(3, 4), G.WithInit(G.Ones()))
+	c, err := MatMul(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := G.NewTapeMachine(g)
+	defer m.Close()
+	err = m.RunAll()
+	if err == nil {
+		t.Fatalf("RunAll succeeded without CUDA: %v", c.Value())
+	}
+	if !errUnavailable(err) && !strings.Contains(err.Error(), "cuda: cannot load") {
+		t.Errorf("error %v does not say CUDA is unavailable", err)
+	}
+	t.Log(err)
+}
+
+// TestCompare: the check's comparison, shown on the CPU: a layer run twice on the same device differs by 0,
+// and a tensor with one element changed differs by exactly that change relative to the largest magnitude.
+func TestCompare(t *testing.T) {
+	c := CheckCase{Name: "conv", X: []int{2, 4, 9, 9}, W: []int{6, 4, 3, 3}, Stride: 2, Pad: 1}
+	x := tensor.New(tensor.WithShape(2, 4, 9, 9), tensor.WithBacking(make([]float32, 2*4*81)))
+	w := tensor.New(tensor.WithShape(6, 4, 3, 3), tensor.WithBacking(make([]float32, 6*4*9)))
+	for i := range x.Float32s() {
+		x.Float32s()[i] = float32(i%7) - 3
+	}
+	for i := range w.Float32s() {
+		w.Float32s()[i] = float32(i%5) - 2
+	}
+	var runs [2]*layerRun
+	for i := range runs {
+		r, err := buildLayer(c, []*tensor.Dense{x, w}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.m.Close()
+		if err := r.m.RunAll(); err != nil {
+			t.Fatal(err)
+		}
+		runs[i] = r
+	}
+	for i, pair := range [][2]*G.Node{{runs[0].out, runs[1].out}, {runs[0].grads[0], runs[1].grads[0]}, {runs[0].grads[1], runs[1].grads[1]}} {
+		if d := compare(pair[0].Value(), pair[1].Value()); d.MaxAbs != 0 || d.MaxRel != 0 {
+			t.Errorf("tensor %d: same layer twice differs: %+v", i, d)
+		}
+	}
+	a := tensor.New(tensor.WithBacking([]float32{1, -4, 2}))
+	b := tensor.New(tensor.WithBacking([]float32{1, -4, 2.5}))
+	if d := compare(a, b); d.MaxAbs != 0.5 || d.MaxRel != 0.125 {
+		t.Errorf("compare: %+v, want abs 0.5, rel 0.125", d)
+	}
+}
+
+// TestReLUGraph: the NVRTC ReLU (and GELU) builds with its gradient without a GPU, and refuses what its float32 kernel
+// cannot take.
+func TestReLUGraph(t *testing.T) {
+	g := G.NewGraph()
+	x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(2, 3, 4, 5), G.WithName("x"))
+	y, err := ReLU(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss, err := G.Sum(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grads, err := G.Grad(loss, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !y.Shape().Eq(x.Shape()) || !grads[0].Shape().Eq(x.Shape()) {
+		t.Errorf("relu %v, gradient %v, want %v", y.Shape(), grads[0].Shape(), x.Shape())
+	}
+	x64 := G.NewTensor(g, tensor.Float64, 2, G.WithShape(2, 3), G.WithName("x64"))
+	if _, err := ReLU(x64); !errors.Is(err, ops.ErrShape) {
+		t.Errorf("float64 relu: %v, want an error wrapping ErrShape", err)
+	}
+	if _, err := GELU(x64); !errors.Is(err, ops.ErrShape) {
+		t.Errorf("float64 gelu: %v, want an error wrapping ErrShape", err)
+	}
+	h, err := GELU(x)
+	if err != nil || !h.Shape().Eq(x.Shape()) {
+		t.Errorf("gelu: %v %v", h, err)
+	}
+}
+
+// TestMaxPoolGraph: the cuDNN max pooling builds with its gradient without a GPU, with ops.MaxPool's
+// output shape, and refuses ops.MaxPool's bad geometries.
+func TestMaxPoolGraph(t *testing.T) {
+	g := G.NewGraph()
+	x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(2, 4, 112, 112), G.WithName("x"))
+	y, err := MaxPool(x, 3, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yc, err := ops.MaxPool(x, 3, 2, 1)
+	if err != nil || !yc.Shape().Eq(y.Shape()) || !y.Shape().Eq(tensor.Shape{2, 4, 56, 56}) {
+		t.Errorf("cuda max pool %v, ops.MaxPool %v (%v), want (2, 4, 56, 56)", y.Shape(), yc.Shape(), err)
+	}
+	loss, err := G.Sum(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grads, err := G.Grad(loss, x)
+	if err != nil || !grads[0].Shape().Eq(x.Shape()) {
+		t.Fatalf("gradient %v: %v", grads, err)
+	}
+	for i, c := range []struct{ k, stride, pad int }{{3, 2, 2}, {0, 1, 0}, {2, 0, 0}} {
+		if _, err := MaxPool(x, c.k, c.stride, c.pad); !errors.Is(err, ops.ErrShape) {
+			t.Errorf("case %d %+v: error %v, want one wrapping ErrShape", i, c, err)
+		}
+	}
+}
+
+// TestReleaseWithoutRun: releasing a graph whose GPU ops never ran (or ran without CUDA) frees nothing and
+// fails nothing, twice.
+func TestReleaseWithoutRun(t *testing.T) {
+	g := G.NewGraph()
+	x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(2, 3, 8, 8), G.WithName("x"))
+	w := G.NewTensor(g, tensor.Float32, 4, G.WithShape(4, 3, 3, 3), G.WithName("w"))
+	y, err := Conv2d(x, w, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := MaxPool(y, 2, 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := GELU(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat, err := G.Reshape(r, tensor.Shape{2, 4 * 4 * 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := G.NewTensor(g, tensor.Float32, 2, G.WithShape(64, 5), G.WithName("b"))
+	z, err := MatMul(flat, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss, err := G.Sum(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := G.Grad(loss, w, b); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := Release(g); err != nil {
+			t.Errorf("release %d: %v", i, err)
+		}
+	}
+}
+
+// TestBatchNormGraph: the cuDNN batch norm builds with its three gradients without a GPU, and refuses what
+// it does not run (another rank or dtype, mismatched channels, parameters of the wrong size).
+func TestBatchNormGraph(t *testing.T) {
+	g := G.NewGraph()
+	x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(2, 3, 4, 4), G.WithName("x"))
+	gamma := G.NewTensor(g, tensor.Float32, 1, G.WithShape(3), G.WithName("gamma"))
+	beta := G.NewTensor(g, tensor.Float32, 1, G.WithShape(3), G.WithName("beta"))
+	y, err := BatchNorm(ops.NewBatchNorm(3), x, gamma, beta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss, err := G.Sum(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grads, err := G.Grad(loss, x, gamma, beta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []tensor.Shape{{2, 3, 4, 4}, {3}, {3}} {
+		if !grads[i].Shape().Eq(want) {
+			t.Errorf("gradient %d: %v, want %v", i, grads[i].Shape(), want)
+		}
+	}
+	x2 := G.NewTensor(g, tensor.Float32, 2, G.WithShape(2, 3), G.WithName("x2"))
+	x64 := G.NewTensor(g, tensor.Float64, 4, G.WithShape(2, 3, 4, 4), G.WithName("x64"))
+	one := G.NewTensor(g, tensor.Float32, 4, G.WithShape(1, 3, 1, 1), G.WithName("one"))
+	short := G.NewTensor(g, tensor.Float32, 1, G.WithShape(2), G.WithName("short"))
+	for i, c := range []struct {
+		bn             *ops.BatchNorm
+		x, gamma, beta *G.Node
+	}{
+		{ops.NewBatchNorm(3), x2, gamma, beta},
+		{ops.NewBatchNorm(3), x64, gamma, beta},
+		{ops.NewBatchNorm(4), x, gamma, beta},
+		{ops.NewBatchNorm(3), one, gamma, beta},
+		{ops.NewBatchNorm(3), x, short, beta},
+	} {
+		if _, err := BatchNorm(c.bn, c.x, c.gamma, c.beta); !errors.Is(err, ops.ErrShape) {
+			t.Errorf("case %d: error %v, want one wrapping ErrShape", i, err)
+		}
+	}
+}
