@@ -24,22 +24,65 @@ type Calibration struct {
 	HeldOutScores []float64 `json:"heldout_scores"`
 	// HeldOutImages is how many held-out images the fit used.
 	HeldOutImages int `json:"heldout_images"`
+	// ScoreQuantiles holds the same quantile table for every other
+	// unknown score (gauss.UnknownScores), by name; absent from manifests
+	// written before scores could be chosen, whose only score is
+	// gauss.ScoreMahalanobis.
+	ScoreQuantiles map[string][]float64 `json:"heldout_score_quantiles,omitempty"`
+	// UnknownScore names the score a reader uses unless asked for another
+	// (gauss.UnknownScore); empty means gauss.ScoreMahalanobis, the score of
+	// manifests written before it could be chosen.
+	UnknownScore string `json:"unknown_score,omitempty"`
 	// AcceptRate is the default share of known-class images accepted, and
-	// Threshold the unknown-score threshold that gives it.
+	// Threshold the threshold of the UnknownScore that gives it.
 	AcceptRate float64 `json:"accept_rate"`
 	Threshold  float64 `json:"threshold"`
 }
 
 // NewCalibration records c, fitted on heldOut images, with the default
-// acceptance rate acceptRate in (0, 1].
+// acceptance rate acceptRate in (0, 1] and gauss.DefaultUnknownScore as
+// the default score when c holds its held-out values (gauss.ScoreMahalanobis
+// otherwise).
 func NewCalibration(c gauss.Calibration, heldOut int, acceptRate float64) *Calibration {
-	return &Calibration{Temperature: c.Temperature, ClassScales: c.Scales, HeldOutScores: c.Reference,
-		HeldOutImages: heldOut, AcceptRate: acceptRate, Threshold: c.Threshold(acceptRate)}
+	out := &Calibration{Temperature: c.Temperature, ClassScales: c.Scales, HeldOutScores: c.Reference,
+		HeldOutImages: heldOut, AcceptRate: acceptRate}
+	if len(c.References) > 0 {
+		out.ScoreQuantiles = make(map[string][]float64, len(c.References))
+		for u, ref := range c.References {
+			out.ScoreQuantiles[string(u)] = ref
+		}
+	}
+	score := gauss.ScoreMahalanobis
+	if c.Has(gauss.DefaultUnknownScore) {
+		score = gauss.DefaultUnknownScore
+	}
+	if score != gauss.ScoreMahalanobis {
+		out.UnknownScore = string(score)
+	}
+	out.Threshold, _ = c.ThresholdOf(score, acceptRate) // c has score's reference
+	return out
+}
+
+// Score returns the default unknown score (UnknownScore, or
+// gauss.ScoreMahalanobis when empty).
+func (c *Calibration) Score() gauss.UnknownScore {
+	u, err := gauss.ParseUnknownScore(c.UnknownScore)
+	if err != nil {
+		return gauss.UnknownScore(c.UnknownScore) // refused by validate
+	}
+	return u
 }
 
 // Gauss returns the calibration in the form that computes with it.
 func (c *Calibration) Gauss() gauss.Calibration {
-	return gauss.Calibration{Temperature: c.Temperature, Scales: c.ClassScales, Reference: c.HeldOutScores}
+	g := gauss.Calibration{Temperature: c.Temperature, Scales: c.ClassScales, Reference: c.HeldOutScores}
+	if len(c.ScoreQuantiles) > 0 {
+		g.References = make(map[gauss.UnknownScore][]float64, len(c.ScoreQuantiles))
+		for name, ref := range c.ScoreQuantiles {
+			g.References[gauss.UnknownScore(name)] = ref
+		}
+	}
+	return g
 }
 
 // validate checks c against a manifest of k classes; errors wrap
@@ -54,8 +97,15 @@ func (c *Calibration) validate(k int) error {
 	if !(c.AcceptRate > 0 && c.AcceptRate <= 1) {
 		return fmt.Errorf("%w: calibration: accept_rate %v, want a value in (0, 1]", ErrManifest, c.AcceptRate)
 	}
-	if !(c.Threshold >= 0) || math.IsInf(c.Threshold, 0) {
-		return fmt.Errorf("%w: calibration: threshold %v, want a finite value >= 0", ErrManifest, c.Threshold)
+	if _, err := gauss.ParseUnknownScore(c.UnknownScore); err != nil {
+		return fmt.Errorf("%w: calibration: %w", ErrManifest, err)
+	}
+	if !c.Gauss().Has(c.Score()) {
+		return fmt.Errorf("%w: calibration: unknown_score %s has no held-out quantiles", ErrManifest, c.Score())
+	}
+	// Only the nearest-distance scores are never negative.
+	if math.IsNaN(c.Threshold) || math.IsInf(c.Threshold, 0) || (c.UnknownScore == "" && c.Threshold < 0) {
+		return fmt.Errorf("%w: calibration: threshold %v, want a finite value (>= 0 for the mahalanobis score)", ErrManifest, c.Threshold)
 	}
 	return nil
 }

@@ -14,11 +14,17 @@ import (
 // the mean over each image and its mirror), ids their class IDs, and clf
 // the classifier being exported, whose column c is classes[c]. It fits
 // gauss.FitCalibration and records the
-// threshold for acceptRate (gauss.DefaultAcceptRate normally). A held-out
+// threshold for acceptRate (gauss.DefaultAcceptRate normally). protos are
+// the classes' Gaussians (classes[c]'s is protos[c]) and features [n, S]
+// the held-out images' backbone features (with the flip, the mean of each
+// image's and its mirror's): with them the calibration also holds every
+// gauss.UnknownScore's held-out quantiles (gauss.OpenSet.References), so a
+// reader can answer by any score; nil protos fit ScoreMahalanobis alone,
+// and nil features the scores that need no feature. A held-out
 // image of a class the model does not have is an error, as is anything
 // gauss.FitCalibration refuses (fewer than gauss.MinCalibrationImages
 // images: a run without a held-out split exports no calibration).
-func FitCalibration(clf *gauss.Classifier, classes []bundle.Class, scores []float32, ids []int, acceptRate float64) (*bundle.Calibration, error) {
+func FitCalibration(clf *gauss.Classifier, classes []bundle.Class, protos []gauss.Gaussian, scores, features []float32, ids []int, acceptRate float64) (*bundle.Calibration, error) {
 	column := make(map[int]int, len(classes))
 	for c, cl := range classes {
 		column[cl.ID] = c
@@ -42,6 +48,17 @@ func FitCalibration(clf *gauss.Classifier, classes []bundle.Class, scores []floa
 	cal, err := gauss.FitCalibration(scores, n, clf.Classes(), labels, clf.Tables().Bias)
 	if err != nil {
 		return nil, fmt.Errorf("export: calibration: %w", err)
+	}
+	if protos != nil {
+		if features != nil && len(features) != n*clf.Dim() {
+			return nil, fmt.Errorf("export: calibration: %d feature values for %d images of dimension %d", len(features), n, clf.Dim())
+		}
+		o, err := gauss.NewOpenSet(protos, protos, clf.Tables().Bias, cal)
+		if err != nil {
+			return nil, fmt.Errorf("export: calibration: %w", err)
+		}
+		cal.References = o.References(scores, features, n)
+		delete(cal.References, gauss.ScoreMahalanobis) // cal.Reference
 	}
 	return bundle.NewCalibration(cal, n, acceptRate), nil
 }

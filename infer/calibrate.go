@@ -40,12 +40,15 @@ func Calibrate(modelDir, outDir string, heldOut []LabelledImages, acceptRate flo
 	if err != nil {
 		return nil, err
 	}
-	scores, err := scoreClasses(modelDir, heldOut, opts)
+	scores, features, err := scoreClasses(modelDir, heldOut, opts)
 	if err != nil {
 		return nil, err
 	}
 	fit, err := gauss.FitCalibration(scores, len(labels), len(b.Manifest.Classes), labels, b.Prototypes.Bias)
 	if err != nil {
+		return nil, fmt.Errorf("calibrate %s: %w", modelDir, err)
+	}
+	if fit.References, err = scoreReferences(b, fit, scores, features, len(labels)); err != nil {
 		return nil, fmt.Errorf("calibrate %s: %w", modelDir, err)
 	}
 	m := b.Manifest
@@ -87,24 +90,49 @@ func heldOutLabels(classes []bundle.Class, heldOut []LabelledImages) ([]int, err
 	return labels, nil
 }
 
-// scoreClasses returns model.onnx's scores [n, K] of every image, class by
-// class, in order.
-func scoreClasses(modelDir string, classes []LabelledImages, opts []Option) ([]float32, error) {
-	c, err := Open(modelDir, opts...)
+// scoreReferences returns the held-out quantiles of every unknown score
+// but gauss.ScoreMahalanobis (fit.Reference), over the background of the
+// model's trained classes (as a Classifier builds it).
+func scoreReferences(b *bundle.Bundle, fit gauss.Calibration, scores, features []float32, n int) (map[gauss.UnknownScore][]float64, error) {
+	protos := b.Prototypes.Gaussians()
+	var trained []gauss.Gaussian
+	for i, cl := range b.Manifest.Classes {
+		if cl.AddedImages == 0 {
+			trained = append(trained, protos[i])
+		}
+	}
+	o, err := gauss.NewOpenSet(protos, trained, b.Prototypes.Bias, fit)
 	if err != nil {
 		return nil, err
 	}
+	refs := o.References(scores, features, n)
+	delete(refs, gauss.ScoreMahalanobis)
+	return refs, nil
+}
+
+// scoreClasses returns model.onnx's scores [n, K] and the backbone's
+// features [n, S] of every image (Classifier.features), class by class, in
+// order.
+func scoreClasses(modelDir string, classes []LabelledImages, opts []Option) (scores, features []float32, err error) {
+	c, err := Open(modelDir, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
 	defer c.Close()
-	var out []float32
 	for _, class := range classes {
 		err := c.eachBatch(class, func(batch []float32, shape []int64) error {
 			s, err := c.runModel(batch, shape)
-			out = append(out, s...)
+			scores = append(scores, s...)
+			if err != nil {
+				return err
+			}
+			z, err := c.features(batch, shape)
+			features = append(features, z...)
 			return err
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return out, nil
+	return scores, features, nil
 }

@@ -281,6 +281,13 @@ func (c *Classifier) classifyNCHW(batch []float32, shape []int64) ([]Result, err
 	if err != nil {
 		return nil, err
 	}
+	var z []float32
+	s := c.manifest.FeatureDim
+	if c.openSet.needsFeature() {
+		if z, err = c.features(batch, shape); err != nil {
+			return nil, err
+		}
+	}
 	results := make([]Result, shape[0])
 	for i := range results {
 		preds, err := rankClasses(scores[i*k:(i+1)*k], c.classes, c.topK)
@@ -288,9 +295,33 @@ func (c *Classifier) classifyNCHW(batch []float32, shape []int64) ([]Result, err
 			return nil, fmt.Errorf("image %d: %w", i, err)
 		}
 		results[i] = Result{Predictions: preds}
-		c.openSet.apply(scores[i*k:(i+1)*k], &results[i])
+		var zi []float32
+		if z != nil {
+			zi = z[i*s : (i+1)*s]
+		}
+		c.openSet.apply(scores[i*k:(i+1)*k], zi, &results[i])
 	}
 	return results, nil
+}
+
+// features runs backbone.onnx on a preprocessed NCHW batch, [N, S]
+// row-major; with the manifest's test_flip, the mean of each image's and
+// its mirror's feature, as the calibration's held-out features were taken.
+// The unknown scores that read the feature (gauss.UnknownScore.NeedsFeature)
+// take it from here.
+func (c *Classifier) features(batch []float32, shape []int64) ([]float32, error) {
+	s := c.manifest.FeatureDim
+	return c.runLocked(func() ([]float32, error) {
+		z, err := c.backbone.run(batch, shape, s)
+		if err != nil || !c.manifest.Classifier.TestFlip {
+			return z, err
+		}
+		mirrored, err := c.backbone.run(mirror(batch, shape), shape, s)
+		if err != nil {
+			return nil, err
+		}
+		return gauss.MeanScores(z, mirrored), nil
+	})
 }
 
 // runModel runs model.onnx on a preprocessed NCHW batch: scores [N, K]

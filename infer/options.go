@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/gauss"
 )
 
 // DefaultMaxPixels is the largest width*height an image header may declare
@@ -42,6 +43,8 @@ type config struct {
 	log         io.Writer
 	acceptRate  float64
 	threshold   float64
+	score       gauss.UnknownScore
+	scoreErr    error
 }
 
 func defaultConfig() config {
@@ -102,6 +105,18 @@ func WithAcceptRate(rate float64) Option { return func(c *config) { c.acceptRate
 // the smallest squared Mahalanobis distance.
 func WithUnknownThreshold(t float64) Option { return func(c *config) { c.threshold = t } }
 
+// WithUnknownScore picks the unknown score by name (gauss.UnknownScores:
+// "mahalanobis", "relative-mahalanobis", "energy", ...; default the
+// manifest's, gauss.ScoreMahalanobis on a model calibrated before scores
+// could be chosen). Its threshold is the acceptance rate's quantile of the
+// score's held-out values (WithAcceptRate, else the manifest's rate) unless
+// WithUnknownThreshold sets it. A model whose calibration lacks the score's
+// held-out values fails to open (gauss.ErrNoReference: calibrate it again);
+// one without calibration has gauss.ScoreNearestDistance only.
+func WithUnknownScore(name string) Option {
+	return func(c *config) { c.score, c.scoreErr = gauss.ParseUnknownScore(name) }
+}
+
 // validate reports every invalid setting at once.
 func (c *config) validate() error {
 	var errs []error
@@ -110,6 +125,9 @@ func (c *config) validate() error {
 	}
 	if c.threads < 0 {
 		errs = append(errs, fmt.Errorf("threads %d is negative", c.threads))
+	}
+	if c.scoreErr != nil {
+		errs = append(errs, c.scoreErr)
 	}
 	if c.topK < 0 {
 		errs = append(errs, fmt.Errorf("top-k %d is negative", c.topK))

@@ -36,7 +36,9 @@ type record struct {
 	// Confidence, UnknownScore and Unknown as in infer.Result.
 	Confidence   float64  `json:"confidence,omitempty"`
 	UnknownScore *float64 `json:"unknown_score,omitempty"`
-	Unknown      bool     `json:"unknown"`
+	// UnknownScoreName names the score (infer.Result.UnknownScoreName).
+	UnknownScoreName string `json:"unknown_score_name,omitempty"`
+	Unknown          bool   `json:"unknown"`
 	// Collected is where --collect-unknown saved the image.
 	Collected string `json:"collected,omitempty"`
 	Error     string `json:"error,omitempty"`
@@ -300,13 +302,13 @@ func newPrinter(asJSON bool, stdout, stderr io.Writer, sources []source, c *infe
 
 // result prints one image's answer. The table's PROB column is the
 // calibrated posterior and its ANSWER column, on the first row, "known" or
-// "unknown"; both are "-" when the model cannot say (no calibration, no
+// "unknown" with the unknown score's name and value; both are "-" when the model cannot say (no calibration, no
 // --threshold).
 func (p *printer) result(file string, r infer.Result, collected string) {
 	if p.json {
 		score := r.UnknownScore
 		p.enc.Encode(record{File: file, Predictions: r.Predictions, Confidence: r.Confidence, UnknownScore: &score,
-			Unknown: r.Unknown, Collected: collected})
+			UnknownScoreName: r.UnknownScoreName, Unknown: r.Unknown, Collected: collected})
 		return
 	}
 	if !p.header {
@@ -323,9 +325,9 @@ func (p *printer) result(file string, r infer.Result, collected string) {
 		case !p.decides:
 			answer = "  -"
 		case r.Unknown:
-			answer = "  unknown"
+			answer = fmt.Sprintf("  unknown (%s %.4g)", r.UnknownScoreName, r.UnknownScore)
 		default:
-			answer = "  known"
+			answer = fmt.Sprintf("  known (%s %.4g)", r.UnknownScoreName, r.UnknownScore)
 		}
 		fmt.Fprintf(p.stdout, "%-*s  %4d  %5d  %-*s  %4d  %10.5g  %5s%s\n", p.fileWidth, file, rank+1, pr.ClassID, p.nameWidth, pr.Name, pr.Task, pr.Distance, prob, answer)
 	}
