@@ -19,12 +19,13 @@ import (
 // the held-out images' backbone features (with the flip, the mean of each
 // image's and its mirror's): with them the calibration also holds every
 // gauss.UnknownScore's held-out quantiles (gauss.OpenSet.References), so a
-// reader can answer by any score; nil protos fit ScoreMahalanobis alone,
+// reader can answer by any score (opts are the options clf was built with);
+// nil protos fit ScoreMahalanobis alone,
 // and nil features the scores that need no feature. A held-out
 // image of a class the model does not have is an error, as is anything
 // gauss.FitCalibration refuses (fewer than gauss.MinCalibrationImages
 // images: a run without a held-out split exports no calibration).
-func FitCalibration(clf *gauss.Classifier, classes []bundle.Class, protos []gauss.Gaussian, scores, features []float32, ids []int, acceptRate float64) (*bundle.Calibration, error) {
+func FitCalibration(clf *gauss.Classifier, opts gauss.ClassifierOptions, classes []bundle.Class, protos []gauss.Gaussian, scores, features []float32, ids []int, acceptRate float64) (*bundle.Calibration, error) {
 	column := make(map[int]int, len(classes))
 	for c, cl := range classes {
 		column[cl.ID] = c
@@ -53,7 +54,7 @@ func FitCalibration(clf *gauss.Classifier, classes []bundle.Class, protos []gaus
 		if features != nil && len(features) != n*clf.Dim() {
 			return nil, fmt.Errorf("export: calibration: %d feature values for %d images of dimension %d", len(features), n, clf.Dim())
 		}
-		o, err := gauss.NewOpenSet(protos, protos, clf.Tables().Bias, cal)
+		o, err := gauss.NewOpenSet(protos, protos, clf.Tables().Bias, cal, opts)
 		if err != nil {
 			return nil, fmt.Errorf("export: calibration: %w", err)
 		}

@@ -29,10 +29,11 @@ const (
 	ScoreMahalanobis UnknownScore = "mahalanobis"
 	// ScoreNearestDistance is min_c q_c, the plain nearest distance.
 	ScoreNearestDistance UnknownScore = "nearest-distance"
-	// ScoreRelativeMahalanobis is min_c q_c / s_c - q_0(z) / S, with q_0 the
-	// squared Mahalanobis distance to the Background Gaussian of all
-	// training features (Ren et al., 2021): what is typical of every class
-	// alike (the background) no longer counts as evidence of the unknown.
+	// ScoreRelativeMahalanobis is min_c q_c - q_0(z), with q_0 the squared
+	// Mahalanobis distance to the Background Gaussian of all training
+	// features measured as the classifier measures a class (its shrinkage
+	// and normalisation; Ren et al., 2021): what is typical of every class
+	// alike no longer counts as evidence of the unknown.
 	ScoreRelativeMahalanobis UnknownScore = "relative-mahalanobis"
 	// ScoreEnergy is -T log sum_c exp(-d_c / 2T): the negative log of the
 	// tempered likelihood of all classes together (Liu et al., NeurIPS
@@ -112,6 +113,7 @@ const principalVariance = 0.90
 // class has as many images. It is read-only after NewBackground.
 type Background struct {
 	mean  []float64
+	cov   *mat.SymDense
 	chol  *mat.Cholesky
 	minor *mat.Dense // S x r: the eigenvectors outside the principal subspace
 	// minorVariance is the sum of the minor eigenvalues: the expected
@@ -161,7 +163,7 @@ func NewBackground(protos []Gaussian) (*Background, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gauss: background: %w", err)
 	}
-	b := &Background{mean: mean, chol: chol}
+	b := &Background{mean: mean, chol: chol, cov: cov}
 	var eig mat.EigenSym
 	if !eig.Factorize(cov, true) {
 		return nil, fmt.Errorf("gauss: background: eigendecomposition failed: %w", ErrNotPositiveDefinite)
@@ -231,7 +233,9 @@ type OpenSet struct {
 	cal        Calibration
 	bias       []float32
 	background *Background
-	means      [][]float64 // centred on mu_0, unit length
+	// relative scores the Background as the classifier scores a class.
+	relative *Classifier
+	means    [][]float64 // centred on mu_0, unit length
 }
 
 // NewOpenSet builds the OpenSet of a model whose classes have the Gaussians
@@ -240,8 +244,10 @@ type OpenSet struct {
 // trained on, without classes added later from a few images, so that
 // adding classes leaves the feature scores of known images, and hence the
 // calibration's thresholds, unchanged. bias is the tables' b_c (nil for
-// zeros) and cal the model's calibration.
-func NewOpenSet(protos, background []Gaussian, bias []float32, cal Calibration) (*OpenSet, error) {
+// zeros), cal the model's calibration and opts the classifier's options
+// (its shrinkage and normalisation apply to the background too; ages,
+// priors and FullGaussian do not).
+func NewOpenSet(protos, background []Gaussian, bias []float32, cal Calibration, opts ClassifierOptions) (*OpenSet, error) {
 	k := len(protos)
 	if len(cal.Scales) != k || (bias != nil && len(bias) != k) {
 		return nil, fmt.Errorf("gauss: open set: %d classes, %d scales, %d biases: %w", k, len(cal.Scales), len(bias), ErrShape)
@@ -250,7 +256,12 @@ func NewOpenSet(protos, background []Gaussian, bias []float32, cal Calibration) 
 	if err != nil {
 		return nil, err
 	}
-	o := &OpenSet{cal: cal, bias: bias, background: bg, means: make([][]float64, k)}
+	bgOpts := ClassifierOptions{Shrink: opts.Shrink, Normalize: opts.Normalize, OffDiagShrink: opts.OffDiagShrink}
+	relative, err := NewClassifier([]Gaussian{{Mean: bg.mean, Cov: bg.cov}}, nil, bgOpts)
+	if err != nil {
+		return nil, fmt.Errorf("gauss: open set: background: %w", err)
+	}
+	o := &OpenSet{cal: cal, bias: bias, background: bg, relative: relative, means: make([][]float64, k)}
 	for c, p := range protos {
 		if p.Dim() != bg.Dim() {
 			return nil, fmt.Errorf("gauss: open set: class %d has dimension %d, the background %d: %w", c, p.Dim(), bg.Dim(), ErrShape)
@@ -292,7 +303,7 @@ func (o *OpenSet) Score(u UnknownScore, scores, z []float32) float64 {
 		}
 		return d
 	case ScoreRelativeMahalanobis:
-		return o.cal.UnknownScore(scores, o.bias) - o.background.SquaredMahalanobis(z)/float64(o.background.Dim())
+		return o.Score(ScoreNearestDistance, scores, nil) - float64(o.relative.Scores(z, 1)[0])
 	case ScoreEnergy:
 		t := o.cal.Temperature
 		logits := make([]float64, len(scores))

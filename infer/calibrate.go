@@ -101,7 +101,7 @@ func scoreReferences(b *bundle.Bundle, fit gauss.Calibration, scores, features [
 			trained = append(trained, protos[i])
 		}
 	}
-	o, err := gauss.NewOpenSet(protos, trained, b.Prototypes.Bias, fit)
+	o, err := gauss.NewOpenSet(protos, trained, b.Prototypes.Bias, fit, b.Manifest.Classifier.Gauss(b.Manifest.Classes))
 	if err != nil {
 		return nil, err
 	}

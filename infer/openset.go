@@ -76,7 +76,7 @@ func newOpenSet(b *bundle.Bundle, cfg *config) (openSet, error) {
 			trained = append(trained, protos[i])
 		}
 	}
-	if o.scorer, err = gauss.NewOpenSet(protos, trained, o.bias, c); err != nil {
+	if o.scorer, err = gauss.NewOpenSet(protos, trained, o.bias, c, b.Manifest.Classifier.Gauss(b.Manifest.Classes)); err != nil {
 		return openSet{}, fmt.Errorf("model %s: %w", b.Dir, err)
 	}
 	return o, nil

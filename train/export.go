@@ -149,7 +149,7 @@ func calibration(runDir string, cfg config.Config, classes []bundle.Class, proto
 	for i, j := range idx {
 		labels[i] = r.train.Labels[j]
 	}
-	return export.FitCalibration(clf, classes, protos, scores, z, labels, cfg.Export.AcceptRate)
+	return export.FitCalibration(clf, manifestClassifier(cfg.Classifier).Gauss(classes), classes, protos, scores, z, labels, cfg.Export.AcceptRate)
 }
 
 // storedGaussians are the class Gaussians as the bundle stores them

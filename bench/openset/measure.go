@@ -35,6 +35,9 @@ type seedResult struct {
 	// Budget is what the seed's run trained on (runBudget); nil in a
 	// results.json written before it was recorded.
 	Budget *budget `json:"budget,omitempty"`
+	// Kinds measures every unknown score on every kind of unknown image
+	// (--kinds); nil when not measured.
+	Kinds *scoreKinds `json:"unknown_kinds,omitempty"`
 }
 
 // detection scores an unknown score: unknown test images are positives.
@@ -67,13 +70,28 @@ func measureSeed(ctx context.Context, o options, base config.Config, s seedData,
 	known, unknown := heldOut(s.seed)
 	res := seedResult{Seed: s.seed, Known: known, Unknown: unknown}
 	cfg := seedConfig(base, s.seed, filepath.Join(s.dir, "data"))
-	l, err := writeSeedData(s, known, unknown, cfg.Data.TrainPerClass, cfg.Data.TestPerClass, o.adds)
-	if err != nil {
-		return res, err
+	l := seedLayout(s.dir)
+	reused := false
+	if o.reuse {
+		_, err := os.Stat(filepath.Join(l.run, "config.yaml"))
+		reused = err == nil
 	}
-	fmt.Fprintf(log, "seed %d: training classes %v, %v held out\n", s.seed, known, unknown)
-	if err := newRun(ctx, cfg, l.run, log); err != nil {
-		return res, err
+	if reused {
+		fmt.Fprintf(log, "seed %d: reusing the run in %s (classes %v, %v held out)\n", s.seed, l.run, known, unknown)
+		// Derived from the run: exported and extended again.
+		for _, dir := range append([]string{l.model}, addedDirs(l, o.adds)...) {
+			if err := os.RemoveAll(dir); err != nil {
+				return res, err
+			}
+		}
+	} else {
+		if _, err := writeSeedData(s, known, unknown, cfg.Data.TrainPerClass, cfg.Data.TestPerClass, o.adds); err != nil {
+			return res, err
+		}
+		fmt.Fprintf(log, "seed %d: training classes %v, %v held out\n", s.seed, known, unknown)
+		if err := newRun(ctx, cfg, l.run, log); err != nil {
+			return res, err
+		}
 	}
 	bud, err := runBudget(l.run, filepath.Join(l.data, "train"), filepath.Join(l.data, "test"))
 	if err != nil {
@@ -86,6 +104,14 @@ func measureSeed(ctx context.Context, o options, base config.Config, s seedData,
 	if err := res.detect(l); err != nil {
 		return res, err
 	}
+	if o.kinds {
+		fmt.Fprintf(log, "seed %d: unknown kinds\n", s.seed)
+		k, err := measureKinds(l, s.seed, res.AcceptRate)
+		if err != nil {
+			return res, fmt.Errorf("unknown kinds: %w", err)
+		}
+		res.Kinds = &k
+	}
 	for _, n := range o.adds {
 		a, err := addClasses(ctx, o, l, n, log)
 		if err != nil {
@@ -94,6 +120,15 @@ func measureSeed(ctx context.Context, o options, base config.Config, s seedData,
 		res.Added = append(res.Added, a)
 	}
 	return res, nil
+}
+
+// addedDirs are the folders add-classes and learn write for adds.
+func addedDirs(l layout, adds []int) []string {
+	var out []string
+	for _, n := range adds {
+		out = append(out, l.added(n), l.learnRun(n), l.learnt(n))
+	}
+	return out
 }
 
 // detect fills the detection measurements from the exported model.
