@@ -108,13 +108,18 @@ func WithUnknownThreshold(t float64) Option { return func(c *config) { c.thresho
 // WithUnknownScore picks the unknown score by name (gauss.UnknownScores:
 // "mahalanobis", "relative-mahalanobis", "energy", ...; default the
 // manifest's, gauss.ScoreMahalanobis on a model calibrated before scores
-// could be chosen). Its threshold is the acceptance rate's quantile of the
+// could be chosen); the empty name keeps the manifest's. Its threshold is the acceptance rate's quantile of the
 // score's held-out values (WithAcceptRate, else the manifest's rate) unless
 // WithUnknownThreshold sets it. A model whose calibration lacks the score's
 // held-out values fails to open (gauss.ErrNoReference: calibrate it again);
 // one without calibration has gauss.ScoreNearestDistance only.
 func WithUnknownScore(name string) Option {
-	return func(c *config) { c.score, c.scoreErr = gauss.ParseUnknownScore(name) }
+	return func(c *config) {
+		c.score, c.scoreErr = "", nil
+		if name != "" {
+			c.score, c.scoreErr = gauss.ParseUnknownScore(name)
+		}
+	}
 }
 
 // validate reports every invalid setting at once.
