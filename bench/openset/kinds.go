@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -16,6 +17,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bicyc/bicyc/durable"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/infer"
 )
@@ -120,6 +122,9 @@ func measureKinds(l layout, seed int, acceptRate float64) (scoreKinds, error) {
 	for _, split := range splits {
 		values[[2]string{split, kindFar}] = slices.Concat(values[[2]string{split, kindFarPhotos}], values[[2]string{split, kindFarSynthetic}])
 		res.Images[split][kindFar] = len(values[[2]string{split, kindFar}])
+	}
+	if err := saveScores(filepath.Join(filepath.Dir(l.data), "unknown-scores.json"), values); err != nil {
+		return res, err
 	}
 	cal := c.Manifest().Calibration.Gauss()
 	for j, u := range all {
@@ -415,4 +420,19 @@ func outsideImages() (split [2][]image.Image, skipped []string, err error) {
 		}
 	}
 	return split, skipped, nil
+}
+
+// saveScores writes every image's scores into the seed's work folder
+// (split/kind -> [image][score], scores in gauss.UnknownScores order), so
+// other summaries can be computed without scoring again.
+func saveScores(path string, values map[[2]string][][]float64) error {
+	out := map[string][][]float64{}
+	for key, v := range values {
+		out[key[0]+"/"+key[1]] = v
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	return durable.WriteFile(path, raw)
 }
