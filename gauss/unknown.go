@@ -53,12 +53,19 @@ const (
 	// ICML 2022, with one stored point per class, since no training image
 	// is kept).
 	ScoreCosine UnknownScore = "cosine"
+	// ScoreViM adds ScoreEnergy and ScoreResidual, each standardised by its
+	// held-out quantiles ((v - median) / (95th percentile - median)), as
+	// ViM (Wang et al., CVPR 2022) adds a feature residual to the energy:
+	// the energy sees images between or far from the classes, the residual
+	// images off the classes' subspace. It needs a calibration that holds
+	// both scores' references (NaN otherwise).
+	ScoreViM UnknownScore = "vim"
 )
 
 // UnknownScores lists every UnknownScore, ScoreMahalanobis first.
 func UnknownScores() []UnknownScore {
 	return []UnknownScore{ScoreMahalanobis, ScoreNearestDistance, ScoreRelativeMahalanobis, ScoreEnergy,
-		ScoreMaxProbability, ScoreResidual, ScoreCosine}
+		ScoreMaxProbability, ScoreResidual, ScoreCosine, ScoreViM}
 }
 
 // ErrUnknownScore is wrapped by ParseUnknownScore's errors.
@@ -86,7 +93,7 @@ func ParseUnknownScore(s string) (UnknownScore, error) {
 // only the classifier's scores (so a reader must run the backbone too).
 func (u UnknownScore) NeedsFeature() bool {
 	switch u {
-	case ScoreRelativeMahalanobis, ScoreResidual, ScoreCosine:
+	case ScoreRelativeMahalanobis, ScoreResidual, ScoreCosine, ScoreViM:
 		return true
 	}
 	return false
@@ -236,6 +243,9 @@ type OpenSet struct {
 	// relative scores the Background as the classifier scores a class.
 	relative *Classifier
 	means    [][]float64 // centred on mu_0, unit length
+	// standard holds (median, 95th percentile - median) of the energy and
+	// the residual on held-out images, for ScoreViM; nil without them.
+	standard map[UnknownScore][2]float64
 }
 
 // NewOpenSet builds the OpenSet of a model whose classes have the Gaussians
@@ -262,6 +272,7 @@ func NewOpenSet(protos, background []Gaussian, bias []float32, cal Calibration, 
 		return nil, fmt.Errorf("gauss: open set: background: %w", err)
 	}
 	o := &OpenSet{cal: cal, bias: bias, background: bg, relative: relative, means: make([][]float64, k)}
+	o.setStandard()
 	for c, p := range protos {
 		if p.Dim() != bg.Dim() {
 			return nil, fmt.Errorf("gauss: open set: class %d has dimension %d, the background %d: %w", c, p.Dim(), bg.Dim(), ErrShape)
@@ -274,6 +285,22 @@ func NewOpenSet(protos, background []Gaussian, bias []float32, cal Calibration, 
 		o.means[c] = m
 	}
 	return o, nil
+}
+
+// setStandard reads ScoreViM's standardisation from the calibration's
+// references.
+func (o *OpenSet) setStandard() {
+	o.standard = nil
+	parts := map[UnknownScore][2]float64{}
+	for _, u := range []UnknownScore{ScoreEnergy, ScoreResidual} {
+		ref, ok := o.cal.References[u]
+		if !ok {
+			return
+		}
+		median := quantile(ref, 0.5)
+		parts[u] = [2]float64{median, max(quantile(ref, 0.95)-median, Ridge)}
+	}
+	o.standard = parts
 }
 
 // Background returns the model's Background.
@@ -315,6 +342,12 @@ func (o *OpenSet) Score(u UnknownScore, scores, z []float32) float64 {
 		return 1 - slices.Max(o.cal.Posterior(scores))
 	case ScoreResidual:
 		return o.background.Residual(z)
+	case ScoreViM:
+		if o.standard == nil {
+			return math.NaN()
+		}
+		e, r := o.standard[ScoreEnergy], o.standard[ScoreResidual]
+		return (o.Score(ScoreEnergy, scores, nil)-e[0])/e[1] + (o.background.Residual(z)-r[0])/r[1]
 	case ScoreCosine:
 		d := o.background.centred(z)
 		normalizeL2(d)
@@ -339,9 +372,16 @@ func (o *OpenSet) Score(u UnknownScore, scores, z []float32) float64 {
 func (o *OpenSet) References(scores, features []float32, n int) map[UnknownScore][]float64 {
 	k, s := len(o.means), o.background.Dim()
 	out := make(map[UnknownScore][]float64)
+	// ScoreViM last: it is standardised by the others' references.
 	for _, u := range UnknownScores() {
 		if u.NeedsFeature() && features == nil {
 			continue
+		}
+		if u == ScoreViM {
+			withRefs := *o
+			withRefs.cal.References = out
+			withRefs.setStandard()
+			o = &withRefs
 		}
 		v := make([]float64, n)
 		for i := range n {

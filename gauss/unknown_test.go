@@ -105,6 +105,7 @@ func TestUnknownScoresRankPlantedOutliers(t *testing.T) {
 		{ScoreEnergy, checker, "checkerboard", 0.99},                             // 0.9998
 		{ScoreResidual, checker, "checkerboard", 0.99},                           // 1.0000
 		{ScoreCosine, checker, "checkerboard", 0.985},                            // 0.9963
+		{ScoreViM, checker, "checkerboard", 0.99},                                // 1.0000
 		{ScoreRelativeMahalanobis, background, "background mean", 0.985},         // 0.9987
 		{ScoreMaxProbability, midpoint, "midpoint of Trouser and Sandal", 0.975}, // 0.9890
 	} {
