@@ -15,7 +15,7 @@ import (
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
-	"github.com/bicyc/bicyc/export"
+	"github.com/bicyc/bicyc/export/classgraph"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/names"
@@ -306,7 +306,7 @@ func extend(b *bundle.Bundle, classes []LabelledImages, newProtos []gauss.Gaussi
 			}
 		}
 	}
-	classifier, err := export.ClassifierFiles(tables, files[bundle.BackboneFile])
+	classifier, err := classgraph.Files(tables, files[bundle.BackboneFile])
 	if err != nil {
 		return nil, nil, nil, err
 	}
