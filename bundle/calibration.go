@@ -40,9 +40,10 @@ type Calibration struct {
 }
 
 // NewCalibration records c, fitted on heldOut images, with the default
-// acceptance rate acceptRate in (0, 1] and gauss.DefaultUnknownScore as
-// the default score when c holds its held-out values (gauss.ScoreMahalanobis
-// otherwise).
+// acceptance rate acceptRate (gauss.ValidateAcceptRate; it panics on
+// another, as gauss.Calibration.Threshold does) and gauss.DefaultUnknownScore
+// as the default score when c holds its held-out values
+// (gauss.ScoreMahalanobis otherwise).
 func NewCalibration(c gauss.Calibration, heldOut int, acceptRate float64) *Calibration {
 	out := &Calibration{Temperature: c.Temperature, ClassScales: c.Scales, HeldOutScores: c.Reference,
 		HeldOutImages: heldOut, AcceptRate: acceptRate}
@@ -94,8 +95,8 @@ func (c *Calibration) validate(k int) error {
 	if c.HeldOutImages < gauss.MinCalibrationImages {
 		return fmt.Errorf("%w: calibration: %d held-out images, want at least %d", ErrManifest, c.HeldOutImages, gauss.MinCalibrationImages)
 	}
-	if !(c.AcceptRate > 0 && c.AcceptRate <= 1) {
-		return fmt.Errorf("%w: calibration: accept_rate %v, want a value in (0, 1]", ErrManifest, c.AcceptRate)
+	if err := gauss.ValidateAcceptRate(c.AcceptRate); err != nil {
+		return fmt.Errorf("%w: calibration: %w", ErrManifest, err)
 	}
 	if _, err := gauss.ParseUnknownScore(c.UnknownScore); err != nil {
 		return fmt.Errorf("%w: calibration: %w", ErrManifest, err)

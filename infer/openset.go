@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -76,7 +77,7 @@ func newOpenSet(b *bundle.Bundle, cfg *config) (openSet, error) {
 			trained = append(trained, protos[i])
 		}
 	}
-	if o.scorer, err = gauss.NewOpenSet(protos, trained, o.bias, c, b.Manifest.Classifier.Gauss(b.Manifest.Classes)); err != nil {
+	if o.scorer, err = gauss.NewOpenSet(protos, trained, o.bias, c, b.Manifest.Classifier); err != nil {
 		return openSet{}, fmt.Errorf("model %s: %w", b.Dir, err)
 	}
 	return o, nil
@@ -117,8 +118,8 @@ func (c *Classifier) UnknownScore() gauss.UnknownScore { return c.openSet.score 
 // [len(inputs)][len(gauss.UnknownScores())] in that list's order, so that a
 // caller can compare the scores on its own images (as bench/openset does)
 // before choosing one with WithUnknownScore. It needs a calibrated model
-// (ErrNotCalibrated otherwise).
-func (c *Classifier) UnknownScores(inputs []Input) ([][]float64, error) {
+// (ErrNotCalibrated otherwise); ctx stops the run as in ClassifyBatch.
+func (c *Classifier) UnknownScores(ctx context.Context, inputs []Input) ([][]float64, error) {
 	if c.openSet.scorer == nil {
 		return nil, fmt.Errorf("model %s: %w", c.dir, ErrNotCalibrated)
 	}
@@ -130,11 +131,11 @@ func (c *Classifier) UnknownScores(inputs []Input) ([][]float64, error) {
 		return nil, err
 	}
 	k, s := len(c.classes), c.manifest.FeatureDim
-	scores, err := c.runModel(batch, shape)
+	scores, err := c.runModel(ctx, batch, shape)
 	if err != nil {
 		return nil, err
 	}
-	z, err := c.features(batch, shape)
+	z, err := c.features(ctx, batch, shape)
 	if err != nil {
 		return nil, err
 	}

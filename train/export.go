@@ -149,7 +149,7 @@ func calibration(runDir string, cfg config.Config, classes []bundle.Class, proto
 	for i, j := range idx {
 		labels[i] = r.train.Labels[j]
 	}
-	return export.FitCalibration(clf, manifestClassifier(cfg.Classifier).Gauss(classes), classes, protos, scores, z, labels, cfg.Export.AcceptRate)
+	return export.FitCalibration(clf, cfg.Classifier, classes, protos, scores, z, labels, cfg.Export.AcceptRate)
 }
 
 // storedGaussians are the class Gaussians as the bundle stores them
@@ -197,8 +197,8 @@ func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.Ra
 			priors = append(priors, float64(st.ClassCounts[c]))
 		}
 	}
-	opts := manifestClassifier(cfg.Classifier)
-	clf, err := gauss.NewClassifier(protos, priors, opts.Gauss(classes))
+	opts := cfg.Classifier
+	clf, err := gauss.NewClassifier(protos, priors, opts.WithAges(bundle.Ages(classes)))
 	if err != nil {
 		return export.Input{}, nil, err
 	}

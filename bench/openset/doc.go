@@ -26,7 +26,7 @@
 //     calibrated threshold). Every image's scores are kept in the seed's work
 //     folder (unknown-scores.json);
 //   - new classes: for each n in --add, the two unknown classes are added
-//     from n training images each with infer.AddClasses, and learnt from the
+//     from n training images each with author.AddClasses, and learnt from the
 //     same images as a new task with train.Run.Learn on a copy of the run;
 //     both models are exported and scored on the test images: accuracy over
 //     all ten classes on the new classes' images and on the old ones'.

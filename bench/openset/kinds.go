@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bicyc/bicyc/author"
 	"github.com/bicyc/bicyc/durable"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/infer"
@@ -74,7 +76,7 @@ type imageSet struct {
 func measureKinds(l layout, seed int, acceptRate float64) (scoreKinds, error) {
 	res := scoreKinds{Images: map[string]map[string]int{}, Scores: map[string]map[string]map[string]detection{},
 		Accepted: map[string]float64{}, Rejected: map[string]map[string]float64{}}
-	c, err := infer.Open(l.model, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil))
+	c, err := infer.Open(context.Background(), l.model, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil))
 	if err != nil {
 		return res, err
 	}
@@ -176,7 +178,7 @@ func unknownScores(c *infer.Classifier, imgs []image.Image) ([][]float64, error)
 				return nil, err
 			}
 		}
-		v, err := c.UnknownScores(inputs)
+		v, err := c.UnknownScores(context.Background(), inputs)
 		if err != nil {
 			return nil, err
 		}
@@ -222,7 +224,7 @@ func fractionAbove(v []float64, threshold float64) float64 {
 
 // readFolderImages decodes every image of a folder of class folders.
 func readFolderImages(root string) ([]image.Image, error) {
-	classes, _, err := infer.ReadClassFolders(root)
+	classes, _, err := author.ReadClassFolders(root)
 	if err != nil {
 		return nil, err
 	}

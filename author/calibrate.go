@@ -1,6 +1,7 @@
-package infer
+package author
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/infer"
 )
 
 // Calibrate writes outDir: the model in modelDir with a calibration
@@ -19,11 +21,13 @@ import (
 // model never trained on, at least gauss.MinCalibrationImages in all;
 // acceptRate (gauss.DefaultAcceptRate normally) sets the default
 // threshold. Every other file is copied as it is; outDir must not exist or
-// be empty, and modelDir is never modified (ErrModelChanged if it changes
-// meanwhile). A class name the model does not have wraps ErrClassFolder.
-func Calibrate(modelDir, outDir string, heldOut []LabelledImages, acceptRate float64, opts ...Option) (*bundle.Calibration, error) {
-	if !(acceptRate > 0 && acceptRate <= 1) {
-		return nil, fmt.Errorf("acceptance rate %v: want a value in (0, 1]", acceptRate)
+// be empty (else ErrOutputExists), and modelDir is never modified
+// (ErrModelChanged if it changes meanwhile). A class name the model does
+// not have wraps ErrClassFolder. When ctx is done, Calibrate stops and
+// writes nothing; the error wraps ctx.Err().
+func Calibrate(ctx context.Context, modelDir, outDir string, heldOut []LabelledImages, acceptRate float64, opts ...infer.Option) (*bundle.Calibration, error) {
+	if err := gauss.ValidateAcceptRate(acceptRate); err != nil {
+		return nil, err
 	}
 	manifestSum, err := bundle.ManifestSum(modelDir)
 	if err != nil {
@@ -40,7 +44,7 @@ func Calibrate(modelDir, outDir string, heldOut []LabelledImages, acceptRate flo
 	if err != nil {
 		return nil, err
 	}
-	scores, features, err := scoreClasses(modelDir, heldOut, opts)
+	scores, features, err := scoreClasses(ctx, modelDir, heldOut, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +96,7 @@ func heldOutLabels(classes []bundle.Class, heldOut []LabelledImages) ([]int, err
 
 // scoreReferences returns the held-out quantiles of every unknown score
 // but gauss.ScoreMahalanobis (fit.Reference), over the background of the
-// model's trained classes (as a Classifier builds it).
+// model's trained classes (as infer.Classifier builds it).
 func scoreReferences(b *bundle.Bundle, fit gauss.Calibration, scores, features []float32, n int) (map[gauss.UnknownScore][]float64, error) {
 	protos := b.Prototypes.Gaussians()
 	var trained []gauss.Gaussian
@@ -101,7 +105,7 @@ func scoreReferences(b *bundle.Bundle, fit gauss.Calibration, scores, features [
 			trained = append(trained, protos[i])
 		}
 	}
-	o, err := gauss.NewOpenSet(protos, trained, b.Prototypes.Bias, fit, b.Manifest.Classifier.Gauss(b.Manifest.Classes))
+	o, err := gauss.NewOpenSet(protos, trained, b.Prototypes.Bias, fit, b.Manifest.Classifier)
 	if err != nil {
 		return nil, err
 	}
@@ -111,24 +115,40 @@ func scoreReferences(b *bundle.Bundle, fit gauss.Calibration, scores, features [
 }
 
 // scoreClasses returns model.onnx's scores [n, K] and the backbone's
-// features [n, S] of every image (Classifier.features), class by class, in
-// order.
-func scoreClasses(modelDir string, classes []LabelledImages, opts []Option) (scores, features []float32, err error) {
-	c, err := Open(modelDir, opts...)
+// features [n, S] of every image (with the test-time flip, the mean of the
+// image's and its mirror's, as infer.Classifier scores them), class by
+// class, in order.
+func scoreClasses(ctx context.Context, modelDir string, classes []LabelledImages, opts []infer.Option) (scores, features []float32, err error) {
+	c, err := infer.Open(ctx, modelDir, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer c.Close()
+	flip := c.Manifest().Classifier.TestFlip
 	for _, class := range classes {
-		err := c.eachBatch(class, func(batch []float32, shape []int64) error {
-			s, err := c.runModel(batch, shape)
-			scores = append(scores, s...)
+		err := eachBatch(c, class, func(inputs []infer.Input) error {
+			rows, err := c.Scores(ctx, inputs)
 			if err != nil {
 				return err
 			}
-			z, err := c.features(batch, shape)
-			features = append(features, z...)
-			return err
+			z, err := c.EmbedInputs(ctx, inputs, false)
+			if err != nil {
+				return err
+			}
+			var mirrored [][]float32
+			if flip {
+				if mirrored, err = c.EmbedInputs(ctx, inputs, true); err != nil {
+					return err
+				}
+			}
+			for i, r := range rows {
+				scores = append(scores, r...)
+				if flip {
+					z[i] = gauss.MeanScores(z[i], mirrored[i])
+				}
+				features = append(features, z[i]...)
+			}
+			return nil
 		})
 		if err != nil {
 			return nil, nil, err

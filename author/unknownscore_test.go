@@ -1,6 +1,7 @@
-package infer
+package author
 
 import (
+	"context"
 	"errors"
 	"image"
 	"maps"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/infer"
 )
 
 // TestUnknownScoreOption calibrates the five-class one-task model on 100
@@ -33,7 +35,7 @@ func TestUnknownScoreOption(t *testing.T) {
 		t.Fatal(err)
 	}
 	calibrated := filepath.Join(root, "calibrated")
-	cal, err := Calibrate(f.oneTask, calibrated, heldOut, gauss.DefaultAcceptRate, WithProvider(ProviderCPU), WithLog(nil))
+	cal, err := Calibrate(context.Background(), f.oneTask, calibrated, heldOut, gauss.DefaultAcceptRate, cpu...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +51,7 @@ func TestUnknownScoreOption(t *testing.T) {
 		}
 	}
 	for j, u := range gauss.UnknownScores() {
-		c := openCPU(t, calibrated, WithUnknownScore(string(u)))
+		c := openCPU(t, calibrated, infer.WithUnknownScore(string(u)))
 		if c.UnknownScore() != u {
 			t.Fatalf("%s: classifier reports score %s", u, c.UnknownScore())
 		}
@@ -58,12 +60,12 @@ func TestUnknownScoreOption(t *testing.T) {
 		} else {
 			t.Logf("%s: accepted %.3f of %d known test images at 0.95", u, got, len(test))
 		}
-		r, err := c.Classify(test[0])
+		r, err := c.Classify(context.Background(), test[0])
 		if err != nil {
 			t.Fatal(err)
 		}
 		in, _ := c.Prepare(test[0])
-		all, err := c.UnknownScores([]Input{in})
+		all, err := c.UnknownScores(context.Background(), []infer.Input{in})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,11 +82,11 @@ func TestUnknownScoreOption(t *testing.T) {
 		t.Fatal(err)
 	}
 	added := filepath.Join(root, "added")
-	if _, err := AddClasses(calibrated, added, newClasses, WithProvider(ProviderCPU), WithLog(nil)); err != nil {
+	if _, err := AddClasses(context.Background(), calibrated, added, newClasses, cpu...); err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range []gauss.UnknownScore{gauss.ScoreRelativeMahalanobis, gauss.ScoreResidual, gauss.ScoreEnergy} {
-		c := openCPU(t, added, WithUnknownScore(string(u)))
+		c := openCPU(t, added, infer.WithUnknownScore(string(u)))
 		// New classes can only lower the nearest-class scores of old images.
 		if got := acceptedShare(t, c, test); got < 0.93 {
 			t.Errorf("%s after add-classes: accepted %.3f of the old classes' images, asked 0.95", u, got)
@@ -112,20 +114,20 @@ func TestUnknownScoreOption(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := openCPU(t, old)
-	r, err := c.Classify(test[0])
+	r, err := c.Classify(context.Background(), test[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.UnknownScore() != gauss.ScoreMahalanobis || r.UnknownScoreName != "mahalanobis" {
 		t.Errorf("old manifest answers by %s", r.UnknownScoreName)
 	}
-	if _, err := Open(old, WithProvider(ProviderCPU), WithLog(nil), WithUnknownScore("energy")); !errors.Is(err, gauss.ErrNoReference) {
+	if _, err := infer.Open(context.Background(), old, append(cpu, infer.WithUnknownScore("energy"))...); !errors.Is(err, gauss.ErrNoReference) {
 		t.Errorf("a score without held-out quantiles: %v, want gauss.ErrNoReference", err)
 	}
-	if _, err := Open(old, WithProvider(ProviderCPU), WithLog(nil), WithUnknownScore("odin")); !errors.Is(err, gauss.ErrUnknownScore) {
+	if _, err := infer.Open(context.Background(), old, append(cpu, infer.WithUnknownScore("odin"))...); !errors.Is(err, gauss.ErrUnknownScore) {
 		t.Errorf("an unknown score name: %v", err)
 	}
-	if _, err := Open(f.oneTask, WithProvider(ProviderCPU), WithLog(nil), WithUnknownScore("energy")); !errors.Is(err, ErrNotCalibrated) {
+	if _, err := infer.Open(context.Background(), f.oneTask, append(cpu, infer.WithUnknownScore("energy"))...); !errors.Is(err, infer.ErrNotCalibrated) {
 		t.Errorf("a score on an uncalibrated model: %v", err)
 	}
 }
