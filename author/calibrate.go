@@ -56,7 +56,13 @@ func Calibrate(ctx context.Context, modelDir, outDir string, heldOut []LabelledI
 		return nil, fmt.Errorf("calibrate %s: %w", modelDir, err)
 	}
 	m := b.Manifest
-	m.Calibration = bundle.NewCalibration(fit, len(labels), acceptRate)
+	if m.Classifier.UnknownScore == "" {
+		// Calibrated anew, the model holds every score's quantiles.
+		m.Classifier.UnknownScore = gauss.DefaultUnknownScore
+	}
+	if m.Calibration, err = bundle.NewCalibration(fit, len(labels), acceptRate, m.Classifier.UnknownScore); err != nil {
+		return nil, fmt.Errorf("calibrate %s: %w", modelDir, err)
+	}
 	files := make(map[string][]byte, len(m.Files))
 	for _, name := range slices.Sorted(maps.Keys(m.Files)) {
 		if files[name], err = b.ReadFile(name); err != nil {

@@ -100,7 +100,7 @@ func TestUnknownScoreOption(t *testing.T) {
 	}
 	m := b.Manifest
 	oldCal := *m.Calibration
-	oldCal.ScoreQuantiles, oldCal.UnknownScore = nil, ""
+	oldCal.ScoreQuantiles, m.Classifier.UnknownScore = nil, ""
 	oldCal.Threshold = oldCal.Gauss().Threshold(oldCal.AcceptRate)
 	m.Calibration = &oldCal
 	files := map[string][]byte{}

@@ -29,22 +29,19 @@ type Calibration struct {
 	// written before scores could be chosen, whose only score is
 	// gauss.ScoreMahalanobis.
 	ScoreQuantiles map[string][]float64 `json:"heldout_score_quantiles,omitempty"`
-	// UnknownScore names the score a reader uses unless asked for another
-	// (gauss.UnknownScore); empty means gauss.ScoreMahalanobis, the score of
-	// manifests written before it could be chosen.
-	UnknownScore string `json:"unknown_score,omitempty"`
 	// AcceptRate is the default share of known-class images accepted, and
-	// Threshold the threshold of the UnknownScore that gives it.
+	// Threshold the threshold that gives it to the manifest's unknown score
+	// (Manifest.UnknownScore).
 	AcceptRate float64 `json:"accept_rate"`
 	Threshold  float64 `json:"threshold"`
 }
 
 // NewCalibration records c, fitted on heldOut images, with the default
 // acceptance rate acceptRate (gauss.ValidateAcceptRate; it panics on
-// another, as gauss.Calibration.Threshold does) and gauss.DefaultUnknownScore
-// as the default score when c holds its held-out values
-// (gauss.ScoreMahalanobis otherwise).
-func NewCalibration(c gauss.Calibration, heldOut int, acceptRate float64) *Calibration {
+// another, as gauss.Calibration.Threshold does) and its threshold for
+// score, which c must hold the held-out quantiles of (gauss.ErrNoReference
+// otherwise).
+func NewCalibration(c gauss.Calibration, heldOut int, acceptRate float64, score gauss.UnknownScore) (*Calibration, error) {
 	out := &Calibration{Temperature: c.Temperature, ClassScales: c.Scales, HeldOutScores: c.Reference,
 		HeldOutImages: heldOut, AcceptRate: acceptRate}
 	if len(c.References) > 0 {
@@ -53,25 +50,11 @@ func NewCalibration(c gauss.Calibration, heldOut int, acceptRate float64) *Calib
 			out.ScoreQuantiles[string(u)] = ref
 		}
 	}
-	score := gauss.ScoreMahalanobis
-	if c.Has(gauss.DefaultUnknownScore) {
-		score = gauss.DefaultUnknownScore
+	var err error
+	if out.Threshold, err = c.ThresholdOf(score, acceptRate); err != nil {
+		return nil, err
 	}
-	if score != gauss.ScoreMahalanobis {
-		out.UnknownScore = string(score)
-	}
-	out.Threshold, _ = c.ThresholdOf(score, acceptRate) // c has score's reference
-	return out
-}
-
-// Score returns the default unknown score (UnknownScore, or
-// gauss.ScoreMahalanobis when empty).
-func (c *Calibration) Score() gauss.UnknownScore {
-	u, err := gauss.ParseUnknownScore(c.UnknownScore)
-	if err != nil {
-		return gauss.UnknownScore(c.UnknownScore) // refused by validate
-	}
-	return u
+	return out, nil
 }
 
 // Gauss returns the calibration in the form that computes with it.
@@ -86,9 +69,9 @@ func (c *Calibration) Gauss() gauss.Calibration {
 	return g
 }
 
-// validate checks c against a manifest of k classes; errors wrap
-// ErrManifest.
-func (c *Calibration) validate(k int) error {
+// validate checks c against a manifest of k classes answering by score;
+// errors wrap ErrManifest.
+func (c *Calibration) validate(k int, score gauss.UnknownScore) error {
 	if err := c.Gauss().Validate(k); err != nil {
 		return fmt.Errorf("%w: calibration: %w", ErrManifest, err)
 	}
@@ -98,14 +81,11 @@ func (c *Calibration) validate(k int) error {
 	if err := gauss.ValidateAcceptRate(c.AcceptRate); err != nil {
 		return fmt.Errorf("%w: calibration: %w", ErrManifest, err)
 	}
-	if _, err := gauss.ParseUnknownScore(c.UnknownScore); err != nil {
-		return fmt.Errorf("%w: calibration: %w", ErrManifest, err)
+	if !c.Gauss().Has(score) {
+		return fmt.Errorf("%w: calibration: classifier.unknown_score %s has no held-out quantiles", ErrManifest, score)
 	}
-	if !c.Gauss().Has(c.Score()) {
-		return fmt.Errorf("%w: calibration: unknown_score %s has no held-out quantiles", ErrManifest, c.Score())
-	}
-	// Only the nearest-distance scores are never negative.
-	if math.IsNaN(c.Threshold) || math.IsInf(c.Threshold, 0) || (c.UnknownScore == "" && c.Threshold < 0) {
+	// Only the distance scores are never negative.
+	if math.IsNaN(c.Threshold) || math.IsInf(c.Threshold, 0) || (score == gauss.ScoreMahalanobis && c.Threshold < 0) {
 		return fmt.Errorf("%w: calibration: threshold %v, want a finite value (>= 0 for the mahalanobis score)", ErrManifest, c.Threshold)
 	}
 	return nil

@@ -127,6 +127,20 @@ type File struct {
 	Size   int64  `json:"size"`
 }
 
+// UnknownScore is the score the model answers "unknown" by unless a
+// reader asks for another: classifier.unknown_score, or, in a manifest
+// written before scores could be chosen, gauss.ScoreMahalanobis with a
+// calibration and gauss.ScoreNearestDistance without.
+func (m *Manifest) UnknownScore() gauss.UnknownScore {
+	switch {
+	case m.Classifier.UnknownScore != "":
+		return m.Classifier.UnknownScore
+	case m.Calibration != nil:
+		return gauss.ScoreMahalanobis
+	}
+	return gauss.ScoreNearestDistance
+}
+
 // Validate reports every inconsistency of m, joined, each wrapping
 // ErrManifest: a non-positive feature dim, a classifier option out of range
 // (also wrapping gauss.ErrOptions), an invalid preprocessing (also wrapping data.ErrPreprocess), duplicate class IDs, classes and tasks that disagree, a
@@ -186,9 +200,11 @@ func (m *Manifest) Validate() error {
 		}
 	}
 	if m.Calibration != nil {
-		if err := m.Calibration.validate(len(m.Classes)); err != nil {
+		if err := m.Calibration.validate(len(m.Classes), m.UnknownScore()); err != nil {
 			errs = append(errs, err)
 		}
+	} else if u := m.Classifier.UnknownScore; u != "" && u != gauss.ScoreNearestDistance {
+		bad("classifier.unknown_score %s needs a calibration; a model without one answers by %s", u, gauss.ScoreNearestDistance)
 	}
 	if len(taskOf) != len(seen) {
 		bad("the task stream has %d classes, classes has %d", len(taskOf), len(seen))

@@ -19,7 +19,8 @@ import (
 // the held-out images' backbone features (with the flip, the mean of each
 // image's and its mirror's): with them the calibration also holds every
 // gauss.UnknownScore's held-out quantiles (gauss.OpenSet.References), so a
-// reader can answer by any score (opts are the options clf was built with);
+// reader can answer by any score (opts are the options clf was built with;
+// the threshold is that of opts.UnknownScore, ScoreMahalanobis when empty);
 // nil protos fit ScoreMahalanobis alone,
 // and nil features the scores that need no feature. A held-out
 // image of a class the model does not have is an error, as is anything
@@ -61,5 +62,13 @@ func FitCalibration(clf *gauss.Classifier, opts gauss.ClassifierOptions, classes
 		cal.References = o.References(scores, features, n)
 		delete(cal.References, gauss.ScoreMahalanobis) // cal.Reference
 	}
-	return bundle.NewCalibration(cal, n, acceptRate), nil
+	score := opts.UnknownScore
+	if score == "" {
+		score = gauss.ScoreMahalanobis
+	}
+	out, err := bundle.NewCalibration(cal, n, acceptRate, score)
+	if err != nil {
+		return nil, fmt.Errorf("export: calibration: %w", err)
+	}
+	return out, nil
 }

@@ -97,6 +97,10 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 		opts.TopK = gauss.DefaultTopK
 	}
 	opts.TopK = min(opts.TopK, k)
+	if in.Calibration == nil {
+		// Without held-out quantiles only the nearest distance is known.
+		opts.UnknownScore = ""
+	}
 
 	shape := BackboneShape{Arch: in.Arch, InChannels: in.Preprocess.Channels,
 		Height: in.Preprocess.Height, Width: in.Preprocess.Width, FeatureDim: in.FeatureDim}

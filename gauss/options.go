@@ -72,6 +72,14 @@ type ClassifierOptions struct {
 	// model.onnx scores one image, so a reader runs it on both and averages.
 	TestFlip bool `json:"test_flip,omitempty" mapstructure:"test_flip" yaml:"test_flip" doc:"Test-time augmentation: score every image and its horizontal mirror and average the two scores; twice the backbone's work per image. Meant for data.horizontal_flip, whose mirrored copies enter the class statistics."`
 
+	// UnknownScore is the score a reader answers "unknown" by unless asked
+	// for another (UnknownScores; infer.WithUnknownScore); empty in a
+	// manifest written before scores could be chosen, which answers by
+	// ScoreMahalanobis (ScoreNearestDistance without calibration).
+	// NewClassifier does not read it. Must be empty or a name of
+	// UnknownScores.
+	UnknownScore UnknownScore `json:"unknown_score,omitempty" mapstructure:"unknown_score" yaml:"unknown_score" doc:"The score an exported model answers unknown by: vim, mahalanobis, nearest-distance, energy, max-probability, relative-mahalanobis, residual or cosine (docs/serving.md, which unknown score)."`
+
 	// Ages holds, per class, the tasks learned since its own; nil means 0
 	// for every class. Used only by AgeShrink and AgeBias. It describes
 	// the classes, not the options, so it is never configured or stored
@@ -81,9 +89,10 @@ type ClassifierOptions struct {
 }
 
 // DefaultClassifierOptions returns Shrink 3, Normalize true, FullGaussian
-// false, TopK DefaultTopK (docs/method.md, "Classifier").
+// false, TopK DefaultTopK (docs/method.md, "Classifier") and
+// DefaultUnknownScore.
 func DefaultClassifierOptions() ClassifierOptions {
-	return ClassifierOptions{Shrink: 3, Normalize: true, TopK: DefaultTopK}
+	return ClassifierOptions{Shrink: 3, Normalize: true, TopK: DefaultTopK, UnknownScore: DefaultUnknownScore}
 }
 
 // WithAges returns o with Ages set to ages, one per class in score order,
@@ -131,6 +140,9 @@ func (o ClassifierOptions) Problems() []*OptionError {
 	}
 	if math.IsNaN(o.AgeBias) || math.IsInf(o.AgeBias, 0) {
 		out = append(out, &OptionError{"age_bias", o.AgeBias, "a finite value"})
+	}
+	if _, err := ParseUnknownScore(string(o.UnknownScore)); err != nil {
+		out = append(out, &OptionError{"unknown_score", o.UnknownScore, "empty or one of " + scoreList()})
 	}
 	return out
 }

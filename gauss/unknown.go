@@ -82,11 +82,16 @@ func ParseUnknownScore(s string) (UnknownScore, error) {
 			return u, nil
 		}
 	}
+	return "", fmt.Errorf("%w %q: want one of %s", ErrUnknownScore, s, scoreList())
+}
+
+// scoreList is the names of UnknownScores, comma-separated.
+func scoreList() string {
 	names := make([]string, 0, len(UnknownScores()))
 	for _, u := range UnknownScores() {
 		names = append(names, string(u))
 	}
-	return "", fmt.Errorf("%w %q: want one of %s", ErrUnknownScore, s, strings.Join(names, ", "))
+	return strings.Join(names, ", ")
 }
 
 // NeedsFeature reports whether the score reads the backbone feature z, not

@@ -53,7 +53,7 @@ func newOpenSet(b *bundle.Bundle, cfg *config) (openSet, error) {
 	}
 	c := mc.Gauss()
 	o.cal = &c
-	o.score, o.threshold, o.rate = mc.Score(), mc.Threshold, mc.AcceptRate
+	o.score, o.threshold, o.rate = b.Manifest.UnknownScore(), mc.Threshold, mc.AcceptRate
 	if cfg.score != "" && cfg.score != o.score {
 		o.score = cfg.score
 		if cfg.threshold == 0 && cfg.acceptRate == 0 {
