@@ -51,7 +51,10 @@
 // Confidence, an UnknownScore and Unknown: true for images unlike every
 // known class, at a threshold that accepts a stated share of known-class
 // images (WithAcceptRate, default the manifest's, normally 95 %; or
-// WithUnknownThreshold). Collector keeps unknown images for labelling;
+// WithUnknownThreshold). The score is the manifest's (classifier.unknown_score)
+// or the one WithUnknownScore names (gauss.UnknownScores: vim, mahalanobis,
+// energy, ...), each with its own held-out threshold; UnknownScores gives
+// every score of an image, to compare them. Collector keeps unknown images for labelling;
 // package author adds classes from a few labelled images each, without
 // retraining, and calibrates a model that has no calibration.
 //
