@@ -72,8 +72,9 @@ func fashionOpenSet(t *testing.T) (*OpenSet, *Classifier, []Gaussian, []float32,
 // data as a whole, of no class: the case relative Mahalanobis is built
 // for) and the midpoint of two class means (between two classes: what the
 // posterior's maximum measures). Measured ranks (share of in-distribution
-// images below, 2026-11-26) are in the comments; the bounds sit at least
-// 1 point below them. A pooled uniform-noise image is not an outlier here
+// images below, 2026-11-26; the same with OPENBLAS_CORETYPE=Prescott,
+// Haswell, the default SkylakeX and -tags purego) are in the comments; the
+// bounds sit at least 1 point below them. A pooled uniform-noise image is not an outlier here
 // (pooling makes it a flat grey square, ranked above only 86 % by
 // mahalanobis), so it is not used.
 func TestUnknownScoresRankPlantedOutliers(t *testing.T) {
