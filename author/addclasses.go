@@ -232,22 +232,26 @@ func embedClasses(ctx context.Context, modelDir string, classes []LabelledImages
 	defer c.Close()
 	m := c.Manifest()
 	s := m.FeatureDim
-	views := []bool{false} // mirrored or not
-	if m.Classifier.TestFlip {
-		views = append(views, true)
-	}
 	out := make([]gauss.Gaussian, len(classes))
 	for i, class := range classes {
 		features := make([]float32, 0, len(class.Files)*s)
 		err := eachBatch(c, class, func(inputs []infer.Input) error {
-			for _, mirrored := range views {
-				rows, err := c.EmbedInputs(ctx, inputs, mirrored)
-				if err != nil {
-					return err
+			if m.Classifier.TestFlip {
+				mirrored := make([]infer.Input, len(inputs))
+				for j, in := range inputs {
+					var err error
+					if mirrored[j], err = c.Mirror(in); err != nil {
+						return err
+					}
 				}
-				for _, r := range rows {
-					features = append(features, r...)
-				}
+				inputs = append(inputs, mirrored...)
+			}
+			rows, err := c.EmbedInputs(ctx, inputs)
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
+				features = append(features, r...)
 			}
 			return nil
 		})
