@@ -137,13 +137,19 @@ func scoreClasses(ctx context.Context, modelDir string, classes []LabelledImages
 			if err != nil {
 				return err
 			}
-			z, err := c.EmbedInputs(ctx, inputs, false)
+			z, err := c.EmbedInputs(ctx, inputs)
 			if err != nil {
 				return err
 			}
 			var mirrored [][]float32
 			if flip {
-				if mirrored, err = c.EmbedInputs(ctx, inputs, true); err != nil {
+				flipped := make([]infer.Input, len(inputs))
+				for i, in := range inputs {
+					if flipped[i], err = c.Mirror(in); err != nil {
+						return err
+					}
+				}
+				if mirrored, err = c.EmbedInputs(ctx, flipped); err != nil {
 					return err
 				}
 			}
