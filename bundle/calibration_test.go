@@ -16,7 +16,11 @@ func testCalibration() *Calibration {
 	for i := range ref {
 		ref[i] = float64(i) / 8
 	}
-	return NewCalibration(gauss.Calibration{Temperature: 1.5, Scales: []float64{2, 3, 4}, Reference: ref}, 40, gauss.DefaultAcceptRate)
+	c, err := NewCalibration(gauss.Calibration{Temperature: 1.5, Scales: []float64{2, 3, 4}, Reference: ref}, 40, gauss.DefaultAcceptRate, gauss.ScoreMahalanobis)
+	if err != nil {
+		panic(err)
+	}
+	return c
 }
 
 // TestCalibrationRoundTrip writes a calibrated model with an added class

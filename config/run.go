@@ -52,6 +52,8 @@ var addedKeys = map[string]func(*Config){
 	"classifier.age_bias":        func(c *Config) { c.Classifier.AgeBias = 0 },
 	"classifier.pool_cov":        func(c *Config) { c.Classifier.PoolCov = 0 },
 	"classifier.test_flip":       func(c *Config) { c.Classifier.TestFlip = false },
+	// Unknown score: runs before the choice answered by mahalanobis (empty).
+	"classifier.unknown_score": func(c *Config) { c.Classifier.UnknownScore = "" },
 	// Drift anchors: off, as every run before them.
 	"anchors.per_class":  func(c *Config) { c.Anchors.PerClass = 0 },
 	"anchors.steps":      func(c *Config) { c.Anchors.Steps = Default().Anchors.Steps },

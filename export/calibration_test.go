@@ -37,7 +37,7 @@ func TestFitCalibration(t *testing.T) {
 		return x, ids
 	}
 	x, ids := sample(1000)
-	cal, err := FitCalibration(clf, classes, clf.Scores(x, len(ids)), ids, 0.9)
+	cal, err := FitCalibration(clf, gauss.ClassifierOptions{}, classes, nil, clf.Scores(x, len(ids)), nil, ids, 0.9)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,11 +56,11 @@ func TestFitCalibration(t *testing.T) {
 		t.Errorf("accepted %.3f of fresh known images, asked 0.9", rate)
 	}
 	ids[0] = 99
-	if _, err := FitCalibration(clf, classes, clf.Scores(x, len(ids)), ids, 0.9); err == nil || !strings.Contains(err.Error(), "class 99") {
+	if _, err := FitCalibration(clf, gauss.ClassifierOptions{}, classes, nil, clf.Scores(x, len(ids)), nil, ids, 0.9); err == nil || !strings.Contains(err.Error(), "class 99") {
 		t.Errorf("unknown class: error %v", err)
 	}
 	ids[0] = 7
-	if _, err := FitCalibration(clf, classes, clf.Scores(x[:6*10], 10), ids[:10], 0.9); err == nil || !strings.Contains(err.Error(), "10 held-out images") {
+	if _, err := FitCalibration(clf, gauss.ClassifierOptions{}, classes, nil, clf.Scores(x[:6*10], 10), nil, ids[:10], 0.9); err == nil || !strings.Contains(err.Error(), "10 held-out images") {
 		t.Errorf("too few images: error %v", err)
 	}
 }

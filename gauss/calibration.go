@@ -7,11 +7,6 @@ import (
 	"slices"
 )
 
-// DefaultAcceptRate is the share of known-class images that a calibrated
-// classifier accepts by default; the rest of them, and every image farther
-// from all classes than they are, is "unknown".
-const DefaultAcceptRate = 0.95
-
 // MinCalibrationImages is the fewest held-out images FitCalibration takes:
 // below 20, the 95 % quantile of their unknown scores is their maximum, and
 // the acceptance rate it promises is a guess.
@@ -57,6 +52,10 @@ type Calibration struct {
 	Temperature float64
 	Scales      []float64 // [K], > 0
 	Reference   []float64 // sorted quantiles of u on held-out images, 0 % to 100 %
+	// References holds the same quantile table for the other
+	// UnknownScores, from OpenSet.References; nil for a calibration fitted
+	// before scores could be chosen, which knows ScoreMahalanobis only.
+	References map[UnknownScore][]float64
 }
 
 // FitCalibration fits a Calibration from the scores [n, K] (row-major) of n
@@ -230,15 +229,53 @@ func (c Calibration) Validate(k int) error {
 			return fmt.Errorf("%w: reference quantile %d is %v, want a finite value >= 0", ErrCalibration, i, v)
 		}
 	}
+	for u, ref := range c.References {
+		if _, err := ParseUnknownScore(string(u)); err != nil || u == "" {
+			return fmt.Errorf("%w: reference of score %q: %w", ErrCalibration, u, ErrUnknownScore)
+		}
+		if len(ref) == 0 || !slices.IsSorted(ref) || slices.ContainsFunc(ref, func(v float64) bool { return !isFinite(v) }) {
+			return fmt.Errorf("%w: reference quantiles of score %s must be a non-empty ascending list of finite values", ErrCalibration, u)
+		}
+	}
 	return nil
+}
+
+// ErrNoReference is wrapped by ThresholdOf for a score the calibration
+// has no held-out values of.
+var ErrNoReference = errors.New("calibration has no held-out values of this score")
+
+// Has reports whether c can threshold score u: ScoreMahalanobis always,
+// another score when the calibration holds its reference.
+func (c Calibration) Has(u UnknownScore) bool {
+	_, ok := c.References[u]
+	return u == ScoreMahalanobis || ok
+}
+
+// ThresholdOf returns the threshold of score u for an acceptance rate in
+// (0, 1]: the rate-quantile of u over the held-out images, so that share of
+// known-class images scores at most the threshold. A score c has no
+// reference of (see Has) is an error wrapping ErrNoReference. It panics on
+// a rate outside (0, 1].
+func (c Calibration) ThresholdOf(u UnknownScore, acceptRate float64) (float64, error) {
+	if u == ScoreMahalanobis {
+		return c.Threshold(acceptRate), nil
+	}
+	ref, ok := c.References[u]
+	if !ok {
+		return 0, fmt.Errorf("score %s: %w (fitted before scores could be chosen: calibrate the model again)", u, ErrNoReference)
+	}
+	if !(acceptRate > 0 && acceptRate <= 1) {
+		panic(fmt.Sprintf("gauss: threshold: acceptance rate %v outside (0, 1]", acceptRate))
+	}
+	return quantile(ref, acceptRate), nil
 }
 
 // Threshold returns tau for an acceptance rate in (0, 1]: the rate-quantile
 // of the held-out unknown scores, so that share of known-class images has
-// u <= tau. It panics on a rate outside (0, 1].
+// u <= tau. It panics on a rate ValidateAcceptRate refuses.
 func (c Calibration) Threshold(acceptRate float64) float64 {
-	if !(acceptRate > 0 && acceptRate <= 1) {
-		panic(fmt.Sprintf("gauss: threshold: acceptance rate %v outside (0, 1]", acceptRate))
+	if err := ValidateAcceptRate(acceptRate); err != nil {
+		panic("gauss: threshold: " + err.Error())
 	}
 	return quantile(c.Reference, acceptRate)
 }
@@ -289,6 +326,12 @@ func (c Calibration) unknownScore(q []float64) float64 {
 // share of the original classes' images.
 func (c Calibration) WithClasses(k int) Calibration {
 	out := Calibration{Temperature: c.Temperature, Reference: slices.Clone(c.Reference), Scales: slices.Clone(c.Scales)}
+	if c.References != nil {
+		out.References = make(map[UnknownScore][]float64, len(c.References))
+		for u, ref := range c.References {
+			out.References[u] = slices.Clone(ref)
+		}
+	}
 	sorted := slices.Sorted(slices.Values(c.Scales))
 	fill := quantile(sorted, 0.5)
 	for len(out.Scales) < k {

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/gauss"
 )
 
 // DefaultMaxPixels is the largest width*height an image header may declare
@@ -42,6 +42,8 @@ type config struct {
 	log         io.Writer
 	acceptRate  float64
 	threshold   float64
+	score       gauss.UnknownScore
+	scoreErr    error
 }
 
 func defaultConfig() config {
@@ -49,7 +51,6 @@ func defaultConfig() config {
 		provider:  ProviderAuto,
 		threads:   DefaultThreads,
 		maxPixels: DefaultMaxPixels,
-		log:       os.Stderr,
 	}
 }
 
@@ -65,7 +66,8 @@ func WithThreads(n int) Option { return func(c *config) { c.threads = n } }
 func WithLibraryPath(path string) Option { return func(c *config) { c.libraryPath = path } }
 
 // WithTopK sets how many predictions a Result holds, closest first (default
-// the bundle's classifier top_k; always at most the number of classes).
+// the bundle's classifier top_k, or gauss.DefaultTopK where that is 0;
+// always at most the number of classes).
 func WithTopK(k int) Option { return func(c *config) { c.topK = k } }
 
 // WithEngineCache names a directory where the TensorRT provider stores the
@@ -83,10 +85,11 @@ func WithFP16(on bool) Option { return func(c *config) { c.fp16 = on } }
 // (default DefaultMaxPixels); larger images are refused before decoding.
 func WithMaxPixels(n int64) Option { return func(c *config) { c.maxPixels = n } }
 
-// WithLog sets where Open writes its notices (default os.Stderr; nil
-// discards them): ProviderAuto's one line saying which provider runs and
-// why the others do not, and a warning for a model directory whose
-// manifest has no digest to verify it against (bundle.DigestFile).
+// WithLog sets where Open writes its notices, one line each: ProviderAuto's
+// line saying which provider runs and why the others do not, and a
+// warning for a model directory whose manifest has no digest to verify it
+// against (bundle.DigestFile). By default (and with nil) infer writes
+// nothing: a library does not log unless its caller asks.
 func WithLog(w io.Writer) Option { return func(c *config) { c.log = w } }
 
 // WithAcceptRate sets the share of known-class images the Classifier
@@ -102,6 +105,23 @@ func WithAcceptRate(rate float64) Option { return func(c *config) { c.acceptRate
 // the smallest squared Mahalanobis distance.
 func WithUnknownThreshold(t float64) Option { return func(c *config) { c.threshold = t } }
 
+// WithUnknownScore picks the unknown score by name (gauss.UnknownScores:
+// "mahalanobis", "relative-mahalanobis", "energy", ...; default the
+// manifest's, gauss.ScoreMahalanobis on a model calibrated before scores
+// could be chosen); the empty name keeps the manifest's. Its threshold is the acceptance rate's quantile of the
+// score's held-out values (WithAcceptRate, else the manifest's rate) unless
+// WithUnknownThreshold sets it. A model whose calibration lacks the score's
+// held-out values fails to open (gauss.ErrNoReference: calibrate it again);
+// one without calibration has gauss.ScoreNearestDistance only.
+func WithUnknownScore(name string) Option {
+	return func(c *config) {
+		c.score, c.scoreErr = "", nil
+		if name != "" {
+			c.score, c.scoreErr = gauss.ParseUnknownScore(name)
+		}
+	}
+}
+
 // validate reports every invalid setting at once.
 func (c *config) validate() error {
 	var errs []error
@@ -111,14 +131,19 @@ func (c *config) validate() error {
 	if c.threads < 0 {
 		errs = append(errs, fmt.Errorf("threads %d is negative", c.threads))
 	}
+	if c.scoreErr != nil {
+		errs = append(errs, c.scoreErr)
+	}
 	if c.topK < 0 {
 		errs = append(errs, fmt.Errorf("top-k %d is negative", c.topK))
 	}
 	if c.maxPixels < 1 {
 		errs = append(errs, fmt.Errorf("max pixels %d is not positive", c.maxPixels))
 	}
-	if c.acceptRate != 0 && !(c.acceptRate > 0 && c.acceptRate <= 1) {
-		errs = append(errs, fmt.Errorf("acceptance rate %v: want a value in (0, 1]", c.acceptRate))
+	if c.acceptRate != 0 {
+		if err := gauss.ValidateAcceptRate(c.acceptRate); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.threshold != 0 && !(c.threshold > 0 && !math.IsInf(c.threshold, 1)) {
 		errs = append(errs, fmt.Errorf("unknown threshold %v: want a finite value > 0", c.threshold))
@@ -137,7 +162,7 @@ func (c *config) validate() error {
 		c.log = io.Discard
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("invalid options: %w", err)
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	return nil
 }

@@ -39,11 +39,17 @@ type Result struct {
 	// Confidence is the best class's Probability; 0 and omitted when the
 	// model has no calibration.
 	Confidence float64 `json:"confidence,omitempty"`
-	// UnknownScore measures how far the image is from every class: the
-	// smallest squared Mahalanobis distance, divided by each class's
-	// typical held-out distance when the model is calibrated (so about 1 is
-	// a typical image of a known class).
+	// UnknownScore measures how unlike every class the image is, larger
+	// meaning more likely unknown, by the score UnknownScoreName names
+	// (gauss.UnknownScore has the formulas): by default on a model
+	// calibrated before scores could be chosen, the smallest squared
+	// Mahalanobis distance divided by each class's typical held-out distance
+	// (so about 1 is a typical image of a known class); on a model without
+	// calibration, the smallest squared Mahalanobis distance.
 	UnknownScore float64 `json:"unknown_score"`
+	// UnknownScoreName names the score UnknownScore holds
+	// (Classifier.UnknownScore, chosen with WithUnknownScore).
+	UnknownScoreName string `json:"unknown_score_name"`
 	// Unknown reports that UnknownScore exceeds the Classifier's
 	// threshold (UnknownThreshold): the image is probably of none of the
 	// known classes, and Predictions name the nearest ones only. Always

@@ -12,6 +12,7 @@ import (
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/export"
 	"github.com/bicyc/bicyc/gauss"
+	"gonum.org/v1/gonum/mat"
 )
 
 // Export writes the model directory of the run in runDir, as of its last
@@ -58,7 +59,8 @@ func exportRun(runDir, outDir string, live *Run) error {
 	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
-	if in.Calibration, err = calibration(runDir, cfg, in.Classes, clf, live); err != nil {
+	protos := storedGaussians(in.Means, in.Covariances, in.FeatureDim)
+	if in.Calibration, err = calibration(runDir, cfg, in.Classes, protos, clf, live); err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
 	return export.Write(outDir, in)
@@ -110,7 +112,7 @@ func ExportAfterTraining(r *Run) (string, error) {
 // gauss.MinCalibrationImages such images, exports no calibration: its
 // model then never answers "unknown" unless given a threshold. r is the
 // run with its data loaded, or nil to resume it from runDir.
-func calibration(runDir string, cfg config.Config, classes []bundle.Class, clf *gauss.Classifier, r *Run) (*bundle.Calibration, error) {
+func calibration(runDir string, cfg config.Config, classes []bundle.Class, protos []gauss.Gaussian, clf *gauss.Classifier, r *Run) (*bundle.Calibration, error) {
 	if cfg.Data.ValPerClass == 0 {
 		return nil, nil
 	}
@@ -129,15 +131,47 @@ func calibration(runDir string, cfg config.Config, classes []bundle.Class, clf *
 	if len(idx) < gauss.MinCalibrationImages {
 		return nil, nil
 	}
-	scores, err := r.scores(clf, r.state.Backbone, r.train, idx, cfg.Classifier.TestFlip)
+	flip := cfg.Classifier.TestFlip
+	z, err := features(r.state.Backbone, r.train, idx, r.prep, r.cfg.Train.EvalBatch, flip)
 	if err != nil {
 		return nil, fmt.Errorf("calibration features: %w", err)
+	}
+	n, k, s := len(idx), clf.Classes(), clf.Dim()
+	var scores []float32
+	if flip {
+		all := clf.Scores(z, 2*n)
+		scores = gauss.MeanScores(all[:n*k], all[n*k:])
+		z = gauss.MeanScores(z[:n*s], z[n*s:]) // the feature a reader averages too
+	} else {
+		scores = clf.Scores(z, n)
 	}
 	labels := make([]int, len(idx))
 	for i, j := range idx {
 		labels[i] = r.train.Labels[j]
 	}
-	return export.FitCalibration(clf, classes, scores, labels, cfg.Export.AcceptRate)
+	return export.FitCalibration(clf, cfg.Classifier, classes, protos, scores, z, labels, cfg.Export.AcceptRate)
+}
+
+// storedGaussians are the class Gaussians as the bundle stores them
+// (float32 means and covariances, [K,S] and [K,S,S]), so that the held-out
+// quantiles of the feature scores are those a reader computes.
+func storedGaussians(means, covs []float32, s int) []gauss.Gaussian {
+	k := len(means) / s
+	out := make([]gauss.Gaussian, k)
+	for c := range k {
+		mean := make([]float64, s)
+		for i := range s {
+			mean[i] = float64(means[c*s+i])
+		}
+		cov := mat.NewSymDense(s, nil)
+		for a := range s {
+			for b := a; b < s; b++ {
+				cov.SetSym(a, b, float64(covs[(c*s+a)*s+b]))
+			}
+		}
+		out[c] = gauss.Gaussian{Mean: mean, Cov: cov}
+	}
+	return out
 }
 
 // exportInput assembles the export of state st: every class seen in the
@@ -163,8 +197,8 @@ func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.Ra
 			priors = append(priors, float64(st.ClassCounts[c]))
 		}
 	}
-	opts := manifestClassifier(cfg.Classifier)
-	clf, err := gauss.NewClassifier(protos, priors, opts.Gauss(classes))
+	opts := cfg.Classifier
+	clf, err := gauss.NewClassifier(protos, priors, opts.WithAges(bundle.Ages(classes)))
 	if err != nil {
 		return export.Input{}, nil, err
 	}

@@ -14,11 +14,26 @@
 //     known ones are) of the calibrated unknown score, against the nearest
 //     distance as the baseline score, and the share of known test images the
 //     calibrated threshold accepts (asked: export.accept_rate);
+//   - unknown kinds (--kinds, on by default): every unknown score
+//     (gauss.UnknownScores) on near unknowns (the held-out classes), shifted
+//     ones (known images inverted or turned 90 or 180 degrees) and far ones
+//     (the photos and graphics of Debian's libjxl-testdata and Go's
+//     image/testdata, split by picture, plus noise and blank images). The
+//     known test images and the shifted and far unknowns are split in a
+//     validation and a test half; the report chooses the score with the best
+//     validation AUROC and then shows every score on the test half (AUROC,
+//     FPR at 95 % TPR, known images accepted and far images rejected at the
+//     calibrated threshold). Every image's scores are kept in the seed's work
+//     folder (unknown-scores.json);
 //   - new classes: for each n in --add, the two unknown classes are added
-//     from n training images each with infer.AddClasses, and learnt from the
+//     from n training images each with author.AddClasses, and learnt from the
 //     same images as a new task with train.Run.Learn on a copy of the run;
 //     both models are exported and scored on the test images: accuracy over
 //     all ten classes on the new classes' images and on the old ones'.
+//
+// With --reuse and --work, the runs a former call trained there are exported
+// again with this build and measured, without training; --add "" skips
+// adding classes.
 //
 // It writes results.json and README.md (the command, date, machine and
 // budget, then a table per measurement with one row per seed and the mean
@@ -31,5 +46,5 @@
 //
 // Usage (from the repository root):
 //
-//	CGO_LDFLAGS=-lopenblas go run ./bench/openset --out docs/results/openset [--seeds 0,1,2] [--add 10,50,200] [--config bench/openset/quick1000.yaml] [--quick] [--learn=true] [--work DIR] [--render]
+//	CGO_LDFLAGS=-lopenblas go run ./bench/openset --out docs/results/openset [--seeds 0,1,2] [--add 10,50,200] [--config bench/openset/quick1000.yaml] [--quick] [--learn=true] [--kinds=true] [--work DIR [--reuse]] [--render]
 package main

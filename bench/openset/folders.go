@@ -79,14 +79,19 @@ func (l layout) learnt(n int) string {
 	return filepath.Join(filepath.Dir(l.data), fmt.Sprintf("model-learn%d", n))
 }
 
+// seedLayout is the layout of the seed folder dir.
+func seedLayout(dir string) layout {
+	return layout{data: filepath.Join(dir, "data"), unknownTest: filepath.Join(dir, "unknown-test"),
+		run: filepath.Join(dir, "run"), model: filepath.Join(dir, "model")}
+}
+
 // writeSeedData writes every folder a seed needs: the known classes' train
 // and test images (at most trainLimit and testLimit per class, 0: all),
 // the unknown classes' test images, and, per n in adds, n training images
 // of each unknown class drawn with the seed (the same images for
 // add-classes and learn; the first n of one shuffle, so the sets nest).
 func writeSeedData(s seedData, known, unknown []int, trainLimit, testLimit int, adds []int) (layout, error) {
-	l := layout{data: filepath.Join(s.dir, "data"), unknownTest: filepath.Join(s.dir, "unknown-test"),
-		run: filepath.Join(s.dir, "run"), model: filepath.Join(s.dir, "model")}
+	l := seedLayout(s.dir)
 	err := writeClasses(s.train, known, trainLimit, nil, filepath.Join(l.data, "train"))
 	if err == nil {
 		err = writeClasses(s.test, known, testLimit, nil, filepath.Join(l.data, "test"))

@@ -28,6 +28,7 @@ type options struct {
 	out, work, configFile string
 	seeds, adds           []int
 	quick, learn, render  bool
+	reuse, kinds          bool
 }
 
 func main() {
@@ -45,6 +46,8 @@ func main() {
 	flag.BoolVar(&o.quick, "quick", false, "use the quick profile (minutes per seed; numbers for a smoke test only)")
 	flag.BoolVar(&o.learn, "learn", true, "also learn the new classes with bicyc learn (trains one task per --add value)")
 	flag.BoolVar(&o.render, "render", false, "only rewrite README.md from the results.json in --out (no training)")
+	flag.BoolVar(&o.reuse, "reuse", false, "reuse the runs a former call trained in --work (export them again; train only the seeds without a run)")
+	flag.BoolVar(&o.kinds, "kinds", true, "also measure every unknown score on near, shifted and far unknown images (validation and test splits)")
 	flag.Parse()
 	var err error
 	if o.seeds, err = ints(seeds); err == nil {
@@ -64,6 +67,9 @@ func main() {
 
 func ints(s string) ([]int, error) {
 	var out []int
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
 	for _, f := range strings.Split(s, ",") {
 		v, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || v < 0 {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/bicyc/bicyc/author"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/train"
@@ -35,6 +36,9 @@ type seedResult struct {
 	// Budget is what the seed's run trained on (runBudget); nil in a
 	// results.json written before it was recorded.
 	Budget *budget `json:"budget,omitempty"`
+	// Kinds measures every unknown score on every kind of unknown image
+	// (--kinds); nil when not measured.
+	Kinds *scoreKinds `json:"unknown_kinds,omitempty"`
 }
 
 // detection scores an unknown score: unknown test images are positives.
@@ -67,13 +71,28 @@ func measureSeed(ctx context.Context, o options, base config.Config, s seedData,
 	known, unknown := heldOut(s.seed)
 	res := seedResult{Seed: s.seed, Known: known, Unknown: unknown}
 	cfg := seedConfig(base, s.seed, filepath.Join(s.dir, "data"))
-	l, err := writeSeedData(s, known, unknown, cfg.Data.TrainPerClass, cfg.Data.TestPerClass, o.adds)
-	if err != nil {
-		return res, err
+	l := seedLayout(s.dir)
+	reused := false
+	if o.reuse {
+		_, err := os.Stat(filepath.Join(l.run, "config.yaml"))
+		reused = err == nil
 	}
-	fmt.Fprintf(log, "seed %d: training classes %v, %v held out\n", s.seed, known, unknown)
-	if err := newRun(ctx, cfg, l.run, log); err != nil {
-		return res, err
+	if reused {
+		fmt.Fprintf(log, "seed %d: reusing the run in %s (classes %v, %v held out)\n", s.seed, l.run, known, unknown)
+		// Derived from the run: exported and extended again.
+		for _, dir := range append([]string{l.model}, addedDirs(l, o.adds)...) {
+			if err := os.RemoveAll(dir); err != nil {
+				return res, err
+			}
+		}
+	} else {
+		if _, err := writeSeedData(s, known, unknown, cfg.Data.TrainPerClass, cfg.Data.TestPerClass, o.adds); err != nil {
+			return res, err
+		}
+		fmt.Fprintf(log, "seed %d: training classes %v, %v held out\n", s.seed, known, unknown)
+		if err := newRun(ctx, cfg, l.run, log); err != nil {
+			return res, err
+		}
 	}
 	bud, err := runBudget(l.run, filepath.Join(l.data, "train"), filepath.Join(l.data, "test"))
 	if err != nil {
@@ -86,6 +105,14 @@ func measureSeed(ctx context.Context, o options, base config.Config, s seedData,
 	if err := res.detect(l); err != nil {
 		return res, err
 	}
+	if o.kinds {
+		fmt.Fprintf(log, "seed %d: unknown kinds\n", s.seed)
+		k, err := measureKinds(l, s.seed, res.AcceptRate)
+		if err != nil {
+			return res, fmt.Errorf("unknown kinds: %w", err)
+		}
+		res.Kinds = &k
+	}
 	for _, n := range o.adds {
 		a, err := addClasses(ctx, o, l, n, log)
 		if err != nil {
@@ -96,9 +123,18 @@ func measureSeed(ctx context.Context, o options, base config.Config, s seedData,
 	return res, nil
 }
 
+// addedDirs are the folders add-classes and learn write for adds.
+func addedDirs(l layout, adds []int) []string {
+	var out []string
+	for _, n := range adds {
+		out = append(out, l.added(n), l.learnRun(n), l.learnt(n))
+	}
+	return out
+}
+
 // detect fills the detection measurements from the exported model.
 func (r *seedResult) detect(l layout) error {
-	c, err := infer.Open(l.model, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil))
+	c, err := infer.Open(context.Background(), l.model, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil))
 	if err != nil {
 		return err
 	}
@@ -165,7 +201,7 @@ func score(known, unknown []answer, f func(answer) float64) detection {
 
 // classifyFolder classifies every image of a folder of class folders.
 func classifyFolder(c *infer.Classifier, root string) ([]answer, error) {
-	classes, _, err := infer.ReadClassFolders(root)
+	classes, _, err := author.ReadClassFolders(root)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +219,7 @@ func classifyFolder(c *infer.Classifier, root string) ([]answer, error) {
 					return nil, fmt.Errorf("%s: %w", f, err)
 				}
 			}
-			rs, err := c.ClassifyBatch(imgs)
+			rs, err := c.ClassifyBatch(context.Background(), imgs)
 			if err != nil {
 				return nil, err
 			}
@@ -199,11 +235,11 @@ func classifyFolder(c *infer.Classifier, root string) ([]answer, error) {
 // and (with --learn) by learn on a copy of the run, and scores both.
 func addClasses(ctx context.Context, o options, l layout, n int, log io.Writer) (addition, error) {
 	a := addition{N: n}
-	classes, _, err := infer.ReadClassFolders(l.add(n))
+	classes, _, err := author.ReadClassFolders(l.add(n))
 	if err != nil {
 		return a, err
 	}
-	if _, err := infer.AddClasses(l.model, l.added(n), classes, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil)); err != nil {
+	if _, err := author.AddClasses(context.Background(), l.model, l.added(n), classes, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil)); err != nil {
 		return a, err
 	}
 	if a.Add, err = accuracyOf(l, l.added(n)); err != nil || !o.learn {
@@ -229,7 +265,7 @@ func addClasses(ctx context.Context, o options, l layout, n int, log io.Writer) 
 
 // accuracyOf scores a ten-class model on the old and the new test images.
 func accuracyOf(l layout, model string) (accuracy, error) {
-	c, err := infer.Open(model, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil))
+	c, err := infer.Open(context.Background(), model, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil))
 	if err != nil {
 		return accuracy{}, err
 	}

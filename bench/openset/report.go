@@ -37,6 +37,7 @@ func markdown(rep report) string {
 	}
 	m := meanStd(rows)
 	fmt.Fprintf(&b, "| mean ± std | | %s | %s | %s | %s | %s | %s | %s |\n", m[0], m[1], m[2], m[3], m[4], m[5], m[6])
+	writeKinds(&b, rep.Results)
 	writeAdditions(&b, rep.Results)
 	return b.String()
 }

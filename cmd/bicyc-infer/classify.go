@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,7 +37,9 @@ type record struct {
 	// Confidence, UnknownScore and Unknown as in infer.Result.
 	Confidence   float64  `json:"confidence,omitempty"`
 	UnknownScore *float64 `json:"unknown_score,omitempty"`
-	Unknown      bool     `json:"unknown"`
+	// UnknownScoreName names the score (infer.Result.UnknownScoreName).
+	UnknownScoreName string `json:"unknown_score_name,omitempty"`
+	Unknown          bool   `json:"unknown"`
 	// Collected is where --collect-unknown saved the image.
 	Collected string `json:"collected,omitempty"`
 	Error     string `json:"error,omitempty"`
@@ -45,7 +48,7 @@ type record struct {
 // runClassify classifies every image the paths name, in order, batch by
 // batch, printing each image's result (or error) as soon as its batch is
 // done. It returns an error when any image failed.
-func runClassify(o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) error {
+func runClassify(ctx context.Context, o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(o.paths) == 0 {
 		return errors.New("no images: give image files, directories or - for standard input (see --help)")
 	}
@@ -60,7 +63,7 @@ func runClassify(o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	c, err := o.model.open(stderr)
+	c, err := o.model.open(ctx, stderr)
 	if err != nil {
 		return err
 	}
@@ -73,7 +76,7 @@ func runClassify(o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) 
 	for start := 0; start < len(sources); {
 		chunk := sources[start:min(start+o.batch, len(sources))]
 		batch := r.loadBatch(chunk)
-		results := classifyLoaded(c, batch)
+		results := classifyLoaded(ctx, c, batch)
 		for i, l := range batch {
 			name := chunk[i].name
 			if l.err != nil {
@@ -136,7 +139,7 @@ func (r *imageReader) loadBatch(sources []source) []loaded {
 // classifyLoaded classifies the loaded images without an error in one run
 // of the model. If the run fails as a whole, it classifies them one by one
 // so the error lands on the image that caused it.
-func classifyLoaded(c *infer.Classifier, batch []loaded) []infer.Result {
+func classifyLoaded(ctx context.Context, c *infer.Classifier, batch []loaded) []infer.Result {
 	var inputs []infer.Input
 	var at []int // batch index of each input
 	for i, l := range batch {
@@ -146,14 +149,14 @@ func classifyLoaded(c *infer.Classifier, batch []loaded) []infer.Result {
 		}
 	}
 	results := make([]infer.Result, len(batch))
-	batchResults, err := c.ClassifyInputs(inputs)
+	batchResults, err := c.ClassifyInputs(ctx, inputs)
 	for j, i := range at {
 		if err == nil {
 			results[i] = batchResults[j]
 			continue
 		}
 		var one []infer.Result
-		if one, batch[i].err = c.ClassifyInputs(inputs[j : j+1]); batch[i].err == nil {
+		if one, batch[i].err = c.ClassifyInputs(ctx, inputs[j:j+1]); batch[i].err == nil {
 			results[i] = one[0]
 		}
 	}
@@ -300,13 +303,13 @@ func newPrinter(asJSON bool, stdout, stderr io.Writer, sources []source, c *infe
 
 // result prints one image's answer. The table's PROB column is the
 // calibrated posterior and its ANSWER column, on the first row, "known" or
-// "unknown"; both are "-" when the model cannot say (no calibration, no
+// "unknown" with the unknown score's name and value; both are "-" when the model cannot say (no calibration, no
 // --threshold).
 func (p *printer) result(file string, r infer.Result, collected string) {
 	if p.json {
 		score := r.UnknownScore
 		p.enc.Encode(record{File: file, Predictions: r.Predictions, Confidence: r.Confidence, UnknownScore: &score,
-			Unknown: r.Unknown, Collected: collected})
+			UnknownScoreName: r.UnknownScoreName, Unknown: r.Unknown, Collected: collected})
 		return
 	}
 	if !p.header {
@@ -323,9 +326,9 @@ func (p *printer) result(file string, r infer.Result, collected string) {
 		case !p.decides:
 			answer = "  -"
 		case r.Unknown:
-			answer = "  unknown"
+			answer = fmt.Sprintf("  unknown (%s %.4g)", r.UnknownScoreName, r.UnknownScore)
 		default:
-			answer = "  known"
+			answer = fmt.Sprintf("  known (%s %.4g)", r.UnknownScoreName, r.UnknownScore)
 		}
 		fmt.Fprintf(p.stdout, "%-*s  %4d  %5d  %-*s  %4d  %10.5g  %5s%s\n", p.fileWidth, file, rank+1, pr.ClassID, p.nameWidth, pr.Name, pr.Task, pr.Distance, prob, answer)
 	}

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/rundir"
 )
@@ -24,6 +27,7 @@ type modelOptions struct {
 	maxPixels   int64
 	acceptRate  float64
 	threshold   float64
+	score       string
 }
 
 // envNames maps flags to the BICYC_* environment variables that set them
@@ -45,6 +49,7 @@ var envNames = map[string]string{
 	"max-concurrent":    "BICYC_MAX_CONCURRENT",
 	"accept-rate":       "BICYC_ACCEPT_RATE",
 	"threshold":         "BICYC_UNKNOWN_THRESHOLD",
+	"unknown-score":     "BICYC_UNKNOWN_SCORE",
 	"collect-unknown":   "BICYC_COLLECT_UNKNOWN",
 	"collect-max-files": "BICYC_COLLECT_MAX_FILES",
 	"collect-max-bytes": "BICYC_COLLECT_MAX_BYTES",
@@ -61,6 +66,7 @@ func (o *modelOptions) addFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.maxPixels, "max-pixels", infer.DefaultMaxPixels, "refuse images whose header declares more `pixels` (env BICYC_MAX_PIXELS)")
 	fs.Float64Var(&o.acceptRate, "accept-rate", 0, "share of known-class images to accept, the rest are unknown; 0 = the model's calibrated default, normally 0.95 (env BICYC_ACCEPT_RATE)")
 	fs.Float64Var(&o.threshold, "threshold", 0, "answer unknown above this unknown score instead (for an uncalibrated model: the nearest distance); 0 = none (env BICYC_UNKNOWN_THRESHOLD)")
+	fs.StringVar(&o.score, "unknown-score", "", "unknown score: "+scoreNames()+"; empty = the model's (env BICYC_UNKNOWN_SCORE)")
 }
 
 // collectOptions save images answered unknown (--collect-unknown).
@@ -87,7 +93,7 @@ func (o *collectOptions) collector() (*infer.Collector, error) {
 
 // open opens the model with these options; the auto provider's one line
 // goes to log.
-func (o *modelOptions) open(log io.Writer) (*infer.Classifier, error) {
+func (o *modelOptions) open(ctx context.Context, log io.Writer) (*infer.Classifier, error) {
 	if o.model == "" {
 		return nil, fmt.Errorf("no model: pass --model DIR or set BICYC_MODEL")
 	}
@@ -96,7 +102,7 @@ func (o *modelOptions) open(log io.Writer) (*infer.Classifier, error) {
 		return nil, err
 	}
 	warnBehind(log, o.model)
-	return infer.Open(o.model, opts...)
+	return infer.Open(ctx, o.model, opts...)
 }
 
 // warnBehind warns when the model directory is older than the last
@@ -124,15 +130,17 @@ func (o *modelOptions) openOptions(log io.Writer) ([]infer.Option, error) {
 		infer.WithMaxPixels(o.maxPixels),
 		infer.WithAcceptRate(o.acceptRate),
 		infer.WithUnknownThreshold(o.threshold),
+		infer.WithUnknownScore(o.score),
 		infer.WithLog(log),
 	}, nil
 }
 
 // reopener returns the function that opens the model again with these
-// options, for the server's reload.
+// options, for the server's reload. A reload runs to its end whoever asked
+// for it (an admin request, SIGHUP), so it is not tied to their context.
 func (o *modelOptions) reopener(log io.Writer) func() (model, error) {
 	return func() (model, error) {
-		c, err := o.open(log)
+		c, err := o.open(context.Background(), log)
 		if err != nil {
 			return nil, err
 		}
@@ -194,9 +202,9 @@ Flags fall back to BICYC_* environment variables (named in each flag's help), th
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			return applyEnv(cmd.Flags())
 		},
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.paths = args
-			return runClassify(opts, stdin, stdout, stderr)
+			return runClassify(cmd.Context(), opts, stdin, stdout, stderr)
 		},
 	}
 	// A completion command would shadow an image file named "completion".
@@ -230,3 +238,12 @@ const rootExamples = `  # 1. Classify with the model 'make train' exported: a ta
   ln -s v2 models/next && mv -T models/next models/current && curl -X POST localhost:8081/admin/reload
 
   # README.md and docs/ (inference.md, serving.md) tell the rest.`
+
+// scoreNames lists the unknown scores for the flag's help.
+func scoreNames() string {
+	var names []string
+	for _, u := range gauss.UnknownScores() {
+		names = append(names, string(u))
+	}
+	return strings.Join(names, ", ")
+}

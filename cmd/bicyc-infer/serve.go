@@ -47,7 +47,8 @@ func newServeCmd(model *modelOptions, stderr io.Writer) *cobra.Command {
   POST /v1/classify   the image as the raw request body (Content-Type image/*,
                       application/octet-stream or none), or as the multipart form field "image";
                       answers {"predictions": [{"class_id", "name", "task", "distance",
-                      "probability"}, ...], "confidence", "unknown_score", "unknown"}, closest
+                      "probability"}, ...], "confidence", "unknown_score", "unknown_score_name",
+                      "unknown"}, closest
                       first (squared Mahalanobis distance; probability and confidence only for a
                       calibrated model; unknown: like no known class), or {"error": "..."} with
                       400 (unreadable image), 408 (body not received within --body-timeout),
@@ -144,7 +145,7 @@ func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c, err := o.model.open(stderr)
+	c, err := o.model.open(ctx, stderr)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,170 @@
+package author
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/infer"
+)
+
+// Calibrate writes outDir: the model in modelDir with a calibration
+// (bundle.Calibration) fitted on held-out images of its own classes, for a
+// model exported without one or to refit on new data. heldOut names each
+// class as the manifest does (case-insensitively), or by its class ID for
+// names that cannot be folder names ("T-shirt/top"), and must hold images the
+// model never trained on, at least gauss.MinCalibrationImages in all;
+// acceptRate (gauss.DefaultAcceptRate normally) sets the default
+// threshold. Every other file is copied as it is; outDir must not exist or
+// be empty (else ErrOutputExists), and modelDir is never modified
+// (ErrModelChanged if it changes meanwhile). A class name the model does
+// not have wraps ErrClassFolder. When ctx is done, Calibrate stops and
+// writes nothing; the error wraps ctx.Err().
+func Calibrate(ctx context.Context, modelDir, outDir string, heldOut []LabelledImages, acceptRate float64, opts ...infer.Option) (*bundle.Calibration, error) {
+	if err := gauss.ValidateAcceptRate(acceptRate); err != nil {
+		return nil, err
+	}
+	manifestSum, err := bundle.ManifestSum(modelDir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := bundle.Open(modelDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOutDir(modelDir, outDir); err != nil {
+		return nil, err
+	}
+	labels, err := heldOutLabels(b.Manifest.Classes, heldOut)
+	if err != nil {
+		return nil, err
+	}
+	scores, features, err := scoreClasses(ctx, modelDir, heldOut, opts)
+	if err != nil {
+		return nil, err
+	}
+	fit, err := gauss.FitCalibration(scores, len(labels), len(b.Manifest.Classes), labels, b.Prototypes.Bias)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate %s: %w", modelDir, err)
+	}
+	if fit.References, err = scoreReferences(b, fit, scores, features, len(labels)); err != nil {
+		return nil, fmt.Errorf("calibrate %s: %w", modelDir, err)
+	}
+	m := b.Manifest
+	if m.Classifier.UnknownScore == "" {
+		// Calibrated anew, the model holds every score's quantiles.
+		m.Classifier.UnknownScore = gauss.DefaultUnknownScore
+	}
+	if m.Calibration, err = bundle.NewCalibration(fit, len(labels), acceptRate, m.Classifier.UnknownScore); err != nil {
+		return nil, fmt.Errorf("calibrate %s: %w", modelDir, err)
+	}
+	files := make(map[string][]byte, len(m.Files))
+	for _, name := range slices.Sorted(maps.Keys(m.Files)) {
+		if files[name], err = b.ReadFile(name); err != nil {
+			return nil, err
+		}
+	}
+	if now, err := bundle.ManifestSum(modelDir); err != nil || now != manifestSum {
+		return nil, fmt.Errorf("%s: %w; calibrate the new version", modelDir, ErrModelChanged)
+	}
+	if err := bundle.Write(outDir, &m, files); err != nil {
+		return nil, err
+	}
+	return m.Calibration, nil
+}
+
+// heldOutLabels maps every held-out image to its class's score column.
+func heldOutLabels(classes []bundle.Class, heldOut []LabelledImages) ([]int, error) {
+	column := make(map[string]int, 2*len(classes))
+	for c, cl := range classes {
+		column[strconv.Itoa(cl.ID)] = c
+	}
+	for c, cl := range classes {
+		column[strings.ToLower(cl.Name)] = c
+	}
+	var labels []int
+	for _, h := range heldOut {
+		c, ok := column[strings.ToLower(h.Name)]
+		if !ok {
+			return nil, fmt.Errorf("%w: %q is not a class of the model", ErrClassFolder, h.Name)
+		}
+		for range h.Files {
+			labels = append(labels, c)
+		}
+	}
+	return labels, nil
+}
+
+// scoreReferences returns the held-out quantiles of every unknown score
+// but gauss.ScoreMahalanobis (fit.Reference), over the background of the
+// model's trained classes (as infer.Classifier builds it).
+func scoreReferences(b *bundle.Bundle, fit gauss.Calibration, scores, features []float32, n int) (map[gauss.UnknownScore][]float64, error) {
+	protos := b.Prototypes.Gaussians()
+	var trained []gauss.Gaussian
+	for i, cl := range b.Manifest.Classes {
+		if cl.AddedImages == 0 {
+			trained = append(trained, protos[i])
+		}
+	}
+	o, err := gauss.NewOpenSet(protos, trained, b.Prototypes.Bias, fit, b.Manifest.Classifier)
+	if err != nil {
+		return nil, err
+	}
+	refs := o.References(scores, features, n)
+	delete(refs, gauss.ScoreMahalanobis)
+	return refs, nil
+}
+
+// scoreClasses returns model.onnx's scores [n, K] and the backbone's
+// features [n, S] of every image (with the test-time flip, the mean of the
+// image's and its mirror's, as infer.Classifier scores them), class by
+// class, in order.
+func scoreClasses(ctx context.Context, modelDir string, classes []LabelledImages, opts []infer.Option) (scores, features []float32, err error) {
+	c, err := infer.Open(ctx, modelDir, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer c.Close()
+	flip := c.Manifest().Classifier.TestFlip
+	for _, class := range classes {
+		err := eachBatch(c, class, func(inputs []infer.Input) error {
+			rows, err := c.Scores(ctx, inputs)
+			if err != nil {
+				return err
+			}
+			z, err := c.EmbedInputs(ctx, inputs)
+			if err != nil {
+				return err
+			}
+			var mirrored [][]float32
+			if flip {
+				flipped := make([]infer.Input, len(inputs))
+				for i, in := range inputs {
+					if flipped[i], err = c.Mirror(in); err != nil {
+						return err
+					}
+				}
+				if mirrored, err = c.EmbedInputs(ctx, flipped); err != nil {
+					return err
+				}
+			}
+			for i, r := range rows {
+				scores = append(scores, r...)
+				if flip {
+					z[i] = gauss.MeanScores(z[i], mirrored[i])
+				}
+				features = append(features, z[i]...)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return scores, features, nil
+}
