@@ -136,10 +136,7 @@ func ClassifierFiles(t gauss.ClassifierTables, backbone []byte) (map[string][]by
 func (sc scoring) add(g *graph, z, location string) {
 	s := sc.t.S
 	if sc.t.Normalize {
-		norm := g.op("ReduceL2", "classifier.norm", []string{z}, attrInts("axes", 1), attrInt("keepdims", 1))
-		eps := g.floats("classifier.norm_eps", nil, []float32{gauss.NormEpsilon})
-		norm = g.op("Max", "classifier.norm_clamped", []string{norm, eps})
-		z = g.op("Div", "classifier.features_normalized", []string{z, norm})
+		z = normalized(g, z)
 	}
 	table := func(name string, shape []int) string {
 		if location == "" {
@@ -152,16 +149,23 @@ func (sc scoring) add(g *graph, z, location string) {
 		return
 	}
 	q := sc.q
-	u := g.op("Sub", "classifier.centered", []string{z, g.floats("classifier.center", []int{s}, q.Center)})
+	phi := quadraticFeatures(g, z, q)
+	coef := table("classifier.coef", []int{q.K, gauss.QuadraticDim(s)})
+	g.op("Gemm", bundle.TensorScores, []string{phi, coef, g.floats("classifier.const", []int{q.K}, q.Const)}, attrInt("transB", 1))
+}
+
+// quadraticFeatures appends phi(zh - center) of gauss.QuadraticTables for
+// the (normalised) features zh [N,S] and returns it, [N,D].
+func quadraticFeatures(g *graph, zh string, q *gauss.QuadraticTables) string {
+	s := q.S
+	u := g.op("Sub", "classifier.centered", []string{zh, g.floats("classifier.center", []int{s}, q.Center)})
 	col := g.op("Unsqueeze", "classifier.centered_column", []string{u, g.ints("classifier.axis_2", []int{1}, 2)})
 	row := g.op("Unsqueeze", "classifier.centered_row", []string{u, g.ints("classifier.axis_1", []int{1}, 1)})
 	outer := g.op("Mul", "classifier.outer", []string{col, row})
 	outer = g.op("Reshape", "classifier.outer_flat", []string{outer, g.ints("classifier.outer_shape", []int{2}, -1, int64(s*s))})
 	pairs := gauss.UpperPairs(s)
 	upper := g.op("Gather", "classifier.outer_upper", []string{outer, g.ints("classifier.upper_pairs", []int{len(pairs)}, pairs...)}, attrInt("axis", 1))
-	phi := g.op("Concat", "classifier.quadratic_features", []string{upper, u}, attrInt("axis", 1))
-	coef := table("classifier.coef", []int{q.K, gauss.QuadraticDim(s)})
-	g.op("Gemm", bundle.TensorScores, []string{phi, coef, g.floats("classifier.const", []int{q.K}, q.Const)}, attrInt("transB", 1))
+	return g.op("Concat", "classifier.quadratic_features", []string{upper, u}, attrInt("axis", 1))
 }
 
 // addFactored appends the factored form reading the normalised features
@@ -187,4 +191,12 @@ func (sc scoring) addFactored(g *graph, zh, w string) {
 	sq := g.op("Mul", "classifier.squared", []string{y, y})
 	sum := g.op("ReduceSum", "classifier.distance", []string{sq, g.ints("classifier.sum_axes", []int{1}, 2)}, attrInt("keepdims", 0))
 	g.op("Add", bundle.TensorScores, []string{sum, g.floats("classifier.bias", []int{t.K}, t.Bias)})
+}
+
+// normalized appends z / max(||z||_2, gauss.NormEpsilon), row by row.
+func normalized(g *graph, z string) string {
+	norm := g.op("ReduceL2", "classifier.norm", []string{z}, attrInts("axes", 1), attrInt("keepdims", 1))
+	eps := g.floats("classifier.norm_eps", nil, []float32{gauss.NormEpsilon})
+	norm = g.op("Max", "classifier.norm_clamped", []string{norm, eps})
+	return g.op("Div", "classifier.features_normalized", []string{z, norm})
 }

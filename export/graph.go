@@ -106,6 +106,16 @@ func (g *graph) floats(name string, shape []int, data []float32) string {
 	return name
 }
 
+// raw adds an initializer of element type elem whose little-endian
+// raw_data is data (int8 and float16 tables).
+func (g *graph) raw(name string, elem onnxpb.TensorProto_DataType, shape []int, data []byte) string {
+	g.claim(name)
+	g.inits = append(g.inits, &onnxpb.TensorProto{
+		Name: proto.String(name), DataType: proto.Int32(int32(elem)), Dims: int64s(shape), RawData: data,
+	})
+	return name
+}
+
 // external adds a float32 initializer whose values are the first length
 // bytes of the file location beside the model (ONNX external data), raw
 // little-endian as float32Bytes writes them.

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"fmt"
+	"image"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"time"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/bicyc/bicyc/bench/compare"
+	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/export"
+	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/infer"
+)
+
+// shortlistRow is what --shortlist measured on one model: the classifier
+// stage alone at batch 1 (exact classifier.onnx against export.Shortlist
+// of the same tables, same features, same process) and the shortlist's
+// agreement with the exact answer over every test image.
+type shortlistRow struct {
+	classes, n         int
+	exactP50, shortP50 float64 // wall microseconds per call
+	exactCPU, shortCPU float64 // CPU microseconds per call
+	top1, top5, images int
+	load               string
+}
+
+// measureShortlist embeds imgs with the model in dir, scores each image
+// alone with the exact classifier and with a shortlist of n, and compares.
+func measureShortlist(o options, dir string, imgs []image.Image, n int) (shortlistRow, error) {
+	row := shortlistRow{n: n}
+	var err error
+	if row.load, err = compare.LoadAverage(); err != nil {
+		return row, err
+	}
+	b, err := bundle.Open(dir)
+	if err != nil {
+		return row, err
+	}
+	raw, err := b.ReadFile(bundle.PrototypesFile)
+	if err != nil {
+		return row, err
+	}
+	p, err := bundle.DecodePrototypes(raw)
+	if err != nil {
+		return row, err
+	}
+	clf, err := gauss.NewClassifier(p.Gaussians(), nil, b.Manifest.Classifier.Gauss(b.Manifest.Classes))
+	if err != nil {
+		return row, err
+	}
+	tables := clf.Tables()
+	copy(tables.Bias, p.Bias)
+	row.classes = tables.K
+	short, err := export.Shortlist(tables, n)
+	if err != nil {
+		return row, err
+	}
+	exact, err := b.ReadFile(bundle.ClassifierFile)
+	if err != nil {
+		return row, err
+	}
+	c, err := infer.Open(dir, infer.WithProvider(infer.ProviderCPU), infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
+	if err != nil {
+		return row, err
+	}
+	feats, err := c.Embed(imgs)
+	c.Close()
+	if err != nil {
+		return row, err
+	}
+	opts, err := ort.NewSessionOptions()
+	if err != nil {
+		return row, err
+	}
+	defer opts.Destroy()
+	if err := opts.SetIntraOpNumThreads(o.threads); err != nil {
+		return row, err
+	}
+	if err := opts.AddSessionConfigEntry("session.model_external_initializers_file_folder_path", dir); err != nil {
+		return row, err
+	}
+	exactSess, err := ort.NewDynamicAdvancedSessionWithONNXData(exact, []string{bundle.TensorFeatures}, []string{bundle.TensorScores}, opts)
+	if err != nil {
+		return row, err
+	}
+	defer exactSess.Destroy()
+	shortSess, err := ort.NewDynamicAdvancedSessionWithONNXData(short, []string{bundle.TensorFeatures},
+		[]string{export.TensorShortlistScores, export.TensorShortlistClasses}, opts)
+	if err != nil {
+		return row, err
+	}
+	defer shortSess.Destroy()
+	k, s := tables.K, tables.S
+	n = min(n, k)
+	x, _ := ort.NewEmptyTensor[float32](ort.NewShape(1, int64(s)))
+	defer x.Destroy()
+	scores, _ := ort.NewEmptyTensor[float32](ort.NewShape(1, int64(k)))
+	defer scores.Destroy()
+	sScores, _ := ort.NewEmptyTensor[float32](ort.NewShape(1, int64(n)))
+	defer sScores.Destroy()
+	sClasses, _ := ort.NewEmptyTensor[int64](ort.NewShape(1, int64(n)))
+	defer sClasses.Destroy()
+	var exactWall, shortWall []float64
+	var exactCPU, shortCPU time.Duration
+	for i, f := range feats {
+		copy(x.GetData(), f)
+		cpu0, _ := compare.CPUTime()
+		start := time.Now()
+		if err := exactSess.Run([]ort.Value{x}, []ort.Value{scores}); err != nil {
+			return row, err
+		}
+		exactWall = append(exactWall, float64(time.Since(start).Microseconds()))
+		cpu1, _ := compare.CPUTime()
+		start = time.Now()
+		if err := shortSess.Run([]ort.Value{x}, []ort.Value{sScores, sClasses}); err != nil {
+			return row, err
+		}
+		shortWall = append(shortWall, float64(time.Since(start).Microseconds()))
+		cpu2, _ := compare.CPUTime()
+		exactCPU += cpu1 - cpu0
+		shortCPU += cpu2 - cpu1
+		want := best(scores.GetData(), nil, 5)
+		got := best(sScores.GetData(), sClasses.GetData(), 5)
+		if want[0] == got[0] {
+			row.top1++
+		}
+		if slices.Equal(want, got) {
+			row.top5++
+		}
+		if i%1000 == 999 {
+			fmt.Fprintf(os.Stderr, "%d classes, shortlist of %d: %d/%d images\n", k, n, i+1, len(feats))
+		}
+	}
+	row.images = len(feats)
+	row.exactP50, row.shortP50 = compare.Median(exactWall), compare.Median(shortWall)
+	row.exactCPU = float64(exactCPU.Microseconds()) / float64(len(feats))
+	row.shortCPU = float64(shortCPU.Microseconds()) / float64(len(feats))
+	return row, nil
+}
+
+// best returns the classes of the k smallest scores, best first, ties by
+// class; classes maps positions to classes (nil: the position).
+func best(scores []float32, classes []int64, k int) []int64 {
+	idx := make([]int64, len(scores))
+	for i := range idx {
+		idx[i] = int64(i)
+		if classes != nil {
+			idx[i] = classes[i]
+		}
+	}
+	pos := make([]int, len(scores))
+	for i := range pos {
+		pos[i] = i
+	}
+	sort.SliceStable(pos, func(a, b int) bool {
+		sa, sb := scores[pos[a]], scores[pos[b]]
+		if sa != sb {
+			return sa < sb
+		}
+		return idx[pos[a]] < idx[pos[b]]
+	})
+	out := make([]int64, min(k, len(pos)))
+	for i := range out {
+		out[i] = idx[pos[i]]
+	}
+	return out
+}
+
+func writeShortlist(out io.Writer, rows []shortlistRow) {
+	fmt.Fprintf(out, "\n# classifier stage at batch 1: exact classifier.onnx against export.Shortlist (same features, same process)\n\n")
+	t := compare.Table{Header: []string{"classes", "shortlist", "exact p50 (us)", "shortlist p50 (us)", "exact CPU per call (us)", "shortlist CPU per call (us)",
+		"top-1 equal", "top-5 equal", "load before"}}
+	for _, r := range rows {
+		t.Add(fmt.Sprint(r.classes), fmt.Sprint(r.n), fmt.Sprintf("%.0f", r.exactP50), fmt.Sprintf("%.0f", r.shortP50),
+			fmt.Sprintf("%.0f", r.exactCPU), fmt.Sprintf("%.0f", r.shortCPU),
+			fmt.Sprintf("%.2f %% (%d/%d)", 100*float64(r.top1)/float64(r.images), r.top1, r.images),
+			fmt.Sprintf("%.2f %% (%d/%d)", 100*float64(r.top5)/float64(r.images), r.top5, r.images), r.load)
+	}
+	t.Write(out)
+}
