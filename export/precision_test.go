@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/export/onnxgraph"
 	"github.com/bicyc/bicyc/export/onnxpb"
 	"github.com/bicyc/bicyc/gauss"
 )
@@ -35,37 +36,41 @@ func BenchmarkTablePrecision(b *testing.B) {
 		scale[i] = 1e-3
 	}
 
-	f32 := newGraph("fp32")
-	x := f32.input("x", elemFloat, batchDim, d)
-	f32.op("Gemm", bundle.TensorScores, []string{x, f32.floats("w", []int{k, d}, make([]float32, k*d))}, attrInt("transB", 1))
-	f32.output(bundle.TensorScores, elemFloat, batchDim, k)
+	f32 := onnxgraph.New("fp32")
+	x := f32.Input("x", onnxgraph.Float, onnxgraph.BatchDim, d)
+	f32.Op("Gemm", bundle.TensorScores, []string{x, f32.Floats("w", []int{k, d}, make([]float32, k*d))}, onnxgraph.AttrInt("transB", 1))
+	f32.Output(bundle.TensorScores, onnxgraph.Float, onnxgraph.BatchDim, k)
 
-	f16 := newGraph("fp16")
-	x = f16.input("x", elemFloat, batchDim, d)
-	xh := f16.op("Cast", "x_half", []string{x}, attrInt("to", int64(elemHalf)))
-	y := f16.op("MatMul", "y_half", []string{xh, f16.raw("w", elemHalf, []int{d, k}, half)})
-	f16.op("Cast", bundle.TensorScores, []string{y}, attrInt("to", int64(elemFloat)))
-	f16.output(bundle.TensorScores, elemFloat, batchDim, k)
+	f16 := onnxgraph.New("fp16")
+	x = f16.Input("x", onnxgraph.Float, onnxgraph.BatchDim, d)
+	xh := f16.Op("Cast", "x_half", []string{x}, onnxgraph.AttrInt("to", int64(elemHalf)))
+	y := f16.Op("MatMul", "y_half", []string{xh, f16.Raw("w", elemHalf, []int{d, k}, half)})
+	f16.Op("Cast", bundle.TensorScores, []string{y}, onnxgraph.AttrInt("to", int64(onnxgraph.Float)))
+	f16.Output(bundle.TensorScores, onnxgraph.Float, onnxgraph.BatchDim, k)
 
-	i8 := newGraph("int8")
-	x = i8.input("x", elemFloat, batchDim, d)
-	q := i8.node("DynamicQuantizeLinear", []string{x}, []string{"xq", "x_scale", "x_zero"})
-	acc := i8.op("MatMulInteger", "acc", []string{q[0], i8.raw("w", elemInt8, []int{d, k}, bytes), q[2]})
-	accf := i8.op("Cast", "acc_float", []string{acc}, attrInt("to", int64(elemFloat)))
-	sc := i8.op("Mul", "scale", []string{q[1], i8.floats("w_scale", []int{k}, scale)})
-	i8.op("Mul", bundle.TensorScores, []string{accf, sc})
-	i8.output(bundle.TensorScores, elemFloat, batchDim, k)
+	i8 := onnxgraph.New("int8")
+	x = i8.Input("x", onnxgraph.Float, onnxgraph.BatchDim, d)
+	q := i8.Node("DynamicQuantizeLinear", []string{x}, []string{"xq", "x_scale", "x_zero"})
+	acc := i8.Op("MatMulInteger", "acc", []string{q[0], i8.Raw("w", elemInt8, []int{d, k}, bytes), q[2]})
+	accf := i8.Op("Cast", "acc_float", []string{acc}, onnxgraph.AttrInt("to", int64(onnxgraph.Float)))
+	sc := i8.Op("Mul", "scale", []string{q[1], i8.Floats("w_scale", []int{k}, scale)})
+	i8.Op("Mul", bundle.TensorScores, []string{accf, sc})
+	i8.Output(bundle.TensorScores, onnxgraph.Float, onnxgraph.BatchDim, k)
 
 	in := make([]float32, d)
 	for i := range in {
 		in[i] = float32(i%7) * 0.1
 	}
-	for _, g := range []*graph{f32, f16, i8} {
-		model, err := marshalModel(g.model(g.name))
+	for _, tc := range []struct {
+		name string
+		g    *onnxgraph.Graph
+	}{{"fp32", f32}, {"fp16", f16}, {"int8", i8}} {
+		name, g := tc.name, tc.g
+		model, err := onnxgraph.Marshal(g.Model(name))
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(g.name, func(b *testing.B) {
+		b.Run(name, func(b *testing.B) {
 			sess := newBenchSession(b, model, "x")
 			defer sess.close()
 			sess.run(b, in, 1, d, k)

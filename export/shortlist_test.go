@@ -10,6 +10,7 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/export/classgraph"
 	"github.com/bicyc/bicyc/gauss"
 )
 
@@ -63,14 +64,14 @@ func TestShortlistMatchesExact(t *testing.T) {
 	const k, s = 1000, 64
 	feats, tables := manyClassTables(t, k)
 	images := len(feats) / s
-	exactModel, err := Classifier(tables)
+	exactModel, err := classgraph.Classifier(tables)
 	if err != nil {
 		t.Fatal(err)
 	}
 	exact := runModel(t, exactModel, []string{bundle.TensorFeatures}, [][]float32{feats}, [][]int64{{int64(images), s}},
 		[]string{bundle.TensorScores})[0].([]float32)
 	for _, n := range []int{128, k} {
-		model, err := Shortlist(tables, n)
+		model, err := classgraph.Shortlist(tables, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,14 +109,14 @@ func TestShortlistMatchesExact(t *testing.T) {
 	}
 }
 
-// TestShortlistRejectsBadSizes checks Shortlist's errors.
+// TestShortlistRejectsBadSizes checks classgraph.Shortlist's errors.
 func TestShortlistRejectsBadSizes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	if _, err := Shortlist(randomTables(rng, ExpandedMinClasses-1, 8, true), 4); !errors.Is(err, ErrState) {
-		t.Errorf("%d classes: got %v, want ErrState", ExpandedMinClasses-1, err)
+	if _, err := classgraph.Shortlist(randomTables(rng, classgraph.ExpandedMinClasses-1, 8, true), 4); !errors.Is(err, classgraph.ErrTables) {
+		t.Errorf("%d classes: got %v, want classgraph.ErrTables", classgraph.ExpandedMinClasses-1, err)
 	}
-	if _, err := Shortlist(randomTables(rng, ExpandedMinClasses, 8, true), 0); !errors.Is(err, ErrState) {
-		t.Errorf("shortlist of 0: got %v, want ErrState", err)
+	if _, err := classgraph.Shortlist(randomTables(rng, classgraph.ExpandedMinClasses, 8, true), 0); !errors.Is(err, classgraph.ErrTables) {
+		t.Errorf("shortlist of 0: got %v, want classgraph.ErrTables", err)
 	}
 }
 
@@ -132,7 +133,7 @@ func newShortlistSession(t testing.TB, model []byte) *ort.DynamicAdvancedSession
 		t.Fatal(err)
 	}
 	sess, err := ort.NewDynamicAdvancedSessionWithONNXData(model, []string{bundle.TensorFeatures},
-		[]string{TensorShortlistScores, TensorShortlistClasses}, opts)
+		[]string{classgraph.TensorShortlistScores, classgraph.TensorShortlistClasses}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/export/classgraph"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/safetensors"
 )
@@ -36,7 +37,7 @@ type Input struct {
 	// them with the options in Classifier.
 	Means, Covariances []float32
 	Tables             gauss.ClassifierTables
-	Classifier         bundle.ClassifierOptions // TopK 0 means DefaultTopK
+	Classifier         gauss.ClassifierOptions // TopK 0 means gauss.DefaultTopK
 
 	Classes    []bundle.Class
 	Tasks      [][]int
@@ -59,7 +60,7 @@ type Input struct {
 // Write exports in as a complete model directory at dir (see package
 // bundle): backbone.onnx, adapter.onnx (when in.Adapter is set),
 // classifier.onnx and model.onnx with their shared class table
-// classifier.data (ClassifierFiles), prototypes.safetensors and
+// classifier.data (classgraph.Files), prototypes.safetensors and
 // manifest.json.
 // The directory is replaced atomically (bundle.Write); nothing is written
 // when any part fails to build. Errors about the weights wrap ErrState.
@@ -89,11 +90,11 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 			ErrState, in.Tables.Normalize, in.Classifier.Normalize)
 	}
 	opts := in.Classifier
-	if opts.TopK == 0 {
-		opts.TopK = DefaultTopK
+	if err := opts.Validate(); err != nil {
+		return nil, nil, err
 	}
-	if opts.TopK < 1 {
-		return nil, nil, fmt.Errorf("%w: top-k is %d, want >= 1", ErrState, opts.TopK)
+	if opts.TopK == 0 {
+		opts.TopK = gauss.DefaultTopK
 	}
 	opts.TopK = min(opts.TopK, k)
 
@@ -111,7 +112,7 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 			return nil, nil, err
 		}
 	}
-	classifier, err := ClassifierFiles(in.Tables, files[bundle.BackboneFile])
+	classifier, err := classgraph.Files(in.Tables, files[bundle.BackboneFile])
 	if err != nil {
 		return nil, nil, err
 	}
@@ -132,7 +133,7 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 	m := &bundle.Manifest{
 		BicycVersion:      version(in.Version),
 		CreatedAt:         created.UTC(),
-		MinRuntimeVersion: MinRuntimeVersion,
+		MinRuntimeVersion: bundle.MinRuntimeVersion,
 		Backbone:          in.Arch,
 		FeatureDim:        in.FeatureDim,
 		Adapter:           adapterKind,

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/gauss"
 )
 
 // DefaultMaxPixels is the largest width*height an image header may declare
@@ -49,7 +49,6 @@ func defaultConfig() config {
 		provider:  ProviderAuto,
 		threads:   DefaultThreads,
 		maxPixels: DefaultMaxPixels,
-		log:       os.Stderr,
 	}
 }
 
@@ -65,7 +64,8 @@ func WithThreads(n int) Option { return func(c *config) { c.threads = n } }
 func WithLibraryPath(path string) Option { return func(c *config) { c.libraryPath = path } }
 
 // WithTopK sets how many predictions a Result holds, closest first (default
-// the bundle's classifier top_k; always at most the number of classes).
+// the bundle's classifier top_k, or gauss.DefaultTopK where that is 0;
+// always at most the number of classes).
 func WithTopK(k int) Option { return func(c *config) { c.topK = k } }
 
 // WithEngineCache names a directory where the TensorRT provider stores the
@@ -83,10 +83,11 @@ func WithFP16(on bool) Option { return func(c *config) { c.fp16 = on } }
 // (default DefaultMaxPixels); larger images are refused before decoding.
 func WithMaxPixels(n int64) Option { return func(c *config) { c.maxPixels = n } }
 
-// WithLog sets where Open writes its notices (default os.Stderr; nil
-// discards them): ProviderAuto's one line saying which provider runs and
-// why the others do not, and a warning for a model directory whose
-// manifest has no digest to verify it against (bundle.DigestFile).
+// WithLog sets where Open writes its notices, one line each: ProviderAuto's
+// line saying which provider runs and why the others do not, and a
+// warning for a model directory whose manifest has no digest to verify it
+// against (bundle.DigestFile). By default (and with nil) infer writes
+// nothing: a library does not log unless its caller asks.
 func WithLog(w io.Writer) Option { return func(c *config) { c.log = w } }
 
 // WithAcceptRate sets the share of known-class images the Classifier
@@ -117,8 +118,10 @@ func (c *config) validate() error {
 	if c.maxPixels < 1 {
 		errs = append(errs, fmt.Errorf("max pixels %d is not positive", c.maxPixels))
 	}
-	if c.acceptRate != 0 && !(c.acceptRate > 0 && c.acceptRate <= 1) {
-		errs = append(errs, fmt.Errorf("acceptance rate %v: want a value in (0, 1]", c.acceptRate))
+	if c.acceptRate != 0 {
+		if err := gauss.ValidateAcceptRate(c.acceptRate); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.threshold != 0 && !(c.threshold > 0 && !math.IsInf(c.threshold, 1)) {
 		errs = append(errs, fmt.Errorf("unknown threshold %v: want a finite value > 0", c.threshold))
@@ -137,7 +140,7 @@ func (c *config) validate() error {
 		c.log = io.Discard
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("invalid options: %w", err)
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"fmt"
 	"image"
 	"image/png"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bicyc/bicyc/author"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
@@ -64,7 +66,7 @@ func TestClassifierCalibrationExport(t *testing.T) {
 		t.Error("the exported tables equal the options-off classifier's")
 	}
 
-	clf, err := infer.Open(model, infer.WithLog(io.Discard))
+	clf, err := infer.Open(context.Background(), model, infer.WithLog(io.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,15 +91,15 @@ func TestClassifierCalibrationExport(t *testing.T) {
 // symmetric) and that add-classes mirrors the new class's images.
 func checkTestFlipExport(t *testing.T, r *Run, imgs []image.Image) {
 	t.Helper()
-	clf, model := reexport(t, r, imgs, "test_flip", func(c *config.Classifier) { c.TestFlip = true })
+	clf, model := reexport(t, r, imgs, "test_flip", func(c *gauss.ClassifierOptions) { c.TestFlip = true })
 	if !clf.Manifest().Classifier.TestFlip {
 		t.Error("manifest test_flip is off")
 	}
-	a, err := clf.ClassifyBatch(imgs[:20])
+	a, err := clf.ClassifyBatch(context.Background(), imgs[:20])
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := clf.ClassifyBatch(mirrorImages(imgs[:20]))
+	b, err := clf.ClassifyBatch(context.Background(), mirrorImages(imgs[:20]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +117,7 @@ func checkTestFlipExport(t *testing.T, r *Run, imgs []image.Image) {
 func checkAddClassesMirrors(t *testing.T, clf *infer.Classifier, model string) {
 	t.Helper()
 	added, imgs := addAnkleBoot(t, model)
-	z, err := clf.Embed(append(slices.Clone(imgs), mirrorImages(imgs)...))
+	z, err := clf.Embed(context.Background(), append(slices.Clone(imgs), mirrorImages(imgs)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +149,7 @@ func oneEpochConfig() config.Config {
 // is checked apart from add-classes; see reexport).
 func checkPooledExport(t *testing.T, r *Run, imgs []image.Image) {
 	t.Helper()
-	clf, _ := reexport(t, r, imgs, "pool_cov 0.5", func(c *config.Classifier) { c.PoolCov = 0.5 })
+	clf, _ := reexport(t, r, imgs, "pool_cov 0.5", func(c *gauss.ClassifierOptions) { c.PoolCov = 0.5 })
 	if got := clf.Manifest().Classifier.PoolCov; got != 0.5 {
 		t.Errorf("manifest pool_cov %v, want 0.5", got)
 	}
@@ -158,7 +160,7 @@ func checkPooledExport(t *testing.T, r *Run, imgs []image.Image) {
 // alters some training-time prediction, exports the run, and checks that ONNX
 // Runtime through package infer gives the training-time evaluation's
 // predictions on imgs. It returns the opened model and its directory.
-func reexport(t *testing.T, r *Run, imgs []image.Image, what string, edit func(*config.Classifier)) (*infer.Classifier, string) {
+func reexport(t *testing.T, r *Run, imgs []image.Image, what string, edit func(*gauss.ClassifierOptions)) (*infer.Classifier, string) {
 	t.Helper()
 	cfg := r.Config()
 	base, err := r.Evaluate(cfg.Classifier)
@@ -180,7 +182,7 @@ func reexport(t *testing.T, r *Run, imgs []image.Image, what string, edit func(*
 	if err := Export(r.Dir(), model); err != nil {
 		t.Fatal(err)
 	}
-	clf, err := infer.Open(model, infer.WithLog(io.Discard))
+	clf, err := infer.Open(context.Background(), model, infer.WithLog(io.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +242,7 @@ func checkOracle(t *testing.T, r *Run, ev Evaluation) {
 // expanded form in classifier.data.
 func storedTables(t *testing.T, b *bundle.Bundle) gauss.ClassifierTables {
 	t.Helper()
-	clf, err := gauss.NewClassifier(b.Prototypes.Gaussians(), nil, b.Manifest.Classifier.Gauss(b.Manifest.Classes))
+	clf, err := gauss.NewClassifier(b.Prototypes.Gaussians(), nil, b.Manifest.Classifier.WithAges(bundle.Ages(b.Manifest.Classes)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +295,7 @@ func addAnkleBoot(t *testing.T, model string) (*bundle.Bundle, []image.Image) {
 		imgs = append(imgs, img)
 	}
 	out := filepath.Join(t.TempDir(), "added")
-	if _, err := infer.AddClasses(model, out, []infer.LabelledImages{{Name: "Ankle boot", Files: files}}, infer.WithLog(io.Discard)); err != nil {
+	if _, err := author.AddClasses(context.Background(), model, out, []author.LabelledImages{{Name: "Ankle boot", Files: files}}, infer.WithLog(io.Discard)); err != nil {
 		t.Fatal(err)
 	}
 	added, err := bundle.Open(out)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -67,7 +68,7 @@ func main() {
 		return err
 	})
 	flag.StringVar(&o.csv, "csv", "", "with --classes: also write the measurements to this CSV file")
-	flag.StringVar(&o.addBin, "add-bin", "", "with --classes: add classes with this bicyc-infer's add-classes command (e.g. an older build) instead of this build's infer.AddClasses")
+	flag.StringVar(&o.addBin, "add-bin", "", "with --classes: add classes with this bicyc-infer's add-classes command (e.g. an older build) instead of this build's author.AddClasses")
 	flag.BoolVar(&o.keep, "keep", false, "with --classes: keep the grown models (and the test images) in the work dir, e.g. to measure approximations on them later")
 	flag.Func("shortlist", "N,N,...: with --classes, also measure export.Shortlist of these lengths on every model of 64 classes or more (classifier stage at batch 1, agreement with the exact answer on the test images)", func(v string) error {
 		var err error
@@ -158,7 +159,7 @@ func run(o options, out io.Writer) error {
 	if err := compare.ResetPeakRSS(); err != nil {
 		return err
 	}
-	c, err := infer.Open(o.model, infer.WithProvider(infer.ProviderCPU), infer.WithThreads(o.threads),
+	c, err := infer.Open(context.Background(), o.model, infer.WithProvider(infer.ProviderCPU), infer.WithThreads(o.threads),
 		infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
 	if err != nil {
 		return err
@@ -435,7 +436,7 @@ type parity struct {
 // and the benchmark stops.
 func checkParity(c *infer.Classifier, py *compare.Worker, imgs []image.Image) (parity, error) {
 	var p parity
-	results, err := c.ClassifyBatch(imgs)
+	results, err := c.ClassifyBatch(context.Background(), imgs)
 	if err != nil {
 		return p, err
 	}
@@ -480,7 +481,7 @@ func checkParity(c *infer.Classifier, py *compare.Worker, imgs []image.Image) (p
 func (s *side) measure(c *infer.Classifier, imgs []image.Image, o options) error {
 	img := imgs[0]
 	for range 20 {
-		if _, err := c.Classify(img); err != nil {
+		if _, err := c.Classify(context.Background(), img); err != nil {
 			return err
 		}
 	}
@@ -491,7 +492,7 @@ func (s *side) measure(c *infer.Classifier, imgs []image.Image, o options) error
 	}
 	for i := range lat {
 		start := time.Now()
-		if _, err := c.Classify(img); err != nil {
+		if _, err := c.Classify(context.Background(), img); err != nil {
 			return err
 		}
 		lat[i] = float64(time.Since(start).Nanoseconds()) / 1e3
@@ -505,7 +506,7 @@ func (s *side) measure(c *infer.Classifier, imgs []image.Image, o options) error
 	s.cpuPerCall = append(s.cpuPerCall, float64((cpu1-cpu0).Microseconds())/float64(o.calls))
 
 	batch := imgs[:o.batch]
-	if _, err := c.ClassifyBatch(batch); err != nil {
+	if _, err := c.ClassifyBatch(context.Background(), batch); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -513,7 +514,7 @@ func (s *side) measure(c *infer.Classifier, imgs []image.Image, o options) error
 		return err
 	}
 	for range o.reps {
-		if _, err := c.ClassifyBatch(batch); err != nil {
+		if _, err := c.ClassifyBatch(context.Background(), batch); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"image"
 	"io"
@@ -13,13 +14,13 @@ import (
 
 	"github.com/bicyc/bicyc/bench/compare"
 	"github.com/bicyc/bicyc/bundle"
-	"github.com/bicyc/bicyc/export"
+	"github.com/bicyc/bicyc/export/classgraph"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/infer"
 )
 
 // shortlistRow is what --shortlist measured on one model: the classifier
-// stage alone at batch 1 (exact classifier.onnx against export.Shortlist
+// stage alone at batch 1 (exact classifier.onnx against classgraph.Shortlist
 // of the same tables, same features, same process) and the shortlist's
 // agreement with the exact answer over every test image.
 type shortlistRow struct {
@@ -50,14 +51,14 @@ func measureShortlist(o options, dir string, imgs []image.Image, n int) (shortli
 	if err != nil {
 		return row, err
 	}
-	clf, err := gauss.NewClassifier(p.Gaussians(), nil, b.Manifest.Classifier.Gauss(b.Manifest.Classes))
+	clf, err := gauss.NewClassifier(p.Gaussians(), nil, b.Manifest.Classifier.WithAges(bundle.Ages(b.Manifest.Classes)))
 	if err != nil {
 		return row, err
 	}
 	tables := clf.Tables()
 	copy(tables.Bias, p.Bias)
 	row.classes = tables.K
-	short, err := export.Shortlist(tables, n)
+	short, err := classgraph.Shortlist(tables, n)
 	if err != nil {
 		return row, err
 	}
@@ -65,11 +66,11 @@ func measureShortlist(o options, dir string, imgs []image.Image, n int) (shortli
 	if err != nil {
 		return row, err
 	}
-	c, err := infer.Open(dir, infer.WithProvider(infer.ProviderCPU), infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
+	c, err := infer.Open(context.Background(), dir, infer.WithProvider(infer.ProviderCPU), infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
 	if err != nil {
 		return row, err
 	}
-	feats, err := c.Embed(imgs)
+	feats, err := c.Embed(context.Background(), imgs)
 	c.Close()
 	if err != nil {
 		return row, err
@@ -91,7 +92,7 @@ func measureShortlist(o options, dir string, imgs []image.Image, n int) (shortli
 	}
 	defer exactSess.Destroy()
 	shortSess, err := ort.NewDynamicAdvancedSessionWithONNXData(short, []string{bundle.TensorFeatures},
-		[]string{export.TensorShortlistScores, export.TensorShortlistClasses}, opts)
+		[]string{classgraph.TensorShortlistScores, classgraph.TensorShortlistClasses}, opts)
 	if err != nil {
 		return row, err
 	}
@@ -173,7 +174,7 @@ func best(scores []float32, classes []int64, k int) []int64 {
 }
 
 func writeShortlist(out io.Writer, rows []shortlistRow) {
-	fmt.Fprintf(out, "\n# classifier stage at batch 1: exact classifier.onnx against export.Shortlist (same features, same process)\n\n")
+	fmt.Fprintf(out, "\n# classifier stage at batch 1: exact classifier.onnx against classgraph.Shortlist (same features, same process)\n\n")
 	t := compare.Table{Header: []string{"classes", "shortlist", "exact p50 (us)", "shortlist p50 (us)", "exact CPU per call (us)", "shortlist CPU per call (us)",
 		"top-1 equal", "top-5 equal", "load before"}}
 	for _, r := range rows {

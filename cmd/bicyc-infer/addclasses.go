@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/bicyc/bicyc/author"
 	"github.com/bicyc/bicyc/infer"
 )
 
@@ -30,9 +33,11 @@ and the images are not kept. The new classes get the next class IDs and one new 
 manifest records how many images each was added from.
 
 The model directory is never modified, and --out must not exist yet (or be empty). Serve the
-result by pointing the server's model path at it (e.g. swap a symlink) and reloading.`, infer.MinAddImages),
+result by pointing the server's model path at it (e.g. swap a symlink) and reloading.`, author.MinAddImages),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runAddClasses(o, stdout, cmd.ErrOrStderr()) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAddClasses(cmd.Context(), o, stdout, cmd.ErrOrStderr())
+		},
 	}
 	cmd.Flags().StringVar(&o.from, "from", "", "`folder` with one sub-folder of images per new class (required)")
 	cmd.Flags().StringVar(&o.out, "out", "", "new model `dir`ectory to write (required)")
@@ -40,14 +45,14 @@ result by pointing the server's model path at it (e.g. swap a symlink) and reloa
 	return cmd
 }
 
-func runAddClasses(o *addClassesOptions, stdout, stderr io.Writer) error {
+func runAddClasses(ctx context.Context, o *addClassesOptions, stdout, stderr io.Writer) error {
 	classes, opts, err := o.model.folderJob("add-classes", o.from, o.out, o.skip, stderr)
 	if err != nil {
 		return err
 	}
-	added, err := infer.AddClasses(o.model.model, o.out, classes, opts...)
+	added, err := author.AddClasses(ctx, o.model.model, o.out, classes, opts...)
 	if err != nil {
-		return err
+		return flagError(err)
 	}
 	fmt.Fprintf(stdout, "wrote %s: %s plus %d classes\n", added.Dir, o.model.model, len(added.Classes))
 	for _, c := range added.Classes {
@@ -65,22 +70,22 @@ func addSkipUnreadableFlag(cmd *cobra.Command, skip *bool) {
 // folderJob checks the flags of a command that reads a folder of class
 // folders into a new model directory, and returns the folder's classes
 // and the options to open the model with. Every image is decoded first
-// (infer.CheckImages): the unreadable ones are named all at once, and
+// (author.CheckImages): the unreadable ones are named all at once, and
 // refused unless skip, when they are left out with a note on stderr, as
 // is what the folder listing passed over.
-func (o *modelOptions) folderJob(command, from, out string, skip bool, stderr io.Writer) ([]infer.LabelledImages, []infer.Option, error) {
+func (o *modelOptions) folderJob(command, from, out string, skip bool, stderr io.Writer) ([]author.LabelledImages, []infer.Option, error) {
 	if o.model == "" || from == "" || out == "" {
 		return nil, nil, fmt.Errorf("%s needs --model, --from and --out", command)
 	}
 	warnBehind(stderr, o.model)
-	classes, skipped, err := infer.ReadClassFolders(from)
+	classes, skipped, err := author.ReadClassFolders(from)
 	for _, s := range skipped {
 		fmt.Fprintf(stderr, "bicyc-infer: %s: skipped %s\n", command, s)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	readable, err := infer.CheckImages(classes, o.maxPixels)
+	readable, err := author.CheckImages(classes, o.maxPixels)
 	switch {
 	case err != nil && !skip:
 		return nil, nil, fmt.Errorf("%s %s (--skip-unreadable uses the rest): %w", command, from, err)
@@ -94,4 +99,13 @@ func (o *modelOptions) folderJob(command, from, out string, skip bool, stderr io
 	embed.acceptRate, embed.threshold = 0, 0
 	opts, err := embed.openOptions(io.Discard)
 	return classes, opts, err
+}
+
+// flagError names the flag behind an authoring error where there is one:
+// package author speaks of its output directory, the user typed --out.
+func flagError(err error) error {
+	if errors.Is(err, author.ErrOutputExists) {
+		return fmt.Errorf("--out: %w", err)
+	}
+	return err
 }

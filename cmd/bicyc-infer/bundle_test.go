@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"image"
 	"image/png"
@@ -87,7 +88,7 @@ func buildTestModel() (string, *data.Dataset, error) {
 	mean, std := data.DefaultNormalization(data.KindFashionMNIST)
 	in := export.Input{
 		Arch: export.ArchConvNet, FeatureDim: testFeatureDim, Backbone: randomConvNet(rand.New(rand.NewPCG(3, 4)), testFeatureDim),
-		Classifier: bundle.ClassifierOptions{Normalize: true, Shrink: 3, TopK: 2},
+		Classifier: gauss.ClassifierOptions{Normalize: true, Shrink: 3, TopK: 2},
 		Tasks:      [][]int{{0, 1}, {2}},
 		Preprocess: data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: mean, Std: std, Resize: data.ResizeCatmullRom},
 		Version:    "test",
@@ -103,7 +104,7 @@ func buildTestModel() (string, *data.Dataset, error) {
 	if err := writeModel(dir, in, unit); err != nil {
 		return "", nil, err
 	}
-	c, err := infer.Open(dir, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil))
+	c, err := infer.Open(context.Background(), dir, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil))
 	if err != nil {
 		return "", nil, err
 	}
@@ -116,7 +117,7 @@ func buildTestModel() (string, *data.Dataset, error) {
 				imgs = append(imgs, fashionImage(test, i))
 			}
 		}
-		features, err := c.Embed(imgs)
+		features, err := c.Embed(context.Background(), imgs)
 		if err != nil {
 			return "", nil, err
 		}

@@ -38,12 +38,12 @@ type probedModel struct {
 	probe *concurrencyProbe
 }
 
-func (m probedModel) Classify(img image.Image) (infer.Result, error) {
+func (m probedModel) Classify(ctx context.Context, img image.Image) (infer.Result, error) {
 	n := m.probe.inFlight.Add(1)
 	defer m.probe.inFlight.Add(-1)
 	for p := m.probe.peak.Load(); n > p && !m.probe.peak.CompareAndSwap(p, n); p = m.probe.peak.Load() {
 	}
-	return m.model.Classify(img)
+	return m.model.Classify(ctx, img)
 }
 
 // loadRequest is one request the load test sends, and what must come back:
@@ -103,7 +103,7 @@ func loadRequests(t *testing.T, ref *infer.Classifier) []loadRequest {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := ref.Classify(img)
+		want, err := ref.Classify(context.Background(), img)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +171,7 @@ func TestServerUnderLoad(t *testing.T) {
 	const clients = 12
 	dir, _ := testModel(t)
 	mo := &modelOptions{model: dir, provider: "cpu", threads: 1, maxPixels: 1 << 20}
-	ref, err := mo.open(io.Discard)
+	ref, err := mo.open(context.Background(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

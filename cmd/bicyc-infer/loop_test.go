@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/bicyc/bicyc/author"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
 )
@@ -173,9 +175,9 @@ func TestAddClassesCommandErrors(t *testing.T) {
 	model, _ := testModel(t)
 	before := treeDigest(t, model)
 	root := t.TempDir()
-	classFolder(t, filepath.Join(root, "few"), []int{5}, 0, infer.MinAddImages-1)
-	classFolder(t, filepath.Join(root, "dup"), []int{1}, 0, infer.MinAddImages)
-	classFolder(t, filepath.Join(root, "good"), []int{5}, 0, infer.MinAddImages)
+	classFolder(t, filepath.Join(root, "few"), []int{5}, 0, author.MinAddImages-1)
+	classFolder(t, filepath.Join(root, "dup"), []int{1}, 0, author.MinAddImages)
+	classFolder(t, filepath.Join(root, "good"), []int{5}, 0, author.MinAddImages)
 	classFolder(t, filepath.Join(root, "flat"), []int{5}, 0, 1)
 	os.Rename(filepath.Join(root, "flat", "Sandal"), filepath.Join(root, "flat-sandal"))
 	os.RemoveAll(filepath.Join(root, "flat"))
@@ -190,8 +192,8 @@ func TestAddClassesCommandErrors(t *testing.T) {
 		{"dup", "", `duplicate class name: "Trouser" is already class 1 of the model`},
 		{"flat", "", "1 image files directly in the folder: put each class's images in a sub-folder named after the class"},
 		{"missing", "", "not a folder of class folders"},
-		{"good", occupied, "exists and is not empty"},
-		{"good", model, "is the model itself"},
+		{"good", occupied, "--out: output directory is in the way: " + occupied + " exists and is not empty"},
+		{"good", model, "--out: output directory is in the way: " + model + " is the model itself"},
 	} {
 		out := tc.out
 		if out == "" {
@@ -232,7 +234,7 @@ func TestServeUnknownAndReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	mo := &modelOptions{model: link, provider: "cpu", threads: 1, maxPixels: infer.DefaultMaxPixels, threshold: 1e-9}
-	c, err := mo.open(io.Discard)
+	c, err := mo.open(context.Background(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

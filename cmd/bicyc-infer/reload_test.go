@@ -155,7 +155,7 @@ func TestReloadVerifiesModel(t *testing.T) {
 	_, test := testModel(t)
 	var log syncBuffer
 	mo := &modelOptions{model: dir, provider: "cpu", threads: 1, maxPixels: infer.DefaultMaxPixels}
-	c, err := mo.open(io.Discard)
+	c, err := mo.open(context.Background(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestReloadVerifiesModel(t *testing.T) {
 	}
 
 	checkGoodReload(t, dir, ts.URL, admin.URL, img, want)
-	if !errors.Is(func() error { _, err := c.Classify(fashionImage(test, 7)); return err }(), infer.ErrClosed) {
+	if !errors.Is(func() error { _, err := c.Classify(context.Background(), fashionImage(test, 7)); return err }(), infer.ErrClosed) {
 		t.Error("the replaced classifier was not closed")
 	}
 }
@@ -335,7 +335,7 @@ func waitLog(t *testing.T, log *syncBuffer, done func(string) bool) {
 func TestReloadReleasesModels(t *testing.T) {
 	dir, _ := testModel(t)
 	mo := &modelOptions{model: dir, provider: "cpu", threads: 1, maxPixels: infer.DefaultMaxPixels}
-	c, err := mo.open(io.Discard)
+	c, err := mo.open(context.Background(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

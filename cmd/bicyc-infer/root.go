@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -87,7 +88,7 @@ func (o *collectOptions) collector() (*infer.Collector, error) {
 
 // open opens the model with these options; the auto provider's one line
 // goes to log.
-func (o *modelOptions) open(log io.Writer) (*infer.Classifier, error) {
+func (o *modelOptions) open(ctx context.Context, log io.Writer) (*infer.Classifier, error) {
 	if o.model == "" {
 		return nil, fmt.Errorf("no model: pass --model DIR or set BICYC_MODEL")
 	}
@@ -96,7 +97,7 @@ func (o *modelOptions) open(log io.Writer) (*infer.Classifier, error) {
 		return nil, err
 	}
 	warnBehind(log, o.model)
-	return infer.Open(o.model, opts...)
+	return infer.Open(ctx, o.model, opts...)
 }
 
 // warnBehind warns when the model directory is older than the last
@@ -129,10 +130,11 @@ func (o *modelOptions) openOptions(log io.Writer) ([]infer.Option, error) {
 }
 
 // reopener returns the function that opens the model again with these
-// options, for the server's reload.
+// options, for the server's reload. A reload runs to its end whoever asked
+// for it (an admin request, SIGHUP), so it is not tied to their context.
 func (o *modelOptions) reopener(log io.Writer) func() (model, error) {
 	return func() (model, error) {
-		c, err := o.open(log)
+		c, err := o.open(context.Background(), log)
 		if err != nil {
 			return nil, err
 		}
@@ -194,9 +196,9 @@ Flags fall back to BICYC_* environment variables (named in each flag's help), th
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			return applyEnv(cmd.Flags())
 		},
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.paths = args
-			return runClassify(opts, stdin, stdout, stderr)
+			return runClassify(cmd.Context(), opts, stdin, stdout, stderr)
 		},
 	}
 	// A completion command would shadow an image file named "completion".

@@ -144,7 +144,7 @@ func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c, err := o.model.open(stderr)
+	c, err := o.model.open(ctx, stderr)
 	if err != nil {
 		return err
 	}

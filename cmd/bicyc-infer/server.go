@@ -28,7 +28,7 @@ import (
 
 // model is what the server needs of *infer.Classifier.
 type model interface {
-	Classify(img image.Image) (infer.Result, error)
+	Classify(ctx context.Context, img image.Image) (infer.Result, error)
 	Classes() []bundle.Class
 	Close() error
 }
@@ -248,10 +248,10 @@ func (s *server) close() error {
 // classifyImage classifies img with the current model. A reload may close
 // the model a request picked just before the swap: the request then runs
 // again on the model that replaced it.
-func (s *server) classifyImage(img image.Image) (infer.Result, error) {
+func (s *server) classifyImage(ctx context.Context, img image.Image) (infer.Result, error) {
 	for {
 		cur := s.current.Load()
-		res, err := cur.model.Classify(img)
+		res, err := cur.model.Classify(ctx, img)
 		if errors.Is(err, infer.ErrClosed) && s.current.Load() != cur {
 			continue
 		}
@@ -288,7 +288,7 @@ func (s *server) classify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, requestStatus(err), err)
 		return
 	}
-	res, err := s.classifyImage(img)
+	res, err := s.classifyImage(r.Context(), img)
 	bounds := img.Bounds()
 	img = nil // no longer referenced, whatever follows
 	if err == nil && res.Unknown {
@@ -300,6 +300,10 @@ func (s *server) classify(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, infer.ErrClosed):
 		writeError(w, http.StatusServiceUnavailable, err)
+	case errors.Is(err, context.Canceled):
+		// The client went away and its context stopped the run: nginx's
+		// "client closed request", not a server error.
+		writeError(w, statusClientClosed, err)
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, err)
 	default:
@@ -478,6 +482,10 @@ func imageBody(r *http.Request, body io.Reader) (io.Reader, error) {
 // requestStatus maps an error in reading or decoding the request's image
 // to the HTTP status that tells the client what to do about it: the
 // request's fault (4xx), or a full server (503).
+// statusClientClosed is nginx's 499, "client closed request": the status
+// of a request whose client went away before its answer.
+const statusClientClosed = 499
+
 func requestStatus(err error) int {
 	var tooBig *http.MaxBytesError
 	switch {

@@ -27,7 +27,7 @@ func testServer(t *testing.T, tweak func(*serveOptions)) (*server, *httptest.Ser
 	t.Helper()
 	model, _ := testModel(t)
 	mo := &modelOptions{model: model, provider: "cpu", threads: 1, maxPixels: infer.DefaultMaxPixels}
-	c, err := mo.open(io.Discard)
+	c, err := mo.open(context.Background(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestServerConcurrentRequests(t *testing.T) {
 		img := fashionImage(test, 200+i)
 		bodies[i] = encodePNG(t, img)
 		var err error
-		if want[i], err = c.Classify(img); err != nil {
+		if want[i], err = c.Classify(context.Background(), img); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -236,7 +236,7 @@ func TestServerBusy(t *testing.T) {
 func TestServeGracefulShutdown(t *testing.T) {
 	model, test := testModel(t)
 	mo := &modelOptions{model: model, provider: "cpu", threads: 1, maxPixels: infer.DefaultMaxPixels}
-	c, err := mo.open(io.Discard)
+	c, err := mo.open(context.Background(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func FuzzClassifyHandler(f *testing.F) {
 	f.Add([]byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;"), "image/gif")
 	model, _ := testModel(f)
 	mo := &modelOptions{model: model, provider: "cpu", threads: 1, maxPixels: 1 << 16}
-	c, err := mo.open(io.Discard)
+	c, err := mo.open(context.Background(), io.Discard)
 	if err != nil {
 		f.Fatal(err)
 	}

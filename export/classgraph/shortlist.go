@@ -1,10 +1,11 @@
-package export
+package classgraph
 
 import (
 	"fmt"
 	"math"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/export/onnxgraph"
 	"github.com/bicyc/bicyc/export/onnxpb"
 	"github.com/bicyc/bicyc/gauss"
 )
@@ -86,28 +87,28 @@ func newShortlistTable(q *gauss.QuadraticTables) shortlistTable {
 // approximate classes (TopK) are then scored exactly from their rows of
 // Coef (Gather, MatMul). The top-1 class and the top-k list equal the
 // exact ones whenever the exact best k are among the n: docs/classes.md
-// gives the measured rate. Errors wrap ErrState.
+// gives the measured rate. Errors wrap ErrTables.
 func Shortlist(t gauss.ClassifierTables, n int) ([]byte, error) {
 	if err := validateTables(t); err != nil {
 		return nil, err
 	}
 	if t.K < ExpandedMinClasses {
-		return nil, fmt.Errorf("%w: a shortlist needs at least %d classes, the tables have %d", ErrState, ExpandedMinClasses, t.K)
+		return nil, fmt.Errorf("%w: a shortlist needs at least %d classes, the tables have %d", ErrTables, ExpandedMinClasses, t.K)
 	}
 	if n < 1 {
-		return nil, fmt.Errorf("%w: shortlist of %d classes, want >= 1", ErrState, n)
+		return nil, fmt.Errorf("%w: shortlist of %d classes, want >= 1", ErrTables, n)
 	}
 	n = min(n, t.K)
 	q := t.Quadratic()
 	st := newShortlistTable(&q)
 	k, s, d := q.K, q.S, gauss.QuadraticDim(q.S)
-	g := newGraph("bicyc_shortlist")
-	z := g.input(bundle.TensorFeatures, elemFloat, batchDim, s)
+	g := onnxgraph.New("bicyc_shortlist")
+	z := g.Input(bundle.TensorFeatures, onnxgraph.Float, onnxgraph.BatchDim, s)
 	if t.Normalize {
 		z = normalized(g, z)
 	}
 	phi := quadraticFeatures(g, z, &q)
-	base := g.op("MatMul", "shortlist.mean_term", []string{phi, g.floats("shortlist.mean_row", []int{d, 1}, st.mean)})
+	base := g.Op("MatMul", "shortlist.mean_term", []string{phi, g.Floats("shortlist.mean_row", []int{d, 1}, st.mean)})
 	// phi's quadratic block (u_i u_j) and linear block (u) differ in size
 	// by about |u|, so each is quantised with its own scale: one scale for
 	// both rounded the quadratic block to a few levels.
@@ -118,32 +119,32 @@ func Shortlist(t gauss.ClassifierTables, n int) ([]byte, error) {
 	}{{"quadratic", 0, quadDim}, {"linear", quadDim, d}}
 	var approx string
 	for _, b := range blocks {
-		part := g.op("Slice", "shortlist."+b.name, []string{phi, g.ints("shortlist."+b.name+"_start", []int{1}, int64(b.start)),
-			g.ints("shortlist."+b.name+"_end", []int{1}, int64(b.end)), g.ints("shortlist."+b.name+"_axis", []int{1}, 1)})
-		quant := g.node("DynamicQuantizeLinear", []string{part}, []string{"shortlist." + b.name + "_q", "shortlist." + b.name + "_scale", "shortlist." + b.name + "_zero"})
-		table := g.raw("shortlist."+b.name+"_residual", onnxpb.TensorProto_INT8, []int{b.end - b.start, k}, st.resid[b.start*k:b.end*k])
-		acc := g.op("MatMulInteger", "shortlist."+b.name+"_int", []string{quant[0], table, quant[2]})
-		accf := g.op("Cast", "shortlist."+b.name+"_float", []string{acc}, attrInt("to", int64(elemFloat)))
-		term := g.op("Mul", "shortlist."+b.name+"_term", []string{accf, quant[1]})
+		part := g.Op("Slice", "shortlist."+b.name, []string{phi, g.Ints("shortlist."+b.name+"_start", []int{1}, int64(b.start)),
+			g.Ints("shortlist."+b.name+"_end", []int{1}, int64(b.end)), g.Ints("shortlist."+b.name+"_axis", []int{1}, 1)})
+		quant := g.Node("DynamicQuantizeLinear", []string{part}, []string{"shortlist." + b.name + "_q", "shortlist." + b.name + "_scale", "shortlist." + b.name + "_zero"})
+		table := g.Raw("shortlist."+b.name+"_residual", onnxpb.TensorProto_INT8, []int{b.end - b.start, k}, st.resid[b.start*k:b.end*k])
+		acc := g.Op("MatMulInteger", "shortlist."+b.name+"_int", []string{quant[0], table, quant[2]})
+		accf := g.Op("Cast", "shortlist."+b.name+"_float", []string{acc}, onnxgraph.AttrInt("to", int64(onnxgraph.Float)))
+		term := g.Op("Mul", "shortlist."+b.name+"_term", []string{accf, quant[1]})
 		if approx == "" {
 			approx = term
 		} else {
-			approx = g.op("Add", "shortlist.residual_sum", []string{approx, term})
+			approx = g.Op("Add", "shortlist.residual_sum", []string{approx, term})
 		}
 	}
-	approx = g.op("Mul", "shortlist.residual_term", []string{approx, g.floats("shortlist.class_scale", []int{k}, st.scale)})
-	approx = g.op("Add", "shortlist.approx_partial", []string{approx, base})
-	constant := g.floats("classifier.const", []int{k}, q.Const)
-	approx = g.op("Add", "shortlist.approx", []string{approx, constant})
-	top := g.node("TopK", []string{approx, g.ints("shortlist.n", []int{1}, int64(n))}, []string{"shortlist.approx_best", TensorShortlistClasses},
-		attrInt("axis", 1), attrInt("largest", 0), attrInt("sorted", 1))
-	rows := g.op("Gather", "shortlist.rows", []string{g.floats("classifier.coef", []int{k, d}, q.Coef), top[1]}, attrInt("axis", 0))
-	col := g.op("Unsqueeze", "shortlist.phi_column", []string{phi, g.ints("shortlist.axis_2", []int{1}, 2)})
-	exact := g.op("MatMul", "shortlist.exact_quadratic", []string{rows, col})
-	exact = g.op("Squeeze", "shortlist.exact_flat", []string{exact, g.ints("shortlist.squeeze_axes", []int{1}, 2)})
-	consts := g.op("Gather", "shortlist.consts", []string{constant, top[1]}, attrInt("axis", 0))
-	g.op("Add", TensorShortlistScores, []string{exact, consts})
-	g.output(TensorShortlistScores, elemFloat, batchDim, n)
-	g.output(TensorShortlistClasses, elemInt64, batchDim, n)
-	return marshalModel(g.model(fmt.Sprintf("bicyc shortlist classifier: features [N,%d] -> the %d best of %d classes, int8 approximation then exact scores", s, n, k)))
+	approx = g.Op("Mul", "shortlist.residual_term", []string{approx, g.Floats("shortlist.class_scale", []int{k}, st.scale)})
+	approx = g.Op("Add", "shortlist.approx_partial", []string{approx, base})
+	constant := g.Floats("classifier.const", []int{k}, q.Const)
+	approx = g.Op("Add", "shortlist.approx", []string{approx, constant})
+	top := g.Node("TopK", []string{approx, g.Ints("shortlist.n", []int{1}, int64(n))}, []string{"shortlist.approx_best", TensorShortlistClasses},
+		onnxgraph.AttrInt("axis", 1), onnxgraph.AttrInt("largest", 0), onnxgraph.AttrInt("sorted", 1))
+	rows := g.Op("Gather", "shortlist.rows", []string{g.Floats("classifier.coef", []int{k, d}, q.Coef), top[1]}, onnxgraph.AttrInt("axis", 0))
+	col := g.Op("Unsqueeze", "shortlist.phi_column", []string{phi, g.Ints("shortlist.axis_2", []int{1}, 2)})
+	exact := g.Op("MatMul", "shortlist.exact_quadratic", []string{rows, col})
+	exact = g.Op("Squeeze", "shortlist.exact_flat", []string{exact, g.Ints("shortlist.squeeze_axes", []int{1}, 2)})
+	consts := g.Op("Gather", "shortlist.consts", []string{constant, top[1]}, onnxgraph.AttrInt("axis", 0))
+	g.Op("Add", TensorShortlistScores, []string{exact, consts})
+	g.Output(TensorShortlistScores, onnxgraph.Float, onnxgraph.BatchDim, n)
+	g.Output(TensorShortlistClasses, onnxgraph.Int64, onnxgraph.BatchDim, n)
+	return onnxgraph.Marshal(g.Model(fmt.Sprintf("bicyc shortlist classifier: features [N,%d] -> the %d best of %d classes, int8 approximation then exact scores", s, n, k)))
 }
