@@ -192,3 +192,14 @@ func bestOf(scores []float32, k int, classes []int64) []int64 {
 	}
 	return out
 }
+
+// TestShortlistPassesONNXChecker runs onnx.checker (full check, shape
+// inference included) on a shortlist graph, as on every graph bicyc writes.
+func TestShortlistPassesONNXChecker(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	model, err := classgraph.Shortlist(randomTables(rng, classgraph.ExpandedMinClasses, 8, true), 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkONNX(t, map[string][]byte{"shortlist.onnx": model})
+}
