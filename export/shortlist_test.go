@@ -2,6 +2,7 @@ package export
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -202,4 +203,52 @@ func TestShortlistPassesONNXChecker(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkONNX(t, map[string][]byte{"shortlist.onnx": model})
+}
+
+// BenchmarkShortlistStage runs the classifier stage alone at batch 1 and
+// 5000 classes (S = 64) on one ONNX Runtime thread: the exact
+// classifier.onnx and shortlists of 1 and 128 classes, each reporting CPU
+// microseconds per call (the tables are random: speed does not depend on
+// their values; bench/infer --shortlist measures agreement on a trained
+// model).
+//
+//	go test ./export -run '^$' -bench ShortlistStage -benchtime 300x
+func BenchmarkShortlistStage(b *testing.B) {
+	const k, s = 5000, 64
+	rng := rand.New(rand.NewPCG(7, 8))
+	tables := randomTables(rng, k, s, true)
+	in := make([]float32, s)
+	for i := range in {
+		in[i] = float32(rng.NormFloat64())
+	}
+	exact, err := classgraph.Classifier(tables)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("exact", func(b *testing.B) {
+		sess := newBenchSession(b, exact, bundle.TensorFeatures)
+		defer sess.close()
+		sess.run(b, in, 1, s, k)
+		cpu := cpuSeconds(b)
+		for b.Loop() {
+			sess.run(b, in, 1, s, k)
+		}
+		b.ReportMetric((cpuSeconds(b)-cpu)/float64(b.N)*1e6, "cpu-us/op")
+	})
+	for _, n := range []int{1, 128} {
+		model, err := classgraph.Shortlist(tables, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("shortlist-%d", n), func(b *testing.B) {
+			sess := newShortlistSession(b, model)
+			defer sess.Destroy()
+			runShortlist(b, sess, in, n)
+			cpu := cpuSeconds(b)
+			for b.Loop() {
+				runShortlist(b, sess, in, n)
+			}
+			b.ReportMetric((cpuSeconds(b)-cpu)/float64(b.N)*1e6, "cpu-us/op")
+		})
+	}
 }
