@@ -19,6 +19,10 @@ import (
 	"github.com/bicyc/bicyc/infer"
 )
 
+// wholeImages is how many images the image-to-answer comparison of
+// measureShortlist classifies on each side.
+const wholeImages = 2000
+
 // shortlistRow is what --shortlist measured on one model: the classifier
 // stage alone at batch 1 (exact classifier.onnx against classgraph.Shortlist
 // of the same tables, same features, same process) and the shortlist's
@@ -27,8 +31,11 @@ type shortlistRow struct {
 	classes, n         int
 	exactP50, shortP50 float64 // wall microseconds per call
 	exactCPU, shortCPU float64 // CPU microseconds per call
-	top1, top5, images int
-	load               string
+	// image to top-5 at batch 1, wall microseconds: Classify against
+	// Embed then the shortlist
+	exactWholeP50, shortWholeP50 float64
+	top1, top5, images           int
+	load                         string
 }
 
 // measureShortlist embeds imgs with the model in dir, scores each image
@@ -66,12 +73,14 @@ func measureShortlist(o options, dir string, imgs []image.Image, n int) (shortli
 	if err != nil {
 		return row, err
 	}
-	c, err := infer.Open(context.Background(), dir, infer.WithProvider(infer.ProviderCPU), infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
+	ctx := context.Background()
+	c, err := infer.Open(ctx, dir, infer.WithProvider(infer.ProviderCPU), infer.WithThreads(o.threads),
+		infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
 	if err != nil {
 		return row, err
 	}
-	feats, err := c.Embed(context.Background(), imgs)
-	c.Close()
+	defer c.Close()
+	feats, err := c.Embed(ctx, imgs)
 	if err != nil {
 		return row, err
 	}
@@ -134,6 +143,32 @@ func measureShortlist(o options, dir string, imgs []image.Image, n int) (shortli
 		return row, err
 	}
 	fmt.Fprintf(os.Stderr, "%d classes, shortlist of %d: %d images\n", k, n, len(feats))
+	// Image to top-5, one image per call: Classify (model.onnx, exact)
+	// against Embed (backbone.onnx) then the shortlist, on the first
+	// wholeImages images, each side in its own pass.
+	whole := min(wholeImages, len(imgs))
+	var exactWhole, shortWhole []float64
+	for i := range whole {
+		start := time.Now()
+		if _, err := c.Classify(ctx, imgs[i]); err != nil {
+			return row, err
+		}
+		exactWhole = append(exactWhole, float64(time.Since(start).Microseconds()))
+	}
+	for i := range whole {
+		start := time.Now()
+		f, err := c.Embed(ctx, imgs[i:i+1])
+		if err != nil {
+			return row, err
+		}
+		copy(x.GetData(), f[0])
+		if err := shortSess.Run([]ort.Value{x}, []ort.Value{sScores, sClasses}); err != nil {
+			return row, err
+		}
+		best(sScores.GetData(), sClasses.GetData(), 5)
+		shortWhole = append(shortWhole, float64(time.Since(start).Microseconds()))
+	}
+	row.exactWholeP50, row.shortWholeP50 = compare.Median(exactWhole), compare.Median(shortWhole)
 	row.images = len(feats)
 	row.exactP50, row.shortP50 = compare.Median(exactWall), compare.Median(shortWall)
 	row.exactCPU = float64(exactCPU.Microseconds()) / float64(len(feats))
@@ -199,10 +234,12 @@ func best(scores []float32, classes []int64, k int) []int64 {
 func writeShortlist(out io.Writer, rows []shortlistRow) {
 	fmt.Fprintf(out, "\n# classifier stage at batch 1: exact classifier.onnx against classgraph.Shortlist (same features, same process)\n\n")
 	t := compare.Table{Header: []string{"classes", "shortlist", "exact p50 (us)", "shortlist p50 (us)", "exact CPU per call (us)", "shortlist CPU per call (us)",
+		"image to top-5 p50, exact Classify (us)", "image to top-5 p50, Embed + shortlist (us)",
 		"top-1 equal", "top-5 equal", "load before"}}
 	for _, r := range rows {
 		t.Add(fmt.Sprint(r.classes), fmt.Sprint(r.n), fmt.Sprintf("%.0f", r.exactP50), fmt.Sprintf("%.0f", r.shortP50),
 			fmt.Sprintf("%.0f", r.exactCPU), fmt.Sprintf("%.0f", r.shortCPU),
+			fmt.Sprintf("%.0f", r.exactWholeP50), fmt.Sprintf("%.0f", r.shortWholeP50),
 			fmt.Sprintf("%.2f %% (%d/%d)", 100*float64(r.top1)/float64(r.images), r.top1, r.images),
 			fmt.Sprintf("%.2f %% (%d/%d)", 100*float64(r.top5)/float64(r.images), r.top5, r.images), r.load)
 	}
