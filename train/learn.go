@@ -169,6 +169,12 @@ func (r *Run) loadLearned(task LearnedTask) (train, test *data.Dataset, err erro
 // warns about classes under LearnWarnImages.
 func (r *Run) checkLearnData(train *data.Dataset, allowDuplicates bool) error {
 	counts := train.ClassCounts()
+	// A set of the run's names: a task of thousands of classes onto a run
+	// of thousands would otherwise compare every pair.
+	existing := make(map[string]bool, len(r.train.ClassNames))
+	for _, name := range r.train.ClassNames {
+		existing[name] = true
+	}
 	var errs []error
 	for i, name := range train.ClassNames {
 		switch {
@@ -177,7 +183,7 @@ func (r *Run) checkLearnData(train *data.Dataset, allowDuplicates bool) error {
 		case counts[i] < LearnWarnImages:
 			r.log.printf("warning: %s: class %q has only %d training images; below %d its prototype leans mostly on the classifier's shrinkage", train.Source, name, counts[i], LearnWarnImages)
 		}
-		if !allowDuplicates && slices.Contains(r.train.ClassNames, name) {
+		if !allowDuplicates && existing[name] {
 			errs = append(errs, fmt.Errorf("%s: class %q already exists in the run (allow it explicitly to learn a second class of that name)", train.Source, name))
 		}
 	}

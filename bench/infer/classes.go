@@ -20,6 +20,7 @@ import (
 	"github.com/bicyc/bicyc/author"
 	"github.com/bicyc/bicyc/bench/compare"
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/export/classgraph"
 	"github.com/bicyc/bicyc/infer"
 )
 
@@ -69,11 +70,18 @@ type classCount struct {
 // `bicyc-infer one.png` wall time and peak RSS, the benchmark process's
 // peak RSS with the model open, and the directory's size.
 func runClasses(o options, out io.Writer) error {
+	if o.measureOnly {
+		return runShortlists(o, out)
+	}
 	tmp, err := workspace(&o, o.workDir, "bicyc-bench-classes-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	if o.keep {
+		fmt.Fprintf(os.Stderr, "keeping the grown models in %s\n", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
 	imageDir := filepath.Join(tmp, "images")
 	imgs, err := writeImages(imageDir, sweepImages, image.Point{})
 	if err != nil {
@@ -94,6 +102,7 @@ func runClasses(o options, out io.Writer) error {
 	base.Close()
 
 	var rows []*classCount
+	var shortRows []shortlistRow
 	current := o.model
 	for _, k := range o.classes {
 		if k < have {
@@ -122,9 +131,22 @@ func runClasses(o options, out io.Writer) error {
 			return fmt.Errorf("%d classes: %w", k, err)
 		}
 		rows = append(rows, row)
+		for _, n := range o.shortlist {
+			if k < classgraph.ExpandedMinClasses {
+				break
+			}
+			r, err := measureShortlist(o, dir, imgs, n)
+			if err != nil {
+				return fmt.Errorf("%d classes, shortlist %d: %w", k, n, err)
+			}
+			shortRows = append(shortRows, r)
+		}
 		current, have = dir, k
 	}
 	writeClasses(out, o, rows)
+	if len(shortRows) > 0 {
+		writeShortlist(out, shortRows)
+	}
 	if o.csv != "" {
 		return writeClassesCSV(o.csv, rows)
 	}
@@ -291,4 +313,34 @@ func writeClassesCSV(path string, rows []*classCount) error {
 		return err
 	}
 	return f.Close()
+}
+
+// runShortlists is --shortlist-only: o.model is a folder kept by --keep,
+// holding model-K for each K of --classes (and images/).
+func runShortlists(o options, out io.Writer) error {
+	if len(o.shortlist) == 0 {
+		return fmt.Errorf("--shortlist-only needs --shortlist")
+	}
+	imgs, err := writeImages(filepath.Join(o.model, "images"), sweepImages, image.Point{})
+	if err != nil {
+		return err
+	}
+	if _, err := infer.InitRuntime(o.ortLib); err != nil {
+		return err
+	}
+	var rows []shortlistRow
+	for _, k := range o.classes {
+		if k < classgraph.ExpandedMinClasses {
+			continue
+		}
+		for _, n := range o.shortlist {
+			r, err := measureShortlist(o, filepath.Join(o.model, fmt.Sprintf("model-%d", k)), imgs, n)
+			if err != nil {
+				return fmt.Errorf("%d classes, shortlist %d: %w", k, n, err)
+			}
+			rows = append(rows, r)
+		}
+	}
+	writeShortlist(out, rows)
+	return nil
 }

@@ -39,6 +39,9 @@ type options struct {
 	classes      []int
 	csv, workDir string
 	addBin       string
+	keep         bool
+	shortlist    []int
+	measureOnly  bool
 }
 
 func main() {
@@ -66,6 +69,13 @@ func main() {
 	})
 	flag.StringVar(&o.csv, "csv", "", "with --classes: also write the measurements to this CSV file")
 	flag.StringVar(&o.addBin, "add-bin", "", "with --classes: add classes with this bicyc-infer's add-classes command (e.g. an older build) instead of this build's author.AddClasses")
+	flag.BoolVar(&o.keep, "keep", false, "with --classes: keep the grown models (and the test images) in the work dir, e.g. to measure approximations on them later")
+	flag.Func("shortlist", "N,N,...: with --classes, also measure export.Shortlist of these lengths on every model of 64 classes or more (classifier stage at batch 1, agreement with the exact answer on the test images)", func(v string) error {
+		var err error
+		o.shortlist, err = parseClasses(v)
+		return err
+	})
+	flag.BoolVar(&o.measureOnly, "shortlist-only", false, "with --classes and --shortlist: --model is a folder of model-K directories kept by --keep; measure only the shortlists")
 	flag.StringVar(&o.workDir, "work-dir", "", "with --classes: where the grown models are written (default the system's temp dir)")
 	flag.Parse()
 	if o.classes != nil {

@@ -167,10 +167,7 @@ func Files(t gauss.ClassifierTables, backbone []byte) (map[string][]byte, error)
 func (sc scoring) add(g *onnxgraph.Graph, z, location string) {
 	s := sc.t.S
 	if sc.t.Normalize {
-		norm := g.Op("ReduceL2", "classifier.norm", []string{z}, onnxgraph.AttrInts("axes", 1), onnxgraph.AttrInt("keepdims", 1))
-		eps := g.Floats("classifier.norm_eps", nil, []float32{gauss.NormEpsilon})
-		norm = g.Op("Max", "classifier.norm_clamped", []string{norm, eps})
-		z = g.Op("Div", "classifier.features_normalized", []string{z, norm})
+		z = normalized(g, z)
 	}
 	table := func(name string, shape []int) string {
 		if location == "" {
@@ -183,16 +180,31 @@ func (sc scoring) add(g *onnxgraph.Graph, z, location string) {
 		return
 	}
 	q := sc.q
-	u := g.Op("Sub", "classifier.centered", []string{z, g.Floats("classifier.center", []int{s}, q.Center)})
+	phi := quadraticFeatures(g, z, q)
+	coef := table("classifier.coef", []int{q.K, gauss.QuadraticDim(s)})
+	g.Op("Gemm", bundle.TensorScores, []string{phi, coef, g.Floats("classifier.const", []int{q.K}, q.Const)}, onnxgraph.AttrInt("transB", 1))
+}
+
+// normalized appends z / max(||z||_2, gauss.NormEpsilon), row by row.
+func normalized(g *onnxgraph.Graph, z string) string {
+	norm := g.Op("ReduceL2", "classifier.norm", []string{z}, onnxgraph.AttrInts("axes", 1), onnxgraph.AttrInt("keepdims", 1))
+	eps := g.Floats("classifier.norm_eps", nil, []float32{gauss.NormEpsilon})
+	norm = g.Op("Max", "classifier.norm_clamped", []string{norm, eps})
+	return g.Op("Div", "classifier.features_normalized", []string{z, norm})
+}
+
+// quadraticFeatures appends phi(zh - center) of gauss.QuadraticTables for
+// the (normalised) features zh [N,S] and returns it, [N,D].
+func quadraticFeatures(g *onnxgraph.Graph, zh string, q *gauss.QuadraticTables) string {
+	s := q.S
+	u := g.Op("Sub", "classifier.centered", []string{zh, g.Floats("classifier.center", []int{s}, q.Center)})
 	col := g.Op("Unsqueeze", "classifier.centered_column", []string{u, g.Ints("classifier.axis_2", []int{1}, 2)})
 	row := g.Op("Unsqueeze", "classifier.centered_row", []string{u, g.Ints("classifier.axis_1", []int{1}, 1)})
 	outer := g.Op("Mul", "classifier.outer", []string{col, row})
 	outer = g.Op("Reshape", "classifier.outer_flat", []string{outer, g.Ints("classifier.outer_shape", []int{2}, -1, int64(s*s))})
 	pairs := gauss.UpperPairs(s)
 	upper := g.Op("Gather", "classifier.outer_upper", []string{outer, g.Ints("classifier.upper_pairs", []int{len(pairs)}, pairs...)}, onnxgraph.AttrInt("axis", 1))
-	phi := g.Op("Concat", "classifier.quadratic_features", []string{upper, u}, onnxgraph.AttrInt("axis", 1))
-	coef := table("classifier.coef", []int{q.K, gauss.QuadraticDim(s)})
-	g.Op("Gemm", bundle.TensorScores, []string{phi, coef, g.Floats("classifier.const", []int{q.K}, q.Const)}, onnxgraph.AttrInt("transB", 1))
+	return g.Op("Concat", "classifier.quadratic_features", []string{upper, u}, onnxgraph.AttrInt("axis", 1))
 }
 
 // addFactored appends the factored form reading the normalised features

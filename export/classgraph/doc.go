@@ -7,6 +7,10 @@
 // author a model with classes added after training. The runtime (package
 // infer) only reads what it writes.
 //
+// Shortlist builds an approximate classifier graph (int8 scores of every
+// class, the best n rescored exactly) that is measured but written into no
+// model directory yet (docs/classes.md, "Approximations").
+//
 // Errors about the tables wrap ErrTables; about a backbone.onnx that
 // cannot be extended, ErrONNX.
 package classgraph

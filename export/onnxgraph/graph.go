@@ -133,6 +133,16 @@ func (g *Graph) Floats(name string, shape []int, data []float32) string {
 
 // External adds a float32 initializer whose values are the first length
 // bytes of the file location beside the model (ONNX external data), raw
+// Raw adds an initializer of element type elem whose little-endian
+// raw_data is data (int8 and float16 tables, which Floats cannot hold).
+func (g *Graph) Raw(name string, elem onnxpb.TensorProto_DataType, shape []int, data []byte) string {
+	g.claim(name)
+	g.inits = append(g.inits, &onnxpb.TensorProto{
+		Name: proto.String(name), DataType: proto.Int32(int32(elem)), Dims: int64s(shape), RawData: data,
+	})
+	return name
+}
+
 // little-endian as Float32Bytes writes them.
 func (g *Graph) External(name string, shape []int, location string, length int64) string {
 	if int64(4*NumElements(shape)) != length {
