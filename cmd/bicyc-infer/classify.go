@@ -12,6 +12,7 @@ import (
 
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
+	"github.com/bicyc/bicyc/serve"
 )
 
 // classifyOptions are the root command's flags and arguments.
@@ -65,7 +66,7 @@ func runClassify(o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) 
 		return err
 	}
 	defer c.Close()
-	limitMemory(classifyCeiling(o.model.maxPixels, collector != nil))
+	serve.LimitMemory(classifyCeiling(o.model.maxPixels, collector != nil))
 
 	out := newPrinter(o.json, stdout, stderr, sources, c)
 	r := &imageReader{c: c, stdin: stdin, maxPixels: o.model.maxPixels, keepBytes: collector != nil}
@@ -240,7 +241,7 @@ func (r *imageReader) load(s source) loaded {
 	l.in, l.err = r.c.Prepare(img)
 	bounds := img.Bounds()
 	img = nil // no longer referenced, whatever follows
-	releaseImage(bounds)
+	serve.ReleaseImage(bounds)
 	if r.keepBytes && l.err == nil {
 		l.raw, l.rawErr = keepRest(src, &raw, data.MaxImageBytes(r.maxPixels))
 	}

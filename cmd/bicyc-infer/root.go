@@ -128,18 +128,6 @@ func (o *modelOptions) openOptions(log io.Writer) ([]infer.Option, error) {
 	}, nil
 }
 
-// reopener returns the function that opens the model again with these
-// options, for the server's reload.
-func (o *modelOptions) reopener(log io.Writer) func() (model, error) {
-	return func() (model, error) {
-		c, err := o.open(log)
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	}
-}
-
 // applyEnv sets every flag of fs that was not given on the command line
 // from its BICYC_* variable, if set: flags > environment > defaults. Values
 // go through the flag's own parser, so a malformed variable is an error

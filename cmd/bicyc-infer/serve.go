@@ -5,24 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
-	"github.com/bicyc/bicyc/infer"
+	"github.com/bicyc/bicyc/serve"
 )
 
 // serveOptions are the serve command's flags.
 type serveOptions struct {
 	model           *modelOptions
+	repository      string
+	modelName       string
+	versionPolicy   string
 	addr            string
 	adminAddr       string
 	maxBody         int64
@@ -96,6 +96,9 @@ SIGINT or SIGTERM stop accepting connections and finish requests in flight (up t
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&o.repository, "model-repository", "", "serve every model of this repository `dir`ectory, DIR/<name>/<version>/ (instead of --model; env BICYC_MODEL_REPOSITORY)")
+	f.StringVar(&o.modelName, "model-name", serve.DefaultModelName, "the --model's `name` on the /v2/models/ paths")
+	f.StringVar(&o.versionPolicy, "version-policy", "latest:1", "versions of each repository model to serve: latest, latest:N or specific:V1,V2,...")
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "public listen `address`; :8080 listens on every interface (env BICYC_ADDR)")
 	f.StringVar(&o.adminAddr, "admin-addr", "127.0.0.1:8081", "listen `address` of POST /admin/reload; empty: none (env BICYC_ADMIN_ADDR)")
 	f.Int64Var(&o.maxBody, "max-body", 32<<20, "largest request body in `bytes` (env BICYC_MAX_BODY)")
@@ -110,19 +113,15 @@ SIGINT or SIGTERM stop accepting connections and finish requests in flight (up t
 	return cmd
 }
 
-func (o *serveOptions) validate() error {
+// config turns the flags into the server's configuration; its models are
+// opened with the model flags' options, logging to log.
+func (o *serveOptions) config(log io.Writer) (serve.Config, error) {
 	var errs []error
-	if o.maxBody < 1 {
-		errs = append(errs, fmt.Errorf("--max-body %d: want >= 1", o.maxBody))
-	}
-	if o.maxBuffered < o.maxBody {
-		errs = append(errs, fmt.Errorf("--max-buffered %d: want >= --max-body %d", o.maxBuffered, o.maxBody))
+	if (o.model.model == "") == (o.repository == "") {
+		errs = append(errs, errors.New("serve needs --model DIR or --model-repository DIR, one of the two (or BICYC_MODEL / BICYC_MODEL_REPOSITORY)"))
 	}
 	if _, port, _ := net.SplitHostPort(o.addr); o.adminAddr != "" && o.adminAddr == o.addr && port != "0" {
 		errs = append(errs, fmt.Errorf("--admin-addr %s: want an address other than --addr", o.adminAddr))
-	}
-	if o.maxConcurrent < 1 {
-		errs = append(errs, fmt.Errorf("--max-concurrent %d: want >= 1", o.maxConcurrent))
 	}
 	for _, d := range []struct {
 		flag string
@@ -132,29 +131,74 @@ func (o *serveOptions) validate() error {
 			errs = append(errs, fmt.Errorf("--%s %v: want > 0", d.flag, d.v))
 		}
 	}
-	return errors.Join(errs...)
-}
-
-// runServe opens the model, listens on o.addr and serves until ctx ends.
-func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
-	if err := o.validate(); err != nil {
-		return err
+	if o.maxBody < 1 {
+		errs = append(errs, fmt.Errorf("--max-body %d: want >= 1", o.maxBody))
+	}
+	if o.maxBuffered < o.maxBody {
+		errs = append(errs, fmt.Errorf("--max-buffered %d: want >= --max-body %d", o.maxBuffered, o.maxBody))
+	}
+	if o.maxConcurrent < 1 {
+		errs = append(errs, fmt.Errorf("--max-concurrent %d: want >= 1", o.maxConcurrent))
+	}
+	policy, err := serve.ParseVersionPolicy(o.versionPolicy)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--version-policy: %w", err))
+	}
+	opts, err := o.model.openOptions(log)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return serve.Config{}, err
 	}
 	collector, err := o.collect.collector()
 	if err != nil {
-		return err
+		return serve.Config{}, err
 	}
-	c, err := o.model.open(stderr)
+	return serve.Config{
+		Model: o.model.model, ModelName: o.modelName, Repository: o.repository, Policy: policy,
+		Options: opts, TopK: o.model.topK, MaxBody: o.maxBody, MaxBuffered: o.maxBuffered,
+		MaxConcurrent: o.maxConcurrent, QueueTimeout: o.queueTimeout, BodyTimeout: o.bodyTimeout,
+		MaxPixels: o.model.maxPixels, Collector: collector, Log: log,
+	}, nil
+}
+
+// runServe opens the models, listens on o.addr (and o.adminAddr) and
+// serves until ctx ends, reloading the models on SIGHUP.
+func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
+	cfg, err := o.config(stderr)
 	if err != nil {
 		return err
 	}
-	s := newServer(c, o.model.reopener(stderr), o, prometheus.NewRegistry(), stderr)
-	s.collector = collector
-	defer s.close()
-	limitMemory(memoryBase + o.maxBuffered + int64(o.maxConcurrent)*bytesPerPixel*o.model.maxPixels)
+	if o.model.model != "" {
+		warnBehind(stderr, o.model.model)
+	}
+	s, err := serve.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	serve.LimitMemory(cfg.MemoryCeiling())
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	reload := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-hup:
+				select {
+				case reload <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return err
@@ -166,85 +210,12 @@ func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 			return fmt.Errorf("admin listener: %w", err)
 		}
 	}
-	fmt.Fprintf(stderr, "bicyc-infer: serving %s (%d classes, %s, %s) on %s\n", o.model.model, len(c.Classes()), c.Provider(), unknownPolicy(c), ln.Addr())
+	for _, line := range s.Describe() {
+		fmt.Fprintf(stderr, "bicyc-infer: %s\n", line)
+	}
+	fmt.Fprintf(stderr, "bicyc-infer: serving /v1/classify and /v2/models/ on %s\n", ln.Addr())
 	if adminLn != nil {
-		fmt.Fprintf(stderr, "bicyc-infer: POST /admin/reload on %s\n", adminLn.Addr())
+		fmt.Fprintf(stderr, "bicyc-infer: /v2/repository/ and POST /admin/reload on %s\n", adminLn.Addr())
 	}
-	return s.serve(ctx, ln, adminLn, o, hup)
-}
-
-// unknownPolicy says when the model answers unknown, for the start-up line.
-func unknownPolicy(c *infer.Classifier) string {
-	threshold, rate := c.UnknownThreshold()
-	switch {
-	case math.IsInf(threshold, 1):
-		return "never unknown: no calibration"
-	case rate > 0:
-		return fmt.Sprintf("unknown above score %.3g, accepting %.0f%% of known images", threshold, 100*rate)
-	}
-	return fmt.Sprintf("unknown above score %.3g", threshold)
-}
-
-// serve answers the public API on ln and, unless adminLn is nil, the
-// admin API on adminLn, until ctx ends, reloading the model whenever reload
-// delivers (SIGHUP); then it marks the server unready, stops accepting
-// connections and waits up to o.shutdownTimeout for requests in flight. It
-// returns nil after a clean shutdown.
-func (s *server) serve(ctx context.Context, ln, adminLn net.Listener, o *serveOptions, reload <-chan os.Signal) error {
-	newHTTP := func(h http.Handler) *http.Server {
-		return &http.Server{
-			Handler:           h,
-			ReadHeaderTimeout: min(o.readTimeout, 10*time.Second),
-			ReadTimeout:       o.readTimeout,
-			WriteTimeout:      o.writeTimeout,
-			IdleTimeout:       2 * time.Minute,
-		}
-	}
-	servers := []*http.Server{newHTTP(s.handler)}
-	listeners := []net.Listener{ln}
-	if adminLn != nil {
-		servers = append(servers, newHTTP(s.admin))
-		listeners = append(listeners, adminLn)
-	}
-	done := make(chan error, len(servers))
-	for i, srv := range servers {
-		go func() { done <- srv.Serve(listeners[i]) }()
-	}
-	if err := s.wait(ctx, done, reload); err != nil {
-		for _, srv := range servers {
-			srv.Close()
-		}
-		return err
-	}
-	s.ready.Store(false)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
-	defer cancel()
-	var errs []error
-	for _, srv := range servers {
-		if err := srv.Shutdown(shutdownCtx); err != nil {
-			errs = append(errs, fmt.Errorf("shutdown: %w", err))
-		}
-	}
-	for range servers {
-		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// wait returns nil when ctx ends, or the error of a server that stopped
-// on its own, reloading the model whenever reload delivers.
-func (s *server) wait(ctx context.Context, done <-chan error, reload <-chan os.Signal) error {
-	for {
-		select {
-		case err := <-done:
-			return err
-		case <-reload:
-			// reload logs its outcome; a failure leaves the old model serving.
-			s.reload()
-		case <-ctx.Done():
-			return nil
-		}
-	}
+	return s.Serve(ctx, ln, adminLn, serve.Timeouts{Read: o.readTimeout, Write: o.writeTimeout, Shutdown: o.shutdownTimeout}, reload)
 }

@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"math"
 	"mime/multipart"
 	"net"
@@ -17,28 +16,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/bicyc/bicyc/infer"
 )
 
-// testServer opens the test model and serves it on a loopback listener.
-func testServer(t *testing.T, tweak func(*serveOptions)) (*server, *httptest.Server, *infer.Classifier) {
+// testServer serves the test model on a loopback listener; it returns the
+// server, its listener and a classifier of the same model for reference.
+func testServer(t *testing.T, tweak func(*Config)) (*Server, *httptest.Server, *infer.Classifier) {
 	t.Helper()
 	model, _ := testModel(t)
-	mo := &modelOptions{model: model, provider: "cpu", threads: 1, maxPixels: infer.DefaultMaxPixels}
-	c, err := mo.open(io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	o := &serveOptions{model: mo, maxBody: 1 << 20, maxConcurrent: 4, queueTimeout: time.Second,
-		readTimeout: 10 * time.Second, writeTimeout: 10 * time.Second, shutdownTimeout: 5 * time.Second}
+	c := openReference(t, model)
+	cfg := testConfig(model)
 	if tweak != nil {
-		tweak(o)
+		tweak(&cfg)
 	}
-	s := newServer(c, mo.reopener(io.Discard), o, prometheus.NewRegistry(), io.Discard)
-	ts := httptest.NewServer(s.handler)
+	s := newTestServer(t, cfg)
+	ts := httptest.NewServer(s.Public)
 	t.Cleanup(ts.Close)
 	return s, ts, c
 }
@@ -168,7 +160,7 @@ func pngHeader(w, h uint32) []byte {
 }
 
 func TestServerErrors(t *testing.T) {
-	_, ts, _ := testServer(t, func(o *serveOptions) { o.maxBody = 64 << 10 })
+	_, ts, _ := testServer(t, func(c *Config) { c.MaxBody = 64 << 10 })
 	_, test := testModel(t)
 	good := encodePNG(t, fashionImage(test, 0))
 	noImage, noImageBody := multipartBody(t, "file", good)
@@ -215,7 +207,7 @@ func TestServerErrors(t *testing.T) {
 // TestServerBusy takes every classification slot and checks that a
 // request waits queueTimeout and then gets 503.
 func TestServerBusy(t *testing.T) {
-	s, ts, _ := testServer(t, func(o *serveOptions) { o.maxConcurrent = 2; o.queueTimeout = 20 * time.Millisecond })
+	s, ts, _ := testServer(t, func(c *Config) { c.MaxConcurrent = 2; c.QueueTimeout = 20 * time.Millisecond })
 	_, test := testModel(t)
 	for range cap(s.slots) {
 		s.slots <- struct{}{}
@@ -235,15 +227,9 @@ func TestServerBusy(t *testing.T) {
 // readiness drops and serve returns cleanly.
 func TestServeGracefulShutdown(t *testing.T) {
 	model, test := testModel(t)
-	mo := &modelOptions{model: model, provider: "cpu", threads: 1, maxPixels: infer.DefaultMaxPixels}
-	c, err := mo.open(io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	o := &serveOptions{model: mo, maxBody: 1 << 20, maxConcurrent: 1, queueTimeout: 5 * time.Second,
-		readTimeout: 10 * time.Second, writeTimeout: 10 * time.Second, shutdownTimeout: 5 * time.Second}
-	s := newServer(c, mo.reopener(io.Discard), o, prometheus.NewRegistry(), io.Discard)
+	cfg := testConfig(model)
+	cfg.MaxConcurrent, cfg.QueueTimeout = 1, 5*time.Second
+	s := newTestServer(t, cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -251,7 +237,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 	url := "http://" + ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- s.serve(ctx, ln, nil, o, nil) }()
+	go func() { served <- s.Serve(ctx, ln, nil, testTimeouts, nil) }()
 
 	if got := get(t, url+"/healthz"); got != "ok\n" {
 		t.Errorf("healthz %q", got)
@@ -301,18 +287,14 @@ func FuzzClassifyHandler(f *testing.F) {
 	f.Add([]byte("--x\r\nContent-Disposition: form-data; name=\"image\"\r\n\r\nGIF89a\r\n--x--\r\n"), "multipart/form-data; boundary=x")
 	f.Add([]byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;"), "image/gif")
 	model, _ := testModel(f)
-	mo := &modelOptions{model: model, provider: "cpu", threads: 1, maxPixels: 1 << 16}
-	c, err := mo.open(io.Discard)
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer c.Close()
-	s := newServer(c, mo.reopener(io.Discard), &serveOptions{model: mo, maxBody: 1 << 16, maxConcurrent: 2, queueTimeout: time.Second}, prometheus.NewRegistry(), io.Discard)
+	cfg := testConfig(model)
+	cfg.MaxPixels, cfg.MaxBody, cfg.MaxConcurrent = 1<<16, 1<<16, 2
+	s := newTestServer(f, cfg)
 	f.Fuzz(func(t *testing.T, body []byte, contentType string) {
 		req := httptest.NewRequest(http.MethodPost, "/v1/classify", bytes.NewReader(body))
 		req.Header.Set("Content-Type", contentType)
 		rec := httptest.NewRecorder()
-		s.handler.ServeHTTP(rec, req)
+		s.Public.ServeHTTP(rec, req)
 		if rec.Code != http.StatusOK && (rec.Code < 400 || rec.Code > 499) {
 			t.Errorf("status %d: %s", rec.Code, rec.Body)
 		}
