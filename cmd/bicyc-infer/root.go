@@ -40,6 +40,7 @@ var envNames = map[string]string{
 	"max-pixels":        "BICYC_MAX_PIXELS",
 	"addr":              "BICYC_ADDR",
 	"admin-addr":        "BICYC_ADMIN_ADDR",
+	"model-repository":  "BICYC_MODEL_REPOSITORY",
 	"max-body":          "BICYC_MAX_BODY",
 	"max-buffered":      "BICYC_MAX_BUFFERED",
 	"max-concurrent":    "BICYC_MAX_CONCURRENT",

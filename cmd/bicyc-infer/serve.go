@@ -40,8 +40,9 @@ func newServeCmd(model *modelOptions, stderr io.Writer) *cobra.Command {
 	o := &serveOptions{model: model}
 	cmd := &cobra.Command{
 		Use:   "serve [flags]",
-		Short: "Serve the model over HTTP",
-		Long: `serve runs the model as an HTTP JSON service. The public listener (--addr, by default
+		Short: "Serve the model, or a model repository, over HTTP (bicyc's API and KServe v2)",
+		Long: `serve runs the model (--model DIR), or every model of a repository (--model-repository DIR,
+laid out DIR/<name>/<version>/), as an HTTP JSON service. The public listener (--addr, by default
 127.0.0.1:8080: this machine only; give --addr :8080 to serve other machines) answers:
 
   POST /v1/classify   the image as the raw request body (Content-Type image/*,
@@ -61,13 +62,24 @@ func newServeCmd(model *modelOptions, stderr io.Writer) *cobra.Command {
   GET  /metrics       Prometheus metrics: requests by handler and code, latency, requests in
                       flight, model reloads by result, unknown answers (bicyc_infer_unknown_total,
                       a drift signal) and unknown images collected
+  /v2/...             the Open Inference Protocol (KServe v2) over REST: GET /v2/health/live,
+                      /v2/health/ready, /v2/models/<name>[/versions/<v>] (metadata; the classes
+                      in parameters) and .../ready; POST .../infer with a BYTES tensor "image" of
+                      base64 images or an FP32 tensor "input" [N,C,H,W]; outputs "distance",
+                      "probabilities", "unknown_score", "unknown", and Triton's classification
+                      extension. A --model is served as --model-name, version 1. With a
+                      repository, /v1/classify takes ?model=<name>&version=<v>.
 
 The admin listener (--admin-addr, by default 127.0.0.1:8081; empty turns it off) answers only:
 
   POST /admin/reload  open and verify the model directory again (schema version, SHA-256 of the
                       manifest and every file, a warm-up run) and serve it from the next request
                       on, if it verifies: 200 {"model", "classes"}, or 500 {"error"} with the
-                      previous model serving on
+                      previous model serving on (a repository: every loaded model again)
+  POST /v2/repository/index, /v2/repository/models/<name>/load and .../unload
+                      Triton's repository API: every version and why it is or is not served;
+                      load a model's versions (body {"parameters": {"version_policy":
+                      "specific:1"}} pins or rolls back), swapped in only if all verify; unload
 
   curl -H 'Content-Type: image/png' --data-binary @shirt.png localhost:8080/v1/classify
   curl -F image=@shirt.png localhost:8080/v1/classify
@@ -100,7 +112,7 @@ SIGINT or SIGTERM stop accepting connections and finish requests in flight (up t
 	f.StringVar(&o.modelName, "model-name", serve.DefaultModelName, "the --model's `name` on the /v2/models/ paths")
 	f.StringVar(&o.versionPolicy, "version-policy", "latest:1", "versions of each repository model to serve: latest, latest:N or specific:V1,V2,...")
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "public listen `address`; :8080 listens on every interface (env BICYC_ADDR)")
-	f.StringVar(&o.adminAddr, "admin-addr", "127.0.0.1:8081", "listen `address` of POST /admin/reload; empty: none (env BICYC_ADMIN_ADDR)")
+	f.StringVar(&o.adminAddr, "admin-addr", "127.0.0.1:8081", "listen `address` of POST /admin/reload and the repository API; empty: none (env BICYC_ADMIN_ADDR)")
 	f.Int64Var(&o.maxBody, "max-body", 32<<20, "largest request body in `bytes` (env BICYC_MAX_BODY)")
 	f.Int64Var(&o.maxBuffered, "max-buffered", 128<<20, "`bytes` of request bodies held in memory at once, over all requests (env BICYC_MAX_BUFFERED)")
 	f.IntVar(&o.maxConcurrent, "max-concurrent", runtime.GOMAXPROCS(0), "requests classified at once (env BICYC_MAX_CONCURRENT)")
