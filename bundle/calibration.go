@@ -31,7 +31,8 @@ type Calibration struct {
 }
 
 // NewCalibration records c, fitted on heldOut images, with the default
-// acceptance rate acceptRate in (0, 1].
+// acceptance rate acceptRate (gauss.ValidateAcceptRate; it panics on
+// another, as gauss.Calibration.Threshold does).
 func NewCalibration(c gauss.Calibration, heldOut int, acceptRate float64) *Calibration {
 	return &Calibration{Temperature: c.Temperature, ClassScales: c.Scales, HeldOutScores: c.Reference,
 		HeldOutImages: heldOut, AcceptRate: acceptRate, Threshold: c.Threshold(acceptRate)}
@@ -51,8 +52,8 @@ func (c *Calibration) validate(k int) error {
 	if c.HeldOutImages < gauss.MinCalibrationImages {
 		return fmt.Errorf("%w: calibration: %d held-out images, want at least %d", ErrManifest, c.HeldOutImages, gauss.MinCalibrationImages)
 	}
-	if !(c.AcceptRate > 0 && c.AcceptRate <= 1) {
-		return fmt.Errorf("%w: calibration: accept_rate %v, want a value in (0, 1]", ErrManifest, c.AcceptRate)
+	if err := gauss.ValidateAcceptRate(c.AcceptRate); err != nil {
+		return fmt.Errorf("%w: calibration: %w", ErrManifest, err)
 	}
 	if !(c.Threshold >= 0) || math.IsInf(c.Threshold, 0) {
 		return fmt.Errorf("%w: calibration: threshold %v, want a finite value >= 0", ErrManifest, c.Threshold)

@@ -25,8 +25,8 @@ func TestClassifierCalibrationRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := b.Manifest.Classifier.Gauss(b.Manifest.Classes)
-	want := gauss.ClassifierOptions{Shrink: 3, Normalize: true, OffDiagShrink: 1, AgeShrink: 0.5, AgeBias: -0.25, PoolCov: 0.3, Ages: []int{1, 1, 0}}
+	got := b.Manifest.Classifier.WithAges(Ages(b.Manifest.Classes))
+	want := gauss.ClassifierOptions{Shrink: 3, Normalize: true, TopK: 3, OffDiagShrink: 1, AgeShrink: 0.5, AgeBias: -0.25, PoolCov: 0.3, Ages: []int{1, 1, 0}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("options %+v, want %+v", got, want)
 	}
@@ -60,8 +60,8 @@ func TestOpenReadsSchemaVersion2Classifier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := b.Manifest.Classifier.Gauss(b.Manifest.Classes)
-	if want := (gauss.ClassifierOptions{Shrink: 3, Normalize: true}); !reflect.DeepEqual(got, want) {
+	got := b.Manifest.Classifier.WithAges(Ages(b.Manifest.Classes))
+	if want := (gauss.ClassifierOptions{Shrink: 3, Normalize: true, TopK: 3}); !reflect.DeepEqual(got, want) {
 		t.Errorf("schema-2 classifier options %+v, want %+v", got, want)
 	}
 }

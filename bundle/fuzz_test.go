@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/gauss"
 )
 
 // The fuzz targets of this package cover what Open reads from disk: the
@@ -56,7 +57,7 @@ func fuzzModel(tb testing.TB, k, s int, adapter bool) (*Manifest, map[string][]b
 	m := &Manifest{
 		BicycVersion: "v0.0.0-fuzz", CreatedAt: time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC), MinRuntimeVersion: MinRuntimeVersion,
 		Backbone: "convnet", FeatureDim: s,
-		Classifier: ClassifierOptions{Normalize: true, Shrink: 1, TopK: 1},
+		Classifier: gauss.ClassifierOptions{Normalize: true, Shrink: 1, TopK: 1},
 		Preprocess: data.Preprocess{Channels: 3, Height: 32, Width: 32, Mean: []float32{0.5, 0.5, 0.5},
 			Std: []float32{0.25, 0.25, 0.25}, Resize: data.ResizeCatmullRom, Background: [3]uint8{255, 255, 255}},
 		Config: json.RawMessage(`{"epochs":1}`),

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -19,10 +18,10 @@ import (
 // change a reader of the previous version would misread. Version 2 numbers
 // tasks from 1 (Class.Task), as everything bicyc shows a person does;
 // version 1 numbered them from 0. Version 3 adds the classifier
-// calibration options (ClassifierOptions.OffDiagShrink, AgeShrink,
+// calibration options (gauss.ClassifierOptions.OffDiagShrink, AgeShrink,
 // AgeBias, PoolCov) and Class.Age; a manifest of an older version has neither and
 // keeps the classifier it was written with. Version 4 adds
-// ClassifierOptions.TestFlip. Version 5 stores the class table once, in
+// gauss.ClassifierOptions.TestFlip. Version 5 stores the class table once, in
 // ClassifierDataFile, which classifier.onnx and model.onnx read as ONNX
 // external data, and packed covariances in PrototypesFile (see
 // Prototypes); an older bicyc would misread both. Open reads all five (see
@@ -72,8 +71,8 @@ type Manifest struct {
 	// Adapter is the kind of adapter.onnx ("mlp", "linear", "linear-bias",
 	// "residual-mlp"; export.Adapter), or empty when
 	// the directory has none (a model trained on one task).
-	Adapter    string            `json:"adapter,omitempty"`
-	Classifier ClassifierOptions `json:"classifier"`
+	Adapter    string                  `json:"adapter,omitempty"`
+	Classifier gauss.ClassifierOptions `json:"classifier"`
 	// Preprocess is the test-time preprocessing the backbone expects.
 	Preprocess data.Preprocess `json:"preprocess"`
 
@@ -110,40 +109,16 @@ type Class struct {
 	Age int `json:"age,omitempty"`
 }
 
-// ClassifierOptions are the options the classifier tables were built with
-// (gauss.ClassifierOptions) and TopK, how many predictions a reader reports
-// per image unless asked for another number.
-type ClassifierOptions struct {
-	Normalize    bool    `json:"normalize"`
-	Shrink       float64 `json:"shrink"`
-	FullGaussian bool    `json:"full_gaussian"`
-	TopK         int     `json:"top_k"`
-	// Calibration options, absent (0, off) before schema version 3.
-	OffDiagShrink float64 `json:"off_diag_shrink,omitempty"`
-	AgeShrink     float64 `json:"age_shrink,omitempty"`
-	AgeBias       float64 `json:"age_bias,omitempty"`
-	PoolCov       float64 `json:"pool_cov,omitempty"`
-	// TestFlip averages the scores of every image and of its horizontal
-	// mirror (absent, off, before schema version 4): model.onnx scores one
-	// image, so a reader runs it on both and averages.
-	TestFlip bool `json:"test_flip,omitempty"`
-}
-
-// Gauss returns the options gauss.NewClassifier builds the tables with,
-// for classes in score order (their ages feed AgeShrink and AgeBias). It is
-// the one translation from the manifest to the classifier: training,
-// export and bicyc-infer add-classes all build their classifier through
-// it, so they agree.
-func (o ClassifierOptions) Gauss(classes []Class) gauss.ClassifierOptions {
-	opts := gauss.ClassifierOptions{Shrink: o.Shrink, Normalize: o.Normalize, FullGaussian: o.FullGaussian,
-		OffDiagShrink: o.OffDiagShrink, AgeShrink: o.AgeShrink, AgeBias: o.AgeBias, PoolCov: o.PoolCov}
-	if o.AgeShrink != 0 || o.AgeBias != 0 {
-		opts.Ages = make([]int, len(classes))
-		for i, c := range classes {
-			opts.Ages[i] = c.Age
-		}
+// Ages returns the age of every class (Class.Age), in order: what
+// gauss.ClassifierOptions.WithAges takes to build the classifier of a
+// manifest, m.Classifier.WithAges(Ages(m.Classes)). Training, export and
+// add-classes all build their classifier that way, so they agree.
+func Ages(classes []Class) []int {
+	ages := make([]int, len(classes))
+	for i, c := range classes {
+		ages[i] = c.Age
 	}
-	return opts
+	return ages
 }
 
 // File is the size and lower-case hex SHA-256 of one file.
@@ -153,8 +128,8 @@ type File struct {
 }
 
 // Validate reports every inconsistency of m, joined, each wrapping
-// ErrManifest: a non-positive feature dim or top-k, an invalid shrink or
-// preprocessing (also wrapping data.ErrPreprocess), duplicate class IDs, classes and tasks that disagree, a
+// ErrManifest: a non-positive feature dim, a classifier option out of range
+// (also wrapping gauss.ErrOptions), an invalid preprocessing (also wrapping data.ErrPreprocess), duplicate class IDs, classes and tasks that disagree, a
 // required file or the adapter file missing from Files, or a file name that
 // is not a plain name in the directory, a calibration that does not fit the
 // classes (also wrapping gauss.ErrCalibration). It does not look at the disk.
@@ -169,7 +144,9 @@ func (m *Manifest) Validate() error {
 	if m.FeatureDim < 1 {
 		bad("feature_dim %d, want >= 1", m.FeatureDim)
 	}
-	m.Classifier.validate(bad)
+	for _, p := range m.Classifier.Problems() {
+		errs = append(errs, fmt.Errorf("%w: classifier %w", ErrManifest, p))
+	}
 	if err := m.Preprocess.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("%w: %w", ErrManifest, err))
 	}
@@ -233,27 +210,6 @@ func (m *Manifest) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// validate reports, through bad, every classifier option out of range.
-func (o ClassifierOptions) validate(bad func(format string, args ...any)) {
-	if o.TopK < 1 {
-		bad("classifier top_k %d, want >= 1", o.TopK)
-	}
-	if !(o.Shrink >= 0) || math.IsInf(o.Shrink, 0) {
-		bad("classifier shrink %v, want a finite value >= 0", o.Shrink)
-	}
-	for name, v := range map[string]float64{"off_diag_shrink": o.OffDiagShrink, "age_shrink": o.AgeShrink} {
-		if !(v >= 0) || math.IsInf(v, 0) {
-			bad("classifier %s %v, want a finite value >= 0", name, v)
-		}
-	}
-	if !(o.PoolCov >= 0 && o.PoolCov <= 1) {
-		bad("classifier pool_cov %v, want a value in [0, 1]", o.PoolCov)
-	}
-	if math.IsNaN(o.AgeBias) || math.IsInf(o.AgeBias, 0) {
-		bad("classifier age_bias %v, want a finite value", o.AgeBias)
-	}
 }
 
 // lookupTask returns the task, numbered from 1, that the stream puts class

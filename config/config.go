@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/names"
 )
 
@@ -23,17 +24,17 @@ type Config struct {
 	Threads int    `mapstructure:"threads" yaml:"threads" doc:"CPU threads for training kernels; 0 means all cores."`
 	Quick   bool   `mapstructure:"quick" yaml:"quick" doc:"Quick profile for demos and CI: the quick_profile.* values replace the keys they name (data.train_per_class, data.test_per_class, train.epochs_first, train.epochs, adapter.transport_samples, adapter.epochs, train.rotation, train.min_steps_first, adapter.min_steps) over the config file; setting one of those with --set or a BICYC_* variable as well is refused, naming the quick_profile.* key to set instead."`
 
-	Data       Data       `mapstructure:"data" yaml:"data"`
-	Stream     Stream     `mapstructure:"stream" yaml:"stream"`
-	Model      Model      `mapstructure:"model" yaml:"model"`
-	Train      Train      `mapstructure:"train" yaml:"train"`
-	Loss       Loss       `mapstructure:"loss" yaml:"loss"`
-	Adapter    Adapter    `mapstructure:"adapter" yaml:"adapter"`
-	Anchors    Anchors    `mapstructure:"anchors" yaml:"anchors"`
-	Classifier Classifier `mapstructure:"classifier" yaml:"classifier"`
-	Eval       Eval       `mapstructure:"eval" yaml:"eval"`
-	Export     Export     `mapstructure:"export" yaml:"export"`
-	QuickSet   Quick      `mapstructure:"quick_profile" yaml:"quick_profile"`
+	Data       Data                    `mapstructure:"data" yaml:"data"`
+	Stream     Stream                  `mapstructure:"stream" yaml:"stream"`
+	Model      Model                   `mapstructure:"model" yaml:"model"`
+	Train      Train                   `mapstructure:"train" yaml:"train"`
+	Loss       Loss                    `mapstructure:"loss" yaml:"loss"`
+	Adapter    Adapter                 `mapstructure:"adapter" yaml:"adapter"`
+	Anchors    Anchors                 `mapstructure:"anchors" yaml:"anchors"`
+	Classifier gauss.ClassifierOptions `mapstructure:"classifier" yaml:"classifier"`
+	Eval       Eval                    `mapstructure:"eval" yaml:"eval"`
+	Export     Export                  `mapstructure:"export" yaml:"export"`
+	QuickSet   Quick                   `mapstructure:"quick_profile" yaml:"quick_profile"`
 }
 
 // Method is a continual-learning method, the value of the key method.
@@ -166,20 +167,6 @@ type Adapter struct {
 	Milestones     []float64 `mapstructure:"milestones" yaml:"milestones" doc:"Fractions of the Stage II epochs (and of adagauss's post-task adapter's) at which adapter.lr is multiplied by train.lr_decay, placed as train.milestone_rounding says; empty keeps the rate constant. The authors' code decays at epochs 30, 60 and 90 of its 100 adapter epochs (0.3, 0.6, 0.9 at its budget), so with fewer than 31 adapter epochs its rate stays constant as here."`
 }
 
-// Classifier holds the task-agnostic Bayes classifier options (docs/method.md, Classifier).
-type Classifier struct {
-	Shrink       float64 `mapstructure:"shrink" yaml:"shrink" doc:"Covariance shrinkage at test time: adds shrink*mean(diag)*I (authors' code: 3)."`
-	Normalize    bool    `mapstructure:"normalize" yaml:"normalize" doc:"Correlation matrix and L2-normalised feature and mean before the distance (docs/method.md: on)."`
-	FullGaussian bool    `mapstructure:"full_gaussian" yaml:"full_gaussian" doc:"Add log det Sigma and -2 log prior to the distance (the paper's full Bayes score)."`
-	TopK         int     `mapstructure:"top_k" yaml:"top_k" doc:"Predictions reported per image by the exported model."`
-	// Calibration of the classifier (docs/method.md, Classifier calibration): 0 is off.
-	OffDiagShrink float64 `mapstructure:"off_diag_shrink" yaml:"off_diag_shrink" doc:"FeCAM's separate off-diagonal shrinkage: adds off_diag_shrink times the mean off-diagonal covariance entry to every off-diagonal entry (0: off)."`
-	AgeShrink     float64 `mapstructure:"age_shrink" yaml:"age_shrink" doc:"Extra diagonal shrinkage per task learned since a class's own (per transport its prototype went through): shrink + age_shrink*age (0: off)."`
-	PoolCov       float64 `mapstructure:"pool_cov" yaml:"pool_cov" doc:"Blend each class's covariance with the mean covariance of all seen classes before shrinkage: (1-pool_cov)*Sigma_c + pool_cov*mean (0: off, 1: one shared covariance)."`
-	AgeBias       float64 `mapstructure:"age_bias" yaml:"age_bias" doc:"Added to a class's distance per task learned since its own: negative favours old classes, positive new ones (0: off)."`
-	TestFlip      bool    `mapstructure:"test_flip" yaml:"test_flip" doc:"Test-time augmentation: score every image and its horizontal mirror and average the two scores; twice the backbone's work per image. Meant for data.horizontal_flip, whose mirrored copies enter the class statistics."`
-}
-
 // Eval holds evaluation options.
 type Eval struct {
 	Drift bool `mapstructure:"drift" yaml:"drift" doc:"Record drift diagnostics after every task: mu-L2, Sigma-Frobenius, symmetric KL, AD-% in [0.9,1.1]."`
@@ -239,7 +226,7 @@ func Default() Config {
 		},
 		Adapter:    Adapter{Epochs: -1, AdaGaussEpochs: AdaGaussEpochsTrain, LR: 0.01, TransportSamples: 2000, Alpha: -1, MinSteps: 100, Select: true, Ensemble: 1},
 		Anchors:    Anchors{Steps: 3, Step: 0.03, Start: AnchorStartNearest},
-		Classifier: Classifier{Shrink: 3, Normalize: true, TopK: 5},
+		Classifier: gauss.DefaultClassifierOptions(),
 		Export:     Export{Enabled: true, AcceptRate: 0.95},
 		QuickSet: Quick{
 			TrainPerClass: 500, TestPerClass: 200,
@@ -374,10 +361,13 @@ func (c Config) imageInputBytes() int64 {
 
 // validateFinite refuses NaN and infinite values of every number key
 // (lists included), by name: a NaN passes every "< 0" test, and an
-// infinite rate would only fail after the first step.
+// infinite rate would only fail after the first step. The classifier.*
+// keys are left to gauss.ClassifierOptions.Problems, their one check, so
+// each problem is reported once.
 func (c Config) validateFinite(bad problem) {
 	walk(reflect.ValueOf(c), "", func(name string, _ reflect.StructField, v reflect.Value) {
 		switch {
+		case strings.HasPrefix(name, "classifier."):
 		case v.Kind() == reflect.Float64 && !finite(v.Float()):
 			bad(name, "must be a finite number, got %g", v.Float())
 		case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Float64:
@@ -507,8 +497,8 @@ func (c Config) validateTrain(bad problem) {
 	if c.Train.MinStepsFirst < 0 || c.Train.MinSteps < 0 || c.Adapter.MinSteps < 0 {
 		bad("train.min_steps", "train.min_steps_first, train.min_steps and adapter.min_steps must be >= 0, got %d, %d and %d", c.Train.MinStepsFirst, c.Train.MinSteps, c.Adapter.MinSteps)
 	}
-	if !(c.Export.AcceptRate > 0 && c.Export.AcceptRate <= 1) {
-		bad("export.accept_rate", "must be in (0, 1], got %v", c.Export.AcceptRate)
+	if err := gauss.ValidateAcceptRate(c.Export.AcceptRate); err != nil {
+		bad("export.accept_rate", "%v", err)
 	}
 	if c.Train.EvalBatch < 1 || c.Train.EvalBatch > MaxBatchSize {
 		bad("train.eval_batch", "must lie in [1, %d], got %d", MaxBatchSize, c.Train.EvalBatch)
@@ -536,20 +526,8 @@ func (c Config) validateStages(bad problem) {
 	if c.Adapter.TransportSamples < 2 {
 		bad("adapter.transport_samples", "must be >= 2, got %d", c.Adapter.TransportSamples)
 	}
-	if c.Classifier.Shrink < 0 {
-		bad("classifier.shrink", "must be >= 0, got %g", c.Classifier.Shrink)
-	}
-	if c.Classifier.OffDiagShrink < 0 {
-		bad("classifier.off_diag_shrink", "must be >= 0, got %g", c.Classifier.OffDiagShrink)
-	}
-	if c.Classifier.AgeShrink < 0 {
-		bad("classifier.age_shrink", "must be >= 0, got %g", c.Classifier.AgeShrink)
-	}
-	if c.Classifier.PoolCov < 0 || c.Classifier.PoolCov > 1 {
-		bad("classifier.pool_cov", "must be in [0, 1], got %g", c.Classifier.PoolCov)
-	}
-	if c.Classifier.TopK < 1 {
-		bad("classifier.top_k", "must be >= 1, got %d", c.Classifier.TopK)
+	for _, p := range c.Classifier.Problems() {
+		bad("classifier."+p.Key, "must be %s, got %v", p.Want, p.Value)
 	}
 	for _, w := range []struct {
 		key string

@@ -142,3 +142,45 @@ func TestValidateNumbers(t *testing.T) {
 		t.Errorf("defaults: %v", err)
 	}
 }
+
+// TestValidateClassifierNonFinite: NaN and ±Inf classifier options and
+// accept rate are refused through the configuration, each named once by
+// its key (gauss.ClassifierOptions.Problems and gauss.ValidateAcceptRate,
+// the one check config, bundle and infer share).
+func TestValidateClassifierNonFinite(t *testing.T) {
+	for i, c := range []struct {
+		edit func(*Config)
+		key  string
+	}{
+		{func(c *Config) { c.Classifier.Shrink = math.NaN() }, "classifier.shrink"},
+		{func(c *Config) { c.Classifier.Shrink = math.Inf(1) }, "classifier.shrink"},
+		{func(c *Config) { c.Classifier.OffDiagShrink = math.Inf(1) }, "classifier.off_diag_shrink"},
+		{func(c *Config) { c.Classifier.AgeBias = math.Inf(-1) }, "classifier.age_bias"},
+		{func(c *Config) { c.Classifier.PoolCov = math.NaN() }, "classifier.pool_cov"},
+		{func(c *Config) { c.Classifier.TopK = -1 }, "classifier.top_k"},
+		{func(c *Config) { c.Export.AcceptRate = math.NaN() }, "export.accept_rate"},
+		{func(c *Config) { c.Export.AcceptRate = math.Inf(1) }, "export.accept_rate"},
+		{func(c *Config) { c.Export.AcceptRate = 0 }, "export.accept_rate"},
+	} {
+		cfg := Default()
+		c.edit(&cfg)
+		err := cfg.Validate()
+		if err == nil {
+			t.Errorf("case %d: no error", i)
+			continue
+		}
+		if n := strings.Count(err.Error(), c.key+":"); n != 1 {
+			t.Errorf("case %d: %s named %d times in:\n%v", i, c.key, n, err)
+		}
+	}
+}
+
+// TestClassifierKeysHideAges: the classes' ages are not a configuration
+// key, though they travel in gauss.ClassifierOptions.
+func TestClassifierKeysHideAges(t *testing.T) {
+	for _, k := range Keys() {
+		if strings.HasPrefix(k.Name, "classifier.") && strings.Contains(k.Name, "-") || k.Name == "classifier.ages" {
+			t.Errorf("key %s", k.Name)
+		}
+	}
+}

@@ -30,7 +30,11 @@ func walk(v reflect.Value, prefix string, leaf func(string, reflect.StructField,
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		name := prefix + f.Tag.Get("mapstructure")
+		tag := f.Tag.Get("mapstructure")
+		if tag == "-" {
+			continue // not configured (gauss.ClassifierOptions.Ages)
+		}
+		name := prefix + tag
 		if f.Type.Kind() == reflect.Struct {
 			walk(v.Field(i), name+".", leaf)
 			continue

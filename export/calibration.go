@@ -36,8 +36,8 @@ func FitCalibration(clf *gauss.Classifier, classes []bundle.Class, scores []floa
 		return nil, fmt.Errorf("export: calibration: %d scores for %d images of %d classes, %d classes for a classifier of %d",
 			len(scores), n, clf.Classes(), len(classes), clf.Classes())
 	}
-	if !(acceptRate > 0 && acceptRate <= 1) {
-		return nil, fmt.Errorf("export: calibration: acceptance rate %v outside (0, 1]", acceptRate)
+	if err := gauss.ValidateAcceptRate(acceptRate); err != nil {
+		return nil, fmt.Errorf("export: calibration: %w", err)
 	}
 	cal, err := gauss.FitCalibration(scores, n, clf.Classes(), labels, clf.Tables().Bias)
 	if err != nil {

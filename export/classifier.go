@@ -7,11 +7,6 @@ import (
 	"github.com/bicyc/bicyc/gauss"
 )
 
-// DefaultTopK is the number of predictions per image the manifest asks
-// readers to report when the caller has no preference; Write records
-// min(k, K).
-const DefaultTopK = 5
-
 // validateTables checks the table sizes against K and S and that every
 // value is finite.
 func validateTables(t gauss.ClassifierTables) error {

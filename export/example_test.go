@@ -129,7 +129,7 @@ func ExampleWrite() {
 		Means: []float32{1, 0, 0, 1}, Covariances: identity,
 		Tables: gauss.ClassifierTables{K: 2, S: s, Means: []float32{1, 0, 0, 1}, Whiten: identity,
 			Bias: []float32{0, 0}, Normalize: true},
-		Classifier: bundle.ClassifierOptions{Normalize: true, Shrink: 3},
+		Classifier: gauss.ClassifierOptions{Normalize: true, Shrink: 3},
 		Classes:    []bundle.Class{{ID: 0, Name: "T-shirt/top", Task: 1}, {ID: 1, Name: "Trouser", Task: 1}},
 		Tasks:      [][]int{{0, 1}},
 		Preprocess: data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.2860}, Std: []float32{0.3530}},

@@ -36,7 +36,7 @@ type Input struct {
 	// them with the options in Classifier.
 	Means, Covariances []float32
 	Tables             gauss.ClassifierTables
-	Classifier         bundle.ClassifierOptions // TopK 0 means DefaultTopK
+	Classifier         gauss.ClassifierOptions // TopK 0 means gauss.DefaultTopK
 
 	Classes    []bundle.Class
 	Tasks      [][]int
@@ -89,11 +89,11 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 			ErrState, in.Tables.Normalize, in.Classifier.Normalize)
 	}
 	opts := in.Classifier
-	if opts.TopK == 0 {
-		opts.TopK = DefaultTopK
+	if err := opts.Validate(); err != nil {
+		return nil, nil, err
 	}
-	if opts.TopK < 1 {
-		return nil, nil, fmt.Errorf("%w: top-k is %d, want >= 1", ErrState, opts.TopK)
+	if opts.TopK == 0 {
+		opts.TopK = gauss.DefaultTopK
 	}
 	opts.TopK = min(opts.TopK, k)
 

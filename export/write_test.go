@@ -52,7 +52,7 @@ func newExportFixture(t *testing.T) exportFixture {
 	var classes []bundle.Class
 	var protos []gauss.Gaussian
 	in := Input{Arch: ArchConvNet, FeatureDim: s, Backbone: state, Preprocess: pre, Tasks: tasks,
-		Classifier: bundle.ClassifierOptions{Normalize: true, Shrink: 3},
+		Classifier: gauss.ClassifierOptions{Normalize: true, Shrink: 3},
 		Config:     json.RawMessage(`{"dataset":"fashion-mnist","seed":23}`),
 		Metrics:    json.RawMessage(`{"a_last":0.1}`),
 		Version:    "v0.1.0-test", CreatedAt: time.Date(2026, 4, 2, 9, 30, 0, 0, time.UTC)}
@@ -105,7 +105,7 @@ func TestWriteExportsAWorkingModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := b.Manifest
-	if m.Backbone != ArchConvNet || m.FeatureDim != 8 || m.Adapter != AdapterMLP || m.Classifier.TopK != DefaultTopK ||
+	if m.Backbone != ArchConvNet || m.FeatureDim != 8 || m.Adapter != AdapterMLP || m.Classifier.TopK != gauss.DefaultTopK ||
 		m.BicycVersion != "v0.1.0-test" || m.MinRuntimeVersion != MinRuntimeVersion || len(m.Classes) != 10 ||
 		m.Classes[7].Name != "Sneaker" || m.Preprocess.Height != 28 {
 		t.Fatalf("manifest: %+v", m)
@@ -175,7 +175,7 @@ func TestWriteRejectsInconsistentInput(t *testing.T) {
 	}{
 		{func(in *Input) { in.Classes = in.Classes[:9] }, "classifier tables are for K=10, S=8, the model has 9 classes of dim 8"},
 		{func(in *Input) { in.Classifier.Normalize = false }, "classifier tables have normalize=true, the options say false"},
-		{func(in *Input) { in.Classifier.TopK = -1 }, "top-k is -1"},
+		{func(in *Input) { in.Classifier.TopK = -1 }, "top_k -1"},
 		{func(in *Input) { in.Covariances = in.Covariances[:10] }, "10 covariance values for 10 classes of dim 8"},
 		{func(in *Input) { in.AdapterKind = "attention" }, `unknown adapter kind "attention"`},
 		{func(in *Input) { in.Backbone = in.Backbone[1:] }, `backbone tensor "conv1.weight" is missing`},

@@ -7,11 +7,6 @@ import (
 	"slices"
 )
 
-// DefaultAcceptRate is the share of known-class images that a calibrated
-// classifier accepts by default; the rest of them, and every image farther
-// from all classes than they are, is "unknown".
-const DefaultAcceptRate = 0.95
-
 // MinCalibrationImages is the fewest held-out images FitCalibration takes:
 // below 20, the 95 % quantile of their unknown scores is their maximum, and
 // the acceptance rate it promises is a guess.
@@ -235,10 +230,10 @@ func (c Calibration) Validate(k int) error {
 
 // Threshold returns tau for an acceptance rate in (0, 1]: the rate-quantile
 // of the held-out unknown scores, so that share of known-class images has
-// u <= tau. It panics on a rate outside (0, 1].
+// u <= tau. It panics on a rate ValidateAcceptRate refuses.
 func (c Calibration) Threshold(acceptRate float64) float64 {
-	if !(acceptRate > 0 && acceptRate <= 1) {
-		panic(fmt.Sprintf("gauss: threshold: acceptance rate %v outside (0, 1]", acceptRate))
+	if err := ValidateAcceptRate(acceptRate); err != nil {
+		panic("gauss: threshold: " + err.Error())
 	}
 	return quantile(c.Reference, acceptRate)
 }

@@ -21,53 +21,6 @@ const NoClass = -1
 // torch.nn.functional.normalize, which the authors' code uses.
 const NormEpsilon = 1e-12
 
-// ClassifierOptions configure NewClassifier. DefaultClassifierOptions gives
-// the published setting (docs/method.md, "Classifier").
-type ClassifierOptions struct {
-	// Shrink is gamma in Sigma' = Sigma + gamma*(tr(Sigma)/S)*I + 1e-8 I;
-	// the authors use 3 at test time. Must be >= 0.
-	Shrink float64
-	// Normalize turns Sigma' into its correlation matrix and L2-normalises
-	// both the feature and the class mean before the distance (on in the
-	// published runs).
-	Normalize bool
-	// FullGaussian adds log det Sigma'_c - 2 log pi_c to the score, the
-	// paper's eq. (bayes_score); off in the published runs. With Normalize
-	// the log det is that of the correlation matrix, whose unit diagonal is
-	// far from the scale of unit-norm features, so the bias swamps the
-	// quadratic term (on pooled Fashion-MNIST pixels every test image went to
-	// one class): combine FullGaussian with Normalize only to reproduce that.
-	FullGaussian bool
-
-	// The calibration options below are off at 0 (docs/method.md,
-	// "Classifier calibration"); off, the classifier is the published one
-	// bit for bit.
-
-	// OffDiagShrink is FeCAM's gamma2: gamma2 times the mean off-diagonal
-	// entry of Sigma_c is added to every off-diagonal entry (ShrinkSeparate).
-	// Must be >= 0.
-	OffDiagShrink float64
-	// AgeShrink adds, per task learned since class c's own (Ages[c], the
-	// number of transports its prototype went through), this much to
-	// Shrink: gamma1_c = Shrink + AgeShrink*Ages[c]. Must be >= 0.
-	AgeShrink float64
-	// AgeBias adds AgeBias*Ages[c] to class c's score (into b_c): negative
-	// favours older classes, positive newer ones.
-	AgeBias float64
-	// PoolCov is lambda in [0, 1]: each class's covariance is blended with
-	// the mean covariance of all classes before shrinkage (PoolCovariances).
-	PoolCov float64
-	// Ages holds, per class, the tasks learned since its own; nil means 0
-	// for every class. Used only by AgeShrink and AgeBias.
-	Ages []int
-}
-
-// DefaultClassifierOptions returns Shrink 3, Normalize true, FullGaussian
-// false (docs/method.md, "Classifier").
-func DefaultClassifierOptions() ClassifierOptions {
-	return ClassifierOptions{Shrink: 3, Normalize: true}
-}
-
 // ClassifierTables are the classifier's parameters in the form the ONNX
 // exporter writes into classifier.onnx. For K classes in S dimensions:
 //

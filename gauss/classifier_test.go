@@ -317,7 +317,7 @@ func TestNewClassifierErrors(t *testing.T) {
 		want   string
 	}{
 		{nil, nil, DefaultClassifierOptions(), "gauss: classifier: no prototypes"},
-		{[]Gaussian{good}, nil, ClassifierOptions{Shrink: -1}, "gauss: classifier: shrink -1 is not a finite value >= 0"},
+		{[]Gaussian{good}, nil, ClassifierOptions{Shrink: -1}, "gauss: classifier: shrink -1, want a finite value >= 0"},
 		{[]Gaussian{good, diagGaussian([]float64{0}, 1)}, nil, DefaultClassifierOptions(),
 			"gauss: classifier: class 1 has dimension 1, class 0 has 2: shape mismatch"},
 		{[]Gaussian{good, diagGaussian([]float64{0, math.NaN()}, 1, 1)}, nil, DefaultClassifierOptions(),

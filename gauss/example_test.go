@@ -3,6 +3,7 @@ package gauss_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/bicyc/bicyc/gauss"
@@ -79,4 +80,21 @@ func ExampleClassifier_Predict() {
 	// task-agnostic: [0 1 2]
 	// task {0, 1}:   [0 1 1]
 	// tables: 3 classes, 2 dims, normalized: true
+}
+
+// ExampleClassifierOptions_Validate checks options read from outside, as
+// config, bundle and infer do: every problem at once, each naming its key.
+func ExampleClassifierOptions_Validate() {
+	opts := gauss.DefaultClassifierOptions()
+	opts.Shrink = math.NaN()
+	opts.PoolCov = 2
+	err := opts.Validate()
+	fmt.Println(errors.Is(err, gauss.ErrOptions))
+	fmt.Println(err)
+	fmt.Println(gauss.ValidateAcceptRate(math.Inf(1)))
+	// Output:
+	// true
+	// shrink NaN, want a finite value >= 0
+	// pool_cov 2, want a value in [0, 1]
+	// accept_rate +Inf, want a value in (0, 1]
 }

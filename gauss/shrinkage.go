@@ -99,18 +99,11 @@ func (opts ClassifierOptions) classBias(cls int) float64 {
 	return opts.AgeBias * float64(opts.Ages[cls])
 }
 
-// validate checks the options for k classes.
+// validate checks the options (Validate) and the class ages for k
+// classes.
 func (opts ClassifierOptions) validate(k int) error {
-	for name, v := range map[string]float64{"shrink": opts.Shrink, "off-diagonal shrink": opts.OffDiagShrink, "age shrink": opts.AgeShrink} {
-		if !(v >= 0) || !isFinite(v) {
-			return fmt.Errorf("gauss: classifier: %s %v is not a finite value >= 0", name, v)
-		}
-	}
-	if !(opts.PoolCov >= 0 && opts.PoolCov <= 1) {
-		return fmt.Errorf("gauss: classifier: pooled covariance weight %v outside [0, 1]", opts.PoolCov)
-	}
-	if !isFinite(opts.AgeBias) {
-		return fmt.Errorf("gauss: classifier: age bias %v is not finite", opts.AgeBias)
+	if err := opts.Validate(); err != nil {
+		return fmt.Errorf("gauss: classifier: %w", err)
 	}
 	if opts.Ages != nil && len(opts.Ages) != k {
 		return fmt.Errorf("gauss: classifier: %d class ages for %d classes: %w", len(opts.Ages), k, ErrShape)

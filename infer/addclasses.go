@@ -110,7 +110,7 @@ type Added struct {
 // decoded; with the model's test-time flip their mirrors too), estimates
 // each new class's Gaussian (gauss.Estimate), and
 // builds the classifier over old and new prototypes with the model's own
-// options (shrinkage, normalisation, calibration; bundle.ClassifierOptions.Gauss,
+// options (shrinkage, normalisation, calibration; gauss.ClassifierOptions.WithAges,
 // the new classes at age 0), so new classes are scored exactly
 // like trained ones. The new classes get the next free class IDs, in the
 // order given, form one new task, and record their image count in
@@ -212,7 +212,7 @@ func checkOutDir(modelDir, outDir string) error {
 }
 
 // embedClasses estimates one Gaussian per class from its images' features.
-// A model with the test-time flip (bundle.ClassifierOptions.TestFlip) adds
+// A model with the test-time flip (gauss.ClassifierOptions.TestFlip) adds
 // the features of the mirrored images, as training adds mirrored copies to a
 // new class's statistics when it mirrors images (data.horizontal_flip, which
 // the test-time flip goes with).
@@ -292,7 +292,7 @@ func extend(b *bundle.Bundle, classes []LabelledImages, newProtos []gauss.Gaussi
 	}
 	protos = append(protos, newProtos...)
 	added := newClassEntries(m, classes)
-	clf, err := gauss.NewClassifier(protos, priors, m.Classifier.Gauss(append(slices.Clone(m.Classes), added...)))
+	clf, err := gauss.NewClassifier(protos, priors, m.Classifier.WithAges(bundle.Ages(append(slices.Clone(m.Classes), added...))))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -353,7 +353,7 @@ func priorsOf(m bundle.Manifest, stored []float32, protos []gauss.Gaussian, adde
 	if !m.Classifier.FullGaussian {
 		return nil, nil
 	}
-	opts := m.Classifier.Gauss(m.Classes)
+	opts := m.Classifier.WithAges(bundle.Ages(m.Classes))
 	opts.FullGaussian = true
 	uniform, err := gauss.NewClassifier(protos, nil, opts)
 	if err != nil {

@@ -22,8 +22,8 @@ import (
 // be empty, and modelDir is never modified (ErrModelChanged if it changes
 // meanwhile). A class name the model does not have wraps ErrClassFolder.
 func Calibrate(modelDir, outDir string, heldOut []LabelledImages, acceptRate float64, opts ...Option) (*bundle.Calibration, error) {
-	if !(acceptRate > 0 && acceptRate <= 1) {
-		return nil, fmt.Errorf("acceptance rate %v: want a value in (0, 1]", acceptRate)
+	if err := gauss.ValidateAcceptRate(acceptRate); err != nil {
+		return nil, err
 	}
 	manifestSum, err := bundle.ManifestSum(modelDir)
 	if err != nil {

@@ -118,6 +118,9 @@ func Open(dir string, opts ...Option) (*Classifier, error) {
 	if c.topK == 0 {
 		c.topK = m.Classifier.TopK
 	}
+	if c.topK == 0 {
+		c.topK = gauss.DefaultTopK
+	}
 	c.topK = min(c.topK, len(c.classes))
 	if err := c.warmUp(); err != nil {
 		c.Close()

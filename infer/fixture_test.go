@@ -155,7 +155,7 @@ func writeFixtureBundle(dir string, in export.Input, protos []gauss.Gaussian, op
 		return err
 	}
 	in.Tables = cls.Tables()
-	in.Classifier = bundle.ClassifierOptions{Normalize: opts.Normalize, Shrink: opts.Shrink, FullGaussian: opts.FullGaussian, TopK: fixtureTopK}
+	in.Classifier = gauss.ClassifierOptions{Normalize: opts.Normalize, Shrink: opts.Shrink, FullGaussian: opts.FullGaussian, TopK: fixtureTopK}
 	s := in.FeatureDim
 	for _, g := range protos {
 		for i := range s {

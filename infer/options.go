@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/gauss"
 )
 
 // DefaultMaxPixels is the largest width*height an image header may declare
@@ -65,7 +66,8 @@ func WithThreads(n int) Option { return func(c *config) { c.threads = n } }
 func WithLibraryPath(path string) Option { return func(c *config) { c.libraryPath = path } }
 
 // WithTopK sets how many predictions a Result holds, closest first (default
-// the bundle's classifier top_k; always at most the number of classes).
+// the bundle's classifier top_k, or gauss.DefaultTopK where that is 0;
+// always at most the number of classes).
 func WithTopK(k int) Option { return func(c *config) { c.topK = k } }
 
 // WithEngineCache names a directory where the TensorRT provider stores the
@@ -117,8 +119,10 @@ func (c *config) validate() error {
 	if c.maxPixels < 1 {
 		errs = append(errs, fmt.Errorf("max pixels %d is not positive", c.maxPixels))
 	}
-	if c.acceptRate != 0 && !(c.acceptRate > 0 && c.acceptRate <= 1) {
-		errs = append(errs, fmt.Errorf("acceptance rate %v: want a value in (0, 1]", c.acceptRate))
+	if c.acceptRate != 0 {
+		if err := gauss.ValidateAcceptRate(c.acceptRate); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.threshold != 0 && !(c.threshold > 0 && !math.IsInf(c.threshold, 1)) {
 		errs = append(errs, fmt.Errorf("unknown threshold %v: want a finite value > 0", c.threshold))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/gauss"
 )
 
 // errNotFound: the request names a model or version the server does not
@@ -262,7 +263,7 @@ func (s *Server) newVersion(n int64, dir string, m model) *version {
 		v.topK = m.Manifest().Classifier.TopK
 	}
 	if v.topK == 0 {
-		v.topK = len(v.classes)
+		v.topK = gauss.DefaultTopK
 	}
 	return v
 }

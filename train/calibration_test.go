@@ -89,7 +89,7 @@ func TestClassifierCalibrationExport(t *testing.T) {
 // symmetric) and that add-classes mirrors the new class's images.
 func checkTestFlipExport(t *testing.T, r *Run, imgs []image.Image) {
 	t.Helper()
-	clf, model := reexport(t, r, imgs, "test_flip", func(c *config.Classifier) { c.TestFlip = true })
+	clf, model := reexport(t, r, imgs, "test_flip", func(c *gauss.ClassifierOptions) { c.TestFlip = true })
 	if !clf.Manifest().Classifier.TestFlip {
 		t.Error("manifest test_flip is off")
 	}
@@ -147,7 +147,7 @@ func oneEpochConfig() config.Config {
 // is checked apart from add-classes; see reexport).
 func checkPooledExport(t *testing.T, r *Run, imgs []image.Image) {
 	t.Helper()
-	clf, _ := reexport(t, r, imgs, "pool_cov 0.5", func(c *config.Classifier) { c.PoolCov = 0.5 })
+	clf, _ := reexport(t, r, imgs, "pool_cov 0.5", func(c *gauss.ClassifierOptions) { c.PoolCov = 0.5 })
 	if got := clf.Manifest().Classifier.PoolCov; got != 0.5 {
 		t.Errorf("manifest pool_cov %v, want 0.5", got)
 	}
@@ -158,7 +158,7 @@ func checkPooledExport(t *testing.T, r *Run, imgs []image.Image) {
 // alters some training-time prediction, exports the run, and checks that ONNX
 // Runtime through package infer gives the training-time evaluation's
 // predictions on imgs. It returns the opened model and its directory.
-func reexport(t *testing.T, r *Run, imgs []image.Image, what string, edit func(*config.Classifier)) (*infer.Classifier, string) {
+func reexport(t *testing.T, r *Run, imgs []image.Image, what string, edit func(*gauss.ClassifierOptions)) (*infer.Classifier, string) {
 	t.Helper()
 	cfg := r.Config()
 	base, err := r.Evaluate(cfg.Classifier)
@@ -240,7 +240,7 @@ func checkOracle(t *testing.T, r *Run, ev Evaluation) {
 // expanded form in classifier.data.
 func storedTables(t *testing.T, b *bundle.Bundle) gauss.ClassifierTables {
 	t.Helper()
-	clf, err := gauss.NewClassifier(b.Prototypes.Gaussians(), nil, b.Manifest.Classifier.Gauss(b.Manifest.Classes))
+	clf, err := gauss.NewClassifier(b.Prototypes.Gaussians(), nil, b.Manifest.Classifier.WithAges(bundle.Ages(b.Manifest.Classes)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,17 +2,7 @@ package train
 
 import (
 	"github.com/bicyc/bicyc/bundle"
-	"github.com/bicyc/bicyc/config"
 )
-
-// manifestClassifier returns the classifier options as an exported model
-// records them. Training and evaluation build their classifier through
-// bundle.ClassifierOptions.Gauss as the exported model's users do, so the
-// two cannot disagree.
-func manifestClassifier(c config.Classifier) bundle.ClassifierOptions {
-	return bundle.ClassifierOptions{Normalize: c.Normalize, Shrink: c.Shrink, FullGaussian: c.FullGaussian, TopK: c.TopK,
-		OffDiagShrink: c.OffDiagShrink, AgeShrink: c.AgeShrink, AgeBias: c.AgeBias, PoolCov: c.PoolCov, TestFlip: c.TestFlip}
-}
 
 // classEntries returns, for classes in score order, the manifest entries
 // the classifier reads: each class's task (from 1) in the stream and its

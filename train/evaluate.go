@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/models"
@@ -25,7 +25,7 @@ func (r *Run) classifier(seen []int, t int) (*gauss.Classifier, error) {
 		protos[i] = p
 		priors[i] = float64(r.state.ClassCounts[c])
 	}
-	opts := manifestClassifier(r.cfg.Classifier).Gauss(classEntries(r.stream.Tasks, seen, t))
+	opts := r.cfg.Classifier.WithAges(bundle.Ages(classEntries(r.stream.Tasks, seen, t)))
 	return gauss.NewClassifier(protos, priors, opts)
 }
 
@@ -211,14 +211,14 @@ func limitPerClass(ds *data.Dataset, idx []int, limit int) []int {
 // current state and the given classifier options (which need not be the
 // ones the run was trained with): the accuracy on each task's test set over
 // all seen classes (TAg) and within each task (TAw), and every prediction.
-func (r *Run) Evaluate(opts config.Classifier) (Evaluation, error) {
+func (r *Run) Evaluate(opts gauss.ClassifierOptions) (Evaluation, error) {
 	return r.EvaluateSplit(opts, SplitTest)
 }
 
 // EvaluateSplit is Evaluate on the images of split: SplitVal scores
 // classifier options on images never trained on, leaving the test set for
 // the final reading. Indices and predictions then refer to the training set.
-func (r *Run) EvaluateSplit(opts config.Classifier, split Split) (Evaluation, error) {
+func (r *Run) EvaluateSplit(opts gauss.ClassifierOptions, split Split) (Evaluation, error) {
 	if r.state.Completed == 0 {
 		return Evaluation{}, fmt.Errorf("%s: no completed task to evaluate", r.dir)
 	}

@@ -163,8 +163,8 @@ func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.Ra
 			priors = append(priors, float64(st.ClassCounts[c]))
 		}
 	}
-	opts := manifestClassifier(cfg.Classifier)
-	clf, err := gauss.NewClassifier(protos, priors, opts.Gauss(classes))
+	opts := cfg.Classifier
+	clf, err := gauss.NewClassifier(protos, priors, opts.WithAges(bundle.Ages(classes)))
 	if err != nil {
 		return export.Input{}, nil, err
 	}

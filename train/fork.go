@@ -35,7 +35,7 @@ var LaterTaskKeys = []string{
 	"quick_profile.epochs", "quick_profile.transport_samples", "quick_profile.adapter_epochs",
 }
 
-// ClassifierKeys are the classifier.* keys (every key of config.Classifier):
+// ClassifierKeys are the classifier.* keys (every key of gauss.ClassifierOptions):
 // they act only when a task is evaluated, never on what it trains. Runs that
 // differ in them (and in LaterTaskKeys) share their first task; Fork
 // evaluates it again with the new run's classifier.

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"math"
 
-	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/gauss"
 )
 
@@ -82,7 +81,7 @@ func (r *Run) WithOracle(oracle map[int]gauss.Gaussian, covariances bool) map[in
 // EvaluatePrototypes is EvaluateSplit with protos in place of the stored
 // prototypes (for diagnostics such as WithOracle); the run's state is left
 // as it was.
-func (r *Run) EvaluatePrototypes(opts config.Classifier, split Split, protos map[int]gauss.Gaussian) (Evaluation, error) {
+func (r *Run) EvaluatePrototypes(opts gauss.ClassifierOptions, split Split, protos map[int]gauss.Gaussian) (Evaluation, error) {
 	saved := r.state.Prototypes
 	r.state.Prototypes = protos
 	defer func() { r.state.Prototypes = saved }()

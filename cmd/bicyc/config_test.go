@@ -111,6 +111,12 @@ func TestConfigRejectsBadInput(t *testing.T) {
 		{args: []string{"--set", "loss.nope=1"}, want: []string{"loss.nope"}},
 		{args: []string{"--set", "loss.alpha=abc"}, want: []string{"loss.alpha", "abc"}},
 		{args: []string{"--set", "stream.class_order=[6,3"}, want: []string{"stream.class_order", "[6"}},
+		// Classifier options and the accept rate: one check (gauss), NaN and ±Inf refused.
+		{yaml: "classifier:\n  shrink: .nan\n", want: []string{"classifier.shrink", "NaN"}},
+		{yaml: "classifier:\n  pool_cov: .inf\n", want: []string{"classifier.pool_cov", "+Inf"}},
+		{args: []string{"--set", "classifier.age_bias=-Inf"}, want: []string{"classifier.age_bias", "-Inf"}},
+		{args: []string{"--set", "classifier.top_k=-1"}, want: []string{"classifier.top_k"}},
+		{yaml: "export:\n  accept_rate: .nan\n", want: []string{"export.accept_rate", "NaN"}},
 	}
 	for i, c := range cases {
 		args := c.args

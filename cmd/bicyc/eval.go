@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/train"
 )
 
@@ -19,7 +19,7 @@ type evalOptions struct {
 	split        string
 	oracle       bool
 	testFlip     bool
-	calibration  config.Classifier // the classifier calibration flags
+	calibration  gauss.ClassifierOptions // the classifier calibration flags
 }
 
 func newEvalCmd() *cobra.Command {
@@ -83,7 +83,7 @@ is from that mean relative to the class's spread.`,
 
 // classifier returns c, the run's classifier options, with the flags the
 // user changed applied.
-func (o *evalOptions) classifier(f *pflag.FlagSet, c config.Classifier) config.Classifier {
+func (o *evalOptions) classifier(f *pflag.FlagSet, c gauss.ClassifierOptions) gauss.ClassifierOptions {
 	if f.Changed("shrink") {
 		c.Shrink = o.shrink
 	}
@@ -111,12 +111,12 @@ func (o *evalOptions) classifier(f *pflag.FlagSet, c config.Classifier) config.C
 	return c
 }
 
-func printClassifier(w io.Writer, c config.Classifier) {
+func printClassifier(w io.Writer, c gauss.ClassifierOptions) {
 	fmt.Fprintf(w, "classifier: shrink %g, normalize %v, full_gaussian %v, off_diag_shrink %g, age_shrink %g, age_bias %g, pool_cov %g, test_flip %v\n",
 		c.Shrink, c.Normalize, c.FullGaussian, c.OffDiagShrink, c.AgeShrink, c.AgeBias, c.PoolCov, c.TestFlip)
 }
 
-func printEvaluation(w io.Writer, c config.Classifier, tag, taw []float64, tasks [][]int) error {
+func printEvaluation(w io.Writer, c gauss.ClassifierOptions, tag, taw []float64, tasks [][]int) error {
 	printClassifier(w, c)
 	fmt.Fprintf(w, "%-6s %-24s %7s %7s\n", "task", "classes", "TAg %", "TAw %")
 	var sumAg, sumAw, n float64

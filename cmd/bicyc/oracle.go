@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/train"
 )
 
@@ -12,7 +12,7 @@ import (
 // stored prototypes, with the old classes' oracle means, and with their
 // oracle means and covariances (train.Run.OraclePrototypes), then the
 // stored-to-oracle mean shift of every old class.
-func printOracleGap(w io.Writer, run *train.Run, c config.Classifier, split train.Split) error {
+func printOracleGap(w io.Writer, run *train.Run, c gauss.ClassifierOptions, split train.Split) error {
 	oracle, classes, err := run.OraclePrototypes()
 	if err != nil {
 		return err

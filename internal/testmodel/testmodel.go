@@ -119,7 +119,7 @@ func build() (string, *data.Dataset, error) {
 	mean, std := data.DefaultNormalization(data.KindFashionMNIST)
 	in := export.Input{
 		Arch: export.ArchConvNet, FeatureDim: featureDim, Backbone: randomConvNet(rand.New(rand.NewPCG(3, 4)), featureDim),
-		Classifier: bundle.ClassifierOptions{Normalize: true, Shrink: 3, TopK: 2},
+		Classifier: gauss.ClassifierOptions{Normalize: true, Shrink: 3, TopK: 2},
 		Tasks:      [][]int{{0, 1}, {2}},
 		Preprocess: data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: mean, Std: std, Resize: data.ResizeCatmullRom},
 		Version:    "test",

@@ -1,0 +1,156 @@
+package gauss
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// DefaultAcceptRate is the share of known-class images that a calibrated
+// classifier accepts by default; the rest of them, and every image farther
+// from all classes than they are, is "unknown".
+const DefaultAcceptRate = 0.95
+
+// DefaultTopK is how many predictions per image a reader reports when
+// ClassifierOptions.TopK is 0.
+const DefaultTopK = 5
+
+// ErrOptions is wrapped by every error about classifier options or an
+// acceptance rate out of range.
+var ErrOptions = errors.New("invalid classifier options")
+
+// ClassifierOptions are every option of the classifier, defined once: the
+// training configuration (package config, keys classifier.*), the model
+// manifest (package bundle, "classifier") and the runtime (package infer)
+// use this type, and Validate is the one check of their ranges, so the
+// three cannot disagree. DefaultClassifierOptions gives the published
+// setting (docs/method.md, "Classifier").
+//
+// The tags name each option in the configuration (mapstructure, yaml; doc
+// is its line in configs/README.md) and in manifest.json (json). A new
+// option is a field here, with its tags and its range in Problems.
+type ClassifierOptions struct {
+	// Shrink is gamma in Sigma' = Sigma + gamma*(tr(Sigma)/S)*I + 1e-8 I;
+	// the authors use 3 at test time. Must be finite and >= 0.
+	Shrink float64 `json:"shrink" mapstructure:"shrink" yaml:"shrink" doc:"Covariance shrinkage at test time: adds shrink*mean(diag)*I (authors' code: 3)."`
+	// Normalize turns Sigma' into its correlation matrix and L2-normalises
+	// both the feature and the class mean before the distance (on in the
+	// published runs).
+	Normalize bool `json:"normalize" mapstructure:"normalize" yaml:"normalize" doc:"Correlation matrix and L2-normalised feature and mean before the distance (docs/method.md: on)."`
+	// FullGaussian adds log det Sigma'_c - 2 log pi_c to the score, the
+	// paper's eq. (bayes_score); off in the published runs. With Normalize
+	// the log det is that of the correlation matrix, whose unit diagonal is
+	// far from the scale of unit-norm features, so the bias swamps the
+	// quadratic term (on pooled Fashion-MNIST pixels every test image went to
+	// one class): combine FullGaussian with Normalize only to reproduce that.
+	FullGaussian bool `json:"full_gaussian" mapstructure:"full_gaussian" yaml:"full_gaussian" doc:"Add log det Sigma and -2 log prior to the distance (the paper's full Bayes score)."`
+	// TopK is how many predictions per image a reader of the scores
+	// reports, closest first; 0 means DefaultTopK. NewClassifier does not
+	// read it. Must be >= 0.
+	TopK int `json:"top_k" mapstructure:"top_k" yaml:"top_k" doc:"Predictions reported per image by the exported model (0: 5)."`
+
+	// The calibration options below are off at 0 (docs/method.md,
+	// "Classifier calibration"); off, the classifier is the published one
+	// bit for bit. A manifest before schema version 3 has none of them.
+
+	// OffDiagShrink is FeCAM's gamma2: gamma2 times the mean off-diagonal
+	// entry of Sigma_c is added to every off-diagonal entry (ShrinkSeparate).
+	// Must be finite and >= 0.
+	OffDiagShrink float64 `json:"off_diag_shrink,omitempty" mapstructure:"off_diag_shrink" yaml:"off_diag_shrink" doc:"FeCAM's separate off-diagonal shrinkage: adds off_diag_shrink times the mean off-diagonal covariance entry to every off-diagonal entry (0: off)."`
+	// AgeShrink adds, per task learned since class c's own (Ages[c], the
+	// number of transports its prototype went through), this much to
+	// Shrink: gamma1_c = Shrink + AgeShrink*Ages[c]. Must be finite and >= 0.
+	AgeShrink float64 `json:"age_shrink,omitempty" mapstructure:"age_shrink" yaml:"age_shrink" doc:"Extra diagonal shrinkage per task learned since a class's own (per transport its prototype went through): shrink + age_shrink*age (0: off)."`
+	// PoolCov is lambda in [0, 1]: each class's covariance is blended with
+	// the mean covariance of all classes before shrinkage (PoolCovariances).
+	PoolCov float64 `json:"pool_cov,omitempty" mapstructure:"pool_cov" yaml:"pool_cov" doc:"Blend each class's covariance with the mean covariance of all seen classes before shrinkage: (1-pool_cov)*Sigma_c + pool_cov*mean (0: off, 1: one shared covariance)."`
+	// AgeBias adds AgeBias*Ages[c] to class c's score (into b_c): negative
+	// favours older classes, positive newer ones. Must be finite.
+	AgeBias float64 `json:"age_bias,omitempty" mapstructure:"age_bias" yaml:"age_bias" doc:"Added to a class's distance per task learned since its own: negative favours old classes, positive new ones (0: off)."`
+	// TestFlip averages the scores of every image and of its horizontal
+	// mirror (MeanScores); absent, off, before manifest schema version 4.
+	// model.onnx scores one image, so a reader runs it on both and averages.
+	TestFlip bool `json:"test_flip,omitempty" mapstructure:"test_flip" yaml:"test_flip" doc:"Test-time augmentation: score every image and its horizontal mirror and average the two scores; twice the backbone's work per image. Meant for data.horizontal_flip, whose mirrored copies enter the class statistics."`
+
+	// Ages holds, per class, the tasks learned since its own; nil means 0
+	// for every class. Used only by AgeShrink and AgeBias. It describes
+	// the classes, not the options, so it is never configured or stored
+	// with them (a manifest keeps it per class, bundle.Class.Age): set it
+	// with WithAges.
+	Ages []int `json:"-" mapstructure:"-" yaml:"-"`
+}
+
+// DefaultClassifierOptions returns Shrink 3, Normalize true, FullGaussian
+// false, TopK DefaultTopK (docs/method.md, "Classifier").
+func DefaultClassifierOptions() ClassifierOptions {
+	return ClassifierOptions{Shrink: 3, Normalize: true, TopK: DefaultTopK}
+}
+
+// WithAges returns o with Ages set to ages, one per class in score order,
+// when an option reads them (AgeShrink or AgeBias), else with none.
+func (o ClassifierOptions) WithAges(ages []int) ClassifierOptions {
+	o.Ages = nil
+	if o.AgeShrink != 0 || o.AgeBias != 0 {
+		o.Ages = append([]int(nil), ages...)
+	}
+	return o
+}
+
+// OptionError is one option out of its range: Key is its name in the
+// configuration and the manifest (the tag), Want the range. It wraps
+// ErrOptions.
+type OptionError struct {
+	Key   string
+	Value any
+	Want  string
+}
+
+func (e *OptionError) Error() string { return fmt.Sprintf("%s %v, want %s", e.Key, e.Value, e.Want) }
+
+// Unwrap returns ErrOptions.
+func (e *OptionError) Unwrap() error { return ErrOptions }
+
+// Problems lists every option of o out of its range, in field order; NaN
+// and ±Inf are out of every range. Ages are checked against the number of
+// classes by NewClassifier.
+func (o ClassifierOptions) Problems() []*OptionError {
+	var out []*OptionError
+	nonNegative := func(key string, v float64) {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			out = append(out, &OptionError{key, v, "a finite value >= 0"})
+		}
+	}
+	nonNegative("shrink", o.Shrink)
+	if o.TopK < 0 {
+		out = append(out, &OptionError{"top_k", o.TopK, "a value >= 0 (0: the default)"})
+	}
+	nonNegative("off_diag_shrink", o.OffDiagShrink)
+	nonNegative("age_shrink", o.AgeShrink)
+	if !(o.PoolCov >= 0 && o.PoolCov <= 1) {
+		out = append(out, &OptionError{"pool_cov", o.PoolCov, "a value in [0, 1]"})
+	}
+	if math.IsNaN(o.AgeBias) || math.IsInf(o.AgeBias, 0) {
+		out = append(out, &OptionError{"age_bias", o.AgeBias, "a finite value"})
+	}
+	return out
+}
+
+// Validate returns nil when every option is in range, else the Problems
+// joined, each wrapping ErrOptions.
+func (o ClassifierOptions) Validate() error {
+	var errs []error
+	for _, p := range o.Problems() {
+		errs = append(errs, p)
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateAcceptRate is the one check of an acceptance rate (the share of
+// known-class images a calibrated classifier accepts): it must lie in
+// (0, 1], which refuses NaN and ±Inf. The error wraps ErrOptions.
+func ValidateAcceptRate(rate float64) error {
+	if !(rate > 0 && rate <= 1) {
+		return &OptionError{"accept_rate", rate, "a value in (0, 1]"}
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package gauss
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+// TestClassifierOptionsValidate: every option out of its range, NaN and
+// ±Inf included, is named by its key and wraps ErrOptions; the defaults and
+// the edges of each range pass.
+func TestClassifierOptionsValidate(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	for i, c := range []struct {
+		edit func(*ClassifierOptions)
+		key  string // "" when valid
+	}{
+		{func(o *ClassifierOptions) {}, ""},
+		{func(o *ClassifierOptions) { o.Shrink, o.TopK, o.PoolCov, o.AgeBias = 0, 0, 1, -2 }, ""},
+		{func(o *ClassifierOptions) { o.Shrink = -1 }, "shrink"},
+		{func(o *ClassifierOptions) { o.Shrink = nan }, "shrink"},
+		{func(o *ClassifierOptions) { o.Shrink = inf }, "shrink"},
+		{func(o *ClassifierOptions) { o.TopK = -1 }, "top_k"},
+		{func(o *ClassifierOptions) { o.OffDiagShrink = nan }, "off_diag_shrink"},
+		{func(o *ClassifierOptions) { o.OffDiagShrink = -inf }, "off_diag_shrink"},
+		{func(o *ClassifierOptions) { o.AgeShrink = inf }, "age_shrink"},
+		{func(o *ClassifierOptions) { o.AgeShrink = -0.5 }, "age_shrink"},
+		{func(o *ClassifierOptions) { o.PoolCov = 1.5 }, "pool_cov"},
+		{func(o *ClassifierOptions) { o.PoolCov = nan }, "pool_cov"},
+		{func(o *ClassifierOptions) { o.AgeBias = -inf }, "age_bias"},
+		{func(o *ClassifierOptions) { o.AgeBias = nan }, "age_bias"},
+	} {
+		o := DefaultClassifierOptions()
+		c.edit(&o)
+		err := o.Validate()
+		if c.key == "" {
+			if err != nil {
+				t.Errorf("case %d: %v", i, err)
+			}
+			continue
+		}
+		problems := o.Problems()
+		if len(problems) != 1 || problems[0].Key != c.key {
+			t.Errorf("case %d: problems %v, want one for %s", i, problems, c.key)
+		}
+		if !errors.Is(err, ErrOptions) || !strings.HasPrefix(err.Error(), c.key+" ") {
+			t.Errorf("case %d: error %v, want ErrOptions naming %s", i, err, c.key)
+		}
+		if _, err := NewClassifier([]Gaussian{diagGaussian([]float64{0, 1}, 1, 1)}, nil, o); !errors.Is(err, ErrOptions) {
+			t.Errorf("case %d: NewClassifier error %v, want ErrOptions", i, err)
+		}
+	}
+}
+
+// TestValidateAcceptRate: the range (0, 1], NaN and ±Inf refused.
+func TestValidateAcceptRate(t *testing.T) {
+	for i, c := range []struct {
+		rate float64
+		ok   bool
+	}{
+		{DefaultAcceptRate, true}, {1, true}, {1e-9, true},
+		{0, false}, {-0.1, false}, {1.0000001, false}, {math.NaN(), false}, {math.Inf(1), false}, {math.Inf(-1), false},
+	} {
+		err := ValidateAcceptRate(c.rate)
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrOptions)) {
+			t.Errorf("case %d: rate %v: error %v, want ok %v", i, c.rate, err, c.ok)
+		}
+	}
+}
+
+// TestWithAges: ages are kept only where an option reads them, and copied.
+func TestWithAges(t *testing.T) {
+	ages := []int{2, 0}
+	if o := DefaultClassifierOptions().WithAges(ages); o.Ages != nil {
+		t.Errorf("ages %v without an age option", o.Ages)
+	}
+	o := ClassifierOptions{AgeBias: -1}.WithAges(ages)
+	ages[0] = 9
+	if len(o.Ages) != 2 || o.Ages[0] != 2 {
+		t.Errorf("ages %v, want a copy of [2 0]", o.Ages)
+	}
+}
