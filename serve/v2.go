@@ -333,7 +333,8 @@ func (s *Server) v2Inputs(req *inferRequest, m model) ([]infer.Input, []imageByt
 			}
 			img, format, err := data.DecodeImage(bytes.NewReader(b), s.maxPixels)
 			if err != nil {
-				return nil, nil, fmt.Errorf("input %q element %d: %w", in.Name, i, err)
+				// The request's fault: 400, or 413/415 by the wrapped error.
+				return nil, nil, &badRequest{fmt.Errorf("input %q element %d: %w", in.Name, i, err)}
 			}
 			if inputs[i], err = m.Prepare(img); err != nil {
 				return nil, nil, fmt.Errorf("input %q element %d: %w", in.Name, i, err)

@@ -291,7 +291,8 @@ func TestV2InferImages(t *testing.T) {
 func TestV2InferErrors(t *testing.T) {
 	url, _ := v2Server(t)
 	_, test := testModel(t)
-	good := base64.StdEncoding.EncodeToString(encodePNG(t, fashionImage(test, 0)))
+	png := encodePNG(t, fashionImage(test, 0))
+	good := base64.StdEncoding.EncodeToString(png)
 	image := func(shape []int, datatype string, data any) string {
 		b, err := json.Marshal(map[string]any{"inputs": []any{map[string]any{"name": "image", "shape": shape, "datatype": datatype, "data": data}}})
 		if err != nil {
@@ -319,6 +320,8 @@ func TestV2InferErrors(t *testing.T) {
 		{"fmnist", "", image([]int{1}, "BYTES", []string{"not base64!"}), 400, "not base64"},
 		{"fmnist", "", image([]int{1}, "BYTES", []int{1}), 400, "array of base64 strings"},
 		{"fmnist", "", image([]int{1}, "BYTES", []string{base64.StdEncoding.EncodeToString([]byte("hello"))}), 415, "unknown image format"},
+		{"fmnist", "", image([]int{1}, "BYTES", []string{base64.StdEncoding.EncodeToString(png[:len(png)/2])}), 400, "truncated or corrupt png image"},
+		{"fmnist", "", image([]int{1}, "BYTES", []string{base64.StdEncoding.EncodeToString(pngHeader(100000, 100000))}), 413, "100000x100000"},
 		{"fmnist", "", raw(`{"inputs": [{"name": "input", "shape": [1, 1, 28, 27], "datatype": "FP32", "data": [0]}]}`), 400, "want [N, 1, 28, 28]"},
 		{"fmnist", "", raw(`{"inputs": [{"name": "input", "shape": [1, 1, 28, 28], "datatype": "FP32", "data": [1, 2, 3]}]}`), 400, "3 values, the shape says 784"},
 		{"fmnist", "", raw(`{"inputs": [{"name": "input", "shape": [1, 1, 28, 28], "datatype": "FP32", "data": [[1, "a"]]}]}`), 400, "is not a number"},
@@ -334,4 +337,29 @@ func TestV2InferErrors(t *testing.T) {
 			t.Errorf("case %d: %d %v, want %d and only an error naming %q", i, code, ans, c.status, c.has)
 		}
 	}
+}
+
+// FuzzV2Infer checks that no inference request body makes the handler
+// panic or answer 500: every bad request is the client's fault (4xx).
+func FuzzV2Infer(f *testing.F) {
+	model, test := testModel(f)
+	png := encodePNG(f, fashionImage(test, 0))
+	b64 := base64.StdEncoding.EncodeToString(png)
+	f.Add(`{"inputs": [{"name": "image", "shape": [1], "datatype": "BYTES", "data": ["` + b64 + `"]}]}`)
+	f.Add(`{"id": "1", "inputs": [{"name": "image", "shape": [1, 1], "datatype": "BYTES", "data": ["` + b64[:40] + `"]}], "outputs": [{"name": "distance", "parameters": {"classification": 2}}]}`)
+	f.Add(`{"inputs": [{"name": "input", "shape": [1, 1, 28, 28], "datatype": "FP32", "data": [[[0.5, -1e3, 7]]]}]}`)
+	f.Add(`{"inputs": [{"name": "input", "shape": [1, 1, 2, 2], "datatype": "FP32", "data": [1, 2, 3, 4]}], "outputs": [{"name": "unknown"}]}`)
+	f.Add(`{"inputs": [{"name": "image", "shape": [9223372036854775807], "datatype": "BYTES", "data": []}]}`)
+	f.Add(`[]`)
+	cfg := testConfig(model)
+	cfg.MaxPixels, cfg.MaxBody, cfg.MaxConcurrent = 1<<16, 1<<16, 2
+	s := newTestServer(f, cfg)
+	f.Fuzz(func(t *testing.T, body string) {
+		req := httptest.NewRequest(http.MethodPost, "/v2/models/bicyc/infer", strings.NewReader(body))
+		rec := httptest.NewRecorder()
+		s.Public.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK && (rec.Code < 400 || rec.Code > 499) {
+			t.Errorf("status %d: %s", rec.Code, rec.Body)
+		}
+	})
 }
