@@ -505,6 +505,9 @@ func (s *Server) classify(w http.ResponseWriter, r *http.Request) {
 // parameters model and version, or the only model served and its latest
 // version (version 0).
 func (s *Server) v1Model(r *http.Request) (name string, version int64, err error) {
+	if r.URL.RawQuery == "" && s.name != "" {
+		return s.name, 0, nil
+	}
 	q := r.URL.Query()
 	name = q.Get("model")
 	if name == "" {
