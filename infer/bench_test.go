@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"context"
 	"fmt"
 	"image"
 	"slices"
@@ -26,7 +27,7 @@ func BenchmarkClassifyThreads(b *testing.B) {
 				var local []time.Duration
 				for pb.Next() {
 					start := time.Now()
-					if _, err := c.Classify(img); err != nil {
+					if _, err := c.Classify(context.Background(), img); err != nil {
 						b.Error(err)
 						return
 					}
@@ -55,7 +56,7 @@ func BenchmarkClassifyBatch(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := c.ClassifyBatch(imgs); err != nil {
+		if _, err := c.ClassifyBatch(context.Background(), imgs); err != nil {
 			b.Fatal(err)
 		}
 	}

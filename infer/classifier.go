@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"image"
@@ -56,9 +57,18 @@ type Classifier struct {
 // here rather than on the first request, and the first request does not pay
 // for ONNX Runtime's lazy set-up.
 //
+// Creating sessions can take minutes (TensorRT builds its engines then).
+// When ctx is done first, Open returns at once with an error wrapping
+// ctx.Err(); the sessions still being created are released in the
+// background as soon as ONNX Runtime hands them over, since it cannot
+// stop building them.
+//
 // The caller owns the Classifier and must Close it. On error Open releases
 // everything it created and returns a nil Classifier, which Close accepts.
-func Open(dir string, opts ...Option) (*Classifier, error) {
+func Open(ctx context.Context, dir string, opts ...Option) (*Classifier, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("model %s: %w", dir, err)
+	}
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
@@ -96,7 +106,7 @@ func Open(dir string, opts ...Option) (*Classifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	sessions, provider, err := startSessions(&cfg, specs)
+	sessions, provider, err := startSessionsCtx(ctx, &cfg, specs)
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", dir, err)
 	}
@@ -122,26 +132,29 @@ func Open(dir string, opts ...Option) (*Classifier, error) {
 		c.topK = gauss.DefaultTopK
 	}
 	c.topK = min(c.topK, len(c.classes))
-	if err := c.warmUp(); err != nil {
+	if err := c.warmUp(ctx); err != nil {
 		c.Close()
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("model %s: %w", dir, ctxErr)
+		}
 		return nil, fmt.Errorf("model %s does not match its manifest: %w", dir, err)
 	}
 	return c, nil
 }
 
 // warmUp runs every session once on zeros of the manifest's shapes.
-func (c *Classifier) warmUp() error {
+func (c *Classifier) warmUp(ctx context.Context) error {
 	blank := make([]float32, c.pre.ImageSize())
 	shape := []int64{1, int64(c.pre.Channels), int64(c.pre.Height), int64(c.pre.Width)}
-	if _, err := c.model.run(blank, shape, len(c.classes)); err != nil {
+	if _, err := c.model.run(ctx, blank, shape, len(c.classes)); err != nil {
 		return err
 	}
-	if _, err := c.backbone.run(blank, shape, c.manifest.FeatureDim); err != nil {
+	if _, err := c.backbone.run(ctx, blank, shape, c.manifest.FeatureDim); err != nil {
 		return err
 	}
 	if c.adapter != nil {
 		s := int64(c.manifest.FeatureDim)
-		if _, err := c.adapter.run(make([]float32, s), []int64{1, s}, int(s)); err != nil {
+		if _, err := c.adapter.run(ctx, make([]float32, s), []int64{1, s}, int(s)); err != nil {
 			return err
 		}
 	}
@@ -194,8 +207,8 @@ func (c *Classifier) Classes() []bundle.Class {
 func (c *Classifier) Manifest() bundle.Manifest { return c.manifest }
 
 // Classify classifies one image. See ClassifyBatch.
-func (c *Classifier) Classify(img image.Image) (Result, error) {
-	rs, err := c.ClassifyBatch([]image.Image{img})
+func (c *Classifier) Classify(ctx context.Context, img image.Image) (Result, error) {
+	rs, err := c.ClassifyBatch(ctx, []image.Image{img})
 	if err != nil {
 		return Result{}, err
 	}
@@ -207,17 +220,23 @@ func (c *Classifier) Classify(img image.Image) (Result, error) {
 // the manifest's resize mode, squash or center crop, channel conversion,
 // normalisation), runs
 // model.onnx once on the [N,C,H,W] batch and returns one Result per image,
-// in order. A nil image, or a distance that is NaN or infinite, is an error
-// naming the image's index. An empty batch returns no results.
-func (c *Classifier) ClassifyBatch(imgs []image.Image) ([]Result, error) {
+// in order. A nil image (ErrNilImage), or a distance that is NaN or
+// infinite, is an error naming the image's index. An empty batch returns
+// no results.
+//
+// When ctx is done, ClassifyBatch stops between images while it
+// preprocesses them, and ONNX Runtime stops its run after the node in
+// progress (RunOptions.Terminate); the error wraps ctx.Err(). The
+// Classifier stays usable.
+func (c *Classifier) ClassifyBatch(ctx context.Context, imgs []image.Image) ([]Result, error) {
 	if len(imgs) == 0 {
 		return nil, nil
 	}
-	batch, shape, err := c.preprocess(imgs)
+	batch, shape, err := c.preprocess(ctx, imgs)
 	if err != nil {
 		return nil, err
 	}
-	return c.classifyNCHW(batch, shape)
+	return c.classifyNCHW(ctx, batch, shape)
 }
 
 // Input is one image reduced to the model's input by the manifest's
@@ -232,7 +251,7 @@ type Input struct{ x []float32 }
 // Prepare reduces img to the model's input, as ClassifyBatch does.
 func (c *Classifier) Prepare(img image.Image) (Input, error) {
 	if img == nil {
-		return Input{}, errors.New("image is nil")
+		return Input{}, ErrNilImage
 	}
 	return Input{c.pre.Image(img)}, nil
 }
@@ -249,10 +268,11 @@ func (c *Classifier) PrepareReader(r io.Reader) (Input, error) {
 }
 
 // ClassifyInputs classifies prepared inputs with one run of model.onnx and
-// returns one Result per input, in order; see ClassifyBatch. An input not
-// made by this Classifier's Prepare (the zero Input, or one of another
-// model's size) is an error naming its index.
-func (c *Classifier) ClassifyInputs(inputs []Input) ([]Result, error) {
+// returns one Result per input, in order; see ClassifyBatch, also for ctx.
+// An input not made by this Classifier's Prepare (the zero Input, or one
+// of another model's size) is an error naming its index and wrapping
+// ErrInputShape.
+func (c *Classifier) ClassifyInputs(ctx context.Context, inputs []Input) ([]Result, error) {
 	if len(inputs) == 0 {
 		return nil, nil
 	}
@@ -260,7 +280,7 @@ func (c *Classifier) ClassifyInputs(inputs []Input) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.classifyNCHW(batch, shape)
+	return c.classifyNCHW(ctx, batch, shape)
 }
 
 // stack joins prepared inputs into one NCHW batch.
@@ -269,7 +289,7 @@ func (c *Classifier) stack(inputs []Input) ([]float32, []int64, error) {
 	batch := make([]float32, 0, len(inputs)*size)
 	for i, in := range inputs {
 		if len(in.x) != size {
-			return nil, nil, fmt.Errorf("input %d has %d values, want %d: make inputs with this model's Prepare", i, len(in.x), size)
+			return nil, nil, fmt.Errorf("%w: input %d has %d values, want %d: make inputs with this model's Prepare", ErrInputShape, i, len(in.x), size)
 		}
 		batch = append(batch, in.x...)
 	}
@@ -278,9 +298,9 @@ func (c *Classifier) stack(inputs []Input) ([]float32, []int64, error) {
 
 // classifyNCHW runs model.onnx on a preprocessed batch and ranks the
 // classes of each image.
-func (c *Classifier) classifyNCHW(batch []float32, shape []int64) ([]Result, error) {
+func (c *Classifier) classifyNCHW(ctx context.Context, batch []float32, shape []int64) ([]Result, error) {
 	k := len(c.classes)
-	scores, err := c.runModel(batch, shape)
+	scores, err := c.runModel(ctx, batch, shape)
 	if err != nil {
 		return nil, err
 	}
@@ -296,18 +316,39 @@ func (c *Classifier) classifyNCHW(batch []float32, shape []int64) ([]Result, err
 	return results, nil
 }
 
+// Scores returns model.onnx's score of every class for every prepared
+// input, a row of len(Classes()) per input, in Classes() order: the
+// squared Mahalanobis distance plus the class's bias (gauss.ClassifierTables),
+// averaged with the mirror's under the test-time flip, as ClassifyInputs
+// ranks them. An input not made by this Classifier's Prepare wraps
+// ErrInputShape; ctx stops the run as in ClassifyBatch.
+func (c *Classifier) Scores(ctx context.Context, inputs []Input) ([][]float32, error) {
+	if len(inputs) == 0 {
+		return nil, nil
+	}
+	batch, shape, err := c.stack(inputs)
+	if err != nil {
+		return nil, err
+	}
+	scores, err := c.runModel(ctx, batch, shape)
+	if err != nil {
+		return nil, err
+	}
+	return rows(scores, len(c.classes)), nil
+}
+
 // runModel runs model.onnx on a preprocessed NCHW batch: scores [N, K]
 // row-major. With the manifest's test_flip it runs the batch's horizontal
 // mirror too and returns the mean of the two (gauss.MeanScores), as
 // training evaluated the model.
-func (c *Classifier) runModel(batch []float32, shape []int64) ([]float32, error) {
+func (c *Classifier) runModel(ctx context.Context, batch []float32, shape []int64) ([]float32, error) {
 	k := len(c.classes)
 	return c.runLocked(func() ([]float32, error) {
-		scores, err := c.model.run(batch, shape, k)
+		scores, err := c.model.run(ctx, batch, shape, k)
 		if err != nil || !c.manifest.Classifier.TestFlip {
 			return scores, err
 		}
-		mirrored, err := c.model.run(mirror(batch, shape), shape, k)
+		mirrored, err := c.model.run(ctx, mirror(batch, shape), shape, k)
 		if err != nil {
 			return nil, err
 		}
@@ -328,23 +369,24 @@ func mirror(batch []float32, shape []int64) []float32 {
 
 // ClassifyFile decodes the image file at path (DecodeImage, with the
 // WithMaxPixels limit) and classifies it. Only a regular file is read: a
-// named pipe or device is refused at once (bounded.ErrNotRegular; use
+// named pipe or device is refused at once (ErrNotRegular; use
 // ClassifyReader to read one). Errors name the file.
-func (c *Classifier) ClassifyFile(path string) (Result, error) {
-	in, err := c.prepareFile(path)
+func (c *Classifier) ClassifyFile(ctx context.Context, path string) (Result, error) {
+	in, err := c.PrepareFile(path)
 	if err != nil {
 		return Result{}, err
 	}
-	rs, err := c.ClassifyInputs([]Input{in})
+	rs, err := c.ClassifyInputs(ctx, []Input{in})
 	if err != nil {
 		return Result{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return rs[0], nil
 }
 
-// prepareFile decodes the regular file at path (PrepareReader) and
-// reduces it to the model's input; errors name the file.
-func (c *Classifier) prepareFile(path string) (Input, error) {
+// PrepareFile decodes the regular file at path (PrepareReader; a named
+// pipe or device is ErrNotRegular) and reduces it to the model's input;
+// errors name the file.
+func (c *Classifier) PrepareFile(path string) (Input, error) {
 	f, _, err := bounded.OpenRegular(path)
 	if err != nil {
 		return Input{}, err
@@ -359,12 +401,12 @@ func (c *Classifier) prepareFile(path string) (Input, error) {
 
 // ClassifyReader decodes one image from r (PrepareReader) and classifies
 // it. It reads r to the end of the image, at most data.MaxImageBytes bytes.
-func (c *Classifier) ClassifyReader(r io.Reader) (Result, error) {
+func (c *Classifier) ClassifyReader(ctx context.Context, r io.Reader) (Result, error) {
 	in, err := c.PrepareReader(r)
 	if err != nil {
 		return Result{}, err
 	}
-	rs, err := c.ClassifyInputs([]Input{in})
+	rs, err := c.ClassifyInputs(ctx, []Input{in})
 	if err != nil {
 		return Result{}, err
 	}
@@ -372,24 +414,42 @@ func (c *Classifier) ClassifyReader(r io.Reader) (Result, error) {
 }
 
 // Embed returns the backbone feature of every image, [N][S] with S the
-// manifest's feature_dim, preprocessed as in ClassifyBatch. These are the
-// features the class prototypes live in.
-func (c *Classifier) Embed(imgs []image.Image) ([][]float32, error) {
+// manifest's feature_dim, preprocessed as in ClassifyBatch, which says
+// what ctx does. These are the features the class prototypes live in.
+func (c *Classifier) Embed(ctx context.Context, imgs []image.Image) ([][]float32, error) {
 	if len(imgs) == 0 {
 		return nil, nil
 	}
-	batch, shape, err := c.preprocess(imgs)
+	batch, shape, err := c.preprocess(ctx, imgs)
 	if err != nil {
 		return nil, err
 	}
-	return c.embedNCHW(batch, shape)
+	return c.embedNCHW(ctx, batch, shape)
+}
+
+// EmbedInputs returns the backbone feature of every prepared input, as
+// Embed does for images. With mirrored, each input is embedded as its
+// left-right mirror (the test-time flip; gauss.ClassifierOptions.TestFlip).
+// An input not made by this Classifier's Prepare wraps ErrInputShape.
+func (c *Classifier) EmbedInputs(ctx context.Context, inputs []Input, mirrored bool) ([][]float32, error) {
+	if len(inputs) == 0 {
+		return nil, nil
+	}
+	batch, shape, err := c.stack(inputs)
+	if err != nil {
+		return nil, err
+	}
+	if mirrored {
+		batch = mirror(batch, shape)
+	}
+	return c.embedNCHW(ctx, batch, shape)
 }
 
 // embedNCHW runs backbone.onnx on a preprocessed NCHW batch: one feature
 // row per image.
-func (c *Classifier) embedNCHW(batch []float32, shape []int64) ([][]float32, error) {
+func (c *Classifier) embedNCHW(ctx context.Context, batch []float32, shape []int64) ([][]float32, error) {
 	s := c.manifest.FeatureDim
-	features, err := c.runLocked(func() ([]float32, error) { return c.backbone.run(batch, shape, s) })
+	features, err := c.runLocked(func() ([]float32, error) { return c.backbone.run(ctx, batch, shape, s) })
 	if err != nil {
 		return nil, err
 	}
@@ -398,9 +458,9 @@ func (c *Classifier) embedNCHW(batch []float32, shape []int64) ([][]float32, err
 
 // Transport maps features of the previous task's backbone into the current
 // feature space with the adapter A (docs/method.md, "Stage II"): [N][S] in, [N][S]
-// out. Every row must have S finite values. Without an adapter it returns
-// ErrNoAdapter.
-func (c *Classifier) Transport(oldFeatures [][]float32) ([][]float32, error) {
+// out. Every row must have S finite values (else ErrInputShape). Without an
+// adapter it returns ErrNoAdapter. ctx stops the run as in ClassifyBatch.
+func (c *Classifier) Transport(ctx context.Context, oldFeatures [][]float32) ([][]float32, error) {
 	if c.adapter == nil {
 		return nil, fmt.Errorf("model %s: %w (trained on one task)", c.dir, ErrNoAdapter)
 	}
@@ -411,30 +471,34 @@ func (c *Classifier) Transport(oldFeatures [][]float32) ([][]float32, error) {
 	flat := make([]float32, 0, len(oldFeatures)*s)
 	for i, row := range oldFeatures {
 		if len(row) != s {
-			return nil, fmt.Errorf("feature row %d has %d values, want %d", i, len(row), s)
+			return nil, fmt.Errorf("%w: feature row %d has %d values, want %d", ErrInputShape, i, len(row), s)
 		}
 		for j, v := range row {
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return nil, fmt.Errorf("feature row %d value %d is %v", i, j, v)
+				return nil, fmt.Errorf("%w: feature row %d value %d is %v", ErrInputShape, i, j, v)
 			}
 		}
 		flat = append(flat, row...)
 	}
 	shape := []int64{int64(len(oldFeatures)), int64(s)}
-	moved, err := c.runLocked(func() ([]float32, error) { return c.adapter.run(flat, shape, s) })
+	moved, err := c.runLocked(func() ([]float32, error) { return c.adapter.run(ctx, flat, shape, s) })
 	if err != nil {
 		return nil, err
 	}
 	return rows(moved, s), nil
 }
 
-// preprocess turns images into one NCHW float32 batch.
-func (c *Classifier) preprocess(imgs []image.Image) ([]float32, []int64, error) {
+// preprocess turns images into one NCHW float32 batch, stopping between
+// images once ctx is done.
+func (c *Classifier) preprocess(ctx context.Context, imgs []image.Image) ([]float32, []int64, error) {
 	size := c.pre.ImageSize()
 	batch := make([]float32, len(imgs)*size)
 	for i, img := range imgs {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
 		if img == nil {
-			return nil, nil, fmt.Errorf("image %d is nil", i)
+			return nil, nil, fmt.Errorf("image %d: %w", i, ErrNilImage)
 		}
 		copy(batch[i*size:], c.pre.Image(img))
 	}

@@ -2,6 +2,7 @@ package infer
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"image"
 	"image/jpeg"
@@ -22,7 +23,7 @@ import (
 // openCPU opens a test bundle on the CPU provider without the auto log line.
 func openCPU(t testing.TB, dir string, opts ...Option) *Classifier {
 	t.Helper()
-	c, err := Open(dir, append([]Option{WithProvider(ProviderCPU), WithLog(nil)}, opts...)...)
+	c, err := Open(context.Background(), dir, append([]Option{WithProvider(ProviderCPU), WithLog(nil)}, opts...)...)
 	if err != nil {
 		t.Fatalf("open %s: %v", dir, err)
 	}
@@ -57,11 +58,11 @@ func TestClassifyMatchesReference(t *testing.T) {
 	for i, j := range idx {
 		imgs[i] = fashionImage(f.test, j)
 	}
-	results, err := c.ClassifyBatch(imgs)
+	results, err := c.ClassifyBatch(context.Background(), imgs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	features, err := c.Embed(imgs)
+	features, err := c.Embed(context.Background(), imgs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,12 +133,12 @@ func TestClassifyBatchEqualsSingle(t *testing.T) {
 		if c.TopK() != cs.want {
 			t.Errorf("case %d: TopK() = %d, want %d", i, c.TopK(), cs.want)
 		}
-		batch, err := c.ClassifyBatch(imgs)
+		batch, err := c.ClassifyBatch(context.Background(), imgs)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for j, img := range imgs {
-			single, err := c.Classify(img)
+			single, err := c.Classify(context.Background(), img)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +170,7 @@ func TestClassifyFileAndReader(t *testing.T) {
 	c := openCPU(t, f.twoTasks)
 	dir := t.TempDir()
 	img := fashionImage(f.test, 7000)
-	want, err := c.Classify(img)
+	want, err := c.Classify(context.Background(), img)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,7 @@ func TestClassifyFileAndReader(t *testing.T) {
 	if err := os.WriteFile(pngPath, encodePNG(t, img), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.ClassifyFile(pngPath)
+	got, err := c.ClassifyFile(context.Background(), pngPath)
 	if err != nil || !samePredictions(got, want, 0) {
 		t.Errorf("ClassifyFile(png) = %+v, %v; want %+v", got, err, want)
 	}
@@ -185,7 +186,7 @@ func TestClassifyFileAndReader(t *testing.T) {
 	if err := jpeg.Encode(&jpg, img, &jpeg.Options{Quality: 95}); err != nil {
 		t.Fatal(err)
 	}
-	got, err = c.ClassifyReader(&jpg)
+	got, err = c.ClassifyReader(context.Background(), &jpg)
 	if err != nil || len(got.Predictions) != fixtureTopK {
 		t.Errorf("ClassifyReader(jpeg) = %+v, %v", got, err)
 	}
@@ -208,15 +209,15 @@ func TestClassifyFileAndReader(t *testing.T) {
 		{bomb, ErrImageTooLarge, "bomb.png: png header declares 100000x100000"},
 	}
 	for i, cs := range cases {
-		_, err := c.ClassifyFile(cs.path)
+		_, err := c.ClassifyFile(context.Background(), cs.path)
 		if err == nil || (cs.want != nil && !errors.Is(err, cs.want)) || !strings.Contains(err.Error(), cs.text) {
 			t.Errorf("case %d: error %v, want %v mentioning %q", i, err, cs.want, cs.text)
 		}
 	}
-	if _, err := c.ClassifyBatch([]image.Image{img, nil}); err == nil || !strings.Contains(err.Error(), "image 1 is nil") {
+	if _, err := c.ClassifyBatch(context.Background(), []image.Image{img, nil}); !errors.Is(err, ErrNilImage) || !strings.Contains(err.Error(), "image 1: image is nil") {
 		t.Errorf("nil image: error %v", err)
 	}
-	if rs, err := c.ClassifyBatch(nil); rs != nil || err != nil {
+	if rs, err := c.ClassifyBatch(context.Background(), nil); rs != nil || err != nil {
 		t.Errorf("empty batch: %v, %v", rs, err)
 	}
 }
@@ -247,11 +248,11 @@ func TestTransport(t *testing.T) {
 		}
 		return ts
 	}
-	old, err := c.Embed([]image.Image{fashionImage(f.test, 1), fashionImage(f.test, 2)})
+	old, err := c.Embed(context.Background(), []image.Image{fashionImage(f.test, 1), fashionImage(f.test, 2)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.Transport(old)
+	got, err := c.Transport(context.Background(), old)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,13 +281,13 @@ func TestTransport(t *testing.T) {
 		{[][]float32{make([]float32, fixtureFeatureDim), {1, 2, float32(math.NaN()), 4, 5, 6, 7, 8}}, "feature row 1 value 2 is NaN"},
 	}
 	for i, b := range bad {
-		if _, err := c.Transport(b.rows); err == nil || !strings.Contains(err.Error(), b.text) {
+		if _, err := c.Transport(context.Background(), b.rows); err == nil || !strings.Contains(err.Error(), b.text) {
 			t.Errorf("case %d: error %v, want %q", i, err, b.text)
 		}
 	}
 
 	one := openCPU(t, f.oneTask)
-	if _, err := one.Transport(old); !errors.Is(err, ErrNoAdapter) {
+	if _, err := one.Transport(context.Background(), old); !errors.Is(err, ErrNoAdapter) {
 		t.Errorf("one-task bundle: error %v, want ErrNoAdapter", err)
 	}
 	if n := len(one.Classes()); n != 5 {
@@ -306,7 +307,7 @@ func TestConcurrentClassify(t *testing.T) {
 	for i := range imgs {
 		imgs[i] = fashionImage(f.test, 100+i)
 		var err error
-		if want[i], err = c.Classify(imgs[i]); err != nil {
+		if want[i], err = c.Classify(context.Background(), imgs[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -316,7 +317,7 @@ func TestConcurrentClassify(t *testing.T) {
 		wg.Go(func() {
 			for r := range perGoroutine {
 				i := (g + r) % goroutines
-				got, err := c.Classify(imgs[i])
+				got, err := c.Classify(context.Background(), imgs[i])
 				if err != nil {
 					errs <- err
 				} else if !samePredictions(got, want[i], 0) {
@@ -344,7 +345,7 @@ func TestCloseWhileClassifying(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			for range 20 {
-				if _, err := c.Classify(img); err != nil && !errors.Is(err, ErrClosed) {
+				if _, err := c.Classify(context.Background(), img); err != nil && !errors.Is(err, ErrClosed) {
 					t.Errorf("classify during close: %v", err)
 				}
 			}
@@ -358,10 +359,10 @@ func TestCloseWhileClassifying(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if _, err := c.Classify(img); !errors.Is(err, ErrClosed) {
+	if _, err := c.Classify(context.Background(), img); !errors.Is(err, ErrClosed) {
 		t.Errorf("Classify after Close: %v", err)
 	}
-	if _, err := c.Embed([]image.Image{img}); !errors.Is(err, ErrClosed) {
+	if _, err := c.Embed(context.Background(), []image.Image{img}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Embed after Close: %v", err)
 	}
 	var nilClassifier *Classifier
@@ -410,7 +411,7 @@ func TestOpenErrors(t *testing.T) {
 		{"zero max pixels", f.twoTasks, []Option{WithMaxPixels(0)}, nil, "max pixels 0 is not positive"},
 	}
 	for i, cs := range cases {
-		c, err := Open(cs.dir, append(cs.opts, WithLog(nil))...)
+		c, err := Open(context.Background(), cs.dir, append(cs.opts, WithLog(nil))...)
 		if err == nil {
 			c.Close()
 			t.Errorf("case %d %s: opened, want an error", i, cs.name)
@@ -446,7 +447,7 @@ func TestOpenModelNotMatchingManifest(t *testing.T) {
 	if err := bundle.Write(dir, &m, files); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Open(dir, WithProvider(ProviderCPU))
+	_, err = Open(context.Background(), dir, WithProvider(ProviderCPU))
 	if err == nil || !strings.Contains(err.Error(), "does not match its manifest") || !strings.Contains(err.Error(), "model.onnx") {
 		t.Errorf("error %v, want a mismatch naming model.onnx", err)
 	}
@@ -464,12 +465,12 @@ func TestProviders(t *testing.T) {
 	for i := range imgs {
 		imgs[i] = fashionImage(f.test, 100*i)
 	}
-	cpu, err := Open(f.twoTasks, WithProvider(ProviderCPU), WithLog(io.Discard))
+	cpu, err := Open(context.Background(), f.twoTasks, WithProvider(ProviderCPU), WithLog(io.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cpu.Close()
-	want, err := cpu.ClassifyBatch(imgs)
+	want, err := cpu.ClassifyBatch(context.Background(), imgs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +480,7 @@ func TestProviders(t *testing.T) {
 		if p == ProviderTensorRT {
 			opts = append(opts, WithEngineCache(t.TempDir()))
 		}
-		c, err := Open(f.twoTasks, opts...)
+		c, err := Open(context.Background(), f.twoTasks, opts...)
 		switch {
 		case errors.Is(err, ErrProviderUnavailable):
 			if !strings.Contains(err.Error(), string(p)) || !strings.Contains(err.Error(), "GPU build") {
@@ -498,7 +499,7 @@ func TestProviders(t *testing.T) {
 	}
 
 	var log bytes.Buffer
-	c, err := Open(f.twoTasks, WithLog(&log), WithEngineCache(t.TempDir()), WithFP16(true))
+	c, err := Open(context.Background(), f.twoTasks, WithLog(&log), WithEngineCache(t.TempDir()), WithFP16(true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,7 +531,7 @@ func TestProviders(t *testing.T) {
 // kernels round differently).
 func compareWithCPU(t *testing.T, c *Classifier, imgs []image.Image, want []Result) {
 	t.Helper()
-	got, err := c.ClassifyBatch(imgs)
+	got, err := c.ClassifyBatch(context.Background(), imgs)
 	if err != nil {
 		t.Fatalf("%s: %v", c.Provider(), err)
 	}

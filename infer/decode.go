@@ -7,11 +7,6 @@ import (
 	"github.com/bicyc/bicyc/data"
 )
 
-// ErrImageTooLarge means an image header declares more pixels than allowed
-// (see WithMaxPixels), or its data is longer than data.MaxImageBytes
-// allows; the image was not decoded. It is data.ErrImageTooLarge.
-var ErrImageTooLarge = data.ErrImageTooLarge
-
 // ImageExtensions are the file name extensions (lower case, with the dot) of
 // the formats DecodeImage reads: data.ImageExtensions.
 var ImageExtensions = data.ImageExtensions
@@ -24,7 +19,8 @@ func IsImageFile(name string) bool { return data.IsImageFile(name) }
 // maxPixels pixels (ErrImageTooLarge), and reading at most
 // data.MaxImageBytes(maxPixels) bytes. A JPEG is returned upright by its
 // EXIF Orientation tag. It is data.DecodeImage, the decoder training's
-// image folders use too: see there for its errors. It never
+// image folders use too: corrupt or unknown data wraps ErrImageFormat, a
+// feature no decoder implements ErrImageUnsupported. It never
 // panics on bad data and is safe for concurrent use.
 func DecodeImage(r io.Reader, maxPixels int64) (image.Image, string, error) {
 	return data.DecodeImage(r, maxPixels)

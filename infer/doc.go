@@ -1,19 +1,21 @@
 // Package infer classifies images with an exported bicyc model bundle
-// through ONNX Runtime. It is the public API that Go services import; it
-// never links the training engine (gorgonia).
+// through ONNX Runtime. It is the public API that Go services import: the
+// runtime alone. It never links the training engine (gorgonia) nor the
+// ONNX writer (package export and its protobuf types); writing new
+// versions of a model (new classes, a calibration) is package author.
 //
 // # Lifecycle
 //
-//  1. Open(dir, options...) verifies the bundle's manifest and checksums
+//  1. Open(ctx, dir, options...) verifies the bundle's manifest and checksums
 //     (package bundle), loads the ONNX Runtime library once per process
 //     (InitRuntime), picks an execution provider (ProviderAuto tries
 //     TensorRT, then CUDA, then the CPU) and creates one ONNX Runtime
 //     session per model file: model.onnx for Classify, backbone.onnx for
 //     Embed, adapter.onnx for Transport (absent in a bundle of one task).
-//  2. Classify, ClassifyBatch, ClassifyFile, ClassifyReader, Embed and
-//     Transport reuse those sessions. A Classifier is safe for concurrent
-//     use by any number of goroutines; ONNX Runtime runs concurrent calls
-//     in parallel.
+//  2. Classify, ClassifyBatch, ClassifyInputs, ClassifyFile,
+//     ClassifyReader, Scores, Embed, EmbedInputs and Transport reuse those
+//     sessions. A Classifier is safe for concurrent use by any number of
+//     goroutines; ONNX Runtime runs concurrent calls in parallel.
 //  3. Close releases the sessions. It is idempotent and safe on the nil
 //     Classifier a failed Open returns; calls after Close return ErrClosed.
 //     The ONNX Runtime environment itself lives until the process exits,
@@ -50,14 +52,26 @@
 // known class, at a threshold that accepts a stated share of known-class
 // images (WithAcceptRate, default the manifest's, normally 95 %; or
 // WithUnknownThreshold). Collector keeps unknown images for labelling;
-// AddClasses writes a new model directory with classes estimated from a
-// few labelled images (ReadClassFolders), without retraining; Calibrate
-// calibrates a model that has no calibration.
+// package author adds classes from a few labelled images each, without
+// retraining, and calibrates a model that has no calibration.
 //
-// Errors from outside data (images, bundle files) are returned, never
-// panics, and wrap sentinels where callers must branch: ErrImageTooLarge,
-// ErrProviderUnavailable, ErrRuntimeNotFound, ErrRuntimeTooOld,
-// ErrRuntimeConflict, ErrNoAdapter, ErrClosed, ErrNotCalibrated,
-// ErrCollectionFull, ErrClassFolder, ErrTooFewImages, ErrDuplicateClass,
-// ErrModelChanged.
+// # Context, errors, logging
+//
+// Every call that runs the model takes a context.Context. Once it is done,
+// a call stops between images while it preprocesses them and inside ONNX
+// Runtime (each cancellable run has its own run options, whose terminate
+// flag the context sets; ONNX Runtime checks it before every node), and
+// returns an error wrapping ctx.Err(); the Classifier stays usable. Open
+// returns when its context is done even while sessions are still being
+// created, and releases them once ONNX Runtime hands them over.
+//
+// Errors from outside data (images, bundle files, options) are returned,
+// never panics, and wrap sentinels where callers must branch:
+// ErrImageFormat, ErrImageUnsupported, ErrImageTooLarge, ErrNotRegular,
+// ErrNilImage, ErrInputShape, ErrInvalidOptions, ErrProviderUnavailable,
+// ErrRuntimeNotFound, ErrRuntimeTooOld, ErrRuntimeConflict, ErrNoAdapter,
+// ErrClosed, ErrNotCalibrated, ErrCollectionFull.
+//
+// The package writes nothing to stderr or anywhere else unless the caller
+// passes a writer with WithLog.
 package infer

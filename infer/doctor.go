@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"context"
 	"fmt"
 	"image"
 	"image/color"
@@ -105,14 +106,15 @@ type ProviderRun struct {
 // single-image latency and batch throughput. imgs are the images; with none
 // it makes 64 deterministic synthetic ones of the model's input size. opts
 // apply to every provider (WithEngineCache and WithFP16 to TensorRT alone);
-// WithProvider and WithTopK are overridden.
+// WithProvider and WithTopK are overridden. When ctx is done it stops (see
+// Open and ClassifyBatch) and returns an error wrapping ctx.Err().
 //
 // A provider that cannot run is reported with its Error, not returned as
 // one; an error is returned only when the CPU cannot run the model.
-func CheckProviders(dir string, imgs []image.Image, s CheckSettings, opts ...Option) (*ProviderReport, error) {
+func CheckProviders(ctx context.Context, dir string, imgs []image.Image, s CheckSettings, opts ...Option) (*ProviderReport, error) {
 	s.defaults()
 	report := &ProviderReport{Model: dir}
-	cpuRun, cpu, err := openTimed(dir, ProviderCPU, opts)
+	cpuRun, cpu, err := openTimed(ctx, dir, ProviderCPU, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -131,11 +133,11 @@ func CheckProviders(dir string, imgs []image.Image, s CheckSettings, opts ...Opt
 			return nil, fmt.Errorf("image %d: %w", i, err)
 		}
 	}
-	want, err := distances(cpu, inputs, s.Batch)
+	want, err := distances(ctx, cpu, inputs, s.Batch)
 	if err != nil {
 		return nil, fmt.Errorf("cpu: %w", err)
 	}
-	if err := measure(cpu, inputs, s, &cpuRun); err != nil {
+	if err := measure(ctx, cpu, inputs, s, &cpuRun); err != nil {
 		return nil, fmt.Errorf("cpu: %w", err)
 	}
 	cpuRun.SameTop1 = len(inputs)
@@ -145,9 +147,9 @@ func CheckProviders(dir string, imgs []image.Image, s CheckSettings, opts ...Opt
 		if p == ProviderCPU {
 			continue
 		}
-		run, c, err := openTimed(dir, p, opts)
+		run, c, err := openTimed(ctx, dir, p, opts)
 		if err == nil {
-			err = compare(c, inputs, want, s, &run)
+			err = compare(ctx, c, inputs, want, s, &run)
 			c.Close()
 		}
 		if err != nil {
@@ -159,20 +161,20 @@ func CheckProviders(dir string, imgs []image.Image, s CheckSettings, opts ...Opt
 }
 
 // openTimed opens dir on provider p with every class in each Result.
-func openTimed(dir string, p Provider, opts []Option) (ProviderRun, *Classifier, error) {
+func openTimed(ctx context.Context, dir string, p Provider, opts []Option) (ProviderRun, *Classifier, error) {
 	opts = append(slices.Clone(opts), WithProvider(p), WithTopK(math.MaxInt32))
 	if p != ProviderTensorRT {
 		opts = append(opts, WithEngineCache(""), WithFP16(false))
 	}
 	start := time.Now()
-	c, err := Open(dir, opts...)
+	c, err := Open(ctx, dir, opts...)
 	return ProviderRun{Provider: p, OpenSeconds: time.Since(start).Seconds()}, c, err
 }
 
 // compare classifies inputs on c, compares the distances with want (the
 // CPU's) and measures c.
-func compare(c *Classifier, inputs []Input, want [][]Prediction, s CheckSettings, run *ProviderRun) error {
-	got, err := distances(c, inputs, s.Batch)
+func compare(ctx context.Context, c *Classifier, inputs []Input, want [][]Prediction, s CheckSettings, run *ProviderRun) error {
+	got, err := distances(ctx, c, inputs, s.Batch)
 	if err != nil {
 		return err
 	}
@@ -196,15 +198,15 @@ func compare(c *Classifier, inputs []Input, want [][]Prediction, s CheckSettings
 		}
 	}
 	run.MaxAbsDiff, run.MaxRelDiff = &maxAbs, &maxRel
-	return measure(c, inputs, s, run)
+	return measure(ctx, c, inputs, s, run)
 }
 
 // distances classifies inputs in batches and returns every class's
 // prediction for each input.
-func distances(c *Classifier, inputs []Input, batch int) ([][]Prediction, error) {
+func distances(ctx context.Context, c *Classifier, inputs []Input, batch int) ([][]Prediction, error) {
 	out := make([][]Prediction, 0, len(inputs))
 	for start := 0; start < len(inputs); start += batch {
-		rs, err := c.ClassifyInputs(inputs[start:min(start+batch, len(inputs))])
+		rs, err := c.ClassifyInputs(ctx, inputs[start:min(start+batch, len(inputs))])
 		if err != nil {
 			return nil, err
 		}
@@ -216,13 +218,13 @@ func distances(c *Classifier, inputs []Input, batch int) ([][]Prediction, error)
 }
 
 // measure times single-image calls and full batches on c.
-func measure(c *Classifier, inputs []Input, s CheckSettings, run *ProviderRun) error {
+func measure(ctx context.Context, c *Classifier, inputs []Input, s CheckSettings, run *ProviderRun) error {
 	const warmUp = 10
 	times := make([]time.Duration, 0, s.LatencyRuns)
 	for i := range warmUp + s.LatencyRuns {
 		in := inputs[i%len(inputs) : i%len(inputs)+1]
 		start := time.Now()
-		if _, err := c.ClassifyInputs(in); err != nil {
+		if _, err := c.ClassifyInputs(ctx, in); err != nil {
 			return err
 		}
 		if i >= warmUp {
@@ -241,13 +243,13 @@ func measure(c *Classifier, inputs []Input, s CheckSettings, run *ProviderRun) e
 	}
 	// The first batch pays for lazy set-up (a TensorRT engine for this
 	// shape, cuDNN's algorithm search): not measured.
-	if _, err := c.ClassifyInputs(batch); err != nil {
+	if _, err := c.ClassifyInputs(ctx, batch); err != nil {
 		return err
 	}
 	n := 0
 	start := time.Now()
 	for n < 3 || time.Since(start) < s.MinDuration {
-		if _, err := c.ClassifyInputs(batch); err != nil {
+		if _, err := c.ClassifyInputs(ctx, batch); err != nil {
 			return err
 		}
 		n++

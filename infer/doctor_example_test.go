@@ -1,6 +1,7 @@
 package infer_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"time"
@@ -11,7 +12,7 @@ import (
 func ExampleCheckProviders() {
 	modelDir, _ := exampleModel(0)
 	s := infer.CheckSettings{Providers: []infer.Provider{infer.ProviderCUDA}, LatencyRuns: 20, Batch: 16, MinDuration: time.Millisecond}
-	r, err := infer.CheckProviders(modelDir, nil, s, infer.WithLog(nil))
+	r, err := infer.CheckProviders(context.Background(), modelDir, nil, s, infer.WithLog(nil))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package infer_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"image"
@@ -9,6 +10,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/bicyc/bicyc/infer"
 )
@@ -35,7 +37,11 @@ func exampleModel(i int) (modelDir, imagePath string) {
 
 func ExampleOpen() {
 	modelDir, _ := exampleModel(0)
-	c, err := infer.Open(modelDir, infer.WithProvider(infer.ProviderCPU), infer.WithTopK(2))
+	// The context bounds the opening: a TensorRT session may spend minutes
+	// building its engines.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := infer.Open(ctx, modelDir, infer.WithProvider(infer.ProviderCPU), infer.WithTopK(2))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -47,12 +53,13 @@ func ExampleOpen() {
 func ExampleClassifier_ClassifyFile() {
 	modelDir, imagePath := exampleModel(2) // a trouser
 	defer os.Remove(imagePath)
-	c, err := infer.Open(modelDir, infer.WithProvider(infer.ProviderCPU))
+	ctx := context.Background()
+	c, err := infer.Open(ctx, modelDir, infer.WithProvider(infer.ProviderCPU))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	res, err := c.ClassifyFile(imagePath)
+	res, err := c.ClassifyFile(ctx, imagePath)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -67,7 +74,8 @@ func ExampleClassifier_ClassifyFile() {
 
 func ExampleClassifier_Transport() {
 	modelDir, _ := exampleModel(0)
-	c, err := infer.Open(modelDir, infer.WithProvider(infer.ProviderCPU))
+	ctx := context.Background()
+	c, err := infer.Open(ctx, modelDir, infer.WithProvider(infer.ProviderCPU))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -75,7 +83,7 @@ func ExampleClassifier_Transport() {
 	// Features of the previous task's backbone would come from that
 	// model's Embed; any [N][S] rows work here.
 	old := [][]float32{make([]float32, c.Manifest().FeatureDim)}
-	moved, err := c.Transport(old)
+	moved, err := c.Transport(ctx, old)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -92,4 +100,46 @@ func ExampleDecodeImage() {
 	// Output:
 	// true
 	// png header declares 100000x100000 = 10000000000 pixels, more than the limit of 16777216: image too large
+}
+
+// A caller that gives up stops the classification: the request's context
+// reaches ONNX Runtime, and the error says why the call stopped.
+func ExampleClassifier_ClassifyBatch_cancelled() {
+	modelDir, _ := exampleModel(0)
+	c, err := infer.Open(context.Background(), modelDir, infer.WithProvider(infer.ProviderCPU))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the client went away
+	img := image.NewGray(image.Rect(0, 0, 28, 28))
+	_, err = c.ClassifyBatch(ctx, []image.Image{img, img})
+	fmt.Println(errors.Is(err, context.Canceled))
+	// The Classifier stays usable.
+	res, err := c.Classify(context.Background(), img)
+	fmt.Println(len(res.Predictions), err)
+	// Output:
+	// true
+	// 3 <nil>
+}
+
+// Errors about outside input wrap sentinels to branch on.
+func ExampleErrImageFormat() {
+	modelDir, _ := exampleModel(0)
+	c, err := infer.Open(context.Background(), modelDir, infer.WithProvider(infer.ProviderCPU))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.ClassifyReader(context.Background(), bytes.NewReader([]byte("not an image")))
+	fmt.Println(errors.Is(err, infer.ErrImageFormat))
+	_, err = c.Classify(context.Background(), nil)
+	fmt.Println(errors.Is(err, infer.ErrNilImage))
+	_, err = infer.Open(context.Background(), modelDir, infer.WithAcceptRate(1.5))
+	fmt.Println(errors.Is(err, infer.ErrInvalidOptions))
+	// Output:
+	// true
+	// true
+	// true
 }

@@ -2,6 +2,7 @@ package infer
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"image"
 	"image/jpeg"
@@ -185,7 +186,7 @@ func FuzzClassifyReader(f *testing.F) {
 		column[cl.ID] = i
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		res, err := c.ClassifyReader(bytes.NewReader(b))
+		res, err := c.ClassifyReader(context.Background(), bytes.NewReader(b))
 		if err != nil {
 			checkErrorText(t, err, "")
 			return

@@ -2,6 +2,7 @@ package infer
 
 import (
 	"bytes"
+	"context"
 	"image"
 	"image/png"
 	"reflect"
@@ -34,18 +35,18 @@ func TestClassifyInputs(t *testing.T) {
 			t.Fatalf("image %d: %v", i, err)
 		}
 	}
-	want, err := c.ClassifyBatch(imgs)
+	want, err := c.ClassifyBatch(context.Background(), imgs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.ClassifyInputs(inputs)
+	got, err := c.ClassifyInputs(context.Background(), inputs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ClassifyInputs %+v, ClassifyBatch %+v", got, want)
 	}
-	if _, err := c.ClassifyInputs([]Input{inputs[0], {}}); err == nil || !strings.Contains(err.Error(), "input 1 has 0 values") {
+	if _, err := c.ClassifyInputs(context.Background(), []Input{inputs[0], {}}); err == nil || !strings.Contains(err.Error(), "input 1 has 0 values") {
 		t.Errorf("zero Input: %v", err)
 	}
 	if _, err := c.Prepare(nil); err == nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
@@ -50,7 +49,6 @@ func defaultConfig() config {
 		provider:  ProviderAuto,
 		threads:   DefaultThreads,
 		maxPixels: DefaultMaxPixels,
-		log:       os.Stderr,
 	}
 }
 
@@ -85,10 +83,11 @@ func WithFP16(on bool) Option { return func(c *config) { c.fp16 = on } }
 // (default DefaultMaxPixels); larger images are refused before decoding.
 func WithMaxPixels(n int64) Option { return func(c *config) { c.maxPixels = n } }
 
-// WithLog sets where Open writes its notices (default os.Stderr; nil
-// discards them): ProviderAuto's one line saying which provider runs and
-// why the others do not, and a warning for a model directory whose
-// manifest has no digest to verify it against (bundle.DigestFile).
+// WithLog sets where Open writes its notices, one line each: ProviderAuto's
+// line saying which provider runs and why the others do not, and a
+// warning for a model directory whose manifest has no digest to verify it
+// against (bundle.DigestFile). By default (and with nil) infer writes
+// nothing: a library does not log unless its caller asks.
 func WithLog(w io.Writer) Option { return func(c *config) { c.log = w } }
 
 // WithAcceptRate sets the share of known-class images the Classifier
@@ -141,7 +140,7 @@ func (c *config) validate() error {
 		c.log = io.Discard
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("invalid options: %w", err)
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	return nil
 }

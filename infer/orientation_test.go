@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -31,12 +32,12 @@ func TestClassifyEXIFOrientation(t *testing.T) {
 	f := loadFixture(t)
 	c := openCPU(t, f.twoTasks, WithTopK(10))
 	dir := filepath.Join("..", "data", "testdata", "exif")
-	upright, err := c.ClassifyFile(filepath.Join(dir, "upright.png"))
+	upright, err := c.ClassifyFile(context.Background(), filepath.Join(dir, "upright.png"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for o := 1; o <= 8; o++ {
-		got, err := c.ClassifyFile(filepath.Join(dir, fmt.Sprintf("orient-%d.jpg", o)))
+		got, err := c.ClassifyFile(context.Background(), filepath.Join(dir, fmt.Sprintf("orient-%d.jpg", o)))
 		if err != nil {
 			t.Fatal(err)
 		}

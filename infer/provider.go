@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -46,22 +47,57 @@ func ParseProvider(s string) (Provider, error) {
 	return "", fmt.Errorf("unknown execution provider %q (want auto, tensorrt, cuda or cpu)", s)
 }
 
+// startSessionsCtx is startSessions, returning when ctx is done: ONNX
+// Runtime cannot stop creating a session (TensorRT may spend minutes
+// building engines), so the creation goes on in the background and
+// releases what it made. On success it writes the start-up line to
+// cfg.log.
+func startSessionsCtx(ctx context.Context, cfg *config, specs []modelSpec) ([]*session, Provider, error) {
+	type started struct {
+		sessions []*session
+		provider Provider
+		line     string
+		err      error
+	}
+	done := make(chan started, 1)
+	go func() {
+		var s started
+		s.sessions, s.provider, s.line, s.err = startSessions(ctx, cfg, specs)
+		done <- s
+	}()
+	select {
+	case s := <-done:
+		if s.err == nil && s.line != "" {
+			fmt.Fprintln(cfg.log, s.line)
+		}
+		return s.sessions, s.provider, s.err
+	case <-ctx.Done():
+		go func() { destroyAll((<-done).sessions) }()
+		return nil, "", ctx.Err()
+	}
+}
+
 // startSessions loads every spec with the provider cfg asks for and returns
 // the sessions in spec order and the provider that runs them. Unless the CPU
-// was asked for by name, it writes one start-up line to cfg.log naming the
-// ONNX Runtime version and the provider that runs the model; under
-// ProviderAuto the line also says why each faster provider was refused.
-func startSessions(cfg *config, specs []modelSpec) ([]*session, Provider, error) {
+// was asked for by name, it returns a start-up line naming the ONNX Runtime
+// version and the provider that runs the model; under ProviderAuto the line
+// also says why each faster provider was refused. It tries no further
+// provider once ctx is done.
+func startSessions(ctx context.Context, cfg *config, specs []modelSpec) ([]*session, Provider, string, error) {
 	if cfg.provider != ProviderAuto {
 		sessions, err := loadWith(cfg.provider, cfg, specs)
 		if err == nil {
+			line := ""
 			if cfg.provider != ProviderCPU {
-				fmt.Fprintln(cfg.log, startLine(cfg.provider, nil))
+				line = startLine(cfg.provider, nil)
 			}
-			return sessions, cfg.provider, nil
+			return sessions, cfg.provider, line, nil
 		}
 		if cfg.provider == ProviderCPU || errors.Is(err, ErrProviderUnavailable) {
-			return nil, "", err
+			return nil, "", "", err
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, "", "", ctxErr
 		}
 		// A GPU provider that registered but cannot create a session (no
 		// device, driver mismatch, a node it cannot run) looks like a broken
@@ -70,20 +106,22 @@ func startSessions(cfg *config, specs []modelSpec) ([]*session, Provider, error)
 		cpu, cpuErr := loadWith(ProviderCPU, cfg, specs[:1])
 		destroyAll(cpu)
 		if cpuErr != nil {
-			return nil, "", cpuErr
+			return nil, "", "", cpuErr
 		}
-		return nil, "", unavailable(cfg.provider, err)
+		return nil, "", "", unavailable(cfg.provider, err)
 	}
 
 	var refused []string
 	for _, p := range autoOrder {
+		if err := ctx.Err(); err != nil {
+			return nil, "", "", err
+		}
 		sessions, err := loadWith(p, cfg, specs)
 		if err == nil {
-			fmt.Fprintln(cfg.log, startLine(p, refused))
-			return sessions, p, nil
+			return sessions, p, startLine(p, refused), nil
 		}
 		if p == ProviderCPU {
-			return nil, "", err
+			return nil, "", "", err
 		}
 		refused = append(refused, string(p)+": "+providerFailure(err))
 	}

@@ -2,6 +2,7 @@ package infer
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"math"
@@ -108,7 +109,7 @@ func checkBrokenProviders(t *testing.T) {
 		{ProviderTensorRT, []string{"tensorrt: ", "libonnxruntime_providers_tensorrt.so cannot load", "libnvinfer.so.10", "make setup-gpu"}},
 	}
 	for i, c := range cases {
-		cl, err := Open(f.twoTasks, WithProvider(c.provider), WithLog(io.Discard))
+		cl, err := Open(context.Background(), f.twoTasks, WithProvider(c.provider), WithLog(io.Discard))
 		if err == nil {
 			cl.Close()
 			t.Errorf("case %d %s: opened, want ErrProviderUnavailable", i, c.provider)
@@ -125,7 +126,7 @@ func checkBrokenProviders(t *testing.T) {
 	}
 
 	var log bytes.Buffer
-	cl, err := Open(f.twoTasks, WithLog(&log))
+	cl, err := Open(context.Background(), f.twoTasks, WithLog(&log))
 	if err != nil {
 		t.Fatalf("auto: %v", err)
 	}
@@ -227,13 +228,13 @@ func TestCompareWithCPU(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want, err := distances(a, inputs, 16)
+	want, err := distances(context.Background(), a, inputs, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := CheckSettings{LatencyRuns: 5, Batch: 8, MinDuration: time.Millisecond}
 	var run ProviderRun
-	if err := compare(b, inputs, want, s, &run); err != nil {
+	if err := compare(context.Background(), b, inputs, want, s, &run); err != nil {
 		t.Fatal(err)
 	}
 	if *run.MaxAbsDiff != 0 || *run.MaxRelDiff != 0 || run.SameTop1 != len(inputs) || !(run.Throughput > 0) || !(run.P50Batch1 > 0) {
@@ -242,7 +243,7 @@ func TestCompareWithCPU(t *testing.T) {
 	last := len(want[3]) - 1
 	want[3][last].Distance += 0.5
 	run = ProviderRun{}
-	if err := compare(b, inputs, want, s, &run); err != nil {
+	if err := compare(context.Background(), b, inputs, want, s, &run); err != nil {
 		t.Fatal(err)
 	}
 	if d := *run.MaxAbsDiff; math.Abs(d-0.5) > 1e-3 {

@@ -2,6 +2,7 @@ package infer
 
 import (
 	"bytes"
+	"context"
 	"image"
 	"os"
 	"path/filepath"
@@ -40,7 +41,7 @@ func TestOldManifestSquashes(t *testing.T) {
 	}
 	squash := data.Preprocess{Channels: 1, Height: 28, Width: 28, ResizeMode: data.ResizeSquash}
 	squashed := &image.Gray{Pix: squash.Pixels(wide), Stride: 28, Rect: image.Rect(0, 0, 28, 28)}
-	got, err := c.ClassifyBatch([]image.Image{wide, squashed})
+	got, err := c.ClassifyBatch(context.Background(), []image.Image{wide, squashed})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 
@@ -56,7 +57,16 @@ type session struct {
 // output as a row-major [N, width] slice, N = inShape[0]. The output buffer
 // is allocated in Go with that shape, so a model whose output has another
 // shape fails here with ONNX Runtime's error instead of being misread.
-func (s *session) run(input []float32, inShape []int64, width int) ([]float32, error) {
+//
+// A ctx that can be cancelled gets the run its own ONNX Runtime run
+// options, whose terminate flag ctx's cancellation sets (RunOptions.Terminate):
+// ONNX Runtime checks it when the run starts and between nodes, so the run
+// stops after the node in progress and run returns ctx's error. A
+// background context costs nothing extra.
+func (s *session) run(ctx context.Context, input []float32, inShape []int64, width int) ([]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	in, err := ort.NewTensor(ort.Shape(inShape), input)
 	if err != nil {
 		return nil, fmt.Errorf("%s: input tensor %v: %w", s.spec.path, inShape, err)
@@ -68,11 +78,38 @@ func (s *session) run(input []float32, inShape []int64, width int) ([]float32, e
 		return nil, fmt.Errorf("%s: output tensor %q: %w", s.spec.path, s.spec.outputs[0], err)
 	}
 	defer out.Destroy()
-	if err := s.ort.Run([]ort.Value{in}, []ort.Value{out}); err != nil {
+	var opts *ort.RunOptions
+	if ctx.Done() != nil {
+		if opts, err = ort.NewRunOptions(); err != nil {
+			return nil, fmt.Errorf("%s: onnx runtime run options: %w", s.spec.path, err)
+		}
+		defer opts.Destroy()
+		terminated := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() {
+			defer close(terminated)
+			opts.Terminate() // fails only on uninitialised options
+		})
+		// opts is destroyed only once no Terminate can still reach it.
+		defer func() {
+			if !stop() {
+				<-terminated
+			}
+		}()
+		runStarting(ctx, terminated)
+	}
+	if err := s.ort.RunWithOptions([]ort.Value{in}, []ort.Value{out}, opts); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("%s: run stopped: %w", s.spec.path, ctxErr)
+		}
 		return nil, fmt.Errorf("%s: %w", s.spec.path, err)
 	}
 	return data, nil
 }
+
+// runStarting is called just before a cancellable run enters ONNX Runtime,
+// with the channel closed once ctx's cancellation has set the run's
+// terminate flag; tests replace it to cancel at that moment.
+var runStarting = func(ctx context.Context, terminated <-chan struct{}) {}
 
 // destroy releases the session; it accepts nil and a destroyed session.
 func (s *session) destroy() {

@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"context"
 	"testing"
 )
 
@@ -23,7 +24,7 @@ func BenchmarkOpen(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				cl, err := Open(c.dir, WithProvider(c.provider), WithLog(nil))
+				cl, err := Open(context.Background(), c.dir, WithProvider(c.provider), WithLog(nil))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -42,7 +43,7 @@ func BenchmarkClassifyOne(b *testing.B) {
 	img := fashionImage(f.test, 0)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.Classify(img); err != nil {
+		if _, err := c.Classify(context.Background(), img); err != nil {
 			b.Fatal(err)
 		}
 	}

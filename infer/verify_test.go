@@ -2,6 +2,7 @@ package infer
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -52,7 +53,7 @@ func TestOpenVerifiesEveryFile(t *testing.T) {
 			if err := os.WriteFile(path, d.damage(readFile(t, path), other), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			c, err := Open(dir, WithProvider(ProviderCPU), WithLog(nil))
+			c, err := Open(context.Background(), dir, WithProvider(ProviderCPU), WithLog(nil))
 			if err == nil {
 				c.Close()
 			}
@@ -79,7 +80,7 @@ func TestOpenVerifiesSchemaVersion(t *testing.T) {
 				m["schema_version"] = v
 			}
 		})
-		c, err := Open(dir, WithProvider(ProviderCPU), WithLog(nil))
+		c, err := Open(context.Background(), dir, WithProvider(ProviderCPU), WithLog(nil))
 		if err == nil {
 			c.Close()
 		}
@@ -103,7 +104,7 @@ func TestOpenVerifiesManifest(t *testing.T) {
 	dir := copyBundle(t, f.twoTasks)
 	path := filepath.Join(dir, bundle.ManifestFile)
 	rewriteManifest(t, path, func(m map[string]any) { m["preprocess"].(map[string]any)["mean"] = []float64{0.9} })
-	c, err := Open(dir, WithProvider(ProviderCPU), WithLog(nil))
+	c, err := Open(context.Background(), dir, WithProvider(ProviderCPU), WithLog(nil))
 	if err == nil {
 		c.Close()
 	}
@@ -115,7 +116,7 @@ func TestOpenVerifiesManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	c, err = Open(legacy, WithProvider(ProviderCPU), WithLog(&log))
+	c, err = Open(context.Background(), legacy, WithProvider(ProviderCPU), WithLog(&log))
 	if err != nil {
 		t.Fatalf("a model without manifest.sha256 does not open: %v", err)
 	}

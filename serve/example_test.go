@@ -1,6 +1,7 @@
 package serve_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log"
@@ -9,7 +10,7 @@ import (
 	"time"
 
 	"github.com/bicyc/bicyc/infer"
-	"github.com/bicyc/bicyc/internal/testmodel"
+	"github.com/bicyc/bicyc/internal/testmodel/small"
 	"github.com/bicyc/bicyc/serve"
 )
 
@@ -17,11 +18,11 @@ import (
 // beside the service's other routes, and reads the Open Inference
 // Protocol's model metadata through it.
 func Example() {
-	dir, err := testmodel.Dir() // a model directory exported by bicyc
+	dir, err := small.Dir() // a model directory exported by bicyc
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, err := serve.New(serve.Config{
+	s, err := serve.New(context.Background(), serve.Config{
 		Model: dir, ModelName: "shirts",
 		Options: []infer.Option{infer.WithProvider(infer.ProviderCPU)},
 		MaxBody: 32 << 20, MaxConcurrent: 2, QueueTimeout: 2 * time.Second,

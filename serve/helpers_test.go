@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"image"
 	"os"
 	"testing"
@@ -8,30 +9,30 @@ import (
 
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
-	"github.com/bicyc/bicyc/internal/testmodel"
+	"github.com/bicyc/bicyc/internal/testmodel/small"
 )
 
 // The tests serve a real exported model (package testmodel) through ONNX
 // Runtime on the CPU.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	testmodel.Cleanup()
+	small.Cleanup()
 	os.Exit(code)
 }
 
 func testModel(t testing.TB) (string, *data.Dataset) {
 	t.Helper()
-	return testmodel.Get(t)
+	return small.Get(t)
 }
 
-func fashionImage(d *data.Dataset, i int) image.Image { return testmodel.FashionImage(d, i) }
+func fashionImage(d *data.Dataset, i int) image.Image { return small.FashionImage(d, i) }
 
 func encodePNG(t testing.TB, img image.Image) []byte {
 	t.Helper()
-	return testmodel.EncodePNG(t, img)
+	return small.EncodePNG(t, img)
 }
 
-func equalResults(a, b infer.Result) bool { return testmodel.EqualResults(a, b) }
+func equalResults(a, b infer.Result) bool { return small.EqualResults(a, b) }
 
 // cpuOptions open models on the CPU, one thread per call, silently.
 var cpuOptions = []infer.Option{infer.WithProvider(infer.ProviderCPU), infer.WithThreads(1), infer.WithLog(nil)}
@@ -49,7 +50,7 @@ var testTimeouts = Timeouts{Read: 30 * time.Second, Write: 60 * time.Second, Shu
 // newTestServer builds the server of cfg, closed when the test ends.
 func newTestServer(t testing.TB, cfg Config) *Server {
 	t.Helper()
-	s, err := New(cfg)
+	s, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func newTestServer(t testing.TB, cfg Config) *Server {
 // the server must give.
 func openReference(t testing.TB, dir string) *infer.Classifier {
 	t.Helper()
-	c, err := infer.Open(dir, cpuOptions...)
+	c, err := infer.Open(context.Background(), dir, cpuOptions...)
 	if err != nil {
 		t.Fatal(err)
 	}

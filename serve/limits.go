@@ -188,11 +188,19 @@ func requestStatus(err error) int {
 		return http.StatusUnsupportedMediaType
 	case errors.Is(err, errNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, context.Canceled):
+		// The client went away and its context stopped the run.
+		return statusClientClosed
 	case errors.As(err, &bad):
 		return http.StatusBadRequest
 	}
 	return http.StatusBadRequest
 }
+
+// statusClientClosed is nginx's 499, "client closed request": the status
+// (logged and counted, never read by the client) of a request whose
+// client went away before its answer.
+const statusClientClosed = 499
 
 // badRequest marks an error as the request's fault (400).
 type badRequest struct{ err error }

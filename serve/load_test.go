@@ -37,12 +37,12 @@ type probedModel struct {
 	probe *concurrencyProbe
 }
 
-func (m probedModel) Classify(img image.Image) (infer.Result, error) {
+func (m probedModel) Classify(ctx context.Context, img image.Image) (infer.Result, error) {
 	n := m.probe.inFlight.Add(1)
 	defer m.probe.inFlight.Add(-1)
 	for p := m.probe.peak.Load(); n > p && !m.probe.peak.CompareAndSwap(p, n); p = m.probe.peak.Load() {
 	}
-	return m.model.Classify(img)
+	return m.model.Classify(ctx, img)
 }
 
 // loadRequest is one request the load test sends, and what must come back:
@@ -102,7 +102,7 @@ func loadRequests(t *testing.T, ref *infer.Classifier) []loadRequest {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := ref.Classify(img)
+		want, err := ref.Classify(context.Background(), img)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +169,7 @@ func TestServerUnderLoad(t *testing.T) {
 	}
 	const clients = 12
 	dir, _ := testModel(t)
-	ref, err := infer.Open(dir, append(cpuOptions, infer.WithMaxPixels(1<<20))...)
+	ref, err := infer.Open(context.Background(), dir, append(cpuOptions, infer.WithMaxPixels(1<<20))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,8 +247,8 @@ func startLoadServer(t *testing.T, dir string) *loadServer {
 	log := &syncBuffer{}
 	cfg := Config{Model: dir, Options: cpuOptions, MaxPixels: 1 << 20, MaxBody: 256 << 10, MaxConcurrent: 2,
 		QueueTimeout: loadQueueTimeout, Log: log}
-	cfg.open = func(dir string) (model, error) {
-		m, err := infer.Open(dir, append(cpuOptions, infer.WithMaxPixels(1<<20), infer.WithTopK(1<<30))...)
+	cfg.open = func(ctx context.Context, dir string) (model, error) {
+		m, err := infer.Open(context.Background(), dir, append(cpuOptions, infer.WithMaxPixels(1<<20), infer.WithTopK(1<<30))...)
 		if err != nil {
 			return nil, err
 		}

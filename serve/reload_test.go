@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -151,8 +152,8 @@ func TestReloadVerifiesModel(t *testing.T) {
 	cfg := testConfig(dir)
 	cfg.Log = &log
 	var first model
-	cfg.open = func(dir string) (model, error) {
-		m, err := infer.Open(dir, append(cpuOptions, infer.WithTopK(1<<30))...)
+	cfg.open = func(ctx context.Context, dir string) (model, error) {
+		m, err := infer.Open(context.Background(), dir, append(cpuOptions, infer.WithTopK(1<<30))...)
 		if first == nil {
 			first = m
 		}
@@ -207,7 +208,7 @@ func TestReloadVerifiesModel(t *testing.T) {
 	}
 
 	checkGoodReload(t, dir, ts.URL, admin.URL, img, want)
-	if !errors.Is(func() error { _, err := first.Classify(fashionImage(test, 7)); return err }(), infer.ErrClosed) {
+	if !errors.Is(func() error { _, err := first.Classify(context.Background(), fashionImage(test, 7)); return err }(), infer.ErrClosed) {
 		t.Error("the replaced classifier was not closed")
 	}
 }

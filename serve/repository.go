@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -142,7 +143,7 @@ func (s *Server) use(name string, number int64, f func(model) error) (*version, 
 // every one verifies, serves them from the next request on, closing the
 // versions they replace once their calls in flight have finished. On
 // failure the versions served before keep serving.
-func (s *Server) load(name string, policy *VersionPolicy) (*servedModel, error) {
+func (s *Server) load(ctx context.Context, name string, policy *VersionPolicy) (*servedModel, error) {
 	s.loadMu.Lock()
 	defer s.loadMu.Unlock()
 	old := (*s.models.Load())[name]
@@ -153,7 +154,7 @@ func (s *Server) load(name string, policy *VersionPolicy) (*servedModel, error) 
 	if policy != nil {
 		p = *policy
 	}
-	versions, err := s.openVersions(name, p)
+	versions, err := s.openVersions(ctx, name, p)
 	if err != nil {
 		if s.ready.Load() {
 			s.reloads.WithLabelValues("failed").Inc()
@@ -225,7 +226,7 @@ func (s *Server) unload(name string) error {
 
 // openVersions opens the versions of model name that p selects; on an
 // error it closes those it opened.
-func (s *Server) openVersions(name string, p VersionPolicy) ([]*version, error) {
+func (s *Server) openVersions(ctx context.Context, name string, p VersionPolicy) ([]*version, error) {
 	dirs := map[int64]string{1: s.cfg.Model}
 	if s.name == "" {
 		found, err := versionDirs(filepath.Join(s.cfg.Repository, name))
@@ -238,7 +239,7 @@ func (s *Server) openVersions(name string, p VersionPolicy) ([]*version, error) 
 	}
 	var out []*version
 	for _, n := range slices.Sorted(mapKeys(dirs)) {
-		m, err := s.cfg.open(dirs[n])
+		m, err := s.cfg.open(ctx, dirs[n])
 		if err != nil {
 			for _, v := range out {
 				v.model.Close()
@@ -559,7 +560,9 @@ func (s *Server) repositoryLoad(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("model name %w", err))
 		return
 	}
-	m, err := s.load(name, policy)
+	// A load runs to its end whoever asked for it, not tied to the
+	// request's context: the old versions are closed only after a swap.
+	m, err := s.load(context.Background(), name, policy)
 	if err != nil {
 		status := http.StatusInternalServerError
 		if errors.Is(err, errNotFound) {

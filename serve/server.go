@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,7 +74,7 @@ type Config struct {
 
 	// open opens and verifies a model directory; nil means infer.Open with
 	// Options (tests wrap it).
-	open func(dir string) (model, error)
+	open func(ctx context.Context, dir string) (model, error)
 }
 
 // DefaultModelName is the name a single Config.Model is served under.
@@ -81,10 +82,10 @@ const DefaultModelName = "bicyc"
 
 // model is what the server needs of *infer.Classifier.
 type model interface {
-	Classify(img image.Image) (infer.Result, error)
+	Classify(ctx context.Context, img image.Image) (infer.Result, error)
 	Prepare(img image.Image) (infer.Input, error)
 	InputFromTensor(values []float32) (infer.Input, error)
-	ClassifyInputs(inputs []infer.Input) ([]infer.Result, error)
+	ClassifyInputs(ctx context.Context, inputs []infer.Input) ([]infer.Result, error)
 	InputShape() [3]int
 	Classes() []bundle.Class
 	Calibrated() bool
@@ -139,10 +140,11 @@ type Server struct {
 var latencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 
 // New checks cfg, opens and verifies its models and returns the Server
-// serving them. For a repository, a model that fails to load is logged and
+// serving them; ctx bounds the opening (building TensorRT engines can take
+// minutes). For a repository, a model that fails to load is logged and
 // reported by the repository index; New fails only if none loads. The
 // caller owns the Server and must Close it.
-func New(cfg Config) (*Server, error) {
+func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -161,7 +163,7 @@ func New(cfg Config) (*Server, error) {
 	s.newMetrics()
 	if cfg.Model != "" {
 		s.name = cfg.ModelName
-		if _, err := s.load(s.name, nil); err != nil {
+		if _, err := s.load(ctx, s.name, nil); err != nil {
 			return nil, err
 		}
 	} else {
@@ -170,7 +172,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 		for _, name := range names {
-			if _, err := s.load(name, nil); err != nil {
+			if _, err := s.load(ctx, name, nil); err != nil {
 				fmt.Fprintf(s.log, "bicyc-infer: %v\n", err)
 			}
 		}
@@ -230,8 +232,8 @@ func (c *Config) validate() error {
 	}
 	if c.open == nil {
 		opts := append(append([]infer.Option(nil), c.Options...), infer.WithMaxPixels(c.MaxPixels), infer.WithTopK(math.MaxInt32))
-		c.open = func(dir string) (model, error) {
-			m, err := infer.Open(dir, opts...)
+		c.open = func(ctx context.Context, dir string) (model, error) {
+			m, err := infer.Open(ctx, dir, opts...)
 			if err != nil {
 				return nil, err
 			}
@@ -365,7 +367,9 @@ func (s *Server) Reload() error {
 	}
 	var errs []error
 	for _, name := range s.models.Load().names() {
-		if _, err := s.load(name, nil); err != nil {
+		// A reload runs to its end whoever asked for it (an admin request,
+		// SIGHUP), so it is not tied to their context.
+		if _, err := s.load(context.Background(), name, nil); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -478,7 +482,7 @@ func (s *Server) classify(w http.ResponseWriter, r *http.Request) {
 	}
 	var res infer.Result
 	v, err := s.use(name, version, func(m model) (err error) {
-		res, err = m.Classify(img)
+		res, err = m.Classify(r.Context(), img)
 		return err
 	})
 	bounds := img.Bounds()

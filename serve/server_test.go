@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"image"
 	"math"
 	"mime/multipart"
 	"net"
@@ -82,7 +84,7 @@ func TestServerConcurrentRequests(t *testing.T) {
 		img := fashionImage(test, 200+i)
 		bodies[i] = encodePNG(t, img)
 		var err error
-		if want[i], err = c.Classify(img); err != nil {
+		if want[i], err = c.Classify(context.Background(), img); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -299,4 +301,58 @@ func FuzzClassifyHandler(f *testing.F) {
 			t.Errorf("status %d: %s", rec.Code, rec.Body)
 		}
 	})
+}
+
+// blockingModel is a model whose Classify waits for its context to end,
+// as a long run does when its client goes away.
+type blockingModel struct {
+	model
+	started chan struct{}
+}
+
+func (m blockingModel) Classify(ctx context.Context, img image.Image) (infer.Result, error) {
+	m.started <- struct{}{}
+	<-ctx.Done()
+	return infer.Result{}, fmt.Errorf("classify: %w", ctx.Err())
+}
+
+// TestClientGoneCancelsClassification checks that the request's context
+// reaches the model: when the client goes away mid-classification, the
+// run ends, the slot is freed, and the request is counted as 499.
+func TestClientGoneCancelsClassification(t *testing.T) {
+	dir, test := testModel(t)
+	cfg := testConfig(dir)
+	cfg.MaxConcurrent = 1
+	started := make(chan struct{}, 1)
+	cfg.open = func(ctx context.Context, dir string) (model, error) {
+		m, err := infer.Open(ctx, dir, cpuOptions...)
+		return blockingModel{m, started}, err
+	}
+	s := newTestServer(t, cfg)
+	ts := httptest.NewServer(s.Public)
+	defer ts.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/v1/classify", bytes.NewReader(encodePNG(t, fashionImage(test, 0))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := http.DefaultClient.Do(req)
+		done <- err
+	}()
+	<-started
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("client: %v", err)
+	}
+	metric := `bicyc_infer_http_requests_total{code="499",handler="classify",method="post"} 1`
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(get(t, ts.URL+"/metrics"), metric); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics lacks %q", metric)
+		}
+	}
+	if len(s.slots) != 0 {
+		t.Errorf("%d slots still taken", len(s.slots))
+	}
 }

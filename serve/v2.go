@@ -245,7 +245,7 @@ func (s *Server) v2Infer(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		encoded = images
-		results, err = m.ClassifyInputs(inputs)
+		results, err = m.ClassifyInputs(r.Context(), inputs)
 		return err
 	})
 	if err != nil {

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -35,7 +36,7 @@ func v2Server(t *testing.T) (string, *infer.Classifier) {
 	s := newTestServer(t, cfg)
 	ts := httptest.NewServer(s.Public)
 	t.Cleanup(ts.Close)
-	ref, err := infer.Open(dir, append(cpuOptions, infer.WithTopK(100))...)
+	ref, err := infer.Open(context.Background(), dir, append(cpuOptions, infer.WithTopK(100))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func distances(t *testing.T, ref *infer.Classifier, encoded [][]byte) []float32 
 	k := len(ref.Classes())
 	out := make([]float32, len(encoded)*k)
 	for i, b := range encoded {
-		res, err := ref.ClassifyReader(bytes.NewReader(b))
+		res, err := ref.ClassifyReader(context.Background(), bytes.NewReader(b))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +259,7 @@ func TestV2InferImages(t *testing.T) {
 		t.Fatalf("classification: %d %+v", code, ans)
 	}
 	for i, b := range encoded {
-		res, err := ref.ClassifyReader(bytes.NewReader(b))
+		res, err := ref.ClassifyReader(context.Background(), bytes.NewReader(b))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"fmt"
 	"image"
 	"image/png"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bicyc/bicyc/author"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
@@ -64,7 +66,7 @@ func TestClassifierCalibrationExport(t *testing.T) {
 		t.Error("the exported tables equal the options-off classifier's")
 	}
 
-	clf, err := infer.Open(model, infer.WithLog(io.Discard))
+	clf, err := infer.Open(context.Background(), model, infer.WithLog(io.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,11 +95,11 @@ func checkTestFlipExport(t *testing.T, r *Run, imgs []image.Image) {
 	if !clf.Manifest().Classifier.TestFlip {
 		t.Error("manifest test_flip is off")
 	}
-	a, err := clf.ClassifyBatch(imgs[:20])
+	a, err := clf.ClassifyBatch(context.Background(), imgs[:20])
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := clf.ClassifyBatch(mirrorImages(imgs[:20]))
+	b, err := clf.ClassifyBatch(context.Background(), mirrorImages(imgs[:20]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +117,7 @@ func checkTestFlipExport(t *testing.T, r *Run, imgs []image.Image) {
 func checkAddClassesMirrors(t *testing.T, clf *infer.Classifier, model string) {
 	t.Helper()
 	added, imgs := addAnkleBoot(t, model)
-	z, err := clf.Embed(append(slices.Clone(imgs), mirrorImages(imgs)...))
+	z, err := clf.Embed(context.Background(), append(slices.Clone(imgs), mirrorImages(imgs)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +182,7 @@ func reexport(t *testing.T, r *Run, imgs []image.Image, what string, edit func(*
 	if err := Export(r.Dir(), model); err != nil {
 		t.Fatal(err)
 	}
-	clf, err := infer.Open(model, infer.WithLog(io.Discard))
+	clf, err := infer.Open(context.Background(), model, infer.WithLog(io.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +295,7 @@ func addAnkleBoot(t *testing.T, model string) (*bundle.Bundle, []image.Image) {
 		imgs = append(imgs, img)
 	}
 	out := filepath.Join(t.TempDir(), "added")
-	if _, err := infer.AddClasses(model, out, []infer.LabelledImages{{Name: "Ankle boot", Files: files}}, infer.WithLog(io.Discard)); err != nil {
+	if _, err := author.AddClasses(context.Background(), model, out, []author.LabelledImages{{Name: "Ankle boot", Files: files}}, infer.WithLog(io.Discard)); err != nil {
 		t.Fatal(err)
 	}
 	added, err := bundle.Open(out)

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -56,7 +57,7 @@ func TestExportMatchesTraining(t *testing.T) {
 	if sum := summary(t, r); shipped.Completed != 2 || shipped.TAg.ALast != sum.TAg.ALast {
 		t.Errorf("manifest metrics: %d tasks, A_last %v; the checkpoint has 2 tasks, A_last %v", shipped.Completed, shipped.TAg.ALast, sum.TAg.ALast)
 	}
-	clf, err := infer.Open(model, infer.WithLog(io.Discard))
+	clf, err := infer.Open(context.Background(), model, infer.WithLog(io.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func checkBackboneParity(t *testing.T, r *Run, clf *infer.Classifier, imgs []ima
 	for i, j := range idx {
 		batch[i] = imgs[j]
 	}
-	got, err := clf.Embed(batch)
+	got, err := clf.Embed(context.Background(), batch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func checkModelAgreement(t *testing.T, clf *infer.Classifier, imgs []image.Image
 	t.Helper()
 	agree := 0
 	for start := 0; start < len(imgs); start += 500 {
-		res, err := clf.ClassifyBatch(imgs[start:min(start+500, len(imgs))])
+		res, err := clf.ClassifyBatch(context.Background(), imgs[start:min(start+500, len(imgs))])
 		if err != nil {
 			t.Fatal(err)
 		}

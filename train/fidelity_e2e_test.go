@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"io"
 	"maps"
 	"math/rand/v2"
@@ -59,7 +60,7 @@ func TestLinearBiasTrainedSavedExported(t *testing.T) {
 	if b.Manifest.Adapter != models.MapperLinearBias {
 		t.Errorf("manifest adapter %q, want %q", b.Manifest.Adapter, models.MapperLinearBias)
 	}
-	clf, err := infer.Open(model, infer.WithLog(io.Discard))
+	clf, err := infer.Open(context.Background(), model, infer.WithLog(io.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestLinearBiasTrainedSavedExported(t *testing.T) {
 			x[i][j] = float32(rng.NormFloat64())
 		}
 	}
-	got, err := clf.Transport(x)
+	got, err := clf.Transport(context.Background(), x)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package train
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -270,7 +271,7 @@ func checkPhotoRun(t *testing.T, r *Run, files map[string][]string, minTAg, minT
 	if p := b.Manifest.Preprocess; p.ResizeMode != data.ResizeCenterCrop || p.ResizeShorter != data.CenterCropResize(side, 0.875) || p.Height != side || p.Mean[0] != 0.485 {
 		t.Fatalf("manifest preprocessing %+v, want a %dx%d center crop of the shorter side resized to %d, ImageNet mean", p, side, side, data.CenterCropResize(side, 0.875))
 	}
-	clf, err := infer.Open(model, infer.WithLog(io.Discard))
+	clf, err := infer.Open(context.Background(), model, infer.WithLog(io.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +279,7 @@ func checkPhotoRun(t *testing.T, r *Run, files map[string][]string, minTAg, minT
 	want := map[string]int{}
 	for i, j := range ev.TestIndices {
 		want[files["test"][j]] = ev.Predictions[i]
-		res, err := clf.ClassifyFile(files["test"][j])
+		res, err := clf.ClassifyFile(context.Background(), files["test"][j])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/csv"
 	"fmt"
 	"image"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bicyc/bicyc/author"
 	"github.com/bicyc/bicyc/bench/compare"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
@@ -60,7 +62,7 @@ type classCount struct {
 }
 
 // runClasses is --classes: starting from the model at o.model, it grows
-// one model directory per class count with infer.AddClasses (each new
+// one model directory per class count with author.AddClasses (each new
 // class learned from addedPerClass Fashion-MNIST test images of one
 // label), timing each step, and measures every directory as run measures
 // one model: batch-1 p50/p99, batch throughput, whole-process
@@ -84,7 +86,7 @@ func runClasses(o options, out io.Writer) error {
 	if _, err := infer.InitRuntime(o.ortLib); err != nil {
 		return err
 	}
-	base, err := infer.Open(o.model, infer.WithProvider(infer.ProviderCPU), infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
+	base, err := infer.Open(context.Background(), o.model, infer.WithProvider(infer.ProviderCPU), infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
 	if err != nil {
 		return err
 	}
@@ -108,7 +110,7 @@ func runClasses(o options, out io.Writer) error {
 			if o.addBin != "" {
 				err = addWithBinary(o.addBin, current, dir, filepath.Join(tmp, fmt.Sprintf("classes-%d", k)), classes)
 			} else {
-				_, err = infer.AddClasses(current, dir, classes, infer.WithProvider(infer.ProviderCPU), infer.WithThreads(o.threads),
+				_, err = author.AddClasses(context.Background(), current, dir, classes, infer.WithProvider(infer.ProviderCPU), infer.WithThreads(o.threads),
 					infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
 			}
 			if err != nil {
@@ -134,7 +136,7 @@ func runClasses(o options, out io.Writer) error {
 // commit, to measure its model format), from a folder of one sub-folder per
 // class holding hard links to the class's images (linking is timed with
 // the command; it is cheap next to embedding).
-func addWithBinary(bin, current, out, folder string, classes []infer.LabelledImages) error {
+func addWithBinary(bin, current, out, folder string, classes []author.LabelledImages) error {
 	for _, c := range classes {
 		sub := filepath.Join(folder, c.Name)
 		if err := os.MkdirAll(sub, 0o755); err != nil {
@@ -166,16 +168,16 @@ func testLabels(n int) ([]int, error) {
 // syntheticClasses returns classes have..k-1, named "synthetic-%05d"; class
 // j is learned from addedPerClass test images of label j mod 10 drawn by a
 // generator seeded with j, so every count's model is reproducible.
-func syntheticClasses(imageDir string, labels []int, have, k int) []infer.LabelledImages {
+func syntheticClasses(imageDir string, labels []int, have, k int) []author.LabelledImages {
 	byLabel := make([][]int, 10)
 	for i, l := range labels {
 		byLabel[l] = append(byLabel[l], i)
 	}
-	out := make([]infer.LabelledImages, 0, k-have)
+	out := make([]author.LabelledImages, 0, k-have)
 	for j := have; j < k; j++ {
 		rng := rand.New(rand.NewPCG(uint64(j), 34))
 		pool := byLabel[j%10]
-		class := infer.LabelledImages{Name: fmt.Sprintf("synthetic-%05d", j)}
+		class := author.LabelledImages{Name: fmt.Sprintf("synthetic-%05d", j)}
 		for _, p := range rng.Perm(len(pool))[:addedPerClass] {
 			class.Files = append(class.Files, filepath.Join(imageDir, imageName(pool[p])))
 		}
@@ -198,7 +200,7 @@ func (r *classCount) measure(o options, dir string, imgs []image.Image, one stri
 	if err := compare.ResetPeakRSS(); err != nil {
 		return err
 	}
-	c, err := infer.Open(dir, infer.WithProvider(infer.ProviderCPU), infer.WithThreads(o.threads),
+	c, err := infer.Open(context.Background(), dir, infer.WithProvider(infer.ProviderCPU), infer.WithThreads(o.threads),
 		infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
 	if err != nil {
 		return err

@@ -33,7 +33,7 @@
 //
 // --classes 10,100,1000,5000,20000 sweeps class counts instead (issue 34):
 // starting from --model, it grows one model directory per count with
-// infer.AddClasses (each new class learned from 6 Fashion-MNIST test images
+// author.AddClasses (each new class learned from 6 Fashion-MNIST test images
 // of one label, as `bicyc-infer add-classes` would), times each step, and
 // prints per count the batch-1 p50/p99, batch throughput, whole-process
 // `bicyc-infer one.png` time and peak RSS, this process's peak RSS with the

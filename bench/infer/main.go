@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -64,7 +65,7 @@ func main() {
 		return err
 	})
 	flag.StringVar(&o.csv, "csv", "", "with --classes: also write the measurements to this CSV file")
-	flag.StringVar(&o.addBin, "add-bin", "", "with --classes: add classes with this bicyc-infer's add-classes command (e.g. an older build) instead of this build's infer.AddClasses")
+	flag.StringVar(&o.addBin, "add-bin", "", "with --classes: add classes with this bicyc-infer's add-classes command (e.g. an older build) instead of this build's author.AddClasses")
 	flag.StringVar(&o.workDir, "work-dir", "", "with --classes: where the grown models are written (default the system's temp dir)")
 	flag.Parse()
 	if o.classes != nil {
@@ -148,7 +149,7 @@ func run(o options, out io.Writer) error {
 	if err := compare.ResetPeakRSS(); err != nil {
 		return err
 	}
-	c, err := infer.Open(o.model, infer.WithProvider(infer.ProviderCPU), infer.WithThreads(o.threads),
+	c, err := infer.Open(context.Background(), o.model, infer.WithProvider(infer.ProviderCPU), infer.WithThreads(o.threads),
 		infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
 	if err != nil {
 		return err
@@ -425,7 +426,7 @@ type parity struct {
 // and the benchmark stops.
 func checkParity(c *infer.Classifier, py *compare.Worker, imgs []image.Image) (parity, error) {
 	var p parity
-	results, err := c.ClassifyBatch(imgs)
+	results, err := c.ClassifyBatch(context.Background(), imgs)
 	if err != nil {
 		return p, err
 	}
@@ -470,7 +471,7 @@ func checkParity(c *infer.Classifier, py *compare.Worker, imgs []image.Image) (p
 func (s *side) measure(c *infer.Classifier, imgs []image.Image, o options) error {
 	img := imgs[0]
 	for range 20 {
-		if _, err := c.Classify(img); err != nil {
+		if _, err := c.Classify(context.Background(), img); err != nil {
 			return err
 		}
 	}
@@ -481,7 +482,7 @@ func (s *side) measure(c *infer.Classifier, imgs []image.Image, o options) error
 	}
 	for i := range lat {
 		start := time.Now()
-		if _, err := c.Classify(img); err != nil {
+		if _, err := c.Classify(context.Background(), img); err != nil {
 			return err
 		}
 		lat[i] = float64(time.Since(start).Nanoseconds()) / 1e3
@@ -495,7 +496,7 @@ func (s *side) measure(c *infer.Classifier, imgs []image.Image, o options) error
 	s.cpuPerCall = append(s.cpuPerCall, float64((cpu1-cpu0).Microseconds())/float64(o.calls))
 
 	batch := imgs[:o.batch]
-	if _, err := c.ClassifyBatch(batch); err != nil {
+	if _, err := c.ClassifyBatch(context.Background(), batch); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -503,7 +504,7 @@ func (s *side) measure(c *infer.Classifier, imgs []image.Image, o options) error
 		return err
 	}
 	for range o.reps {
-		if _, err := c.ClassifyBatch(batch); err != nil {
+		if _, err := c.ClassifyBatch(context.Background(), batch); err != nil {
 			return err
 		}
 	}

@@ -15,7 +15,7 @@
 //     distance as the baseline score, and the share of known test images the
 //     calibrated threshold accepts (asked: export.accept_rate);
 //   - new classes: for each n in --add, the two unknown classes are added
-//     from n training images each with infer.AddClasses, and learnt from the
+//     from n training images each with author.AddClasses, and learnt from the
 //     same images as a new task with train.Run.Learn on a copy of the run;
 //     both models are exported and scored on the test images: accuracy over
 //     all ten classes on the new classes' images and on the old ones'.

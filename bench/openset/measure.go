@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/bicyc/bicyc/author"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/train"
@@ -98,7 +99,7 @@ func measureSeed(ctx context.Context, o options, base config.Config, s seedData,
 
 // detect fills the detection measurements from the exported model.
 func (r *seedResult) detect(l layout) error {
-	c, err := infer.Open(l.model, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil))
+	c, err := infer.Open(context.Background(), l.model, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil))
 	if err != nil {
 		return err
 	}
@@ -165,7 +166,7 @@ func score(known, unknown []answer, f func(answer) float64) detection {
 
 // classifyFolder classifies every image of a folder of class folders.
 func classifyFolder(c *infer.Classifier, root string) ([]answer, error) {
-	classes, _, err := infer.ReadClassFolders(root)
+	classes, _, err := author.ReadClassFolders(root)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +184,7 @@ func classifyFolder(c *infer.Classifier, root string) ([]answer, error) {
 					return nil, fmt.Errorf("%s: %w", f, err)
 				}
 			}
-			rs, err := c.ClassifyBatch(imgs)
+			rs, err := c.ClassifyBatch(context.Background(), imgs)
 			if err != nil {
 				return nil, err
 			}
@@ -199,11 +200,11 @@ func classifyFolder(c *infer.Classifier, root string) ([]answer, error) {
 // and (with --learn) by learn on a copy of the run, and scores both.
 func addClasses(ctx context.Context, o options, l layout, n int, log io.Writer) (addition, error) {
 	a := addition{N: n}
-	classes, _, err := infer.ReadClassFolders(l.add(n))
+	classes, _, err := author.ReadClassFolders(l.add(n))
 	if err != nil {
 		return a, err
 	}
-	if _, err := infer.AddClasses(l.model, l.added(n), classes, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil)); err != nil {
+	if _, err := author.AddClasses(context.Background(), l.model, l.added(n), classes, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil)); err != nil {
 		return a, err
 	}
 	if a.Add, err = accuracyOf(l, l.added(n)); err != nil || !o.learn {
@@ -229,7 +230,7 @@ func addClasses(ctx context.Context, o options, l layout, n int, log io.Writer) 
 
 // accuracyOf scores a ten-class model on the old and the new test images.
 func accuracyOf(l layout, model string) (accuracy, error) {
-	c, err := infer.Open(model, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil))
+	c, err := infer.Open(context.Background(), model, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil))
 	if err != nil {
 		return accuracy{}, err
 	}

@@ -15,6 +15,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"flag"
@@ -33,7 +34,7 @@ import (
 
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
-	"github.com/bicyc/bicyc/internal/testmodel"
+	"github.com/bicyc/bicyc/internal/testmodel/small"
 	"github.com/bicyc/bicyc/serve"
 )
 
@@ -44,19 +45,19 @@ func main() {
 	flag.Parse()
 	log.SetFlags(0)
 	if *model == "" {
-		dir, err := testmodel.Dir()
+		dir, err := small.Dir()
 		if err != nil {
 			log.Fatal(err)
 		}
 		*model = dir
-		defer testmodel.Cleanup()
+		defer small.Cleanup()
 	}
 	fm := data.FashionMNISTDir
 	test, err := data.LoadIDX(fm+"/t10k-images-idx3-ubyte.gz", fm+"/t10k-labels-idx1-ubyte.gz")
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, err := serve.New(serve.Config{Model: *model, ModelName: "m",
+	s, err := serve.New(context.Background(), serve.Config{Model: *model, ModelName: "m",
 		Options: []infer.Option{infer.WithProvider(infer.ProviderCPU), infer.WithThreads(1)},
 		MaxBody: 32 << 20, MaxConcurrent: 2, QueueTimeout: 10 * time.Second})
 	if err != nil {
@@ -65,7 +66,7 @@ func main() {
 	defer s.Close()
 	ts := httptest.NewServer(s.Public)
 	defer ts.Close()
-	c, err := infer.Open(*model, infer.WithProvider(infer.ProviderCPU))
+	c, err := infer.Open(context.Background(), *model, infer.WithProvider(infer.ProviderCPU))
 	if err != nil {
 		log.Fatal(err)
 	}

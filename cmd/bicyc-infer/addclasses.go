@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/bicyc/bicyc/author"
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/serve"
 )
@@ -39,9 +41,11 @@ result by pointing the server's model path at it (e.g. swap a symlink) and reloa
 With --next-version, --out is a model of a model repository, DIR/<name> (serve
 --model-repository DIR): the result is written as its next version, DIR/<name>/<N+1>/, from
 --model or, without it, from the highest version there. The server serves it once it is loaded:
-curl -X POST localhost:8081/v2/repository/models/<name>/load.`, infer.MinAddImages),
+curl -X POST localhost:8081/v2/repository/models/<name>/load.`, author.MinAddImages),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runAddClasses(o, stdout, cmd.ErrOrStderr()) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAddClasses(cmd.Context(), o, stdout, cmd.ErrOrStderr())
+		},
 	}
 	cmd.Flags().StringVar(&o.from, "from", "", "`folder` with one sub-folder of images per new class (required)")
 	cmd.Flags().StringVar(&o.out, "out", "", "new model `dir`ectory to write, or with --next-version a repository's DIR/<name> (required)")
@@ -50,7 +54,7 @@ curl -X POST localhost:8081/v2/repository/models/<name>/load.`, infer.MinAddImag
 	return cmd
 }
 
-func runAddClasses(o *addClassesOptions, stdout, stderr io.Writer) error {
+func runAddClasses(ctx context.Context, o *addClassesOptions, stdout, stderr io.Writer) error {
 	if o.nextVersion && o.out != "" {
 		var err error
 		if o.model.model == "" {
@@ -66,7 +70,7 @@ func runAddClasses(o *addClassesOptions, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	added, err := infer.AddClasses(o.model.model, o.out, classes, opts...)
+	added, err := author.AddClasses(ctx, o.model.model, o.out, classes, opts...)
 	if err != nil {
 		return err
 	}
@@ -86,22 +90,22 @@ func addSkipUnreadableFlag(cmd *cobra.Command, skip *bool) {
 // folderJob checks the flags of a command that reads a folder of class
 // folders into a new model directory, and returns the folder's classes
 // and the options to open the model with. Every image is decoded first
-// (infer.CheckImages): the unreadable ones are named all at once, and
+// (author.CheckImages): the unreadable ones are named all at once, and
 // refused unless skip, when they are left out with a note on stderr, as
 // is what the folder listing passed over.
-func (o *modelOptions) folderJob(command, from, out string, skip bool, stderr io.Writer) ([]infer.LabelledImages, []infer.Option, error) {
+func (o *modelOptions) folderJob(command, from, out string, skip bool, stderr io.Writer) ([]author.LabelledImages, []infer.Option, error) {
 	if o.model == "" || from == "" || out == "" {
 		return nil, nil, fmt.Errorf("%s needs --model, --from and --out", command)
 	}
 	warnBehind(stderr, o.model)
-	classes, skipped, err := infer.ReadClassFolders(from)
+	classes, skipped, err := author.ReadClassFolders(from)
 	for _, s := range skipped {
 		fmt.Fprintf(stderr, "bicyc-infer: %s: skipped %s\n", command, s)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	readable, err := infer.CheckImages(classes, o.maxPixels)
+	readable, err := author.CheckImages(classes, o.maxPixels)
 	switch {
 	case err != nil && !skip:
 		return nil, nil, fmt.Errorf("%s %s (--skip-unreadable uses the rest): %w", command, from, err)

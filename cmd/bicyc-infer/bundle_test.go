@@ -7,28 +7,28 @@ import (
 
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
-	"github.com/bicyc/bicyc/internal/testmodel"
+	"github.com/bicyc/bicyc/internal/testmodel/small"
 )
 
 // The command's tests run a real exported model (package testmodel): a
 // random convnet over Fashion-MNIST with prototypes of three classes.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	testmodel.Cleanup()
+	small.Cleanup()
 	os.Exit(code)
 }
 
 // testModel returns the model directory and the Fashion-MNIST test set.
 func testModel(t testing.TB) (string, *data.Dataset) {
 	t.Helper()
-	return testmodel.Get(t)
+	return small.Get(t)
 }
 
-func fashionImage(d *data.Dataset, i int) image.Image { return testmodel.FashionImage(d, i) }
+func fashionImage(d *data.Dataset, i int) image.Image { return small.FashionImage(d, i) }
 
 func encodePNG(t testing.TB, img image.Image) []byte {
 	t.Helper()
-	return testmodel.EncodePNG(t, img)
+	return small.EncodePNG(t, img)
 }
 
-func equalResults(a, b infer.Result) bool { return testmodel.EqualResults(a, b) }
+func equalResults(a, b infer.Result) bool { return small.EqualResults(a, b) }

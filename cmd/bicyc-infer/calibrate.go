@@ -1,13 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/bicyc/bicyc/author"
 	"github.com/bicyc/bicyc/gauss"
-	"github.com/bicyc/bicyc/infer"
 )
 
 // calibrateOptions are the calibrate command's flags.
@@ -34,7 +35,9 @@ class, the typical held-out distance s_c. An image's unknown score is min_c d_c/
 image is unknown when the score is above the --rate quantile of the held-out images' scores.`,
 			gauss.MinCalibrationImages),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runCalibrate(o, stdout, cmd.ErrOrStderr()) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runCalibrate(cmd.Context(), o, stdout, cmd.ErrOrStderr())
+		},
 	}
 	cmd.Flags().StringVar(&o.from, "from", "", "`folder` of held-out images, one sub-folder per class (required)")
 	cmd.Flags().StringVar(&o.out, "out", "", "new model `dir`ectory to write (required)")
@@ -43,12 +46,12 @@ image is unknown when the score is above the --rate quantile of the held-out ima
 	return cmd
 }
 
-func runCalibrate(o *calibrateOptions, stdout, stderr io.Writer) error {
+func runCalibrate(ctx context.Context, o *calibrateOptions, stdout, stderr io.Writer) error {
 	heldOut, opts, err := o.model.folderJob("calibrate", o.from, o.out, o.skip, stderr)
 	if err != nil {
 		return err
 	}
-	cal, err := infer.Calibrate(o.model.model, o.out, heldOut, o.acceptRate, opts...)
+	cal, err := author.Calibrate(ctx, o.model.model, o.out, heldOut, o.acceptRate, opts...)
 	if err != nil {
 		return err
 	}

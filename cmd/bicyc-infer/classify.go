@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,7 +47,7 @@ type record struct {
 // runClassify classifies every image the paths name, in order, batch by
 // batch, printing each image's result (or error) as soon as its batch is
 // done. It returns an error when any image failed.
-func runClassify(o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) error {
+func runClassify(ctx context.Context, o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(o.paths) == 0 {
 		return errors.New("no images: give image files, directories or - for standard input (see --help)")
 	}
@@ -61,7 +62,7 @@ func runClassify(o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	c, err := o.model.open(stderr)
+	c, err := o.model.open(ctx, stderr)
 	if err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func runClassify(o *classifyOptions, stdin io.Reader, stdout, stderr io.Writer) 
 	for start := 0; start < len(sources); {
 		chunk := sources[start:min(start+o.batch, len(sources))]
 		batch := r.loadBatch(chunk)
-		results := classifyLoaded(c, batch)
+		results := classifyLoaded(ctx, c, batch)
 		for i, l := range batch {
 			name := chunk[i].name
 			if l.err != nil {
@@ -137,7 +138,7 @@ func (r *imageReader) loadBatch(sources []source) []loaded {
 // classifyLoaded classifies the loaded images without an error in one run
 // of the model. If the run fails as a whole, it classifies them one by one
 // so the error lands on the image that caused it.
-func classifyLoaded(c *infer.Classifier, batch []loaded) []infer.Result {
+func classifyLoaded(ctx context.Context, c *infer.Classifier, batch []loaded) []infer.Result {
 	var inputs []infer.Input
 	var at []int // batch index of each input
 	for i, l := range batch {
@@ -147,14 +148,14 @@ func classifyLoaded(c *infer.Classifier, batch []loaded) []infer.Result {
 		}
 	}
 	results := make([]infer.Result, len(batch))
-	batchResults, err := c.ClassifyInputs(inputs)
+	batchResults, err := c.ClassifyInputs(ctx, inputs)
 	for j, i := range at {
 		if err == nil {
 			results[i] = batchResults[j]
 			continue
 		}
 		var one []infer.Result
-		if one, batch[i].err = c.ClassifyInputs(inputs[j : j+1]); batch[i].err == nil {
+		if one, batch[i].err = c.ClassifyInputs(ctx, inputs[j:j+1]); batch[i].err == nil {
 			results[i] = one[0]
 		}
 	}

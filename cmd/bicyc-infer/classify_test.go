@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -79,7 +80,7 @@ func TestClassifyTable(t *testing.T) {
 		t.Errorf("notes.txt was not skipped:\n%s%s", stdout, stderr)
 	}
 
-	c, err := infer.Open(model, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil))
+	c, err := infer.Open(context.Background(), model, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestClassifyTable(t *testing.T) {
 		if file != "-" {
 			img = imgs[file]
 		}
-		want, err := c.Classify(img)
+		want, err := c.Classify(context.Background(), img)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,16 +205,32 @@ func TestClassifyEnvironment(t *testing.T) {
 }
 
 // TestNoGorgonia enforces that the inference side never links the training
-// engine, nor the ONNX reader of pretrained imports.
+// engine, nor the ONNX reader of pretrained imports; and that the runtime
+// package services embed (infer) links no model authoring either: neither
+// the ONNX writer (export, its generated export/onnxpb, protobuf) nor
+// package author, which bicyc-infer's add-classes and calibrate use.
 func TestNoGorgonia(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
+	deps := func(pkg string) []string {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+		}
+		return strings.Fields(string(out))
 	}
-	for _, pkg := range strings.Fields(string(out)) {
+	for _, pkg := range deps(".") {
 		if strings.HasPrefix(pkg, "gorgonia.org/") || strings.HasPrefix(pkg, "github.com/owulveryck/onnx-go") ||
 			pkg == "github.com/bicyc/bicyc/pretrained" {
 			t.Errorf("bicyc-infer links %s", pkg)
+		}
+	}
+	runtime := deps("github.com/bicyc/bicyc/infer")
+	if len(runtime) < 10 {
+		t.Fatalf("go list -deps infer: %q", runtime)
+	}
+	for _, pkg := range runtime {
+		if strings.HasPrefix(pkg, "gorgonia.org/") || strings.HasPrefix(pkg, "google.golang.org/protobuf") ||
+			strings.HasPrefix(pkg, "github.com/bicyc/bicyc/export") || pkg == "github.com/bicyc/bicyc/author" {
+			t.Errorf("package infer links %s", pkg)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,9 +49,9 @@ The exit status is non-zero when a provider that ran differs from the CPU by mor
 and no network: point --ort-lib (or BICYC_ORT_LIB) at the library that 'make setup-gpu'
 installed and LD_LIBRARY_PATH at the CUDA libraries (docs/gpu.md).`,
 		Args: cobra.ArbitraryArgs,
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			o.paths = args
-			return runDoctor(o, stdout, stderr)
+			return runDoctor(cmd.Context(), o, stdout, stderr)
 		},
 	}
 	f := cmd.Flags()
@@ -64,7 +65,7 @@ installed and LD_LIBRARY_PATH at the CUDA libraries (docs/gpu.md).`,
 	return cmd
 }
 
-func runDoctor(o *doctorOptions, stdout, stderr io.Writer) error {
+func runDoctor(ctx context.Context, o *doctorOptions, stdout, stderr io.Writer) error {
 	if o.model.model == "" {
 		return errors.New("no model: pass --model DIR or set BICYC_MODEL")
 	}
@@ -96,7 +97,7 @@ func runDoctor(o *doctorOptions, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	report, err := infer.CheckProviders(o.model.model, imgs, s, opts...)
+	report, err := infer.CheckProviders(ctx, o.model.model, imgs, s, opts...)
 	if err != nil {
 		return err
 	}

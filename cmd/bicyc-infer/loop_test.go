@@ -2,10 +2,11 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"github.com/bicyc/bicyc/internal/testmodel"
+	"github.com/bicyc/bicyc/internal/testmodel/small"
 	"github.com/bicyc/bicyc/serve"
 	"io"
 	"io/fs"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bicyc/bicyc/author"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
 )
@@ -106,14 +108,14 @@ func TestProductionLoop(t *testing.T) {
 	model, _ := testModel(t)
 	before := treeDigest(t, model)
 	root := t.TempDir()
-	classFolder(t, filepath.Join(root, "heldout"), []int{0, 1, 2}, testmodel.PerClass, 40)
+	classFolder(t, filepath.Join(root, "heldout"), []int{0, 1, 2}, small.PerClass, 40)
 	calibrated := filepath.Join(root, "v2")
 	stdout, _, err := runCommand(t, nil, "calibrate", "--model", model, "--provider", "cpu", "--from", filepath.Join(root, "heldout"), "--out", calibrated)
 	if err != nil || !strings.Contains(stdout, "calibrated on 120 images") {
 		t.Fatalf("calibrate: %v\n%s", err, stdout)
 	}
 
-	classFolder(t, filepath.Join(root, "incoming"), []int{1, 5}, testmodel.PerClass+40, 10)
+	classFolder(t, filepath.Join(root, "incoming"), []int{1, 5}, small.PerClass+40, 10)
 	collected := filepath.Join(root, "unknown")
 	stdout, stderr, err := runCommand(t, nil, "--model", calibrated, "--provider", "cpu", "--json",
 		"--collect-unknown", collected, "--collect-max-files", "3", filepath.Join(root, "incoming"))
@@ -173,9 +175,9 @@ func TestAddClassesCommandErrors(t *testing.T) {
 	model, _ := testModel(t)
 	before := treeDigest(t, model)
 	root := t.TempDir()
-	classFolder(t, filepath.Join(root, "few"), []int{5}, 0, infer.MinAddImages-1)
-	classFolder(t, filepath.Join(root, "dup"), []int{1}, 0, infer.MinAddImages)
-	classFolder(t, filepath.Join(root, "good"), []int{5}, 0, infer.MinAddImages)
+	classFolder(t, filepath.Join(root, "few"), []int{5}, 0, author.MinAddImages-1)
+	classFolder(t, filepath.Join(root, "dup"), []int{1}, 0, author.MinAddImages)
+	classFolder(t, filepath.Join(root, "good"), []int{5}, 0, author.MinAddImages)
 	classFolder(t, filepath.Join(root, "flat"), []int{5}, 0, 1)
 	os.Rename(filepath.Join(root, "flat", "Sandal"), filepath.Join(root, "flat-sandal"))
 	os.RemoveAll(filepath.Join(root, "flat"))
@@ -222,7 +224,7 @@ func TestAddClassesCommandErrors(t *testing.T) {
 func TestServeUnknownAndReload(t *testing.T) {
 	model, test := testModel(t)
 	root := t.TempDir()
-	classFolder(t, filepath.Join(root, "heldout"), []int{0, 1, 2}, testmodel.PerClass, 20)
+	classFolder(t, filepath.Join(root, "heldout"), []int{0, 1, 2}, small.PerClass, 20)
 	classFolder(t, filepath.Join(root, "labelled"), []int{5}, 0, 20)
 	v2, v3, link := filepath.Join(root, "v2"), filepath.Join(root, "v3"), filepath.Join(root, "current")
 	if _, _, err := runCommand(t, nil, "calibrate", "--model", model, "--provider", "cpu", "--from", filepath.Join(root, "heldout"), "--out", v2); err != nil {
@@ -240,7 +242,7 @@ func TestServeUnknownAndReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := serve.New(serve.Config{Model: link, Options: opts, MaxBody: 1 << 20, MaxConcurrent: 2, QueueTimeout: time.Second, Collector: collector})
+	s, err := serve.New(context.Background(), serve.Config{Model: link, Options: opts, MaxBody: 1 << 20, MaxConcurrent: 2, QueueTimeout: time.Second, Collector: collector})
 	if err != nil {
 		t.Fatal(err)
 	}

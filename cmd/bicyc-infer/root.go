@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -88,7 +89,7 @@ func (o *collectOptions) collector() (*infer.Collector, error) {
 
 // open opens the model with these options; the auto provider's one line
 // goes to log.
-func (o *modelOptions) open(log io.Writer) (*infer.Classifier, error) {
+func (o *modelOptions) open(ctx context.Context, log io.Writer) (*infer.Classifier, error) {
 	if o.model == "" {
 		return nil, fmt.Errorf("no model: pass --model DIR or set BICYC_MODEL")
 	}
@@ -97,7 +98,7 @@ func (o *modelOptions) open(log io.Writer) (*infer.Classifier, error) {
 		return nil, err
 	}
 	warnBehind(log, o.model)
-	return infer.Open(o.model, opts...)
+	return infer.Open(ctx, o.model, opts...)
 }
 
 // warnBehind warns when the model directory is older than the last
@@ -183,9 +184,9 @@ Flags fall back to BICYC_* environment variables (named in each flag's help), th
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			return applyEnv(cmd.Flags())
 		},
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.paths = args
-			return runClassify(opts, stdin, stdout, stderr)
+			return runClassify(cmd.Context(), opts, stdin, stdout, stderr)
 		},
 	}
 	// A completion command would shadow an image file named "completion".

@@ -185,7 +185,7 @@ func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if o.model.model != "" {
 		warnBehind(stderr, o.model.model)
 	}
-	s, err := serve.New(cfg)
+	s, err := serve.New(ctx, cfg)
 	if err != nil {
 		return err
 	}

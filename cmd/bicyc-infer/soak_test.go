@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -176,12 +177,12 @@ func TestSoakCLILargeImages(t *testing.T) {
 // referenceAnswer classifies encoded with the library, in this process.
 func referenceAnswer(t *testing.T, model string, encoded []byte) infer.Result {
 	t.Helper()
-	c, err := infer.Open(model, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil))
+	c, err := infer.Open(context.Background(), model, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	res, err := c.ClassifyReader(bytes.NewReader(encoded))
+	res, err := c.ClassifyReader(context.Background(), bytes.NewReader(encoded))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,175 +1,174 @@
-// Package testmodel builds the small real model the inference tests of
-// serve and cmd/bicyc-infer run: a random convnet over Fashion-MNIST
-// (1x28x28, 4 features) with prototypes of three classes estimated from
-// the backbone's features of real test images, exported with package
-// export. Only tests import it.
+// Package testmodel builds the small real models that the tests of the
+// inference packages (infer, author) classify with: real exports (package
+// export) of a small random convnet over real Fashion-MNIST images, whose
+// prototypes are estimated from the backbone's features of the first
+// PerClass test images of each class, exactly as training estimates
+// new-class statistics, so classification of the other images is far
+// better than chance. Only tests import it.
 package testmodel
 
 import (
-	"bytes"
 	"fmt"
 	"image"
-	"image/png"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"sync"
-	"testing"
 
-	"gonum.org/v1/gonum/mat"
+	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/export"
 	"github.com/bicyc/bicyc/gauss"
-	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
+// The models' sizes.
 const (
-	featureDim = 4
-	classes    = 3
-	// PerClass is the number of each class's first test images the
-	// prototypes are estimated from; later ones are held out.
-	PerClass = 20
+	FeatureDim = 8  // S
+	PerClass   = 30 // test images per class the prototypes come from
+	TopK       = 3  // the manifests' top_k
 )
 
-var (
-	once sync.Once
-	dir  string
-	set  *data.Dataset
-	err  error
-)
+// Models are the built model directories and what they were built from.
+type Models struct {
+	TwoTasks string // 10 classes in two tasks, with adapter.onnx
+	OneTask  string // the first task's 5 classes, no adapter
 
-// Get returns the model directory and the Fashion-MNIST test set, building
-// the model once per test binary. A missing ONNX Runtime library fails the
-// test: the test command installs it. Cleanup removes the model.
-func Get(t testing.TB) (string, *data.Dataset) {
-	t.Helper()
-	once.Do(func() { dir, set, err = build() })
-	if err != nil {
-		t.Fatalf("building the test model: %v", err)
-	}
-	return dir, set
+	Test      *data.Dataset        // Fashion-MNIST test set
+	Reference *gauss.Classifier    // the scores model.onnx must reproduce
+	Adapter   []safetensors.Tensor // the weights of adapter.onnx
 }
 
-// Dir returns the model directory, building it once per process, for
-// examples, which have no testing.TB.
-func Dir() (string, error) {
-	once.Do(func() { dir, set, err = build() })
-	return dir, err
-}
-
-// Cleanup removes the model Get built, if any; a TestMain calls it after
-// the tests.
-func Cleanup() {
-	if dir != "" {
-		os.RemoveAll(filepath.Dir(dir))
-	}
-}
-
-// FashionImage returns test image i of d.
-func FashionImage(d *data.Dataset, i int) image.Image {
+// Image returns test image i of d as a Go image.
+func Image(d *data.Dataset, i int) image.Image {
 	return &image.Gray{Pix: d.Image(i), Stride: d.Width, Rect: image.Rect(0, 0, d.Width, d.Height)}
 }
 
-// EncodePNG encodes img as PNG.
-func EncodePNG(t testing.TB, img image.Image) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
-// EqualResults compares two results' classes and distances (1e-6
-// relative).
-func EqualResults(a, b infer.Result) bool {
-	if len(a.Predictions) != len(b.Predictions) {
-		return false
-	}
-	for i, p := range a.Predictions {
-		q := b.Predictions[i]
-		if p.ClassID != q.ClassID || p.Name != q.Name || p.Task != q.Task ||
-			float64(abs32(p.Distance-q.Distance)) > 1e-6*max(1, float64(abs32(q.Distance))) {
-			return false
+// TrainIndices returns the first n test-set indices of each class: with n
+// = PerClass, the images the prototypes are estimated from.
+func TrainIndices(d *data.Dataset, n int) [][]int {
+	out := make([][]int, d.NumClasses())
+	for i, y := range d.Labels {
+		if len(out[y]) < n {
+			out[y] = append(out[y], i)
 		}
 	}
-	return true
+	return out
 }
 
-func abs32(v float32) float32 { return max(v, -v) }
-
-// build exports the model twice with export.Write: first with
-// unit prototypes, to compute the backbone's features through
-// infer.Classifier.Embed, then with the class Gaussians of those features.
-func build() (string, *data.Dataset, error) {
-	root, err := os.MkdirTemp("", "bicyc-infer-test-")
-	if err != nil {
-		return "", nil, err
+// HeldOut returns n test-set indices per class that the prototypes were
+// not estimated from.
+func HeldOut(d *data.Dataset, n int) []int {
+	count := make([]int, d.NumClasses())
+	var out []int
+	for i, y := range d.Labels {
+		count[y]++
+		if count[y] > PerClass && count[y] <= PerClass+n {
+			out = append(out, i)
+		}
 	}
-	dir := filepath.Join(root, "model")
-	fm := data.FashionMNISTDir
-	test, err := data.LoadIDX(filepath.Join(fm, "t10k-images-idx3-ubyte.gz"), filepath.Join(fm, "t10k-labels-idx1-ubyte.gz"))
+	return out
+}
+
+// Build writes the models under root. The process's ONNX Runtime
+// environment must be initialised (infer.InitRuntime): the backbone's
+// features are computed with it.
+func Build(root string) (*Models, error) {
+	dir := data.FashionMNISTDir
+	test, err := data.LoadIDX(filepath.Join(dir, "t10k-images-idx3-ubyte.gz"), filepath.Join(dir, "t10k-labels-idx1-ubyte.gz"))
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	mean, std := data.DefaultNormalization(data.KindFashionMNIST)
-	in := export.Input{
-		Arch: export.ArchConvNet, FeatureDim: featureDim, Backbone: randomConvNet(rand.New(rand.NewPCG(3, 4)), featureDim),
-		Classifier: gauss.ClassifierOptions{Normalize: true, Shrink: 3, TopK: 2},
-		Tasks:      [][]int{{0, 1}, {2}},
-		Preprocess: data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: mean, Std: std, Resize: data.ResizeCatmullRom},
-		Version:    "test",
-	}
-	for id := range classes {
-		in.Classes = append(in.Classes, bundle.Class{ID: id, Name: data.FashionMNISTClasses[id], Task: min(id/2, 1) + 1})
-	}
-	unit := make([]gauss.Gaussian, classes)
-	for c := range unit {
-		unit[c] = gauss.Gaussian{Mean: make([]float64, featureDim), Cov: identity(featureDim)}
-		unit[c].Mean[c] = 1
-	}
-	if err := writeModel(dir, in, unit); err != nil {
-		return "", nil, err
-	}
-	c, err := infer.Open(dir, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil))
+	pre := data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: mean, Std: std, Resize: data.ResizeCatmullRom}
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	shape := export.BackboneShape{Arch: export.ArchConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: FeatureDim}
+	weights := randomConvNet(rng, 1, FeatureDim)
+	backbone, err := export.Backbone(shape, weights)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	defer c.Close()
-	protos := make([]gauss.Gaussian, classes)
-	for cls := range protos {
-		var imgs []image.Image
-		for i, y := range test.Labels {
-			if y == cls && len(imgs) < PerClass {
-				imgs = append(imgs, FashionImage(test, i))
-			}
+	protos := make([]gauss.Gaussian, test.NumClasses())
+	for c, idx := range TrainIndices(test, PerClass) {
+		batch := make([]float32, 0, len(idx)*pre.ImageSize())
+		for _, i := range idx {
+			batch = append(batch, pre.Image(Image(test, i))...)
 		}
-		features, err := c.Embed(imgs)
+		out, err := embed(backbone, batch, len(idx))
 		if err != nil {
-			return "", nil, err
+			return nil, err
 		}
-		flat := make([]float32, 0, len(features)*featureDim)
-		for _, f := range features {
-			flat = append(flat, f...)
-		}
-		if protos[cls], err = gauss.Estimate(flat, len(features), featureDim); err != nil {
-			return "", nil, err
+		if protos[c], err = gauss.Estimate(out, len(idx), FeatureDim); err != nil {
+			return nil, err
 		}
 	}
-	return dir, test, writeModel(dir, in, protos)
+
+	opts := gauss.DefaultClassifierOptions()
+	reference, err := gauss.NewClassifier(protos, nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	m := &Models{
+		TwoTasks:  filepath.Join(root, "two-tasks"),
+		OneTask:   filepath.Join(root, "one-task"),
+		Test:      test,
+		Reference: reference,
+	}
+	m.Adapter = randomMLP(rng, FeatureDim)
+	classes := make([]int, test.NumClasses())
+	for i := range classes {
+		classes[i] = i
+	}
+	in := export.Input{Arch: export.ArchConvNet, FeatureDim: FeatureDim, Backbone: weights,
+		AdapterKind: export.AdapterMLP, Adapter: m.Adapter, Preprocess: pre, Version: "test"}
+	if err := writeBundle(m.TwoTasks, in, protos, opts, [][]int{classes[:5], classes[5:]}); err != nil {
+		return nil, err
+	}
+	in.Adapter = nil
+	if err := writeBundle(m.OneTask, in, protos[:5], opts, [][]int{classes[:5]}); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
-func writeModel(dir string, in export.Input, protos []gauss.Gaussian) error {
-	opts := gauss.ClassifierOptions{Normalize: in.Classifier.Normalize, Shrink: in.Classifier.Shrink}
+// embed runs the backbone on an NCHW batch of n 28x28 gray images with
+// ONNX Runtime, on the CPU.
+func embed(backbone []byte, batch []float32, n int) ([]float32, error) {
+	s, err := ort.NewDynamicAdvancedSessionWithONNXData(backbone, []string{bundle.TensorImage}, []string{bundle.TensorFeatures}, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Destroy()
+	in, err := ort.NewTensor(ort.NewShape(int64(n), 1, 28, 28), batch)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Destroy()
+	features := make([]float32, n*FeatureDim)
+	out, err := ort.NewTensor(ort.NewShape(int64(n), FeatureDim), features)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Destroy()
+	if err := s.Run([]ort.Value{in}, []ort.Value{out}); err != nil {
+		return nil, fmt.Errorf("backbone: %w", err)
+	}
+	return features, nil
+}
+
+// writeBundle exports a model directory of the prototypes protos (class c
+// = protos[c], named from data.FashionMNISTClasses) with export.Write, as
+// the trainer does.
+func writeBundle(dir string, in export.Input, protos []gauss.Gaussian, opts gauss.ClassifierOptions, tasks [][]int) error {
 	cls, err := gauss.NewClassifier(protos, nil, opts)
 	if err != nil {
 		return err
 	}
 	in.Tables = cls.Tables()
+	in.Classifier = opts
+	in.Classifier.TopK = TopK
 	s := in.FeatureDim
 	for _, g := range protos {
 		for i := range s {
@@ -179,42 +178,64 @@ func writeModel(dir string, in export.Input, protos []gauss.Gaussian) error {
 			}
 		}
 	}
+	in.Tasks = tasks
+	for t, ids := range tasks {
+		for _, id := range ids {
+			in.Classes = append(in.Classes, bundle.Class{ID: id, Name: data.FashionMNISTClasses[id], Task: t + 1})
+		}
+	}
 	return export.Write(dir, in)
 }
 
-func identity(n int) *mat.SymDense {
-	m := mat.NewSymDense(n, nil)
-	for i := range n {
-		m.SetSym(i, i, 1)
+// randomConvNet draws the tensors of package models' convnet backbone
+// (names and shapes as export.Backbone documents them), He-scaled so
+// features neither vanish nor explode.
+func randomConvNet(rng *rand.Rand, in, s int) []safetensors.Tensor {
+	var ts []safetensors.Tensor
+	for l, ch := range [][2]int{{32, in}, {64, 32}, {128, 64}} {
+		out, cin := ch[0], ch[1]
+		ts = append(ts,
+			randomTensor(rng, fmt.Sprintf("conv%d.weight", l+1), []int{out, cin, 3, 3}, heStd(cin*9)),
+			constTensor(fmt.Sprintf("bn%d.weight", l+1), out, 1),
+			constTensor(fmt.Sprintf("bn%d.bias", l+1), out, 0),
+			constTensor(fmt.Sprintf("bn%d.running_mean", l+1), out, 0),
+			constTensor(fmt.Sprintf("bn%d.running_var", l+1), out, 1))
 	}
-	return m
+	return append(ts,
+		randomTensor(rng, "reduce.weight", []int{s, 128, 1, 1}, heStd(128)),
+		constTensor("reduce.bias", s, 0))
 }
 
-// randomConvNet draws the convnet backbone's tensors (names and shapes as
-// export.Backbone documents them), He-scaled, with identity batch norms.
-func randomConvNet(rng *rand.Rand, s int) []safetensors.Tensor {
-	var ts []safetensors.Tensor
-	tensor := func(name string, shape []int, std, fill float64) {
-		n := 1
-		for _, d := range shape {
-			n *= d
-		}
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(fill + rng.NormFloat64()*std)
-		}
-		ts = append(ts, safetensors.Tensor{Name: name, Shape: shape, Data: v})
+// randomMLP draws the adapter's tensors (export.Adapter, kind mlp, hidden
+// width 32S as in docs/method.md, "Networks").
+func randomMLP(rng *rand.Rand, s int) []safetensors.Tensor {
+	h := 32 * s
+	return []safetensors.Tensor{
+		randomTensor(rng, "fc1.weight", []int{h, s}, heStd(s)),
+		constTensor("fc1.bias", h, 0.01),
+		randomTensor(rng, "fc2.weight", []int{s, h}, heStd(h)),
+		constTensor("fc2.bias", s, 0),
 	}
-	in := 1
-	for l, out := range []int{32, 64, 128} {
-		tensor(fmt.Sprintf("conv%d.weight", l+1), []int{out, in, 3, 3}, math.Sqrt(2/float64(in*9)), 0)
-		tensor(fmt.Sprintf("bn%d.weight", l+1), []int{out}, 0, 1)
-		tensor(fmt.Sprintf("bn%d.bias", l+1), []int{out}, 0, 0)
-		tensor(fmt.Sprintf("bn%d.running_mean", l+1), []int{out}, 0, 0)
-		tensor(fmt.Sprintf("bn%d.running_var", l+1), []int{out}, 0, 1)
-		in = out
+}
+
+func heStd(fanIn int) float64 { return math.Sqrt(2 / float64(fanIn)) }
+
+func randomTensor(rng *rand.Rand, name string, shape []int, std float64) safetensors.Tensor {
+	n := 1
+	for _, d := range shape {
+		n *= d
 	}
-	tensor("reduce.weight", []int{s, 128, 1, 1}, math.Sqrt(2/128.0), 0)
-	tensor("reduce.bias", []int{s}, 0, 0)
-	return ts
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64() * std)
+	}
+	return safetensors.Tensor{Name: name, Shape: shape, Data: v}
+}
+
+func constTensor(name string, n int, value float32) safetensors.Tensor {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = value
+	}
+	return safetensors.Tensor{Name: name, Shape: []int{n}, Data: v}
 }

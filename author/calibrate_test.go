@@ -1,7 +1,7 @@
-package infer
+package author
 
 import (
-	"errors"
+	"context"
 	"image"
 	"image/color"
 	"math"
@@ -11,14 +11,15 @@ import (
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/infer"
 )
 
 // acceptedShare classifies images and returns the share not Unknown.
-func acceptedShare(t *testing.T, c *Classifier, imgs []image.Image) float64 {
+func acceptedShare(t *testing.T, c *infer.Classifier, imgs []image.Image) float64 {
 	t.Helper()
 	accepted := 0
 	for start := 0; start < len(imgs); start += 256 {
-		rs, err := c.ClassifyBatch(imgs[start:min(start+256, len(imgs))])
+		rs, err := c.ClassifyBatch(context.Background(), imgs[start:min(start+256, len(imgs))])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +36,7 @@ func acceptedShare(t *testing.T, c *Classifier, imgs []image.Image) float64 {
 // Fashion-MNIST test images per class (written as PNG files) and checks on
 // 300 other images per class that the requested share of known images is
 // accepted within 2 points, through Open with the manifest's default and
-// with WithAcceptRate, and that posteriors are reported.
+// with infer.WithAcceptRate, and that posteriors are reported.
 func TestCalibrateAcceptRate(t *testing.T) {
 	f := loadFixture(t)
 	root := t.TempDir()
@@ -46,7 +47,7 @@ func TestCalibrateAcceptRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(root, "calibrated")
-	cal, err := Calibrate(f.twoTasks, out, heldOut, gauss.DefaultAcceptRate, WithProvider(ProviderCPU), WithLog(nil))
+	cal, err := Calibrate(context.Background(), f.twoTasks, out, heldOut, gauss.DefaultAcceptRate, cpu...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,10 +71,10 @@ func TestCalibrateAcceptRate(t *testing.T) {
 	} else {
 		t.Logf("accepted %.3f of %d known test images at 0.95", got, len(test))
 	}
-	if got := acceptedShare(t, openCPU(t, out, WithAcceptRate(0.8)), test); math.Abs(got-0.8) > 0.03 {
+	if got := acceptedShare(t, openCPU(t, out, infer.WithAcceptRate(0.8)), test); math.Abs(got-0.8) > 0.03 {
 		t.Errorf("accepted %.3f of known test images, asked 0.8", got)
 	}
-	r, err := c.Classify(test[0])
+	r, err := c.Classify(context.Background(), test[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,40 +93,5 @@ func TestCalibrateAcceptRate(t *testing.T) {
 	}
 	if got := acceptedShare(t, c, noise); got > 0.1 {
 		t.Errorf("accepted %.3f of colour-noise images as known", got)
-	}
-}
-
-// TestUncalibratedModel: a model without calibration has no confidence and
-// no unknown unless a threshold is set, and refuses an acceptance rate.
-func TestUncalibratedModel(t *testing.T) {
-	f := loadFixture(t)
-	c := openCPU(t, f.twoTasks)
-	img := fashionImage(f.test, heldOut(f, 1)[0])
-	r, err := c.Classify(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Calibrated() || r.Confidence != 0 || r.Unknown || r.Predictions[0].Probability != 0 {
-		t.Fatalf("uncalibrated result %+v", r)
-	}
-	// Without calibration the unknown score is the nearest distance.
-	if math.Abs(r.UnknownScore-float64(r.Predictions[0].Distance)) > 1e-4 {
-		t.Errorf("unknown score %v, nearest distance %v", r.UnknownScore, r.Predictions[0].Distance)
-	}
-	strict := openCPU(t, f.twoTasks, WithUnknownThreshold(r.UnknownScore/2))
-	if r, err := strict.Classify(img); err != nil || !r.Unknown {
-		t.Errorf("threshold below the score: %+v, %v", r, err)
-	}
-	if th, rate := strict.UnknownThreshold(); th != r.UnknownScore/2 || rate != 0 {
-		t.Errorf("UnknownThreshold() = %v, %v", th, rate)
-	}
-	_, err = Open(f.twoTasks, WithProvider(ProviderCPU), WithLog(nil), WithAcceptRate(0.9))
-	if !errors.Is(err, ErrNotCalibrated) {
-		t.Errorf("acceptance rate on an uncalibrated model: %v", err)
-	}
-	for i, opts := range [][]Option{{WithAcceptRate(1.5)}, {WithUnknownThreshold(-1)}, {WithAcceptRate(0.9), WithUnknownThreshold(2)}} {
-		if _, err := Open(f.twoTasks, append(opts, WithProvider(ProviderCPU))...); err == nil {
-			t.Errorf("case %d: invalid options accepted", i)
-		}
 	}
 }

@@ -1,6 +1,7 @@
-package infer
+package author
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/infer"
 )
 
 // writeClassFolder writes Fashion-MNIST test images as PNG files into
@@ -92,7 +94,7 @@ func TestAddClasses(t *testing.T) {
 	}
 	before := dirDigest(t, f.oneTask)
 	out := filepath.Join(root, "model-v2")
-	added, err := AddClasses(f.oneTask, out, classes, WithProvider(ProviderCPU), WithLog(nil))
+	added, err := AddClasses(context.Background(), f.oneTask, out, classes, cpu...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,22 +111,22 @@ func TestAddClasses(t *testing.T) {
 		added.Classes[1].Name != "Sandal" || added.Classes[1].ID != 6 {
 		t.Fatalf("added %+v", added.Classes)
 	}
-	c := openCPU(t, out, WithTopK(7))
-	old := openCPU(t, f.oneTask, WithTopK(5))
+	c := openCPU(t, out, infer.WithTopK(7))
+	old := openCPU(t, f.oneTask, infer.WithTopK(5))
 	idx := heldOut(f, 10)
 	var worst float64
 	for _, i := range idx {
 		img := fashionImage(f.test, i)
-		feat, err := c.Embed([]image.Image{img})
+		feat, err := c.Embed(context.Background(), []image.Image{img})
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := f.reference.Scores(feat[0], 1)
-		got, err := c.Classify(img)
+		want := f.models.Reference.Scores(feat[0], 1)
+		got, err := c.Classify(context.Background(), img)
 		if err != nil {
 			t.Fatal(err)
 		}
-		was, err := old.Classify(img)
+		was, err := old.Classify(context.Background(), img)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +185,7 @@ func TestAddClassesRejectsBadInput(t *testing.T) {
 				raw, _ := os.ReadFile(filepath.Join(dir, bundle.ManifestFile))
 				os.WriteFile(filepath.Join(dir, bundle.ManifestFile), append(raw, ' '), 0o644)
 			}
-		}, ErrModelChanged, "model directory changed during add-classes"},
+		}, ErrModelChanged, "model directory changed while it was read"},
 	} {
 		copyDir := filepath.Join(root, "model", strconv.Itoa(i))
 		copyTree(t, f.oneTask, copyDir)
@@ -192,7 +194,7 @@ func TestAddClassesRejectsBadInput(t *testing.T) {
 		}
 		classes, _, err := ReadClassFolders(tc.from)
 		if err == nil {
-			_, err = AddClasses(copyDir, filepath.Join(root, "out", strconv.Itoa(i)), classes, WithProvider(ProviderCPU), WithLog(nil))
+			_, err = AddClasses(context.Background(), copyDir, filepath.Join(root, "out", strconv.Itoa(i)), classes, cpu...)
 		}
 		afterEmbed = func(string) {}
 		if !errors.Is(err, tc.sentinel) || !strings.Contains(err.Error(), tc.want) {

@@ -1,6 +1,7 @@
-package infer
+package author
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/infer"
 )
 
 // Calibrate writes outDir: the model in modelDir with a calibration
@@ -19,9 +21,11 @@ import (
 // model never trained on, at least gauss.MinCalibrationImages in all;
 // acceptRate (gauss.DefaultAcceptRate normally) sets the default
 // threshold. Every other file is copied as it is; outDir must not exist or
-// be empty, and modelDir is never modified (ErrModelChanged if it changes
-// meanwhile). A class name the model does not have wraps ErrClassFolder.
-func Calibrate(modelDir, outDir string, heldOut []LabelledImages, acceptRate float64, opts ...Option) (*bundle.Calibration, error) {
+// be empty (else ErrOutputExists), and modelDir is never modified
+// (ErrModelChanged if it changes meanwhile). A class name the model does
+// not have wraps ErrClassFolder. When ctx is done, Calibrate stops and
+// writes nothing; the error wraps ctx.Err().
+func Calibrate(ctx context.Context, modelDir, outDir string, heldOut []LabelledImages, acceptRate float64, opts ...infer.Option) (*bundle.Calibration, error) {
 	if err := gauss.ValidateAcceptRate(acceptRate); err != nil {
 		return nil, err
 	}
@@ -40,7 +44,7 @@ func Calibrate(modelDir, outDir string, heldOut []LabelledImages, acceptRate flo
 	if err != nil {
 		return nil, err
 	}
-	scores, err := scoreClasses(modelDir, heldOut, opts)
+	scores, err := scoreClasses(ctx, modelDir, heldOut, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -89,17 +93,19 @@ func heldOutLabels(classes []bundle.Class, heldOut []LabelledImages) ([]int, err
 
 // scoreClasses returns model.onnx's scores [n, K] of every image, class by
 // class, in order.
-func scoreClasses(modelDir string, classes []LabelledImages, opts []Option) ([]float32, error) {
-	c, err := Open(modelDir, opts...)
+func scoreClasses(ctx context.Context, modelDir string, classes []LabelledImages, opts []infer.Option) ([]float32, error) {
+	c, err := infer.Open(ctx, modelDir, opts...)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
 	var out []float32
 	for _, class := range classes {
-		err := c.eachBatch(class, func(batch []float32, shape []int64) error {
-			s, err := c.runModel(batch, shape)
-			out = append(out, s...)
+		err := eachBatch(c, class, func(inputs []infer.Input) error {
+			rows, err := c.Scores(ctx, inputs)
+			for _, r := range rows {
+				out = append(out, r...)
+			}
 			return err
 		})
 		if err != nil {

@@ -1,6 +1,7 @@
-package infer
+package author
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,6 +17,7 @@ import (
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/export"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/names"
 )
 
@@ -40,9 +42,12 @@ var (
 	// ErrDuplicateClass: a class name is given twice or is already in the
 	// model.
 	ErrDuplicateClass = errors.New("duplicate class name")
-	// ErrModelChanged: the model directory changed while classes were
-	// being added; nothing was written.
-	ErrModelChanged = errors.New("model directory changed during add-classes")
+	// ErrModelChanged: the model directory changed while it was read
+	// (classes being added, or a calibration fitted); nothing was written.
+	ErrModelChanged = errors.New("model directory changed while it was read")
+	// ErrOutputExists: the output directory is the model itself, or exists
+	// and is not empty; a new version goes into a new directory.
+	ErrOutputExists = errors.New("output directory is in the way")
 )
 
 // LabelledImages are the image files of one new class.
@@ -104,10 +109,11 @@ type Added struct {
 
 // AddClasses writes outDir, a new model directory that is modelDir plus
 // the given classes, without retraining and without keeping the images
-// (exemplar-free). It opens modelDir with opts, embeds every image with its
-// backbone (as Embed does; each file is read like ClassifyFile, regular
-// files only, and reduced to the model's input before the next is
-// decoded; with the model's test-time flip their mirrors too), estimates
+// (exemplar-free). It opens modelDir with opts (infer.Open), embeds every
+// image with its backbone (infer.Classifier.EmbedInputs; each file is read
+// by PrepareFile, regular files only, and reduced to the model's input
+// before the next is decoded; with the model's test-time flip their
+// mirrors too), estimates
 // each new class's Gaussian (gauss.Estimate), and
 // builds the classifier over old and new prototypes with the model's own
 // options (shrinkage, normalisation, calibration; gauss.ClassifierOptions.WithAges,
@@ -117,15 +123,17 @@ type Added struct {
 // bundle.Class.AddedImages; a calibration is extended to them
 // (gauss.Calibration.WithClasses). outDir is written through bundle.Write
 // (atomic, checksummed, manifest digest: it opens with ManifestVerified)
-// and must not exist yet or be empty; modelDir is never modified.
+// and must not exist yet or be empty (else ErrOutputExists); modelDir is
+// never modified. When ctx is done, AddClasses stops and writes nothing;
+// the error wraps ctx.Err().
 //
 // Errors: fewer than MinAddImages images (ErrTooFewImages), a name out of
 // bounds (names.Class; names.ErrInvalid), a name repeated or already a
 // class of the model (ErrDuplicateClass), an
-// unreadable image or a named pipe or device (bounded.ErrNotRegular), each
-// naming the file, or a modelDir whose manifest changed while the images
-// were embedded (ErrModelChanged).
-func AddClasses(modelDir, outDir string, classes []LabelledImages, opts ...Option) (Added, error) {
+// unreadable image (infer.ErrImageFormat ...) or a named pipe or device
+// (infer.ErrNotRegular), each naming the file, or a modelDir whose manifest
+// changed while the images were embedded (ErrModelChanged).
+func AddClasses(ctx context.Context, modelDir, outDir string, classes []LabelledImages, opts ...infer.Option) (Added, error) {
 	manifestSum, err := bundle.ManifestSum(modelDir)
 	if err != nil {
 		return Added{}, err
@@ -140,7 +148,7 @@ func AddClasses(modelDir, outDir string, classes []LabelledImages, opts ...Optio
 	if err := checkOutDir(modelDir, outDir); err != nil {
 		return Added{}, err
 	}
-	protos, err := embedClasses(modelDir, classes, opts)
+	protos, err := embedClasses(ctx, modelDir, classes, opts)
 	if err != nil {
 		return Added{}, err
 	}
@@ -150,7 +158,7 @@ func AddClasses(modelDir, outDir string, classes []LabelledImages, opts ...Optio
 		return Added{}, fmt.Errorf("add classes to %s: %w", modelDir, err)
 	}
 	if now, err := bundle.ManifestSum(modelDir); err != nil || now != manifestSum {
-		return Added{}, fmt.Errorf("%s: %w; run add-classes again on the new version", modelDir, ErrModelChanged)
+		return Added{}, fmt.Errorf("%s: %w; add the classes to the new version", modelDir, ErrModelChanged)
 	}
 	if err := bundle.Write(outDir, m, files); err != nil {
 		return Added{}, err
@@ -197,16 +205,16 @@ func checkOutDir(modelDir, outDir string) error {
 		return err
 	}
 	if src == dst {
-		return fmt.Errorf("--out %s is the model itself; add-classes writes a new model directory", outDir)
+		return fmt.Errorf("%w: %s is the model itself; a new version goes into a new directory", ErrOutputExists, outDir)
 	}
 	entries, err := os.ReadDir(outDir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
-		return fmt.Errorf("--out %s: %w", outDir, err)
+		return fmt.Errorf("output directory %s: %w", outDir, err)
 	case len(entries) > 0:
-		return fmt.Errorf("--out %s exists and is not empty; add-classes writes a new model directory", outDir)
+		return fmt.Errorf("%w: %s exists and is not empty; a new version goes into a new directory", ErrOutputExists, outDir)
 	}
 	return nil
 }
@@ -216,23 +224,24 @@ func checkOutDir(modelDir, outDir string) error {
 // the features of the mirrored images, as training adds mirrored copies to a
 // new class's statistics when it mirrors images (data.horizontal_flip, which
 // the test-time flip goes with).
-func embedClasses(modelDir string, classes []LabelledImages, opts []Option) ([]gauss.Gaussian, error) {
-	c, err := Open(modelDir, opts...)
+func embedClasses(ctx context.Context, modelDir string, classes []LabelledImages, opts []infer.Option) ([]gauss.Gaussian, error) {
+	c, err := infer.Open(ctx, modelDir, opts...)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	s := c.manifest.FeatureDim
+	m := c.Manifest()
+	s := m.FeatureDim
+	views := []bool{false} // mirrored or not
+	if m.Classifier.TestFlip {
+		views = append(views, true)
+	}
 	out := make([]gauss.Gaussian, len(classes))
 	for i, class := range classes {
 		features := make([]float32, 0, len(class.Files)*s)
-		err := c.eachBatch(class, func(batch []float32, shape []int64) error {
-			inputs := [][]float32{batch}
-			if c.manifest.Classifier.TestFlip {
-				inputs = append(inputs, mirror(batch, shape))
-			}
-			for _, in := range inputs {
-				rows, err := c.embedNCHW(in, shape)
+		err := eachBatch(c, class, func(inputs []infer.Input) error {
+			for _, mirrored := range views {
+				rows, err := c.EmbedInputs(ctx, inputs, mirrored)
 				if err != nil {
 					return err
 				}
@@ -253,32 +262,24 @@ func embedClasses(modelDir string, classes []LabelledImages, opts []Option) ([]g
 }
 
 // eachBatch reduces the images of class to the model's input one at a
-// time (prepareFile) and calls f on each NCHW batch of embedBatch of them,
-// so memory stays bounded however many images a class has and however
-// large each is; errors name the class.
-func (c *Classifier) eachBatch(class LabelledImages, f func(batch []float32, shape []int64) error) error {
+// time (infer.Classifier.PrepareFile) and calls f on each batch of
+// embedBatch of them, so memory stays bounded however many images a class
+// has and however large each is; errors name the class.
+func eachBatch(c *infer.Classifier, class LabelledImages, f func([]infer.Input) error) error {
 	for start := 0; start < len(class.Files); start += embedBatch {
-		err := c.eachBatchOf(class.Files[start:min(start+embedBatch, len(class.Files))], f)
-		if err != nil {
+		paths := class.Files[start:min(start+embedBatch, len(class.Files))]
+		inputs := make([]infer.Input, len(paths))
+		for i, p := range paths {
+			var err error
+			if inputs[i], err = c.PrepareFile(p); err != nil {
+				return fmt.Errorf("class %q: %w", class.Name, err)
+			}
+		}
+		if err := f(inputs); err != nil {
 			return fmt.Errorf("class %q: %w", class.Name, err)
 		}
 	}
 	return nil
-}
-
-func (c *Classifier) eachBatchOf(paths []string, f func(batch []float32, shape []int64) error) error {
-	inputs := make([]Input, len(paths))
-	for i, p := range paths {
-		var err error
-		if inputs[i], err = c.prepareFile(p); err != nil {
-			return err
-		}
-	}
-	batch, shape, err := c.stack(inputs)
-	if err != nil {
-		return err
-	}
-	return f(batch, shape)
 }
 
 // extend builds the manifest and files of b plus the new classes.
