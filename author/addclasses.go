@@ -15,7 +15,7 @@ import (
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
-	"github.com/bicyc/bicyc/export"
+	"github.com/bicyc/bicyc/export/classgraph"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/names"
@@ -232,22 +232,26 @@ func embedClasses(ctx context.Context, modelDir string, classes []LabelledImages
 	defer c.Close()
 	m := c.Manifest()
 	s := m.FeatureDim
-	views := []bool{false} // mirrored or not
-	if m.Classifier.TestFlip {
-		views = append(views, true)
-	}
 	out := make([]gauss.Gaussian, len(classes))
 	for i, class := range classes {
 		features := make([]float32, 0, len(class.Files)*s)
 		err := eachBatch(c, class, func(inputs []infer.Input) error {
-			for _, mirrored := range views {
-				rows, err := c.EmbedInputs(ctx, inputs, mirrored)
-				if err != nil {
-					return err
+			if m.Classifier.TestFlip {
+				mirrored := make([]infer.Input, len(inputs))
+				for j, in := range inputs {
+					var err error
+					if mirrored[j], err = c.Mirror(in); err != nil {
+						return err
+					}
 				}
-				for _, r := range rows {
-					features = append(features, r...)
-				}
+				inputs = append(inputs, mirrored...)
+			}
+			rows, err := c.EmbedInputs(ctx, inputs)
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
+				features = append(features, r...)
 			}
 			return nil
 		})
@@ -306,7 +310,7 @@ func extend(b *bundle.Bundle, classes []LabelledImages, newProtos []gauss.Gaussi
 			}
 		}
 	}
-	classifier, err := export.ClassifierFiles(tables, files[bundle.BackboneFile])
+	classifier, err := classgraph.Files(tables, files[bundle.BackboneFile])
 	if err != nil {
 		return nil, nil, nil, err
 	}

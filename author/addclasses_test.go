@@ -273,3 +273,32 @@ func copyTree(t testing.TB, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// TestAddClassesCancelled: a done context stops AddClasses and Calibrate
+// before anything is written, with the context's error.
+func TestAddClassesCancelled(t *testing.T) {
+	f := loadFixture(t)
+	root := t.TempDir()
+	writeClassFolder(t, f, filepath.Join(root, "new"), []int{5}, 0, MinAddImages)
+	classes, _, err := ReadClassFolders(filepath.Join(root, "new"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out := filepath.Join(root, "out")
+	if _, err := AddClasses(ctx, f.oneTask, out, classes, cpu...); !errors.Is(err, context.Canceled) {
+		t.Errorf("AddClasses: error %v, want context.Canceled", err)
+	}
+	writeClassFolder(t, f, filepath.Join(root, "known"), []int{1}, fixturePerClass, 25)
+	known, _, err := ReadClassFolders(filepath.Join(root, "known"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Calibrate(ctx, f.oneTask, out, known, 0.95, cpu...); !errors.Is(err, context.Canceled) {
+		t.Errorf("Calibrate: error %v, want context.Canceled", err)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("output written (%v)", err)
+	}
+}

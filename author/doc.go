@@ -5,7 +5,7 @@
 // held-out images of its classes. It is model authoring, apart from the
 // runtime: it runs the model through package infer, builds the classifier
 // over old and new prototypes with package gauss, writes its ONNX graph
-// with package export (ClassifierFiles, the one builder of it) and the
+// with package classgraph (the one builder of it, which export uses too) and the
 // directory with bundle.Write (atomic, checksummed). A service that only
 // classifies imports infer and links none of this.
 //

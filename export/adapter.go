@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/export/onnxgraph"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
@@ -41,8 +42,8 @@ func Adapter(kind string, featureDim int, state []safetensors.Tensor) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	g := newGraph("bicyc_adapter")
-	x := g.input(bundle.TensorFeaturesOld, elemFloat, batchDim, featureDim)
+	g := onnxgraph.New("bicyc_adapter")
+	x := g.Input(bundle.TensorFeaturesOld, onnxgraph.Float, onnxgraph.BatchDim, featureDim)
 	var y string
 	switch kind {
 	case AdapterMLP:
@@ -50,7 +51,7 @@ func Adapter(kind string, featureDim int, state []safetensors.Tensor) ([]byte, e
 	case AdapterResidualMLP:
 		var m string
 		if m, err = addMLP(g, x, s, featureDim, "mlp"); err == nil {
-			y = g.op("Add", bundle.TensorFeatures, []string{x, m})
+			y = g.Op("Add", bundle.TensorFeatures, []string{x, m})
 		}
 	case AdapterLinear, AdapterLinearBias:
 		y, err = addLinear(g, x, s, featureDim, kind == AdapterLinearBias)
@@ -60,30 +61,30 @@ func Adapter(kind string, featureDim int, state []safetensors.Tensor) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	g.output(y, elemFloat, batchDim, featureDim)
-	return marshalModel(g.model(fmt.Sprintf("bicyc %s adapter: features_old [N,%d] -> features [N,%d]", kind, featureDim, featureDim)))
+	g.Output(y, onnxgraph.Float, onnxgraph.BatchDim, featureDim)
+	return onnxgraph.Marshal(g.Model(fmt.Sprintf("bicyc %s adapter: features_old [N,%d] -> features [N,%d]", kind, featureDim, featureDim)))
 }
 
 // addLinear adds y = x weight^T (+ bias) to g and returns its output, named
 // bundle.TensorFeatures.
-func addLinear(g *graph, x string, s stateDict, dim int, bias bool) (string, error) {
+func addLinear(g *onnxgraph.Graph, x string, s stateDict, dim int, bias bool) (string, error) {
 	w, err := s.get("weight", dim, dim)
 	if err != nil {
 		return "", err
 	}
-	in := []string{x, g.floats("weight", []int{dim, dim}, w)}
+	in := []string{x, g.Floats("weight", []int{dim, dim}, w)}
 	if bias {
 		b, err := s.get("bias", dim)
 		if err != nil {
 			return "", err
 		}
-		in = append(in, g.floats("bias", []int{dim}, b))
+		in = append(in, g.Floats("bias", []int{dim}, b))
 	}
-	return g.op("Gemm", bundle.TensorFeatures, in, attrInt("transB", 1)), nil
+	return g.Op("Gemm", bundle.TensorFeatures, in, onnxgraph.AttrInt("transB", 1)), nil
 }
 
 // addMLP adds Gemm-GELU-Gemm to g and returns the output, named out.
-func addMLP(g *graph, x string, s stateDict, dim int, out string) (string, error) {
+func addMLP(g *onnxgraph.Graph, x string, s stateDict, dim int, out string) (string, error) {
 	shape, err := s.shape("fc1.weight")
 	if err != nil {
 		return "", err
@@ -105,14 +106,14 @@ func addMLP(g *graph, x string, s stateDict, dim int, out string) (string, error
 		if p[i], err = s.get(spec.name, spec.shape...); err != nil {
 			return "", err
 		}
-		g.floats(spec.name, spec.shape, p[i])
+		g.Floats(spec.name, spec.shape, p[i])
 	}
-	h := g.op("Gemm", "fc1", []string{x, "fc1.weight", "fc1.bias"}, attrInt("transB", 1))
-	sqrt2 := g.floats("gelu.sqrt2", nil, []float32{math.Sqrt2})
-	one := g.floats("gelu.one", nil, []float32{1})
-	half := g.floats("gelu.half", nil, []float32{0.5})
-	e := g.op("Erf", "gelu.erf", []string{g.op("Div", "gelu.scaled", []string{h, sqrt2})})
-	gate := g.op("Mul", "gelu.gate", []string{g.op("Add", "gelu.one_plus_erf", []string{e, one}), half})
-	act := g.op("Mul", "gelu", []string{h, gate})
-	return g.op("Gemm", out, []string{act, "fc2.weight", "fc2.bias"}, attrInt("transB", 1)), nil
+	h := g.Op("Gemm", "fc1", []string{x, "fc1.weight", "fc1.bias"}, onnxgraph.AttrInt("transB", 1))
+	sqrt2 := g.Floats("gelu.sqrt2", nil, []float32{math.Sqrt2})
+	one := g.Floats("gelu.one", nil, []float32{1})
+	half := g.Floats("gelu.half", nil, []float32{0.5})
+	e := g.Op("Erf", "gelu.erf", []string{g.Op("Div", "gelu.scaled", []string{h, sqrt2})})
+	gate := g.Op("Mul", "gelu.gate", []string{g.Op("Add", "gelu.one_plus_erf", []string{e, one}), half})
+	act := g.Op("Mul", "gelu", []string{h, gate})
+	return g.Op("Gemm", out, []string{act, "fc2.weight", "fc2.bias"}, onnxgraph.AttrInt("transB", 1)), nil
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/export/onnxgraph"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
@@ -73,20 +74,20 @@ func (s BackboneShape) validate() error {
 // Other tensors (task heads, num_batches_tracked) are ignored. A missing,
 // misshapen or non-finite tensor is an error wrapping ErrState.
 func Backbone(shape BackboneShape, state []safetensors.Tensor) ([]byte, error) {
-	g := newGraph("bicyc_backbone")
-	image := g.input(bundle.TensorImage, elemFloat, batchDim, shape.InChannels, shape.Height, shape.Width)
+	g := onnxgraph.New("bicyc_backbone")
+	image := g.Input(bundle.TensorImage, onnxgraph.Float, onnxgraph.BatchDim, shape.InChannels, shape.Height, shape.Width)
 	features, err := addBackbone(g, image, shape, state)
 	if err != nil {
 		return nil, err
 	}
-	g.output(features, elemFloat, batchDim, shape.FeatureDim)
-	return marshalModel(g.model(fmt.Sprintf("bicyc %s backbone: image [N,%d,%d,%d] -> features [N,%d]",
+	g.Output(features, onnxgraph.Float, onnxgraph.BatchDim, shape.FeatureDim)
+	return onnxgraph.Marshal(g.Model(fmt.Sprintf("bicyc %s backbone: image [N,%d,%d,%d] -> features [N,%d]",
 		shape.Arch, shape.InChannels, shape.Height, shape.Width, shape.FeatureDim)))
 }
 
 // addBackbone appends the backbone to g and returns the name of its
 // [N,S] output value, bundle.TensorFeatures.
-func addBackbone(g *graph, image string, shape BackboneShape, tensors []safetensors.Tensor) (string, error) {
+func addBackbone(g *onnxgraph.Graph, image string, shape BackboneShape, tensors []safetensors.Tensor) (string, error) {
 	if err := shape.validate(); err != nil {
 		return "", err
 	}
@@ -111,13 +112,13 @@ func addBackbone(g *graph, image string, shape BackboneShape, tensors []safetens
 	if err != nil {
 		return "", err
 	}
-	pooled := g.op("GlobalAveragePool", "pooled", []string{x})
-	flat := g.ints("features_shape", []int{2}, -1, int64(shape.FeatureDim))
-	return g.op("Reshape", bundle.TensorFeatures, []string{pooled, flat}), nil
+	pooled := g.Op("GlobalAveragePool", "pooled", []string{x})
+	flat := g.Ints("features_shape", []int{2}, -1, int64(shape.FeatureDim))
+	return g.Op("Reshape", bundle.TensorFeatures, []string{pooled, flat}), nil
 }
 
 type backboneBuilder struct {
-	g     *graph
+	g     *onnxgraph.Graph
 	state stateDict
 }
 
@@ -131,10 +132,10 @@ func (b backboneBuilder) convNet(x string, in int) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		x = b.g.op("Relu", fmt.Sprintf("relu%d", n), []string{y})
+		x = b.g.Op("Relu", fmt.Sprintf("relu%d", n), []string{y})
 		if n < len(widths) {
-			x = b.g.op("MaxPool", fmt.Sprintf("pool%d", n), []string{x},
-				attrInts("kernel_shape", 2, 2), attrInts("strides", 2, 2))
+			x = b.g.Op("MaxPool", fmt.Sprintf("pool%d", n), []string{x},
+				onnxgraph.AttrInts("kernel_shape", 2, 2), onnxgraph.AttrInts("strides", 2, 2))
 		}
 		in = out
 	}
@@ -161,10 +162,10 @@ func (b backboneBuilder) resNet18(x string, shape BackboneShape) (string, int, e
 	if err != nil {
 		return "", 0, err
 	}
-	x = b.g.op("Relu", "relu", []string{y})
+	x = b.g.Op("Relu", "relu", []string{y})
 	if shape.Arch == ArchResNet18ImageNet {
-		x = b.g.op("MaxPool", "maxpool", []string{x}, attrInts("kernel_shape", 3, 3),
-			attrInts("strides", 2, 2), attrInts("pads", 1, 1, 1, 1))
+		x = b.g.Op("MaxPool", "maxpool", []string{x}, onnxgraph.AttrInts("kernel_shape", 3, 3),
+			onnxgraph.AttrInts("strides", 2, 2), onnxgraph.AttrInts("pads", 1, 1, 1, 1))
 	}
 	in := width
 	for stage := range 4 {
@@ -191,7 +192,7 @@ func (b backboneBuilder) basicBlock(x, prefix string, in, out, stride int) (stri
 	if err != nil {
 		return "", err
 	}
-	y = b.g.op("Relu", prefix+"relu1", []string{y})
+	y = b.g.Op("Relu", prefix+"relu1", []string{y})
 	y, err = b.convBN(y, prefix+"conv2", prefix+"bn2", out, out, 3, 1, 1)
 	if err != nil {
 		return "", err
@@ -203,8 +204,8 @@ func (b backboneBuilder) basicBlock(x, prefix string, in, out, stride int) (stri
 			return "", err
 		}
 	}
-	sum := b.g.op("Add", prefix+"add", []string{y, shortcut})
-	return b.g.op("Relu", prefix+"relu2", []string{sum}), nil
+	sum := b.g.Op("Add", prefix+"add", []string{y, shortcut})
+	return b.g.Op("Relu", prefix+"relu2", []string{sum}), nil
 }
 
 // convBN emits one Conv whose weight and bias are conv's weight with BN bn
@@ -236,12 +237,12 @@ func (b backboneBuilder) convBN(x, conv, bn string, out, in, k, stride, pad int)
 		}
 		bias[o] = float32(float64(beta[o]) - float64(mean[o])*scale)
 	}
-	wName := b.g.floats(conv+".weight", []int{out, in, k, k}, folded)
-	bName := b.g.floats(conv+".bias", []int{out}, bias)
-	return b.g.op("Conv", conv, []string{x, wName, bName},
-		attrInts("kernel_shape", int64(k), int64(k)),
-		attrInts("strides", int64(stride), int64(stride)),
-		attrInts("pads", int64(pad), int64(pad), int64(pad), int64(pad))), nil
+	wName := b.g.Floats(conv+".weight", []int{out, in, k, k}, folded)
+	bName := b.g.Floats(conv+".bias", []int{out}, bias)
+	return b.g.Op("Conv", conv, []string{x, wName, bName},
+		onnxgraph.AttrInts("kernel_shape", int64(k), int64(k)),
+		onnxgraph.AttrInts("strides", int64(stride), int64(stride)),
+		onnxgraph.AttrInts("pads", int64(pad), int64(pad), int64(pad), int64(pad))), nil
 }
 
 // reduce is the linear 1x1 conv (with bias, no BN, no ReLU) from the last
@@ -255,7 +256,7 @@ func (b backboneBuilder) reduce(x string, in, s int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	wName := b.g.floats("reduce.weight", []int{s, in, 1, 1}, w)
-	bName := b.g.floats("reduce.bias", []int{s}, bias)
-	return b.g.op("Conv", "reduce", []string{x, wName, bName}, attrInts("kernel_shape", 1, 1)), nil
+	wName := b.g.Floats("reduce.weight", []int{s, in, 1, 1}, w)
+	bName := b.g.Floats("reduce.bias", []int{s}, bias)
+	return b.g.Op("Conv", "reduce", []string{x, wName, bName}, onnxgraph.AttrInts("kernel_shape", 1, 1)), nil
 }

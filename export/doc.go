@@ -19,6 +19,11 @@
 // class (docs/method.md, "Classifier"). The graphs do not rank them: the
 // reader does, once (package infer, ties by class index). Tensor names of state dicts are a contract with
 // package models (see Backbone and Adapter). Bad weights (missing,
-// misshapen, NaN) return errors wrapping ErrState; the functions keep no
-// state and are safe for concurrent use.
+// misshapen, NaN) return errors wrapping ErrState, bad classifier tables
+// classgraph.ErrTables; the functions keep no state and are safe for
+// concurrent use.
+//
+// The graphs are built with package onnxgraph; the classifier's graph is
+// package classgraph's, the one builder that package author uses too when
+// it adds classes to a model directory.
 package export

@@ -49,26 +49,6 @@ func describe(model []byte) {
 	fmt.Printf("ir %d, opset %d: %s\n", m.GetIrVersion(), m.GetOpsetImport()[0].GetVersion(), strings.Join(ops, " "))
 }
 
-// A classifier over three classes in two dimensions, reporting the two
-// closest classes of each feature.
-func ExampleClassifier() {
-	tables := gauss.ClassifierTables{
-		K: 3, S: 2, Normalize: true,
-		Means:  []float32{1, 0, 0, 1, -1, 0},
-		Whiten: []float32{1, 0, 0, 1, 2, 0, 0, 2, 1, 0, 0, 1},
-		Bias:   []float32{0, 0, 0},
-	}
-	model, err := export.Classifier(tables)
-	if err != nil {
-		log.Fatal(err)
-	}
-	describe(model)
-	// Output:
-	// input  features[N,2]
-	// output scores[N,3]
-	// ir 8, opset 17: ReduceL2 Max Div Gemm Reshape Mul ReduceSum Add
-}
-
 // zeroConvNet is a convnet state dict of zeros with unit BatchNorm
 // variance, standing in for trained weights.
 func zeroConvNet(s int) []safetensors.Tensor {

@@ -9,23 +9,21 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/export/classgraph"
+	"github.com/bicyc/bicyc/export/onnxgraph"
 	"github.com/bicyc/bicyc/gauss"
 )
 
 // bothForms returns classifier.onnx of t in the expanded form and in the
 // factored form (schema version 4's only form, kept below
-// ExpandedMinClasses), whatever t's class count.
+// classgraph.ExpandedMinClasses), whatever t's class count.
 func bothForms(tb testing.TB, t gauss.ClassifierTables) (expanded, factored []byte) {
 	tb.Helper()
-	if err := validateTables(t); err != nil {
-		tb.Fatal(err)
-	}
-	q := t.Quadratic()
-	expanded, err := classifierGraph(scoring{t: t, q: &q}, "")
+	expanded, err := classgraph.ClassifierForm(t, classgraph.FormExpanded)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if factored, err = classifierGraph(scoring{t: t}, ""); err != nil {
+	if factored, err = classgraph.ClassifierForm(t, classgraph.FormFactored); err != nil {
 		tb.Fatal(err)
 	}
 	return expanded, factored
@@ -157,11 +155,11 @@ func BenchmarkClassifierStage(b *testing.B) {
 	}
 	d := gauss.QuadraticDim(s)
 	expanded, factored := bothForms(b, tables)
-	gemm := newGraph("gemm")
-	x := gemm.input("x", elemFloat, batchDim, d)
-	gemm.op("Gemm", bundle.TensorScores, []string{x, gemm.floats("w", []int{k, d}, make([]float32, k*d))}, attrInt("transB", 1))
-	gemm.output(bundle.TensorScores, elemFloat, batchDim, k)
-	sgemm, err := marshalModel(gemm.model("sgemm reference"))
+	gemm := onnxgraph.New("gemm")
+	x := gemm.Input("x", onnxgraph.Float, onnxgraph.BatchDim, d)
+	gemm.Op("Gemm", bundle.TensorScores, []string{x, gemm.Floats("w", []int{k, d}, make([]float32, k*d))}, onnxgraph.AttrInt("transB", 1))
+	gemm.Output(bundle.TensorScores, onnxgraph.Float, onnxgraph.BatchDim, k)
+	sgemm, err := onnxgraph.Marshal(gemm.Model("sgemm reference"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/bicyc/bicyc/export/classgraph"
 	"github.com/bicyc/bicyc/export/onnxpb"
 )
 
@@ -25,7 +26,7 @@ func TestModelFromBackboneMatchesModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ModelFromBackbone(backbone, tables)
+	got, err := classgraph.ModelFromBackbone(backbone, tables)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,14 +38,14 @@ func TestModelFromBackboneMatchesModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !proto.Equal(a.GetGraph(), b.GetGraph()) {
-		t.Fatal("graph of ModelFromBackbone differs from Model's")
+		t.Fatal("graph of classgraph.ModelFromBackbone differs from Model's")
 	}
 	for i, bad := range [][]byte{[]byte("not onnx"), want} {
-		if _, err := ModelFromBackbone(bad, tables); !errors.Is(err, ErrONNX) {
-			t.Errorf("case %d: error %v, want ErrONNX", i, err)
+		if _, err := classgraph.ModelFromBackbone(bad, tables); !errors.Is(err, classgraph.ErrONNX) {
+			t.Errorf("case %d: error %v, want classgraph.ErrONNX", i, err)
 		}
 	}
-	if _, err := ModelFromBackbone(backbone, randomTables(rng, 3, 5, true)); !errors.Is(err, ErrState) {
-		t.Errorf("tables of another dim: error %v, want ErrState", err)
+	if _, err := classgraph.ModelFromBackbone(backbone, randomTables(rng, 3, 5, true)); !errors.Is(err, classgraph.ErrTables) {
+		t.Errorf("tables of another dim: error %v, want ErrTables", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/export/classgraph"
 	"github.com/bicyc/bicyc/gauss"
 )
 
@@ -57,7 +58,7 @@ func TestClassifierMatchesGauss(t *testing.T) {
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
-		model, err := Classifier(c.Tables())
+		model, err := classgraph.Classifier(c.Tables())
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}

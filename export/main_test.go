@@ -13,6 +13,7 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/export/onnxgraph"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/safetensors"
 )
@@ -153,7 +154,7 @@ func fashionImages(t *testing.T, n int) []float32 {
 // randomTensor draws N(0, std^2) values, or U(lo, lo+1) when positive is
 // set (BN scale and variance).
 func randomTensor(rng *rand.Rand, name string, shape []int, std float64, positive bool) safetensors.Tensor {
-	data := make([]float32, numElements(shape))
+	data := make([]float32, onnxgraph.NumElements(shape))
 	for i := range data {
 		if positive {
 			data[i] = float32(0.5 + rng.Float64())

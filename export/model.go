@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/export/classgraph"
+	"github.com/bicyc/bicyc/export/onnxgraph"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/safetensors"
 )
@@ -15,17 +17,15 @@ func Model(shape BackboneShape, backbone []safetensors.Tensor, t gauss.Classifie
 	if t.S != shape.FeatureDim {
 		return nil, fmt.Errorf("%w: classifier tables have S=%d but the backbone's feature dim is %d", ErrState, t.S, shape.FeatureDim)
 	}
-	g := newGraph("bicyc_model")
-	image := g.input(bundle.TensorImage, elemFloat, batchDim, shape.InChannels, shape.Height, shape.Width)
+	g := onnxgraph.New("bicyc_model")
+	image := g.Input(bundle.TensorImage, onnxgraph.Float, onnxgraph.BatchDim, shape.InChannels, shape.Height, shape.Width)
 	features, err := addBackbone(g, image, shape, backbone)
 	if err != nil {
 		return nil, err
 	}
-	if err := validateTables(t); err != nil {
+	if err := classgraph.Append(g, features, t); err != nil {
 		return nil, err
 	}
-	newScoring(t).add(g, features, "")
-	g.output(bundle.TensorScores, elemFloat, batchDim, t.K)
-	return marshalModel(g.model(fmt.Sprintf("bicyc %s + Gaussian classifier: image [N,%d,%d,%d] -> scores [N,%d], smaller is closer",
+	return onnxgraph.Marshal(g.Model(fmt.Sprintf("bicyc %s + Gaussian classifier: image [N,%d,%d,%d] -> scores [N,%d], smaller is closer",
 		shape.Arch, shape.InChannels, shape.Height, shape.Width, t.K)))
 }

@@ -12,6 +12,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/export/classgraph"
+	"github.com/bicyc/bicyc/export/onnxgraph"
 	"github.com/bicyc/bicyc/export/onnxpb"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/safetensors"
@@ -194,7 +196,7 @@ func TestClassifierMatchesReference(t *testing.T) {
 		{7, false},
 	} {
 		tables := randomTables(rng, tc.classes, s, tc.normalize)
-		model, err := Classifier(tables)
+		model, err := classgraph.Classifier(tables)
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
@@ -266,20 +268,20 @@ func TestCheckerAcceptsEveryModel(t *testing.T) {
 	add("adapter_mlp.onnx", b, err)
 	b, err = Adapter(AdapterLinear, s, []safetensors.Tensor{randomTensor(rng, "weight", []int{s, s}, 1, false)})
 	add("adapter_linear.onnx", b, err)
-	b, err = Classifier(tables)
+	b, err = classgraph.Classifier(tables)
 	add("classifier.onnx", b, err)
 	tables.Normalize = false
-	b, err = Classifier(tables)
+	b, err = classgraph.Classifier(tables)
 	add("classifier_plain.onnx", b, err)
 	b, err = Model(res, resState, tables)
 	add("model.onnx", b, err)
-	b, err = Classifier(randomTables(rng, ExpandedMinClasses, s, true))
+	b, err = classgraph.Classifier(randomTables(rng, classgraph.ExpandedMinClasses, s, true))
 	add("classifier_expanded.onnx", b, err)
 	checkONNX(t, models)
 	// A model directory's classifier files, both forms: the graphs read
 	// their table from classifier.data beside them.
-	for _, k := range []int{4, ExpandedMinClasses} {
-		files, err := ClassifierFiles(randomTables(rng, k, s, true), models["backbone_convnet.onnx"])
+	for _, k := range []int{4, classgraph.ExpandedMinClasses} {
+		files, err := classgraph.Files(randomTables(rng, k, s, true), models["backbone_convnet.onnx"])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -307,8 +309,8 @@ func TestExportIsDeterministicAndDeclaresBatchDim(t *testing.T) {
 	if err := proto.Unmarshal(a, &m); err != nil {
 		t.Fatal(err)
 	}
-	if m.GetIrVersion() != IRVersion || len(m.GetOpsetImport()) != 1 || m.GetOpsetImport()[0].GetVersion() != OpsetVersion {
-		t.Fatalf("ir %d opsets %v, want ir %d opset %d", m.GetIrVersion(), m.GetOpsetImport(), IRVersion, OpsetVersion)
+	if m.GetIrVersion() != onnxgraph.IRVersion || len(m.GetOpsetImport()) != 1 || m.GetOpsetImport()[0].GetVersion() != onnxgraph.OpsetVersion {
+		t.Fatalf("ir %d opsets %v, want ir %d opset %d", m.GetIrVersion(), m.GetOpsetImport(), onnxgraph.IRVersion, onnxgraph.OpsetVersion)
 	}
 	for i, v := range append(m.GetGraph().GetInput(), m.GetGraph().GetOutput()...) {
 		if d := v.GetType().GetTensorType().GetShape().GetDim()[0].GetDimParam(); d != "N" {
@@ -372,9 +374,9 @@ func TestBadTablesAreRejected(t *testing.T) {
 	} {
 		tables := randomTables(rng, 3, 4, true)
 		tc.edit(&tables)
-		_, err := Classifier(tables)
-		if !errors.Is(err, ErrState) || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {
-			t.Errorf("case %d: error %v, want ErrState containing %q", i, err, tc.want)
+		_, err := classgraph.Classifier(tables)
+		if !errors.Is(err, classgraph.ErrTables) || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {
+			t.Errorf("case %d: error %v, want ErrTables containing %q", i, err, tc.want)
 		}
 	}
 }

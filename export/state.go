@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/bicyc/bicyc/export/onnxgraph"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
@@ -41,7 +42,7 @@ func (s stateDict) get(name string, shape ...int) ([]float32, error) {
 	if !slices.Equal(t.Shape, shape) {
 		return nil, fmt.Errorf("%w: %s tensor %q has shape %v, want %v", ErrState, s.module, name, t.Shape, shape)
 	}
-	if err := checkValues(fmt.Sprintf("%s tensor %q", s.module, name), t.Data, numElements(shape)); err != nil {
+	if err := checkValues(fmt.Sprintf("%s tensor %q", s.module, name), t.Data, onnxgraph.NumElements(shape)); err != nil {
 		return nil, err
 	}
 	return t.Data, nil

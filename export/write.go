@@ -9,6 +9,7 @@ import (
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/export/classgraph"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/safetensors"
 )
@@ -59,7 +60,7 @@ type Input struct {
 // Write exports in as a complete model directory at dir (see package
 // bundle): backbone.onnx, adapter.onnx (when in.Adapter is set),
 // classifier.onnx and model.onnx with their shared class table
-// classifier.data (ClassifierFiles), prototypes.safetensors and
+// classifier.data (classgraph.Files), prototypes.safetensors and
 // manifest.json.
 // The directory is replaced atomically (bundle.Write); nothing is written
 // when any part fails to build. Errors about the weights wrap ErrState.
@@ -111,7 +112,7 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 			return nil, nil, err
 		}
 	}
-	classifier, err := ClassifierFiles(in.Tables, files[bundle.BackboneFile])
+	classifier, err := classgraph.Files(in.Tables, files[bundle.BackboneFile])
 	if err != nil {
 		return nil, nil, err
 	}
@@ -132,7 +133,7 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 	m := &bundle.Manifest{
 		BicycVersion:      version(in.Version),
 		CreatedAt:         created.UTC(),
-		MinRuntimeVersion: MinRuntimeVersion,
+		MinRuntimeVersion: bundle.MinRuntimeVersion,
 		Backbone:          in.Arch,
 		FeatureDim:        in.FeatureDim,
 		Adapter:           adapterKind,

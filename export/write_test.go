@@ -106,7 +106,7 @@ func TestWriteExportsAWorkingModel(t *testing.T) {
 	}
 	m := b.Manifest
 	if m.Backbone != ArchConvNet || m.FeatureDim != 8 || m.Adapter != AdapterMLP || m.Classifier.TopK != gauss.DefaultTopK ||
-		m.BicycVersion != "v0.1.0-test" || m.MinRuntimeVersion != MinRuntimeVersion || len(m.Classes) != 10 ||
+		m.BicycVersion != "v0.1.0-test" || m.MinRuntimeVersion != bundle.MinRuntimeVersion || len(m.Classes) != 10 ||
 		m.Classes[7].Name != "Sneaker" || m.Preprocess.Height != 28 {
 		t.Fatalf("manifest: %+v", m)
 	}

@@ -1,6 +1,8 @@
 package gauss
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -94,6 +96,47 @@ func (o ClassifierOptions) WithAges(ages []int) ClassifierOptions {
 		o.Ages = append([]int(nil), ages...)
 	}
 	return o
+}
+
+// UnmarshalJSON reads the options by their json tags, as manifest.json
+// holds them, and refuses unknown keys. It also reads the field names
+// ("FullGaussian", "TopK") under which a run's stream.json recorded the
+// classifier of a learned task's configuration before these options had
+// one definition, so such a run resumes with the classifier it learned
+// with.
+func (o *ClassifierOptions) UnmarshalJSON(b []byte) error {
+	type tagged ClassifierOptions // without this method
+	var aux struct {
+		tagged
+		FullGaussian  *bool    `json:"FullGaussian"`
+		TopK          *int     `json:"TopK"`
+		OffDiagShrink *float64 `json:"OffDiagShrink"`
+		AgeShrink     *float64 `json:"AgeShrink"`
+		PoolCov       *float64 `json:"PoolCov"`
+		AgeBias       *float64 `json:"AgeBias"`
+		TestFlip      *bool    `json:"TestFlip"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&aux); err != nil {
+		return err
+	}
+	*o = ClassifierOptions(aux.tagged)
+	fromField(&o.FullGaussian, aux.FullGaussian)
+	fromField(&o.TopK, aux.TopK)
+	fromField(&o.OffDiagShrink, aux.OffDiagShrink)
+	fromField(&o.AgeShrink, aux.AgeShrink)
+	fromField(&o.PoolCov, aux.PoolCov)
+	fromField(&o.AgeBias, aux.AgeBias)
+	fromField(&o.TestFlip, aux.TestFlip)
+	return nil
+}
+
+// fromField sets *dst to a value read under its field name, if there was one.
+func fromField[T any](dst, src *T) {
+	if src != nil {
+		*dst = *src
+	}
 }
 
 // OptionError is one option out of its range: Key is its name in the

@@ -1,8 +1,10 @@
 package gauss
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -79,5 +81,31 @@ func TestWithAges(t *testing.T) {
 	ages[0] = 9
 	if len(o.Ages) != 2 || o.Ages[0] != 2 {
 		t.Errorf("ages %v, want a copy of [2 0]", o.Ages)
+	}
+}
+
+// TestClassifierOptionsJSON: the options read back as written (manifest
+// keys), read the field names a run's stream.json used for them before
+// they had one definition, and refuse unknown keys.
+func TestClassifierOptionsJSON(t *testing.T) {
+	want := ClassifierOptions{Shrink: 2, Normalize: true, FullGaussian: true, TopK: 4, OffDiagShrink: 0.5,
+		AgeShrink: 0.25, PoolCov: 0.3, AgeBias: -1, TestFlip: true}
+	b, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"full_gaussian":true`) || strings.Contains(string(b), "Ages") {
+		t.Errorf("encoded %s", b)
+	}
+	old := `{"Shrink":2,"Normalize":true,"FullGaussian":true,"TopK":4,"OffDiagShrink":0.5,"AgeShrink":0.25,"PoolCov":0.3,"AgeBias":-1,"TestFlip":true}`
+	for i, in := range []string{string(b), old} {
+		var got ClassifierOptions
+		if err := json.Unmarshal([]byte(in), &got); err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("case %d: %s read as %+v, %v", i, in, got, err)
+		}
+	}
+	var got ClassifierOptions
+	if err := json.Unmarshal([]byte(`{"shrink":1,"shrinkage":2}`), &got); err == nil {
+		t.Error("an unknown key was accepted")
 	}
 }

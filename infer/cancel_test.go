@@ -140,3 +140,32 @@ func TestSentinels(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenCancelledWhileCreating: Open returns its context's error while
+// ONNX Runtime is still creating sessions, and the sessions created
+// meanwhile are released once ONNX Runtime hands them over.
+func TestOpenCancelledWhileCreating(t *testing.T) {
+	f := loadFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	release := make(chan struct{})
+	released := make(chan int, 1)
+	savedCreating, savedAbandoned := creatingSessions, sessionsAbandoned
+	creatingSessions = func() { cancel(); <-release }
+	sessionsAbandoned = func(n int) { released <- n }
+	t.Cleanup(func() { creatingSessions, sessionsAbandoned = savedCreating, savedAbandoned })
+
+	c, err := Open(ctx, f.twoTasks, WithProvider(ProviderCPU))
+	if !errors.Is(err, context.Canceled) || c != nil {
+		t.Fatalf("Open cancelled while creating sessions: %v, %v", c, err)
+	}
+	close(release) // ONNX Runtime finishes what it was building
+	select {
+	case n := <-released:
+		if n != 3 {
+			t.Errorf("%d sessions released, want the 3 of a two-task model", n)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the sessions of the cancelled Open were never released")
+	}
+}

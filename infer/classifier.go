@@ -428,10 +428,9 @@ func (c *Classifier) Embed(ctx context.Context, imgs []image.Image) ([][]float32
 }
 
 // EmbedInputs returns the backbone feature of every prepared input, as
-// Embed does for images. With mirrored, each input is embedded as its
-// left-right mirror (the test-time flip; gauss.ClassifierOptions.TestFlip).
-// An input not made by this Classifier's Prepare wraps ErrInputShape.
-func (c *Classifier) EmbedInputs(ctx context.Context, inputs []Input, mirrored bool) ([][]float32, error) {
+// Embed does for images. An input not made by this Classifier's Prepare
+// wraps ErrInputShape.
+func (c *Classifier) EmbedInputs(ctx context.Context, inputs []Input) ([][]float32, error) {
 	if len(inputs) == 0 {
 		return nil, nil
 	}
@@ -439,10 +438,19 @@ func (c *Classifier) EmbedInputs(ctx context.Context, inputs []Input, mirrored b
 	if err != nil {
 		return nil, err
 	}
-	if mirrored {
-		batch = mirror(batch, shape)
-	}
 	return c.embedNCHW(ctx, batch, shape)
+}
+
+// Mirror returns the left-right mirror of a prepared input: what the
+// test-time flip (gauss.ClassifierOptions.TestFlip) scores beside the
+// input, and what a new class's statistics take in too. An input not made
+// by this Classifier's Prepare wraps ErrInputShape.
+func (c *Classifier) Mirror(in Input) (Input, error) {
+	batch, shape, err := c.stack([]Input{in})
+	if err != nil {
+		return Input{}, err
+	}
+	return Input{mirror(batch, shape)}, nil
 }
 
 // embedNCHW runs backbone.onnx on a preprocessed NCHW batch: one feature

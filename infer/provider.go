@@ -61,6 +61,7 @@ func startSessionsCtx(ctx context.Context, cfg *config, specs []modelSpec) ([]*s
 	}
 	done := make(chan started, 1)
 	go func() {
+		creatingSessions()
 		var s started
 		s.sessions, s.provider, s.line, s.err = startSessions(ctx, cfg, specs)
 		done <- s
@@ -72,10 +73,22 @@ func startSessionsCtx(ctx context.Context, cfg *config, specs []modelSpec) ([]*s
 		}
 		return s.sessions, s.provider, s.err
 	case <-ctx.Done():
-		go func() { destroyAll((<-done).sessions) }()
+		go func() {
+			abandoned := (<-done).sessions
+			destroyAll(abandoned)
+			sessionsAbandoned(len(abandoned))
+		}()
 		return nil, "", ctx.Err()
 	}
 }
+
+// creatingSessions runs before Open's sessions are created, and
+// sessionsAbandoned after a cancelled Open released the n sessions created
+// for it; tests replace them to cancel mid-creation and see the release.
+var (
+	creatingSessions  = func() {}
+	sessionsAbandoned = func(n int) {}
+)
 
 // startSessions loads every spec with the provider cfg asks for and returns
 // the sessions in spec order and the provider that runs them. Unless the CPU

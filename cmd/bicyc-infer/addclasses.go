@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -72,7 +73,7 @@ func runAddClasses(ctx context.Context, o *addClassesOptions, stdout, stderr io.
 	}
 	added, err := author.AddClasses(ctx, o.model.model, o.out, classes, opts...)
 	if err != nil {
-		return err
+		return flagError(err)
 	}
 	fmt.Fprintf(stdout, "wrote %s: %s plus %d classes\n", added.Dir, o.model.model, len(added.Classes))
 	for _, c := range added.Classes {
@@ -119,4 +120,13 @@ func (o *modelOptions) folderJob(command, from, out string, skip bool, stderr io
 	embed.acceptRate, embed.threshold = 0, 0
 	opts, err := embed.openOptions(io.Discard)
 	return classes, opts, err
+}
+
+// flagError names the flag behind an authoring error where there is one:
+// package author speaks of its output directory, the user typed --out.
+func flagError(err error) error {
+	if errors.Is(err, author.ErrOutputExists) {
+		return fmt.Errorf("--out: %w", err)
+	}
+	return err
 }

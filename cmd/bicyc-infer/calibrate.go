@@ -53,7 +53,7 @@ func runCalibrate(ctx context.Context, o *calibrateOptions, stdout, stderr io.Wr
 	}
 	cal, err := author.Calibrate(ctx, o.model.model, o.out, heldOut, o.acceptRate, opts...)
 	if err != nil {
-		return err
+		return flagError(err)
 	}
 	fmt.Fprintf(stdout, "wrote %s: calibrated on %d images, temperature %.3g, threshold %.3g accepts %.0f%% of them\n",
 		o.out, cal.HeldOutImages, cal.Temperature, cal.Threshold, 100*cal.AcceptRate)

@@ -192,8 +192,8 @@ func TestAddClassesCommandErrors(t *testing.T) {
 		{"dup", "", `duplicate class name: "Trouser" is already class 1 of the model`},
 		{"flat", "", "1 image files directly in the folder: put each class's images in a sub-folder named after the class"},
 		{"missing", "", "not a folder of class folders"},
-		{"good", occupied, "exists and is not empty"},
-		{"good", model, "is the model itself"},
+		{"good", occupied, "--out: output directory is in the way: " + occupied + " exists and is not empty"},
+		{"good", model, "--out: output directory is in the way: " + model + " is the model itself"},
 	} {
 		out := tc.out
 		if out == "" {

@@ -1,4 +1,4 @@
-package export
+package classgraph
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/export/onnxgraph"
 	"github.com/bicyc/bicyc/export/onnxpb"
 	"github.com/bicyc/bicyc/gauss"
 )
@@ -20,9 +21,9 @@ var ErrONNX = errors.New("unusable onnx model")
 // Backbone writes it) and new classifier tables: the backbone's graph, left
 // as it is, followed by the classifier of Classifier, so the fused model
 // scores exactly like backbone.onnx followed by classifier.onnx. It is how
-// a model directory gets new classes without the training weights (infer's
-// AddClasses). The tables' S must be the backbone's feature dim. Errors
-// wrap ErrONNX or ErrState.
+// a model directory gets new classes without the training weights
+// (author.AddClasses). The tables' S must be the backbone's feature dim. Errors
+// wrap ErrONNX or ErrTables.
 func ModelFromBackbone(backbone []byte, t gauss.ClassifierTables) ([]byte, error) {
 	if err := validateTables(t); err != nil {
 		return nil, err
@@ -39,36 +40,21 @@ func fuseClassifier(backbone []byte, sc scoring, location string) ([]byte, error
 		return nil, fmt.Errorf("%w: backbone: %v", ErrONNX, err)
 	}
 	src := m.GetGraph()
-	if len(m.GetOpsetImport()) != 1 || m.GetOpsetImport()[0].GetVersion() != OpsetVersion || src == nil {
-		return nil, fmt.Errorf("%w: backbone: not a bicyc backbone of opset %d", ErrONNX, OpsetVersion)
+	if len(m.GetOpsetImport()) != 1 || m.GetOpsetImport()[0].GetVersion() != onnxgraph.OpsetVersion || src == nil {
+		return nil, fmt.Errorf("%w: backbone: not a bicyc backbone of opset %d", ErrONNX, onnxgraph.OpsetVersion)
 	}
 	if len(src.GetInput()) != 1 || src.GetInput()[0].GetName() != bundle.TensorImage ||
 		len(src.GetOutput()) != 1 || src.GetOutput()[0].GetName() != bundle.TensorFeatures {
 		return nil, fmt.Errorf("%w: backbone: want one input %q and one output %q", ErrONNX, bundle.TensorImage, bundle.TensorFeatures)
 	}
 	if dims := src.GetOutput()[0].GetType().GetTensorType().GetShape().GetDim(); len(dims) != 2 || dims[1].GetDimValue() != int64(t.S) {
-		return nil, fmt.Errorf("%w: backbone features are not [N,%d], the classifier tables' dim", ErrState, t.S)
+		return nil, fmt.Errorf("%w: backbone features are not [N,%d], the classifier tables' dim", ErrTables, t.S)
 	}
-	g := newGraph("bicyc_model")
-	g.inputs = src.GetInput()
-	g.inits = src.GetInitializer()
-	g.nodes = src.GetNode()
-	for _, v := range g.inputs {
-		g.claim(v.GetName())
-	}
-	for _, init := range g.inits {
-		g.claim(init.GetName())
-	}
-	for _, n := range g.nodes {
-		g.ops[n.GetOpType()]++
-		for _, out := range n.GetOutput() {
-			g.claim(out)
-		}
-	}
-	if !g.taken[bundle.TensorFeatures] {
+	g := onnxgraph.Extend("bicyc_model", src)
+	if !g.Has(bundle.TensorFeatures) {
 		return nil, fmt.Errorf("%w: backbone: no node computes %q", ErrONNX, bundle.TensorFeatures)
 	}
 	sc.add(g, bundle.TensorFeatures, location)
-	g.output(bundle.TensorScores, elemFloat, batchDim, t.K)
-	return marshalModel(g.model(fmt.Sprintf("%s + Gaussian classifier: image -> scores [N,%d], smaller is closer", src.GetName(), t.K)))
+	g.Output(bundle.TensorScores, onnxgraph.Float, onnxgraph.BatchDim, t.K)
+	return onnxgraph.Marshal(g.Model(fmt.Sprintf("%s + Gaussian classifier: image -> scores [N,%d], smaller is closer", src.GetName(), t.K)))
 }
