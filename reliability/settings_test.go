@@ -70,7 +70,7 @@ func TestHostileSettingsRefusedBeforeWork(t *testing.T) {
 		{[]string{"--set", "train.lr=0"}, []string{"train.lr: a learning rate must lie in (0, 10], got 0"}},
 		{[]string{"--set", "train.momentum=NaN"}, []string{"train.momentum: must be a finite number, got NaN"}},
 		{[]string{"--set", "train.clip_norm=NaN"}, []string{"train.clip_norm: must be a finite number, got NaN"}},
-		{[]string{"--set", "classifier.shrink=NaN"}, []string{"classifier.shrink: must be a finite number"}},
+		{[]string{"--set", "classifier.shrink=NaN"}, []string{"classifier.shrink: must be a finite value >= 0, got NaN"}},
 		{[]string{"--set", "train.batch_size=2000000000"}, []string{"train.batch_size: must lie in [2, 65536], got 2000000000"}},
 		{[]string{"--set", "quick=false", "--set", "data.train_per_class=-5"}, []string{"data.train_per_class: must be >= 0 (0: all), got -5"}},
 		{[]string{"--set", "train.epochs=1", "--set", "data.train_per_class=50"}, []string{
