@@ -404,6 +404,9 @@ func ParseVersionPolicy(s string) (VersionPolicy, error) {
 		if err != nil {
 			return p, fmt.Errorf("version policy %q: %q is not a number", s, arg)
 		}
+		if n < 1 {
+			return p, fmt.Errorf("version policy %q: want latest versions >= 1", s)
+		}
 		p.Latest = n
 	case kind == "specific" && arg != "":
 		for _, f := range strings.Split(arg, ",") {

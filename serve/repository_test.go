@@ -2,8 +2,10 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -266,5 +268,62 @@ func TestRepositorySwapsUnderLoad(t *testing.T) {
 	}
 	if requests.Load() < 50 {
 		t.Errorf("only %d requests", requests.Load())
+	}
+}
+
+// TestVersionPolicy checks the policy syntax and which versions each
+// policy picks from versions 1, 2, 3 and 10.
+func TestVersionPolicy(t *testing.T) {
+	found := map[int64]string{1: "1", 2: "2", 3: "3", 10: "10"}
+	for i, c := range []struct {
+		in, picks, err string
+	}{
+		{"", "10]", ""},
+		{"latest", "10]", ""},
+		{"latest:2", "3 10]", ""},
+		{"latest:9", "1 2 3 10]", ""},
+		{"specific:2,1", "1 2]", ""},
+		{"specific:4", "", "no version 4"},
+		{"specific:01", "", `version "01"`},
+		{"specific:", "", "want latest"},
+		{"latest:0", "", "want latest versions >= 1"},
+		{"latest:-1", "", "want latest versions >= 1"},
+		{"latest:x", "", `"x" is not a number`},
+		{"all", "", "want latest"},
+	} {
+		p, err := ParseVersionPolicy(c.in)
+		var picked map[int64]string
+		if err == nil {
+			picked, err = p.pick(found)
+		}
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("case %d %q: %v, want an error naming %q", i, c.in, err, c.err)
+			}
+			continue
+		}
+		var got []string
+		for _, n := range []int64{1, 2, 3, 10} {
+			if _, ok := picked[n]; ok {
+				got = append(got, fmt.Sprint(n))
+			}
+		}
+		if err != nil || strings.Join(got, " ")+"]" != c.picks {
+			t.Errorf("case %d %q: picked %v (%v), want %s", i, c.in, got, err, c.picks)
+		}
+	}
+}
+
+// TestNewCancelled checks that a done context stops New before it serves.
+func TestNewCancelled(t *testing.T) {
+	dir, _ := testModel(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s, err := New(ctx, testConfig(dir))
+	if err == nil {
+		s.Close()
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("New with a cancelled context: %v, want context.Canceled", err)
 	}
 }
