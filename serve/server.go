@@ -185,44 +185,75 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// validate fills in defaults and reports every invalid setting at once.
+// ConfigError is one Config setting out of its range: Field is its name in
+// Config, Want the range. The serve command reports it under its flag.
+type ConfigError struct {
+	Field string
+	Value any
+	Want  string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("serve: %s %v: want %s", e.Field, e.Value, e.Want)
+}
+
+// Problems lists every setting of c out of its range, in field order, with
+// the defaults of zero values applied first: the one check of a Config,
+// which New runs.
+func (c Config) Problems() []*ConfigError {
+	var out []*ConfigError
+	if (c.Model == "") == (c.Repository == "") {
+		out = append(out, &ConfigError{"Model", c.Model, "a model directory or a model repository (Repository " + c.Repository + "), one of the two"})
+	}
+	if c.ModelName != "" {
+		if err := checkName(c.ModelName); err != nil {
+			out = append(out, &ConfigError{"ModelName", c.ModelName, "letters, digits, '-', '_' or '.', not starting with '.'"})
+		}
+	}
+	if err := c.Policy.validate(); err != nil {
+		out = append(out, &ConfigError{"Policy", c.Policy, "latest versions >= 1, or pinned versions, not both"})
+	}
+	if c.TopK < 0 {
+		out = append(out, &ConfigError{"TopK", c.TopK, ">= 0 (0: each model's top_k)"})
+	}
+	if c.MaxBody < 1 {
+		out = append(out, &ConfigError{"MaxBody", c.MaxBody, ">= 1 byte"})
+	}
+	if c.MaxBuffered != 0 && c.MaxBuffered < c.MaxBody {
+		out = append(out, &ConfigError{"MaxBuffered", c.MaxBuffered, fmt.Sprintf(">= the largest body, %d bytes (0: 4 times it)", c.MaxBody)})
+	}
+	if c.MaxConcurrent < 1 {
+		out = append(out, &ConfigError{"MaxConcurrent", c.MaxConcurrent, ">= 1"})
+	}
+	if c.QueueTimeout <= 0 {
+		out = append(out, &ConfigError{"QueueTimeout", c.QueueTimeout, "> 0"})
+	}
+	if c.BodyTimeout < 0 {
+		out = append(out, &ConfigError{"BodyTimeout", c.BodyTimeout, ">= 0 (0: none of its own)"})
+	}
+	if c.MaxPixels < 0 {
+		out = append(out, &ConfigError{"MaxPixels", c.MaxPixels, ">= 1 (0: infer.DefaultMaxPixels)"})
+	}
+	return out
+}
+
+// validate checks c (Problems) and fills in the defaults.
 func (c *Config) validate() error {
 	var errs []error
-	if (c.Model == "") == (c.Repository == "") {
-		errs = append(errs, errors.New("serve: give a model directory or a model repository, one of the two"))
+	for _, p := range c.Problems() {
+		errs = append(errs, p)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
 	if c.ModelName == "" {
 		c.ModelName = DefaultModelName
 	}
-	if err := checkName(c.ModelName); err != nil {
-		errs = append(errs, fmt.Errorf("serve: model name: %w", err))
-	}
-	if c.MaxBody < 1 {
-		errs = append(errs, fmt.Errorf("serve: largest body %d bytes: want >= 1", c.MaxBody))
-	}
 	if c.MaxBuffered == 0 {
 		c.MaxBuffered = 4 * c.MaxBody
 	}
-	if c.MaxBuffered < c.MaxBody {
-		errs = append(errs, fmt.Errorf("serve: buffered bytes %d: want >= the largest body, %d", c.MaxBuffered, c.MaxBody))
-	}
-	if c.MaxConcurrent < 1 {
-		errs = append(errs, fmt.Errorf("serve: concurrent requests %d: want >= 1", c.MaxConcurrent))
-	}
-	if c.QueueTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("serve: queue timeout %v: want > 0", c.QueueTimeout))
-	}
-	if c.BodyTimeout < 0 {
-		errs = append(errs, fmt.Errorf("serve: body timeout %v: want >= 0", c.BodyTimeout))
-	}
-	if c.TopK < 0 {
-		errs = append(errs, fmt.Errorf("serve: top-k %d: want >= 0", c.TopK))
-	}
 	if c.MaxPixels == 0 {
 		c.MaxPixels = infer.DefaultMaxPixels
-	}
-	if err := c.Policy.validate(); err != nil {
-		errs = append(errs, err)
 	}
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()
@@ -240,7 +271,7 @@ func (c *Config) validate() error {
 			return m, nil
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // newMetrics makes the server's own metrics; routes registers them.

@@ -125,11 +125,20 @@ SIGINT or SIGTERM stop accepting connections and finish requests in flight (up t
 	return cmd
 }
 
+// serveFlags names the flag behind each serve.Config field, for
+// serve.Config.Problems, the one check of the settings the server owns.
+var serveFlags = map[string]string{
+	"Model": "--model", "ModelName": "--model-name", "Policy": "--version-policy", "TopK": "--top-k",
+	"MaxBody": "--max-body", "MaxBuffered": "--max-buffered", "MaxConcurrent": "--max-concurrent",
+	"QueueTimeout": "--queue-timeout", "BodyTimeout": "--body-timeout", "MaxPixels": "--max-pixels",
+}
+
 // config turns the flags into the server's configuration; its models are
-// opened with the model flags' options, logging to log.
+// opened with the model flags' options, logging to log. Every bad flag is
+// reported at once, before any model is opened.
 func (o *serveOptions) config(log io.Writer) (serve.Config, error) {
 	var errs []error
-	if (o.model.model == "") == (o.repository == "") {
+	if o.model.model != "" && o.repository != "" || o.model.model == "" && o.repository == "" {
 		errs = append(errs, errors.New("serve needs --model DIR or --model-repository DIR, one of the two (or BICYC_MODEL / BICYC_MODEL_REPOSITORY)"))
 	}
 	if _, port, _ := net.SplitHostPort(o.addr); o.adminAddr != "" && o.adminAddr == o.addr && port != "0" {
@@ -138,19 +147,10 @@ func (o *serveOptions) config(log io.Writer) (serve.Config, error) {
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"queue-timeout", o.queueTimeout}, {"body-timeout", o.bodyTimeout}, {"read-timeout", o.readTimeout}, {"write-timeout", o.writeTimeout}, {"shutdown-timeout", o.shutdownTimeout}} {
+	}{{"read-timeout", o.readTimeout}, {"write-timeout", o.writeTimeout}, {"shutdown-timeout", o.shutdownTimeout}} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("--%s %v: want > 0", d.flag, d.v))
 		}
-	}
-	if o.maxBody < 1 {
-		errs = append(errs, fmt.Errorf("--max-body %d: want >= 1", o.maxBody))
-	}
-	if o.maxBuffered < o.maxBody {
-		errs = append(errs, fmt.Errorf("--max-buffered %d: want >= --max-body %d", o.maxBuffered, o.maxBody))
-	}
-	if o.maxConcurrent < 1 {
-		errs = append(errs, fmt.Errorf("--max-concurrent %d: want >= 1", o.maxConcurrent))
 	}
 	policy, err := serve.ParseVersionPolicy(o.versionPolicy)
 	if err != nil {
@@ -160,19 +160,28 @@ func (o *serveOptions) config(log io.Writer) (serve.Config, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return serve.Config{}, err
-	}
-	collector, err := o.collect.collector()
-	if err != nil {
-		return serve.Config{}, err
-	}
-	return serve.Config{
+	cfg := serve.Config{
 		Model: o.model.model, ModelName: o.modelName, Repository: o.repository, Policy: policy,
 		Options: opts, TopK: o.model.topK, MaxBody: o.maxBody, MaxBuffered: o.maxBuffered,
 		MaxConcurrent: o.maxConcurrent, QueueTimeout: o.queueTimeout, BodyTimeout: o.bodyTimeout,
-		MaxPixels: o.model.maxPixels, Collector: collector, Log: log,
-	}, nil
+		MaxPixels: o.model.maxPixels, Log: log,
+	}
+	if o.bodyTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--body-timeout %v: want > 0", o.bodyTimeout))
+	}
+	for _, p := range cfg.Problems() {
+		if p.Field == "Model" || p.Field == "BodyTimeout" {
+			continue // said above, in the command's words
+		}
+		errs = append(errs, fmt.Errorf("%s %v: want %s", serveFlags[p.Field], p.Value, p.Want))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return serve.Config{}, err
+	}
+	if cfg.Collector, err = o.collect.collector(); err != nil {
+		return serve.Config{}, err
+	}
+	return cfg, nil
 }
 
 // runServe opens the models, listens on o.addr (and o.adminAddr) and
