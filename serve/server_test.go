@@ -356,3 +356,21 @@ func TestClientGoneCancelsClassification(t *testing.T) {
 		t.Errorf("%d slots still taken", len(s.slots))
 	}
 }
+
+// TestConfigProblems checks that New reports every setting out of range at
+// once, as ConfigErrors naming the field, before opening anything.
+func TestConfigProblems(t *testing.T) {
+	_, err := New(context.Background(), Config{Model: "m", Repository: "r", ModelName: "a/b", TopK: -1, MaxBody: 10, MaxBuffered: 5,
+		QueueTimeout: -time.Second, BodyTimeout: -time.Second, MaxPixels: -1, Policy: VersionPolicy{Latest: 2, Versions: []int64{1}}})
+	var fields []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var ce *ConfigError
+		if !errors.As(e, &ce) {
+			t.Fatalf("%v is not a ConfigError", e)
+		}
+		fields = append(fields, ce.Field)
+	}
+	if got := strings.Join(fields, " "); got != "Model ModelName Policy TopK MaxBuffered MaxConcurrent QueueTimeout BodyTimeout MaxPixels" {
+		t.Errorf("problems with %s; error:\n%v", got, err)
+	}
+}
