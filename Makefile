@@ -30,12 +30,12 @@ vet:
 
 # The test command: setup, format and vet checks, a sweep on a real Slurm
 # (test-slurm), the whole suite, the race
-# detector on the inference package, and a short fixed-time run of every
+# detector on the inference and serving packages, and a short fixed-time run of every
 # fuzz target (FUZZTIME per target).
 FUZZTIME ?= 5s
 test: setup vet test-slurm
 	$(GO) test -count=1 -timeout 20m ./...
-	$(GO) test -count=1 -race -timeout 10m ./infer/...
+	$(GO) test -count=1 -race -timeout 10m ./infer/... ./serve/...
 	FUZZTIME=$(FUZZTIME) GO=$(GO) bash scripts/fuzz.sh
 
 # The training side again on kernels other than the automatic choice, so that

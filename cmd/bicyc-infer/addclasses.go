@@ -10,6 +10,7 @@ import (
 
 	"github.com/bicyc/bicyc/author"
 	"github.com/bicyc/bicyc/infer"
+	"github.com/bicyc/bicyc/serve"
 )
 
 // addClassesOptions are the add-classes command's flags.
@@ -18,6 +19,9 @@ type addClassesOptions struct {
 	from  string
 	out   string
 	skip  bool
+	// nextVersion: out is a repository model, DIR/<name>; write its next
+	// version there (serve.NextVersion).
+	nextVersion bool
 }
 
 func newAddClassesCmd(model *modelOptions, stdout io.Writer) *cobra.Command {
@@ -33,19 +37,36 @@ and the images are not kept. The new classes get the next class IDs and one new 
 manifest records how many images each was added from.
 
 The model directory is never modified, and --out must not exist yet (or be empty). Serve the
-result by pointing the server's model path at it (e.g. swap a symlink) and reloading.`, author.MinAddImages),
+result by pointing the server's model path at it (e.g. swap a symlink) and reloading.
+
+With --next-version, --out is a model of a model repository, DIR/<name> (serve
+--model-repository DIR): the result is written as its next version, DIR/<name>/<N+1>/, from
+--model or, without it, from the highest version there. The server serves it once it is loaded:
+curl -X POST localhost:8081/v2/repository/models/<name>/load.`, author.MinAddImages),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAddClasses(cmd.Context(), o, stdout, cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVar(&o.from, "from", "", "`folder` with one sub-folder of images per new class (required)")
-	cmd.Flags().StringVar(&o.out, "out", "", "new model `dir`ectory to write (required)")
+	cmd.Flags().StringVar(&o.out, "out", "", "new model `dir`ectory to write, or with --next-version a repository's DIR/<name> (required)")
+	cmd.Flags().BoolVar(&o.nextVersion, "next-version", false, "write the next version of the repository model --out names, DIR/<name>/<N+1>/; without --model, from its highest version")
 	addSkipUnreadableFlag(cmd, &o.skip)
 	return cmd
 }
 
 func runAddClasses(ctx context.Context, o *addClassesOptions, stdout, stderr io.Writer) error {
+	if o.nextVersion && o.out != "" {
+		var err error
+		if o.model.model == "" {
+			if o.model.model, err = serve.LatestVersion(o.out); err != nil {
+				return fmt.Errorf("add-classes --next-version without --model: %w", err)
+			}
+		}
+		if o.out, err = serve.NextVersion(o.out); err != nil {
+			return fmt.Errorf("add-classes --next-version: %w", err)
+		}
+	}
 	classes, opts, err := o.model.folderJob("add-classes", o.from, o.out, o.skip, stderr)
 	if err != nil {
 		return err

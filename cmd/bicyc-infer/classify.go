@@ -13,6 +13,7 @@ import (
 
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
+	"github.com/bicyc/bicyc/serve"
 )
 
 // classifyOptions are the root command's flags and arguments.
@@ -68,7 +69,7 @@ func runClassify(ctx context.Context, o *classifyOptions, stdin io.Reader, stdou
 		return err
 	}
 	defer c.Close()
-	limitMemory(classifyCeiling(o.model.maxPixels, collector != nil))
+	serve.LimitMemory(classifyCeiling(o.model.maxPixels, collector != nil))
 
 	out := newPrinter(o.json, stdout, stderr, sources, c)
 	r := &imageReader{c: c, stdin: stdin, maxPixels: o.model.maxPixels, keepBytes: collector != nil}
@@ -243,7 +244,7 @@ func (r *imageReader) load(s source) loaded {
 	l.in, l.err = r.c.Prepare(img)
 	bounds := img.Bounds()
 	img = nil // no longer referenced, whatever follows
-	releaseImage(bounds)
+	serve.ReleaseImage(bounds)
 	if r.keepBytes && l.err == nil {
 		l.raw, l.rawErr = keepRest(src, &raw, data.MaxImageBytes(r.maxPixels))
 	}

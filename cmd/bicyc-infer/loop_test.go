@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"github.com/bicyc/bicyc/internal/testmodel/small"
+	"github.com/bicyc/bicyc/serve"
 	"io"
 	"io/fs"
 	"net/http/httptest"
@@ -14,8 +16,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bicyc/bicyc/author"
 	"github.com/bicyc/bicyc/data"
@@ -108,14 +108,14 @@ func TestProductionLoop(t *testing.T) {
 	model, _ := testModel(t)
 	before := treeDigest(t, model)
 	root := t.TempDir()
-	classFolder(t, filepath.Join(root, "heldout"), []int{0, 1, 2}, testPerClass, 40)
+	classFolder(t, filepath.Join(root, "heldout"), []int{0, 1, 2}, small.PerClass, 40)
 	calibrated := filepath.Join(root, "v2")
 	stdout, _, err := runCommand(t, nil, "calibrate", "--model", model, "--provider", "cpu", "--from", filepath.Join(root, "heldout"), "--out", calibrated)
 	if err != nil || !strings.Contains(stdout, "calibrated on 120 images") {
 		t.Fatalf("calibrate: %v\n%s", err, stdout)
 	}
 
-	classFolder(t, filepath.Join(root, "incoming"), []int{1, 5}, testPerClass+40, 10)
+	classFolder(t, filepath.Join(root, "incoming"), []int{1, 5}, small.PerClass+40, 10)
 	collected := filepath.Join(root, "unknown")
 	stdout, stderr, err := runCommand(t, nil, "--model", calibrated, "--provider", "cpu", "--json",
 		"--collect-unknown", collected, "--collect-max-files", "3", filepath.Join(root, "incoming"))
@@ -224,7 +224,7 @@ func TestAddClassesCommandErrors(t *testing.T) {
 func TestServeUnknownAndReload(t *testing.T) {
 	model, test := testModel(t)
 	root := t.TempDir()
-	classFolder(t, filepath.Join(root, "heldout"), []int{0, 1, 2}, testPerClass, 20)
+	classFolder(t, filepath.Join(root, "heldout"), []int{0, 1, 2}, small.PerClass, 20)
 	classFolder(t, filepath.Join(root, "labelled"), []int{5}, 0, 20)
 	v2, v3, link := filepath.Join(root, "v2"), filepath.Join(root, "v3"), filepath.Join(root, "current")
 	if _, _, err := runCommand(t, nil, "calibrate", "--model", model, "--provider", "cpu", "--from", filepath.Join(root, "heldout"), "--out", v2); err != nil {
@@ -234,20 +234,22 @@ func TestServeUnknownAndReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	mo := &modelOptions{model: link, provider: "cpu", threads: 1, maxPixels: infer.DefaultMaxPixels, threshold: 1e-9}
-	c, err := mo.open(context.Background(), io.Discard)
+	opts, err := mo.openOptions(io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &serveOptions{model: mo, maxBody: 1 << 20, maxConcurrent: 2, queueTimeout: time.Second,
-		readTimeout: 10 * time.Second, writeTimeout: 10 * time.Second, shutdownTimeout: 5 * time.Second}
-	s := newServer(c, mo.reopener(io.Discard), o, prometheus.NewRegistry(), io.Discard)
-	defer s.close()
-	if s.collector, err = infer.NewCollector(filepath.Join(root, "unknown"), 10, 1<<20); err != nil {
+	collector, err := infer.NewCollector(filepath.Join(root, "unknown"), 10, 1<<20)
+	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(s.handler)
+	s, err := serve.New(context.Background(), serve.Config{Model: link, Options: opts, MaxBody: 1 << 20, MaxConcurrent: 2, QueueTimeout: time.Second, Collector: collector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ts := httptest.NewServer(s.Public)
 	defer ts.Close()
-	admin := httptest.NewServer(s.admin)
+	admin := httptest.NewServer(s.Admin)
 	defer admin.Close()
 
 	sandal := encodePNG(t, fashionImage(test, labelIndices(test, 5, 30, 1)[0]))

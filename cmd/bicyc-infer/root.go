@@ -44,6 +44,7 @@ var envNames = map[string]string{
 	"max-pixels":        "BICYC_MAX_PIXELS",
 	"addr":              "BICYC_ADDR",
 	"admin-addr":        "BICYC_ADMIN_ADDR",
+	"model-repository":  "BICYC_MODEL_REPOSITORY",
 	"max-body":          "BICYC_MAX_BODY",
 	"max-buffered":      "BICYC_MAX_BUFFERED",
 	"max-concurrent":    "BICYC_MAX_CONCURRENT",
@@ -133,19 +134,6 @@ func (o *modelOptions) openOptions(log io.Writer) ([]infer.Option, error) {
 		infer.WithUnknownScore(o.score),
 		infer.WithLog(log),
 	}, nil
-}
-
-// reopener returns the function that opens the model again with these
-// options, for the server's reload. A reload runs to its end whoever asked
-// for it (an admin request, SIGHUP), so it is not tied to their context.
-func (o *modelOptions) reopener(log io.Writer) func() (model, error) {
-	return func() (model, error) {
-		c, err := o.open(context.Background(), log)
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	}
 }
 
 // applyEnv sets every flag of fs that was not given on the command line

@@ -5,24 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
-	"github.com/bicyc/bicyc/infer"
+	"github.com/bicyc/bicyc/serve"
 )
 
 // serveOptions are the serve command's flags.
 type serveOptions struct {
 	model           *modelOptions
+	repository      string
+	modelName       string
+	versionPolicy   string
 	addr            string
 	adminAddr       string
 	maxBody         int64
@@ -40,8 +40,9 @@ func newServeCmd(model *modelOptions, stderr io.Writer) *cobra.Command {
 	o := &serveOptions{model: model}
 	cmd := &cobra.Command{
 		Use:   "serve [flags]",
-		Short: "Serve the model over HTTP",
-		Long: `serve runs the model as an HTTP JSON service. The public listener (--addr, by default
+		Short: "Serve the model, or a model repository, over HTTP (bicyc's API and KServe v2)",
+		Long: `serve runs the model (--model DIR), or every model of a repository (--model-repository DIR,
+laid out DIR/<name>/<version>/), as an HTTP JSON service. The public listener (--addr, by default
 127.0.0.1:8080: this machine only; give --addr :8080 to serve other machines) answers:
 
   POST /v1/classify   the image as the raw request body (Content-Type image/*,
@@ -62,13 +63,24 @@ func newServeCmd(model *modelOptions, stderr io.Writer) *cobra.Command {
   GET  /metrics       Prometheus metrics: requests by handler and code, latency, requests in
                       flight, model reloads by result, unknown answers (bicyc_infer_unknown_total,
                       a drift signal) and unknown images collected
+  /v2/...             the Open Inference Protocol (KServe v2) over REST: GET /v2/health/live,
+                      /v2/health/ready, /v2/models/<name>[/versions/<v>] (metadata; the classes
+                      in parameters) and .../ready; POST .../infer with a BYTES tensor "image" of
+                      base64 images or an FP32 tensor "input" [N,C,H,W]; outputs "distance",
+                      "probabilities", "unknown_score", "unknown", and Triton's classification
+                      extension. A --model is served as --model-name, version 1. With a
+                      repository, /v1/classify takes ?model=<name>&version=<v>.
 
 The admin listener (--admin-addr, by default 127.0.0.1:8081; empty turns it off) answers only:
 
   POST /admin/reload  open and verify the model directory again (schema version, SHA-256 of the
                       manifest and every file, a warm-up run) and serve it from the next request
                       on, if it verifies: 200 {"model", "classes"}, or 500 {"error"} with the
-                      previous model serving on
+                      previous model serving on (a repository: every loaded model again)
+  POST /v2/repository/index, /v2/repository/models/<name>/load and .../unload
+                      Triton's repository API: every version and why it is or is not served;
+                      load a model's versions (body {"parameters": {"version_policy":
+                      "specific:1"}} pins or rolls back), swapped in only if all verify; unload
 
   curl -H 'Content-Type: image/png' --data-binary @shirt.png localhost:8080/v1/classify
   curl -F image=@shirt.png localhost:8080/v1/classify
@@ -97,8 +109,11 @@ SIGINT or SIGTERM stop accepting connections and finish requests in flight (up t
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&o.repository, "model-repository", "", "serve every model of this repository `dir`ectory, DIR/<name>/<version>/ (instead of --model; env BICYC_MODEL_REPOSITORY)")
+	f.StringVar(&o.modelName, "model-name", serve.DefaultModelName, "the --model's `name` on the /v2/models/ paths")
+	f.StringVar(&o.versionPolicy, "version-policy", "latest:1", "versions of each repository model to serve: latest, latest:N or specific:V1,V2,...")
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "public listen `address`; :8080 listens on every interface (env BICYC_ADDR)")
-	f.StringVar(&o.adminAddr, "admin-addr", "127.0.0.1:8081", "listen `address` of POST /admin/reload; empty: none (env BICYC_ADMIN_ADDR)")
+	f.StringVar(&o.adminAddr, "admin-addr", "127.0.0.1:8081", "listen `address` of POST /admin/reload and the repository API; empty: none (env BICYC_ADMIN_ADDR)")
 	f.Int64Var(&o.maxBody, "max-body", 32<<20, "largest request body in `bytes` (env BICYC_MAX_BODY)")
 	f.Int64Var(&o.maxBuffered, "max-buffered", 128<<20, "`bytes` of request bodies held in memory at once, over all requests (env BICYC_MAX_BUFFERED)")
 	f.IntVar(&o.maxConcurrent, "max-concurrent", runtime.GOMAXPROCS(0), "requests classified at once (env BICYC_MAX_CONCURRENT)")
@@ -111,51 +126,101 @@ SIGINT or SIGTERM stop accepting connections and finish requests in flight (up t
 	return cmd
 }
 
-func (o *serveOptions) validate() error {
+// serveFlags names the flag behind each serve.Config field, for
+// serve.Config.Problems, the one check of the settings the server owns.
+var serveFlags = map[string]string{
+	"Model": "--model", "ModelName": "--model-name", "Policy": "--version-policy", "TopK": "--top-k",
+	"MaxBody": "--max-body", "MaxBuffered": "--max-buffered", "MaxConcurrent": "--max-concurrent",
+	"QueueTimeout": "--queue-timeout", "BodyTimeout": "--body-timeout", "MaxPixels": "--max-pixels",
+}
+
+// config turns the flags into the server's configuration; its models are
+// opened with the model flags' options, logging to log. Every bad flag is
+// reported at once, before any model is opened.
+func (o *serveOptions) config(log io.Writer) (serve.Config, error) {
 	var errs []error
-	if o.maxBody < 1 {
-		errs = append(errs, fmt.Errorf("--max-body %d: want >= 1", o.maxBody))
-	}
-	if o.maxBuffered < o.maxBody {
-		errs = append(errs, fmt.Errorf("--max-buffered %d: want >= --max-body %d", o.maxBuffered, o.maxBody))
+	if o.model.model != "" && o.repository != "" || o.model.model == "" && o.repository == "" {
+		errs = append(errs, errors.New("serve needs --model DIR or --model-repository DIR, one of the two (or BICYC_MODEL / BICYC_MODEL_REPOSITORY)"))
 	}
 	if _, port, _ := net.SplitHostPort(o.addr); o.adminAddr != "" && o.adminAddr == o.addr && port != "0" {
 		errs = append(errs, fmt.Errorf("--admin-addr %s: want an address other than --addr", o.adminAddr))
 	}
-	if o.maxConcurrent < 1 {
-		errs = append(errs, fmt.Errorf("--max-concurrent %d: want >= 1", o.maxConcurrent))
-	}
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"queue-timeout", o.queueTimeout}, {"body-timeout", o.bodyTimeout}, {"read-timeout", o.readTimeout}, {"write-timeout", o.writeTimeout}, {"shutdown-timeout", o.shutdownTimeout}} {
+	}{{"read-timeout", o.readTimeout}, {"write-timeout", o.writeTimeout}, {"shutdown-timeout", o.shutdownTimeout}} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("--%s %v: want > 0", d.flag, d.v))
 		}
 	}
-	return errors.Join(errs...)
+	policy, err := serve.ParseVersionPolicy(o.versionPolicy)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--version-policy: %w", err))
+	}
+	opts, err := o.model.openOptions(log)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	cfg := serve.Config{
+		Model: o.model.model, ModelName: o.modelName, Repository: o.repository, Policy: policy,
+		Options: opts, TopK: o.model.topK, MaxBody: o.maxBody, MaxBuffered: o.maxBuffered,
+		MaxConcurrent: o.maxConcurrent, QueueTimeout: o.queueTimeout, BodyTimeout: o.bodyTimeout,
+		MaxPixels: o.model.maxPixels, Log: log,
+	}
+	if o.bodyTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--body-timeout %v: want > 0", o.bodyTimeout))
+	}
+	for _, p := range cfg.Problems() {
+		if p.Field == "Model" || p.Field == "BodyTimeout" {
+			continue // said above, in the command's words
+		}
+		errs = append(errs, fmt.Errorf("%s %v: want %s", serveFlags[p.Field], p.Value, p.Want))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return serve.Config{}, err
+	}
+	if cfg.Collector, err = o.collect.collector(); err != nil {
+		return serve.Config{}, err
+	}
+	return cfg, nil
 }
 
-// runServe opens the model, listens on o.addr and serves until ctx ends.
+// runServe opens the models, listens on o.addr (and o.adminAddr) and
+// serves until ctx ends, reloading the models on SIGHUP.
 func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
-	if err := o.validate(); err != nil {
-		return err
-	}
-	collector, err := o.collect.collector()
+	cfg, err := o.config(stderr)
 	if err != nil {
 		return err
 	}
-	c, err := o.model.open(ctx, stderr)
+	if o.model.model != "" {
+		warnBehind(stderr, o.model.model)
+	}
+	s, err := serve.New(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	s := newServer(c, o.model.reopener(stderr), o, prometheus.NewRegistry(), stderr)
-	s.collector = collector
-	defer s.close()
-	limitMemory(memoryBase + o.maxBuffered + int64(o.maxConcurrent)*bytesPerPixel*o.model.maxPixels)
+	defer s.Close()
+	serve.LimitMemory(cfg.MemoryCeiling())
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	reload := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-hup:
+				select {
+				case reload <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return err
@@ -167,85 +232,12 @@ func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 			return fmt.Errorf("admin listener: %w", err)
 		}
 	}
-	fmt.Fprintf(stderr, "bicyc-infer: serving %s (%d classes, %s, %s) on %s\n", o.model.model, len(c.Classes()), c.Provider(), unknownPolicy(c), ln.Addr())
+	for _, line := range s.Describe() {
+		fmt.Fprintf(stderr, "bicyc-infer: %s\n", line)
+	}
+	fmt.Fprintf(stderr, "bicyc-infer: serving /v1/classify and /v2/models/ on %s\n", ln.Addr())
 	if adminLn != nil {
-		fmt.Fprintf(stderr, "bicyc-infer: POST /admin/reload on %s\n", adminLn.Addr())
+		fmt.Fprintf(stderr, "bicyc-infer: /v2/repository/ and POST /admin/reload on %s\n", adminLn.Addr())
 	}
-	return s.serve(ctx, ln, adminLn, o, hup)
-}
-
-// unknownPolicy says when the model answers unknown, for the start-up line.
-func unknownPolicy(c *infer.Classifier) string {
-	threshold, rate := c.UnknownThreshold()
-	switch {
-	case math.IsInf(threshold, 1):
-		return "never unknown: no calibration"
-	case rate > 0:
-		return fmt.Sprintf("unknown above score %.3g, accepting %.0f%% of known images", threshold, 100*rate)
-	}
-	return fmt.Sprintf("unknown above score %.3g", threshold)
-}
-
-// serve answers the public API on ln and, unless adminLn is nil, the
-// admin API on adminLn, until ctx ends, reloading the model whenever reload
-// delivers (SIGHUP); then it marks the server unready, stops accepting
-// connections and waits up to o.shutdownTimeout for requests in flight. It
-// returns nil after a clean shutdown.
-func (s *server) serve(ctx context.Context, ln, adminLn net.Listener, o *serveOptions, reload <-chan os.Signal) error {
-	newHTTP := func(h http.Handler) *http.Server {
-		return &http.Server{
-			Handler:           h,
-			ReadHeaderTimeout: min(o.readTimeout, 10*time.Second),
-			ReadTimeout:       o.readTimeout,
-			WriteTimeout:      o.writeTimeout,
-			IdleTimeout:       2 * time.Minute,
-		}
-	}
-	servers := []*http.Server{newHTTP(s.handler)}
-	listeners := []net.Listener{ln}
-	if adminLn != nil {
-		servers = append(servers, newHTTP(s.admin))
-		listeners = append(listeners, adminLn)
-	}
-	done := make(chan error, len(servers))
-	for i, srv := range servers {
-		go func() { done <- srv.Serve(listeners[i]) }()
-	}
-	if err := s.wait(ctx, done, reload); err != nil {
-		for _, srv := range servers {
-			srv.Close()
-		}
-		return err
-	}
-	s.ready.Store(false)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
-	defer cancel()
-	var errs []error
-	for _, srv := range servers {
-		if err := srv.Shutdown(shutdownCtx); err != nil {
-			errs = append(errs, fmt.Errorf("shutdown: %w", err))
-		}
-	}
-	for range servers {
-		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// wait returns nil when ctx ends, or the error of a server that stopped
-// on its own, reloading the model whenever reload delivers.
-func (s *server) wait(ctx context.Context, done <-chan error, reload <-chan os.Signal) error {
-	for {
-		select {
-		case err := <-done:
-			return err
-		case <-reload:
-			// reload logs its outcome; a failure leaves the old model serving.
-			s.reload()
-		case <-ctx.Done():
-			return nil
-		}
-	}
+	return s.Serve(ctx, ln, adminLn, serve.Timeouts{Read: o.readTimeout, Write: o.writeTimeout, Shutdown: o.shutdownTimeout}, reload)
 }

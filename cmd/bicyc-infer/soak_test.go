@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -440,4 +441,122 @@ func (r *slowReader) Read(p []byte) (int, error) {
 	n := copy(p[:min(len(p), r.piece)], r.data)
 	r.data = r.data[n:]
 	return n, nil
+}
+
+// TestSoakRepository serves a model repository with the real binary: the
+// test model as fmnist/1 and, written by `add-classes --next-version`, a
+// fmnist/2 that adds Sandal. For BICYC_SOAK_DURATION, 4 clients classify
+// through /v1/classify?model=fmnist and 4 through the Open Inference
+// Protocol (/v2/models/fmnist/infer, a BYTES tensor), while the admin
+// listener swaps versions every 200 ms (pin 1, pin 2, both, latest: each
+// swap loads one version and unloads another). It checks: no request
+// fails, every swap answers 200, the process exits 0 on SIGTERM, and
+// reports each path's latency and the peak resident set.
+func TestSoakRepository(t *testing.T) {
+	soakEnabled(t)
+	duration := 60 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("BICYC_SOAK_DURATION")); err == nil {
+		duration = d
+	}
+	root, modelDir := makeRepository(t)
+	_, test := testModel(t)
+	labelled := filepath.Join(t.TempDir(), "labelled")
+	classFolder(t, labelled, []int{5}, 0, 10)
+	if _, _, err := runCommand(t, nil, "add-classes", "--provider", "cpu", "--from", labelled, "--out", modelDir, "--next-version"); err != nil {
+		t.Fatal(err)
+	}
+	bin := buildBinary(t)
+	srv := &soakServer{stderr: &syncBuffer{}}
+	srv.cmd = exec.Command(bin, "--provider", "cpu", "serve", "--model-repository", root,
+		"--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--max-concurrent", "2", "--queue-timeout", "5s")
+	srv.cmd.Stderr = srv.stderr
+	if err := srv.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	public := regexp.MustCompile(` on (127\.0\.0\.1:\d+)\n`)
+	admin := regexp.MustCompile(`admin/reload on (127\.0\.0\.1:\d+)\n`)
+	waitLog(t, srv.stderr, func(log string) bool { return admin.MatchString(log) && public.MatchString(log) })
+	url := "http://" + public.FindStringSubmatch(srv.stderr.String())[1]
+	adminURL := "http://" + admin.FindStringSubmatch(srv.stderr.String())[1]
+
+	var images [][]byte
+	for i := range 24 {
+		images = append(images, encodePNG(t, fashionImage(test, 3000+i)))
+	}
+	known := map[string]bool{"Sandal": true}
+	for _, name := range data.FashionMNISTClasses[:3] {
+		known[name] = true
+	}
+	client := &http.Client{Timeout: 60 * time.Second}
+	tally := map[string]*soakTally{"v1": {}, "v2": {}}
+	deadline := time.Now().Add(duration)
+	send := func(kind string, i int) (int, string) {
+		img := images[i%len(images)]
+		url, contentType, body := url+"/v1/classify?model=fmnist", "image/png", img
+		if kind == "v2" {
+			body, _ = json.Marshal(map[string]any{"inputs": []any{map[string]any{"name": "image", "shape": []int{1}, "datatype": "BYTES",
+				"data": []string{base64.StdEncoding.EncodeToString(img)}}}, "outputs": []any{map[string]any{"name": "distance", "parameters": map[string]any{"classification": 1}}}})
+			url, contentType = strings.Replace(url, "/v1/classify?model=fmnist", "/v2/models/fmnist/infer", 1), "application/json"
+		}
+		resp, err := client.Post(url, contentType, bytes.NewReader(body))
+		if err != nil {
+			return 0, "transport error: " + err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var best string
+		var v1 struct{ Predictions []struct{ Name string } }
+		var v2 struct{ Outputs []struct{ Data []string } }
+		switch {
+		case kind == "v1" && json.Unmarshal(b, &v1) == nil && len(v1.Predictions) > 0:
+			best = v1.Predictions[0].Name
+		case kind == "v2" && json.Unmarshal(b, &v2) == nil && len(v2.Outputs) == 1 && len(v2.Outputs[0].Data) == 1:
+			if parts := strings.SplitN(v2.Outputs[0].Data[0], ":", 3); len(parts) == 3 {
+				best = parts[2]
+			}
+		}
+		if resp.StatusCode != http.StatusOK || !known[best] {
+			return resp.StatusCode, fmt.Sprintf("status %d, answer %s", resp.StatusCode, b)
+		}
+		return resp.StatusCode, ""
+	}
+	var wg sync.WaitGroup
+	for _, kind := range []string{"v1", "v2"} {
+		for c := range 4 {
+			wg.Go(func() {
+				for i := c; time.Now().Before(deadline); i += 4 {
+					start := time.Now()
+					status, problem := send(kind, i)
+					tally[kind].add("valid", status, time.Since(start), problem)
+				}
+			})
+		}
+	}
+	policies := []string{"specific:1", "specific:2", "latest:2", "latest:1"}
+	swaps, failedSwaps := 0, 0
+	for ; time.Now().Before(deadline); swaps++ {
+		p := policies[swaps%len(policies)]
+		resp, err := client.Post(adminURL+"/v2/repository/models/fmnist/load", "application/json",
+			strings.NewReader(`{"parameters": {"version_policy": "`+p+`"}}`))
+		if err != nil || resp.StatusCode != http.StatusOK {
+			failedSwaps++
+			t.Errorf("load %s: %v %v", p, err, resp)
+		}
+		if resp != nil {
+			resp.Body.Close()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	wg.Wait()
+	peak := peakRSS(srv.cmd.Process.Pid)
+	srv.cmd.Process.Signal(syscall.SIGTERM)
+	exitErr := srv.cmd.Wait()
+	t.Logf("%d version swaps (%d failed) in %v", swaps, failedSwaps, duration)
+	for _, kind := range []string{"v1", "v2"} {
+		t.Logf("%s path:", kind)
+		reportSoak(t, tally[kind], duration, peak)
+	}
+	if exitErr != nil {
+		t.Errorf("exit: %v; stderr:\n%s", exitErr, srv.stderr.String())
+	}
 }

@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"bytes"
@@ -21,7 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/image/draw"
 
 	"github.com/bicyc/bicyc/bundle"
@@ -170,14 +169,13 @@ func TestServerUnderLoad(t *testing.T) {
 	}
 	const clients = 12
 	dir, _ := testModel(t)
-	mo := &modelOptions{model: dir, provider: "cpu", threads: 1, maxPixels: 1 << 20}
-	ref, err := mo.open(context.Background(), io.Discard)
+	ref, err := infer.Open(context.Background(), dir, append(cpuOptions, infer.WithMaxPixels(1<<20))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ref.Close()
 	reqs := loadRequests(t, ref)
-	srv := startLoadServer(t, mo)
+	srv := startLoadServer(t, dir)
 
 	heap0, rss0 := heapInuse(), rssBytes(t, false)
 	tally := &loadTally{counts: map[string]map[int]int{}}
@@ -212,11 +210,11 @@ func TestServerUnderLoad(t *testing.T) {
 	for _, p := range tally.problems {
 		t.Error(p)
 	}
-	if total < 100 {
+	if total < loadMinRequests {
 		t.Errorf("only %d requests were served", total)
 	}
-	if p := srv.probe.peak.Load(); p > int64(srv.opts.maxConcurrent) {
-		t.Errorf("%d classifications ran at once, the limit is %d", p, srv.opts.maxConcurrent)
+	if p := srv.probe.peak.Load(); p > int64(srv.cfg.MaxConcurrent) {
+		t.Errorf("%d classifications ran at once, the limit is %d", p, srv.cfg.MaxConcurrent)
 	}
 	if heap1 > heap0+32<<20 {
 		t.Errorf("Go heap in use grew from %d to %d bytes", heap0, heap1)
@@ -234,34 +232,29 @@ func TestServerUnderLoad(t *testing.T) {
 type loadServer struct {
 	url   string
 	admin string // the admin listener's URL
-	opts  *serveOptions
+	cfg   Config
 	probe *concurrencyProbe
 	log   *syncBuffer
-	hup   chan os.Signal
+	hup   chan struct{}
 	stop  func() error // cancels serving and returns serve's error
 }
 
-// startLoadServer serves the model of mo with the limits of
+// startLoadServer serves the model in dir with the limits of
 // TestServerUnderLoad, counting classifications in flight with a probe.
-func startLoadServer(t *testing.T, mo *modelOptions) *loadServer {
+func startLoadServer(t *testing.T, dir string) *loadServer {
 	t.Helper()
 	probe := &concurrencyProbe{}
-	reopen := func() (model, error) {
-		m, err := mo.reopener(io.Discard)()
+	log := &syncBuffer{}
+	cfg := Config{Model: dir, Options: cpuOptions, MaxPixels: 1 << 20, MaxBody: 256 << 10, MaxConcurrent: 2,
+		QueueTimeout: loadQueueTimeout, Log: log}
+	cfg.open = func(ctx context.Context, dir string) (model, error) {
+		m, err := infer.Open(context.Background(), dir, append(cpuOptions, infer.WithMaxPixels(1<<20), infer.WithTopK(1<<30))...)
 		if err != nil {
 			return nil, err
 		}
 		return probedModel{m, probe}, nil
 	}
-	first, err := reopen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := &serveOptions{model: mo, maxBody: 256 << 10, maxConcurrent: 2, queueTimeout: 10 * time.Second,
-		readTimeout: 10 * time.Second, writeTimeout: 10 * time.Second, shutdownTimeout: 5 * time.Second}
-	log := &syncBuffer{}
-	s := newServer(first, reopen, o, prometheus.NewRegistry(), log)
-	t.Cleanup(func() { s.close() })
+	s := newTestServer(t, cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -271,15 +264,15 @@ func startLoadServer(t *testing.T, mo *modelOptions) *loadServer {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	hup := make(chan os.Signal, 1)
+	hup := make(chan struct{}, 1)
 	served := make(chan error, 1)
-	go func() { served <- s.serve(ctx, ln, adminLn, o, hup) }()
+	go func() { served <- s.Serve(ctx, ln, adminLn, testTimeouts, hup) }()
 	stop := func() error {
 		cancel()
 		return <-served
 	}
 	return &loadServer{url: "http://" + ln.Addr().String(), admin: "http://" + adminLn.Addr().String(),
-		opts: o, probe: probe, log: log, hup: hup, stop: stop}
+		cfg: s.cfg, probe: probe, log: log, hup: hup, stop: stop}
 }
 
 // reloadUntil reloads the model every 500 ms until deadline, alternately by
@@ -289,7 +282,7 @@ func (srv *loadServer) reloadUntil(t *testing.T, deadline time.Time, tally *load
 	for tick := time.NewTicker(500 * time.Millisecond); time.Now().Before(deadline); <-tick.C {
 		peakRSS = max(peakRSS, rssBytes(t, false))
 		if reloads%2 == 0 {
-			srv.hup <- os.Interrupt
+			srv.hup <- struct{}{}
 		} else if status, body := postReload(t, srv.admin); status != http.StatusOK {
 			tally.problem("POST /admin/reload: %d %s", status, body)
 		}

@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"bufio"
@@ -51,7 +51,7 @@ func readStatus(t *testing.T, conn net.Conn, limit time.Duration) (int, string, 
 // answer is 413 at once (it used to be 400 after the 30 s read timeout). A
 // chunked body without a declared length gets 413 once it passes the limit.
 func TestServerOversizeLength(t *testing.T) {
-	_, ts, _ := testServer(t, func(o *serveOptions) { o.maxBody = 64 << 10; o.bodyTimeout = 10 * time.Second })
+	_, ts, _ := testServer(t, func(c *Config) { c.MaxBody = 64 << 10; c.BodyTimeout = 10 * time.Second })
 	conn := rawRequest(t, ts, "POST /v1/classify HTTP/1.1\r\nContent-Type: image/png\r\nContent-Length: 1000000000000", nil)
 	status, body, took := readStatus(t, conn, 5*time.Second)
 	if status != http.StatusRequestEntityTooLarge || !strings.Contains(body, "declares 1000000000000 bytes") || took > time.Second {
@@ -77,10 +77,10 @@ func TestServerOversizeLength(t *testing.T) {
 // read timeout and valid requests got 503.
 func TestServerStalledUploadsDoNotStarve(t *testing.T) {
 	const bodyTimeout = 1500 * time.Millisecond
-	_, ts, _ := testServer(t, func(o *serveOptions) {
-		o.maxConcurrent = 2
-		o.bodyTimeout = bodyTimeout
-		o.queueTimeout = 200 * time.Millisecond
+	_, ts, _ := testServer(t, func(c *Config) {
+		c.MaxConcurrent = 2
+		c.BodyTimeout = bodyTimeout
+		c.QueueTimeout = 200 * time.Millisecond
 	})
 	_, test := testModel(t)
 	var stalled []net.Conn
@@ -111,7 +111,7 @@ func TestServerStalledUploadsDoNotStarve(t *testing.T) {
 // for a classification slot and while the memory for bodies is full, and
 // that a request finding that memory full gets 503.
 func TestServerReadiness(t *testing.T) {
-	s, ts, _ := testServer(t, func(o *serveOptions) { o.maxConcurrent = 1; o.queueTimeout = 5 * time.Second })
+	s, ts, _ := testServer(t, func(c *Config) { c.MaxConcurrent = 1; c.QueueTimeout = 5 * time.Second })
 	_, test := testModel(t)
 	s.slots <- struct{}{}
 	var wg sync.WaitGroup
@@ -146,8 +146,7 @@ func TestServerReadiness(t *testing.T) {
 }
 
 // TestAdminOffPublicListener checks that POST /admin/reload is not served
-// by the public handler, only by the admin one, and that the default
-// addresses are loopback ones.
+// by the public handler, only by the admin one.
 func TestAdminOffPublicListener(t *testing.T) {
 	s, ts, _ := testServer(t, nil)
 	resp, err := http.Post(ts.URL+"/admin/reload", "", nil)
@@ -158,15 +157,9 @@ func TestAdminOffPublicListener(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("POST /admin/reload on the public listener: %d, want 404", resp.StatusCode)
 	}
-	admin := httptest.NewServer(s.admin)
+	admin := httptest.NewServer(s.Admin)
 	defer admin.Close()
 	if status, body := postReload(t, admin.URL); status != http.StatusOK {
 		t.Errorf("POST /admin/reload on the admin listener: %d %s", status, body)
-	}
-	cmd := newServeCmd(&modelOptions{}, io.Discard)
-	for flag, want := range map[string]string{"addr": "127.0.0.1:8080", "admin-addr": "127.0.0.1:8081"} {
-		if got := cmd.Flags().Lookup(flag).DefValue; got != want {
-			t.Errorf("--%s defaults to %q, want %q", flag, got, want)
-		}
 	}
 }

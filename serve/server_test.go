@@ -1,12 +1,13 @@
-package main
+package serve
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
+	"image"
 	"math"
 	"mime/multipart"
 	"net"
@@ -17,28 +18,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/bicyc/bicyc/infer"
 )
 
-// testServer opens the test model and serves it on a loopback listener.
-func testServer(t *testing.T, tweak func(*serveOptions)) (*server, *httptest.Server, *infer.Classifier) {
+// testServer serves the test model on a loopback listener; it returns the
+// server, its listener and a classifier of the same model for reference.
+func testServer(t *testing.T, tweak func(*Config)) (*Server, *httptest.Server, *infer.Classifier) {
 	t.Helper()
 	model, _ := testModel(t)
-	mo := &modelOptions{model: model, provider: "cpu", threads: 1, maxPixels: infer.DefaultMaxPixels}
-	c, err := mo.open(context.Background(), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	o := &serveOptions{model: mo, maxBody: 1 << 20, maxConcurrent: 4, queueTimeout: time.Second,
-		readTimeout: 10 * time.Second, writeTimeout: 10 * time.Second, shutdownTimeout: 5 * time.Second}
+	c := openReference(t, model)
+	cfg := testConfig(model)
 	if tweak != nil {
-		tweak(o)
+		tweak(&cfg)
 	}
-	s := newServer(c, mo.reopener(io.Discard), o, prometheus.NewRegistry(), io.Discard)
-	ts := httptest.NewServer(s.handler)
+	s := newTestServer(t, cfg)
+	ts := httptest.NewServer(s.Public)
 	t.Cleanup(ts.Close)
 	return s, ts, c
 }
@@ -168,7 +162,7 @@ func pngHeader(w, h uint32) []byte {
 }
 
 func TestServerErrors(t *testing.T) {
-	_, ts, _ := testServer(t, func(o *serveOptions) { o.maxBody = 64 << 10 })
+	_, ts, _ := testServer(t, func(c *Config) { c.MaxBody = 64 << 10 })
 	_, test := testModel(t)
 	good := encodePNG(t, fashionImage(test, 0))
 	noImage, noImageBody := multipartBody(t, "file", good)
@@ -215,7 +209,7 @@ func TestServerErrors(t *testing.T) {
 // TestServerBusy takes every classification slot and checks that a
 // request waits queueTimeout and then gets 503.
 func TestServerBusy(t *testing.T) {
-	s, ts, _ := testServer(t, func(o *serveOptions) { o.maxConcurrent = 2; o.queueTimeout = 20 * time.Millisecond })
+	s, ts, _ := testServer(t, func(c *Config) { c.MaxConcurrent = 2; c.QueueTimeout = 20 * time.Millisecond })
 	_, test := testModel(t)
 	for range cap(s.slots) {
 		s.slots <- struct{}{}
@@ -235,15 +229,9 @@ func TestServerBusy(t *testing.T) {
 // readiness drops and serve returns cleanly.
 func TestServeGracefulShutdown(t *testing.T) {
 	model, test := testModel(t)
-	mo := &modelOptions{model: model, provider: "cpu", threads: 1, maxPixels: infer.DefaultMaxPixels}
-	c, err := mo.open(context.Background(), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	o := &serveOptions{model: mo, maxBody: 1 << 20, maxConcurrent: 1, queueTimeout: 5 * time.Second,
-		readTimeout: 10 * time.Second, writeTimeout: 10 * time.Second, shutdownTimeout: 5 * time.Second}
-	s := newServer(c, mo.reopener(io.Discard), o, prometheus.NewRegistry(), io.Discard)
+	cfg := testConfig(model)
+	cfg.MaxConcurrent, cfg.QueueTimeout = 1, 5*time.Second
+	s := newTestServer(t, cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -251,7 +239,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 	url := "http://" + ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- s.serve(ctx, ln, nil, o, nil) }()
+	go func() { served <- s.Serve(ctx, ln, nil, testTimeouts, nil) }()
 
 	if got := get(t, url+"/healthz"); got != "ok\n" {
 		t.Errorf("healthz %q", got)
@@ -301,20 +289,88 @@ func FuzzClassifyHandler(f *testing.F) {
 	f.Add([]byte("--x\r\nContent-Disposition: form-data; name=\"image\"\r\n\r\nGIF89a\r\n--x--\r\n"), "multipart/form-data; boundary=x")
 	f.Add([]byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;"), "image/gif")
 	model, _ := testModel(f)
-	mo := &modelOptions{model: model, provider: "cpu", threads: 1, maxPixels: 1 << 16}
-	c, err := mo.open(context.Background(), io.Discard)
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer c.Close()
-	s := newServer(c, mo.reopener(io.Discard), &serveOptions{model: mo, maxBody: 1 << 16, maxConcurrent: 2, queueTimeout: time.Second}, prometheus.NewRegistry(), io.Discard)
+	cfg := testConfig(model)
+	cfg.MaxPixels, cfg.MaxBody, cfg.MaxConcurrent = 1<<16, 1<<16, 2
+	s := newTestServer(f, cfg)
 	f.Fuzz(func(t *testing.T, body []byte, contentType string) {
 		req := httptest.NewRequest(http.MethodPost, "/v1/classify", bytes.NewReader(body))
 		req.Header.Set("Content-Type", contentType)
 		rec := httptest.NewRecorder()
-		s.handler.ServeHTTP(rec, req)
+		s.Public.ServeHTTP(rec, req)
 		if rec.Code != http.StatusOK && (rec.Code < 400 || rec.Code > 499) {
 			t.Errorf("status %d: %s", rec.Code, rec.Body)
 		}
 	})
+}
+
+// blockingModel is a model whose Classify waits for its context to end,
+// as a long run does when its client goes away.
+type blockingModel struct {
+	model
+	started chan struct{}
+}
+
+func (m blockingModel) Classify(ctx context.Context, img image.Image) (infer.Result, error) {
+	m.started <- struct{}{}
+	<-ctx.Done()
+	return infer.Result{}, fmt.Errorf("classify: %w", ctx.Err())
+}
+
+// TestClientGoneCancelsClassification checks that the request's context
+// reaches the model: when the client goes away mid-classification, the
+// run ends, the slot is freed, and the request is counted as 499.
+func TestClientGoneCancelsClassification(t *testing.T) {
+	dir, test := testModel(t)
+	cfg := testConfig(dir)
+	cfg.MaxConcurrent = 1
+	started := make(chan struct{}, 1)
+	cfg.open = func(ctx context.Context, dir string) (model, error) {
+		m, err := infer.Open(ctx, dir, cpuOptions...)
+		return blockingModel{m, started}, err
+	}
+	s := newTestServer(t, cfg)
+	ts := httptest.NewServer(s.Public)
+	defer ts.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/v1/classify", bytes.NewReader(encodePNG(t, fashionImage(test, 0))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := http.DefaultClient.Do(req)
+		done <- err
+	}()
+	<-started
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("client: %v", err)
+	}
+	metric := `bicyc_infer_http_requests_total{code="499",handler="classify",method="post"} 1`
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(get(t, ts.URL+"/metrics"), metric); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics lacks %q", metric)
+		}
+	}
+	if len(s.slots) != 0 {
+		t.Errorf("%d slots still taken", len(s.slots))
+	}
+}
+
+// TestConfigProblems checks that New reports every setting out of range at
+// once, as ConfigErrors naming the field, before opening anything.
+func TestConfigProblems(t *testing.T) {
+	_, err := New(context.Background(), Config{Model: "m", Repository: "r", ModelName: "a/b", TopK: -1, MaxBody: 10, MaxBuffered: 5,
+		QueueTimeout: -time.Second, BodyTimeout: -time.Second, MaxPixels: -1, Policy: VersionPolicy{Latest: 2, Versions: []int64{1}}})
+	var fields []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var ce *ConfigError
+		if !errors.As(e, &ce) {
+			t.Fatalf("%v is not a ConfigError", e)
+		}
+		fields = append(fields, ce.Field)
+	}
+	if got := strings.Join(fields, " "); got != "Model ModelName Policy TopK MaxBuffered MaxConcurrent QueueTimeout BodyTimeout MaxPixels" {
+		t.Errorf("problems with %s; error:\n%v", got, err)
+	}
 }

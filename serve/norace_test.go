@@ -1,0 +1,11 @@
+//go:build !race
+
+package serve
+
+import "time"
+
+// The load test's queue timeout and the fewest requests it must serve.
+const (
+	loadQueueTimeout = 10 * time.Second
+	loadMinRequests  = 100
+)

@@ -1,0 +1,12 @@
+//go:build race
+
+package serve
+
+import "time"
+
+// Under the race detector, Go code runs several times slower: the load
+// test's requests wait longer for a slot, and fewer are served.
+const (
+	loadQueueTimeout = 45 * time.Second
+	loadMinRequests  = 20
+)

@@ -1,0 +1,261 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/infer"
+)
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines to write
+// while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// copyModel copies the test model directory so a test can change it.
+func copyModel(t *testing.T) string {
+	t.Helper()
+	src, _ := testModel(t)
+	dst := filepath.Join(t.TempDir(), "model")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// flipByte inverts one byte in the middle of a file, keeping its size.
+func flipByte(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// editManifest rewrites dir/manifest.json through edit and seals it again
+// (bundle.SealManifest), as a deliberate edit is made: a renamed class
+// keeps the directory valid.
+func editManifest(t *testing.T, dir string, edit func(m map[string]any)) {
+	t.Helper()
+	path := filepath.Join(dir, bundle.ManifestFile)
+	var m map[string]any
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := bundle.SealManifest(dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// renameClasses gives every class of the manifest the name prefix+id.
+func renameClasses(prefix string) func(map[string]any) {
+	return func(m map[string]any) {
+		for _, c := range m["classes"].([]any) {
+			class := c.(map[string]any)
+			class["name"] = fmt.Sprintf("%s%v", prefix, class["id"])
+		}
+	}
+}
+
+// classifyPNG posts img as a PNG and returns the status and the decoded
+// answer.
+func classifyPNG(t *testing.T, url string, body []byte) (int, infer.Result) {
+	t.Helper()
+	resp, err := http.Post(url+"/v1/classify", "image/png", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var res infer.Result
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		t.Fatalf("status %d: %v", resp.StatusCode, err)
+	}
+	return resp.StatusCode, res
+}
+
+// postReload posts /admin/reload and returns the status and the body.
+func postReload(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url+"/admin/reload", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// getAny returns the status and body of a GET.
+func getAny(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestReloadVerifiesModel serves a copy of the test model and damages it on
+// disk in every way a reload must catch: a flipped byte in model.onnx, a
+// schema version this build does not read, a missing file. Each reload
+// answers 500 naming the problem, the old model keeps answering exactly as
+// before, /readyz and the log say why, and the failure is counted. A valid
+// change (classes renamed in the manifest) is swapped in and served from
+// the next request on.
+func TestReloadVerifiesModel(t *testing.T) {
+	dir := copyModel(t)
+	_, test := testModel(t)
+	var log syncBuffer
+	cfg := testConfig(dir)
+	cfg.Log = &log
+	var first model
+	cfg.open = func(ctx context.Context, dir string) (model, error) {
+		m, err := infer.Open(context.Background(), dir, append(cpuOptions, infer.WithTopK(1<<30))...)
+		if first == nil {
+			first = m
+		}
+		return m, err
+	}
+	s := newTestServer(t, cfg)
+	ts := httptest.NewServer(s.Public)
+	t.Cleanup(ts.Close)
+	admin := httptest.NewServer(s.Admin)
+	t.Cleanup(admin.Close)
+	img := encodePNG(t, fashionImage(test, 7))
+	status, want := classifyPNG(t, ts.URL, img)
+	if status != http.StatusOK {
+		t.Fatalf("classify: %d", status)
+	}
+
+	model := filepath.Join(dir, bundle.ModelFile)
+	pristine, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backbone := filepath.Join(dir, bundle.BackboneFile)
+	cases := []struct {
+		name    string
+		damage  func()
+		repair  func()
+		problem string
+	}{
+		{"flipped byte in model.onnx", func() { flipByte(t, model) },
+			func() { os.WriteFile(model, pristine, 0o644) }, "model.onnx: model file checksum mismatch"},
+		{"schema version 99", func() { editManifest(t, dir, func(m map[string]any) { m["schema_version"] = 99 }) },
+			func() { editManifest(t, dir, func(m map[string]any) { m["schema_version"] = bundle.SchemaVersion }) }, "unsupported manifest schema version"},
+		{"backbone.onnx deleted", func() { os.Rename(backbone, backbone+".away") },
+			func() { os.Rename(backbone+".away", backbone) }, "backbone.onnx: missing model file"},
+	}
+	for i, cs := range cases {
+		cs.damage()
+		status, body := postReload(t, admin.URL)
+		if status != http.StatusInternalServerError || !strings.Contains(body, cs.problem) || !strings.Contains(body, "still serving") {
+			t.Errorf("case %d %s: reload answered %d %s, want 500 naming %q", i, cs.name, status, body, cs.problem)
+		}
+		if status, got := classifyPNG(t, ts.URL, img); status != http.StatusOK || !equalResults(got, want) {
+			t.Errorf("case %d %s: after the failed reload: %d %+v, want the old model's %+v", i, cs.name, status, got, want)
+		}
+		if status, body := getAny(t, ts.URL+"/readyz"); status != http.StatusOK || !strings.Contains(body, "the last reload failed") || !strings.Contains(body, cs.problem) {
+			t.Errorf("case %d %s: /readyz %d %q, want 200 saying why the reload failed", i, cs.name, status, body)
+		}
+		if !strings.Contains(log.String(), cs.problem) {
+			t.Errorf("case %d %s: log lacks the reason:\n%s", i, cs.name, log.String())
+		}
+		cs.repair()
+	}
+
+	checkGoodReload(t, dir, ts.URL, admin.URL, img, want)
+	if !errors.Is(func() error { _, err := first.Classify(context.Background(), fashionImage(test, 7)); return err }(), infer.ErrClosed) {
+		t.Error("the replaced classifier was not closed")
+	}
+}
+
+// checkGoodReload renames the classes of the model in dir, reloads it
+// through the admin listener and checks that the server answers with the
+// new names, is ready and counted three failed reloads and one good one.
+func checkGoodReload(t *testing.T, dir, url, adminURL string, img []byte, want infer.Result) {
+	t.Helper()
+	editManifest(t, dir, renameClasses("renamed-"))
+	if status, body := postReload(t, adminURL); status != http.StatusOK || !strings.Contains(body, `"classes":3`) {
+		t.Fatalf("reload of a valid model: %d %s", status, body)
+	}
+	status, got := classifyPNG(t, url, img)
+	if status != http.StatusOK || got.Predictions[0].Name != fmt.Sprintf("renamed-%d", want.Predictions[0].ClassID) {
+		t.Errorf("after the reload: %d %+v, want the renamed classes", status, got)
+	}
+	if _, body := getAny(t, url+"/readyz"); body != "ready\n" {
+		t.Errorf("/readyz after a successful reload: %q", body)
+	}
+	metrics := get(t, url+"/metrics")
+	for _, line := range []string{`bicyc_infer_model_reloads_total{result="failed"} 3`, `bicyc_infer_model_reloads_total{result="ok"} 1`} {
+		if !strings.Contains(metrics, line) {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
+}
+
+// TestReloadReleasesModels reloads the model 400 times: every reload
+// creates ONNX Runtime sessions and closes the old ones, so the resident
+// set must level off. Measured: 76 MiB before, about 100 MiB after 100
+// reloads (allocator arenas), 107-117 MiB from 200 to 600.
+func TestReloadReleasesModels(t *testing.T) {
+	dir, _ := testModel(t)
+	s := newTestServer(t, testConfig(dir))
+	var levelled int64
+	for i := 1; i <= 400; i++ {
+		if err := s.Reload(); err != nil {
+			t.Fatal(err)
+		}
+		if i == 100 {
+			levelled = rssBytes(t, false)
+		}
+	}
+	final := rssBytes(t, false)
+	t.Logf("resident set %d MiB after 100 reloads, %d MiB after 400", levelled>>20, final>>20)
+	if final > levelled+48<<20 {
+		t.Errorf("resident set grew from %d to %d MiB between reload 100 and 400", levelled>>20, final>>20)
+	}
+}
