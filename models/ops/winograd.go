@@ -399,21 +399,33 @@ func winogradFilterGrad[T float](g convGeom, x, dy, dw []T) {
 
 // winograd23FilterGrad computes dw by F(2x2, 3x3).
 func winograd23FilterGrad[T float](g convGeom, x, dy, dw []T) {
-	ch := g.chunkingFor(winogradChunkColumns)
 	down, across := g.tiles()
-	if winogradSharedPartial(g, ch, down*across) {
+	filterGradSums(g, g.chunkingFor(winogradChunkColumns), down*across, winogradPoints,
+		func(ch convChunks, partial []T, lo, hi int) { winogradFilterGradChunks(g, ch, x, dy, partial, lo, hi) },
+		func(sums [][]T, stride int) {
+			parallelFor(g.o, 8, func(lo, hi int) { winogradFilterAdjoints(sums, dw, lo*g.c, hi*g.c, stride) })
+		})
+}
+
+// filterGradSums runs a Winograd filter gradient's chunks: sum adds chunks lo..hi-1 into partial, points
+// matrices [O, C] O·C+winogradSkew elements apart, one partial per goroutine (or one shared by all, see
+// winogradSharedPartial; perImage is the number of tiles of an image); adjoint then gets the partials that
+// were written, in goroutine order, and their stride.
+func filterGradSums[T float](g convGeom, ch convChunks, perImage, points int,
+	sum func(ch convChunks, partial []T, lo, hi int), adjoint func(sums [][]T, stride int)) {
+	if winogradSharedPartial(g, ch, perImage) {
 		ch.workers, ch.gemmThreads = 1, ch.workers*ch.gemmThreads
 	}
 	pool := scratchOf[T]()
 	stride := g.o*g.c + winogradSkew
 	partials := make([][]T, ch.workers)
 	for w := range partials {
-		partials[w] = pool.get(winogradPoints * stride)
+		partials[w] = pool.get(points * stride)
 	}
 	defer pool.put(partials...)
 	used := make([]bool, ch.workers)
 	parallelRanges(ch.chunks, ch.workers, func(worker, lo, hi int) {
-		winogradFilterGradChunks(g, ch, x, dy, partials[worker], lo, hi)
+		sum(ch, partials[worker], lo, hi)
 		used[worker] = hi > lo
 	})
 	var sums [][]T
@@ -422,7 +434,7 @@ func winograd23FilterGrad[T float](g convGeom, x, dy, dw []T) {
 			sums = append(sums, p)
 		}
 	}
-	parallelFor(g.o, 8, func(lo, hi int) { winogradFilterAdjoints(sums, dw, lo*g.c, hi*g.c, stride) })
+	adjoint(sums, stride)
 }
 
 // winogradFilterAdjoints writes dw for the filters first..last-1 (numbered o·C + c) from the partial sums,

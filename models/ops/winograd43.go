@@ -250,7 +250,7 @@ func winograd43Outputs[T float](g convGeom, m, y []T, first, count, stride int) 
 			}
 			out := rowsOut[4*r*n : 4*(r+1)*n]
 			if vectorised {
-				vector.WinogradOutputInterleave43(any(out).([]float32), any(&in).(*[6][]float32))
+				vector.WinogradOutputInterleave43(any(out).([]float32), any(in[:]).([][]float32))
 				continue
 			}
 			for t := 0; t < n; t++ {
@@ -271,16 +271,7 @@ func winograd43Outputs[T float](g convGeom, m, y []T, first, count, stride int) 
 // input43 writes Bᵀ r at every index of the slices, as vector.WinogradInput43 (which runs the multiples of 8
 // of float32 where it can).
 func input43[T float](o, r *[6][]T) {
-	n, from := len(o[0]), 0
-	if o32, ok := any(o).(*[6][]float32); ok && vector.HasAVX2 && n >= 8 {
-		from = n &^ 7
-		r32 := any(r).(*[6][]float32)
-		var oa, ra [6][]float32
-		for i := range oa {
-			oa[i], ra[i] = o32[i][:from], r32[i][:from]
-		}
-		vector.WinogradInput43(&oa, &ra)
-	}
+	n, from := len(o[0]), vectorPrefix(vector.WinogradInput43, o[:], r[:])
 	r0, r1, r2, r3, r4, r5 := r[0][:n], r[1][:n], r[2][:n], r[3][:n], r[4][:n], r[5][:n]
 	o0, o1, o2, o3, o4, o5 := o[0][:n], o[1][:n], o[2][:n], o[3][:n], o[4][:n], o[5][:n]
 	for i := from; i < n; i++ {
@@ -296,20 +287,7 @@ func input43[T float](o, r *[6][]T) {
 
 // output43 writes Aᵀ m at every index of the slices, as vector.WinogradOutput43.
 func output43[T float](o *[4][]T, m *[6][]T) {
-	n, from := len(o[0]), 0
-	if o32, ok := any(o).(*[4][]float32); ok && vector.HasAVX2 && n >= 8 {
-		from = n &^ 7
-		m32 := any(m).(*[6][]float32)
-		var oa [4][]float32
-		var ma [6][]float32
-		for i := range ma {
-			ma[i] = m32[i][:from]
-			if i < 4 {
-				oa[i] = o32[i][:from]
-			}
-		}
-		vector.WinogradOutput43(&oa, &ma)
-	}
+	n, from := len(o[0]), vectorPrefix(vector.WinogradOutput43, o[:], m[:])
 	m0, m1, m2, m3, m4, m5 := m[0][:n], m[1][:n], m[2][:n], m[3][:n], m[4][:n], m[5][:n]
 	o0, o1, o2, o3 := o[0][:n], o[1][:n], o[2][:n], o[3][:n]
 	for i := from; i < n; i++ {
@@ -324,20 +302,7 @@ func output43[T float](o *[4][]T, m *[6][]T) {
 // filter43 writes G f of the 3-vectors at every index of the slices, as vector.WinogradFilter43, with the
 // coefficients rounded to T.
 func filter43[T float](o *[6][]T, f *[3][]T) {
-	n, from := len(o[0]), 0
-	if o32, ok := any(o).(*[6][]float32); ok && vector.HasAVX2 && n >= 8 {
-		from = n &^ 7
-		f32 := any(f).(*[3][]float32)
-		var oa [6][]float32
-		var fa [3][]float32
-		for i := range oa {
-			oa[i] = o32[i][:from]
-			if i < 3 {
-				fa[i] = f32[i][:from]
-			}
-		}
-		vector.WinogradFilter43(&oa, &fa)
-	}
+	n, from := len(o[0]), vectorPrefix(vector.WinogradFilter43, o[:], f[:])
 	quarter, sixth, twelfth, twentyFourth := T(1)/4, T(1)/6, T(1)/12, T(1)/24
 	a, b, c := f[0][:n], f[1][:n], f[2][:n]
 	o0, o1, o2, o3, o4, o5 := o[0][:n], o[1][:n], o[2][:n], o[3][:n], o[4][:n], o[5][:n]
@@ -358,32 +323,14 @@ func filter43[T float](o *[6][]T, f *[3][]T) {
 //	dw[o,c] = Gᵀ [ Σ_tiles (A dy_tile Aᵀ) ⊙ (Bᵀ d_tile B) ] G
 //
 // summed over the 4x4 tiles of dy[n,o] and the 6x6 tiles of x[n,c] they depend on: one product
-// [O, tiles] · [tiles, C] per point and chunk, into partial sums per goroutine as in winogradFilterGrad.
+// [O, tiles] · [tiles, C] per point and chunk, into partial sums per goroutine (filterGradSums).
 func winograd43FilterGrad[T float](g convGeom, x, dy, dw []T) {
-	ch := g.chunkingFor(winograd43ChunkColumns)
 	down, across := g.tiles43()
-	if winogradSharedPartial(g, ch, down*across) {
-		ch.workers, ch.gemmThreads = 1, ch.workers*ch.gemmThreads
-	}
-	pool := scratchOf[T]()
-	stride := g.o*g.c + winogradSkew
-	partials := make([][]T, ch.workers)
-	for w := range partials {
-		partials[w] = pool.get(winograd43Points * stride)
-	}
-	defer pool.put(partials...)
-	used := make([]bool, ch.workers)
-	parallelRanges(ch.chunks, ch.workers, func(worker, lo, hi int) {
-		winograd43FilterGradChunks(g, ch, x, dy, partials[worker], lo, hi)
-		used[worker] = hi > lo
-	})
-	var sums [][]T
-	for w, p := range partials {
-		if used[w] {
-			sums = append(sums, p)
-		}
-	}
-	winograd43FilterAdjoints(sums, dw, g.o*g.c, stride)
+	filterGradSums(g, g.chunkingFor(winograd43ChunkColumns), down*across, winograd43Points,
+		func(ch convChunks, partial []T, lo, hi int) {
+			winograd43FilterGradChunks(g, ch, x, dy, partial, lo, hi)
+		},
+		func(sums [][]T, stride int) { winograd43FilterAdjoints(sums, dw, g.o*g.c, stride) })
 }
 
 // winograd43FilterGradChunks writes to partial the sums over chunks lo..hi-1 of the products
@@ -509,20 +456,7 @@ func winograd43FilterAdjoints[T float](sums [][]T, dw []T, n, stride int) {
 
 // outputGrad43 writes A t at every index of the slices, as vector.WinogradOutputGrad43.
 func outputGrad43[T float](o *[6][]T, t *[4][]T) {
-	n, from := len(o[0]), 0
-	if o32, ok := any(o).(*[6][]float32); ok && vector.HasAVX2 && n >= 8 {
-		from = n &^ 7
-		t32 := any(t).(*[4][]float32)
-		var oa [6][]float32
-		var ta [4][]float32
-		for i := range oa {
-			oa[i] = o32[i][:from]
-			if i < 4 {
-				ta[i] = t32[i][:from]
-			}
-		}
-		vector.WinogradOutputGrad43(&oa, &ta)
-	}
+	n, from := len(o[0]), vectorPrefix(vector.WinogradOutputGrad43, o[:], t[:])
 	a, b, c, d := t[0][:n], t[1][:n], t[2][:n], t[3][:n]
 	for i := from; i < n; i++ {
 		outputGradPoints43(o, i, a[i], b[i], c[i], d[i])
@@ -533,13 +467,13 @@ func outputGrad43[T float](o *[6][]T, t *[4][]T) {
 // vector.WinogradGradColumns43.
 func gradColumns43[T float](o *[6][]T, row []T) {
 	n, from := len(o[0]), 0
-	if o32, ok := any(o).(*[6][]float32); ok && vector.HasAVX2 && n >= 8 {
+	if o32, ok := any(o[:]).([][]float32); ok && vector.HasAVX2 && n >= 8 {
 		from = n &^ 7
-		var oa [6][]float32
-		for i := range oa {
-			oa[i] = o32[i][:from]
+		var oc [6][]float32
+		for i, s := range o32 {
+			oc[i] = s[:from]
 		}
-		vector.WinogradGradColumns43(&oa, any(row).([]float32))
+		vector.WinogradGradColumns43(oc[:], any(row).([]float32))
 	}
 	for t := from; t < n; t++ {
 		q := row[4*t : 4*t+4 : 4*t+4]
@@ -556,20 +490,7 @@ func outputGradPoints43[T float](o *[6][]T, i int, a, b, c, d T) {
 // filterAdjoint43 writes Gᵀ f at every index of the slices, as vector.WinogradFilterAdjoint43, with the
 // coefficients rounded to T.
 func filterAdjoint43[T float](o *[3][]T, f *[6][]T) {
-	n, from := len(o[0]), 0
-	if o32, ok := any(o).(*[3][]float32); ok && vector.HasAVX2 && n >= 8 {
-		from = n &^ 7
-		f32 := any(f).(*[6][]float32)
-		var oa [3][]float32
-		var fa [6][]float32
-		for i := range fa {
-			fa[i] = f32[i][:from]
-			if i < 3 {
-				oa[i] = o32[i][:from]
-			}
-		}
-		vector.WinogradFilterAdjoint43(&oa, &fa)
-	}
+	n, from := len(o[0]), vectorPrefix(vector.WinogradFilterAdjoint43, o[:], f[:])
 	quarter, sixth, twelfth, twentyFourth := T(1)/4, T(1)/6, T(1)/12, T(1)/24
 	f0, f1, f2, f3, f4, f5 := f[0][:n], f[1][:n], f[2][:n], f[3][:n], f[4][:n], f[5][:n]
 	o0, o1, o2 := o[0][:n], o[1][:n], o[2][:n]
@@ -579,4 +500,24 @@ func filterAdjoint43[T float](o *[3][]T, f *[6][]T) {
 		o1[i] = (f2[i]-f1[i])*sixth + (f3[i]-f4[i])*twelfth
 		o2[i] = (s34-s12)*sixth + f5[i]
 	}
+}
+
+// vectorPrefix runs kernel, a float32 vector kernel of package vector, on the longest prefix of the slices
+// of o and in whose length is a multiple of 8 and returns that length, when T is float32 and the kernels can
+// run; else it returns 0. The caller computes the rest in Go.
+func vectorPrefix[T float](kernel func(o, in [][]float32), o, in [][]T) int {
+	o32, ok := any(o).([][]float32)
+	n := len(o[0]) &^ 7
+	if !ok || !vector.HasAVX2 || n == 0 {
+		return 0
+	}
+	var oc, ic [6][]float32
+	for i, s := range o32 {
+		oc[i] = s[:n]
+	}
+	for i, s := range any(in).([][]float32) {
+		ic[i] = s[:n]
+	}
+	kernel(oc[:len(o)], ic[:len(in)])
+	return n
 }

@@ -29,16 +29,16 @@ func WinogradInputPlane(v []float32, stride int, padded, rows []float32, down, a
 func WinogradInputScratch(across int) int { return 0 }
 
 // WinogradInput43 panics: callers check HasAVX2 first.
-func WinogradInput43(o, r *[6][]float32) { unavailable() }
+func WinogradInput43(o, r [][]float32) { unavailable() }
 
 // WinogradOutput43 panics: callers check HasAVX2 first.
-func WinogradOutput43(o *[4][]float32, m *[6][]float32) { unavailable() }
+func WinogradOutput43(o, m [][]float32) { unavailable() }
 
 // WinogradFilter43 panics: callers check HasAVX2 first.
-func WinogradFilter43(o *[6][]float32, f *[3][]float32) { unavailable() }
+func WinogradFilter43(o, f [][]float32) { unavailable() }
 
 // WinogradColumns43 panics: callers check HasAVX2 first.
-func WinogradColumns43(o *[6][]float32, row []float32) { unavailable() }
+func WinogradColumns43(o [][]float32, row []float32) { unavailable() }
 
 // WinogradInput43Plane panics: callers check HasAVX2 first.
 func WinogradInput43Plane(v []float32, stride int, padded, rows []float32, width, down, across int) {
@@ -46,13 +46,13 @@ func WinogradInput43Plane(v []float32, stride int, padded, rows []float32, width
 }
 
 // WinogradOutputInterleave43 panics: callers check HasAVX2 first.
-func WinogradOutputInterleave43(out []float32, m *[6][]float32) { unavailable() }
+func WinogradOutputInterleave43(out []float32, m [][]float32) { unavailable() }
 
 // WinogradOutputGrad43 panics: callers check HasAVX2 first.
-func WinogradOutputGrad43(o *[6][]float32, t *[4][]float32) { unavailable() }
+func WinogradOutputGrad43(o, t [][]float32) { unavailable() }
 
 // WinogradGradColumns43 panics: callers check HasAVX2 first.
-func WinogradGradColumns43(o *[6][]float32, row []float32) { unavailable() }
+func WinogradGradColumns43(o [][]float32, row []float32) { unavailable() }
 
 // WinogradFilterAdjoint43 panics: callers check HasAVX2 first.
-func WinogradFilterAdjoint43(o *[3][]float32, f *[6][]float32) { unavailable() }
+func WinogradFilterAdjoint43(o, f [][]float32) { unavailable() }
