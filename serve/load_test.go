@@ -25,6 +25,7 @@ import (
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/infer"
+	"github.com/bicyc/bicyc/internal/servetest"
 )
 
 // concurrencyProbe records the most Classify calls in flight at once over
@@ -234,7 +235,7 @@ type loadServer struct {
 	admin string // the admin listener's URL
 	cfg   Config
 	probe *concurrencyProbe
-	log   *syncBuffer
+	log   *servetest.SyncBuffer
 	hup   chan struct{}
 	stop  func() error // cancels serving and returns serve's error
 }
@@ -244,7 +245,7 @@ type loadServer struct {
 func startLoadServer(t *testing.T, dir string) *loadServer {
 	t.Helper()
 	probe := &concurrencyProbe{}
-	log := &syncBuffer{}
+	log := &servetest.SyncBuffer{}
 	cfg := Config{Model: dir, Options: cpuOptions, MaxPixels: 1 << 20, MaxBody: 256 << 10, MaxConcurrent: 2,
 		QueueTimeout: loadQueueTimeout, Log: log}
 	cfg.open = func(ctx context.Context, dir string) (model, error) {
@@ -283,7 +284,7 @@ func (srv *loadServer) reloadUntil(t *testing.T, deadline time.Time, tally *load
 		peakRSS = max(peakRSS, rssBytes(t, false))
 		if reloads%2 == 0 {
 			srv.hup <- struct{}{}
-		} else if status, body := postReload(t, srv.admin); status != http.StatusOK {
+		} else if status, body := servetest.PostReload(t, srv.admin); status != http.StatusOK {
 			tally.problem("POST /admin/reload: %d %s", status, body)
 		}
 		reloads++

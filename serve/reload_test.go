@@ -1,141 +1,25 @@
 package serve
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/infer"
+	"github.com/bicyc/bicyc/internal/servetest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines to write
-// while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // copyModel copies the test model directory so a test can change it.
 func copyModel(t *testing.T) string {
-	t.Helper()
 	src, _ := testModel(t)
-	dst := filepath.Join(t.TempDir(), "model")
-	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
-// flipByte inverts one byte in the middle of a file, keeping its size.
-func flipByte(t *testing.T, path string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[len(b)/2] ^= 0xff
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// editManifest rewrites dir/manifest.json through edit and seals it again
-// (bundle.SealManifest), as a deliberate edit is made: a renamed class
-// keeps the directory valid.
-func editManifest(t *testing.T, dir string, edit func(m map[string]any)) {
-	t.Helper()
-	path := filepath.Join(dir, bundle.ManifestFile)
-	var m map[string]any
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	edit(m)
-	if b, err = json.Marshal(m); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := bundle.SealManifest(dir); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// renameClasses gives every class of the manifest the name prefix+id.
-func renameClasses(prefix string) func(map[string]any) {
-	return func(m map[string]any) {
-		for _, c := range m["classes"].([]any) {
-			class := c.(map[string]any)
-			class["name"] = fmt.Sprintf("%s%v", prefix, class["id"])
-		}
-	}
-}
-
-// classifyPNG posts img as a PNG and returns the status and the decoded
-// answer.
-func classifyPNG(t *testing.T, url string, body []byte) (int, infer.Result) {
-	t.Helper()
-	resp, err := http.Post(url+"/v1/classify", "image/png", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var res infer.Result
-	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
-		t.Fatalf("status %d: %v", resp.StatusCode, err)
-	}
-	return resp.StatusCode, res
-}
-
-// postReload posts /admin/reload and returns the status and the body.
-func postReload(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Post(url+"/admin/reload", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
-// getAny returns the status and body of a GET.
-func getAny(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return servetest.CopyDir(t, src)
 }
 
 // TestReloadVerifiesModel serves a copy of the test model and damages it on
@@ -148,7 +32,7 @@ func getAny(t *testing.T, url string) (int, string) {
 func TestReloadVerifiesModel(t *testing.T) {
 	dir := copyModel(t)
 	_, test := testModel(t)
-	var log syncBuffer
+	var log servetest.SyncBuffer
 	cfg := testConfig(dir)
 	cfg.Log = &log
 	var first model
@@ -165,7 +49,7 @@ func TestReloadVerifiesModel(t *testing.T) {
 	admin := httptest.NewServer(s.Admin)
 	t.Cleanup(admin.Close)
 	img := encodePNG(t, fashionImage(test, 7))
-	status, want := classifyPNG(t, ts.URL, img)
+	status, want := servetest.ClassifyPNG(t, ts.URL, img)
 	if status != http.StatusOK {
 		t.Fatalf("classify: %d", status)
 	}
@@ -182,23 +66,25 @@ func TestReloadVerifiesModel(t *testing.T) {
 		repair  func()
 		problem string
 	}{
-		{"flipped byte in model.onnx", func() { flipByte(t, model) },
+		{"flipped byte in model.onnx", func() { servetest.FlipByte(t, model) },
 			func() { os.WriteFile(model, pristine, 0o644) }, "model.onnx: model file checksum mismatch"},
-		{"schema version 99", func() { editManifest(t, dir, func(m map[string]any) { m["schema_version"] = 99 }) },
-			func() { editManifest(t, dir, func(m map[string]any) { m["schema_version"] = bundle.SchemaVersion }) }, "unsupported manifest schema version"},
+		{"schema version 99", func() { servetest.EditManifest(t, dir, func(m map[string]any) { m["schema_version"] = 99 }) },
+			func() {
+				servetest.EditManifest(t, dir, func(m map[string]any) { m["schema_version"] = bundle.SchemaVersion })
+			}, "unsupported manifest schema version"},
 		{"backbone.onnx deleted", func() { os.Rename(backbone, backbone+".away") },
 			func() { os.Rename(backbone+".away", backbone) }, "backbone.onnx: missing model file"},
 	}
 	for i, cs := range cases {
 		cs.damage()
-		status, body := postReload(t, admin.URL)
+		status, body := servetest.PostReload(t, admin.URL)
 		if status != http.StatusInternalServerError || !strings.Contains(body, cs.problem) || !strings.Contains(body, "still serving") {
 			t.Errorf("case %d %s: reload answered %d %s, want 500 naming %q", i, cs.name, status, body, cs.problem)
 		}
-		if status, got := classifyPNG(t, ts.URL, img); status != http.StatusOK || !equalResults(got, want) {
+		if status, got := servetest.ClassifyPNG(t, ts.URL, img); status != http.StatusOK || !equalResults(got, want) {
 			t.Errorf("case %d %s: after the failed reload: %d %+v, want the old model's %+v", i, cs.name, status, got, want)
 		}
-		if status, body := getAny(t, ts.URL+"/readyz"); status != http.StatusOK || !strings.Contains(body, "the last reload failed") || !strings.Contains(body, cs.problem) {
+		if status, body := servetest.GetAny(t, ts.URL+"/readyz"); status != http.StatusOK || !strings.Contains(body, "the last reload failed") || !strings.Contains(body, cs.problem) {
 			t.Errorf("case %d %s: /readyz %d %q, want 200 saying why the reload failed", i, cs.name, status, body)
 		}
 		if !strings.Contains(log.String(), cs.problem) {
@@ -218,15 +104,15 @@ func TestReloadVerifiesModel(t *testing.T) {
 // new names, is ready and counted three failed reloads and one good one.
 func checkGoodReload(t *testing.T, dir, url, adminURL string, img []byte, want infer.Result) {
 	t.Helper()
-	editManifest(t, dir, renameClasses("renamed-"))
-	if status, body := postReload(t, adminURL); status != http.StatusOK || !strings.Contains(body, `"classes":3`) {
+	servetest.EditManifest(t, dir, servetest.RenameClasses("renamed-"))
+	if status, body := servetest.PostReload(t, adminURL); status != http.StatusOK || !strings.Contains(body, `"classes":3`) {
 		t.Fatalf("reload of a valid model: %d %s", status, body)
 	}
-	status, got := classifyPNG(t, url, img)
+	status, got := servetest.ClassifyPNG(t, url, img)
 	if status != http.StatusOK || got.Predictions[0].Name != fmt.Sprintf("renamed-%d", want.Predictions[0].ClassID) {
 		t.Errorf("after the reload: %d %+v, want the renamed classes", status, got)
 	}
-	if _, body := getAny(t, url+"/readyz"); body != "ready\n" {
+	if _, body := servetest.GetAny(t, url+"/readyz"); body != "ready\n" {
 		t.Errorf("/readyz after a successful reload: %q", body)
 	}
 	metrics := get(t, url+"/metrics")

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/internal/servetest"
 )
 
 // testRepository makes a model repository: fmnist/1 (the test model),
@@ -33,8 +34,8 @@ func testRepository(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	editManifest(t, filepath.Join(root, "fmnist/2"), renameClasses("v2-"))
-	flipByte(t, filepath.Join(root, "broken/1", bundle.ModelFile))
+	servetest.EditManifest(t, filepath.Join(root, "fmnist/2"), servetest.RenameClasses("v2-"))
+	servetest.FlipByte(t, filepath.Join(root, "broken/1", bundle.ModelFile))
 	for _, dir := range []string{"fmnist/.3.new-123", "fmnist/03", "fmnist/latest", ".hidden/1"} {
 		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
 			t.Fatal(err)
@@ -86,7 +87,7 @@ func bestName(t *testing.T, url string, version string, img []byte) string {
 func TestRepository(t *testing.T) {
 	root := testRepository(t)
 	_, test := testModel(t)
-	var log syncBuffer
+	var log servetest.SyncBuffer
 	cfg := testConfig("")
 	cfg.Model, cfg.Repository, cfg.Log = "", root, &log
 	s := newTestServer(t, cfg)
@@ -117,7 +118,7 @@ func TestRepository(t *testing.T) {
 	if strings.Contains(index, `"name":".hidden"`) || strings.Contains(index, `"version":"03"`) || strings.Contains(index, `"version":"latest"`) || strings.Contains(index, `"version":"3"`) {
 		t.Errorf("index lists entries that are not models or versions: %s", index)
 	}
-	if code, body := getAny(t, public.URL+"/v2/models/broken/ready"); code != 404 {
+	if code, body := servetest.GetAny(t, public.URL+"/v2/models/broken/ready"); code != 404 {
 		t.Errorf("broken ready: %d %s", code, body)
 	}
 
@@ -132,7 +133,7 @@ func TestRepository(t *testing.T) {
 		t.Errorf("version 2 after the pin: %q, want 404", got)
 	}
 	// The pin survives a reload.
-	if code, body := postReload(t, admin.URL); code != 200 || !strings.Contains(body, `"version":"1"`) || strings.Contains(body, `"version":"2"`) {
+	if code, body := servetest.PostReload(t, admin.URL); code != 200 || !strings.Contains(body, `"version":"1"`) || strings.Contains(body, `"version":"2"`) {
 		t.Errorf("reload after the pin: %d %s", code, body)
 	}
 
@@ -148,7 +149,7 @@ func TestRepository(t *testing.T) {
 	if code, body := adminPost(t, admin.URL+"/v2/repository/models/fmnist/unload", ""); code != 200 {
 		t.Fatalf("unload: %d %s", code, body)
 	}
-	if code, body := getAny(t, public.URL+"/v2/models/fmnist/ready"); code != 404 {
+	if code, body := servetest.GetAny(t, public.URL+"/v2/models/fmnist/ready"); code != 404 {
 		t.Errorf("ready after unload: %d %s", code, body)
 	}
 	if code, body := adminPost(t, admin.URL+"/v2/repository/models/fmnist/unload", ""); code != 404 {
@@ -162,7 +163,7 @@ func TestRepository(t *testing.T) {
 	if err := os.CopyFS(filepath.Join(root, "fmnist/3"), os.DirFS(filepath.Join(root, "fmnist/1"))); err != nil {
 		t.Fatal(err)
 	}
-	flipByte(t, filepath.Join(root, "fmnist/3", bundle.BackboneFile))
+	servetest.FlipByte(t, filepath.Join(root, "fmnist/3", bundle.BackboneFile))
 	code, body := adminPost(t, admin.URL+"/v2/repository/models/fmnist/load", "")
 	if code != 500 || !strings.Contains(body, "still serving versions [2]") || !strings.Contains(body, "version 3: ") || !strings.Contains(body, "fmnist/3/backbone.onnx: model file checksum mismatch") {
 		t.Errorf("load of a damaged version 3: %d %s", code, body)
@@ -186,7 +187,7 @@ func TestRepository(t *testing.T) {
 			t.Errorf("case %d %s %s: %d %s, want %d naming %q", i, c.path, c.body, code, body, c.status, c.has)
 		}
 	}
-	if code, body := getAny(t, public.URL+"/v2/repository/index"); code != 405 && code != 404 {
+	if code, body := servetest.GetAny(t, public.URL+"/v2/repository/index"); code != 405 && code != 404 {
 		t.Errorf("the repository API on the public listener: %d %s", code, body)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/bicyc/bicyc/infer"
+	"github.com/bicyc/bicyc/internal/servetest"
 )
 
 // testServer serves the test model on a loopback listener; it returns the
@@ -140,7 +141,7 @@ func TestServerConcurrentRequests(t *testing.T) {
 // get returns the body of a GET that must answer 200.
 func get(t *testing.T, url string) string {
 	t.Helper()
-	status, body := getAny(t, url)
+	status, body := servetest.GetAny(t, url)
 	if status != http.StatusOK {
 		t.Fatalf("GET %s: %d %s", url, status, body)
 	}

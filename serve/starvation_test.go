@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bicyc/bicyc/internal/servetest"
 )
 
 // rawRequest opens a connection to ts, writes head (request line and
@@ -123,17 +125,17 @@ func TestServerReadiness(t *testing.T) {
 	for s.waiting.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	if status, body := getAny(t, ts.URL+"/readyz"); status != http.StatusServiceUnavailable || !strings.Contains(body, "saturated: all 1 classification slots busy, 1 requests waiting") {
+	if status, body := servetest.GetAny(t, ts.URL+"/readyz"); status != http.StatusServiceUnavailable || !strings.Contains(body, "saturated: all 1 classification slots busy, 1 requests waiting") {
 		t.Errorf("/readyz with a request waiting: %d %q", status, body)
 	}
 	<-s.slots
 	wg.Wait()
-	if status, body := getAny(t, ts.URL+"/readyz"); status != http.StatusOK {
+	if status, body := servetest.GetAny(t, ts.URL+"/readyz"); status != http.StatusOK {
 		t.Errorf("/readyz once the queue drained: %d %q", status, body)
 	}
 	_, limit := s.bodies.load()
 	s.bodies.take(limit - 1000)
-	if status, body := getAny(t, ts.URL+"/readyz"); status != http.StatusServiceUnavailable || !strings.Contains(body, "saturated: request bodies hold") {
+	if status, body := servetest.GetAny(t, ts.URL+"/readyz"); status != http.StatusServiceUnavailable || !strings.Contains(body, "saturated: request bodies hold") {
 		t.Errorf("/readyz with body memory full: %d %q", status, body)
 	}
 	if status, msg := post(t, ts.URL, "image/png", encodePNG(t, fashionImage(test, 1))); status != http.StatusServiceUnavailable || !strings.Contains(msg, "memory for request bodies is full") {
@@ -159,7 +161,7 @@ func TestAdminOffPublicListener(t *testing.T) {
 	}
 	admin := httptest.NewServer(s.Admin)
 	defer admin.Close()
-	if status, body := postReload(t, admin.URL); status != http.StatusOK {
+	if status, body := servetest.PostReload(t, admin.URL); status != http.StatusOK {
 		t.Errorf("POST /admin/reload on the admin listener: %d %s", status, body)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bicyc/bicyc/internal/servetest"
 )
 
 // TestInboxKeepsCollecting: issue 33, row 3, with the real server. serve
@@ -35,7 +37,7 @@ func TestInboxKeepsCollecting(t *testing.T) {
 	send := func(n int) {
 		t.Helper()
 		for range n {
-			if code, res := classifyPNG(t, s.url, encodePNG(t, fashionImage(test, next))); code != 200 || !res.Unknown {
+			if code, res := servetest.ClassifyPNG(t, s.url, encodePNG(t, fashionImage(test, next))); code != 200 || !res.Unknown {
 				t.Fatalf("image %d: %d %+v", next, code, res)
 			}
 			next++
@@ -47,7 +49,7 @@ func TestInboxKeepsCollecting(t *testing.T) {
 		return len(entries)
 	}
 	metric := func(result string) string {
-		_, m := getAny(t, s.url+"/metrics")
+		_, m := servetest.GetAny(t, s.url+"/metrics")
 		for _, line := range strings.Split(m, "\n") {
 			if strings.HasPrefix(line, `bicyc_infer_unknown_collected_total{result="`+result+`"}`) {
 				return strings.Fields(line)[1]
@@ -87,7 +89,7 @@ func TestInboxKeepsCollecting(t *testing.T) {
 	for _, e := range entries[:4] {
 		must(os.Rename(filepath.Join(inbox, e.Name()), filepath.Join(labelled, e.Name())))
 	}
-	if code, body := postReload(t, s.admin); code != 200 {
+	if code, body := servetest.PostReload(t, s.admin); code != 200 {
 		t.Fatalf("reload: %d %s", code, body)
 	}
 	send(3)

@@ -6,8 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"github.com/bicyc/bicyc/internal/testmodel/small"
-	"github.com/bicyc/bicyc/serve"
 	"io"
 	"io/fs"
 	"net/http/httptest"
@@ -16,6 +14,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bicyc/bicyc/internal/servetest"
+	"github.com/bicyc/bicyc/internal/testmodel/small"
+	"github.com/bicyc/bicyc/serve"
 
 	"github.com/bicyc/bicyc/author"
 	"github.com/bicyc/bicyc/data"
@@ -254,11 +256,11 @@ func TestServeUnknownAndReload(t *testing.T) {
 
 	sandal := encodePNG(t, fashionImage(test, labelIndices(test, 5, 30, 1)[0]))
 	for i, body := range [][]byte{sandal, sandal, encodePNG(t, fashionImage(test, 0))} {
-		if code, res := classifyPNG(t, ts.URL, body); code != 200 || !res.Unknown || res.Confidence <= 0 {
+		if code, res := servetest.ClassifyPNG(t, ts.URL, body); code != 200 || !res.Unknown || res.Confidence <= 0 {
 			t.Fatalf("request %d: %d %+v", i, code, res)
 		}
 	}
-	_, metrics := getAny(t, ts.URL+"/metrics")
+	_, metrics := servetest.GetAny(t, ts.URL+"/metrics")
 	for _, want := range []string{"bicyc_infer_unknown_total 3", `bicyc_infer_unknown_collected_total{result="saved"} 2`, `bicyc_infer_unknown_collected_total{result="duplicate"} 1`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
@@ -277,10 +279,10 @@ func TestServeUnknownAndReload(t *testing.T) {
 	if err := os.Rename(link+".new", link); err != nil {
 		t.Fatal(err)
 	}
-	if code, body := postReload(t, admin.URL); code != 200 || !strings.Contains(body, `"classes":4`) {
+	if code, body := servetest.PostReload(t, admin.URL); code != 200 || !strings.Contains(body, `"classes":4`) {
 		t.Fatalf("reload: %d %s", code, body)
 	}
-	if _, res := classifyPNG(t, ts.URL, sandal); res.Predictions[0].Name != "Sandal" {
+	if _, res := servetest.ClassifyPNG(t, ts.URL, sandal); res.Predictions[0].Name != "Sandal" {
 		t.Errorf("after reload a Sandal image is %+v", res.Predictions)
 	}
 }

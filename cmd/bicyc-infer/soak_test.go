@@ -28,6 +28,7 @@ import (
 
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
+	"github.com/bicyc/bicyc/internal/servetest"
 )
 
 // The soak tests run the real bicyc-infer binary, built by the test, as a
@@ -193,14 +194,14 @@ func referenceAnswer(t *testing.T, model string, encoded []byte) infer.Result {
 type soakServer struct {
 	cmd        *exec.Cmd
 	url, admin string
-	stderr     *syncBuffer
+	stderr     *servetest.SyncBuffer
 }
 
 // startServer runs the binary's serve command on loopback ports and waits
 // until it listens.
 func startServer(t *testing.T, bin, model string, args ...string) *soakServer {
 	t.Helper()
-	s := &soakServer{stderr: &syncBuffer{}}
+	s := &soakServer{stderr: &servetest.SyncBuffer{}}
 	s.cmd = exec.Command(bin, append([]string{"--model", model, "--provider", "cpu", "serve",
 		"--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, args...)...)
 	s.cmd.Stderr = s.stderr
@@ -466,7 +467,7 @@ func TestSoakRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := buildBinary(t)
-	srv := &soakServer{stderr: &syncBuffer{}}
+	srv := &soakServer{stderr: &servetest.SyncBuffer{}}
 	srv.cmd = exec.Command(bin, "--provider", "cpu", "serve", "--model-repository", root,
 		"--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--max-concurrent", "2", "--queue-timeout", "5s")
 	srv.cmd.Stderr = srv.stderr
