@@ -3,43 +3,19 @@ package classgraph_test
 import (
 	"fmt"
 	"log"
-	"strings"
-
-	"google.golang.org/protobuf/proto"
 
 	"github.com/bicyc/bicyc/export/classgraph"
-	"github.com/bicyc/bicyc/export/onnxpb"
+	"github.com/bicyc/bicyc/export/onnxgraph"
 	"github.com/bicyc/bicyc/gauss"
 )
 
-// describe prints a model's inputs, outputs, versions and operators.
+// describe prints a model's signature (onnxgraph.Describe).
 func describe(model []byte) {
-	var m onnxpb.ModelProto
-	if err := proto.Unmarshal(model, &m); err != nil {
+	d, err := onnxgraph.Describe(model)
+	if err != nil {
 		log.Fatal(err)
 	}
-	shape := func(v *onnxpb.ValueInfoProto) string {
-		var dims []string
-		for _, d := range v.GetType().GetTensorType().GetShape().GetDim() {
-			if d.GetDimParam() != "" {
-				dims = append(dims, d.GetDimParam())
-			} else {
-				dims = append(dims, fmt.Sprint(d.GetDimValue()))
-			}
-		}
-		return v.GetName() + "[" + strings.Join(dims, ",") + "]"
-	}
-	for _, v := range m.GetGraph().GetInput() {
-		fmt.Println("input ", shape(v))
-	}
-	for _, v := range m.GetGraph().GetOutput() {
-		fmt.Println("output", shape(v))
-	}
-	var ops []string
-	for _, n := range m.GetGraph().GetNode() {
-		ops = append(ops, n.GetOpType())
-	}
-	fmt.Printf("ir %d, opset %d: %s\n", m.GetIrVersion(), m.GetOpsetImport()[0].GetVersion(), strings.Join(ops, " "))
+	fmt.Print(d)
 }
 
 // A classifier over three classes in two dimensions, reporting the two

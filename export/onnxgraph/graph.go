@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -262,4 +263,42 @@ func int64s(v []int) []int64 {
 		out[i] = int64(x)
 	}
 	return out
+}
+
+// Describe returns the signature of a serialized model, the first thing a reader checks in a graph: a line
+// per input and output with its shape (named dimensions by name), then the IR and opset versions and the
+// operators in order.
+func Describe(model []byte) (string, error) {
+	var m onnxpb.ModelProto
+	if err := proto.Unmarshal(model, &m); err != nil {
+		return "", fmt.Errorf("onnxgraph: reading the model: %w", err)
+	}
+	shape := func(v *onnxpb.ValueInfoProto) string {
+		var dims []string
+		for _, d := range v.GetType().GetTensorType().GetShape().GetDim() {
+			if d.GetDimParam() != "" {
+				dims = append(dims, d.GetDimParam())
+			} else {
+				dims = append(dims, fmt.Sprint(d.GetDimValue()))
+			}
+		}
+		return v.GetName() + "[" + strings.Join(dims, ",") + "]"
+	}
+	var b strings.Builder
+	for _, v := range m.GetGraph().GetInput() {
+		fmt.Fprintln(&b, "input ", shape(v))
+	}
+	for _, v := range m.GetGraph().GetOutput() {
+		fmt.Fprintln(&b, "output", shape(v))
+	}
+	var ops []string
+	for _, n := range m.GetGraph().GetNode() {
+		ops = append(ops, n.GetOpType())
+	}
+	var opset int64
+	if len(m.GetOpsetImport()) > 0 {
+		opset = m.GetOpsetImport()[0].GetVersion()
+	}
+	fmt.Fprintf(&b, "ir %d, opset %d: %s\n", m.GetIrVersion(), opset, strings.Join(ops, " "))
+	return b.String(), nil
 }

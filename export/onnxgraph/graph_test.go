@@ -65,3 +65,10 @@ func TestGraphPanicsOnMisuse(t *testing.T) {
 		}()
 	}
 }
+
+// TestDescribeRefusesWhatIsNoModel: bytes that are no ONNX model give an error, not a signature.
+func TestDescribeRefusesWhatIsNoModel(t *testing.T) {
+	if d, err := Describe([]byte("not a model")); err == nil {
+		t.Fatalf("Describe of text: %q, no error", d)
+	}
+}
