@@ -52,14 +52,9 @@ type Conv struct {
 
 // NewConv describes a convolution of elements of elem bytes (4 float32, 8 float64) to cuDNN.
 func (r *Runtime) NewConv(s ConvShape, elem int) (*Conv, error) {
-	var dataType int32
-	switch elem {
-	case 4:
-		dataType = 0
-	case 8:
-		dataType = 1
-	default:
-		return nil, fmt.Errorf("cuda: conv: element size %d, want 4 or 8", elem)
+	dataType, err := dnnDataType("conv", elem)
+	if err != nil {
+		return nil, err
 	}
 	oh, ow := s.Out()
 	if s.N < 1 || s.C < 1 || s.O < 1 || s.K < 1 || s.Stride < 1 || s.Pad < 0 || oh < 1 || ow < 1 {
@@ -68,7 +63,7 @@ func (r *Runtime) NewConv(s ConvShape, elem int) (*Conv, error) {
 	c := &Conv{r: r, shape: s, elem: elem}
 	r.callMu.Lock()
 	defer r.callMu.Unlock()
-	err := errors.Join(
+	err = errors.Join(
 		r.dnnCheck("cudnnCreateTensorDescriptor", r.dnn.createTensorDesc(&c.x)),
 		r.dnnCheck("cudnnCreateTensorDescriptor", r.dnn.createTensorDesc(&c.y)),
 		r.dnnCheck("cudnnCreateFilterDescriptor", r.dnn.createFilterDesc(&c.w)),
@@ -159,6 +154,18 @@ var (
 )
 
 func (c *Conv) scalars() (alpha, beta unsafe.Pointer) { return scalarsFor(c.elem) }
+
+// dnnDataType returns cuDNN's data type of elements of elem bytes: CUDNN_DATA_FLOAT (0) for 4,
+// CUDNN_DATA_DOUBLE (1) for 8; what names the descriptor in the error.
+func dnnDataType(what string, elem int) (int32, error) {
+	switch elem {
+	case 4:
+		return 0, nil
+	case 8:
+		return 1, nil
+	}
+	return 0, fmt.Errorf("cuda: %s: element size %d, want 4 or 8", what, elem)
+}
 
 // scalarsFor returns pointers to 1 and 0 of the element type of elem bytes.
 func scalarsFor(elem int) (alpha, beta unsafe.Pointer) {

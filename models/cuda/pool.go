@@ -32,14 +32,9 @@ type Pool struct {
 
 // NewPool describes a max pooling of elements of elem bytes (4 float32, 8 float64) to cuDNN.
 func (r *Runtime) NewPool(s PoolShape, elem int) (*Pool, error) {
-	var dataType int32
-	switch elem {
-	case 4:
-		dataType = 0
-	case 8:
-		dataType = 1
-	default:
-		return nil, fmt.Errorf("cuda: pool: element size %d, want 4 or 8", elem)
+	dataType, err := dnnDataType("pool", elem)
+	if err != nil {
+		return nil, err
 	}
 	oh, ow := s.Out()
 	if s.N < 1 || s.C < 1 || s.K < 1 || s.Stride < 1 || s.Pad < 0 || 2*s.Pad > s.K || oh < 1 || ow < 1 {
@@ -48,7 +43,7 @@ func (r *Runtime) NewPool(s PoolShape, elem int) (*Pool, error) {
 	p := &Pool{r: r, elem: elem}
 	r.callMu.Lock()
 	defer r.callMu.Unlock()
-	err := errors.Join(
+	err = errors.Join(
 		r.dnnCheck("cudnnCreateTensorDescriptor", r.dnn.createTensorDesc(&p.x)),
 		r.dnnCheck("cudnnCreateTensorDescriptor", r.dnn.createTensorDesc(&p.y)),
 		r.dnnCheck("cudnnCreatePoolingDescriptor", r.dnn.createPoolDesc(&p.pool)),
