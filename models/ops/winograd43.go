@@ -19,7 +19,7 @@ import "github.com/bicyc/bicyc/models/ops/internal/vector"
 // times F(2x2, 3x3)'s rounding (TestWinogradMatchesIm2col measures both), as in the libraries that train
 // with it (oneDNN's AVX-512 Winograd convolution is F(4x4, 3x3)).
 //
-// Every pass is an element-wise combination of whole slices (vector.WinogradInput43 and its siblings): the
+// Every pass is an element-wise combination of whole slices (vector.Input43 and its siblings): the
 // input plane is stored split by column phase (column 4m+p of the padded plane at [p][m]), so that the six
 // columns of tile t, 4t..4t+5, are elements t of the four phases and t+1 of the first two; the outputs are
 // computed point by point over all tiles and interleaved into the output plane at the end.
@@ -268,10 +268,10 @@ func winograd43Outputs[T float](g convGeom, m, y []T, first, count, stride int) 
 	}
 }
 
-// input43 writes Bᵀ r at every index of the slices, as vector.WinogradInput43 (which runs the multiples of 8
+// input43 writes Bᵀ r at every index of the slices, as vector.Input43 (which runs the multiples of 8
 // of float32 where it can).
 func input43[T float](o, r *[6][]T) {
-	n, from := len(o[0]), vectorPrefix(vector.WinogradInput43, o[:], r[:])
+	n, from := len(o[0]), vectorPrefix(vector.Input43, o[:], r[:])
 	r0, r1, r2, r3, r4, r5 := r[0][:n], r[1][:n], r[2][:n], r[3][:n], r[4][:n], r[5][:n]
 	o0, o1, o2, o3, o4, o5 := o[0][:n], o[1][:n], o[2][:n], o[3][:n], o[4][:n], o[5][:n]
 	for i := from; i < n; i++ {
@@ -285,9 +285,9 @@ func input43[T float](o, r *[6][]T) {
 	}
 }
 
-// output43 writes Aᵀ m at every index of the slices, as vector.WinogradOutput43.
+// output43 writes Aᵀ m at every index of the slices, as vector.Output43.
 func output43[T float](o *[4][]T, m *[6][]T) {
-	n, from := len(o[0]), vectorPrefix(vector.WinogradOutput43, o[:], m[:])
+	n, from := len(o[0]), vectorPrefix(vector.Output43, o[:], m[:])
 	m0, m1, m2, m3, m4, m5 := m[0][:n], m[1][:n], m[2][:n], m[3][:n], m[4][:n], m[5][:n]
 	o0, o1, o2, o3 := o[0][:n], o[1][:n], o[2][:n], o[3][:n]
 	for i := from; i < n; i++ {
@@ -299,10 +299,10 @@ func output43[T float](o *[4][]T, m *[6][]T) {
 	}
 }
 
-// filter43 writes G f of the 3-vectors at every index of the slices, as vector.WinogradFilter43, with the
+// filter43 writes G f of the 3-vectors at every index of the slices, as vector.Filter43, with the
 // coefficients rounded to T.
 func filter43[T float](o *[6][]T, f *[3][]T) {
-	n, from := len(o[0]), vectorPrefix(vector.WinogradFilter43, o[:], f[:])
+	n, from := len(o[0]), vectorPrefix(vector.Filter43, o[:], f[:])
 	quarter, sixth, twelfth, twentyFourth := T(1)/4, T(1)/6, T(1)/12, T(1)/24
 	a, b, c := f[0][:n], f[1][:n], f[2][:n]
 	o0, o1, o2, o3, o4, o5 := o[0][:n], o[1][:n], o[2][:n], o[3][:n], o[4][:n], o[5][:n]
@@ -454,9 +454,9 @@ func winograd43FilterAdjoints[T float](sums [][]T, dw []T, n, stride int) {
 	})
 }
 
-// outputGrad43 writes A t at every index of the slices, as vector.WinogradOutputGrad43.
+// outputGrad43 writes A t at every index of the slices, as vector.OutputGrad43.
 func outputGrad43[T float](o *[6][]T, t *[4][]T) {
-	n, from := len(o[0]), vectorPrefix(vector.WinogradOutputGrad43, o[:], t[:])
+	n, from := len(o[0]), vectorPrefix(vector.OutputGrad43, o[:], t[:])
 	a, b, c, d := t[0][:n], t[1][:n], t[2][:n], t[3][:n]
 	for i := from; i < n; i++ {
 		outputGradPoints43(o, i, a[i], b[i], c[i], d[i])
@@ -487,10 +487,10 @@ func outputGradPoints43[T float](o *[6][]T, i int, a, b, c, d T) {
 	o[0][i], o[1][i], o[2][i], o[3][i], o[4][i], o[5][i] = a, ac+bd, ac-bd, a4c+2*b4d, a4c-2*b4d, d
 }
 
-// filterAdjoint43 writes Gᵀ f at every index of the slices, as vector.WinogradFilterAdjoint43, with the
+// filterAdjoint43 writes Gᵀ f at every index of the slices, as vector.FilterAdjoint43, with the
 // coefficients rounded to T.
 func filterAdjoint43[T float](o *[3][]T, f *[6][]T) {
-	n, from := len(o[0]), vectorPrefix(vector.WinogradFilterAdjoint43, o[:], f[:])
+	n, from := len(o[0]), vectorPrefix(vector.FilterAdjoint43, o[:], f[:])
 	quarter, sixth, twelfth, twentyFourth := T(1)/4, T(1)/6, T(1)/12, T(1)/24
 	f0, f1, f2, f3, f4, f5 := f[0][:n], f[1][:n], f[2][:n], f[3][:n], f[4][:n], f[5][:n]
 	o0, o1, o2 := o[0][:n], o[1][:n], o[2][:n]
@@ -502,10 +502,10 @@ func filterAdjoint43[T float](o *[3][]T, f *[6][]T) {
 	}
 }
 
-// vectorPrefix runs kernel, a float32 vector kernel of package vector, on the longest prefix of the slices
-// of o and in whose length is a multiple of 8 and returns that length, when T is float32 and the kernels can
-// run; else it returns 0. The caller computes the rest in Go.
-func vectorPrefix[T float](kernel func(o, in [][]float32), o, in [][]T) int {
+// vectorPrefix runs the float32 vector kernel k on the longest prefix of the slices of o and in whose length
+// is a multiple of 8 and returns that length, when T is float32 and the kernels can run; else it returns 0.
+// The caller computes the rest in Go.
+func vectorPrefix[T float](k vector.Kernel43, o, in [][]T) int {
 	o32, ok := any(o).([][]float32)
 	n := len(o[0]) &^ 7
 	if !ok || !vector.HasAVX2 || n == 0 {
@@ -518,6 +518,6 @@ func vectorPrefix[T float](kernel func(o, in [][]float32), o, in [][]T) int {
 	for i, s := range any(in).([][]float32) {
 		ic[i] = s[:n]
 	}
-	kernel(oc[:len(o)], ic[:len(in)])
+	vector.Combine43(k, oc[:len(o)], ic[:len(in)])
 	return n
 }

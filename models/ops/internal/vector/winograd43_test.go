@@ -44,7 +44,7 @@ func TestWinograd43Kernels(t *testing.T) {
 		for k := range r {
 			r[k], o[k] = data(rng, n, 0), make([]float32, n)
 		}
-		WinogradInput43(o[:], r[:])
+		Combine43(Input43, o[:], r[:])
 		for j := range n {
 			for k := range o {
 				check43(t, "input", o[k][j], bt43[k][:], r[0][j], r[1][j], r[2][j], r[3][j], r[4][j], r[5][j])
@@ -61,7 +61,7 @@ func TestWinograd43Kernels(t *testing.T) {
 		for k := range out {
 			out[k] = make([]float32, n)
 		}
-		WinogradOutput43(out[:], r[:])
+		Combine43(Output43, out[:], r[:])
 		interleaved := make([]float32, 4*n)
 		WinogradOutputInterleave43(interleaved, r[:])
 		for j := range n {
@@ -73,7 +73,7 @@ func TestWinograd43Kernels(t *testing.T) {
 			}
 		}
 		t4 := [4][]float32{r[0], r[1], r[2], r[3]}
-		WinogradOutputGrad43(o[:], t4[:])
+		Combine43(OutputGrad43, o[:], t4[:])
 		for j := range n {
 			for k := range o {
 				check43(t, "output gradient", o[k][j], []float64{at43[0][k], at43[1][k], at43[2][k], at43[3][k]},
@@ -91,7 +91,7 @@ func TestWinograd43Kernels(t *testing.T) {
 		for i := range d {
 			d[i] = make([]float32, n)
 		}
-		WinogradFilterAdjoint43(d[:], r[:])
+		Combine43(FilterAdjoint43, d[:], r[:])
 		for j := range n {
 			for i := range d {
 				check43(t, "filter adjoint", d[i][j], []float64{g43[0][i], g43[1][i], g43[2][i], g43[3][i], g43[4][i], g43[5][i]},
@@ -99,7 +99,7 @@ func TestWinograd43Kernels(t *testing.T) {
 			}
 		}
 		f := [3][]float32{r[0], r[1], r[2]}
-		WinogradFilter43(o[:], f[:])
+		Combine43(Filter43, o[:], f[:])
 		for j := range n {
 			for k := range o {
 				check43(t, "filter", o[k][j], g43[k][:], f[0][j], f[1][j], f[2][j])

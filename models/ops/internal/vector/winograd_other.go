@@ -28,15 +28,6 @@ func WinogradInputPlane(v []float32, stride int, padded, rows []float32, down, a
 // WinogradInputScratch returns 0: WinogradInputPlane is unavailable.
 func WinogradInputScratch(across int) int { return 0 }
 
-// WinogradInput43 panics: callers check HasAVX2 first.
-func WinogradInput43(o, r [][]float32) { unavailable() }
-
-// WinogradOutput43 panics: callers check HasAVX2 first.
-func WinogradOutput43(o, m [][]float32) { unavailable() }
-
-// WinogradFilter43 panics: callers check HasAVX2 first.
-func WinogradFilter43(o, f [][]float32) { unavailable() }
-
 // WinogradColumns43 panics: callers check HasAVX2 first.
 func WinogradColumns43(o [][]float32, row []float32) { unavailable() }
 
@@ -48,11 +39,8 @@ func WinogradInput43Plane(v []float32, stride int, padded, rows []float32, width
 // WinogradOutputInterleave43 panics: callers check HasAVX2 first.
 func WinogradOutputInterleave43(out []float32, m [][]float32) { unavailable() }
 
-// WinogradOutputGrad43 panics: callers check HasAVX2 first.
-func WinogradOutputGrad43(o, t [][]float32) { unavailable() }
-
 // WinogradGradColumns43 panics: callers check HasAVX2 first.
 func WinogradGradColumns43(o [][]float32, row []float32) { unavailable() }
 
-// WinogradFilterAdjoint43 panics: callers check HasAVX2 first.
-func WinogradFilterAdjoint43(o, f [][]float32) { unavailable() }
+// Combine43 panics: callers check HasAVX2 first.
+func Combine43(k Kernel43, o, in [][]float32) { unavailable() }
