@@ -54,6 +54,8 @@ var addedKeys = map[string]func(*Config){
 	"classifier.test_flip":       func(c *Config) { c.Classifier.TestFlip = false },
 	// Unknown score: runs before the choice answered by mahalanobis (empty).
 	"classifier.unknown_score": func(c *Config) { c.Classifier.UnknownScore = "" },
+	// Shortlist: every class scored exactly, as every model before it.
+	"classifier.shortlist": func(c *Config) { c.Classifier.Shortlist = 0 },
 	// Drift anchors: off, as every run before them.
 	"anchors.per_class":  func(c *Config) { c.Anchors.PerClass = 0 },
 	"anchors.steps":      func(c *Config) { c.Anchors.Steps = Default().Anchors.Steps },

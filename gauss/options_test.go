@@ -32,6 +32,11 @@ func TestClassifierOptionsValidate(t *testing.T) {
 		{func(o *ClassifierOptions) { o.PoolCov = nan }, "pool_cov"},
 		{func(o *ClassifierOptions) { o.AgeBias = -inf }, "age_bias"},
 		{func(o *ClassifierOptions) { o.AgeBias = nan }, "age_bias"},
+		{func(o *ClassifierOptions) { o.Shortlist = 0 }, ""},
+		{func(o *ClassifierOptions) { o.Shortlist = 1 }, ""},
+		{func(o *ClassifierOptions) { o.Shortlist = -0.1 }, "shortlist"},
+		{func(o *ClassifierOptions) { o.Shortlist = 1.5 }, "shortlist"},
+		{func(o *ClassifierOptions) { o.Shortlist = nan }, "shortlist"},
 	} {
 		o := DefaultClassifierOptions()
 		c.edit(&o)
@@ -51,6 +56,33 @@ func TestClassifierOptionsValidate(t *testing.T) {
 		}
 		if _, err := NewClassifier([]Gaussian{diagGaussian([]float64{0, 1}, 1, 1)}, nil, o); !errors.Is(err, ErrOptions) {
 			t.Errorf("case %d: NewClassifier error %v, want ErrOptions", i, err)
+		}
+	}
+}
+
+// TestShortlistSize: how many classes a model scores exactly, by share,
+// class count and test-time flip.
+func TestShortlistSize(t *testing.T) {
+	for _, c := range []struct {
+		share    float64
+		flip     bool
+		k, wantN int
+	}{
+		{DefaultShortlist, false, 10, 0},
+		{DefaultShortlist, false, ShortlistMinClasses - 1, 0},
+		{DefaultShortlist, false, ShortlistMinClasses, ShortlistMinSize},
+		{DefaultShortlist, false, 5000, ShortlistMinSize},
+		{DefaultShortlist, false, 20000, 500},
+		{DefaultShortlist, false, 20001, 501},
+		{DefaultShortlist, true, 5000, 0},
+		{0, false, 5000, 0},
+		{1, false, 5000, 5000},
+		{0.001, false, 1000, ShortlistMinSize},
+	} {
+		o := DefaultClassifierOptions()
+		o.Shortlist, o.TestFlip = c.share, c.flip
+		if got := o.ShortlistSize(c.k); got != c.wantN {
+			t.Errorf("share %v, flip %v, %d classes: %d scored exactly, want %d", c.share, c.flip, c.k, got, c.wantN)
 		}
 	}
 }
