@@ -285,7 +285,7 @@ func TestOpenRejectsDamagedModels(t *testing.T) {
 	}{
 		{func(t *testing.T, dir string) {
 			rewriteManifest(t, dir, func(m map[string]any) { m["schema_version"] = SchemaVersion + 1 })
-		}, ErrSchemaVersion, "manifest.json: unsupported manifest schema version: schema_version 6, this build reads 1 to 5"},
+		}, ErrSchemaVersion, "manifest.json: unsupported manifest schema version: schema_version 7, this build reads 1 to 6"},
 		{func(t *testing.T, dir string) {
 			rewriteManifest(t, dir, func(m map[string]any) { delete(m, "schema_version") })
 		}, ErrSchemaVersion, "schema_version none"},
@@ -321,6 +321,24 @@ func TestOpenRejectsDamagedModels(t *testing.T) {
 		{func(t *testing.T, dir string) {
 			rewriteManifest(t, dir, func(m map[string]any) { m["classifier"].(map[string]any)["normalize"] = false })
 		}, ErrPrototypes, "tables have normalize=true, the manifest's classifier says false"},
+		{func(t *testing.T, dir string) {
+			rewriteManifest(t, dir, func(m map[string]any) {
+				m["shortlist"] = map[string]any{"size": 1, "check_samples": 10, "check_top1": 1}
+			})
+		}, ErrManifest, "shortlist of 1 classes but shortlist.onnx listed: false"},
+		{func(t *testing.T, dir string) {
+			rewriteManifest(t, dir, func(m map[string]any) {
+				m["files"].(map[string]any)[ShortlistFile] = map[string]any{"sha256": strings.Repeat("0", 64), "size": 1}
+			})
+		}, ErrManifest, "shortlist of 0 classes but shortlist.onnx listed: true"},
+		{func(t *testing.T, dir string) {
+			rewriteManifest(t, dir, func(m map[string]any) {
+				m["shortlist"] = map[string]any{"size": 0, "check_samples": 10, "check_top1": 1.5}
+			})
+		}, ErrManifest, "shortlist size 0, check of 10 samples, top-1 1.5"},
+		{func(t *testing.T, dir string) {
+			rewriteManifest(t, dir, func(m map[string]any) { m["classifier"].(map[string]any)["shortlist"] = -0.5 })
+		}, ErrManifest, "classifier shortlist -0.5, want a value in [0, 1]"},
 	} {
 		dir := filepath.Join(t.TempDir(), "model")
 		m, files := testModel(t)

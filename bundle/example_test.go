@@ -56,7 +56,7 @@ func Example() {
 	}
 	fmt.Println("adapter:", b.Has(bundle.AdapterFile), "model:", filepath.Base(b.Path(bundle.ModelFile)))
 	// Output:
-	// schema 5 classes 2 dim 2
+	// schema 6 classes 2 dim 2
 	// class 0 "T-shirt/top" task 1
 	// class 1 "Trouser" task 1
 	// adapter: false model: model.onnx

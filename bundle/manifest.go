@@ -24,9 +24,10 @@ import (
 // gauss.ClassifierOptions.TestFlip. Version 5 stores the class table once, in
 // ClassifierDataFile, which classifier.onnx and model.onnx read as ONNX
 // external data, and packed covariances in PrototypesFile (see
-// Prototypes); an older bicyc would misread both. Open reads all five (see
-// Open).
-const SchemaVersion = 5
+// Prototypes); an older bicyc would misread both. Version 6 adds
+// gauss.ClassifierOptions.Shortlist, Manifest.Shortlist and ShortlistFile. Open reads all six
+// (see Open).
+const SchemaVersion = 6
 
 // oldestSchemaVersion is the oldest manifest format Open still reads.
 const oldestSchemaVersion = 1
@@ -44,6 +45,11 @@ const (
 	// model.onnx name as external data; absent before schema version 5,
 	// when each graph held its own copy.
 	ClassifierDataFile = "classifier.data"
+	// ShortlistFile scores the features approximately and a shortlist of
+	// classes exactly (Manifest.Shortlist), reading the exact rows from
+	// ClassifierDataFile; only in a directory whose manifest has a
+	// shortlist size (schema version 6 on).
+	ShortlistFile = "shortlist.onnx" // features -> shortlist classes and scores, approximate scores
 )
 
 // requiredFiles must be listed in every manifest.
@@ -83,6 +89,9 @@ type Manifest struct {
 	// Calibration turns scores into a confidence and an "unknown" answer;
 	// nil when the model was exported without held-out images.
 	Calibration *Calibration `json:"calibration,omitempty"`
+	// Shortlist is the approximate scoring of a model of many classes;
+	// nil when none was asked for (gauss.ClassifierOptions.ShortlistSize).
+	Shortlist *Shortlist `json:"shortlist,omitempty"`
 
 	// Config and Metrics are the trainer's configuration and results,
 	// stored verbatim so that this package does not depend on the trainer.
@@ -121,6 +130,32 @@ func Ages(classes []Class) []int {
 	return ages
 }
 
+// Shortlist is the shortlist a model directory scores with
+// (ShortlistFile; gauss.ClassifierOptions.Shortlist) and the check that
+// chose its size when the directory was written: features drawn from the
+// class Gaussians, scored exactly and approximately
+// (classgraph.PlanShortlist).
+type Shortlist struct {
+	// Size is how many classes are scored exactly per image; 0 when no
+	// size the check tried kept the exact closest class often enough, so
+	// the directory scores every class exactly and has no ShortlistFile.
+	Size int `json:"size"`
+	// CheckSamples is how many features the check scored, and CheckTop1
+	// the share of them whose exact closest class was among the shortlisted
+	// (at the largest size tried when Size is 0).
+	CheckSamples int     `json:"check_samples"`
+	CheckTop1    float64 `json:"check_top1"`
+}
+
+// ShortlistSize is how many classes the model's shortlist (ShortlistFile)
+// scores exactly per image, 0 when it scores every class exactly.
+func (m *Manifest) ShortlistSize() int {
+	if m.Shortlist == nil {
+		return 0
+	}
+	return m.Shortlist.Size
+}
+
 // File is the size and lower-case hex SHA-256 of one file.
 type File struct {
 	SHA256 string `json:"sha256"`
@@ -144,7 +179,8 @@ func (m *Manifest) UnknownScore() gauss.UnknownScore {
 // Validate reports every inconsistency of m, joined, each wrapping
 // ErrManifest: a non-positive feature dim, a classifier option out of range
 // (also wrapping gauss.ErrOptions), an invalid preprocessing (also wrapping data.ErrPreprocess), duplicate class IDs, classes and tasks that disagree, a
-// required file or the adapter file missing from Files, or a file name that
+// required file, the adapter file or the shortlist file missing from Files
+// (or listed without its setting), or a file name that
 // is not a plain name in the directory, a calibration that does not fit the
 // classes (also wrapping gauss.ErrCalibration). It does not look at the disk.
 func (m *Manifest) Validate() error {
@@ -216,6 +252,12 @@ func (m *Manifest) Validate() error {
 	}
 	if _, ok := m.Files[AdapterFile]; ok != (m.Adapter != "") {
 		bad("adapter kind %q but %s listed: %v", m.Adapter, AdapterFile, ok)
+	}
+	if _, ok := m.Files[ShortlistFile]; ok != (m.ShortlistSize() > 0) {
+		bad("shortlist of %d classes but %s listed: %v", m.ShortlistSize(), ShortlistFile, ok)
+	}
+	if sl := m.Shortlist; sl != nil && (sl.Size < 0 || sl.Size > len(m.Classes) || sl.CheckSamples < 0 || !(sl.CheckTop1 >= 0 && sl.CheckTop1 <= 1)) {
+		bad("shortlist size %d, check of %d samples, top-1 %v: want a size of 0 to the %d classes, samples >= 0 and a share in [0, 1]", sl.Size, sl.CheckSamples, sl.CheckTop1, len(m.Classes))
 	}
 	for name, f := range m.Files {
 		if err := checkFileName(name); err != nil {

@@ -7,6 +7,8 @@ package bundle
 //	adapter.onnx     TensorFeaturesOld [N,S] -> TensorFeatures [N,S]
 //	classifier.onnx  TensorFeatures [N,S] -> TensorScores [N,K]
 //	model.onnx       TensorImage [N,C,H,W] -> TensorScores [N,K]
+//	shortlist.onnx   TensorFeatures [N,S] -> TensorShortlistClasses [N,n] (int64),
+//	                 TensorShortlistScores [N,n], TensorApproximateScores [N,K]
 //
 // Scores are squared Mahalanobis distances (plus the full-Gaussian bias
 // when the classifier has one), smaller is closer; column c is Classes[c]
@@ -17,6 +19,15 @@ const (
 	TensorFeatures    = "features"
 	TensorFeaturesOld = "features_old"
 	TensorScores      = "scores"
+	// TensorShortlistClasses are the columns of the scores of the n
+	// classes a shortlist scores exactly, best approximate score first.
+	TensorShortlistClasses = "shortlist_classes"
+	// TensorShortlistScores are those n classes' exact scores, as
+	// TensorScores holds them.
+	TensorShortlistScores = "shortlist_scores"
+	// TensorApproximateScores are every class's int8 approximation of its
+	// score, from which the shortlist was picked.
+	TensorApproximateScores = "approximate_scores"
 )
 
 // MinRuntimeVersion is the oldest ONNX Runtime release that reads a model
