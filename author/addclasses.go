@@ -157,8 +157,8 @@ func AddClasses(ctx context.Context, modelDir, outDir string, classes []Labelled
 	if err != nil {
 		return Added{}, fmt.Errorf("add classes to %s: %w", modelDir, err)
 	}
-	if now, err := bundle.ManifestSum(modelDir); err != nil || now != manifestSum {
-		return Added{}, fmt.Errorf("%s: %w; add the classes to the new version", modelDir, ErrModelChanged)
+	if err := checkUnchanged(modelDir, manifestSum, "add the classes to"); err != nil {
+		return Added{}, err
 	}
 	if err := bundle.Write(outDir, m, files); err != nil {
 		return Added{}, err
@@ -310,10 +310,11 @@ func extend(b *bundle.Bundle, classes []LabelledImages, newProtos []gauss.Gaussi
 			}
 		}
 	}
-	classifier, err := classgraph.Files(tables, files[bundle.BackboneFile])
+	shortlist, classifier, err := classgraph.ModelFiles(tables, protos, files[bundle.BackboneFile], m.Classifier.ShortlistSize(len(protos)))
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	m.Shortlist = shortlist
 	maps.Copy(files, classifier)
 	p := bundle.NewPrototypes(protos, tables.Bias, tables.Normalize)
 	if files[bundle.PrototypesFile], err = p.Encode(); err != nil {
@@ -332,6 +333,16 @@ func extend(b *bundle.Bundle, classes []LabelledImages, newProtos []gauss.Gaussi
 	}
 	m.CreatedAt = time.Now().UTC()
 	return &m, files, added, nil
+}
+
+// checkUnchanged returns ErrModelChanged, naming what to do (action the
+// new version), when modelDir's manifest no longer has the sum read at
+// the start.
+func checkUnchanged(modelDir string, manifestSum [32]byte, action string) error {
+	if now, err := bundle.ManifestSum(modelDir); err != nil || now != manifestSum {
+		return fmt.Errorf("%s: %w; %s the new version", modelDir, ErrModelChanged, action)
+	}
+	return nil
 }
 
 // newClassEntries names the new classes with the next free IDs, in one new

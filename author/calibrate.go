@@ -69,8 +69,8 @@ func Calibrate(ctx context.Context, modelDir, outDir string, heldOut []LabelledI
 			return nil, err
 		}
 	}
-	if now, err := bundle.ManifestSum(modelDir); err != nil || now != manifestSum {
-		return nil, fmt.Errorf("%s: %w; calibrate the new version", modelDir, ErrModelChanged)
+	if err := checkUnchanged(modelDir, manifestSum, "calibrate"); err != nil {
+		return nil, err
 	}
 	if err := bundle.Write(outDir, &m, files); err != nil {
 		return nil, err

@@ -281,7 +281,7 @@ func TestCheckerAcceptsEveryModel(t *testing.T) {
 	// A model directory's classifier files, both forms: the graphs read
 	// their table from classifier.data beside them.
 	for _, k := range []int{4, classgraph.ExpandedMinClasses} {
-		files, err := classgraph.Files(randomTables(rng, k, s, true), models["backbone_convnet.onnx"])
+		files, err := classgraph.Files(randomTables(rng, k, s, true), models["backbone_convnet.onnx"], 0)
 		if err != nil {
 			t.Fatal(err)
 		}

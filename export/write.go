@@ -60,7 +60,8 @@ type Input struct {
 // Write exports in as a complete model directory at dir (see package
 // bundle): backbone.onnx, adapter.onnx (when in.Adapter is set),
 // classifier.onnx and model.onnx with their shared class table
-// classifier.data (classgraph.Files), prototypes.safetensors and
+// classifier.data (classgraph.Files), shortlist.onnx when the classifier
+// options give the classes a shortlist, prototypes.safetensors and
 // manifest.json.
 // The directory is replaced atomically (bundle.Write); nothing is written
 // when any part fails to build. Errors about the weights wrap ErrState.
@@ -116,11 +117,6 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 			return nil, nil, err
 		}
 	}
-	classifier, err := classgraph.Files(in.Tables, files[bundle.BackboneFile])
-	if err != nil {
-		return nil, nil, err
-	}
-	maps.Copy(files, classifier)
 	if len(in.Covariances) != k*in.FeatureDim*in.FeatureDim {
 		return nil, nil, fmt.Errorf("%w: %d covariance values for %d classes of dim %d", ErrState, len(in.Covariances), k, in.FeatureDim)
 	}
@@ -129,6 +125,11 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 	if files[bundle.PrototypesFile], err = protos.Encode(); err != nil {
 		return nil, nil, err
 	}
+	shortlist, classifier, err := classgraph.ModelFiles(in.Tables, protos.Gaussians(), files[bundle.BackboneFile], opts.ShortlistSize(k))
+	if err != nil {
+		return nil, nil, err
+	}
+	maps.Copy(files, classifier)
 
 	created := in.CreatedAt
 	if created.IsZero() {
@@ -146,6 +147,7 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 		Classes:           in.Classes,
 		Tasks:             in.Tasks,
 		Calibration:       in.Calibration,
+		Shortlist:         shortlist,
 		Config:            in.Config,
 		Metrics:           in.Metrics,
 	}

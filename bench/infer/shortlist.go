@@ -101,7 +101,7 @@ func measureShortlist(o options, dir string, imgs []image.Image, n int) (shortli
 	}
 	defer exactSess.Destroy()
 	shortSess, err := ort.NewDynamicAdvancedSessionWithONNXData(short, []string{bundle.TensorFeatures},
-		[]string{classgraph.TensorShortlistScores, classgraph.TensorShortlistClasses}, opts)
+		[]string{bundle.TensorShortlistScores, bundle.TensorShortlistClasses}, opts)
 	if err != nil {
 		return row, err
 	}

@@ -141,15 +141,26 @@ func classifierGraph(sc scoring, location string) ([]byte, error) {
 // backbone and classifier fused as ModelFromBackbone) and
 // bundle.ClassifierDataFile, the graphs' table (the [K, D] Coef matrix of
 // gauss.QuadraticTables, or the [K*S, S] stacked W_c below
-// ExpandedMinClasses classes) as raw little-endian float32, which both
-// graphs read as ONNX external data. The class table is so stored once,
-// and no graph comes near protobuf's 2 GB limit however many classes there
-// are. Errors wrap ErrTables or ErrONNX.
-func Files(t gauss.ClassifierTables, backbone []byte) (map[string][]byte, error) {
+// ExpandedMinClasses classes) as raw little-endian float32, which the
+// graphs read as ONNX external data; with shortlist > 0 (the manifest's
+// bundle.Manifest.ShortlistSize) also bundle.ShortlistFile, the Shortlist
+// graph of that many classes, whose exact rows come from the same file.
+// The class table is so stored once, and no graph comes near protobuf's
+// 2 GB limit however many classes there are (the shortlist's own int8
+// table, 2.1 KB per class at S = 64, would reach it near a million
+// classes). Errors wrap ErrTables or ErrONNX.
+func Files(t gauss.ClassifierTables, backbone []byte, shortlist int) (map[string][]byte, error) {
 	if err := validateTables(t); err != nil {
 		return nil, err
 	}
-	sc := newScoring(t)
+	return newScoring(t).files(backbone, shortlist)
+}
+
+// files is Files of the valid tables of sc.
+func (sc scoring) files(backbone []byte, shortlist int) (map[string][]byte, error) {
+	if shortlist > 0 && sc.q == nil {
+		return nil, fmt.Errorf("%w: a shortlist needs at least %d classes, the tables have %d", ErrTables, ExpandedMinClasses, sc.t.K)
+	}
 	files := map[string][]byte{bundle.ClassifierDataFile: onnxgraph.Float32Bytes(sc.table())}
 	var err error
 	if files[bundle.ClassifierFile], err = classifierGraph(sc, bundle.ClassifierDataFile); err != nil {
@@ -158,7 +169,38 @@ func Files(t gauss.ClassifierTables, backbone []byte) (map[string][]byte, error)
 	if files[bundle.ModelFile], err = fuseClassifier(backbone, sc, bundle.ClassifierDataFile); err != nil {
 		return nil, err
 	}
+	if shortlist > 0 {
+		if files[bundle.ShortlistFile], err = shortlistGraph(sc.q, shortlist, bundle.ClassifierDataFile); err != nil {
+			return nil, err
+		}
+	}
 	return files, nil
+}
+
+// ModelFiles is Files for a model directory whose classifier options ask
+// for a shortlist of n classes (gauss.ClassifierOptions.ShortlistSize; 0:
+// none): the shortlist PlanShortlist chooses from the classes' Gaussians
+// protos, for the manifest (nil when n is 0), and Files with its size.
+// Errors wrap ErrTables or ErrONNX.
+func ModelFiles(t gauss.ClassifierTables, protos []gauss.Gaussian, backbone []byte, n int) (*bundle.Shortlist, map[string][]byte, error) {
+	if err := validateTables(t); err != nil {
+		return nil, nil, err
+	}
+	sc := newScoring(t)
+	var plan *bundle.Shortlist
+	size := 0
+	if n > 0 {
+		if sc.q == nil {
+			return nil, nil, fmt.Errorf("%w: a shortlist needs at least %d classes, the tables have %d", ErrTables, ExpandedMinClasses, t.K)
+		}
+		var err error
+		if plan, err = planShortlist(sc.q, protos, n); err != nil {
+			return nil, nil, err
+		}
+		size = plan.Size
+	}
+	files, err := sc.files(backbone, size)
+	return plan, files, err
 }
 
 // add appends the scoring graph to g, reading features z [N,S] and

@@ -7,9 +7,10 @@
 // author a model with classes added after training. The runtime (package
 // infer) only reads what it writes.
 //
-// Shortlist builds an approximate classifier graph (int8 scores of every
-// class, the best n rescored exactly) that is measured but written into no
-// model directory yet (docs/classes.md, "Approximations").
+// Shortlist builds the approximate classifier graph (int8 scores of every
+// class, the best n rescored exactly) that Files writes as a model
+// directory's shortlist.onnx when the classifier options ask for one
+// (gauss.ClassifierOptions.Shortlist; docs/classes.md, "Shortlist").
 //
 // Errors about the tables wrap ErrTables; about a backbone.onnx that
 // cannot be extended, ErrONNX.

@@ -10,17 +10,6 @@ import (
 	"github.com/bicyc/bicyc/gauss"
 )
 
-// Output names of the Shortlist graph.
-const (
-	// TensorShortlistScores [N,n] are the exact scores (as classifier.onnx
-	// computes them) of the n shortlisted classes, in ascending order of
-	// the approximate score.
-	TensorShortlistScores = "shortlist_scores"
-	// TensorShortlistClasses [N,n] (int64) are the shortlisted classes'
-	// columns of the full scores.
-	TensorShortlistClasses = "shortlist_classes"
-)
-
 // shortlistTable is the int8 table of the shortlist's approximate score:
 // each class's row of gauss.QuadraticTables.Coef less the mean row over
 // all classes, quantised symmetrically per class.
@@ -68,9 +57,13 @@ func newShortlistTable(q *gauss.QuadraticTables) shortlistTable {
 }
 
 // Shortlist returns an approximate classifier graph for the tables t
-// (ExpandedMinClasses classes or more): it maps bundle.TensorFeatures
-// [N,S] to the n classes most likely to score best and their exact scores,
-// TensorShortlistScores [N,n] and TensorShortlistClasses [N,n].
+// (ExpandedMinClasses classes or more), self-contained: it maps
+// bundle.TensorFeatures [N,S] to the n classes most likely to score best,
+// bundle.TensorShortlistClasses [N,n], their exact scores,
+// bundle.TensorShortlistScores [N,n], and every class's approximate score,
+// bundle.TensorApproximateScores [N,K]. Files writes the same graph as a
+// model directory's bundle.ShortlistFile, reading the exact rows from the
+// class table's file.
 //
 // At batch 1 the exact classifier reads its whole float32 table per image
 // (43 MB at 5000 classes, S = 64), so its cost is memory bandwidth. The
@@ -95,19 +88,25 @@ func Shortlist(t gauss.ClassifierTables, n int) ([]byte, error) {
 	if t.K < ExpandedMinClasses {
 		return nil, fmt.Errorf("%w: a shortlist needs at least %d classes, the tables have %d", ErrTables, ExpandedMinClasses, t.K)
 	}
+	q := t.Quadratic()
+	return shortlistGraph(&q, n, "")
+}
+
+// shortlistGraph builds the Shortlist graph of the expanded tables q, its
+// exact table as external data in location when location is not empty.
+func shortlistGraph(q *gauss.QuadraticTables, n int, location string) ([]byte, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("%w: shortlist of %d classes, want >= 1", ErrTables, n)
 	}
-	n = min(n, t.K)
-	q := t.Quadratic()
-	st := newShortlistTable(&q)
+	n = min(n, q.K)
+	st := newShortlistTable(q)
 	k, s, d := q.K, q.S, gauss.QuadraticDim(q.S)
 	g := onnxgraph.New("bicyc_shortlist")
 	z := g.Input(bundle.TensorFeatures, onnxgraph.Float, onnxgraph.BatchDim, s)
-	if t.Normalize {
+	if q.Normalize {
 		z = normalized(g, z)
 	}
-	phi := quadraticFeatures(g, z, &q)
+	phi := quadraticFeatures(g, z, q)
 	base := g.Op("MatMul", "shortlist.mean_term", []string{phi, g.Floats("shortlist.mean_row", []int{d, 1}, st.mean)})
 	// phi's quadratic block (u_i u_j) and linear block (u) differ in size
 	// by about |u|, so each is quantised with its own scale: one scale for
@@ -135,16 +134,23 @@ func Shortlist(t gauss.ClassifierTables, n int) ([]byte, error) {
 	approx = g.Op("Mul", "shortlist.residual_term", []string{approx, g.Floats("shortlist.class_scale", []int{k}, st.scale)})
 	approx = g.Op("Add", "shortlist.approx_partial", []string{approx, base})
 	constant := g.Floats("classifier.const", []int{k}, q.Const)
-	approx = g.Op("Add", "shortlist.approx", []string{approx, constant})
-	top := g.Node("TopK", []string{approx, g.Ints("shortlist.n", []int{1}, int64(n))}, []string{"shortlist.approx_best", TensorShortlistClasses},
+	approx = g.Op("Add", bundle.TensorApproximateScores, []string{approx, constant})
+	top := g.Node("TopK", []string{approx, g.Ints("shortlist.n", []int{1}, int64(n))}, []string{"shortlist.approx_best", bundle.TensorShortlistClasses},
 		onnxgraph.AttrInt("axis", 1), onnxgraph.AttrInt("largest", 0), onnxgraph.AttrInt("sorted", 1))
-	rows := g.Op("Gather", "shortlist.rows", []string{g.Floats("classifier.coef", []int{k, d}, q.Coef), top[1]}, onnxgraph.AttrInt("axis", 0))
+	var coef string
+	if location == "" {
+		coef = g.Floats("classifier.coef", []int{k, d}, q.Coef)
+	} else {
+		coef = g.External("classifier.coef", []int{k, d}, location, int64(4*len(q.Coef)))
+	}
+	rows := g.Op("Gather", "shortlist.rows", []string{coef, top[1]}, onnxgraph.AttrInt("axis", 0))
 	col := g.Op("Unsqueeze", "shortlist.phi_column", []string{phi, g.Ints("shortlist.axis_2", []int{1}, 2)})
 	exact := g.Op("MatMul", "shortlist.exact_quadratic", []string{rows, col})
 	exact = g.Op("Squeeze", "shortlist.exact_flat", []string{exact, g.Ints("shortlist.squeeze_axes", []int{1}, 2)})
 	consts := g.Op("Gather", "shortlist.consts", []string{constant, top[1]}, onnxgraph.AttrInt("axis", 0))
-	g.Op("Add", TensorShortlistScores, []string{exact, consts})
-	g.Output(TensorShortlistScores, onnxgraph.Float, onnxgraph.BatchDim, n)
-	g.Output(TensorShortlistClasses, onnxgraph.Int64, onnxgraph.BatchDim, n)
+	g.Op("Add", bundle.TensorShortlistScores, []string{exact, consts})
+	g.Output(bundle.TensorShortlistClasses, onnxgraph.Int64, onnxgraph.BatchDim, n)
+	g.Output(bundle.TensorShortlistScores, onnxgraph.Float, onnxgraph.BatchDim, n)
+	g.Output(bundle.TensorApproximateScores, onnxgraph.Float, onnxgraph.BatchDim, k)
 	return onnxgraph.Marshal(g.Model(fmt.Sprintf("bicyc shortlist classifier: features [N,%d] -> the %d best of %d classes, int8 approximation then exact scores", s, n, k)))
 }

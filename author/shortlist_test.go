@@ -1,0 +1,169 @@
+package author
+
+import (
+	"context"
+	"fmt"
+	"image/png"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/infer"
+)
+
+// growTo1000 adds 990 classes to the fixture's 10-class model, each
+// estimated from 6 of the first 2000 Fashion-MNIST test images of label
+// j mod 10 (as bench/infer --classes grows its models), and returns the
+// new model directory.
+func growTo1000(t *testing.T, f *fixture) string {
+	t.Helper()
+	const pool, per, k = 2000, 6, 1000
+	imageDir := t.TempDir()
+	byLabel := make([][]string, 10)
+	for i := range pool {
+		path := filepath.Join(imageDir, fmt.Sprintf("%05d.png", i))
+		out, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := png.Encode(out, fashionImage(f.test, i)); err != nil {
+			t.Fatal(err)
+		}
+		out.Close()
+		l := f.test.Labels[i]
+		byLabel[l] = append(byLabel[l], path)
+	}
+	var classes []LabelledImages
+	for j := 10; j < k; j++ {
+		rng := rand.New(rand.NewPCG(uint64(j), 34))
+		files := byLabel[j%10]
+		class := LabelledImages{Name: fmt.Sprintf("synthetic-%05d", j)}
+		for _, p := range rng.Perm(len(files))[:per] {
+			class.Files = append(class.Files, files[p])
+		}
+		classes = append(classes, class)
+	}
+	dir := filepath.Join(t.TempDir(), "model-1000")
+	if _, err := AddClasses(context.Background(), f.twoTasks, dir, classes, infer.WithProvider(infer.ProviderCPU)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestShortlistOfGrownModel grows a model past gauss.ShortlistMinClasses
+// with AddClasses and checks the shortlist it gets: planned and listed in
+// the manifest, and through infer, on 2000 test images none of its classes
+// was estimated from, answers whose distances are the exact scores of
+// their classes and whose top-1 is the exact one; then what Shortlist
+// writes from it: the same plan for the default share, none for 0.
+func TestShortlistOfGrownModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("grows a model to 1000 classes")
+	}
+	f := loadFixture(t)
+	grown := growTo1000(t, f)
+	b, err := bundle.Open(grown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl := b.Manifest.Shortlist
+	if sl == nil {
+		t.Fatalf("a model grown to 1000 classes under the default options has no shortlist check in its manifest")
+	}
+	t.Logf("grown model's shortlist: %+v", *sl)
+	// Measured: size 128, all 1000 check features kept.
+	if sl.Size != gauss.ShortlistMinSize || !b.Has(bundle.ShortlistFile) {
+		t.Fatalf("shortlist %+v, %s listed %v: want size %d and the file", *sl, bundle.ShortlistFile, b.Has(bundle.ShortlistFile), gauss.ShortlistMinSize)
+	}
+
+	ctx := context.Background()
+	open := func(exact bool) *infer.Classifier {
+		c, err := infer.Open(ctx, grown, infer.WithProvider(infer.ProviderCPU), infer.WithExactScores(exact))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	short, exact := open(false), open(true)
+	if short.ShortlistSize() != sl.Size || exact.ShortlistSize() != 0 {
+		t.Fatalf("ShortlistSize %d by default and %d with exact scores, want %d and 0", short.ShortlistSize(), exact.ShortlistSize(), sl.Size)
+	}
+	const first, images = 2000, 2000
+	inputs := make([]infer.Input, images)
+	for i := range inputs {
+		if inputs[i], err = short.Prepare(fashionImage(f.test, first+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := short.ClassifyInputs(ctx, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := exact.ClassifyInputs(ctx, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scores, err := exact.Scores(ctx, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	column := map[int]int{}
+	for i, c := range exact.Classes() {
+		column[c.ID] = i
+	}
+	top1, verdicts := 0, 0
+	var worst float64
+	for i := range images {
+		scale := 0.0
+		for _, v := range scores[i] {
+			scale = max(scale, math.Abs(float64(v)))
+		}
+		for j, p := range got[i].Predictions {
+			worst = max(worst, math.Abs(float64(p.Distance)-float64(scores[i][column[p.ClassID]]))/scale)
+			if j > 0 && p.Distance < got[i].Predictions[j-1].Distance {
+				t.Fatalf("image %d: predictions out of order: %+v", first+i, got[i].Predictions)
+			}
+		}
+		if got[i].Predictions[0].ClassID == want[i].Predictions[0].ClassID {
+			top1++
+		}
+		if got[i].Unknown == want[i].Unknown {
+			verdicts++
+		}
+	}
+	t.Logf("%d images: top-1 equal to the exact one on %d, unknown verdict on %d; shortlisted distances within %.3g of the exact scores (relative to each image's largest)", images, top1, verdicts, worst)
+	// Measured: all 2000 equal, distances within 1.1e-7. The bars leave
+	// 1 % of the images to another CPU's rounding of the features.
+	if worst > 1e-4 || top1 < images*99/100 || verdicts < images*99/100 {
+		t.Errorf("shortlist answers: distances within %.3g (want <= 1e-4), top-1 equal on %d and verdicts on %d of %d images (want >= 99 %% each)", worst, top1, verdicts, images)
+	}
+
+	again := filepath.Join(t.TempDir(), "again")
+	replanned, err := Shortlist(grown, again, gauss.DefaultShortlist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if replanned == nil || *replanned != *sl {
+		t.Errorf("Shortlist with the default share planned %+v, AddClasses %+v: want the same", replanned, *sl)
+	}
+	exactDir := filepath.Join(t.TempDir(), "exact")
+	if none, err := Shortlist(grown, exactDir, 0); err != nil || none != nil {
+		t.Fatalf("Shortlist with share 0: %+v, %v; want no shortlist", none, err)
+	}
+	eb, err := bundle.Open(exactDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eb.Has(bundle.ShortlistFile) || eb.Manifest.Shortlist != nil || eb.Manifest.Classifier.Shortlist != 0 {
+		t.Errorf("share 0: manifest shortlist %+v, option %v, file listed %v; want none", eb.Manifest.Shortlist, eb.Manifest.Classifier.Shortlist, eb.Has(bundle.ShortlistFile))
+	}
+	small := filepath.Join(t.TempDir(), "small")
+	if none, err := Shortlist(f.twoTasks, small, gauss.DefaultShortlist); err != nil || none != nil {
+		t.Errorf("Shortlist of a 10-class model: %+v, %v; want none (fewer than %d classes)", none, err, gauss.ShortlistMinClasses)
+	}
+}
