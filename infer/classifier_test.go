@@ -582,6 +582,26 @@ func TestRankClassesTiesAndNaN(t *testing.T) {
 	}
 }
 
+// TestRankShortlist: only the shortlisted columns are ranked, whatever
+// the others' (approximate) distances, ties by class index whatever the
+// shortlist's order, and a NaN anywhere in the row is an error.
+func TestRankShortlist(t *testing.T) {
+	classes := []bundle.Class{{ID: 10, Name: "a"}, {ID: 11, Name: "b"}, {ID: 12, Name: "c"}, {ID: 13, Name: "d"}, {ID: 14, Name: "e"}}
+	distances := []float32{0.1, 3, 2, 2, 0.2} // columns 0 and 4 not shortlisted
+	got, err := rankShortlist(distances, []int64{3, 1, 2}, classes, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Prediction{{ClassID: 12, Name: "c", Distance: 2}, {ClassID: 13, Name: "d", Distance: 2}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	distances[0] = float32(math.NaN())
+	if _, err := rankShortlist(distances, []int64{3, 1, 2}, classes, 2); err == nil || !strings.Contains(err.Error(), `class 10 ("a")`) {
+		t.Errorf("NaN outside the shortlist: error %v, want one naming class 10", err)
+	}
+}
+
 // TestRankClassesMatchesStableSort checks the selection in rankClasses
 // against a stable sort of all distances, with many ties, for every k.
 func TestRankClassesMatchesStableSort(t *testing.T) {

@@ -118,7 +118,9 @@ func (c *Classifier) UnknownScore() gauss.UnknownScore { return c.openSet.score 
 // [len(inputs)][len(gauss.UnknownScores())] in that list's order, so that a
 // caller can compare the scores on its own images (as bench/openset does)
 // before choosing one with WithUnknownScore. It needs a calibrated model
-// (ErrNotCalibrated otherwise); ctx stops the run as in ClassifyBatch.
+// (ErrNotCalibrated otherwise); ctx stops the run as in ClassifyBatch, and
+// the scores are computed as ClassifyBatch computes them (under a
+// shortlist, from approximate scores of the classes it leaves out).
 func (c *Classifier) UnknownScores(ctx context.Context, inputs []Input) ([][]float64, error) {
 	if c.openSet.scorer == nil {
 		return nil, fmt.Errorf("model %s: %w", c.dir, ErrNotCalibrated)
@@ -131,11 +133,7 @@ func (c *Classifier) UnknownScores(ctx context.Context, inputs []Input) ([][]flo
 		return nil, err
 	}
 	k, s := len(c.classes), c.manifest.FeatureDim
-	scores, err := c.runModel(ctx, batch, shape)
-	if err != nil {
-		return nil, err
-	}
-	z, err := c.features(ctx, batch, shape)
+	sc, err := c.score(ctx, batch, shape, true)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +142,7 @@ func (c *Classifier) UnknownScores(ctx context.Context, inputs []Input) ([][]flo
 	for i := range out {
 		out[i] = make([]float64, len(all))
 		for j, u := range all {
-			out[i][j] = c.openSet.scorer.Score(u, scores[i*k:(i+1)*k], z[i*s:(i+1)*s])
+			out[i][j] = c.openSet.scorer.Score(u, sc.scores[i*k:(i+1)*k], sc.features[i*s:(i+1)*s])
 		}
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package infer
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/bicyc/bicyc/bundle"
@@ -70,10 +71,8 @@ func (r Result) Best() Prediction {
 // first, ties by class index. A NaN or infinite distance is an error (a
 // broken model or input), never a silent rank.
 func rankClasses(distances []float32, classes []bundle.Class, k int) ([]Prediction, error) {
-	for i, d := range distances {
-		if math.IsNaN(float64(d)) || math.IsInf(float64(d), 0) {
-			return nil, fmt.Errorf("distance to class %d (%q) is %v", classes[i].ID, classes[i].Name, d)
-		}
+	if err := checkDistances(distances, classes); err != nil {
+		return nil, err
 	}
 	// Selection into a sorted buffer of k, not a sort of all K: with
 	// thousands of classes sorting every score per image cost more than the
@@ -97,4 +96,32 @@ func rankClasses(distances []float32, classes []bundle.Class, k int) ([]Predicti
 		out[r] = Prediction{ClassID: classes[i].ID, Name: classes[i].Name, Task: classes[i].Task, Distance: distances[i]}
 	}
 	return out, nil
+}
+
+// checkDistances reports the first NaN or infinite distance, naming its
+// class.
+func checkDistances(distances []float32, classes []bundle.Class) error {
+	for i, d := range distances {
+		if math.IsNaN(float64(d)) || math.IsInf(float64(d), 0) {
+			return fmt.Errorf("distance to class %d (%q) is %v", classes[i].ID, classes[i].Name, d)
+		}
+	}
+	return nil
+}
+
+// rankShortlist ranks the shortlisted columns of one image's distances
+// (their exact scores) as rankClasses ranks all of them, ties by class
+// index; every distance, shortlisted or not, must be finite.
+func rankShortlist(distances []float32, shortlisted []int64, classes []bundle.Class, k int) ([]Prediction, error) {
+	if err := checkDistances(distances, classes); err != nil {
+		return nil, err
+	}
+	cols := slices.Clone(shortlisted)
+	slices.Sort(cols)
+	sub := make([]float32, len(cols))
+	subClasses := make([]bundle.Class, len(cols))
+	for j, col := range cols {
+		sub[j], subClasses[j] = distances[col], classes[col]
+	}
+	return rankClasses(sub, subClasses, k)
 }

@@ -9,7 +9,8 @@ import (
 )
 
 // modelSpec is one ONNX model to load and the tensors a session of it
-// exchanges: one float32 input and one float32 output.
+// exchanges: one float32 input and one float32 output, or
+// shortlist.onnx's three outputs.
 type modelSpec struct {
 	path    string // for errors
 	onnx    []byte // verified against the manifest (bundle.Bundle.ReadFile)
@@ -57,12 +58,7 @@ type session struct {
 // output as a row-major [N, width] slice, N = inShape[0]. The output buffer
 // is allocated in Go with that shape, so a model whose output has another
 // shape fails here with ONNX Runtime's error instead of being misread.
-//
-// A ctx that can be cancelled gets the run its own ONNX Runtime run
-// options, whose terminate flag ctx's cancellation sets (RunOptions.Terminate):
-// ONNX Runtime checks it when the run starts and between nodes, so the run
-// stops after the node in progress and run returns ctx's error. A
-// background context costs nothing extra.
+// ctx stops the run as runValues says.
 func (s *session) run(ctx context.Context, input []float32, inShape []int64, width int) ([]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -78,10 +74,75 @@ func (s *session) run(ctx context.Context, input []float32, inShape []int64, wid
 		return nil, fmt.Errorf("%s: output tensor %q: %w", s.spec.path, s.spec.outputs[0], err)
 	}
 	defer out.Destroy()
+	if err := s.runValues(ctx, []ort.Value{in}, []ort.Value{out}); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// shortlistRun is what a shortlist.onnx session returns for N feature
+// rows, row-major: the n shortlisted columns of each row [N, n], their
+// exact scores [N, n] and every class's approximate score [N, K].
+type shortlistRun struct {
+	classes []int64
+	exact   []float32
+	approx  []float32
+}
+
+// runShortlist runs a shortlist.onnx session (bundle.ShortlistFile) on
+// features [N, S] for a model of k classes and shortlists of n; ctx stops
+// the run as runValues says.
+func (s *session) runShortlist(ctx context.Context, features []float32, inShape []int64, n, k int) (shortlistRun, error) {
+	if err := ctx.Err(); err != nil {
+		return shortlistRun{}, err
+	}
+	rows := inShape[0]
+	in, err := ort.NewTensor(ort.Shape(inShape), features)
+	if err != nil {
+		return shortlistRun{}, fmt.Errorf("%s: input tensor %v: %w", s.spec.path, inShape, err)
+	}
+	defer in.Destroy()
+	r := shortlistRun{classes: make([]int64, int(rows)*n), exact: make([]float32, int(rows)*n), approx: make([]float32, int(rows)*k)}
+	classes, err := ort.NewTensor(ort.NewShape(rows, int64(n)), r.classes)
+	if err != nil {
+		return shortlistRun{}, fmt.Errorf("%s: output tensor %q: %w", s.spec.path, s.spec.outputs[0], err)
+	}
+	defer classes.Destroy()
+	exact, err := ort.NewTensor(ort.NewShape(rows, int64(n)), r.exact)
+	if err != nil {
+		return shortlistRun{}, fmt.Errorf("%s: output tensor %q: %w", s.spec.path, s.spec.outputs[1], err)
+	}
+	defer exact.Destroy()
+	approx, err := ort.NewTensor(ort.NewShape(rows, int64(k)), r.approx)
+	if err != nil {
+		return shortlistRun{}, fmt.Errorf("%s: output tensor %q: %w", s.spec.path, s.spec.outputs[2], err)
+	}
+	defer approx.Destroy()
+	if err := s.runValues(ctx, []ort.Value{in}, []ort.Value{classes, exact, approx}); err != nil {
+		return shortlistRun{}, err
+	}
+	for i, c := range r.classes {
+		if c < 0 || c >= int64(k) {
+			return shortlistRun{}, fmt.Errorf("%s: shortlisted class column %d of row %d is outside the %d classes", s.spec.path, c, i/n, k)
+		}
+	}
+	return r, nil
+}
+
+// runValues runs the session from inputs into outputs, the tensors of
+// spec's names in order.
+//
+// A ctx that can be cancelled gets the run its own ONNX Runtime run
+// options, whose terminate flag ctx's cancellation sets (RunOptions.Terminate):
+// ONNX Runtime checks it when the run starts and between nodes, so the run
+// stops after the node in progress and runValues returns ctx's error. A
+// background context costs nothing extra.
+func (s *session) runValues(ctx context.Context, inputs, outputs []ort.Value) error {
 	var opts *ort.RunOptions
 	if ctx.Done() != nil {
+		var err error
 		if opts, err = ort.NewRunOptions(); err != nil {
-			return nil, fmt.Errorf("%s: onnx runtime run options: %w", s.spec.path, err)
+			return fmt.Errorf("%s: onnx runtime run options: %w", s.spec.path, err)
 		}
 		defer opts.Destroy()
 		terminated := make(chan struct{})
@@ -97,13 +158,13 @@ func (s *session) run(ctx context.Context, input []float32, inShape []int64, wid
 		}()
 		runStarting(ctx, terminated)
 	}
-	if err := s.ort.RunWithOptions([]ort.Value{in}, []ort.Value{out}, opts); err != nil {
+	if err := s.ort.RunWithOptions(inputs, outputs, opts); err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("%s: run stopped: %w", s.spec.path, ctxErr)
+			return fmt.Errorf("%s: run stopped: %w", s.spec.path, ctxErr)
 		}
-		return nil, fmt.Errorf("%s: %w", s.spec.path, err)
+		return fmt.Errorf("%s: %w", s.spec.path, err)
 	}
-	return data, nil
+	return nil
 }
 
 // runStarting is called just before a cancellable run enters ONNX Runtime,

@@ -42,6 +42,8 @@ type options struct {
 	keep         bool
 	shortlist    []int
 	measureOnly  bool
+	exactScores  bool
+	agreement    int
 }
 
 func main() {
@@ -76,6 +78,8 @@ func main() {
 		return err
 	})
 	flag.BoolVar(&o.measureOnly, "shortlist-only", false, "with --classes and --shortlist: --model is a folder of model-K directories kept by --keep; measure only the shortlists")
+	flag.BoolVar(&o.exactScores, "exact-scores", false, "open the model with infer.WithExactScores: every class scored exactly, also where the model has a shortlist")
+	flag.IntVar(&o.agreement, "agreement", 0, "instead of the benchmark: classify this many Fashion-MNIST test images one per call with the model's default and with exact scores, and compare answers and times")
 	flag.StringVar(&o.workDir, "work-dir", "", "with --classes: where the grown models are written (default the system's temp dir)")
 	flag.Parse()
 	if o.classes != nil {
@@ -140,6 +144,18 @@ func run(o options, out io.Writer) error {
 	}
 	defer os.RemoveAll(tmp)
 	imageDir := filepath.Join(tmp, "images")
+	if o.agreement > 0 {
+		imgs, err := writeImages(imageDir, o.agreement, o.photo)
+		if err != nil {
+			return err
+		}
+		a, err := measureAgreement(o, imgs)
+		if err != nil {
+			return err
+		}
+		writeAgreement(out, a)
+		return nil
+	}
 	imgs, err := writeImages(imageDir, o.batch, o.photo)
 	if err != nil {
 		return err
@@ -160,7 +176,7 @@ func run(o options, out io.Writer) error {
 		return err
 	}
 	c, err := infer.Open(context.Background(), o.model, infer.WithProvider(infer.ProviderCPU), infer.WithThreads(o.threads),
-		infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
+		infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard), infer.WithExactScores(o.exactScores))
 	if err != nil {
 		return err
 	}
@@ -188,7 +204,7 @@ func run(o options, out io.Writer) error {
 	}
 	fmt.Fprintf(os.Stderr, "whole-process runs: %d of each\n", o.procs)
 	for range o.procs {
-		if err := ours.runProcess(o.bin, one, "--model", o.model, "--threads", fmt.Sprint(o.threads)); err != nil {
+		if err := ours.runProcess(o.bin, one, "--model", o.model, "--threads", fmt.Sprint(o.threads), fmt.Sprintf("--exact-scores=%t", o.exactScores)); err != nil {
 			return err
 		}
 		if err := torch.runProcess(o, one); err != nil {

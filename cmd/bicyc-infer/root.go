@@ -28,6 +28,7 @@ type modelOptions struct {
 	acceptRate  float64
 	threshold   float64
 	score       string
+	exactScores bool
 }
 
 // envNames maps flags to the BICYC_* environment variables that set them
@@ -68,6 +69,7 @@ func (o *modelOptions) addFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.acceptRate, "accept-rate", 0, "share of known-class images to accept, the rest are unknown; 0 = the model's calibrated default, normally 0.95 (env BICYC_ACCEPT_RATE)")
 	fs.Float64Var(&o.threshold, "threshold", 0, "answer unknown above this unknown score instead (for an uncalibrated model: the nearest distance); 0 = none (env BICYC_UNKNOWN_THRESHOLD)")
 	fs.StringVar(&o.score, "unknown-score", "", "unknown score: "+scoreNames()+"; empty = the model's (env BICYC_UNKNOWN_SCORE)")
+	fs.BoolVar(&o.exactScores, "exact-scores", false, "score every class exactly, also when the model has a shortlist (env BICYC_EXACT_SCORES)")
 }
 
 // collectOptions save images answered unknown (--collect-unknown).
@@ -132,6 +134,7 @@ func (o *modelOptions) openOptions(log io.Writer) ([]infer.Option, error) {
 		infer.WithAcceptRate(o.acceptRate),
 		infer.WithUnknownThreshold(o.threshold),
 		infer.WithUnknownScore(o.score),
+		infer.WithExactScores(o.exactScores),
 		infer.WithLog(log),
 	}, nil
 }
@@ -203,7 +206,7 @@ Flags fall back to BICYC_* environment variables (named in each flag's help), th
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print one JSON object per image instead of a table")
 	cmd.Flags().IntVar(&opts.batch, "batch", 16, "images per ONNX Runtime call")
 	opts.collect.addFlags(cmd.Flags())
-	cmd.AddCommand(newServeCmd(&opts.model, stderr), newAddClassesCmd(&opts.model, stdout), newCalibrateCmd(&opts.model, stdout),
+	cmd.AddCommand(newServeCmd(&opts.model, stderr), newAddClassesCmd(&opts.model, stdout), newCalibrateCmd(&opts.model, stdout), newShortlistCmd(&opts.model, stdout),
 		newDoctorCmd(&opts.model, stdout, stderr))
 	return cmd
 }
