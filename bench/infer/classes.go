@@ -49,6 +49,8 @@ func parseClasses(v string) ([]int, error) {
 // classCount is what the sweep measured for one class count.
 type classCount struct {
 	classes    int
+	exact      bool // measured with infer.WithExactScores
+	shortlist  int  // the classes scored exactly per image, 0: all
 	addSeconds float64 // add-classes from the previous count; 0 for the base model
 	addedFrom  int     // the previous count
 	dirBytes   int64
@@ -131,6 +133,13 @@ func runClasses(o options, out io.Writer) error {
 			return fmt.Errorf("%d classes: %w", k, err)
 		}
 		rows = append(rows, row)
+		if row.shortlist > 0 && !o.exactScores {
+			exact := &classCount{classes: k, exact: true}
+			if err := exact.measure(o, dir, imgs, filepath.Join(imageDir, imageName(0))); err != nil {
+				return fmt.Errorf("%d classes, exact scores: %w", k, err)
+			}
+			rows = append(rows, exact)
+		}
 		for _, n := range o.shortlist {
 			if k < classgraph.ExpandedMinClasses {
 				break
@@ -222,11 +231,13 @@ func (r *classCount) measure(o options, dir string, imgs []image.Image, one stri
 	if err := compare.ResetPeakRSS(); err != nil {
 		return err
 	}
+	exact := r.exact || o.exactScores
 	c, err := infer.Open(context.Background(), dir, infer.WithProvider(infer.ProviderCPU), infer.WithThreads(o.threads),
-		infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
+		infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard), infer.WithExactScores(exact))
 	if err != nil {
 		return err
 	}
+	r.exact, r.shortlist = exact, c.ShortlistSize()
 	s := &side{}
 	for round := range o.rounds {
 		fmt.Fprintf(os.Stderr, "%d classes: round %d/%d\n", r.classes, round+1, o.rounds)
@@ -242,7 +253,7 @@ func (r *classCount) measure(o options, dir string, imgs []image.Image, one stri
 		return err
 	}
 	for range o.procs {
-		if err := s.runProcess(o.bin, one, "--model", dir, "--threads", fmt.Sprint(o.threads)); err != nil {
+		if err := s.runProcess(o.bin, one, "--model", dir, "--threads", fmt.Sprint(o.threads), fmt.Sprintf("--exact-scores=%t", exact)); err != nil {
 			return err
 		}
 	}
@@ -273,19 +284,20 @@ func dirSize(dir string) (int64, error) {
 func writeClasses(out io.Writer, o options, rows []*classCount) {
 	fmt.Fprintf(out, "# bicyc inference by class count (%d intra-op thread(s), batch %d, %d rounds, %d processes; medians)\n\n",
 		o.threads, o.batch, o.rounds, o.procs)
-	t := compare.Table{Header: []string{"classes", "p50 batch 1 (us)", "p99 batch 1 (us)", "CPU per batch-1 call (us)",
+	t := compare.Table{Header: []string{"classes", "scores", "p50 batch 1 (us)", "p99 batch 1 (us)", "CPU per batch-1 call (us)",
 		fmt.Sprintf("batch %d (img/s)", o.batch), fmt.Sprintf("batch %d (img per CPU-s)", o.batch), "bicyc-infer one.png (ms)", "process peak RSS (MB)", "in-process peak RSS (MB)", "directory (MB)", "KB per added class",
 		"add-classes (s)", "load before / after"}}
-	for i, r := range rows {
+	var prev *classCount
+	for _, r := range rows {
 		perClass, add := "-", "-"
-		if i > 0 {
-			prev := rows[i-1]
+		if prev != nil && r.classes > prev.classes {
 			perClass = fmt.Sprintf("%.1f", float64(r.dirBytes-prev.dirBytes)/float64(r.classes-prev.classes)/1e3)
 		}
+		prev = r
 		if r.addSeconds > 0 {
 			add = fmt.Sprintf("%.1f (%d -> %d)", r.addSeconds, r.addedFrom, r.classes)
 		}
-		t.Add(fmt.Sprint(r.classes), fmt.Sprintf("%.0f", compare.Median(r.p50)), fmt.Sprintf("%.0f", compare.Median(r.p99)),
+		t.Add(fmt.Sprint(r.classes), scoresMode(r), fmt.Sprintf("%.0f", compare.Median(r.p50)), fmt.Sprintf("%.0f", compare.Median(r.p99)),
 			fmt.Sprintf("%.0f", compare.Median(r.cpuPerCall)), fmt.Sprintf("%.0f", compare.Median(r.throughput)),
 			fmt.Sprintf("%.0f", compare.Median(r.cpuTput)), fmt.Sprintf("%.0f", compare.Median(r.wall)),
 			fmt.Sprintf("%.0f", compare.Median(r.procRSS)/1e6), fmt.Sprintf("%.0f", compare.MB(r.peakRSS)),
@@ -294,16 +306,25 @@ func writeClasses(out io.Writer, o options, rows []*classCount) {
 	t.Write(out)
 }
 
+// scoresMode says how a row's model scored: "exact" (every class) or
+// "shortlist N".
+func scoresMode(r *classCount) string {
+	if r.shortlist > 0 {
+		return fmt.Sprintf("shortlist %d", r.shortlist)
+	}
+	return "exact"
+}
+
 func writeClassesCSV(path string, rows []*classCount) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	w := csv.NewWriter(f)
-	w.Write([]string{"classes", "p50_us", "p99_us", "cpu_us_per_call", "throughput_img_s", "throughput_img_per_cpu_s", "process_ms", "process_peak_rss_bytes",
+	w.Write([]string{"classes", "shortlist", "exact_scores", "p50_us", "p99_us", "cpu_us_per_call", "throughput_img_s", "throughput_img_per_cpu_s", "process_ms", "process_peak_rss_bytes",
 		"inprocess_peak_rss_bytes", "dir_bytes", "add_seconds", "added_from", "load_before", "load_after"})
 	for _, r := range rows {
-		w.Write([]string{fmt.Sprint(r.classes), fmt.Sprint(compare.Median(r.p50)), fmt.Sprint(compare.Median(r.p99)),
+		w.Write([]string{fmt.Sprint(r.classes), fmt.Sprint(r.shortlist), fmt.Sprint(r.exact), fmt.Sprint(compare.Median(r.p50)), fmt.Sprint(compare.Median(r.p99)),
 			fmt.Sprint(compare.Median(r.cpuPerCall)), fmt.Sprint(compare.Median(r.throughput)), fmt.Sprint(compare.Median(r.cpuTput)), fmt.Sprint(compare.Median(r.wall)), fmt.Sprint(compare.Median(r.procRSS)),
 			fmt.Sprint(r.peakRSS), fmt.Sprint(r.dirBytes), fmt.Sprint(r.addSeconds), fmt.Sprint(r.addedFrom), r.load[0], r.load[1]})
 	}
