@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -582,9 +583,10 @@ func TestRankClassesTiesAndNaN(t *testing.T) {
 	}
 }
 
-// TestRankShortlist: only the shortlisted columns are ranked, whatever
-// the others' (approximate) distances, ties by class index whatever the
-// shortlist's order, and a NaN anywhere in the row is an error.
+// TestRankShortlist: the shortlisted columns rank first, whatever the
+// others' (approximate) distances, ties by class index whatever the
+// shortlist's order; asked for more, the others follow by distance; a NaN
+// anywhere in the row is an error.
 func TestRankShortlist(t *testing.T) {
 	classes := []bundle.Class{{ID: 10, Name: "a"}, {ID: 11, Name: "b"}, {ID: 12, Name: "c"}, {ID: 13, Name: "d"}, {ID: 14, Name: "e"}}
 	distances := []float32{0.1, 3, 2, 2, 0.2} // columns 0 and 4 not shortlisted
@@ -595,6 +597,17 @@ func TestRankShortlist(t *testing.T) {
 	want := []Prediction{{ClassID: 12, Name: "c", Distance: 2}, {ClassID: 13, Name: "d", Distance: 2}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("got %+v, want %+v", got, want)
+	}
+	all, err := rankShortlist(distances, []int64{3, 1, 2}, classes, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int
+	for _, p := range all {
+		ids = append(ids, p.ClassID)
+	}
+	if want := []int{12, 13, 11, 10, 14}; !slices.Equal(ids, want) {
+		t.Errorf("every class: order %v, want the shortlisted %v then the rest by distance", ids, want)
 	}
 	distances[0] = float32(math.NaN())
 	if _, err := rankShortlist(distances, []int64{3, 1, 2}, classes, 2); err == nil || !strings.Contains(err.Error(), `class 10 ("a")`) {

@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -74,11 +75,32 @@ func rankClasses(distances []float32, classes []bundle.Class, k int) ([]Predicti
 	if err := checkDistances(distances, classes); err != nil {
 		return nil, err
 	}
+	order := rankIndices(distances, k)
+	out := make([]Prediction, len(order))
+	for r, i := range order {
+		out[r] = Prediction{ClassID: classes[i].ID, Name: classes[i].Name, Task: classes[i].Task, Distance: distances[i]}
+	}
+	return out, nil
+}
+
+// rankIndices returns the indices of the min(k, len(distances)) smallest
+// distances, smallest first, ties by index.
+func rankIndices(distances []float32, k int) []int {
+	k = min(k, len(distances))
+	if 4*k >= len(distances) {
+		// Most of them (a server's full score table): one stable sort,
+		// where the selection below would be quadratic in k.
+		order := make([]int, len(distances))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(distances[a], distances[b]) })
+		return order[:k]
+	}
 	// Selection into a sorted buffer of k, not a sort of all K: with
 	// thousands of classes sorting every score per image cost more than the
 	// classifier. Classes are visited in index order and a class enters only
 	// strictly before an equal distance, so ties keep the lower index first.
-	k = min(k, len(distances))
 	order := make([]int, 0, k)
 	for i, d := range distances {
 		if len(order) == k && d >= distances[order[k-1]] {
@@ -91,11 +113,7 @@ func rankClasses(distances []float32, classes []bundle.Class, k int) ([]Predicti
 		copy(order[at+1:], order[at:len(order)-1])
 		order[at] = i
 	}
-	out := make([]Prediction, k)
-	for r, i := range order {
-		out[r] = Prediction{ClassID: classes[i].ID, Name: classes[i].Name, Task: classes[i].Task, Distance: distances[i]}
-	}
-	return out, nil
+	return order
 }
 
 // checkDistances reports the first NaN or infinite distance, naming its
@@ -109,19 +127,44 @@ func checkDistances(distances []float32, classes []bundle.Class) error {
 	return nil
 }
 
-// rankShortlist ranks the shortlisted columns of one image's distances
-// (their exact scores) as rankClasses ranks all of them, ties by class
-// index; every distance, shortlisted or not, must be finite.
+// rankShortlist ranks one image's classes under a shortlist: first the
+// shortlisted columns by their exact distances, then, when k asks for
+// more, the others by their approximate ones (each at least the farthest
+// shortlisted distance, so the order holds across the two), ties by class
+// index within each. Every distance must be finite.
 func rankShortlist(distances []float32, shortlisted []int64, classes []bundle.Class, k int) ([]Prediction, error) {
 	if err := checkDistances(distances, classes); err != nil {
 		return nil, err
 	}
+	k = min(k, len(distances))
 	cols := slices.Clone(shortlisted)
 	slices.Sort(cols)
 	sub := make([]float32, len(cols))
-	subClasses := make([]bundle.Class, len(cols))
 	for j, col := range cols {
-		sub[j], subClasses[j] = distances[col], classes[col]
+		sub[j] = distances[col]
 	}
-	return rankClasses(sub, subClasses, k)
+	order := make([]int, 0, k)
+	for _, j := range rankIndices(sub, k) {
+		order = append(order, int(cols[j]))
+	}
+	if rest := k - len(order); rest > 0 {
+		others := make([]int, 0, len(distances)-len(cols))
+		for c := range distances {
+			if _, found := slices.BinarySearch(cols, int64(c)); !found {
+				others = append(others, c)
+			}
+		}
+		far := make([]float32, len(others))
+		for j, c := range others {
+			far[j] = distances[c]
+		}
+		for _, j := range rankIndices(far, rest) {
+			order = append(order, others[j])
+		}
+	}
+	out := make([]Prediction, len(order))
+	for r, i := range order {
+		out[r] = Prediction{ClassID: classes[i].ID, Name: classes[i].Name, Task: classes[i].Task, Distance: distances[i]}
+	}
+	return out, nil
 }

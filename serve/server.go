@@ -89,6 +89,7 @@ type model interface {
 	InputShape() [3]int
 	Classes() []bundle.Class
 	Calibrated() bool
+	ShortlistSize() int
 	Manifest() bundle.Manifest
 	Provider() infer.Provider
 	UnknownThreshold() (threshold, acceptRate float64)
@@ -430,17 +431,27 @@ func (s *Server) reloadHandler(w http.ResponseWriter, _ *http.Request) {
 }
 
 // Describe returns one line per model version served: name, version,
-// directory, classes, execution provider and when it answers unknown.
+// directory, classes, how they are scored, execution provider and when it
+// answers unknown.
 func (s *Server) Describe() []string {
 	var out []string
 	cat := s.models.Load()
 	for _, name := range cat.names() {
 		for _, v := range (*cat)[name].versions {
-			out = append(out, fmt.Sprintf("model %s version %d: %s (%d classes, %s, %s)",
-				name, v.number, v.dir, len(v.classes), v.model.Provider(), unknownPolicy(v.model)))
+			out = append(out, fmt.Sprintf("model %s version %d: %s (%d classes%s, %s, %s)",
+				name, v.number, v.dir, len(v.classes), shortlistNote(v.model), v.model.Provider(), unknownPolicy(v.model)))
 		}
 	}
 	return out
+}
+
+// shortlistNote says how many classes m scores exactly per image when it
+// has a shortlist (infer.Classifier.ShortlistSize), else nothing.
+func shortlistNote(m model) string {
+	if n := m.ShortlistSize(); n > 0 {
+		return fmt.Sprintf(", %d scored exactly per image", n)
+	}
+	return ""
 }
 
 // unknownPolicy says when m answers unknown.

@@ -163,6 +163,7 @@ func (s *Server) v2ModelMetadata(w http.ResponseWriter, r *http.Request) {
 			"classes":    classes,
 			"calibrated": v.model.Calibrated(),
 			"top_k":      v.topK,
+			"shortlist":  v.model.ShortlistSize(),
 		},
 	})
 }
