@@ -49,8 +49,8 @@ func parseClasses(v string) ([]int, error) {
 // classCount is what the sweep measured for one class count.
 type classCount struct {
 	classes    int
-	exact      bool // measured with infer.WithExactScores
-	shortlist  int  // the classes scored exactly per image, 0: all
+	exact      bool    // measured with infer.WithExactScores
+	shortlist  int     // the classes scored exactly per image, 0: all
 	addSeconds float64 // add-classes from the previous count; 0 for the base model
 	addedFrom  int     // the previous count
 	dirBytes   int64
