@@ -25,7 +25,7 @@ func newShortlistCmd(model *modelOptions, stdout io.Writer) *cobra.Command {
 		Short: "Give a model of many classes a shortlist (or remove it with --share 0)",
 		Long: fmt.Sprintf(`shortlist writes a copy of the model whose classifier scores every class approximately
 from an int8 table and only the best --share of them (at least %d) exactly: at batch 1 about
-three times faster than exact scores at 5000 classes. Models of %d classes or more are given
+2.4 times faster than exact scores at 5000 classes. Models of %d classes or more are given
 one when exported or grown by add-classes; this command sets it on models written before,
 or changes its share. Before adopting it, the size is checked on features drawn from the
 class Gaussians: doubled until the exact closest class is kept for %.1f %% of them, or
