@@ -26,9 +26,14 @@ const ShortlistCheckTop1 = 0.999
 // exact scores of every class would.
 const ShortlistMaxShare = 0.125
 
-// checkChunk is how many classes the check scores at a time, bounding
-// its float32 scratch to checkChunk x D values.
-const checkChunk = 512
+// checkRows and checkTable bound the check's float32 scratch: it scores
+// checkRows features at a time against as many classes as keep a chunk of
+// the table to checkTable values (512 classes at S = 64, 31 at S = 512,
+// where one class's row has 131,840 values).
+const (
+	checkRows  = 250
+	checkTable = 1 << 20
+)
 
 // PlanShortlist chooses the shortlist of tables t, whose classes'
 // Gaussians are protos (score order), starting from n classes scored
@@ -112,13 +117,26 @@ func ShortlistRanks(t gauss.ClassifierTables, z []float32) []int {
 	return shortlistRanks(&q, z)
 }
 
-// shortlistRanks is ShortlistRanks of the expanded tables q.
+// shortlistRanks is ShortlistRanks of the expanded tables q, checkRows
+// features at a time.
 func shortlistRanks(q *gauss.QuadraticTables, z []float32) []int {
 	st := newShortlistTable(q)
-	k, s, d := q.K, q.S, gauss.QuadraticDim(q.S)
+	s := q.S
 	if len(z)%s != 0 {
 		panic(fmt.Sprintf("classgraph: %d feature values are not rows of %d", len(z), s))
 	}
+	var ranks []int
+	for start := 0; start < len(z); start += checkRows * s {
+		ranks = append(ranks, rankRows(q, &st, z[start:min(len(z), start+checkRows*s)])...)
+	}
+	return ranks
+}
+
+// rankRows is shortlistRanks of a few feature rows z, with the shortlist
+// table st of q.
+func rankRows(q *gauss.QuadraticTables, st *shortlistTable, z []float32) []int {
+	k, s, d := q.K, q.S, gauss.QuadraticDim(q.S)
+	chunk := max(1, min(k, checkTable/d))
 	m := len(z) / s
 	phi := make([]float32, m*d)    // exact quadratic features
 	approx := make([]float32, m*d) // their dequantised int8 values
@@ -139,8 +157,8 @@ func shortlistRanks(q *gauss.QuadraticTables, z []float32) []int {
 	for i := range bestScore {
 		bestScore[i] = float32(math.Inf(1))
 	}
-	scratch := make([]float32, m*checkChunk)
-	forChunks(k, func(c0, c1 int) {
+	scratch := make([]float32, m*chunk)
+	forChunks(k, chunk, func(c0, c1 int) {
 		out := blas32.General{Rows: m, Cols: c1 - c0, Stride: c1 - c0, Data: scratch[:m*(c1-c0)]}
 		blas32.Gemm(blas.NoTrans, blas.Trans, 1, blas32.General{Rows: m, Cols: d, Stride: d, Data: phi},
 			blas32.General{Rows: c1 - c0, Cols: d, Stride: d, Data: q.Coef[c0*d : c1*d]}, 0, out)
@@ -153,7 +171,7 @@ func shortlistRanks(q *gauss.QuadraticTables, z []float32) []int {
 		}
 	})
 	// The residual table as float32 [K, D], a chunk of classes at a time.
-	resid := make([]float32, checkChunk*d)
+	resid := make([]float32, chunk*d)
 	approxScores := func(c0, c1 int) blas32.General {
 		for c := c0; c < c1; c++ {
 			for j := range d {
@@ -180,7 +198,7 @@ func shortlistRanks(q *gauss.QuadraticTables, z []float32) []int {
 		target[i] = dot*st.scale[c] + base[i] + q.Const[c]
 	}
 	ranks := make([]int, m)
-	forChunks(k, func(c0, c1 int) {
+	forChunks(k, chunk, func(c0, c1 int) {
 		out := approxScores(c0, c1)
 		for i := range m {
 			for c := c0; c < c1; c++ {
@@ -195,10 +213,10 @@ func shortlistRanks(q *gauss.QuadraticTables, z []float32) []int {
 	return ranks
 }
 
-// forChunks calls f on [c0, c1) chunks of checkChunk classes covering k.
-func forChunks(k int, f func(c0, c1 int)) {
-	for c0 := 0; c0 < k; c0 += checkChunk {
-		f(c0, min(k, c0+checkChunk))
+// forChunks calls f on [c0, c1) chunks of chunk classes covering k.
+func forChunks(k, chunk int, f func(c0, c1 int)) {
+	for c0 := 0; c0 < k; c0 += chunk {
+		f(c0, min(k, c0+chunk))
 	}
 }
 
