@@ -314,7 +314,7 @@ func extend(b *bundle.Bundle, classes []LabelledImages, newProtos []gauss.Gaussi
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	m.Shortlist = shortlist
+	m.Shortlist, m.ModelFeatures = shortlist, true
 	maps.Copy(files, classifier)
 	p := bundle.NewPrototypes(protos, tables.Bias, tables.Normalize)
 	if files[bundle.PrototypesFile], err = p.Encode(); err != nil {

@@ -62,6 +62,7 @@ func Shortlist(modelDir, outDir string, share float64) (*bundle.Shortlist, error
 		return nil, err
 	}
 	maps.Copy(files, classifier)
+	m.ModelFeatures = true
 	if err := checkUnchanged(modelDir, manifestSum, "shortlist"); err != nil {
 		return nil, err
 	}

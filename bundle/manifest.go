@@ -92,6 +92,11 @@ type Manifest struct {
 	// Shortlist is the approximate scoring of a model of many classes;
 	// nil when none was asked for (gauss.ClassifierOptions.ShortlistSize).
 	Shortlist *Shortlist `json:"shortlist,omitempty"`
+	// ModelFeatures says that ModelFile also outputs TensorFeatures, the
+	// backbone feature the scores came from, so a reader that needs both
+	// runs the backbone once (written since schema version 6; a model.onnx
+	// copied from an older directory keeps it false).
+	ModelFeatures bool `json:"model_features,omitempty"`
 
 	// Config and Metrics are the trainer's configuration and results,
 	// stored verbatim so that this package does not depend on the trainer.

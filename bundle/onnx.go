@@ -7,6 +7,7 @@ package bundle
 //	adapter.onnx     TensorFeaturesOld [N,S] -> TensorFeatures [N,S]
 //	classifier.onnx  TensorFeatures [N,S] -> TensorScores [N,K]
 //	model.onnx       TensorImage [N,C,H,W] -> TensorScores [N,K]
+//	                 (and TensorFeatures [N,S] where Manifest.ModelFeatures)
 //	shortlist.onnx   TensorFeatures [N,S] -> TensorShortlistClasses [N,n] (int64),
 //	                 TensorShortlistScores [N,n], TensorApproximateScores [N,K]
 //

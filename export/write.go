@@ -148,6 +148,7 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 		Tasks:             in.Tasks,
 		Calibration:       in.Calibration,
 		Shortlist:         shortlist,
+		ModelFeatures:     true,
 		Config:            in.Config,
 		Metrics:           in.Metrics,
 	}

@@ -44,9 +44,12 @@ type Classifier struct {
 	// a session under them.
 	mu       sync.RWMutex
 	closed   bool
-	model    *session // model.onnx: image -> scores
+	model    *session // model.onnx: image -> scores (and features where modelFeatures)
 	backbone *session // backbone.onnx: image -> features
 	adapter  *session // adapter.onnx: features_old -> features; nil without one
+	// modelFeatures: model.onnx outputs the feature too
+	// (bundle.Manifest.ModelFeatures).
+	modelFeatures bool
 	// shortlist is shortlist.onnx (features -> the shortlistSize classes
 	// scored exactly), nil when every class is scored exactly.
 	shortlist     *session
@@ -107,6 +110,9 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Classifier, error) 
 			return nil, err
 		}
 	}
+	if m.ModelFeatures {
+		specs[0].outputs = []string{bundle.TensorScores, bundle.TensorFeatures}
+	}
 	shortlistSize := 0
 	if b.Has(bundle.ShortlistFile) && !cfg.exactScores {
 		shortlistSize = m.ShortlistSize()
@@ -136,6 +142,8 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Classifier, error) 
 		openSet:   openSet,
 		model:     sessions[0],
 		backbone:  sessions[1],
+
+		modelFeatures: m.ModelFeatures,
 	}
 	if b.Has(bundle.AdapterFile) {
 		c.adapter = sessions[2]
@@ -164,7 +172,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Classifier, error) 
 func (c *Classifier) warmUp(ctx context.Context) error {
 	blank := make([]float32, c.pre.ImageSize())
 	shape := []int64{1, int64(c.pre.Channels), int64(c.pre.Height), int64(c.pre.Width)}
-	if _, err := c.model.run(ctx, blank, shape, len(c.classes)); err != nil {
+	if _, _, err := c.runModel(ctx, blank, shape); err != nil {
 		return err
 	}
 	if _, err := c.backbone.run(ctx, blank, shape, c.manifest.FeatureDim); err != nil {
@@ -392,16 +400,18 @@ type scoredBatch struct {
 const ShortlistMaxBatch = 16
 
 // score scores a preprocessed NCHW batch: model.onnx, and backbone.onnx
-// too when withFeatures; under a shortlist, for batches smaller than
+// too when withFeatures and model.onnx does not output them; under a shortlist, for batches smaller than
 // ShortlistMaxBatch, backbone.onnx then shortlist.onnx, whose features
 // serve the unknown scores as well.
 func (c *Classifier) score(ctx context.Context, batch []float32, shape []int64, withFeatures bool) (scoredBatch, error) {
 	if c.shortlist == nil || shape[0] >= ShortlistMaxBatch {
-		scores, err := c.runModel(ctx, batch, shape)
+		scores, z, err := c.runModel(ctx, batch, shape)
 		if err != nil || !withFeatures {
 			return scoredBatch{scores: scores}, err
 		}
-		z, err := c.features(ctx, batch, shape)
+		if z == nil {
+			z, err = c.features(ctx, batch, shape)
+		}
 		return scoredBatch{scores: scores, features: z}, err
 	}
 	z, err := c.features(ctx, batch, shape)
@@ -474,7 +484,7 @@ func (c *Classifier) Scores(ctx context.Context, inputs []Input) ([][]float32, e
 	if err != nil {
 		return nil, err
 	}
-	scores, err := c.runModel(ctx, batch, shape)
+	scores, _, err := c.runModel(ctx, batch, shape)
 	if err != nil {
 		return nil, err
 	}
@@ -482,22 +492,41 @@ func (c *Classifier) Scores(ctx context.Context, inputs []Input) ([][]float32, e
 }
 
 // runModel runs model.onnx on a preprocessed NCHW batch: scores [N, K]
-// row-major. With the manifest's test_flip it runs the batch's horizontal
-// mirror too and returns the mean of the two (gauss.MeanScores), as
-// training evaluated the model.
-func (c *Classifier) runModel(ctx context.Context, batch []float32, shape []int64) ([]float32, error) {
-	k := len(c.classes)
-	return c.runLocked(func() ([]float32, error) {
-		scores, err := c.model.run(ctx, batch, shape, k)
-		if err != nil || !c.manifest.Classifier.TestFlip {
-			return scores, err
-		}
-		mirrored, err := c.model.run(ctx, mirror(batch, shape), shape, k)
-		if err != nil {
+// row-major, and where the model outputs them (modelFeatures) the
+// backbone features [N, S], else nil. With the manifest's test_flip it
+// runs the batch's horizontal mirror too and returns the means of the two
+// (gauss.MeanScores), as training evaluated the model and as features
+// averages the features.
+func (c *Classifier) runModel(ctx context.Context, batch []float32, shape []int64) (scores, features []float32, err error) {
+	widths := []int{len(c.classes)}
+	if c.modelFeatures {
+		widths = append(widths, c.manifest.FeatureDim)
+	}
+	run := func(b []float32) ([][]float32, error) {
+		var out [][]float32
+		_, err := c.runLocked(func() ([]float32, error) {
+			var err error
+			out, err = c.model.runOutputs(ctx, b, shape, widths...)
 			return nil, err
+		})
+		return out, err
+	}
+	out, err := run(batch)
+	if err == nil && c.manifest.Classifier.TestFlip {
+		var mirrored [][]float32
+		if mirrored, err = run(mirror(batch, shape)); err == nil {
+			for i := range out {
+				out[i] = gauss.MeanScores(out[i], mirrored[i])
+			}
 		}
-		return gauss.MeanScores(scores, mirrored), nil
-	})
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.modelFeatures {
+		return out[0], out[1], nil
+	}
+	return out[0], nil, nil
 }
 
 // mirror returns the left-right mirror of every image of an NCHW batch.

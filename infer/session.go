@@ -55,11 +55,22 @@ type session struct {
 }
 
 // run feeds input, a row-major tensor of inShape, and returns the single
-// output as a row-major [N, width] slice, N = inShape[0]. The output buffer
-// is allocated in Go with that shape, so a model whose output has another
-// shape fails here with ONNX Runtime's error instead of being misread.
-// ctx stops the run as runValues says.
+// output as a row-major [N, width] slice, N = inShape[0]. See runOutputs.
 func (s *session) run(ctx context.Context, input []float32, inShape []int64, width int) ([]float32, error) {
+	out, err := s.runOutputs(ctx, input, inShape, width)
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// runOutputs feeds input, a row-major tensor of inShape, and returns the
+// session's float32 outputs in spec order, output i a row-major
+// [N, widths[i]] slice, N = inShape[0]. The output buffers are allocated
+// in Go with those shapes, so a model whose output has another shape fails
+// here with ONNX Runtime's error instead of being misread. ctx stops the
+// run as runValues says.
+func (s *session) runOutputs(ctx context.Context, input []float32, inShape []int64, widths ...int) ([][]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -68,13 +79,18 @@ func (s *session) run(ctx context.Context, input []float32, inShape []int64, wid
 		return nil, fmt.Errorf("%s: input tensor %v: %w", s.spec.path, inShape, err)
 	}
 	defer in.Destroy()
-	data := make([]float32, int(inShape[0])*width)
-	out, err := ort.NewTensor(ort.NewShape(inShape[0], int64(width)), data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: output tensor %q: %w", s.spec.path, s.spec.outputs[0], err)
+	data := make([][]float32, len(widths))
+	outs := make([]ort.Value, len(widths))
+	for i, width := range widths {
+		data[i] = make([]float32, int(inShape[0])*width)
+		out, err := ort.NewTensor(ort.NewShape(inShape[0], int64(width)), data[i])
+		if err != nil {
+			return nil, fmt.Errorf("%s: output tensor %q: %w", s.spec.path, s.spec.outputs[i], err)
+		}
+		defer out.Destroy()
+		outs[i] = out
 	}
-	defer out.Destroy()
-	if err := s.runValues(ctx, []ort.Value{in}, []ort.Value{out}); err != nil {
+	if err := s.runValues(ctx, []ort.Value{in}, outs); err != nil {
 		return nil, err
 	}
 	return data, nil

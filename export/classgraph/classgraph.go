@@ -138,7 +138,8 @@ func classifierGraph(sc scoring, location string) ([]byte, error) {
 // Files returns the classifier's files of a model directory for
 // tables t and the directory's backbone.onnx: classifier.onnx
 // (bundle.ClassifierFile, as Classifier), model.onnx (bundle.ModelFile,
-// backbone and classifier fused as ModelFromBackbone) and
+// backbone and classifier fused as ModelFromBackbone, scores and features
+// out: bundle.Manifest.ModelFeatures) and
 // bundle.ClassifierDataFile, the graphs' table (the [K, D] Coef matrix of
 // gauss.QuadraticTables, or the [K*S, S] stacked W_c below
 // ExpandedMinClasses classes) as raw little-endian float32, which the

@@ -20,7 +20,8 @@ var ErrONNX = errors.New("unusable onnx model")
 // ModelFromBackbone returns model.onnx for an exported backbone.onnx (as
 // Backbone writes it) and new classifier tables: the backbone's graph, left
 // as it is, followed by the classifier of Classifier, so the fused model
-// scores exactly like backbone.onnx followed by classifier.onnx. It is how
+// scores exactly like backbone.onnx followed by classifier.onnx; its
+// second output is the backbone's bundle.TensorFeatures. It is how
 // a model directory gets new classes without the training weights
 // (author.AddClasses). The tables' S must be the backbone's feature dim. Errors
 // wrap ErrONNX or ErrTables.
@@ -56,5 +57,8 @@ func fuseClassifier(backbone []byte, sc scoring, location string) ([]byte, error
 	}
 	sc.add(g, bundle.TensorFeatures, location)
 	g.Output(bundle.TensorScores, onnxgraph.Float, onnxgraph.BatchDim, t.K)
-	return onnxgraph.Marshal(g.Model(fmt.Sprintf("%s + Gaussian classifier: image -> scores [N,%d], smaller is closer", src.GetName(), t.K)))
+	// The feature too, so that a reader of both runs the backbone once
+	// (bundle.Manifest.ModelFeatures).
+	g.Output(bundle.TensorFeatures, onnxgraph.Float, onnxgraph.BatchDim, t.S)
+	return onnxgraph.Marshal(g.Model(fmt.Sprintf("%s + Gaussian classifier: image -> scores [N,%d], smaller is closer, and features [N,%d]", src.GetName(), t.K, t.S)))
 }
