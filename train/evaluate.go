@@ -59,10 +59,12 @@ func (r *Run) evaluate(b *models.Backbone, t int) (Evaluation, error) {
 // evaluateSplit is evaluate on the images of split. A task without images
 // in the split gives an error wrapping ErrEmptySplit.
 func (r *Run) evaluateSplit(b *models.Backbone, t int, split Split) (Evaluation, error) {
-	ds, indices := r.test, r.testIndices
+	ds, indices := r.test, r.testSubset
 	if split == SplitVal {
-		ds, indices = r.train, r.valIndices
+		ds, indices = r.train, r.valSubset
 	}
+	// Every task's images in one pass over the labels.
+	subsets := ds.Subsets(r.stream.Tasks[:t+1])
 	var seen []int
 	for u := 0; u <= t; u++ {
 		seen = append(seen, r.stream.Tasks[u]...)
@@ -77,7 +79,7 @@ func (r *Run) evaluateSplit(b *models.Backbone, t int, split Split) (Evaluation,
 	}
 	ev := Evaluation{TAg: make([]float64, t+1), TAw: make([]float64, t+1)}
 	for u := 0; u <= t; u++ {
-		idx := indices(r.stream.Tasks[u])
+		idx := indices(subsets[u])
 		if len(idx) == 0 {
 			return Evaluation{}, fmt.Errorf("task %d: %w %s", u+1, ErrEmptySplit, split)
 		}
@@ -128,7 +130,13 @@ func (r *Run) scores(clf *gauss.Classifier, b *models.Backbone, ds *data.Dataset
 // testIndices returns the test images of the given classes, at most
 // data.test_per_class per class, in dataset order.
 func (r *Run) testIndices(classes []int) []int {
-	return limitPerClass(r.test, r.test.Subset(classes), r.cfg.Data.TestPerClass)
+	return r.testSubset(r.test.Subset(classes))
+}
+
+// testSubset is testIndices of the test images subset (Dataset.Subset of
+// the classes).
+func (r *Run) testSubset(subset []int) []int {
+	return limitPerClass(r.test, subset, r.cfg.Data.TestPerClass)
 }
 
 // trainIndices returns the training images of the given classes that are
@@ -142,7 +150,13 @@ func (r *Run) trainIndices(classes []int) []int {
 // valIndices returns the validation images of the given classes, in
 // dataset order (data.val_per_class).
 func (r *Run) valIndices(classes []int) []int {
-	_, val := r.splitTraining(classes)
+	return r.valSubset(r.train.Subset(classes))
+}
+
+// valSubset is valIndices of the training images subset (Dataset.Subset
+// of the classes).
+func (r *Run) valSubset(subset []int) []int {
+	_, val := r.splitSubset(subset)
 	return val
 }
 
@@ -156,7 +170,13 @@ var ErrEmptySplit = errors.New("no images in split")
 // images, drawn with a random source of the run's seed and the class, so a
 // resumed, forked or re-evaluated run holds out the same images.
 func (r *Run) splitTraining(classes []int) (train, val []int) {
-	all := limitPerClass(r.train, r.train.Subset(classes), r.cfg.Data.TrainPerClass)
+	return r.splitSubset(r.train.Subset(classes))
+}
+
+// splitSubset is splitTraining of the training images subset
+// (Dataset.Subset of the classes).
+func (r *Run) splitSubset(subset []int) (train, val []int) {
+	all := limitPerClass(r.train, subset, r.cfg.Data.TrainPerClass)
 	byClass := map[int][]int{}
 	for _, i := range all {
 		byClass[r.train.Labels[i]] = append(byClass[r.train.Labels[i]], i)
