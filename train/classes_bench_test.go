@@ -18,6 +18,7 @@ import (
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/durable"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/kernels"
 	"github.com/bicyc/bicyc/models"
 )
 
@@ -33,6 +34,7 @@ import (
 //	indices-one-pass   all tasks' test images in one pass (Dataset.Subsets, evaluation now); 100 test images per class
 //	checkpoint-save    saveCheckpoint: backbone, adapter, prototypes.safetensors, state.json (with K/10 task reports)
 //	checkpoint-load    LoadCheckpoint of that checkpoint
+//	metrics            Run.writeMetrics: metrics.json, the accuracy matrices, metrics.csv (K/10+1 tasks)
 //	export             exportRun: the model directory (checkpoint read, classifier, ONNX graphs, bundle)
 //
 // The run is the default configuration (convnet, S = 64, mlp adapter of
@@ -43,13 +45,16 @@ import (
 // come from BICYC_BENCH_CLASSES (default "100,1000"); the Monte Carlo step
 // transports at most BICYC_BENCH_TRANSPORT classes (default 200: every class
 // is the same independent loop iteration) and reports seconds per 1000
-// classes like every step. Run one size per process, under nice, with
+// classes like every step; BICYC_BENCH_SAMPLES sets adapter.transport_samples
+// (default 2000; the configurations of the larger datasets use the authors'
+// 10,000). Run one size per process, under nice, with
 // -benchtime 1x:
 //
 //	BICYC_BENCH_CLASSES=1000 GOMAXPROCS=2 nice -n 15 go test -run '^$' -bench LearnClasses -benchtime 1x ./train/
 func BenchmarkLearnClasses(b *testing.B) {
 	sizes := benchSizes(b, "BICYC_BENCH_CLASSES", "100,1000")
 	maxTransport := benchSizes(b, "BICYC_BENCH_TRANSPORT", "200")[0]
+	b.Logf("kernels: %s", kernels.Current())
 	for _, k := range sizes {
 		fx := newClassesFixture(b, k)
 		step := func(name string, classes int, f func(b *testing.B)) {
@@ -149,6 +154,13 @@ func BenchmarkLearnClasses(b *testing.B) {
 				}
 			}
 		})
+		step("metrics", k+10, func(b *testing.B) {
+			for range b.N {
+				if err := fx.run.writeMetrics(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		step("export", k+10, func(b *testing.B) {
 			for range b.N {
 				if err := exportRun(fx.run.dir, filepath.Join(fx.run.dir, "model"), nil); err != nil {
@@ -157,8 +169,9 @@ func BenchmarkLearnClasses(b *testing.B) {
 			}
 		})
 		ckpt := checkpointDir(fx.run.dir, fx.run.state.Completed)
-		b.Logf("K=%d: checkpoint %s (state.json %s, %d task reports), model directory %s", k, dirSize(b, ckpt),
-			dirSize(b, filepath.Join(ckpt, "state.json")), len(fx.run.state.Reports), dirSize(b, filepath.Join(fx.run.dir, "model")))
+		b.Logf("K=%d: checkpoint %s (state.json %s, %d task reports), metrics.json %s, acc_tag.csv %s, model directory %s", k, dirSize(b, ckpt),
+			dirSize(b, filepath.Join(ckpt, "state.json")), len(fx.run.state.Reports), dirSize(b, filepath.Join(fx.run.dir, "metrics.json")),
+			dirSize(b, filepath.Join(fx.run.dir, "acc_tag.csv")), dirSize(b, filepath.Join(fx.run.dir, "model")))
 	}
 }
 
@@ -176,6 +189,9 @@ func newClassesFixture(b *testing.B, k int) *classesFixture {
 	useCPU(0)
 	cfg := config.Default()
 	cfg.Data.ValPerClass = 0 // export then needs no training data (no calibration)
+	if v := os.Getenv("BICYC_BENCH_SAMPLES"); v != "" {
+		cfg.Adapter.TransportSamples = benchSizes(b, "BICYC_BENCH_SAMPLES", "")[0]
+	}
 	s := cfg.Model.FeatureDim
 	rng := rand.New(rand.NewPCG(3, uint64(k)))
 	total := k + 10
