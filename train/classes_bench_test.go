@@ -36,6 +36,7 @@ import (
 //	checkpoint-load    LoadCheckpoint of that checkpoint
 //	metrics            Run.writeMetrics: metrics.json, the accuracy matrices, metrics.csv (K/10+1 tasks)
 //	export             exportRun: the model directory (checkpoint read, classifier, ONNX graphs, bundle)
+//	export-calibrated  exportRun with a validation split of one image per class: the calibration too
 //
 // The run is the default configuration (convnet, S = 64, mlp adapter of
 // hidden width 2048) with K old classes in tasks of 10 and a new task of
@@ -164,6 +165,28 @@ func BenchmarkLearnClasses(b *testing.B) {
 		step("export", k+10, func(b *testing.B) {
 			for range b.N {
 				if err := exportRun(fx.run.dir, filepath.Join(fx.run.dir, "model"), nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		step("export-calibrated", k+10, func(b *testing.B) {
+			// With a validation split (1 of each class's 2 images) export
+			// also fits the calibration on the held-out images of every class.
+			cal := *fx.run
+			cal.dir = b.TempDir()
+			cal.cfg.Data.ValPerClass = 1
+			if err := writeYAML(filepath.Join(cal.dir, "config.yaml"), cal.cfg); err != nil {
+				b.Fatal(err)
+			}
+			if err := durable.WriteJSON(filepath.Join(cal.dir, "stream.json"), cal.streamRecord()); err != nil {
+				b.Fatal(err)
+			}
+			if err := saveCheckpoint(cal.dir, cal.state); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if err := exportRun(cal.dir, filepath.Join(cal.dir, "model"), &cal); err != nil {
 					b.Fatal(err)
 				}
 			}
