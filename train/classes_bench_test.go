@@ -433,3 +433,44 @@ func BenchmarkAdapterChunk(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkResumeConcat joins the datasets of L learned tasks (10 classes
+// of 50 28x28 images each) onto a base of 10 classes, one task after the
+// other, as Resume does before every `bicyc learn` of a run grown by L
+// learns: the time to hold every learned image again, beside decoding the
+// image folders.
+func BenchmarkResumeConcat(b *testing.B) {
+	const classes, perClass, side = 10, 50, 28
+	part := func(name string) *data.Dataset {
+		d := &data.Dataset{Name: name, Channels: 1, Height: side, Width: side, Source: name,
+			Pixels: make([]uint8, classes*perClass*side*side)}
+		for c := range classes {
+			d.ClassNames = append(d.ClassNames, fmt.Sprintf("%s-%d", name, c))
+			for range perClass {
+				d.Labels = append(d.Labels, c)
+			}
+		}
+		return d
+	}
+	for _, tasks := range []int{100, 500} {
+		parts := make([]*data.Dataset, tasks)
+		for i := range parts {
+			parts[i] = part(fmt.Sprintf("task%d", i))
+		}
+		b.Run(fmt.Sprintf("tasks=%d", tasks), func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				all := part("base")
+				for _, p := range parts {
+					var err error
+					if all, err = concat(all, p, len(all.ClassNames)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if all.Len() != (tasks+1)*classes*perClass {
+					b.Fatalf("%d images", all.Len())
+				}
+			}
+		})
+	}
+}
