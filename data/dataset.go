@@ -3,6 +3,7 @@ package data
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Sentinel errors wrapped by the loaders, so callers can branch with
@@ -73,19 +74,29 @@ func (d *Dataset) Image(i int) []uint8 {
 // Subset returns the indices of the images whose label is in classes, in
 // dataset order. Classes outside [0, NumClasses()) match nothing.
 func (d *Dataset) Subset(classes []int) []int {
-	wanted := make([]bool, d.NumClasses())
-	for _, c := range classes {
-		if c >= 0 && c < len(wanted) {
-			wanted[c] = true
+	return d.Subsets([][]int{classes})[0]
+}
+
+// Subsets is Subset of every group of classes, in one pass over the labels:
+// an evaluation over T tasks costs one pass instead of T (a run of thousands
+// of classes in tasks of ten has hundreds of tasks). A class may be in
+// several groups.
+func (d *Dataset) Subsets(groups [][]int) [][]int {
+	in := make([][]int, d.NumClasses()) // the groups holding each class
+	for g, classes := range groups {
+		for _, c := range classes {
+			if c >= 0 && c < len(in) && !slices.Contains(in[c], g) {
+				in[c] = append(in[c], g)
+			}
 		}
 	}
-	var idx []int
+	out := make([][]int, len(groups))
 	for i, l := range d.Labels {
-		if wanted[l] {
-			idx = append(idx, i)
+		for _, g := range in[l] {
+			out[g] = append(out[g], i)
 		}
 	}
-	return idx
+	return out
 }
 
 // ClassCounts returns the number of images of each class, indexed by label.

@@ -55,6 +55,29 @@ func TestLoadFashionMNISTReal(t *testing.T) {
 	}
 }
 
+// TestSubsets checks the one-pass Subsets against a plain filter of the
+// labels, on Fashion-MNIST, with overlapping, repeated, unknown and empty
+// groups.
+func TestSubsets(t *testing.T) {
+	_, test := loadFashionMNIST(t)
+	groups := [][]int{{9, 0, 42}, {3}, {0, 0}, {}, {-1, 5, 9}}
+	got := test.Subsets(groups)
+	if len(got) != len(groups) {
+		t.Fatalf("%d subsets for %d groups", len(got), len(groups))
+	}
+	for g, classes := range groups {
+		var want []int
+		for i, l := range test.Labels {
+			if slices.Contains(classes, l) {
+				want = append(want, i)
+			}
+		}
+		if !slices.Equal(got[g], want) {
+			t.Errorf("group %v: %d indices, want %d in dataset order", classes, len(got[g]), len(want))
+		}
+	}
+}
+
 func TestDatasetImageAndSubset(t *testing.T) {
 	train, _ := loadFashionMNIST(t)
 	img := train.Image(59999)

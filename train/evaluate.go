@@ -3,6 +3,7 @@ package train
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
@@ -59,10 +60,12 @@ func (r *Run) evaluate(b *models.Backbone, t int) (Evaluation, error) {
 // evaluateSplit is evaluate on the images of split. A task without images
 // in the split gives an error wrapping ErrEmptySplit.
 func (r *Run) evaluateSplit(b *models.Backbone, t int, split Split) (Evaluation, error) {
-	ds, indices := r.test, r.testIndices
+	ds, indices := r.test, r.testSubset
 	if split == SplitVal {
-		ds, indices = r.train, r.valIndices
+		ds, indices = r.train, r.valSubset
 	}
+	// Every task's images in one pass over the labels.
+	subsets := ds.Subsets(r.stream.Tasks[:t+1])
 	var seen []int
 	for u := 0; u <= t; u++ {
 		seen = append(seen, r.stream.Tasks[u]...)
@@ -76,38 +79,60 @@ func (r *Run) evaluateSplit(b *models.Backbone, t int, split Split) (Evaluation,
 		pos[c] = i
 	}
 	ev := Evaluation{TAg: make([]float64, t+1), TAw: make([]float64, t+1)}
-	for u := 0; u <= t; u++ {
-		idx := indices(r.stream.Tasks[u])
-		if len(idx) == 0 {
-			return Evaluation{}, fmt.Errorf("task %d: %w %s", u+1, ErrEmptySplit, split)
+	k := clf.Classes()
+	for u := 0; u <= t; {
+		// Consecutive tasks are scored together, evalGroupRows images or
+		// more at a time (see there).
+		first, rows := u, 0
+		var group [][]int
+		for ; u <= t && rows < evalGroupRows; u++ {
+			idx := indices(subsets[u])
+			if len(idx) == 0 {
+				return Evaluation{}, fmt.Errorf("task %d: %w %s", u+1, ErrEmptySplit, split)
+			}
+			group = append(group, idx)
+			rows += len(idx)
 		}
-		scores, err := r.scores(clf, b, ds, idx, r.cfg.Classifier.TestFlip)
+		scores, err := r.scores(clf, b, ds, slices.Concat(group...), r.cfg.Classifier.TestFlip)
 		if err != nil {
-			return Evaluation{}, fmt.Errorf("evaluate task %d: %w", u+1, err)
+			return Evaluation{}, fmt.Errorf("evaluate tasks %d-%d: %w", first+1, u, err)
 		}
-		allowed := make([]int, len(r.stream.Tasks[u]))
-		for i, c := range r.stream.Tasks[u] {
-			allowed[i] = pos[c]
-		}
-		tag := clf.PredictScores(scores, len(idx), nil)
-		taw := clf.PredictScores(scores, len(idx), allowed)
-		var okAg, okAw int
-		for i, j := range idx {
-			want := ds.Labels[j]
-			if seen[tag[i]] == want {
-				okAg++
+		for g, idx := range group {
+			v := first + g
+			allowed := make([]int, len(r.stream.Tasks[v]))
+			for i, c := range r.stream.Tasks[v] {
+				allowed[i] = pos[c]
 			}
-			if seen[taw[i]] == want {
-				okAw++
+			own := scores[:len(idx)*k]
+			scores = scores[len(idx)*k:]
+			tag := clf.PredictScores(own, len(idx), nil)
+			taw := clf.PredictScores(own, len(idx), allowed)
+			var okAg, okAw int
+			for i, j := range idx {
+				want := ds.Labels[j]
+				if seen[tag[i]] == want {
+					okAg++
+				}
+				if seen[taw[i]] == want {
+					okAw++
+				}
+				ev.Predictions = append(ev.Predictions, seen[tag[i]])
 			}
-			ev.Predictions = append(ev.Predictions, seen[tag[i]])
+			ev.TestIndices = append(ev.TestIndices, idx...)
+			ev.TAg[v] = float64(okAg) / float64(len(idx))
+			ev.TAw[v] = float64(okAw) / float64(len(idx))
 		}
-		ev.TestIndices = append(ev.TestIndices, idx...)
-		ev.TAg[u] = float64(okAg) / float64(len(idx))
-		ev.TAw[u] = float64(okAw) / float64(len(idx))
 	}
 	return ev, nil
 }
+
+// evalGroupRows is the fewest images evaluation scores at a time, taking
+// consecutive tasks together: a run of thousands of classes in tasks of ten
+// has hundreds of tasks of a few dozen test images each, and scoring them
+// task by task built an extractor graph per task and read the classifier's
+// whole table (K x 2145 float64 values at S = 64) once per few dozen rows,
+// on one core. The scores of a group take rows x K float32 values.
+const evalGroupRows = 1024
 
 // scores returns clf's [len(idx), K] scores of images idx of ds under
 // backbone b, as an exported model computes them: with testFlip
@@ -128,7 +153,13 @@ func (r *Run) scores(clf *gauss.Classifier, b *models.Backbone, ds *data.Dataset
 // testIndices returns the test images of the given classes, at most
 // data.test_per_class per class, in dataset order.
 func (r *Run) testIndices(classes []int) []int {
-	return limitPerClass(r.test, r.test.Subset(classes), r.cfg.Data.TestPerClass)
+	return r.testSubset(r.test.Subset(classes))
+}
+
+// testSubset is testIndices of the test images subset (Dataset.Subset of
+// the classes).
+func (r *Run) testSubset(subset []int) []int {
+	return limitPerClass(r.test, subset, r.cfg.Data.TestPerClass)
 }
 
 // trainIndices returns the training images of the given classes that are
@@ -142,7 +173,13 @@ func (r *Run) trainIndices(classes []int) []int {
 // valIndices returns the validation images of the given classes, in
 // dataset order (data.val_per_class).
 func (r *Run) valIndices(classes []int) []int {
-	_, val := r.splitTraining(classes)
+	return r.valSubset(r.train.Subset(classes))
+}
+
+// valSubset is valIndices of the training images subset (Dataset.Subset
+// of the classes).
+func (r *Run) valSubset(subset []int) []int {
+	_, val := r.splitSubset(subset)
 	return val
 }
 
@@ -156,7 +193,13 @@ var ErrEmptySplit = errors.New("no images in split")
 // images, drawn with a random source of the run's seed and the class, so a
 // resumed, forked or re-evaluated run holds out the same images.
 func (r *Run) splitTraining(classes []int) (train, val []int) {
-	all := limitPerClass(r.train, r.train.Subset(classes), r.cfg.Data.TrainPerClass)
+	return r.splitSubset(r.train.Subset(classes))
+}
+
+// splitSubset is splitTraining of the training images subset
+// (Dataset.Subset of the classes).
+func (r *Run) splitSubset(subset []int) (train, val []int) {
+	all := limitPerClass(r.train, subset, r.cfg.Data.TrainPerClass)
 	byClass := map[int][]int{}
 	for _, i := range all {
 		byClass[r.train.Labels[i]] = append(byClass[r.train.Labels[i]], i)

@@ -213,6 +213,10 @@ func (r *Run) appendLearned(task LearnedTask, train, test *data.Dataset) error {
 
 // concat returns a dataset with the images of a followed by those of b,
 // whose labels are shifted by offset; a's class names are extended by b's.
+// The result appends to a's slices, so it may share their arrays: a must
+// not be grown after. That keeps Resume, which joins every learned task in
+// turn, linear in the images (a fresh copy of all of them per learned task
+// took 21 s and 111 GB of allocations for 500 tasks of 500 small images).
 func concat(a, b *data.Dataset, offset int) (*data.Dataset, error) {
 	if a.Channels != b.Channels || a.Height != b.Height || a.Width != b.Width {
 		return nil, fmt.Errorf("%s: images are %dx%dx%d, the run's are %dx%dx%d", b.Source, b.Channels, b.Height, b.Width, a.Channels, a.Height, a.Width)
@@ -226,9 +230,9 @@ func concat(a, b *data.Dataset, offset int) (*data.Dataset, error) {
 	}
 	out := &data.Dataset{Name: a.Name, Channels: a.Channels, Height: a.Height, Width: a.Width, Source: a.Source + " + " + b.Source,
 		Photos:     photos,
-		Pixels:     append(append([]uint8(nil), a.Pixels...), b.Pixels...),
-		Labels:     append([]int(nil), a.Labels...),
-		ClassNames: append(append([]string(nil), a.ClassNames...), b.ClassNames...)}
+		Pixels:     append(a.Pixels, b.Pixels...),
+		Labels:     a.Labels,
+		ClassNames: append(a.ClassNames, b.ClassNames...)}
 	for _, l := range b.Labels {
 		out.Labels = append(out.Labels, l+offset)
 	}

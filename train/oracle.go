@@ -37,9 +37,20 @@ func (r *Run) OraclePrototypes() (map[int]gauss.Gaussian, []OracleClass, error) 
 	flips := r.cfg.Data.HorizontalFlip
 	oracle := map[int]gauss.Gaussian{}
 	var report []OracleClass
+	// Every old class's images in one pass over the labels, one group per
+	// class in task order.
+	var groups [][]int
 	for u := 0; u < r.state.Completed-1; u++ {
 		for _, c := range r.stream.Tasks[u] {
-			idx := r.trainIndices([]int{c})
+			groups = append(groups, []int{c})
+		}
+	}
+	subsets := r.train.Subsets(groups)
+	next := 0
+	for u := 0; u < r.state.Completed-1; u++ {
+		for _, c := range r.stream.Tasks[u] {
+			idx, _ := r.splitSubset(subsets[next])
+			next++
 			z, err := features(r.state.Backbone, r.train, idx, r.prep, r.cfg.Train.EvalBatch, flips)
 			if err != nil {
 				return nil, nil, fmt.Errorf("oracle: class %d: %w", c, err)

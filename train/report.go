@@ -120,10 +120,11 @@ func (r *Run) writeMetrics() error {
 	w.Write([]string{"task", "classes", "a_last_tag", "a_inc_tag", "f_last_tag", "a_last_taw", "a_inc_taw", "f_last_taw",
 		"stage1_seconds", "stage1_images_per_second", "stage2_seconds", "transport_seconds", "evaluation_seconds",
 		"mu_l2", "sigma_frobenius", "sym_kl", "ad_percent"})
+	tag, taw := metrics.Curve(s.MatrixTAg, metrics.OldTasks), metrics.Curve(s.MatrixTAw, metrics.OldTasks)
 	for t, rep := range s.Reports {
 		row := []string{fmt.Sprint(rep.Task), joinInts(rep.Classes),
-			f4(metrics.ALastAt(s.MatrixTAg, t)), f4(metrics.AIncAt(s.MatrixTAg, t)), f4(metrics.FLastAt(s.MatrixTAg, t, metrics.OldTasks)),
-			f4(metrics.ALastAt(s.MatrixTAw, t)), f4(metrics.AIncAt(s.MatrixTAw, t)), f4(metrics.FLastAt(s.MatrixTAw, t, metrics.OldTasks)),
+			f4(tag[t].ALast), f4(tag[t].AInc), f4(tag[t].FLast),
+			f4(taw[t].ALast), f4(taw[t].AInc), f4(taw[t].FLast),
 			f4(rep.Stage1Seconds), f4(rep.Stage1ImagesPerS), f4(rep.Stage2Seconds), f4(rep.TransportSeconds), f4(rep.EvaluationSeconds)}
 		if d := rep.Drift; d != nil {
 			ad := ""
@@ -143,26 +144,36 @@ func (r *Run) writeMetrics() error {
 	return durable.WriteFile(filepath.Join(r.dir, "metrics.csv"), b.Bytes())
 }
 
-// summaryTable renders the end-of-run table: the TAg accuracy matrix and the
-// paper's metrics in percent.
+// summaryTableTasks is the most tasks whose accuracy matrix summaryTable
+// prints: a run of thousands of classes in tasks of ten has hundreds of
+// tasks, and its matrix (a cell per pair of tasks) would fill megabytes of
+// the log at the end of every train and learn; acc_tag.csv holds it.
+const summaryTableTasks = 20
+
+// summaryTable renders the end-of-run table: the TAg accuracy matrix (up to
+// summaryTableTasks tasks) and the paper's metrics in percent.
 func (r *Run) summaryTable() string {
 	s, err := r.Summary()
 	if err != nil || s.MatrixTAg.Steps() == 0 {
 		return "no completed task"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n%s, seed %d: accuracy (%%) on each task's test set after each task (TAg)\n", s.Method, s.Seed)
-	b.WriteString("after \\ on")
-	for u := range s.Tasks {
-		fmt.Fprintf(&b, " %6s", fmt.Sprintf("T%d", u+1))
-	}
-	b.WriteString("\n")
-	for t := 0; t < s.MatrixTAg.Steps(); t++ {
-		fmt.Fprintf(&b, "%-10s", fmt.Sprintf("T%d", t+1))
-		for u := 0; u <= t; u++ {
-			fmt.Fprintf(&b, " %6.1f", 100*s.MatrixTAg.At(t, u))
+	if s.Tasks > summaryTableTasks {
+		fmt.Fprintf(&b, "\n%s, seed %d: %d tasks; the accuracy matrix (TAg) is in acc_tag.csv\n", s.Method, s.Seed, s.Tasks)
+	} else {
+		fmt.Fprintf(&b, "\n%s, seed %d: accuracy (%%) on each task's test set after each task (TAg)\n", s.Method, s.Seed)
+		b.WriteString("after \\ on")
+		for u := range s.Tasks {
+			fmt.Fprintf(&b, " %6s", fmt.Sprintf("T%d", u+1))
 		}
 		b.WriteString("\n")
+		for t := 0; t < s.MatrixTAg.Steps(); t++ {
+			fmt.Fprintf(&b, "%-10s", fmt.Sprintf("T%d", t+1))
+			for u := 0; u <= t; u++ {
+				fmt.Fprintf(&b, " %6.1f", 100*s.MatrixTAg.At(t, u))
+			}
+			b.WriteString("\n")
+		}
 	}
 	fmt.Fprintf(&b, "\n%-4s %8s %8s %8s\n", "", "A_last", "A_inc", "F_last")
 	fmt.Fprintf(&b, "%-4s %8.2f %8.2f %8.2f\n", "TAg", 100*s.TAg.ALast, 100*s.TAg.AInc, 100*s.TAg.FLast)

@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/netlib/blas/netlib"
+
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/durable"
@@ -291,9 +294,15 @@ func (r *Run) logDevice() {
 }
 
 // useCPU makes the training kernels use OpenBLAS and the given number of
-// threads (0: all cores).
+// threads (0: all cores). OpenBLAS also serves gonum's float64 BLAS
+// (blas64), which package gauss computes with: class statistics, Monte Carlo
+// transport, classifier scores in evaluation. Gonum's own Go kernels run
+// those products several times slower, and with thousands of classes the
+// scores of the evaluation are most of a task's cost beside Stage I
+// (docs/results/learn-classes.md).
 func useCPU(threads int) {
 	ops.UseOpenBLAS()
+	blas64.Use(netlib.Implementation{})
 	ops.SetThreads(threads)
 }
 

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -135,6 +136,35 @@ func TestCurve(t *testing.T) {
 		g, w := got[i], want[i]
 		if g.Step != w.Step || math.Abs(g.ALast-w.ALast) > 1e-12 || math.Abs(g.AInc-w.AInc) > 1e-12 || math.Abs(g.FLast-w.FLast) > 1e-12 {
 			t.Errorf("case %d: %+v, want %+v", i, g, w)
+		}
+	}
+}
+
+// TestCurveMatchesSteps: Curve's one pass gives, to the bit, what ALastAt,
+// AIncAt and FLastAt give step by step, on a 200-step matrix of random
+// accuracies and task sizes, stopped before its last 20 tasks, with both
+// forgetting weights.
+func TestCurveMatchesSteps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	counts := make([]int, 220)
+	for i := range counts {
+		counts[i] = 1 + rng.IntN(20)
+	}
+	var rows [][]float64
+	for step := range 200 {
+		row := make([]float64, step+1)
+		for u := range row {
+			row[u] = float64(rng.IntN(1001)) / 1000
+		}
+		rows = append(rows, row)
+	}
+	m := mustMatrix(t, counts, rows...)
+	for _, w := range []ForgettingWeights{OldTasks, AllTasks} {
+		for step, got := range Curve(m, w) {
+			want := StepSummary{Step: step, ALast: ALastAt(m, step), AInc: AIncAt(m, step), FLast: FLastAt(m, step, w)}
+			if got != want {
+				t.Fatalf("%s, step %d: Curve %+v, per step %+v", w, step, got, want)
+			}
 		}
 	}
 }
