@@ -134,18 +134,11 @@ type Added struct {
 // (infer.ErrNotRegular), each naming the file, or a modelDir whose manifest
 // changed while the images were embedded (ErrModelChanged).
 func AddClasses(ctx context.Context, modelDir, outDir string, classes []LabelledImages, opts ...infer.Option) (Added, error) {
-	manifestSum, err := bundle.ManifestSum(modelDir)
-	if err != nil {
-		return Added{}, err
-	}
-	b, err := bundle.Open(modelDir)
+	b, manifestSum, err := openSource(modelDir, outDir)
 	if err != nil {
 		return Added{}, err
 	}
 	if err := checkNewClasses(b.Manifest.Classes, classes); err != nil {
-		return Added{}, err
-	}
-	if err := checkOutDir(modelDir, outDir); err != nil {
 		return Added{}, err
 	}
 	protos, err := embedClasses(ctx, modelDir, classes, opts)
@@ -333,6 +326,21 @@ func extend(b *bundle.Bundle, classes []LabelledImages, newProtos []gauss.Gaussi
 	}
 	m.CreatedAt = time.Now().UTC()
 	return &m, files, added, nil
+}
+
+// openSource opens the model directory a new version is written from,
+// with its manifest's sum (for checkUnchanged), and checks that outDir
+// may be written (checkOutDir).
+func openSource(modelDir, outDir string) (*bundle.Bundle, [32]byte, error) {
+	manifestSum, err := bundle.ManifestSum(modelDir)
+	if err != nil {
+		return nil, manifestSum, err
+	}
+	b, err := bundle.Open(modelDir)
+	if err != nil {
+		return nil, manifestSum, err
+	}
+	return b, manifestSum, checkOutDir(modelDir, outDir)
 }
 
 // checkUnchanged returns ErrModelChanged, naming what to do (action the

@@ -29,15 +29,8 @@ func Calibrate(ctx context.Context, modelDir, outDir string, heldOut []LabelledI
 	if err := gauss.ValidateAcceptRate(acceptRate); err != nil {
 		return nil, err
 	}
-	manifestSum, err := bundle.ManifestSum(modelDir)
+	b, manifestSum, err := openSource(modelDir, outDir)
 	if err != nil {
-		return nil, err
-	}
-	b, err := bundle.Open(modelDir)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkOutDir(modelDir, outDir); err != nil {
 		return nil, err
 	}
 	labels, err := heldOutLabels(b.Manifest.Classes, heldOut)

@@ -23,15 +23,8 @@ import (
 // (ErrOutputExists), and modelDir is never modified (ErrModelChanged if it
 // changes meanwhile). A share out of [0, 1] wraps gauss.ErrOptions.
 func Shortlist(modelDir, outDir string, share float64) (*bundle.Shortlist, error) {
-	manifestSum, err := bundle.ManifestSum(modelDir)
+	b, manifestSum, err := openSource(modelDir, outDir)
 	if err != nil {
-		return nil, err
-	}
-	b, err := bundle.Open(modelDir)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkOutDir(modelDir, outDir); err != nil {
 		return nil, err
 	}
 	m := b.Manifest
