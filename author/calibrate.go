@@ -18,8 +18,9 @@ import (
 // model exported without one or to refit on new data. heldOut names each
 // class as the manifest does (case-insensitively), or by its class ID for
 // names that cannot be folder names ("T-shirt/top"), and must hold images the
-// model never trained on, at least gauss.MinCalibrationImages in all;
-// acceptRate (gauss.DefaultAcceptRate normally) sets the default
+// model never trained on, at least gauss.MinCalibrationImages in all; of
+// more than gauss.MaxCalibrationPairs/K, a sample (gauss.CalibrationSample)
+// is used. acceptRate (gauss.DefaultAcceptRate normally) sets the default
 // threshold. Every other file is copied as it is; outDir must not exist or
 // be empty (else ErrOutputExists), and modelDir is never modified
 // (ErrModelChanged if it changes meanwhile). A class name the model does
@@ -33,6 +34,10 @@ func Calibrate(ctx context.Context, modelDir, outDir string, heldOut []LabelledI
 	if err != nil {
 		return nil, err
 	}
+	if _, err := heldOutLabels(b.Manifest.Classes, heldOut); err != nil {
+		return nil, err
+	}
+	heldOut = sampleHeldOut(heldOut, len(b.Manifest.Classes))
 	labels, err := heldOutLabels(b.Manifest.Classes, heldOut)
 	if err != nil {
 		return nil, err
@@ -91,6 +96,37 @@ func heldOutLabels(classes []bundle.Class, heldOut []LabelledImages) ([]int, err
 		}
 	}
 	return labels, nil
+}
+
+// sampleHeldOut keeps the held-out images a calibration over k classes
+// takes (gauss.CalibrationSample, a fixed seed so the same folders give
+// the same calibration), class by class in order; a class left without
+// any is dropped.
+func sampleHeldOut(heldOut []LabelledImages, k int) []LabelledImages {
+	n := 0
+	for _, h := range heldOut {
+		n += len(h.Files)
+	}
+	keep := gauss.CalibrationSample(n, k, 0)
+	if len(keep) == n {
+		return heldOut
+	}
+	var out []LabelledImages
+	i, at := 0, 0 // i: the image's index among all; at: into keep
+	for _, h := range heldOut {
+		kept := LabelledImages{Name: h.Name}
+		for _, f := range h.Files {
+			if at < len(keep) && keep[at] == i {
+				kept.Files = append(kept.Files, f)
+				at++
+			}
+			i++
+		}
+		if len(kept.Files) > 0 {
+			out = append(out, kept)
+		}
+	}
+	return out
 }
 
 // scoreReferences returns the held-out quantiles of every unknown score

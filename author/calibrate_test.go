@@ -2,11 +2,13 @@ package author
 
 import (
 	"context"
+	"fmt"
 	"image"
 	"image/color"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/bicyc/bicyc/bundle"
@@ -93,5 +95,42 @@ func TestCalibrateAcceptRate(t *testing.T) {
 	}
 	if got := acceptedShare(t, c, noise); got > 0.1 {
 		t.Errorf("accepted %.3f of colour-noise images as known", got)
+	}
+}
+
+// TestSampleHeldOut: folders within gauss.MaxCalibrationPairs are kept as
+// they are; beyond it the sample keeps the folders' order and names, the
+// files in order, and drops a class left without any.
+func TestSampleHeldOut(t *testing.T) {
+	var held []LabelledImages
+	total := 0
+	for c := range 30 {
+		h := LabelledImages{Name: fmt.Sprintf("class-%02d", c)}
+		for i := range 1 + c%3 {
+			h.Files = append(h.Files, fmt.Sprintf("%02d-%d.png", c, i))
+			total++
+		}
+		held = append(held, h)
+	}
+	if got := sampleHeldOut(held, 10); len(got) != len(held) {
+		t.Fatalf("10 classes: %d folders, want all %d", len(got), len(held))
+	}
+	k := gauss.MaxCalibrationPairs / gauss.MinCalibrationImages // limit: MinCalibrationImages images
+	got := sampleHeldOut(held, k)
+	n, last := 0, ""
+	for _, h := range got {
+		if len(h.Files) == 0 || h.Name <= last {
+			t.Fatalf("folder %q after %q with %d files: want non-empty folders in order", h.Name, last, len(h.Files))
+		}
+		last = h.Name
+		for i, f := range h.Files {
+			if !strings.HasPrefix(f, h.Name[len("class-"):]+"-") || (i > 0 && f <= h.Files[i-1]) {
+				t.Fatalf("folder %q holds %v: want its own files in order", h.Name, h.Files)
+			}
+		}
+		n += len(h.Files)
+	}
+	if n != gauss.MinCalibrationImages || total <= n {
+		t.Errorf("%d classes: %d of %d images kept, want %d", k, n, total, gauss.MinCalibrationImages)
 	}
 }

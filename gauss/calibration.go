@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 )
 
@@ -11,6 +12,37 @@ import (
 // below 20, the 95 % quantile of their unknown scores is their maximum, and
 // the acceptance rate it promises is a guess.
 const MinCalibrationImages = 20
+
+// MaxCalibrationPairs bounds the held-out (image, class) scores a
+// calibration holds at once: with K classes it takes at most
+// MaxCalibrationPairs/K held-out images (CalibrationSample). The score
+// matrix and the unknown scores' references cost some 26-52 bytes per
+// pair, so without a bound a run of 20,000 classes holding out one image
+// each took 363 s and 11 GB to export, and one of 5000 classes holding out
+// 60 each would need 40-75 GB (docs/results/learn-classes.md). 20 M pairs
+// (0.5-1 GB) keep every held-out image up to 2 million of them at 10
+// classes, 4000 at 5000 classes and 1000 at 20,000.
+const MaxCalibrationPairs = 20_000_000
+
+// CalibrationSample returns which of n held-out images a calibration over
+// k classes takes, ascending: all of them when n*k <= MaxCalibrationPairs,
+// else MaxCalibrationPairs/k of them (at least MinCalibrationImages) drawn
+// with seed. Images are drawn alike from every class, so each class keeps
+// about its share; one left without any gets the median of the other
+// classes' scales (FitCalibration), as a class added later does.
+func CalibrationSample(n, k int, seed uint64) []int {
+	limit := max(MinCalibrationImages, MaxCalibrationPairs/max(k, 1))
+	if n <= limit {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	picked := rand.New(rand.NewPCG(seed, uint64(k))).Perm(n)[:limit]
+	slices.Sort(picked)
+	return picked
+}
 
 // referencePoints bounds the quantile table a Calibration keeps of the
 // held-out unknown scores (0.1 % steps), so a large hold-out does not grow

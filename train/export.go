@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/bicyc/bicyc/bundle"
@@ -154,33 +152,16 @@ func calibration(runDir string, cfg config.Config, classes []bundle.Class, proto
 	return export.FitCalibration(clf, cfg.Classifier, classes, protos, scores, z, labels, cfg.Export.AcceptRate)
 }
 
-// MaxCalibrationPairs bounds the held-out (image, class) scores the
-// calibration of an exported model holds at once: with K classes it uses at
-// most MaxCalibrationPairs/K held-out images. The score matrix and the
-// unknown scores' references cost some 26-52 bytes per pair, so without a
-// bound a run of 20,000 classes holding out one image each took 363 s and
-// 11 GB to export, and one of 5000 classes holding out 60 each would need
-// 40-75 GB (docs/results/learn-classes.md). 20 M pairs (0.5-1 GB) keep
-// every held-out image of a run of up to 2 million of them at 10 classes,
-// 4000 of them at 5000 classes and 1000 at 20,000 (calibrationSample).
-const MaxCalibrationPairs = 20_000_000
-
-// calibrationSample returns the held-out images idx when they and k
-// classes make at most MaxCalibrationPairs scores, else a sample of
-// MaxCalibrationPairs/k of them drawn with seed (at least
-// gauss.MinCalibrationImages), in idx's order. Images are drawn alike from
-// every class, so each class keeps about its share; a class left without
-// one gets the median of the other classes' scales (gauss.FitCalibration).
+// calibrationSample is idx reduced to the held-out images a calibration
+// over k classes takes (gauss.CalibrationSample, drawn with the run's
+// seed), in idx's order.
 func calibrationSample(idx []int, k int, seed int64) []int {
-	limit := max(gauss.MinCalibrationImages, MaxCalibrationPairs/max(k, 1))
-	if len(idx) <= limit {
+	keep := gauss.CalibrationSample(len(idx), k, uint64(seed))
+	if len(keep) == len(idx) {
 		return idx
 	}
-	rng := rand.New(rand.NewPCG(uint64(seed), uint64(k)))
-	picked := rng.Perm(len(idx))[:limit]
-	slices.Sort(picked)
-	out := make([]int, limit)
-	for i, p := range picked {
+	out := make([]int, len(keep))
+	for i, p := range keep {
 		out[i] = idx[p]
 	}
 	return out

@@ -7,8 +7,8 @@ import (
 	"github.com/bicyc/bicyc/gauss"
 )
 
-// TestCalibrationSample: held-out images within MaxCalibrationPairs are
-// all kept; beyond it a sample of MaxCalibrationPairs/K distinct images in
+// TestCalibrationSample: held-out images within gauss.MaxCalibrationPairs are
+// all kept; beyond it a sample of gauss.MaxCalibrationPairs/K distinct images in
 // their order, the same for the same seed, never fewer than
 // gauss.MinCalibrationImages.
 func TestCalibrationSample(t *testing.T) {
@@ -21,8 +21,8 @@ func TestCalibrationSample(t *testing.T) {
 	}
 	const k = 5000
 	got := calibrationSample(idx, k, 1)
-	if len(got) != MaxCalibrationPairs/k || !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != len(got) {
-		t.Fatalf("%d classes: %d images (sorted %v), want %d distinct in order", k, len(got), slices.IsSorted(got), MaxCalibrationPairs/k)
+	if len(got) != gauss.MaxCalibrationPairs/k || !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != len(got) {
+		t.Fatalf("%d classes: %d images (sorted %v), want %d distinct in order", k, len(got), slices.IsSorted(got), gauss.MaxCalibrationPairs/k)
 	}
 	for _, v := range got {
 		if v%3 != 0 || v/3 >= len(idx) {
