@@ -262,17 +262,19 @@ func (c *Classifier) Classify(ctx context.Context, img image.Image) (Result, err
 // A model directory with a shortlist (bundle.ShortlistFile, written for
 // 1000 classes or more by default; gauss.ClassifierOptions.Shortlist) is
 // run as backbone.onnx then shortlist.onnx instead for batches of fewer
-// than ShortlistMaxBatch images, unless WithExactScores: every class gets an int8 approximate score, the
-// ShortlistSize best of them their exact one, and the predictions are the
-// best exact scores among those. They equal the exact predictions
-// whenever the exact top-k classes are among the shortlisted ones
-// (measured on Fashion-MNIST test images at 5000 classes: the top-1 on
-// 99.98 %; docs/classes.md). Probabilities and the unknown score are
-// computed from the exact scores of the shortlisted classes and the
-// approximate scores of the rest, each raised to at least the largest
-// shortlisted score (a class left out is taken to be no closer). A nil image (ErrNilImage), or a distance that is NaN or
-// infinite, is an error naming the image's index. An empty batch returns
-// no results.
+// than ShortlistMaxBatch images, unless WithExactScores: every class gets
+// an int8 approximate score, the ShortlistSize best of them their exact
+// one, and the predictions are the best exact scores among those. They
+// equal the exact predictions whenever the exact top-k classes are among
+// the shortlisted ones (measured on Fashion-MNIST test images at 5000
+// classes: the top-1 on 99.98 %; docs/classes.md). Probabilities and the
+// unknown score are computed from the exact scores of the shortlisted
+// classes and the approximate scores of the rest, each raised to at least
+// the largest shortlisted score (a class left out is taken to be no
+// closer).
+//
+// A nil image (ErrNilImage), or a distance that is NaN or infinite, is an
+// error naming the image's index. An empty batch returns no results.
 //
 // When ctx is done, ClassifyBatch stops between images while it
 // preprocesses them, and ONNX Runtime stops its run after the node in
@@ -400,9 +402,9 @@ type scoredBatch struct {
 const ShortlistMaxBatch = 16
 
 // score scores a preprocessed NCHW batch: model.onnx, and backbone.onnx
-// too when withFeatures and model.onnx does not output them; under a shortlist, for batches smaller than
-// ShortlistMaxBatch, backbone.onnx then shortlist.onnx, whose features
-// serve the unknown scores as well.
+// too when withFeatures and model.onnx does not output them; under a
+// shortlist, for batches smaller than ShortlistMaxBatch, backbone.onnx
+// then shortlist.onnx, whose features serve the unknown scores as well.
 func (c *Classifier) score(ctx context.Context, batch []float32, shape []int64, withFeatures bool) (scoredBatch, error) {
 	if c.shortlist == nil || shape[0] >= ShortlistMaxBatch {
 		scores, z, err := c.runModel(ctx, batch, shape)
@@ -419,14 +421,9 @@ func (c *Classifier) score(ctx context.Context, batch []float32, shape []int64, 
 		return scoredBatch{}, err
 	}
 	k, n := len(c.classes), c.shortlistSize
-	var r shortlistRun
-	c.mu.RLock()
-	if c.closed {
-		err = ErrClosed
-	} else {
-		r, err = c.shortlist.runShortlist(ctx, z, []int64{shape[0], int64(c.manifest.FeatureDim)}, n, k)
-	}
-	c.mu.RUnlock()
+	r, err := runLocked(c, func() (shortlistRun, error) {
+		return c.shortlist.runShortlist(ctx, z, []int64{shape[0], int64(c.manifest.FeatureDim)}, n, k)
+	})
 	if err != nil {
 		return scoredBatch{}, err
 	}
@@ -457,7 +454,7 @@ func (c *Classifier) score(ctx context.Context, batch []float32, shape []int64, 
 // take it from here.
 func (c *Classifier) features(ctx context.Context, batch []float32, shape []int64) ([]float32, error) {
 	s := c.manifest.FeatureDim
-	return c.runLocked(func() ([]float32, error) {
+	return runLocked(c, func() ([]float32, error) {
 		z, err := c.backbone.run(ctx, batch, shape, s)
 		if err != nil || !c.manifest.Classifier.TestFlip {
 			return z, err
@@ -471,8 +468,9 @@ func (c *Classifier) features(ctx context.Context, batch []float32, shape []int6
 }
 
 // Scores returns model.onnx's score of every class for every prepared
-// input (exact, also under a shortlist), a row of len(Classes()) per input, in Classes() order: the
-// squared Mahalanobis distance plus the class's bias (gauss.ClassifierTables),
+// input (exact, also under a shortlist), a row of len(Classes()) per
+// input, in Classes() order: the squared Mahalanobis distance plus the
+// class's bias (gauss.ClassifierTables),
 // averaged with the mirror's under the test-time flip, as ClassifyInputs
 // ranks them. An input not made by this Classifier's Prepare wraps
 // ErrInputShape; ctx stops the run as in ClassifyBatch.
@@ -502,24 +500,20 @@ func (c *Classifier) runModel(ctx context.Context, batch []float32, shape []int6
 	if c.modelFeatures {
 		widths = append(widths, c.manifest.FeatureDim)
 	}
-	run := func(b []float32) ([][]float32, error) {
-		var out [][]float32
-		_, err := c.runLocked(func() ([]float32, error) {
-			var err error
-			out, err = c.model.runOutputs(ctx, b, shape, widths...)
-			return nil, err
-		})
-		return out, err
-	}
-	out, err := run(batch)
-	if err == nil && c.manifest.Classifier.TestFlip {
-		var mirrored [][]float32
-		if mirrored, err = run(mirror(batch, shape)); err == nil {
-			for i := range out {
-				out[i] = gauss.MeanScores(out[i], mirrored[i])
-			}
+	out, err := runLocked(c, func() ([][]float32, error) {
+		out, err := c.model.runOutputs(ctx, batch, shape, widths...)
+		if err != nil || !c.manifest.Classifier.TestFlip {
+			return out, err
 		}
-	}
+		mirrored, err := c.model.runOutputs(ctx, mirror(batch, shape), shape, widths...)
+		if err != nil {
+			return nil, err
+		}
+		for i := range out {
+			out[i] = gauss.MeanScores(out[i], mirrored[i])
+		}
+		return out, nil
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -630,7 +624,7 @@ func (c *Classifier) Mirror(in Input) (Input, error) {
 // row per image.
 func (c *Classifier) embedNCHW(ctx context.Context, batch []float32, shape []int64) ([][]float32, error) {
 	s := c.manifest.FeatureDim
-	features, err := c.runLocked(func() ([]float32, error) { return c.backbone.run(ctx, batch, shape, s) })
+	features, err := runLocked(c, func() ([]float32, error) { return c.backbone.run(ctx, batch, shape, s) })
 	if err != nil {
 		return nil, err
 	}
@@ -662,7 +656,7 @@ func (c *Classifier) Transport(ctx context.Context, oldFeatures [][]float32) ([]
 		flat = append(flat, row...)
 	}
 	shape := []int64{int64(len(oldFeatures)), int64(s)}
-	moved, err := c.runLocked(func() ([]float32, error) { return c.adapter.run(ctx, flat, shape, s) })
+	moved, err := runLocked(c, func() ([]float32, error) { return c.adapter.run(ctx, flat, shape, s) })
 	if err != nil {
 		return nil, err
 	}
@@ -692,11 +686,12 @@ func (c *Classifier) batchShape(n int) []int64 {
 }
 
 // runLocked runs f under the read lock, unless the Classifier is closed.
-func (c *Classifier) runLocked(f func() ([]float32, error)) ([]float32, error) {
+func runLocked[T any](c *Classifier, f func() (T, error)) (T, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.closed {
-		return nil, ErrClosed
+		var zero T
+		return zero, ErrClosed
 	}
 	return f()
 }

@@ -75,12 +75,17 @@ func rankClasses(distances []float32, classes []bundle.Class, k int) ([]Predicti
 	if err := checkDistances(distances, classes); err != nil {
 		return nil, err
 	}
-	order := rankIndices(distances, k)
+	return predictions(rankIndices(distances, k), distances, classes), nil
+}
+
+// predictions are the classes of order, closest first, with their
+// distances.
+func predictions(order []int, distances []float32, classes []bundle.Class) []Prediction {
 	out := make([]Prediction, len(order))
 	for r, i := range order {
 		out[r] = Prediction{ClassID: classes[i].ID, Name: classes[i].Name, Task: classes[i].Task, Distance: distances[i]}
 	}
-	return out, nil
+	return out
 }
 
 // rankIndices returns the indices of the min(k, len(distances)) smallest
@@ -162,9 +167,5 @@ func rankShortlist(distances []float32, shortlisted []int64, classes []bundle.Cl
 			order = append(order, others[j])
 		}
 	}
-	out := make([]Prediction, len(order))
-	for r, i := range order {
-		out[r] = Prediction{ClassID: classes[i].ID, Name: classes[i].Name, Task: classes[i].Task, Distance: distances[i]}
-	}
-	return out, nil
+	return predictions(order, distances, classes), nil
 }

@@ -74,18 +74,17 @@ func (s *session) runOutputs(ctx context.Context, input []float32, inShape []int
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	in, err := ort.NewTensor(ort.Shape(inShape), input)
+	in, err := s.newInput(input, inShape)
 	if err != nil {
-		return nil, fmt.Errorf("%s: input tensor %v: %w", s.spec.path, inShape, err)
+		return nil, err
 	}
 	defer in.Destroy()
 	data := make([][]float32, len(widths))
 	outs := make([]ort.Value, len(widths))
 	for i, width := range widths {
-		data[i] = make([]float32, int(inShape[0])*width)
-		out, err := ort.NewTensor(ort.NewShape(inShape[0], int64(width)), data[i])
-		if err != nil {
-			return nil, fmt.Errorf("%s: output tensor %q: %w", s.spec.path, s.spec.outputs[i], err)
+		var out *ort.Tensor[float32]
+		if data[i], out, err = newOutput[float32](s, i, inShape[0], width); err != nil {
+			return nil, err
 		}
 		defer out.Destroy()
 		outs[i] = out
@@ -94,6 +93,26 @@ func (s *session) runOutputs(ctx context.Context, input []float32, inShape []int
 		return nil, err
 	}
 	return data, nil
+}
+
+// newInput is the tensor of the session's input, row-major of inShape.
+func (s *session) newInput(input []float32, inShape []int64) (*ort.Tensor[float32], error) {
+	in, err := ort.NewTensor(ort.Shape(inShape), input)
+	if err != nil {
+		return nil, fmt.Errorf("%s: input tensor %v: %w", s.spec.path, inShape, err)
+	}
+	return in, nil
+}
+
+// newOutput allocates the buffer of the session's output i, [rows, width]
+// row-major, and the tensor over it.
+func newOutput[T ort.TensorData](s *session, i int, rows int64, width int) ([]T, *ort.Tensor[T], error) {
+	data := make([]T, int(rows)*width)
+	t, err := ort.NewTensor(ort.NewShape(rows, int64(width)), data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: output tensor %q: %w", s.spec.path, s.spec.outputs[i], err)
+	}
+	return data, t, nil
 }
 
 // shortlistRun is what a shortlist.onnx session returns for N feature
@@ -113,25 +132,24 @@ func (s *session) runShortlist(ctx context.Context, features []float32, inShape 
 		return shortlistRun{}, err
 	}
 	rows := inShape[0]
-	in, err := ort.NewTensor(ort.Shape(inShape), features)
+	in, err := s.newInput(features, inShape)
 	if err != nil {
-		return shortlistRun{}, fmt.Errorf("%s: input tensor %v: %w", s.spec.path, inShape, err)
+		return shortlistRun{}, err
 	}
 	defer in.Destroy()
-	r := shortlistRun{classes: make([]int64, int(rows)*n), exact: make([]float32, int(rows)*n), approx: make([]float32, int(rows)*k)}
-	classes, err := ort.NewTensor(ort.NewShape(rows, int64(n)), r.classes)
-	if err != nil {
-		return shortlistRun{}, fmt.Errorf("%s: output tensor %q: %w", s.spec.path, s.spec.outputs[0], err)
+	var r shortlistRun
+	var classes *ort.Tensor[int64]
+	var exact, approx *ort.Tensor[float32]
+	if r.classes, classes, err = newOutput[int64](s, 0, rows, n); err != nil {
+		return shortlistRun{}, err
 	}
 	defer classes.Destroy()
-	exact, err := ort.NewTensor(ort.NewShape(rows, int64(n)), r.exact)
-	if err != nil {
-		return shortlistRun{}, fmt.Errorf("%s: output tensor %q: %w", s.spec.path, s.spec.outputs[1], err)
+	if r.exact, exact, err = newOutput[float32](s, 1, rows, n); err != nil {
+		return shortlistRun{}, err
 	}
 	defer exact.Destroy()
-	approx, err := ort.NewTensor(ort.NewShape(rows, int64(k)), r.approx)
-	if err != nil {
-		return shortlistRun{}, fmt.Errorf("%s: output tensor %q: %w", s.spec.path, s.spec.outputs[2], err)
+	if r.approx, approx, err = newOutput[float32](s, 2, rows, k); err != nil {
+		return shortlistRun{}, err
 	}
 	defer approx.Destroy()
 	if err := s.runValues(ctx, []ort.Value{in}, []ort.Value{classes, exact, approx}); err != nil {
