@@ -141,11 +141,17 @@ func (e *expansion) class(w, m []float64, b float64, coef []float64) float64 {
 }
 
 // features writes phi(zh - center) of one feature row zh into out ([D]).
-func (e *expansion) features(zh, out []float64) {
-	s := e.s
-	u := out[e.d-s:]
+func (e *expansion) features(zh, out []float64) { QuadraticFeatures(zh, e.center, out) }
+
+// QuadraticFeatures writes phi(zh - center) of QuadraticTables for one
+// (normalised) feature zh into out: the products u_i u_j for i <= j in
+// row-major order (UpperPairs), then u = zh - center, D values in all
+// (QuadraticDim). In float32 it is the arithmetic of the exported graph.
+func QuadraticFeatures[T float32 | float64](zh, center, out []T) {
+	s := len(zh)
+	u := out[len(out)-s:]
 	for i := range s {
-		u[i] = zh[i] - e.center[i]
+		u[i] = zh[i] - center[i]
 	}
 	n := 0
 	for i := range s {

@@ -116,6 +116,16 @@ func newScoring(t gauss.ClassifierTables) scoring {
 	return scoring{t: t, q: &q}
 }
 
+// expanded returns the expanded tables a shortlist scores from, or an
+// error wrapping ErrTables when the classes are too few for the expanded
+// form (ExpandedMinClasses).
+func (sc scoring) expanded() (*gauss.QuadraticTables, error) {
+	if sc.q == nil {
+		return nil, fmt.Errorf("%w: a shortlist needs at least %d classes, the tables have %d", ErrTables, ExpandedMinClasses, sc.t.K)
+	}
+	return sc.q, nil
+}
+
 // table returns the form's large table, the content of
 // bundle.ClassifierDataFile: Coef [K, D], or Wall [K*S, S].
 func (sc scoring) table() []float32 {
@@ -159,9 +169,6 @@ func Files(t gauss.ClassifierTables, backbone []byte, shortlist int) (map[string
 
 // files is Files of the valid tables of sc.
 func (sc scoring) files(backbone []byte, shortlist int) (map[string][]byte, error) {
-	if shortlist > 0 && sc.q == nil {
-		return nil, fmt.Errorf("%w: a shortlist needs at least %d classes, the tables have %d", ErrTables, ExpandedMinClasses, sc.t.K)
-	}
 	files := map[string][]byte{bundle.ClassifierDataFile: onnxgraph.Float32Bytes(sc.table())}
 	var err error
 	if files[bundle.ClassifierFile], err = classifierGraph(sc, bundle.ClassifierDataFile); err != nil {
@@ -171,7 +178,11 @@ func (sc scoring) files(backbone []byte, shortlist int) (map[string][]byte, erro
 		return nil, err
 	}
 	if shortlist > 0 {
-		if files[bundle.ShortlistFile], err = shortlistGraph(sc.q, shortlist, bundle.ClassifierDataFile); err != nil {
+		q, err := sc.expanded()
+		if err != nil {
+			return nil, err
+		}
+		if files[bundle.ShortlistFile], err = shortlistGraph(q, shortlist, bundle.ClassifierDataFile); err != nil {
 			return nil, err
 		}
 	}
@@ -191,11 +202,11 @@ func ModelFiles(t gauss.ClassifierTables, protos []gauss.Gaussian, backbone []by
 	var plan *bundle.Shortlist
 	size := 0
 	if n > 0 {
-		if sc.q == nil {
-			return nil, nil, fmt.Errorf("%w: a shortlist needs at least %d classes, the tables have %d", ErrTables, ExpandedMinClasses, t.K)
+		q, err := sc.expanded()
+		if err != nil {
+			return nil, nil, err
 		}
-		var err error
-		if plan, err = planShortlist(sc.q, protos, n); err != nil {
+		if plan, err = planShortlist(q, protos, n); err != nil {
 			return nil, nil, err
 		}
 		size = plan.Size

@@ -85,11 +85,11 @@ func Shortlist(t gauss.ClassifierTables, n int) ([]byte, error) {
 	if err := validateTables(t); err != nil {
 		return nil, err
 	}
-	if t.K < ExpandedMinClasses {
-		return nil, fmt.Errorf("%w: a shortlist needs at least %d classes, the tables have %d", ErrTables, ExpandedMinClasses, t.K)
+	q, err := newScoring(t).expanded()
+	if err != nil {
+		return nil, err
 	}
-	q := t.Quadratic()
-	return shortlistGraph(&q, n, "")
+	return shortlistGraph(q, n, "")
 }
 
 // shortlistGraph builds the Shortlist graph of the expanded tables q, its

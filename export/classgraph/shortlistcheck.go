@@ -54,11 +54,11 @@ func PlanShortlist(t gauss.ClassifierTables, protos []gauss.Gaussian, n int) (*b
 	if err := validateTables(t); err != nil {
 		return nil, err
 	}
-	if t.K < ExpandedMinClasses {
-		return nil, fmt.Errorf("%w: a shortlist needs at least %d classes, the tables have %d", ErrTables, ExpandedMinClasses, t.K)
+	q, err := newScoring(t).expanded()
+	if err != nil {
+		return nil, err
 	}
-	q := t.Quadratic()
-	return planShortlist(&q, protos, n)
+	return planShortlist(q, protos, n)
 }
 
 // planShortlist is PlanShortlist of the expanded tables q.
@@ -224,26 +224,19 @@ func forChunks(k, chunk int, f func(c0, c1 int)) {
 // feature z into out ([D]), normalising z first when q does, in float32
 // as the graph computes it.
 func quadraticRow(z []float32, q *gauss.QuadraticTables, out []float32) {
-	s := q.S
-	scale := float32(1)
+	zh := z
 	if q.Normalize {
 		var sq float64
 		for _, v := range z {
 			sq += float64(v) * float64(v)
 		}
-		scale = 1 / float32(max(math.Sqrt(sq), gauss.NormEpsilon))
-	}
-	u := out[len(out)-s:]
-	for i, v := range z {
-		u[i] = v*scale - q.Center[i]
-	}
-	n := 0
-	for i := range s {
-		for j := i; j < s; j++ {
-			out[n] = u[i] * u[j]
-			n++
+		scale := 1 / float32(max(math.Sqrt(sq), gauss.NormEpsilon))
+		zh = make([]float32, len(z))
+		for i, v := range z {
+			zh[i] = v * scale
 		}
 	}
+	gauss.QuadraticFeatures(zh, q.Center, out)
 }
 
 // dequantize writes x's values after ONNX's DynamicQuantizeLinear
