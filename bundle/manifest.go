@@ -25,8 +25,8 @@ import (
 // ClassifierDataFile, which classifier.onnx and model.onnx read as ONNX
 // external data, and packed covariances in PrototypesFile (see
 // Prototypes); an older bicyc would misread both. Version 6 adds
-// gauss.ClassifierOptions.Shortlist, Manifest.Shortlist and ShortlistFile. Open reads all six
-// (see Open).
+// gauss.ClassifierOptions.Shortlist, Manifest.Shortlist, ShortlistFile and
+// Manifest.ModelFeatures. Open reads all six (see Open).
 const SchemaVersion = 6
 
 // oldestSchemaVersion is the oldest manifest format Open still reads.

@@ -33,11 +33,8 @@ refused (the model then keeps exact scores). See docs/classes.md, "Shortlist".`,
 			gauss.ShortlistMinSize, gauss.ShortlistMinClasses, 100*classgraph.ShortlistCheckTop1),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.model.model == "" {
-				return fmt.Errorf("no model: pass --model DIR or set BICYC_MODEL")
-			}
-			if o.out == "" {
-				return fmt.Errorf("no output: pass --out DIR")
+			if o.model.model == "" || o.out == "" {
+				return fmt.Errorf("shortlist needs --model and --out")
 			}
 			sl, err := author.Shortlist(o.model.model, o.out, o.share)
 			if err != nil {
