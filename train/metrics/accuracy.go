@@ -122,6 +122,14 @@ func FLastAt(m *Matrix, t int, w ForgettingWeights) float64 {
 		num += float64(m.counts[u]) * Forgetting(m, t, u)
 		den += float64(m.counts[u])
 	}
+	return forgettingMean(m, t, w, num, den)
+}
+
+// forgettingMean is F_last after step t from the count-weighted sum of the
+// old tasks' forgetting (num) and of their counts (den): w decides whether
+// step t's own classes weigh in the denominator. It is 0 at step 0 and
+// panics if w is unknown.
+func forgettingMean(m *Matrix, t int, w ForgettingWeights, num, den float64) float64 {
 	switch w {
 	case OldTasks:
 	case AllTasks:
@@ -161,20 +169,9 @@ func Curve(m *Matrix, w ForgettingWeights) []StepSummary {
 			num += float64(m.counts[u]) * max(best[u]-row[u], 0)
 			den += float64(m.counts[u])
 		}
-		switch w {
-		case OldTasks:
-		case AllTasks:
-			den += float64(m.counts[t])
-		default:
-			panic(fmt.Sprintf("metrics: unknown %v", w))
-		}
-		fLast := 0.0
-		if t > 0 {
-			fLast = num / den
-		}
 		aLast := ALastAt(m, t)
 		sumALast += aLast
-		out[t] = StepSummary{Step: t, ALast: aLast, AInc: sumALast / float64(t+1), FLast: fLast}
+		out[t] = StepSummary{Step: t, ALast: aLast, AInc: sumALast / float64(t+1), FLast: forgettingMean(m, t, w, num, den)}
 	}
 	return out
 }
