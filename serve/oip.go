@@ -39,6 +39,9 @@ import (
 //     transport maps the same statuses: 400, 413 and 415 to
 //     InvalidArgument, 404 to NotFound, 408 and 504 to DeadlineExceeded,
 //     499 to Canceled, 503 to Unavailable, 500 to Internal.
+//   - A transport that fails a request before calling oipInfer, once it
+//     knows the version (a body it cannot read or decode), counts the
+//     failure with oipFailed.
 //   - Model versions are strings as on the wire: "" is the latest version
 //     the server serves, otherwise a positive decimal number.
 
@@ -395,6 +398,14 @@ func (s *Server) oipInfer(ctx context.Context, name, version string, req *oipReq
 	}
 	st.success.add(time.Since(start))
 	return resp, nil
+}
+
+// oipFailed counts a request for v that failed in its transport (a body
+// that could not be read or decoded) since start, as the core counts its
+// own failures: every request that names a served version and fails is
+// in its fail statistics, whichever transport it came by.
+func (s *Server) oipFailed(v *version, name string, start time.Time) {
+	s.stats(name, v.number).fail.add(time.Since(start))
 }
 
 // oipRun is oipInfer after the version is found; st is the statistics of

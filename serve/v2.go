@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bicyc/bicyc/infer"
 )
@@ -109,6 +110,7 @@ func (s *Server) v2Infer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("request body declares %d bytes, more than the limit of %d", r.ContentLength, s.maxBody))
 		return
 	}
+	start := time.Now()
 	name, version := r.PathValue("name"), r.PathValue("version")
 	v, err := s.oipFind(name, version)
 	header := r.Header.Get(headerContentLength)
@@ -121,12 +123,12 @@ func (s *Server) v2Infer(w http.ResponseWriter, r *http.Request) {
 	}
 	body, release, err := s.readBody(s.limitBody(w, r))
 	defer release()
-	if err != nil {
-		writeError(w, requestStatus(err), err)
-		return
+	var req *oipRequest
+	if err == nil {
+		req, err = decodeInferRequest(body, header, v.model.InputShape(), s.maxBody)
 	}
-	req, err := decodeInferRequest(body, header, v.model.InputShape(), s.maxBody)
 	if err != nil {
+		s.oipFailed(v, name, start)
 		writeError(w, oipStatus(err), err)
 		return
 	}
@@ -306,7 +308,7 @@ func decodeJSONInput(t *oipTensor, raw json.RawMessage, count int64) error {
 	case "FP32":
 		values, err := flattenNumbers(raw, count)
 		if err != nil {
-			return badRequestf("input %q: %v", t.Name, err)
+			return badRequestf("input %q of shape %v: %v", t.Name, t.Shape, err)
 		}
 		t.FP32 = values
 	case "BYTES":
