@@ -200,6 +200,9 @@ func decodeInferRequest(body []byte, header string, shape [3]int, limit int64) (
 	}
 	offset := 0
 	for _, in := range j.Inputs {
+		if string(bytes.TrimSpace(in.Data)) == "null" {
+			in.Data = nil // "data": null, as some clients send beside binary data
+		}
 		t := oipTensor{Name: in.Name, Datatype: in.Datatype, Shape: in.Shape}
 		count, err := oipCheckInput(&t, shape, limit)
 		if err != nil {
