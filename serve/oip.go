@@ -40,8 +40,8 @@ import (
 //     InvalidArgument, 404 to NotFound, 408 and 504 to DeadlineExceeded,
 //     499 to Canceled, 503 to Unavailable, 500 to Internal.
 //   - A transport that fails a request before calling oipInfer, once it
-//     knows the version (a body it cannot read or decode), counts the
-//     failure with oipFailed.
+//     knows the version (a body it cannot read), counts the failure with
+//     oipFailed.
 //   - Model versions are strings as on the wire: "" is the latest version
 //     the server serves, otherwise a positive decimal number.
 
@@ -106,6 +106,13 @@ type oipRequest struct {
 	// Parameters are the request's parameters, for the transport
 	// (binary_data_output, say); the core does not read them.
 	Parameters map[string]any
+	// Decode, if set, fills the request in from its wire form (the fields
+	// above) once the core holds a classification slot: decoded tensors
+	// can take twice the bytes of their JSON, and are then held, like the
+	// images decoded from them, only by the requests being classified,
+	// never by those waiting. A transport whose tensors arrive decoded
+	// (gRPC) leaves it nil.
+	Decode func(*oipRequest) error
 }
 
 // oipOutput is one output tensor of a response: exactly one of FP32,
@@ -401,7 +408,7 @@ func (s *Server) oipInfer(ctx context.Context, name, version string, req *oipReq
 }
 
 // oipFailed counts a request for v that failed in its transport (a body
-// that could not be read or decoded) since start, as the core counts its
+// that could not be read) since start, as the core counts its
 // own failures: every request that names a served version and fails is
 // in its fail statistics, whichever transport it came by.
 func (s *Server) oipFailed(v *version, name string, start time.Time) {
@@ -416,6 +423,13 @@ func (s *Server) oipRun(ctx context.Context, name string, number int64, req *oip
 	}
 	defer s.release()
 	(*st).queue.add(time.Since(start))
+	decodeStart := time.Now()
+	if req.Decode != nil {
+		if err := req.Decode(req); err != nil {
+			return nil, err
+		}
+	}
+	decodeTime := time.Since(decodeStart)
 	var results []infer.Result
 	var encoded []imageBytes
 	var inputTime, runTime time.Duration
@@ -440,7 +454,7 @@ func (s *Server) oipRun(ctx context.Context, name string, number int64, req *oip
 	if err != nil {
 		return nil, err
 	}
-	(*st).computeInput.add(inputTime)
+	(*st).computeInput.add(decodeTime + inputTime)
 	(*st).computeInfer.add(runTime)
 	t2 := time.Now()
 	outputs, err := oipOutputs(req, v, results)

@@ -141,6 +141,7 @@ func TestV2BinaryLengths(t *testing.T) {
 		has         string
 	}{
 		{input(3136), "", tensor, "", 200, ""},
+		{`{"inputs": [{"name": "input", "shape": [1, 1, 28, 28], "datatype": "FP32", "data": null, "parameters": {"binary_data_size": 3136}}]}`, "", tensor, "application/json", 200, ""},
 		{input(3136), "99999", tensor, "", 400, "Inference-Header-Content-Length"},
 		{input(3136), "-1", tensor, "", 400, "Inference-Header-Content-Length"},
 		{input(3136), "ten", tensor, "", 400, "Inference-Header-Content-Length"},
