@@ -60,13 +60,16 @@ func (r *Runtime) Compile(name, source string) (*Kernel, error) {
 	return k, nil
 }
 
-// Launch runs the kernel on n threads in blocks of 256 (the kernel must ignore indices >= n). args are
-// the kernel's parameters in order: *Buffer (a device pointer), int32 or float32.
+// BlockThreads is the number of threads of each block Launch starts.
+const BlockThreads = 256
+
+// Launch runs the kernel on n threads in blocks of BlockThreads (the kernel must ignore indices >= n). args
+// are the kernel's parameters in order: *Buffer (a device pointer), int32 or float32.
 func (k *Kernel) Launch(n int, args ...any) error {
 	if n <= 0 {
 		return nil
 	}
-	const block = 256
+	const block = BlockThreads
 	// cuLaunchKernel reads each parameter through a pointer: keep the values in one Go slice each.
 	vals := make([]uint64, len(args))
 	ptrs := make([]unsafe.Pointer, len(args))
