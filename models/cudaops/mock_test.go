@@ -20,7 +20,7 @@ const mockChildEnv = "BICYC_CUDAOPS_MOCK_CHILD"
 func TestCheckOnMock(t *testing.T) {
 	dir := t.TempDir()
 	if err := cudamock.Install(dir); err != nil {
-		t.Fatalf("building the CUDA stand-in needs a C compiler, as cgo does: %v", err)
+		t.Fatalf("building the CUDA stand-in needs C and C++ compilers (cc, c++): %v", err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCheckOnMockChild$", "-test.v")
 	cmd.Env = append(os.Environ(), mockChildEnv+"=1", "BICYC_CUDA_LIB_PATH="+dir)
