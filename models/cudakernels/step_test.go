@@ -8,7 +8,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/bicyc/bicyc/train"
+	"github.com/bicyc/bicyc/models/optim"
 )
 
 // sgdParam is one parameter and its gradient as gorgonia hands them to a solver.
@@ -18,7 +18,7 @@ func (p sgdParam) Value() G.Value         { return p.w }
 func (p sgdParam) Grad() (G.Value, error) { return p.g, nil }
 
 // TestSGD: sum_squares (the global gradient norm, summed on the host) and sgd_update replay three steps of
-// train.SGD with momentum, weight decay and clipping on parameters of odd sizes, with the clip active and
+// optim.SGD with momentum, weight decay and clipping on parameters of odd sizes, with the clip active and
 // not, and with sum_squares run on fewer threads than values, as many, and more.
 func TestSGD(t *testing.T) {
 	needHost(t)
@@ -26,7 +26,7 @@ func TestSGD(t *testing.T) {
 	for _, clip := range []float64{0, 1, 1e6} {
 		for _, threads := range []int{1, 300, 4096} {
 			name := fmt.Sprintf("clip %g, %d threads", clip, threads)
-			cpu := &train.SGD{LR: 0.05, Momentum: 0.9, WeightDecay: 5e-4, ClipNorm: clip}
+			cpu := &optim.SGD{LR: 0.05, Momentum: 0.9, WeightDecay: 5e-4, ClipNorm: clip}
 			var params []G.ValueGrad
 			w, v := make([][]float32, len(sizes)), make([][]float32, len(sizes))
 			for i, n := range sizes {
@@ -56,12 +56,9 @@ func TestSGD(t *testing.T) {
 				}
 				norm := math.Sqrt(sq)
 				if math.Abs(norm-cpu.LastNorm) > 1e-12*cpu.LastNorm {
-					t.Errorf("%s, step %d: norm %v, train.SGD's %v", name, step, norm, cpu.LastNorm)
+					t.Errorf("%s, step %d: norm %v, optim.SGD's %v", name, step, norm, cpu.LastNorm)
 				}
-				scale := float32(1)
-				if clip > 0 && norm > clip {
-					scale = float32(clip / (norm + 1e-6))
-				}
+				scale := optim.ClipScale(norm, clip)
 				for i, n := range sizes {
 					launch(t, "sgd_update", n, 7, w[i], g[i], v[i], n, scale, float32(cpu.WeightDecay), float32(cpu.Momentum), float32(cpu.LR))
 					closeTo(t, fmt.Sprintf("%s, step %d, parameter %d: gradient reset", name, step, i), g[i], make([]float32, n), 0)
