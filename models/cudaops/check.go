@@ -15,29 +15,35 @@ import (
 
 	"github.com/bicyc/bicyc/models/cuda"
 	"github.com/bicyc/bicyc/models/ops"
+	"github.com/bicyc/bicyc/models/optim"
 )
 
 // CheckCase is one layer the check runs on both devices: a convolution (X and W set), a max pooling (X and
-// Pool set), a training-mode batch norm (X and Norm set), an element-wise op through kernels NVRTC compiles
-// (X and Func "relu" or "gelu") or a matrix product (A and B set).
+// Pool set), a training-mode batch norm (X and Norm set), an op through kernels NVRTC compiles (X and Func
+// "relu", "gelu", "bias" or "avgpool"), a matrix product (A and B set), or SGD steps (SGD set).
 type CheckCase struct {
 	Name   string `json:"name"`
 	X      []int  `json:"x,omitempty"`          // [N,C,H,W]
 	W      []int  `json:"w,omitempty"`          // [O,C,K,K]
 	Pool   int    `json:"pool,omitempty"`       // max pooling window size
-	Func   string `json:"func,omitempty"`       // element-wise op: relu or gelu
+	Func   string `json:"func,omitempty"`       // relu or gelu (element-wise), bias (a channel bias added) or avgpool (global average pooling)
 	Norm   bool   `json:"batch_norm,omitempty"` // training-mode batch norm of X
 	Stride int    `json:"stride,omitempty"`
 	Pad    int    `json:"pad,omitempty"`
 	A      []int  `json:"a,omitempty"` // [M,K]
 	B      []int  `json:"b,omitempty"` // [K,N]
+	// SGD lists the sizes of the parameters of an SGD case: Runs+1 steps of optim.SGD and of SGD (momentum
+	// 0.9, weight decay 5e-4, clipping at 1) from the same weights and gradients, the weights compared after.
+	SGD []int `json:"sgd,omitempty"`
 }
 
 // DefaultCheckCases are the layers `bicyc doctor --gpu` checks: a 3x3 convolution of the default convnet's
 // size, ResNet-18's 7x7 stride-2 stem and a 3x3 convolution of its last stage at 224x224 and batch 64, and
 // a classifier-sized matrix product, a ReLU over ResNet-18's first-stage activations and a GELU of the
 // mapper's hidden layer (kernels compiled by NVRTC), and ResNet-18's 3x3 stride-2 max pooling after its
-// stem, and the batch norm after it (training mode, running statistics compared too).
+// stem, and the batch norm after it (training mode, running statistics compared too); then the NVRTC ops of
+// the rest of the step: the classifier's bias and a bias over first-stage activations, ResNet-18's global
+// average pooling, and SGD steps over parameters of ResNet-18's sizes (11.9 M values).
 var DefaultCheckCases = []CheckCase{
 	{Name: "convnet-conv3x3", X: []int{128, 32, 28, 28}, W: []int{64, 32, 3, 3}, Stride: 1, Pad: 1},
 	{Name: "resnet18-stem-7x7s2-224", X: []int{64, 3, 224, 224}, W: []int{64, 3, 7, 7}, Stride: 2, Pad: 3},
@@ -47,6 +53,10 @@ var DefaultCheckCases = []CheckCase{
 	{Name: "gelu-nvrtc-mapper", X: []int{64, 2048}, Func: "gelu"},
 	{Name: "resnet18-maxpool-3x3s2-224", X: []int{64, 64, 112, 112}, Pool: 3, Stride: 2, Pad: 1},
 	{Name: "resnet18-batchnorm-224", X: []int{64, 64, 112, 112}, Norm: true},
+	{Name: "resnet18-bias-fc", X: []int{64, 1000}, Func: "bias"},
+	{Name: "resnet18-bias-conv", X: []int{64, 64, 56, 56}, Func: "bias"},
+	{Name: "resnet18-avgpool", X: []int{64, 512, 7, 7}, Func: "avgpool"},
+	{Name: "sgd-resnet18-sized", SGD: []int{9408, 36864, 73728, 147456, 294912, 589824, 1179648, 2359296, 2359296, 2359296, 512000, 64, 512, 1000}},
 }
 
 // CheckOptions configure Check.
@@ -148,6 +158,9 @@ type layerRun struct {
 func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) (cr CaseReport) {
 	cr = CaseReport{CheckCase: c}
 	rng := rand.New(rand.NewPCG(seed, 32))
+	if len(c.SGD) > 0 {
+		return checkSGD(c, opt, rng, gpu)
+	}
 	inShapes, batch, err := c.shapes()
 	if err != nil {
 		cr.Error = err.Error()
@@ -207,8 +220,11 @@ func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) (cr CaseRep
 	names := []string{"out", "dx", "dw"}
 	if c.Norm {
 		names = []string{"out", "dx", "dgamma", "dbeta"}
-	} else if c.A != nil {
-		names = []string{"out", "da", "db"}
+	} else if c.A != nil || c.Func == "bias" {
+		names = []string{"out", "dx", "db"}
+		if c.A != nil {
+			names[1] = "da"
+		}
 	} else if c.W == nil {
 		names = []string{"out", "dx"}
 	}
@@ -247,13 +263,17 @@ func (c CheckCase) shapes() ([]tensor.Shape, int, error) {
 		return []tensor.Shape{c.X, {c.X[1]}, {c.X[1]}}, c.X[0], nil
 	case len(c.X) > 0 && c.W == nil && (c.Func == "relu" || c.Func == "gelu"):
 		return []tensor.Shape{c.X}, c.X[0], nil
+	case (len(c.X) == 4 || len(c.X) == 2) && c.W == nil && c.Func == "bias":
+		return []tensor.Shape{c.X, {c.X[1]}}, c.X[0], nil
+	case len(c.X) == 4 && c.W == nil && c.Func == "avgpool":
+		return []tensor.Shape{c.X}, c.X[0], nil
 	}
-	return nil, 0, fmt.Errorf("case %q: want x [N,C,H,W] and w [O,C,K,K], x [N,C,H,W] and pool or batch_norm, x and func relu or gelu, or a [M,K] and b [K,N]", c.Name)
+	return nil, 0, fmt.Errorf("case %q: want x [N,C,H,W] and w [O,C,K,K], x [N,C,H,W] and pool or batch_norm, x and func relu, gelu, bias or avgpool, a [M,K] and b [K,N], or sgd", c.Name)
 }
 
 // fanIn is the number of terms summed per output, to scale random inputs to unit-sized outputs.
 func fanIn(c CheckCase, i int, s tensor.Shape) int {
-	if i == 0 || c.Norm {
+	if i == 0 || c.Norm || c.Func == "bias" {
 		return 1
 	}
 	if c.A != nil {
@@ -296,6 +316,14 @@ func buildLayer(c CheckCase, inputs []*tensor.Dense, gpu bool) (*layerRun, error
 		out, err = GELU(first)
 	case c.Func == "gelu":
 		out, err = ops.GELU(first)
+	case c.Func == "bias" && gpu:
+		out, err = AddChannelBias(first, in[1])
+	case c.Func == "bias":
+		out, err = ops.AddChannelBias(first, in[1])
+	case c.Func == "avgpool" && gpu:
+		out, err = GlobalAvgPool(first)
+	case c.Func == "avgpool":
+		out, err = ops.GlobalAvgPool(first)
 	case c.A != nil && gpu:
 		out, err = MatMul(first, in[1])
 	case c.A != nil:
@@ -386,3 +414,106 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // errUnavailable reports whether err says CUDA could not be used.
 func errUnavailable(err error) bool { return errors.Is(err, cuda.ErrUnavailable) }
+
+// valueGrad is a parameter and its gradient, as a graph hands them to a solver.
+type valueGrad struct{ w, g *tensor.Dense }
+
+func (p valueGrad) Value() G.Value         { return p.w }
+func (p valueGrad) Grad() (G.Value, error) { return p.g, nil }
+
+// checkSGD runs Runs+1 steps of optim.SGD and of SGD on copies of the same random weights, each step with the
+// same random gradients (scaled so that some steps clip and some do not), and compares the weights after
+// ("w") and the last gradient norms ("norm"). Step times are the median of the timed steps; the loss fields
+// hold the sum of the final weights.
+func checkSGD(c CheckCase, opt CheckOptions, rng *rand.Rand, gpu bool) (cr CaseReport) {
+	cr = CaseReport{CheckCase: c}
+	steps := opt.Runs + 1
+	w0 := make([]*tensor.Dense, len(c.SGD))
+	grads := make([][]*tensor.Dense, steps)
+	for i, n := range c.SGD {
+		w0[i] = randomTensor(rng, tensor.Shape{n}, 1)
+	}
+	for k := range grads {
+		for _, n := range c.SGD {
+			// Growing from step to step; with clipping at 1 every step of a case of a few values or more clips.
+			grads[k] = append(grads[k], randomTensor(rng, tensor.Shape{n}, float64(k+1)/float64(steps)))
+		}
+	}
+	run := func(solver G.Solver, norm func() float64) ([]*tensor.Dense, []float64, time.Duration, error) {
+		ws := make([]*tensor.Dense, len(w0))
+		model := make([]G.ValueGrad, len(w0))
+		for i, w := range w0 {
+			ws[i] = w.Clone().(*tensor.Dense)
+			model[i] = valueGrad{w: ws[i], g: tensor.New(tensor.Of(tensor.Float32), tensor.WithShape(c.SGD[i]))}
+		}
+		var norms []float64
+		var ds []time.Duration
+		for k := range steps {
+			for i := range model {
+				copy(model[i].(valueGrad).g.Float32s(), grads[k][i].Float32s())
+			}
+			start := time.Now()
+			if err := solver.Step(model); err != nil {
+				return nil, nil, 0, err
+			}
+			if k > 0 {
+				ds = append(ds, time.Since(start))
+			}
+			norms = append(norms, norm())
+		}
+		slices.Sort(ds)
+		return ws, norms, ds[len(ds)/2], nil
+	}
+	sum := func(ws []*tensor.Dense) float64 {
+		var t float64
+		for _, w := range ws {
+			for _, v := range w.Float32s() {
+				t += float64(v)
+			}
+		}
+		return t
+	}
+	cpu := &optim.SGD{LR: 0.1, Momentum: 0.9, WeightDecay: 5e-4, ClipNorm: 1}
+	cpuW, cpuNorms, cpuDur, err := run(cpu, func() float64 { return cpu.LastNorm })
+	if err != nil {
+		cr.Error = "cpu run: " + err.Error()
+		return cr
+	}
+	cr.CPUMillis, cr.LossCPU = ms(cpuDur), sum(cpuW)
+	if !gpu {
+		cr.Error = "gpu: not run (cuda unavailable)"
+		return cr
+	}
+	dev := &SGD{LR: cpu.LR, Momentum: cpu.Momentum, WeightDecay: cpu.WeightDecay, ClipNorm: cpu.ClipNorm}
+	defer func() {
+		if err := dev.Free(); err != nil && cr.Error == "" {
+			cr.Error = "gpu release: " + err.Error()
+		}
+	}()
+	devW, devNorms, devDur, err := run(dev, func() float64 { return dev.LastNorm })
+	if err != nil {
+		cr.Error = "gpu run: " + err.Error()
+		return cr
+	}
+	cr.GPUMillis, cr.LossGPU = ms(devDur), sum(devW)
+	cat := func(ws []*tensor.Dense) *tensor.Dense {
+		var all []float32
+		for _, w := range ws {
+			all = append(all, w.Float32s()...)
+		}
+		return tensor.New(tensor.WithBacking(all))
+	}
+	f32 := func(v []float64) *tensor.Dense {
+		out := make([]float32, len(v))
+		for i, x := range v {
+			out[i] = float32(x)
+		}
+		return tensor.New(tensor.WithBacking(out))
+	}
+	cr.Diffs = map[string]Diff{"w": compare(cat(cpuW), cat(devW)), "norm": compare(f32(cpuNorms), f32(devNorms))}
+	for _, d := range cr.Diffs {
+		cr.MaxRelDiff = math.Max(cr.MaxRelDiff, d.MaxRel)
+	}
+	cr.WithinTolerance = cr.MaxRelDiff <= opt.Tolerance
+	return cr
+}

@@ -48,6 +48,10 @@ func TestCheckOnMockChild(t *testing.T) {
 		{Name: "gelu", X: []int{6, 40}, Func: "gelu"},
 		{Name: "maxpool", X: []int{2, 3, 9, 9}, Pool: 3, Stride: 2, Pad: 1},
 		{Name: "batchnorm", X: []int{4, 3, 5, 5}, Norm: true},
+		{Name: "bias4d", X: []int{3, 5, 7, 9}, Func: "bias"},
+		{Name: "bias2d", X: []int{5, 300}, Func: "bias"},
+		{Name: "avgpool", X: []int{3, 5, 7, 9}, Func: "avgpool"},
+		{Name: "sgd", SGD: []int{1, 257, 10007, 7}},
 	}
 	rep := Check(CheckOptions{Cases: cases, Runs: 2, Seed: 3})
 	b, _ := json.MarshalIndent(rep, "", " ")
