@@ -473,6 +473,12 @@ func checkSGD(c CheckCase, opt CheckOptions, rng *rand.Rand, gpu bool) (cr CaseR
 		}
 		return t
 	}
+	progress := func(device string) {
+		if opt.Progress != nil {
+			fmt.Fprintf(opt.Progress, "check %s: %s\n", c.Name, device)
+		}
+	}
+	progress("cpu")
 	cpu := &optim.SGD{LR: 0.1, Momentum: 0.9, WeightDecay: 5e-4, ClipNorm: 1}
 	cpuW, cpuNorms, cpuDur, err := run(cpu, func() float64 { return cpu.LastNorm })
 	if err != nil {
@@ -484,6 +490,7 @@ func checkSGD(c CheckCase, opt CheckOptions, rng *rand.Rand, gpu bool) (cr CaseR
 		cr.Error = "gpu: not run (cuda unavailable)"
 		return cr
 	}
+	progress("gpu")
 	dev := &SGD{LR: cpu.LR, Momentum: cpu.Momentum, WeightDecay: cpu.WeightDecay, ClipNorm: cpu.ClipNorm}
 	defer func() {
 		if err := dev.Free(); err != nil && cr.Error == "" {
