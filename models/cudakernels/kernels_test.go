@@ -1,7 +1,7 @@
 package cudakernels
 
 import (
-	"math"
+	"fmt"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -166,8 +166,9 @@ func TestBiasAdd(t *testing.T) {
 	}
 }
 
-// TestEvalBatchNorm: channel_affine with a = γ/σ and b = β − a·μ from the running statistics (computed in
-// float64 as ops.BatchNorm does) is ops.BatchNorm's evaluation mode, with and without the fused ReLU.
+// TestEvalBatchNorm: channel_affine with ops.BatchNorm.EvalAffine's coefficients is ops.BatchNorm's
+// evaluation mode, with and without the fused ReLU, and bn_eval_backward_data and bn_eval_backward_params
+// are its gradients with respect to x, γ and β.
 func TestEvalBatchNorm(t *testing.T) {
 	needHost(t)
 	for _, shape := range [][]int{{3, 5, 7, 9}, {2, 3, 1, 1}, {4, 7}, {8, 64, 56, 56}} {
@@ -177,29 +178,37 @@ func TestEvalBatchNorm(t *testing.T) {
 			s *= d
 		}
 		total := n * c * s
-		x, gamma, beta := randn(4, total, 2), randn(5, c, 1), randn(6, c, 1)
+		x, gamma, beta, dy := randn(4, total, 2), randn(5, c, 1), randn(6, c, 1), randn(11, total, 1)
 		bn := ops.NewBatchNorm(c)
 		bn.RunningMean = randn(7, c, 0.5)
 		for i, v := range randn(8, c, 1) {
 			bn.RunningVar[i] = v*v + 0.1
 		}
-		a, b := make([]float32, c), make([]float32, c)
-		for ch := range a {
-			inv := 1 / math.Sqrt(float64(bn.RunningVar[ch])+bn.Eps)
-			a[ch] = float32(float64(gamma[ch]) * inv)
-			b[ch] = float32(float64(beta[ch]) - float64(gamma[ch])*inv*float64(bn.RunningMean[ch]))
+		a, b, inv, err := bn.EvalAffine(gamma, beta)
+		if err != nil {
+			t.Fatal(err)
 		}
 		for _, relu := range []bool{false, true} {
 			op := func(in []*G.Node) (*G.Node, error) { return bn.Apply(in[0], in[1], in[2], false, relu) }
 			want := cpuForward(t, op, dense(x, shape...), dense(gamma, c), dense(beta, c))
+			grads := cpuGrad(t, op, dy, dense(x, shape...), dense(gamma, c), dense(beta, c))
+			flag := map[bool]int{false: 0, true: 1}[relu]
 			for _, block := range blocks {
 				if block == 7 && total > 1<<16 {
 					continue
 				}
+				what := fmt.Sprintf("relu %t", relu)
 				y := sentinel(total + 1)
-				launch(t, "channel_affine", total, block, x, a, b, y, total, c, s, map[bool]int{false: 0, true: 1}[relu])
+				launch(t, "channel_affine", total, block, x, a, b, y, total, c, s, flag)
 				// The CPU op multiplies and adds in one fused step where the CPU has FMA; the kernel rounds twice.
-				closeTo(t, label("channel_affine (batch norm)", shape, block), y, want, 1e-6)
+				closeTo(t, label("channel_affine (batch norm, "+what+")", shape, block), y, want, 1e-6)
+				dx, dgamma, dbeta := sentinel(total+1), sentinel(c+1), sentinel(c+1)
+				launch(t, "bn_eval_backward_data", total, block, dy, y, a, dx, total, c, s, flag)
+				launch(t, "bn_eval_backward_params", c, block, x, y, dy, bn.RunningMean, inv, dgamma, dbeta, n, c, s, flag)
+				closeTo(t, label("bn_eval_backward_data ("+what+")", shape, block), dx, grads[0], 1e-6)
+				// The CPU op sums each run of S values in float32 (4e-7 off at [8 64 56 56]); the kernel in double.
+				closeTo(t, label("bn_eval_backward_params dγ ("+what+")", shape, block), dgamma, grads[1], 4e-6)
+				closeTo(t, label("bn_eval_backward_params dβ ("+what+")", shape, block), dbeta, grads[2], 4e-6)
 			}
 		}
 	}

@@ -27,7 +27,9 @@ type CheckCase struct {
 	W      []int  `json:"w,omitempty"`          // [O,C,K,K]
 	Pool   int    `json:"pool,omitempty"`       // max pooling window size
 	Func   string `json:"func,omitempty"`       // relu or gelu (element-wise), bias (a channel bias added) or avgpool (global average pooling)
-	Norm   bool   `json:"batch_norm,omitempty"` // training-mode batch norm of X
+	Norm   bool   `json:"batch_norm,omitempty"` // batch norm of X: training mode (cuDNN), or with Eval evaluation mode (NVRTC)
+	Eval   bool   `json:"eval,omitempty"`       // the batch norm in evaluation mode, from fixed running statistics
+	ReLU   bool   `json:"relu,omitempty"`       // the evaluation-mode batch norm with the ReLU fused
 	Stride int    `json:"stride,omitempty"`
 	Pad    int    `json:"pad,omitempty"`
 	A      []int  `json:"a,omitempty"` // [M,K]
@@ -42,7 +44,7 @@ type CheckCase struct {
 // a classifier-sized matrix product, a ReLU over ResNet-18's first-stage activations and a GELU of the
 // mapper's hidden layer (kernels compiled by NVRTC), and ResNet-18's 3x3 stride-2 max pooling after its
 // stem, and the batch norm after it (training mode, running statistics compared too); then the NVRTC ops of
-// the rest of the step: the classifier's bias and a bias over first-stage activations, ResNet-18's global
+// the rest of the step: an evaluation-mode batch norm with its ReLU over first-stage activations, the classifier's bias and a bias over first-stage activations, ResNet-18's global
 // average pooling, and SGD steps over parameters of ResNet-18's sizes (11.9 M values).
 var DefaultCheckCases = []CheckCase{
 	{Name: "convnet-conv3x3", X: []int{128, 32, 28, 28}, W: []int{64, 32, 3, 3}, Stride: 1, Pad: 1},
@@ -53,6 +55,7 @@ var DefaultCheckCases = []CheckCase{
 	{Name: "gelu-nvrtc-mapper", X: []int{64, 2048}, Func: "gelu"},
 	{Name: "resnet18-maxpool-3x3s2-224", X: []int{64, 64, 112, 112}, Pool: 3, Stride: 2, Pad: 1},
 	{Name: "resnet18-batchnorm-224", X: []int{64, 64, 112, 112}, Norm: true},
+	{Name: "resnet18-batchnorm-eval-relu-224", X: []int{64, 64, 56, 56}, Norm: true, Eval: true, ReLU: true},
 	{Name: "resnet18-bias-fc", X: []int{64, 1000}, Func: "bias"},
 	{Name: "resnet18-bias-conv", X: []int{64, 64, 56, 56}, Func: "bias"},
 	{Name: "resnet18-avgpool", X: []int{64, 512, 7, 7}, Func: "avgpool"},
@@ -259,7 +262,7 @@ func (c CheckCase) shapes() ([]tensor.Shape, int, error) {
 		return []tensor.Shape{c.A, c.B}, c.A[0], nil
 	case len(c.X) == 4 && c.W == nil && c.Pool > 0:
 		return []tensor.Shape{c.X}, c.X[0], nil
-	case len(c.X) == 4 && c.W == nil && c.Norm:
+	case len(c.X) == 4 && c.W == nil && c.Norm, len(c.X) == 2 && c.Norm && c.Eval:
 		return []tensor.Shape{c.X, {c.X[1]}, {c.X[1]}}, c.X[0], nil
 	case len(c.X) > 0 && c.W == nil && (c.Func == "relu" || c.Func == "gelu"):
 		return []tensor.Shape{c.X}, c.X[0], nil
@@ -297,6 +300,17 @@ func buildLayer(c CheckCase, inputs []*tensor.Dense, gpu bool) (*layerRun, error
 	var out *G.Node
 	var bn *ops.BatchNorm
 	switch {
+	case c.Norm && c.Eval:
+		bn = ops.NewBatchNorm(c.X[1])
+		for i := range bn.RunningMean { // fixed, channel-dependent running statistics
+			bn.RunningMean[i] = float32(0.1 * math.Sin(float64(i)))
+			bn.RunningVar[i] = float32(1 + 0.5*math.Cos(float64(i)))
+		}
+		if gpu {
+			out, err = BatchNormEval(bn, first, in[1], in[2], c.ReLU)
+		} else {
+			out, err = bn.Apply(first, in[1], in[2], false, c.ReLU)
+		}
 	case c.Norm:
 		bn = ops.NewBatchNorm(c.X[1])
 		if gpu {

@@ -241,3 +241,146 @@ func GlobalAvgPool(x *G.Node) (*G.Node, error) {
 		}}
 	return G.ApplyOp(fwd, x)
 }
+
+// BatchNormEval is bn.Apply(x, gamma, beta, false, relu) of models/ops computed by NVRTC kernels: the
+// evaluation-mode batch norm of a float32 x [N,C,H,W] or [N,C] with bn's running statistics, read at each
+// run and checked as the CPU op checks them (ops.BatchNorm.EvalAffine gives the per-channel affine map
+// channel_affine applies), then the ReLU if relu; and its gradients with respect to x
+// (bn_eval_backward_data) and γ and β (bn_eval_backward_params, both in one launch).
+func BatchNormEval(bn *ops.BatchNorm, x, gamma, beta *G.Node, relu bool) (*G.Node, error) {
+	xs := x.Shape()
+	switch {
+	case (xs.Dims() != 4 && xs.Dims() != 2) || x.Dtype() != tensor.Float32 || xs.TotalSize() == 0:
+		return nil, fmt.Errorf("cuda batch norm: input %q is %v %v, want float32 [N,C,H,W] or [N,C]: %w", x.Name(), xs, x.Dtype(), ops.ErrShape)
+	case xs[1] != bn.Channels:
+		return nil, fmt.Errorf("cuda batch norm: input %q has %d channels, layer has %d: %w", x.Name(), xs[1], bn.Channels, ops.ErrShape)
+	}
+	cs := tensor.Shape{bn.Channels}
+	for _, p := range []*G.Node{gamma, beta} {
+		if !p.Shape().Eq(cs) || p.Dtype() != tensor.Float32 {
+			return nil, fmt.Errorf("cuda batch norm: parameter %q is %v %v, want [%d] float32: %w", p.Name(), p.Shape(), p.Dtype(), bn.Channels, ops.ErrShape)
+		}
+	}
+	var (
+		affine, data, params                *cuda.Kernel
+		xd, ad, bd, meanD, invD, yd, dy, dx deviceTensor
+		dgamma, dbeta                       deviceTensor
+		run, paramsRun                      uint64
+	)
+	n, c, sp := planes(xs)
+	total := xs.TotalSize()
+	flag := int32(0)
+	if relu {
+		flag = 1
+	}
+	id := serial.Add(1)
+	free := func() error {
+		affine, data, params = nil, nil, nil
+		return freeAll(&xd, &ad, &bd, &meanD, &invD, &yd, &dy, &dx, &dgamma, &dbeta)
+	}
+	ready := func() error {
+		if affine != nil {
+			return nil
+		}
+		r, err := cuda.Open()
+		if err != nil {
+			return err
+		}
+		if err := invD.alloc(r, tensor.Float64, cs); err != nil {
+			return err
+		}
+		err = kernelsAndBuffers([]string{"channel_affine", "bn_eval_backward_data", "bn_eval_backward_params"},
+			[]**cuda.Kernel{&affine, &data, &params},
+			[]*deviceTensor{&xd, &ad, &bd, &meanD, &yd, &dy, &dx, &dgamma, &dbeta}, []tensor.Shape{xs, cs, cs, cs, xs, xs, xs, cs, cs})
+		if err != nil {
+			affine = nil
+		}
+		return err
+	}
+	upload := func(d *deviceTensor, v any, shape tensor.Shape) error {
+		return d.upload(tensor.New(tensor.WithShape(shape...), tensor.WithBacking(v)), run)
+	}
+	paramGrads := func(in []*tensor.Dense) error {
+		if paramsRun == run {
+			return nil
+		}
+		if err := dy.upload(in[1], run); err != nil {
+			return fmt.Errorf("dy: %w", err)
+		}
+		if err := params.Launch(c, xd.buf, yd.buf, dy.buf, meanD.buf, invD.buf, dgamma.buf, dbeta.buf, int32(n), int32(c), int32(sp), flag); err != nil {
+			return err
+		}
+		paramsRun = run
+		return nil
+	}
+	grad := func(name string, out tensor.Shape, do func(in []*tensor.Dense) (*tensor.Dense, error)) *kernelOp {
+		return &kernelOp{name: name, inShapes: []tensor.Shape{xs, xs}, out: out, serial: id, free: free,
+			do: func(in []*tensor.Dense) (*tensor.Dense, error) {
+				if affine == nil || run == 0 {
+					return nil, fmt.Errorf("the forward batch norm has not run")
+				}
+				return do(in)
+			}}
+	}
+	gradX := grad("cuda batch norm (evaluation) dx", xs, func(in []*tensor.Dense) (*tensor.Dense, error) {
+		if err := dy.upload(in[1], run); err != nil {
+			return nil, fmt.Errorf("dy: %w", err)
+		}
+		if err := data.Launch(total, dy.buf, yd.buf, ad.buf, dx.buf, int32(total), int32(c), int32(sp), flag); err != nil {
+			return nil, err
+		}
+		return dx.download(xs)
+	})
+	gradGamma := grad("cuda batch norm (evaluation) dgamma", cs, func(in []*tensor.Dense) (*tensor.Dense, error) {
+		if err := paramGrads(in); err != nil {
+			return nil, err
+		}
+		return dgamma.download(cs)
+	})
+	gradBeta := grad("cuda batch norm (evaluation) dbeta", cs, func(in []*tensor.Dense) (*tensor.Dense, error) {
+		if err := paramGrads(in); err != nil {
+			return nil, err
+		}
+		return dbeta.download(cs)
+	})
+	fwd := &kernelOp{name: "cuda batch norm (evaluation)", inShapes: []tensor.Shape{xs, cs, cs}, out: xs, serial: id, free: free,
+		diffWRT: []bool{true, true, true},
+		do: func(in []*tensor.Dense) (*tensor.Dense, error) {
+			a, b, inv, err := bn.EvalAffine(in[1].Float32s(), in[2].Float32s())
+			if err != nil {
+				return nil, err
+			}
+			if err := ready(); err != nil {
+				return nil, err
+			}
+			run++
+			if err := xd.upload(in[0], run); err != nil {
+				return nil, fmt.Errorf("x: %w", err)
+			}
+			for _, u := range []struct {
+				d    *deviceTensor
+				v    any
+				what string
+			}{{&ad, a, "scale"}, {&bd, b, "shift"}, {&meanD, bn.RunningMean, "running mean"}, {&invD, inv, "1/σ"}} {
+				if err := upload(u.d, u.v, cs); err != nil {
+					return nil, fmt.Errorf("%s: %w", u.what, err)
+				}
+			}
+			if err := affine.Launch(total, xd.buf, ad.buf, bd.buf, yd.buf, int32(total), int32(c), int32(sp), flag); err != nil {
+				return nil, err
+			}
+			return yd.download(xs)
+		},
+		diff: func(y, g *G.Node) (G.Nodes, error) {
+			var out G.Nodes
+			for _, op := range []*kernelOp{gradX, gradGamma, gradBeta} {
+				d, err := G.ApplyOp(op, y, g)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, d)
+			}
+			return out, nil
+		}}
+	return G.ApplyOp(fwd, x, gamma, beta)
+}
