@@ -7,26 +7,6 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// crossEntropy is the mean softmax cross-entropy of logits [B,K] against
-// one-hot targets [B,K]:
-//
-//	CE = -(1/B) sum_b sum_k onehot[b,k] * log softmax(logits)[b,k]
-func crossEntropy(logits, onehot *G.Node) (*G.Node, error) {
-	logp, err := G.LogSoftMax(logits)
-	if err != nil {
-		return nil, fmt.Errorf("cross-entropy: %w", err)
-	}
-	picked, err := G.HadamardProd(logp, onehot)
-	if err != nil {
-		return nil, fmt.Errorf("cross-entropy: %w", err)
-	}
-	sum, err := G.Sum(picked)
-	if err != nil {
-		return nil, err
-	}
-	return G.Mul(sum, G.NewConstant(float32(-1)/float32(logits.Shape()[0])))
-}
-
 // mse is the mean squared error over the batch and feature dimensions
 // (docs/method.md: every MSE is a mean over the batch and S).
 func mse(a, b *G.Node) (*G.Node, error) {

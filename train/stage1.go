@@ -105,7 +105,7 @@ func buildStage1(cfg config.Config, n stage1Nets, c, h, w int) (*stage1Graph, er
 		return nil, err
 	}
 	params = append(params, headParams...)
-	ce, err := crossEntropy(logits, onehot)
+	ce, err := ops.CrossEntropy(logits, onehot)
 	if err != nil {
 		return nil, err
 	}

@@ -20,13 +20,13 @@ import (
 
 // CheckCase is one layer the check runs on both devices: a convolution (X and W set), a max pooling (X and
 // Pool set), a training-mode batch norm (X and Norm set), an op through kernels NVRTC compiles (X and Func
-// "relu", "gelu", "bias" or "avgpool"), a matrix product (A and B set), or SGD steps (SGD set).
+// "relu", "gelu", "bias", "avgpool" or "crossentropy"), a matrix product (A and B set), or SGD steps (SGD set).
 type CheckCase struct {
 	Name   string `json:"name"`
 	X      []int  `json:"x,omitempty"`          // [N,C,H,W]
 	W      []int  `json:"w,omitempty"`          // [O,C,K,K]
 	Pool   int    `json:"pool,omitempty"`       // max pooling window size
-	Func   string `json:"func,omitempty"`       // relu or gelu (element-wise), bias (a channel bias added) or avgpool (global average pooling)
+	Func   string `json:"func,omitempty"`       // relu or gelu (element-wise), bias (a channel bias added), avgpool (global average pooling) or crossentropy (X logits [B,K], one-hot targets)
 	Norm   bool   `json:"batch_norm,omitempty"` // batch norm of X: training mode (cuDNN), or with Eval evaluation mode (NVRTC)
 	Eval   bool   `json:"eval,omitempty"`       // the batch norm in evaluation mode, from fixed running statistics
 	ReLU   bool   `json:"relu,omitempty"`       // the evaluation-mode batch norm with the ReLU fused
@@ -44,8 +44,9 @@ type CheckCase struct {
 // a classifier-sized matrix product, a ReLU over ResNet-18's first-stage activations and a GELU of the
 // mapper's hidden layer (kernels compiled by NVRTC), and ResNet-18's 3x3 stride-2 max pooling after its
 // stem, and the batch norm after it (training mode, running statistics compared too); then the NVRTC ops of
-// the rest of the step: an evaluation-mode batch norm with its ReLU over first-stage activations, the classifier's bias and a bias over first-stage activations, ResNet-18's global
-// average pooling, and SGD steps over parameters of ResNet-18's sizes (11.9 M values).
+// the rest of the step: an evaluation-mode batch norm with its ReLU over first-stage activations, the
+// classifier's bias and a bias over first-stage activations, the cross-entropy of 1000 classes, ResNet-18's
+// global average pooling, and SGD steps over parameters of ResNet-18's sizes (11.9 M values).
 var DefaultCheckCases = []CheckCase{
 	{Name: "convnet-conv3x3", X: []int{128, 32, 28, 28}, W: []int{64, 32, 3, 3}, Stride: 1, Pad: 1},
 	{Name: "resnet18-stem-7x7s2-224", X: []int{64, 3, 224, 224}, W: []int{64, 3, 7, 7}, Stride: 2, Pad: 3},
@@ -57,6 +58,7 @@ var DefaultCheckCases = []CheckCase{
 	{Name: "resnet18-batchnorm-224", X: []int{64, 64, 112, 112}, Norm: true},
 	{Name: "resnet18-batchnorm-eval-relu-224", X: []int{64, 64, 56, 56}, Norm: true, Eval: true, ReLU: true},
 	{Name: "resnet18-bias-fc", X: []int{64, 1000}, Func: "bias"},
+	{Name: "crossentropy-64x1000", X: []int{64, 1000}, Func: "crossentropy"},
 	{Name: "resnet18-bias-conv", X: []int{64, 64, 56, 56}, Func: "bias"},
 	{Name: "resnet18-avgpool", X: []int{64, 512, 7, 7}, Func: "avgpool"},
 	{Name: "sgd-resnet18-sized", SGD: []int{9408, 36864, 73728, 147456, 294912, 589824, 1179648, 2359296, 2359296, 2359296, 512000, 64, 512, 1000}},
@@ -173,6 +175,13 @@ func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) (cr CaseRep
 	for i, s := range inShapes {
 		inputs[i] = randomTensor(rng, s, 1/math.Sqrt(float64(fanIn(c, i, s))))
 	}
+	if c.Func == "crossentropy" { // logits of a few units, one-hot targets
+		inputs[0] = randomTensor(rng, inShapes[0], 4)
+		inputs[1] = tensor.New(tensor.Of(tensor.Float32), tensor.WithShape(inShapes[1]...))
+		for b := 0; b < c.X[0]; b++ {
+			inputs[1].Float32s()[b*c.X[1]+rng.IntN(c.X[1])] = 1
+		}
+	}
 	progress := func(format string, args ...any) {
 		if opt.Progress != nil {
 			fmt.Fprintf(opt.Progress, "check %s: "+format+"\n", append([]any{c.Name}, args...)...)
@@ -270,13 +279,15 @@ func (c CheckCase) shapes() ([]tensor.Shape, int, error) {
 		return []tensor.Shape{c.X, {c.X[1]}}, c.X[0], nil
 	case len(c.X) == 4 && c.W == nil && c.Func == "avgpool":
 		return []tensor.Shape{c.X}, c.X[0], nil
+	case len(c.X) == 2 && c.W == nil && c.Func == "crossentropy":
+		return []tensor.Shape{c.X, c.X}, c.X[0], nil
 	}
-	return nil, 0, fmt.Errorf("case %q: want x [N,C,H,W] and w [O,C,K,K], x [N,C,H,W] and pool or batch_norm, x and func relu, gelu, bias or avgpool, a [M,K] and b [K,N], or sgd", c.Name)
+	return nil, 0, fmt.Errorf("case %q: want x [N,C,H,W] and w [O,C,K,K], x [N,C,H,W] and pool or batch_norm, x and func relu, gelu, bias, avgpool or crossentropy, a [M,K] and b [K,N], or sgd", c.Name)
 }
 
 // fanIn is the number of terms summed per output, to scale random inputs to unit-sized outputs.
 func fanIn(c CheckCase, i int, s tensor.Shape) int {
-	if i == 0 || c.Norm || c.Func == "bias" {
+	if i == 0 || c.Norm || c.Func == "bias" || c.Func == "crossentropy" {
 		return 1
 	}
 	if c.A != nil {
@@ -338,6 +349,10 @@ func buildLayer(c CheckCase, inputs []*tensor.Dense, gpu bool) (*layerRun, error
 		out, err = GlobalAvgPool(first)
 	case c.Func == "avgpool":
 		out, err = ops.GlobalAvgPool(first)
+	case c.Func == "crossentropy" && gpu:
+		out, err = CrossEntropy(first, in[1])
+	case c.Func == "crossentropy":
+		out, err = ops.CrossEntropy(first, in[1])
 	case c.A != nil && gpu:
 		out, err = MatMul(first, in[1])
 	case c.A != nil:
@@ -350,17 +365,25 @@ func buildLayer(c CheckCase, inputs []*tensor.Dense, gpu bool) (*layerRun, error
 	if err != nil {
 		return nil, err
 	}
-	rng := rand.New(rand.NewPCG(7, uint64(out.Shape().TotalSize())))
-	r := G.NewTensor(g, tensor.Float32, out.Dims(), G.WithShape(out.Shape()...), G.WithValue(randomTensor(rng, out.Shape(), 1)), G.WithName("r"))
-	prod, err := G.HadamardProd(out, r)
+	var loss *G.Node
+	if out.IsScalar() { // a loss: its gradient is a fixed scalar
+		loss, err = G.Mul(out, G.NewScalar(g, tensor.Float32, G.WithValue(float32(0.75)), G.WithName("r")))
+	} else {
+		rng := rand.New(rand.NewPCG(7, uint64(out.Shape().TotalSize())))
+		r := G.NewTensor(g, tensor.Float32, out.Dims(), G.WithShape(out.Shape()...), G.WithValue(randomTensor(rng, out.Shape(), 1)), G.WithName("r"))
+		var prod *G.Node
+		if prod, err = G.HadamardProd(out, r); err == nil {
+			loss, err = G.Sum(prod)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	loss, err := G.Sum(prod)
-	if err != nil {
-		return nil, err
+	wrt := in
+	if c.Func == "crossentropy" {
+		wrt = in[:1] // the targets are data
 	}
-	grads, err := G.Grad(loss, in...)
+	grads, err := G.Grad(loss, wrt...)
 	if err != nil {
 		return nil, err
 	}
@@ -404,8 +427,8 @@ func scalar(n *G.Node) float64 {
 // compare returns the largest absolute difference of two float32 tensors and that relative to cpu's largest
 // magnitude; NaN when they cannot be compared.
 func compare(cpu, gpu G.Value) Diff {
-	a, okA := cpu.Data().([]float32)
-	b, okB := gpu.Data().([]float32)
+	a, okA := float32s(cpu)
+	b, okB := float32s(gpu)
 	if !okA || !okB || len(a) != len(b) {
 		return Diff{MaxAbs: math.NaN(), MaxRel: math.NaN()}
 	}
@@ -422,6 +445,17 @@ func compare(cpu, gpu G.Value) Diff {
 		rel = diff / scale
 	}
 	return Diff{MaxAbs: diff, MaxRel: rel}
+}
+
+// float32s returns the values of a float32 tensor or scalar.
+func float32s(v G.Value) ([]float32, bool) {
+	switch d := v.Data().(type) {
+	case []float32:
+		return d, true
+	case float32:
+		return []float32{d}, true
+	}
+	return nil, false
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -53,6 +53,8 @@ func TestCheckOnMockChild(t *testing.T) {
 		{Name: "batchnorm-eval-2d", X: []int{6, 9}, Norm: true, Eval: true, ReLU: true},
 		{Name: "bias4d", X: []int{3, 5, 7, 9}, Func: "bias"},
 		{Name: "bias2d", X: []int{5, 300}, Func: "bias"},
+		{Name: "crossentropy", X: []int{7, 10}, Func: "crossentropy"},
+		{Name: "crossentropy-2class", X: []int{3, 2}, Func: "crossentropy"},
 		{Name: "avgpool", X: []int{3, 5, 7, 9}, Func: "avgpool"},
 		{Name: "sgd", SGD: []int{1, 257, 10007, 7}},
 	}

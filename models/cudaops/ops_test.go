@@ -186,7 +186,8 @@ func TestRunWithoutCUDA(t *testing.T) {
 	}
 }
 
-// TestNVRTCLayerShapes: the NVRTC layers' shapes and gradients are built without a GPU, and inputs they
+// TestNVRTCLayerShapes: the NVRTC ops' shapes and gradients (bias, average pooling, evaluation-mode batch
+// norm, cross-entropy, chained) are built without a GPU, and inputs they
 // cannot take are refused when the graph is built, wrapping ops.ErrShape.
 func TestNVRTCLayerShapes(t *testing.T) {
 	g := G.NewGraph()
@@ -206,13 +207,24 @@ func TestNVRTCLayerShapes(t *testing.T) {
 	if !y.Shape().Eq(tensor.Shape{2, 3, 5, 7}) || !p.Shape().Eq(tensor.Shape{2, 3}) {
 		t.Errorf("shapes %v, %v", y.Shape(), p.Shape())
 	}
-	loss := G.Must(G.Sum(p))
-	grads, err := G.Grad(loss, x, b)
+	gamma, beta := node(tensor.Float32, 3), node(tensor.Float32, 3)
+	nrm, err := BatchNormEval(ops.NewBatchNorm(3), p, gamma, beta, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !grads[0].Shape().Eq(x.Shape()) || !grads[1].Shape().Eq(b.Shape()) {
-		t.Errorf("gradient shapes %v, %v", grads[0].Shape(), grads[1].Shape())
+	ce, err := CrossEntropy(nrm, node(tensor.Float32, 2, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ce.IsScalar() {
+		t.Errorf("cross-entropy shape %v", ce.Shape())
+	}
+	grads, err := G.Grad(ce, x, b, gamma, beta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !grads[0].Shape().Eq(x.Shape()) || !grads[1].Shape().Eq(b.Shape()) || !grads[2].Shape().Eq(gamma.Shape()) || !grads[3].Shape().Eq(beta.Shape()) {
+		t.Errorf("gradient shapes %v, %v, %v, %v", grads[0].Shape(), grads[1].Shape(), grads[2].Shape(), grads[3].Shape())
 	}
 	for i, c := range []struct {
 		build func() (*G.Node, error)
@@ -223,6 +235,14 @@ func TestNVRTCLayerShapes(t *testing.T) {
 		{func() (*G.Node, error) { return AddChannelBias(node(tensor.Float64, 2, 3), node(tensor.Float64, 3)) }, "want float32"},
 		{func() (*G.Node, error) { return GlobalAvgPool(node(tensor.Float32, 2, 3)) }, "want float32 [N,C,H,W]"},
 		{func() (*G.Node, error) { return GlobalAvgPool(node(tensor.Float64, 2, 3, 4, 4)) }, "want float32 [N,C,H,W]"},
+		{func() (*G.Node, error) { return CrossEntropy(node(tensor.Float32, 2, 3, 4), node(tensor.Float32, 2, 3, 4)) }, "want float32 [B,K]"},
+		{func() (*G.Node, error) { return CrossEntropy(node(tensor.Float32, 2, 3), node(tensor.Float32, 2, 4)) }, "want float32 (2, 3)"},
+		{func() (*G.Node, error) {
+			return BatchNormEval(ops.NewBatchNorm(4), node(tensor.Float32, 2, 3, 5, 5), node(tensor.Float32, 4), node(tensor.Float32, 4), false)
+		}, "has 3 channels, layer has 4"},
+		{func() (*G.Node, error) {
+			return BatchNormEval(ops.NewBatchNorm(3), node(tensor.Float32, 2, 3, 5, 5), node(tensor.Float32, 4), node(tensor.Float32, 3), false)
+		}, "want [3] float32"},
 	} {
 		if _, err := c.build(); !errors.Is(err, ops.ErrShape) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("case %d: error %v, want one wrapping ErrShape with %q", i, err, c.want)
