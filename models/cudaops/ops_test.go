@@ -235,7 +235,9 @@ func TestNVRTCLayerShapes(t *testing.T) {
 		{func() (*G.Node, error) { return AddChannelBias(node(tensor.Float64, 2, 3), node(tensor.Float64, 3)) }, "want float32"},
 		{func() (*G.Node, error) { return GlobalAvgPool(node(tensor.Float32, 2, 3)) }, "want float32 [N,C,H,W]"},
 		{func() (*G.Node, error) { return GlobalAvgPool(node(tensor.Float64, 2, 3, 4, 4)) }, "want float32 [N,C,H,W]"},
-		{func() (*G.Node, error) { return CrossEntropy(node(tensor.Float32, 2, 3, 4), node(tensor.Float32, 2, 3, 4)) }, "want float32 [B,K]"},
+		{func() (*G.Node, error) {
+			return CrossEntropy(node(tensor.Float32, 2, 3, 4), node(tensor.Float32, 2, 3, 4))
+		}, "want float32 [B,K]"},
 		{func() (*G.Node, error) { return CrossEntropy(node(tensor.Float32, 2, 3), node(tensor.Float32, 2, 4)) }, "want float32 (2, 3)"},
 		{func() (*G.Node, error) {
 			return BatchNormEval(ops.NewBatchNorm(4), node(tensor.Float32, 2, 3, 5, 5), node(tensor.Float32, 4), node(tensor.Float32, 4), false)
