@@ -8,8 +8,9 @@ import (
 )
 
 // Kernel is one CUDA C function compiled by NVRTC at run time for this device and loaded with the driver
-// API. Keep each source small, one per op: it cannot be compiled on a machine without NVRTC, so it is
-// first compiled on the first GPU it meets (the check runs every kernel).
+// API. bicyc's kernel sources live in package models/cudakernels, whose tests compile and run the same text
+// on the host; NVRTC itself first compiles them on the first GPU they meet (the device check runs every
+// kernel).
 type Kernel struct {
 	r    *Runtime
 	name string
