@@ -7,20 +7,6 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// mse is the mean squared error over the batch and feature dimensions
-// (docs/method.md: every MSE is a mean over the batch and S).
-func mse(a, b *G.Node) (*G.Node, error) {
-	d, err := G.Sub(a, b)
-	if err != nil {
-		return nil, fmt.Errorf("mse %v vs %v: %w", a.Shape(), b.Shape(), err)
-	}
-	sq, err := G.Square(d)
-	if err != nil {
-		return nil, err
-	}
-	return G.Mean(sq)
-}
-
 // cosineMatrix is the matrix of pairwise cosine similarities of the first
 // rows rows of x [B,S]: C = Xn Xn^T with Xn the L2-normalised rows. The
 // norm has a small floor so the gradient stays finite at zero.

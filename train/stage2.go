@@ -39,7 +39,7 @@ func buildAdapterGraph(cfg config.Config, a *models.Mapper, rows, s int) (*adapt
 	if err != nil {
 		return nil, err
 	}
-	align, err := mse(az, zn)
+	align, err := ops.MeanSquaredError(az, zn)
 	if err != nil {
 		return nil, err
 	}

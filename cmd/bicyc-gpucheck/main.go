@@ -77,6 +77,7 @@ var smallCases = []cudaops.CheckCase{
 	{Name: "small-batchnorm-eval-relu-nvrtc", X: []int{8, 16, 7, 7}, Norm: true, Eval: true, ReLU: true},
 	{Name: "small-bias-nvrtc", X: []int{8, 16, 7, 7}, Func: "bias"},
 	{Name: "small-crossentropy-nvrtc", X: []int{16, 10}, Func: "crossentropy"},
+	{Name: "small-mse-nvrtc", X: []int{16, 64}, Func: "mse"},
 	{Name: "small-avgpool-nvrtc", X: []int{8, 16, 7, 7}, Func: "avgpool"},
 	{Name: "small-sgd-nvrtc", SGD: []int{1, 257, 10007}},
 }

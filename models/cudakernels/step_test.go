@@ -112,3 +112,45 @@ func TestSoftmaxCrossEntropy(t *testing.T) {
 	launch(t, "softmax_cross_entropy", 1, 256, []float32(nil), []float32(nil), loss, dz, 1, 0, float32(1))
 	closeTo(t, "softmax_cross_entropy of no classes", loss, []float32{-12345}, 0)
 }
+
+// TestMeanSquaredError: squared_difference_sum (summed and divided by n on the host) and
+// squared_difference_backward against ops.MeanSquaredError and its gradients, on sizes below, across and
+// far beyond a block, with sum_squares-style partial sums on fewer threads than values and more.
+func TestMeanSquaredError(t *testing.T) {
+	needHost(t)
+	op := func(in []*G.Node) (*G.Node, error) { return ops.MeanSquaredError(in[0], in[1]) }
+	for _, shape := range [][]int{{1, 1}, {3, 7}, {64, 512}, {257}, {8, 2048, 9}} {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		a, b := randn(40, n, 1), randn(41, n, 1)
+		want := cpuForward(t, op, dense(a, shape...), dense(b, shape...))
+		const g = 0.75
+		grads := cpuGrad(t, op, []float32{g}, dense(a, shape...), dense(b, shape...))
+		for _, threads := range []int{1, 300, 4096} {
+			partial := make([]float64, threads)
+			launch(t, "squared_difference_sum", threads, 256, a, b, partial, n, threads)
+			var sum float64
+			for _, p := range partial {
+				sum += p
+			}
+			mean := []float32{float32(sum / float64(n)), -12345}
+			// gorgonia's Mean sums the float32 squares in float32, whose rounding grows with n (2.6e-5 at
+			// 147,456 values); the kernel sums in double.
+			closeTo(t, fmt.Sprintf("squared_difference_sum %v, %d threads", shape, threads), mean, want, 1e-4)
+		}
+		for _, block := range blocks {
+			if block == 7 && n > 1<<16 {
+				continue
+			}
+			da, db := sentinel(n+1), sentinel(n+1)
+			launch(t, "squared_difference_backward", n, block, a, b, da, db, n, float32(2*g)/float32(n))
+			closeTo(t, label("squared_difference_backward da", shape, block), da, grads[0], 1e-6)
+			closeTo(t, label("squared_difference_backward db", shape, block), db, grads[1], 1e-6)
+		}
+	}
+	d := sentinel(1)
+	launch(t, "squared_difference_backward", 0, 256, d, d, d, d, 0, float32(1))
+	closeTo(t, "squared_difference_backward of nothing", d, nil, 0)
+}

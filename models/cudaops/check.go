@@ -20,13 +20,13 @@ import (
 
 // CheckCase is one layer the check runs on both devices: a convolution (X and W set), a max pooling (X and
 // Pool set), a training-mode batch norm (X and Norm set), an op through kernels NVRTC compiles (X and Func
-// "relu", "gelu", "bias", "avgpool" or "crossentropy"), a matrix product (A and B set), or SGD steps (SGD set).
+// "relu", "gelu", "bias", "avgpool", "crossentropy" or "mse"), a matrix product (A and B set), or SGD steps (SGD set).
 type CheckCase struct {
 	Name   string `json:"name"`
 	X      []int  `json:"x,omitempty"`          // [N,C,H,W]
 	W      []int  `json:"w,omitempty"`          // [O,C,K,K]
 	Pool   int    `json:"pool,omitempty"`       // max pooling window size
-	Func   string `json:"func,omitempty"`       // relu or gelu (element-wise), bias (a channel bias added), avgpool (global average pooling) or crossentropy (X logits [B,K], one-hot targets)
+	Func   string `json:"func,omitempty"`       // relu or gelu (element-wise), bias (a channel bias added), avgpool (global average pooling), crossentropy (X logits [B,K], one-hot targets) or mse (mean squared error of two X)
 	Norm   bool   `json:"batch_norm,omitempty"` // batch norm of X: training mode (cuDNN), or with Eval evaluation mode (NVRTC)
 	Eval   bool   `json:"eval,omitempty"`       // the batch norm in evaluation mode, from fixed running statistics
 	ReLU   bool   `json:"relu,omitempty"`       // the evaluation-mode batch norm with the ReLU fused
@@ -45,8 +45,8 @@ type CheckCase struct {
 // mapper's hidden layer (kernels compiled by NVRTC), and ResNet-18's 3x3 stride-2 max pooling after its
 // stem, and the batch norm after it (training mode, running statistics compared too); then the NVRTC ops of
 // the rest of the step: an evaluation-mode batch norm with its ReLU over first-stage activations, the
-// classifier's bias and a bias over first-stage activations, the cross-entropy of 1000 classes, ResNet-18's
-// global average pooling, and SGD steps over parameters of ResNet-18's sizes (11.9 M values).
+// classifier's bias and a bias over first-stage activations, the cross-entropy of 1000 classes, the mean squared
+// error of ResNet-18-sized features (BiCyc's L_bi and L_cyc terms), ResNet-18's global average pooling, and SGD steps over parameters of ResNet-18's sizes (11.9 M values).
 var DefaultCheckCases = []CheckCase{
 	{Name: "convnet-conv3x3", X: []int{128, 32, 28, 28}, W: []int{64, 32, 3, 3}, Stride: 1, Pad: 1},
 	{Name: "resnet18-stem-7x7s2-224", X: []int{64, 3, 224, 224}, W: []int{64, 3, 7, 7}, Stride: 2, Pad: 3},
@@ -59,6 +59,7 @@ var DefaultCheckCases = []CheckCase{
 	{Name: "resnet18-batchnorm-eval-relu-224", X: []int{64, 64, 56, 56}, Norm: true, Eval: true, ReLU: true},
 	{Name: "resnet18-bias-fc", X: []int{64, 1000}, Func: "bias"},
 	{Name: "crossentropy-64x1000", X: []int{64, 1000}, Func: "crossentropy"},
+	{Name: "mse-features-64x512", X: []int{64, 512}, Func: "mse"},
 	{Name: "resnet18-bias-conv", X: []int{64, 64, 56, 56}, Func: "bias"},
 	{Name: "resnet18-avgpool", X: []int{64, 512, 7, 7}, Func: "avgpool"},
 	{Name: "sgd-resnet18-sized", SGD: []int{9408, 36864, 73728, 147456, 294912, 589824, 1179648, 2359296, 2359296, 2359296, 512000, 64, 512, 1000}},
@@ -232,9 +233,9 @@ func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) (cr CaseRep
 	names := []string{"out", "dx", "dw"}
 	if c.Norm {
 		names = []string{"out", "dx", "dgamma", "dbeta"}
-	} else if c.A != nil || c.Func == "bias" {
+	} else if c.A != nil || c.Func == "bias" || c.Func == "mse" {
 		names = []string{"out", "dx", "db"}
-		if c.A != nil {
+		if c.A != nil || c.Func == "mse" {
 			names[1] = "da"
 		}
 	} else if c.W == nil {
@@ -279,15 +280,15 @@ func (c CheckCase) shapes() ([]tensor.Shape, int, error) {
 		return []tensor.Shape{c.X, {c.X[1]}}, c.X[0], nil
 	case len(c.X) == 4 && c.W == nil && c.Func == "avgpool":
 		return []tensor.Shape{c.X}, c.X[0], nil
-	case len(c.X) == 2 && c.W == nil && c.Func == "crossentropy":
+	case len(c.X) == 2 && c.W == nil && c.Func == "crossentropy", len(c.X) > 0 && c.W == nil && c.Func == "mse":
 		return []tensor.Shape{c.X, c.X}, c.X[0], nil
 	}
-	return nil, 0, fmt.Errorf("case %q: want x [N,C,H,W] and w [O,C,K,K], x [N,C,H,W] and pool or batch_norm, x and func relu, gelu, bias, avgpool or crossentropy, a [M,K] and b [K,N], or sgd", c.Name)
+	return nil, 0, fmt.Errorf("case %q: want x [N,C,H,W] and w [O,C,K,K], x [N,C,H,W] and pool or batch_norm, x and func relu, gelu, bias, avgpool, crossentropy or mse, a [M,K] and b [K,N], or sgd", c.Name)
 }
 
 // fanIn is the number of terms summed per output, to scale random inputs to unit-sized outputs.
 func fanIn(c CheckCase, i int, s tensor.Shape) int {
-	if i == 0 || c.Norm || c.Func == "bias" || c.Func == "crossentropy" {
+	if i == 0 || c.Norm || c.Func == "bias" || c.Func == "crossentropy" || c.Func == "mse" {
 		return 1
 	}
 	if c.A != nil {
@@ -353,6 +354,10 @@ func buildLayer(c CheckCase, inputs []*tensor.Dense, gpu bool) (*layerRun, error
 		out, err = CrossEntropy(first, in[1])
 	case c.Func == "crossentropy":
 		out, err = ops.CrossEntropy(first, in[1])
+	case c.Func == "mse" && gpu:
+		out, err = MeanSquaredError(first, in[1])
+	case c.Func == "mse":
+		out, err = ops.MeanSquaredError(first, in[1])
 	case c.A != nil && gpu:
 		out, err = MatMul(first, in[1])
 	case c.A != nil:

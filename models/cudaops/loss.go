@@ -158,3 +158,157 @@ func (op *ceOp) release() error {
 	op.s.k = nil
 	return freeAll(&op.s.z, &op.s.t, &op.s.loss, &op.s.dz)
 }
+
+// MeanSquaredError is ops.MeanSquaredError computed by NVRTC kernels: the mean of (a − b)² over all
+// elements of two float32 tensors of one shape, a scalar (the partial sums of squared_difference_sum come
+// back and the host adds them in double), with the gradients with respect to a and b
+// (squared_difference_backward, both in one launch).
+func MeanSquaredError(a, b *G.Node) (*G.Node, error) {
+	as := a.Shape()
+	if as.TotalSize() == 0 || as.Dims() == 0 || a.Dtype() != tensor.Float32 {
+		return nil, fmt.Errorf("cuda mean squared error: %q is %v %v, want a float32 tensor: %w", a.Name(), as, a.Dtype(), ops.ErrShape)
+	}
+	if !b.Shape().Eq(as) || b.Dtype() != tensor.Float32 {
+		return nil, fmt.Errorf("cuda mean squared error: %q is %v %v, want float32 %v as %q: %w", b.Name(), b.Shape(), b.Dtype(), as, a.Name(), ops.ErrShape)
+	}
+	var (
+		sum, back        *cuda.Kernel
+		ad, bd, da, db   deviceTensor
+		partial          deviceTensor
+		run, backwardRun uint64
+	)
+	n := as.TotalSize()
+	threads := min(n, sumSquaresThreads)
+	id := serial.Add(1)
+	free := func() error { sum, back = nil, nil; return freeAll(&ad, &bd, &da, &db, &partial) }
+	ready := func() error {
+		if sum != nil {
+			return nil
+		}
+		r, err := cuda.Open()
+		if err != nil {
+			return err
+		}
+		if err := partial.alloc(r, tensor.Float64, tensor.Shape{threads}); err != nil {
+			return err
+		}
+		err = kernelsAndBuffers([]string{"squared_difference_sum", "squared_difference_backward"}, []**cuda.Kernel{&sum, &back},
+			[]*deviceTensor{&ad, &bd, &da, &db}, []tensor.Shape{as, as, as, as})
+		if err != nil {
+			sum = nil
+		}
+		return err
+	}
+	fwd := &mseOp{name: "cuda mean squared error", shape: as, serial: id, free: free,
+		do: func(vals []G.Value) (G.Value, error) {
+			in := make([]*tensor.Dense, 2)
+			for i, v := range vals {
+				d, err := denseInput("input", i, v, tensor.Float32, as)
+				if err != nil {
+					return nil, err
+				}
+				in[i] = d
+			}
+			if err := ready(); err != nil {
+				return nil, err
+			}
+			run++
+			for i, d := range []*deviceTensor{&ad, &bd} {
+				if err := d.upload(in[i], run); err != nil {
+					return nil, err
+				}
+			}
+			if err := sum.Launch(threads, ad.buf, bd.buf, partial.buf, int32(n), int32(threads)); err != nil {
+				return nil, err
+			}
+			sums, err := partial.download(tensor.Shape{threads})
+			if err != nil {
+				return nil, err
+			}
+			var total float64
+			for _, v := range sums.Float64s() {
+				total += v
+			}
+			return G.NewF32(float32(total / float64(n))), nil
+		}}
+	grad := func(name string, out *deviceTensor) *mseOp {
+		return &mseOp{name: name, shape: as, serial: id, free: free, grad: true,
+			do: func(vals []G.Value) (G.Value, error) {
+				g, ok := vals[1].Data().(float32)
+				if !ok {
+					return nil, fmt.Errorf("the loss's gradient is %T, want a float32 scalar: %w", vals[1].Data(), ops.ErrShape)
+				}
+				if sum == nil || run == 0 {
+					return nil, fmt.Errorf("the loss has not run")
+				}
+				if backwardRun != run {
+					if err := back.Launch(n, ad.buf, bd.buf, da.buf, db.buf, int32(n), 2*g/float32(n)); err != nil {
+						return nil, err
+					}
+					backwardRun = run
+				}
+				return out.download(as)
+			}}
+	}
+	fwd.diff = func(a, g *G.Node) (G.Nodes, error) {
+		var out G.Nodes
+		for _, op := range []*mseOp{grad("cuda mean squared error da", &da), grad("cuda mean squared error db", &db)} {
+			d, err := G.ApplyOp(op, a, g)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, d)
+		}
+		return out, nil
+	}
+	return G.ApplyOp(fwd, a, b)
+}
+
+// mseOp is the mean squared error (inputs a and b, a scalar out) or one of its gradients (inputs a, which
+// orders it after the loss, and the loss's scalar gradient; out da or db).
+type mseOp struct {
+	name   string
+	shape  tensor.Shape
+	serial uint64
+	grad   bool
+	do     func([]G.Value) (G.Value, error)
+	diff   func(a, g *G.Node) (G.Nodes, error)
+	free   func() error
+}
+
+func (op *mseOp) Arity() int { return 2 }
+func (op *mseOp) Type() hm.Type {
+	a := hm.TypeVariable('a')
+	t := G.TensorType{Dims: op.shape.Dims(), Of: a}
+	if op.grad {
+		return hm.NewFnType(t, a, t)
+	}
+	return hm.NewFnType(t, t, a)
+}
+func (op *mseOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	if op.grad {
+		return op.shape.Clone(), nil
+	}
+	return tensor.ScalarShape(), nil
+}
+func (op *mseOp) ReturnsPtr() bool      { return false }
+func (op *mseOp) CallsExtern() bool     { return false }
+func (op *mseOp) OverwritesInput() int  { return -1 }
+func (op *mseOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
+func (op *mseOp) Hashcode() uint32      { return hashOf(op) }
+func (op *mseOp) String() string        { return fmt.Sprintf("%s#%d%v", op.name, op.serial, op.shape) }
+func (op *mseOp) DiffWRT(int) []bool    { return []bool{!op.grad, !op.grad} }
+func (op *mseOp) SymDiff(inputs G.Nodes, _, grad *G.Node) (G.Nodes, error) {
+	if op.grad {
+		return nil, fmt.Errorf("%v: second derivatives are not implemented", op)
+	}
+	return op.diff(inputs[0], grad)
+}
+func (op *mseOp) Do(vals ...G.Value) (G.Value, error) {
+	v, err := op.do(vals)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op.name, err)
+	}
+	return v, nil
+}
+func (op *mseOp) release() error { return op.free() }

@@ -55,6 +55,8 @@ func TestCheckOnMockChild(t *testing.T) {
 		{Name: "bias2d", X: []int{5, 300}, Func: "bias"},
 		{Name: "crossentropy", X: []int{7, 10}, Func: "crossentropy"},
 		{Name: "crossentropy-2class", X: []int{3, 2}, Func: "crossentropy"},
+		{Name: "mse", X: []int{7, 10}, Func: "mse"},
+		{Name: "mse-4d", X: []int{2, 3, 5, 7}, Func: "mse"},
 		{Name: "avgpool", X: []int{3, 5, 7, 9}, Func: "avgpool"},
 		{Name: "sgd", SGD: []int{1, 257, 10007, 7}},
 	}

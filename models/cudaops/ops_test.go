@@ -187,7 +187,7 @@ func TestRunWithoutCUDA(t *testing.T) {
 }
 
 // TestNVRTCLayerShapes: the NVRTC ops' shapes and gradients (bias, average pooling, evaluation-mode batch
-// norm, cross-entropy, chained) are built without a GPU, and inputs they
+// norm, cross-entropy and mean squared error, chained) are built without a GPU, and inputs they
 // cannot take are refused when the graph is built, wrapping ops.ErrShape.
 func TestNVRTCLayerShapes(t *testing.T) {
 	g := G.NewGraph()
@@ -214,6 +214,13 @@ func TestNVRTCLayerShapes(t *testing.T) {
 	}
 	ce, err := CrossEntropy(nrm, node(tensor.Float32, 2, 3))
 	if err != nil {
+		t.Fatal(err)
+	}
+	sq, err := MeanSquaredError(nrm, node(tensor.Float32, 2, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ce, err = G.Add(ce, sq); err != nil {
 		t.Fatal(err)
 	}
 	if !ce.IsScalar() {

@@ -26,3 +26,18 @@ func CrossEntropy(logits, onehot *G.Node) (*G.Node, error) {
 	}
 	return G.Mul(sum, G.NewConstant(float32(-1)/float32(logits.Shape()[0])))
 }
+
+// MeanSquaredError is the mean squared error of a and b over all their
+// elements, built from gorgonia's ops: for features [B,S], the mean over the
+// batch and S (docs/method.md: every MSE of BiCyc's losses is one).
+func MeanSquaredError(a, b *G.Node) (*G.Node, error) {
+	d, err := G.Sub(a, b)
+	if err != nil {
+		return nil, fmt.Errorf("mse %v vs %v: %w", a.Shape(), b.Shape(), err)
+	}
+	sq, err := G.Square(d)
+	if err != nil {
+		return nil, err
+	}
+	return G.Mean(sq)
+}
