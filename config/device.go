@@ -5,8 +5,8 @@ import "slices"
 // The values of train.device.
 const (
 	// DeviceAuto trains on CUDA when the whole training step has a GPU path and CUDA loads, else on the
-	// CPU. Until the GPU step exists (issue 32: so far only the convolution and matrix-product ops,
-	// package models/cudaops) it always trains on the CPU.
+	// CPU. Until the GPU step exists (so far some of its ops: packages models/cudaops, models/cudakernels) it
+	// always trains on the CPU.
 	DeviceAuto = "auto"
 	// DeviceCPU trains on the CPU.
 	DeviceCPU = "cpu"

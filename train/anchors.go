@@ -17,6 +17,7 @@ import (
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/models"
+	"github.com/bicyc/bicyc/models/ops"
 )
 
 // AnchorReport records the drift anchors of one task (anchors.per_class;
@@ -319,7 +320,7 @@ func newAnchorSearch(b *models.Backbone, batch, c, h, w int) (*anchorSearch, err
 	}
 	// The mean of the squared distances: a positive multiple of L, with
 	// the same signs of the gradient.
-	loss, err := mse(feat, mu)
+	loss, err := ops.MeanSquaredError(feat, mu)
 	if err != nil {
 		return nil, err
 	}

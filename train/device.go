@@ -5,21 +5,31 @@ import (
 	"fmt"
 
 	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/models/cuda"
 )
 
 // ErrDeviceUnavailable is wrapped by the error of a run whose train.device cannot train it.
 var ErrDeviceUnavailable = errors.New("training device unavailable")
 
+// openCUDA loads the CUDA libraries (cuda.Open; a test replaces it).
+var openCUDA = cuda.Open
+
 // trainingDevice returns the device that trains a run of cfg ("cpu") and a note for the run log on why, or
 // an error wrapping ErrDeviceUnavailable for train.device cuda. The GPU path of the training step is being
-// built (package models/cudaops holds its first ops): until it is whole, auto trains on the CPU without
-// loading CUDA, so a CPU run stays exactly what it was.
+// built (packages models/cudaops and models/cudakernels hold its ops): until it is whole, auto trains on the
+// CPU without loading CUDA, so a CPU run stays exactly what it was, and cuda is refused. It loads CUDA first,
+// so that a machine without it hears which library or function is missing and where it was looked for.
 func trainingDevice(cfg config.Config) (device, note string, err error) {
 	switch cfg.Train.Device {
 	case config.DeviceCPU:
 		return "cpu", "train.device cpu", nil
 	case config.DeviceCUDA:
-		return "", "", fmt.Errorf("train.device cuda: the training step has no GPU path yet (only its convolution and matrix-product ops: docs/gpu.md, Training on an NVIDIA GPU); set train.device to cpu or auto: %w", ErrDeviceUnavailable)
+		r, err := openCUDA()
+		if err != nil {
+			return "", "", fmt.Errorf("train.device cuda: %w; set train.device to cpu or auto: %w", err, ErrDeviceUnavailable)
+		}
+		return "", "", fmt.Errorf("train.device cuda: CUDA loads (%s), but the training step has no whole GPU path yet "+
+			"(docs/gpu.md, Training on an NVIDIA GPU); set train.device to cpu or auto: %w", r.Device.Name, ErrDeviceUnavailable)
 	}
 	return "cpu", "train.device auto: the training step has no GPU path yet", nil
 }

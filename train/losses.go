@@ -7,40 +7,6 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// crossEntropy is the mean softmax cross-entropy of logits [B,K] against
-// one-hot targets [B,K]:
-//
-//	CE = -(1/B) sum_b sum_k onehot[b,k] * log softmax(logits)[b,k]
-func crossEntropy(logits, onehot *G.Node) (*G.Node, error) {
-	logp, err := G.LogSoftMax(logits)
-	if err != nil {
-		return nil, fmt.Errorf("cross-entropy: %w", err)
-	}
-	picked, err := G.HadamardProd(logp, onehot)
-	if err != nil {
-		return nil, fmt.Errorf("cross-entropy: %w", err)
-	}
-	sum, err := G.Sum(picked)
-	if err != nil {
-		return nil, err
-	}
-	return G.Mul(sum, G.NewConstant(float32(-1)/float32(logits.Shape()[0])))
-}
-
-// mse is the mean squared error over the batch and feature dimensions
-// (docs/method.md: every MSE is a mean over the batch and S).
-func mse(a, b *G.Node) (*G.Node, error) {
-	d, err := G.Sub(a, b)
-	if err != nil {
-		return nil, fmt.Errorf("mse %v vs %v: %w", a.Shape(), b.Shape(), err)
-	}
-	sq, err := G.Square(d)
-	if err != nil {
-		return nil, err
-	}
-	return G.Mean(sq)
-}
-
 // cosineMatrix is the matrix of pairwise cosine similarities of the first
 // rows rows of x [B,S]: C = Xn Xn^T with Xn the L2-normalised rows. The
 // norm has a small floor so the gradient stays finite at zero.

@@ -102,7 +102,7 @@ func rehearsalTerm(cfg config.Config, n stage1Nets, g *G.ExprGraph, sg *stage1Gr
 	if err != nil {
 		return nil, err
 	}
-	ce, err := crossEntropy(logits, onehot)
+	ce, err := ops.CrossEntropy(logits, onehot)
 	if err != nil {
 		return nil, err
 	}

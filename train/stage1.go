@@ -105,7 +105,7 @@ func buildStage1(cfg config.Config, n stage1Nets, c, h, w int) (*stage1Graph, er
 		return nil, err
 	}
 	params = append(params, headParams...)
-	ce, err := crossEntropy(logits, onehot)
+	ce, err := ops.CrossEntropy(logits, onehot)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +169,7 @@ func distillationTerms(cfg config.Config, n stage1Nets, g *G.ExprGraph, zNew, zO
 	if err != nil {
 		return nil, err
 	}
-	n2o, err := mse(dz, zOld)
+	n2o, err := ops.MeanSquaredError(dz, zOld)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +190,7 @@ func distillationTerms(cfg config.Config, n stage1Nets, g *G.ExprGraph, zNew, zO
 		err = add("n2o", n2o, l.KDWeight)
 	} else {
 		var o2n *G.Node
-		if o2n, err = mse(m.az, m.sgNew); err == nil {
+		if o2n, err = ops.MeanSquaredError(m.az, m.sgNew); err == nil {
 			if err = add("n2o", n2o, l.LambdaBi); err == nil {
 				err = add("o2n", o2n, l.LambdaBi)
 			}
@@ -245,11 +245,11 @@ func (m mappedFeatures) cycle(detachInner bool) (*G.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	c1, err := mse(adz, m.sgNew)
+	c1, err := ops.MeanSquaredError(adz, m.sgNew)
 	if err != nil {
 		return nil, err
 	}
-	c2, err := mse(daz, m.zOld)
+	c2, err := ops.MeanSquaredError(daz, m.zOld)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +274,7 @@ func (m mappedFeatures) pair(rows int, sel *pairSelection) (*G.Node, error) {
 			}
 		}
 		ca, cb := c[0], c[1]
-		d, err := mse(ca, cb)
+		d, err := ops.MeanSquaredError(ca, cb)
 		if err != nil {
 			return nil, err
 		}

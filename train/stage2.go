@@ -13,6 +13,7 @@ import (
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/models/ops"
+	"github.com/bicyc/bicyc/models/optim"
 )
 
 // adapterGraph trains A on cached feature pairs (docs/method.md, Stage II step 1):
@@ -38,7 +39,7 @@ func buildAdapterGraph(cfg config.Config, a *models.Mapper, rows, s int) (*adapt
 	if err != nil {
 		return nil, err
 	}
-	align, err := mse(az, zn)
+	align, err := ops.MeanSquaredError(az, zn)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +81,7 @@ func trainAdapter(cfg config.Config, a *models.Mapper, zOld, zNew []float32, n, 
 		return 0, err
 	}
 	defer ag.vm.Close()
-	solver := &SGD{LR: cfg.Adapter.LR, Momentum: cfg.Train.Momentum, WeightDecay: cfg.Train.WeightDecay, ClipNorm: cfg.Train.ClipNorm}
+	solver := &optim.SGD{LR: cfg.Adapter.LR, Momentum: cfg.Train.Momentum, WeightDecay: cfg.Train.WeightDecay, ClipNorm: cfg.Train.ClipNorm}
 	zo, zn := ag.zOld.Data().([]float32), ag.zNew.Data().([]float32)
 	var last float64
 	for epoch := 0; epoch < epochs; epoch++ {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/models"
+	"github.com/bicyc/bicyc/models/optim"
 )
 
 // Stage1Nets are the networks of one task's Stage I (docs/method.md, Stage I).
@@ -83,7 +84,7 @@ type Stage1Step struct {
 	detach   bool
 	old      *extractor // nil without an old backbone
 	pairRand *rand.Rand // draws L_pair's random rows
-	solver   *SGD
+	solver   *optim.SGD
 	terms    []string
 	imageLen int // floats of one image
 }
@@ -137,7 +138,7 @@ func NewStage1Step(cfg config.Config, nets Stage1Nets, in Stage1Input) (*Stage1S
 		in:       in,
 		classes:  nets.Head.Out() / copies,
 		graphs:   map[bool]*stage1Graph{},
-		solver:   &SGD{Momentum: cfg.Train.Momentum, WeightDecay: cfg.Train.WeightDecay, ClipNorm: cfg.Train.ClipNorm},
+		solver:   &optim.SGD{Momentum: cfg.Train.Momentum, WeightDecay: cfg.Train.WeightDecay, ClipNorm: cfg.Train.ClipNorm},
 		imageLen: in.Channels * in.Height * in.Width,
 		pairRand: rand.New(rand.NewPCG(uint64(in.PairSeed), 0)),
 	}

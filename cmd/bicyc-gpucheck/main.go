@@ -74,4 +74,10 @@ var smallCases = []cudaops.CheckCase{
 	{Name: "small-gelu-nvrtc", X: []int{16, 64}, Func: "gelu"},
 	{Name: "small-maxpool-3x3s2", X: []int{4, 8, 17, 17}, Pool: 3, Stride: 2, Pad: 1},
 	{Name: "small-batchnorm", X: []int{8, 16, 7, 7}, Norm: true},
+	{Name: "small-batchnorm-eval-relu-nvrtc", X: []int{8, 16, 7, 7}, Norm: true, Eval: true, ReLU: true},
+	{Name: "small-bias-nvrtc", X: []int{8, 16, 7, 7}, Func: "bias"},
+	{Name: "small-crossentropy-nvrtc", X: []int{16, 10}, Func: "crossentropy"},
+	{Name: "small-mse-nvrtc", X: []int{16, 64}, Func: "mse"},
+	{Name: "small-avgpool-nvrtc", X: []int{8, 16, 7, 7}, Func: "avgpool"},
+	{Name: "small-sgd-nvrtc", SGD: []int{1, 257, 10007}},
 }

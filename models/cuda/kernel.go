@@ -8,8 +8,9 @@ import (
 )
 
 // Kernel is one CUDA C function compiled by NVRTC at run time for this device and loaded with the driver
-// API. Keep each source small, one per op: it cannot be compiled on a machine without NVRTC, so it is
-// first compiled on the first GPU it meets (the check runs every kernel).
+// API. bicyc's kernel sources live in package models/cudakernels, whose tests compile and run the same text
+// on the host; NVRTC itself first compiles them on the first GPU they meet (the device check runs every
+// kernel).
 type Kernel struct {
 	r    *Runtime
 	name string
@@ -60,13 +61,16 @@ func (r *Runtime) Compile(name, source string) (*Kernel, error) {
 	return k, nil
 }
 
-// Launch runs the kernel on n threads in blocks of 256 (the kernel must ignore indices >= n). args are
-// the kernel's parameters in order: *Buffer (a device pointer), int32 or float32.
+// BlockThreads is the number of threads of each block Launch starts.
+const BlockThreads = 256
+
+// Launch runs the kernel on n threads in blocks of BlockThreads (the kernel must ignore indices >= n). args
+// are the kernel's parameters in order: *Buffer (a device pointer), int32 or float32.
 func (k *Kernel) Launch(n int, args ...any) error {
 	if n <= 0 {
 		return nil
 	}
-	const block = 256
+	const block = BlockThreads
 	// cuLaunchKernel reads each parameter through a pointer: keep the values in one Go slice each.
 	vals := make([]uint64, len(args))
 	ptrs := make([]unsafe.Pointer, len(args))

@@ -3,8 +3,10 @@ package cuda
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
+	"github.com/bicyc/bicyc/models/cudakernels"
 	"github.com/bicyc/bicyc/models/internal/cudamock"
 )
 
@@ -14,7 +16,7 @@ func openMock(t *testing.T) *Runtime {
 	t.Helper()
 	dir := t.TempDir()
 	if err := cudamock.Install(dir); err != nil {
-		t.Fatalf("building the CUDA stand-in needs a C compiler, as cgo does: %v", err)
+		t.Fatalf("building the CUDA stand-in needs C and C++ compilers (cc, c++): %v", err)
 	}
 	r, err := open([]string{dir}, nil)
 	if err != nil {
@@ -103,10 +105,18 @@ func TestGemmLayout(t *testing.T) {
 }
 
 // TestKernelLaunch: a kernel compiled through NVRTC gets its parameters in order (device pointers and an
-// int32), on the primary context.
+// int32), on the primary context; the stand-in runs the host build of the same source and refuses another.
 func TestKernelLaunch(t *testing.T) {
 	r := openMock(t)
-	k, err := r.Compile("relu_forward", `extern "C" __global__ void relu_forward(const float* x, float* y, int n) { }`)
+	if _, err := r.Compile("relu_forward", `extern "C" __global__ void relu_forward(const float* x, float* y, int n) { }`); err == nil ||
+		!strings.Contains(err.Error(), "nvrtcCreateProgram(relu_forward)") {
+		t.Errorf("a source the stand-in did not build: %v", err)
+	}
+	src, err := cudakernels.Source("relu_forward")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := r.Compile("relu_forward", src)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,29 +15,38 @@ import (
 
 	"github.com/bicyc/bicyc/models/cuda"
 	"github.com/bicyc/bicyc/models/ops"
+	"github.com/bicyc/bicyc/models/optim"
 )
 
 // CheckCase is one layer the check runs on both devices: a convolution (X and W set), a max pooling (X and
-// Pool set), a training-mode batch norm (X and Norm set), an element-wise op through kernels NVRTC compiles
-// (X and Func "relu" or "gelu") or a matrix product (A and B set).
+// Pool set), a training-mode batch norm (X and Norm set), an op through kernels NVRTC compiles (X and Func
+// "relu", "gelu", "bias", "avgpool", "crossentropy" or "mse"), a matrix product (A and B set), or SGD steps (SGD set).
 type CheckCase struct {
 	Name   string `json:"name"`
 	X      []int  `json:"x,omitempty"`          // [N,C,H,W]
 	W      []int  `json:"w,omitempty"`          // [O,C,K,K]
 	Pool   int    `json:"pool,omitempty"`       // max pooling window size
-	Func   string `json:"func,omitempty"`       // element-wise op: relu or gelu
-	Norm   bool   `json:"batch_norm,omitempty"` // training-mode batch norm of X
+	Func   string `json:"func,omitempty"`       // relu or gelu (element-wise), bias (a channel bias added), avgpool (global average pooling), crossentropy (X logits [B,K], one-hot targets) or mse (mean squared error of two X)
+	Norm   bool   `json:"batch_norm,omitempty"` // batch norm of X: training mode (cuDNN), or with Eval evaluation mode (NVRTC)
+	Eval   bool   `json:"eval,omitempty"`       // the batch norm in evaluation mode, from fixed running statistics
+	ReLU   bool   `json:"relu,omitempty"`       // the evaluation-mode batch norm with the ReLU fused
 	Stride int    `json:"stride,omitempty"`
 	Pad    int    `json:"pad,omitempty"`
 	A      []int  `json:"a,omitempty"` // [M,K]
 	B      []int  `json:"b,omitempty"` // [K,N]
+	// SGD lists the sizes of the parameters of an SGD case: Runs+1 steps of optim.SGD and of SGD (momentum
+	// 0.9, weight decay 5e-4, clipping at 1) from the same weights and gradients, the weights compared after.
+	SGD []int `json:"sgd,omitempty"`
 }
 
 // DefaultCheckCases are the layers `bicyc doctor --gpu` checks: a 3x3 convolution of the default convnet's
 // size, ResNet-18's 7x7 stride-2 stem and a 3x3 convolution of its last stage at 224x224 and batch 64, and
 // a classifier-sized matrix product, a ReLU over ResNet-18's first-stage activations and a GELU of the
 // mapper's hidden layer (kernels compiled by NVRTC), and ResNet-18's 3x3 stride-2 max pooling after its
-// stem, and the batch norm after it (training mode, running statistics compared too).
+// stem, and the batch norm after it (training mode, running statistics compared too); then the NVRTC ops of
+// the rest of the step: an evaluation-mode batch norm with its ReLU over first-stage activations, the
+// classifier's bias and a bias over first-stage activations, the cross-entropy of 1000 classes, the mean squared
+// error of ResNet-18-sized features (BiCyc's L_bi and L_cyc terms), ResNet-18's global average pooling, and SGD steps over parameters of ResNet-18's sizes (11.9 M values).
 var DefaultCheckCases = []CheckCase{
 	{Name: "convnet-conv3x3", X: []int{128, 32, 28, 28}, W: []int{64, 32, 3, 3}, Stride: 1, Pad: 1},
 	{Name: "resnet18-stem-7x7s2-224", X: []int{64, 3, 224, 224}, W: []int{64, 3, 7, 7}, Stride: 2, Pad: 3},
@@ -47,6 +56,13 @@ var DefaultCheckCases = []CheckCase{
 	{Name: "gelu-nvrtc-mapper", X: []int{64, 2048}, Func: "gelu"},
 	{Name: "resnet18-maxpool-3x3s2-224", X: []int{64, 64, 112, 112}, Pool: 3, Stride: 2, Pad: 1},
 	{Name: "resnet18-batchnorm-224", X: []int{64, 64, 112, 112}, Norm: true},
+	{Name: "resnet18-batchnorm-eval-relu-224", X: []int{64, 64, 56, 56}, Norm: true, Eval: true, ReLU: true},
+	{Name: "resnet18-bias-fc", X: []int{64, 1000}, Func: "bias"},
+	{Name: "crossentropy-64x1000", X: []int{64, 1000}, Func: "crossentropy"},
+	{Name: "mse-features-64x512", X: []int{64, 512}, Func: "mse"},
+	{Name: "resnet18-bias-conv", X: []int{64, 64, 56, 56}, Func: "bias"},
+	{Name: "resnet18-avgpool", X: []int{64, 512, 7, 7}, Func: "avgpool"},
+	{Name: "sgd-resnet18-sized", SGD: []int{9408, 36864, 73728, 147456, 294912, 589824, 1179648, 2359296, 2359296, 2359296, 512000, 64, 512, 1000}},
 }
 
 // CheckOptions configure Check.
@@ -148,6 +164,9 @@ type layerRun struct {
 func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) (cr CaseReport) {
 	cr = CaseReport{CheckCase: c}
 	rng := rand.New(rand.NewPCG(seed, 32))
+	if len(c.SGD) > 0 {
+		return checkSGD(c, opt, rng, gpu)
+	}
 	inShapes, batch, err := c.shapes()
 	if err != nil {
 		cr.Error = err.Error()
@@ -156,6 +175,13 @@ func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) (cr CaseRep
 	inputs := make([]*tensor.Dense, len(inShapes))
 	for i, s := range inShapes {
 		inputs[i] = randomTensor(rng, s, 1/math.Sqrt(float64(fanIn(c, i, s))))
+	}
+	if c.Func == "crossentropy" { // logits of a few units, one-hot targets
+		inputs[0] = randomTensor(rng, inShapes[0], 4)
+		inputs[1] = tensor.New(tensor.Of(tensor.Float32), tensor.WithShape(inShapes[1]...))
+		for b := 0; b < c.X[0]; b++ {
+			inputs[1].Float32s()[b*c.X[1]+rng.IntN(c.X[1])] = 1
+		}
 	}
 	progress := func(format string, args ...any) {
 		if opt.Progress != nil {
@@ -207,8 +233,11 @@ func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) (cr CaseRep
 	names := []string{"out", "dx", "dw"}
 	if c.Norm {
 		names = []string{"out", "dx", "dgamma", "dbeta"}
-	} else if c.A != nil {
-		names = []string{"out", "da", "db"}
+	} else if c.A != nil || c.Func == "bias" || c.Func == "mse" {
+		names = []string{"out", "dx", "db"}
+		if c.A != nil || c.Func == "mse" {
+			names[1] = "da"
+		}
 	} else if c.W == nil {
 		names = []string{"out", "dx"}
 	}
@@ -243,17 +272,23 @@ func (c CheckCase) shapes() ([]tensor.Shape, int, error) {
 		return []tensor.Shape{c.A, c.B}, c.A[0], nil
 	case len(c.X) == 4 && c.W == nil && c.Pool > 0:
 		return []tensor.Shape{c.X}, c.X[0], nil
-	case len(c.X) == 4 && c.W == nil && c.Norm:
+	case len(c.X) == 4 && c.W == nil && c.Norm, len(c.X) == 2 && c.Norm && c.Eval:
 		return []tensor.Shape{c.X, {c.X[1]}, {c.X[1]}}, c.X[0], nil
 	case len(c.X) > 0 && c.W == nil && (c.Func == "relu" || c.Func == "gelu"):
 		return []tensor.Shape{c.X}, c.X[0], nil
+	case (len(c.X) == 4 || len(c.X) == 2) && c.W == nil && c.Func == "bias":
+		return []tensor.Shape{c.X, {c.X[1]}}, c.X[0], nil
+	case len(c.X) == 4 && c.W == nil && c.Func == "avgpool":
+		return []tensor.Shape{c.X}, c.X[0], nil
+	case len(c.X) == 2 && c.W == nil && c.Func == "crossentropy", len(c.X) > 0 && c.W == nil && c.Func == "mse":
+		return []tensor.Shape{c.X, c.X}, c.X[0], nil
 	}
-	return nil, 0, fmt.Errorf("case %q: want x [N,C,H,W] and w [O,C,K,K], x [N,C,H,W] and pool or batch_norm, x and func relu or gelu, or a [M,K] and b [K,N]", c.Name)
+	return nil, 0, fmt.Errorf("case %q: want x [N,C,H,W] and w [O,C,K,K], x [N,C,H,W] and pool or batch_norm, x and func relu, gelu, bias, avgpool, crossentropy or mse, a [M,K] and b [K,N], or sgd", c.Name)
 }
 
 // fanIn is the number of terms summed per output, to scale random inputs to unit-sized outputs.
 func fanIn(c CheckCase, i int, s tensor.Shape) int {
-	if i == 0 || c.Norm {
+	if i == 0 || c.Norm || c.Func == "bias" || c.Func == "crossentropy" || c.Func == "mse" {
 		return 1
 	}
 	if c.A != nil {
@@ -277,6 +312,17 @@ func buildLayer(c CheckCase, inputs []*tensor.Dense, gpu bool) (*layerRun, error
 	var out *G.Node
 	var bn *ops.BatchNorm
 	switch {
+	case c.Norm && c.Eval:
+		bn = ops.NewBatchNorm(c.X[1])
+		for i := range bn.RunningMean { // fixed, channel-dependent running statistics
+			bn.RunningMean[i] = float32(0.1 * math.Sin(float64(i)))
+			bn.RunningVar[i] = float32(1 + 0.5*math.Cos(float64(i)))
+		}
+		if gpu {
+			out, err = BatchNormEval(bn, first, in[1], in[2], c.ReLU)
+		} else {
+			out, err = bn.Apply(first, in[1], in[2], false, c.ReLU)
+		}
 	case c.Norm:
 		bn = ops.NewBatchNorm(c.X[1])
 		if gpu {
@@ -296,6 +342,22 @@ func buildLayer(c CheckCase, inputs []*tensor.Dense, gpu bool) (*layerRun, error
 		out, err = GELU(first)
 	case c.Func == "gelu":
 		out, err = ops.GELU(first)
+	case c.Func == "bias" && gpu:
+		out, err = AddChannelBias(first, in[1])
+	case c.Func == "bias":
+		out, err = ops.AddChannelBias(first, in[1])
+	case c.Func == "avgpool" && gpu:
+		out, err = GlobalAvgPool(first)
+	case c.Func == "avgpool":
+		out, err = ops.GlobalAvgPool(first)
+	case c.Func == "crossentropy" && gpu:
+		out, err = CrossEntropy(first, in[1])
+	case c.Func == "crossentropy":
+		out, err = ops.CrossEntropy(first, in[1])
+	case c.Func == "mse" && gpu:
+		out, err = MeanSquaredError(first, in[1])
+	case c.Func == "mse":
+		out, err = ops.MeanSquaredError(first, in[1])
 	case c.A != nil && gpu:
 		out, err = MatMul(first, in[1])
 	case c.A != nil:
@@ -308,17 +370,25 @@ func buildLayer(c CheckCase, inputs []*tensor.Dense, gpu bool) (*layerRun, error
 	if err != nil {
 		return nil, err
 	}
-	rng := rand.New(rand.NewPCG(7, uint64(out.Shape().TotalSize())))
-	r := G.NewTensor(g, tensor.Float32, out.Dims(), G.WithShape(out.Shape()...), G.WithValue(randomTensor(rng, out.Shape(), 1)), G.WithName("r"))
-	prod, err := G.HadamardProd(out, r)
+	var loss *G.Node
+	if out.IsScalar() { // a loss: its gradient is a fixed scalar
+		loss, err = G.Mul(out, G.NewScalar(g, tensor.Float32, G.WithValue(float32(0.75)), G.WithName("r")))
+	} else {
+		rng := rand.New(rand.NewPCG(7, uint64(out.Shape().TotalSize())))
+		r := G.NewTensor(g, tensor.Float32, out.Dims(), G.WithShape(out.Shape()...), G.WithValue(randomTensor(rng, out.Shape(), 1)), G.WithName("r"))
+		var prod *G.Node
+		if prod, err = G.HadamardProd(out, r); err == nil {
+			loss, err = G.Sum(prod)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	loss, err := G.Sum(prod)
-	if err != nil {
-		return nil, err
+	wrt := in
+	if c.Func == "crossentropy" {
+		wrt = in[:1] // the targets are data
 	}
-	grads, err := G.Grad(loss, in...)
+	grads, err := G.Grad(loss, wrt...)
 	if err != nil {
 		return nil, err
 	}
@@ -362,8 +432,8 @@ func scalar(n *G.Node) float64 {
 // compare returns the largest absolute difference of two float32 tensors and that relative to cpu's largest
 // magnitude; NaN when they cannot be compared.
 func compare(cpu, gpu G.Value) Diff {
-	a, okA := cpu.Data().([]float32)
-	b, okB := gpu.Data().([]float32)
+	a, okA := float32s(cpu)
+	b, okB := float32s(gpu)
 	if !okA || !okB || len(a) != len(b) {
 		return Diff{MaxAbs: math.NaN(), MaxRel: math.NaN()}
 	}
@@ -382,7 +452,128 @@ func compare(cpu, gpu G.Value) Diff {
 	return Diff{MaxAbs: diff, MaxRel: rel}
 }
 
+// float32s returns the values of a float32 tensor or scalar.
+func float32s(v G.Value) ([]float32, bool) {
+	switch d := v.Data().(type) {
+	case []float32:
+		return d, true
+	case float32:
+		return []float32{d}, true
+	}
+	return nil, false
+}
+
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // errUnavailable reports whether err says CUDA could not be used.
 func errUnavailable(err error) bool { return errors.Is(err, cuda.ErrUnavailable) }
+
+// valueGrad is a parameter and its gradient, as a graph hands them to a solver.
+type valueGrad struct{ w, g *tensor.Dense }
+
+func (p valueGrad) Value() G.Value         { return p.w }
+func (p valueGrad) Grad() (G.Value, error) { return p.g, nil }
+
+// checkSGD runs Runs+1 steps of optim.SGD and of SGD on copies of the same random weights, each step with the
+// same random gradients (scaled so that some steps clip and some do not), and compares the weights after
+// ("w") and the last gradient norms ("norm"). Step times are the median of the timed steps; the loss fields
+// hold the sum of the final weights.
+func checkSGD(c CheckCase, opt CheckOptions, rng *rand.Rand, gpu bool) (cr CaseReport) {
+	cr = CaseReport{CheckCase: c}
+	steps := opt.Runs + 1
+	w0 := make([]*tensor.Dense, len(c.SGD))
+	grads := make([][]*tensor.Dense, steps)
+	for i, n := range c.SGD {
+		w0[i] = randomTensor(rng, tensor.Shape{n}, 1)
+	}
+	for k := range grads {
+		for _, n := range c.SGD {
+			// Growing from step to step; with clipping at 1 every step of a case of a few values or more clips.
+			grads[k] = append(grads[k], randomTensor(rng, tensor.Shape{n}, float64(k+1)/float64(steps)))
+		}
+	}
+	run := func(solver G.Solver, norm func() float64) ([]*tensor.Dense, []float64, time.Duration, error) {
+		ws := make([]*tensor.Dense, len(w0))
+		model := make([]G.ValueGrad, len(w0))
+		for i, w := range w0 {
+			ws[i] = w.Clone().(*tensor.Dense)
+			model[i] = valueGrad{w: ws[i], g: tensor.New(tensor.Of(tensor.Float32), tensor.WithShape(c.SGD[i]))}
+		}
+		var norms []float64
+		var ds []time.Duration
+		for k := range steps {
+			for i := range model {
+				copy(model[i].(valueGrad).g.Float32s(), grads[k][i].Float32s())
+			}
+			start := time.Now()
+			if err := solver.Step(model); err != nil {
+				return nil, nil, 0, err
+			}
+			if k > 0 {
+				ds = append(ds, time.Since(start))
+			}
+			norms = append(norms, norm())
+		}
+		slices.Sort(ds)
+		return ws, norms, ds[len(ds)/2], nil
+	}
+	sum := func(ws []*tensor.Dense) float64 {
+		var t float64
+		for _, w := range ws {
+			for _, v := range w.Float32s() {
+				t += float64(v)
+			}
+		}
+		return t
+	}
+	progress := func(device string) {
+		if opt.Progress != nil {
+			fmt.Fprintf(opt.Progress, "check %s: %s\n", c.Name, device)
+		}
+	}
+	progress("cpu")
+	cpu := &optim.SGD{LR: 0.1, Momentum: 0.9, WeightDecay: 5e-4, ClipNorm: 1}
+	cpuW, cpuNorms, cpuDur, err := run(cpu, func() float64 { return cpu.LastNorm })
+	if err != nil {
+		cr.Error = "cpu run: " + err.Error()
+		return cr
+	}
+	cr.CPUMillis, cr.LossCPU = ms(cpuDur), sum(cpuW)
+	if !gpu {
+		cr.Error = "gpu: not run (cuda unavailable)"
+		return cr
+	}
+	progress("gpu")
+	dev := &SGD{LR: cpu.LR, Momentum: cpu.Momentum, WeightDecay: cpu.WeightDecay, ClipNorm: cpu.ClipNorm}
+	defer func() {
+		if err := dev.Free(); err != nil && cr.Error == "" {
+			cr.Error = "gpu release: " + err.Error()
+		}
+	}()
+	devW, devNorms, devDur, err := run(dev, func() float64 { return dev.LastNorm })
+	if err != nil {
+		cr.Error = "gpu run: " + err.Error()
+		return cr
+	}
+	cr.GPUMillis, cr.LossGPU = ms(devDur), sum(devW)
+	cat := func(ws []*tensor.Dense) *tensor.Dense {
+		var all []float32
+		for _, w := range ws {
+			all = append(all, w.Float32s()...)
+		}
+		return tensor.New(tensor.WithBacking(all))
+	}
+	f32 := func(v []float64) *tensor.Dense {
+		out := make([]float32, len(v))
+		for i, x := range v {
+			out[i] = float32(x)
+		}
+		return tensor.New(tensor.WithBacking(out))
+	}
+	cr.Diffs = map[string]Diff{"w": compare(cat(cpuW), cat(devW)), "norm": compare(f32(cpuNorms), f32(devNorms))}
+	for _, d := range cr.Diffs {
+		cr.MaxRelDiff = math.Max(cr.MaxRelDiff, d.MaxRel)
+	}
+	cr.WithinTolerance = cr.MaxRelDiff <= opt.Tolerance
+	return cr
+}

@@ -10,45 +10,22 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/bicyc/bicyc/models/cuda"
+	"github.com/bicyc/bicyc/models/cudakernels"
 	"github.com/bicyc/bicyc/models/ops"
 )
 
-// elementwise is a float32 op computed by two kernels NVRTC compiles at run time, each source small and
-// one per direction: forward(x, y, n) and backward(saved, dy, dx, n), where saved is the forward's input x
+// elementwise is a float32 op computed by two kernels NVRTC compiles at run time (their sources in package
+// models/cudakernels): forward(x, y, n) and backward(saved, dy, dx, n), where saved is the forward's input x
 // or output y, left on the device by the forward op.
 type elementwise struct {
 	name                  string // "relu"
-	forward, backward     string // kernel sources
-	forwardFn, backwardFn string // their function names
+	forwardFn, backwardFn string // the kernels' names
 	backwardReadsOutput   bool   // saved is y (else x)
 }
 
 var (
-	reluKernels = elementwise{name: "relu", forwardFn: "relu_forward", backwardFn: "relu_backward", backwardReadsOutput: true,
-		forward: `extern "C" __global__ void relu_forward(const float* x, float* y, int n) {
-	int i = blockIdx.x * blockDim.x + threadIdx.x;
-	if (i < n) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-}`,
-		// The gradient is 1 where the output is positive, 0 elsewhere (ops.ReLU's convention at 0).
-		backward: `extern "C" __global__ void relu_backward(const float* y, const float* dy, float* dx, int n) {
-	int i = blockIdx.x * blockDim.x + threadIdx.x;
-	if (i < n) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
-}`}
-	// The exact GELU of ops.GELU: x·Φ(x) with Φ(x) = (1 + erf(x/√2))/2, and gelu'(x) = Φ(x) + x·φ(x).
-	geluKernels = elementwise{name: "gelu", forwardFn: "gelu_forward", backwardFn: "gelu_backward",
-		forward: `extern "C" __global__ void gelu_forward(const float* x, float* y, int n) {
-	int i = blockIdx.x * blockDim.x + threadIdx.x;
-	if (i < n) y[i] = x[i] * 0.5f * (1.0f + erff(x[i] * 0.70710678118654752f));
-}`,
-		backward: `extern "C" __global__ void gelu_backward(const float* x, const float* dy, float* dx, int n) {
-	int i = blockIdx.x * blockDim.x + threadIdx.x;
-	if (i < n) {
-		float v = x[i];
-		float cdf = 0.5f * (1.0f + erff(v * 0.70710678118654752f));
-		float pdf = 0.39894228040143268f * expf(-0.5f * v * v);
-		dx[i] = dy[i] * (cdf + v * pdf);
-	}
-}`}
+	reluKernels = elementwise{name: "relu", forwardFn: "relu_forward", backwardFn: "relu_backward", backwardReadsOutput: true}
+	geluKernels = elementwise{name: "gelu", forwardFn: "gelu_forward", backwardFn: "gelu_backward"}
 )
 
 // compiled holds each kernel, compiled once per process.
@@ -57,11 +34,16 @@ var compiled struct {
 	byKey map[string]*cuda.Kernel
 }
 
-func kernel(r *cuda.Runtime, name, source string) (*cuda.Kernel, error) {
+// kernel returns the kernel called name, compiled from its source in package cudakernels on first use.
+func kernel(r *cuda.Runtime, name string) (*cuda.Kernel, error) {
 	compiled.mu.Lock()
 	defer compiled.mu.Unlock()
 	if k, ok := compiled.byKey[name]; ok {
 		return k, nil
+	}
+	source, err := cudakernels.Source(name)
+	if err != nil {
+		return nil, err
 	}
 	k, err := r.Compile(name, source)
 	if err != nil {
@@ -117,10 +99,10 @@ func (s *unaryState) ready() error {
 			return err
 		}
 	}
-	if s.bwd, err = kernel(r, s.k.backwardFn, s.k.backward); err != nil {
+	if s.bwd, err = kernel(r, s.k.backwardFn); err != nil {
 		return err
 	}
-	s.fwd, err = kernel(r, s.k.forwardFn, s.k.forward)
+	s.fwd, err = kernel(r, s.k.forwardFn)
 	return err
 }
 

@@ -20,7 +20,7 @@ const mockChildEnv = "BICYC_CUDAOPS_MOCK_CHILD"
 func TestCheckOnMock(t *testing.T) {
 	dir := t.TempDir()
 	if err := cudamock.Install(dir); err != nil {
-		t.Fatalf("building the CUDA stand-in needs a C compiler, as cgo does: %v", err)
+		t.Fatalf("building the CUDA stand-in needs C and C++ compilers (cc, c++): %v", err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCheckOnMockChild$", "-test.v")
 	cmd.Env = append(os.Environ(), mockChildEnv+"=1", "BICYC_CUDA_LIB_PATH="+dir)
@@ -48,6 +48,17 @@ func TestCheckOnMockChild(t *testing.T) {
 		{Name: "gelu", X: []int{6, 40}, Func: "gelu"},
 		{Name: "maxpool", X: []int{2, 3, 9, 9}, Pool: 3, Stride: 2, Pad: 1},
 		{Name: "batchnorm", X: []int{4, 3, 5, 5}, Norm: true},
+		{Name: "batchnorm-eval", X: []int{4, 3, 5, 5}, Norm: true, Eval: true},
+		{Name: "batchnorm-eval-relu", X: []int{4, 3, 5, 5}, Norm: true, Eval: true, ReLU: true},
+		{Name: "batchnorm-eval-2d", X: []int{6, 9}, Norm: true, Eval: true, ReLU: true},
+		{Name: "bias4d", X: []int{3, 5, 7, 9}, Func: "bias"},
+		{Name: "bias2d", X: []int{5, 300}, Func: "bias"},
+		{Name: "crossentropy", X: []int{7, 10}, Func: "crossentropy"},
+		{Name: "crossentropy-2class", X: []int{3, 2}, Func: "crossentropy"},
+		{Name: "mse", X: []int{7, 10}, Func: "mse"},
+		{Name: "mse-4d", X: []int{2, 3, 5, 7}, Func: "mse"},
+		{Name: "avgpool", X: []int{3, 5, 7, 9}, Func: "avgpool"},
+		{Name: "sgd", SGD: []int{1, 257, 10007, 7}},
 	}
 	rep := Check(CheckOptions{Cases: cases, Runs: 2, Seed: 3})
 	b, _ := json.MarshalIndent(rep, "", " ")

@@ -178,6 +178,85 @@ func TestRunWithoutCUDA(t *testing.T) {
 		t.Errorf("error %v does not say CUDA is unavailable", err)
 	}
 	t.Log(err)
+	w := tensor.New(tensor.WithShape(3), tensor.WithBacking([]float32{1, 2, 3}))
+	dw := tensor.New(tensor.WithShape(3), tensor.WithBacking([]float32{1, 1, 1}))
+	err = (&SGD{LR: 0.1}).Step([]G.ValueGrad{valueGrad{w: w, g: dw}})
+	if !errUnavailable(err) || w.Float32s()[0] != 1 || dw.Float32s()[0] != 1 {
+		t.Errorf("SGD without CUDA: error %v, weights %v, gradient %v (want unavailable and both untouched)", err, w.Float32s(), dw.Float32s())
+	}
+}
+
+// TestNVRTCLayerShapes: the NVRTC ops' shapes and gradients (bias, average pooling, evaluation-mode batch
+// norm, cross-entropy and mean squared error, chained) are built without a GPU, and inputs they
+// cannot take are refused when the graph is built, wrapping ops.ErrShape.
+func TestNVRTCLayerShapes(t *testing.T) {
+	g := G.NewGraph()
+	node := func(dt tensor.Dtype, shape ...int) *G.Node {
+		return G.NewTensor(g, dt, len(shape), G.WithShape(shape...))
+	}
+	x := node(tensor.Float32, 2, 3, 5, 7)
+	b := node(tensor.Float32, 3)
+	y, err := AddChannelBias(G.Must(G.Mul(x, G.NewConstant(float32(1)))), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := GlobalAvgPool(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !y.Shape().Eq(tensor.Shape{2, 3, 5, 7}) || !p.Shape().Eq(tensor.Shape{2, 3}) {
+		t.Errorf("shapes %v, %v", y.Shape(), p.Shape())
+	}
+	gamma, beta := node(tensor.Float32, 3), node(tensor.Float32, 3)
+	nrm, err := BatchNormEval(ops.NewBatchNorm(3), p, gamma, beta, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ce, err := CrossEntropy(nrm, node(tensor.Float32, 2, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sq, err := MeanSquaredError(nrm, node(tensor.Float32, 2, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ce, err = G.Add(ce, sq); err != nil {
+		t.Fatal(err)
+	}
+	if !ce.IsScalar() {
+		t.Errorf("cross-entropy shape %v", ce.Shape())
+	}
+	grads, err := G.Grad(ce, x, b, gamma, beta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !grads[0].Shape().Eq(x.Shape()) || !grads[1].Shape().Eq(b.Shape()) || !grads[2].Shape().Eq(gamma.Shape()) || !grads[3].Shape().Eq(beta.Shape()) {
+		t.Errorf("gradient shapes %v, %v, %v, %v", grads[0].Shape(), grads[1].Shape(), grads[2].Shape(), grads[3].Shape())
+	}
+	for i, c := range []struct {
+		build func() (*G.Node, error)
+		want  string
+	}{
+		{func() (*G.Node, error) { return AddChannelBias(node(tensor.Float32, 2, 3, 4), node(tensor.Float32, 3)) }, "want float32 [N,C,H,W] or [N,C]"},
+		{func() (*G.Node, error) { return AddChannelBias(node(tensor.Float32, 2, 3), node(tensor.Float32, 4)) }, "want float32 [3]"},
+		{func() (*G.Node, error) { return AddChannelBias(node(tensor.Float64, 2, 3), node(tensor.Float64, 3)) }, "want float32"},
+		{func() (*G.Node, error) { return GlobalAvgPool(node(tensor.Float32, 2, 3)) }, "want float32 [N,C,H,W]"},
+		{func() (*G.Node, error) { return GlobalAvgPool(node(tensor.Float64, 2, 3, 4, 4)) }, "want float32 [N,C,H,W]"},
+		{func() (*G.Node, error) {
+			return CrossEntropy(node(tensor.Float32, 2, 3, 4), node(tensor.Float32, 2, 3, 4))
+		}, "want float32 [B,K]"},
+		{func() (*G.Node, error) { return CrossEntropy(node(tensor.Float32, 2, 3), node(tensor.Float32, 2, 4)) }, "want float32 (2, 3)"},
+		{func() (*G.Node, error) {
+			return BatchNormEval(ops.NewBatchNorm(4), node(tensor.Float32, 2, 3, 5, 5), node(tensor.Float32, 4), node(tensor.Float32, 4), false)
+		}, "has 3 channels, layer has 4"},
+		{func() (*G.Node, error) {
+			return BatchNormEval(ops.NewBatchNorm(3), node(tensor.Float32, 2, 3, 5, 5), node(tensor.Float32, 4), node(tensor.Float32, 3), false)
+		}, "want [3] float32"},
+	} {
+		if _, err := c.build(); !errors.Is(err, ops.ErrShape) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("case %d: error %v, want one wrapping ErrShape with %q", i, err, c.want)
+		}
+	}
 }
 
 // TestCompare: the check's comparison, shown on the CPU: a layer run twice on the same device differs by 0,

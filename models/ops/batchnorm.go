@@ -175,10 +175,8 @@ func (op *bnOp) do(inPlace bool, vals ...G.Value) (G.Value, error) {
 	if !op.training {
 		// The running statistics come from outside (a checkpoint): refuse values that would silently
 		// turn every output into NaN.
-		for ch, v := range op.bn.RunningVar {
-			if m := op.bn.RunningMean[ch]; !(v >= 0) || math.IsInf(float64(v), 1) || math.IsNaN(float64(m)) || math.IsInf(float64(m), 0) {
-				return nil, fmt.Errorf("batch norm: running mean %g, variance %g of channel %d: %w", m, v, ch, ErrBadStats)
-			}
+		if err := op.bn.CheckStats(); err != nil {
+			return nil, err
 		}
 	}
 	y := x
@@ -192,6 +190,43 @@ func (op *bnOp) do(inPlace bool, vals ...G.Value) (G.Value, error) {
 		bnForward(op, x.Float64s(), gamma.Float64s(), beta.Float64s(), y.Float64s())
 	}
 	return y, nil
+}
+
+// CheckStats returns an error wrapping ErrBadStats if a running mean is not finite or a running variance is
+// negative, infinite or NaN: the evaluation mode refuses such statistics (from a checkpoint) rather than turn
+// every output into NaN.
+func (bn *BatchNorm) CheckStats() error {
+	for ch, v := range bn.RunningVar {
+		if m := bn.RunningMean[ch]; !(v >= 0) || math.IsInf(float64(v), 1) || math.IsNaN(float64(m)) || math.IsInf(float64(m), 0) {
+			return fmt.Errorf("batch norm: running mean %g, variance %g of channel %d: %w", m, v, ch, ErrBadStats)
+		}
+	}
+	return nil
+}
+
+// EvalAffine returns the evaluation mode as one affine map per channel, y = a·x + b with a = γ/σ and
+// b = β − a·μ from the running statistics, and 1/σ, each computed in float64 as Apply computes them; or
+// CheckStats's error. The GPU's evaluation-mode batch norm (models/cudaops) applies them.
+func (bn *BatchNorm) EvalAffine(gamma, beta []float32) (a, b []float32, invStd []float64, err error) {
+	if len(gamma) != bn.Channels || len(beta) != bn.Channels || len(bn.RunningMean) != bn.Channels || len(bn.RunningVar) != bn.Channels {
+		return nil, nil, nil, fmt.Errorf("batch norm: %d, %d parameters and %d, %d running statistics for %d channels: %w",
+			len(gamma), len(beta), len(bn.RunningMean), len(bn.RunningVar), bn.Channels, ErrShape)
+	}
+	if err := bn.CheckStats(); err != nil {
+		return nil, nil, nil, err
+	}
+	a, b, invStd = make([]float32, bn.Channels), make([]float32, bn.Channels), make([]float64, bn.Channels)
+	for ch := range a {
+		a64, b64, inv := bnAffine(float64(gamma[ch]), float64(beta[ch]), float64(bn.RunningMean[ch]), float64(bn.RunningVar[ch]), bn.Eps)
+		a[ch], b[ch], invStd[ch] = float32(a64), float32(b64), inv
+	}
+	return a, b, invStd, nil
+}
+
+// bnAffine returns a = γ/σ, b = β − γ/σ·μ and 1/σ for σ = sqrt(variance + eps).
+func bnAffine(gamma, beta, mean, variance, eps float64) (a, b, inv float64) {
+	inv = 1 / math.Sqrt(variance+eps)
+	return gamma * inv, beta - gamma*inv*mean, inv
 }
 
 // bnForward normalises x into y one channel per task: in training two passes for the mean and the centred
@@ -220,11 +255,10 @@ func bnForward[T float](op *bnOp, x, gamma, beta, y []T) {
 			} else {
 				mean, variance = float64(op.bn.RunningMean[ch]), float64(op.bn.RunningVar[ch])
 			}
-			inv := 1 / math.Sqrt(variance+op.bn.Eps)
-			op.mean[ch], op.invStd[ch] = mean, inv
 			// y = a·x + b with a = γ/σ and b = β - a·μ: one multiply-add per element.
-			a := T(float64(gamma[ch]) * inv)
-			b := T(float64(beta[ch]) - float64(gamma[ch])*inv*mean)
+			a64, b64, inv := bnAffine(float64(gamma[ch]), float64(beta[ch]), mean, variance, op.bn.Eps)
+			op.mean[ch], op.invStd[ch] = mean, inv
+			a, b := T(a64), T(b64)
 			for i := 0; i < n; i++ {
 				affine(y[(i*c+ch)*s:(i*c+ch+1)*s], x[(i*c+ch)*s:(i*c+ch+1)*s], a, b, op.relu)
 			}

@@ -9,7 +9,8 @@
 # layers first, each in its own process (seconds; the first CUDA calls this code ever made, so a crash
 # inside a CUDA library names its case), then the default layers together (a 3x3 convolution at the
 # convnet's size, ResNet-18's stem and a last-stage 3x3 convolution at 224x224 and batch 64, a matrix
-# product, an NVRTC ReLU), their CPU side on OpenBLAS if that build starts here, else in pure Go. Under $OUT: check-train.log, gpucheck-small-*.json (one per small case)
+# product, max pooling, batch norm in both modes, and the NVRTC ops: ReLU, GELU, bias, cross-entropy,
+# average pooling, SGD), their CPU side on OpenBLAS if that build starts here, else in pure Go. Under $OUT: check-train.log, gpucheck-small-*.json (one per small case)
 # and gpucheck-default.json. Exit status: that of the default run (0: every layer within 1e-4 of the
 # CPU).
 set -uo pipefail

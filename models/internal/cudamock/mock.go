@@ -2,7 +2,8 @@
 // library (mockcuda.c.in, C) that exports every function package cuda binds, with the semantics NVIDIA documents
 // computed on the CPU, installed under the file name of each library. It checks bicyc's side of the calls
 // (argument order, which buffer is which, cuBLAS's column-major layout, kernel parameters), not CUDA: the
-// first GPU checks that (docs/gpu.md).
+// first GPU checks that (docs/gpu.md). Kernel launches run the host build of the very sources NVRTC compiles
+// (package models/cudakernels), and a program whose source differs from that build's is refused.
 package cudamock
 
 import (
@@ -11,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/bicyc/bicyc/models/cudakernels"
 )
 
 //go:embed mockcuda.c.in
@@ -19,7 +22,8 @@ var source []byte
 // Names are the library files Install creates, one per library package cuda loads.
 var Names = []string{"libcuda.so.1", "libcudart.so.13", "libcublas.so.13", "libcudnn.so.9", "libnvrtc.so.13"}
 
-// Install compiles the mock with the C compiler (cc, or $CC) into dir and links each of Names to it.
+// Install compiles the mock with the C compiler (cc, or $CC), links it with the host build of every NVRTC
+// kernel (cudakernels.HostObject, which needs c++ or $CXX) into dir, and links each of Names to the library.
 func Install(dir string) error {
 	src := filepath.Join(dir, "mockcuda.c")
 	if err := os.WriteFile(src, source, 0o644); err != nil {
@@ -29,9 +33,21 @@ func Install(dir string) error {
 	if cc == "" {
 		cc = "cc"
 	}
-	lib := filepath.Join(dir, "libmockcuda.so")
-	if out, err := exec.Command(cc, "-shared", "-fPIC", "-O1", "-o", lib, src, "-lm").CombinedOutput(); err != nil {
+	obj := filepath.Join(dir, "mockcuda.o")
+	if out, err := exec.Command(cc, "-c", "-fPIC", "-O1", "-o", obj, src).CombinedOutput(); err != nil {
 		return fmt.Errorf("mock: %s: %v: %s", cc, err, out)
+	}
+	kernels, err := cudakernels.HostObject(dir)
+	if err != nil {
+		return fmt.Errorf("mock: %w", err)
+	}
+	cxx := os.Getenv("CXX")
+	if cxx == "" {
+		cxx = "c++"
+	}
+	lib := filepath.Join(dir, "libmockcuda.so")
+	if out, err := exec.Command(cxx, "-shared", "-o", lib, obj, kernels, "-lm").CombinedOutput(); err != nil {
+		return fmt.Errorf("mock: %s: %v: %s", cxx, err, out)
 	}
 	for _, name := range Names {
 		if err := os.Symlink(lib, filepath.Join(dir, name)); err != nil {
