@@ -1,0 +1,375 @@
+package serve
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/bicyc/bicyc/infer"
+	"github.com/bicyc/bicyc/serve/oippb"
+)
+
+// The gRPC tests play the client of the protocol's gRPC API: a Go client
+// generated from the protocol's schema (oippb), over a real loopback
+// listener, sending the messages as the specification defines them
+// (KServe's grpc_predict_v2.proto: typed contents or raw_input_contents,
+// one entry per input, BYTES elements length-prefixed when raw; Triton's
+// statistics, repository and classification extensions), and the standard
+// health client.
+
+// grpcClient serves s's gRPC API (admin: with the repository RPCs) on a
+// loopback listener and returns a client connection, both closed when the
+// test ends.
+func grpcClient(t *testing.T, s *Server, admin bool) *grpc.ClientConn {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := s.NewGRPC(testTimeouts, admin)
+	go srv.Serve(ln)
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// grpcCode returns err's gRPC code and message.
+func grpcCode(err error) (codes.Code, string) {
+	st, _ := status.FromError(err)
+	return st.Code(), st.Message()
+}
+
+// imagesTensor is a BYTES input "image" of encoded images in typed
+// contents.
+func imagesTensor(encoded ...[]byte) *oippb.ModelInferRequest_InferInputTensor {
+	return &oippb.ModelInferRequest_InferInputTensor{
+		Name: "image", Datatype: "BYTES", Shape: []int64{int64(len(encoded))},
+		Contents: &oippb.InferTensorContents{BytesContents: encoded},
+	}
+}
+
+// rawBytes lays out BYTES elements as raw contents: each a 4-byte
+// little-endian length, then its bytes.
+func rawBytes(elems ...[]byte) []byte {
+	var out []byte
+	for _, e := range elems {
+		out = binary.LittleEndian.AppendUint32(out, uint32(len(e)))
+		out = append(out, e...)
+	}
+	return out
+}
+
+// rawFP32 lays out FP32 values as raw contents, little-endian.
+func rawFP32(x []float32) []byte {
+	out := make([]byte, 0, 4*len(x))
+	for _, v := range x {
+		out = binary.LittleEndian.AppendUint32(out, math.Float32bits(v))
+	}
+	return out
+}
+
+// fromRawFP32 reads raw FP32 contents.
+func fromRawFP32(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+// TestGRPCSingleModel drives every RPC of the protocol's gRPC API against
+// one model: health, metadata, readiness, inference with typed and raw
+// contents (encoded images and preprocessed tensors) against the
+// library's answers, the classification extension, statistics, the
+// standard health service, metrics, and the errors of malformed requests.
+func TestGRPCSingleModel(t *testing.T) {
+	dir, test := testModel(t)
+	cfg := testConfig(dir)
+	cfg.ModelName = "fmnist"
+	cfg.MaxBody = 256 << 10
+	s := newTestServer(t, cfg)
+	conn := grpcClient(t, s, false)
+	c := oippb.NewGRPCInferenceServiceClient(conn)
+	ctx := context.Background()
+	ref, err := infer.Open(ctx, dir, append(cpuOptions, infer.WithTopK(100))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	k := len(ref.Classes())
+
+	if r, err := c.ServerLive(ctx, &oippb.ServerLiveRequest{}); err != nil || !r.Live {
+		t.Errorf("ServerLive: %v %v", r, err)
+	}
+	if r, err := c.ServerReady(ctx, &oippb.ServerReadyRequest{}); err != nil || !r.Ready {
+		t.Errorf("ServerReady: %v %v", r, err)
+	}
+	meta, err := c.ServerMetadata(ctx, &oippb.ServerMetadataRequest{})
+	if err != nil || meta.Name != "bicyc" || meta.Version == "" || !slices.Contains(meta.Extensions, "classification") || !slices.Contains(meta.Extensions, "statistics") || slices.Contains(meta.Extensions, "model_repository") {
+		t.Errorf("ServerMetadata: %v %v", meta, err)
+	}
+	for _, tc := range []struct {
+		name, version string
+		ready         bool
+		code          codes.Code
+	}{{"fmnist", "", true, codes.OK}, {"fmnist", "1", true, codes.OK}, {"fmnist", "2", false, codes.OK}, {"other", "", false, codes.OK}, {"fmnist", "x", false, codes.InvalidArgument}} {
+		r, err := c.ModelReady(ctx, &oippb.ModelReadyRequest{Name: tc.name, Version: tc.version})
+		if code, _ := grpcCode(err); code != tc.code || r.GetReady() != tc.ready {
+			t.Errorf("ModelReady %q %q: %v %v, want ready %v, code %v", tc.name, tc.version, r, err, tc.ready, tc.code)
+		}
+	}
+	mm, err := c.ModelMetadata(ctx, &oippb.ModelMetadataRequest{Name: "fmnist"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tensors := func(ts []*oippb.ModelMetadataResponse_TensorMetadata) string {
+		var out []string
+		for _, x := range ts {
+			out = append(out, fmt.Sprint(x.Name, " ", x.Datatype, " ", x.Shape))
+		}
+		return strings.Join(out, "; ")
+	}
+	if got, want := tensors(mm.Inputs), "image BYTES [-1]; input FP32 [-1 1 28 28]"; got != want || mm.Name != "fmnist" || mm.Platform != "bicyc_onnxruntime" || !slices.Equal(mm.Versions, []string{"1"}) {
+		t.Errorf("ModelMetadata: %v, inputs %q, want %q", mm, got, want)
+	}
+	if got, want := tensors(mm.Outputs), "distance FP32 [-1 "+strconv.Itoa(k)+"]; unknown_score FP32 [-1]; unknown BOOL [-1]"; got != want {
+		t.Errorf("ModelMetadata outputs %q, want %q", got, want)
+	}
+	if _, err := c.ModelMetadata(ctx, &oippb.ModelMetadataRequest{Name: "other"}); status.Code(err) != codes.NotFound {
+		t.Errorf("ModelMetadata of a model not served: %v, want NotFound", err)
+	}
+
+	// Two encoded images in typed contents, all outputs.
+	encoded := [][]byte{encodePNG(t, fashionImage(test, 11)), encodePNG(t, fashionImage(test, 12))}
+	want := distances(t, ref, encoded)
+	r, err := c.ModelInfer(ctx, &oippb.ModelInferRequest{ModelName: "fmnist", Id: "req-1", Inputs: []*oippb.ModelInferRequest_InferInputTensor{imagesTensor(encoded...)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ModelName != "fmnist" || r.ModelVersion != "1" || r.Id != "req-1" || len(r.Outputs) != 3 || len(r.RawOutputContents) != 0 {
+		t.Fatalf("ModelInfer: %v", r)
+	}
+	if o := r.Outputs[0]; o.Name != "distance" || o.Datatype != "FP32" || fmt.Sprint(o.Shape) != "[2 "+strconv.Itoa(k)+"]" || !closeTo(o.Contents.GetFp32Contents(), want) {
+		t.Errorf("distance: %v, want %v", o, want)
+	}
+	var wantUnknown []bool
+	var wantScores []float32
+	for _, b := range encoded {
+		res, err := ref.ClassifyReader(ctx, strings.NewReader(string(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantUnknown, wantScores = append(wantUnknown, res.Unknown), append(wantScores, float32(res.UnknownScore))
+	}
+	if o := r.Outputs[1]; o.Name != "unknown_score" || o.Datatype != "FP32" || fmt.Sprint(o.Shape) != "[2]" || !closeTo(o.Contents.GetFp32Contents(), wantScores) {
+		t.Errorf("unknown_score: %v, want %v", o, wantScores)
+	}
+	if o := r.Outputs[2]; o.Name != "unknown" || o.Datatype != "BOOL" || fmt.Sprint(o.Shape) != "[2]" || !slices.Equal(o.Contents.GetBoolContents(), wantUnknown) {
+		t.Errorf("unknown: %v, want %v", o, wantUnknown)
+	}
+
+	// The same images as raw contents (as Triton's clients send): the
+	// answer is raw too.
+	r, err = c.ModelInfer(ctx, &oippb.ModelInferRequest{
+		ModelName: "fmnist", ModelVersion: "1",
+		Inputs:           []*oippb.ModelInferRequest_InferInputTensor{{Name: "image", Datatype: "BYTES", Shape: []int64{2, 1}}},
+		Outputs:          []*oippb.ModelInferRequest_InferRequestedOutputTensor{{Name: "unknown"}, {Name: "distance"}},
+		RawInputContents: [][]byte{rawBytes(encoded...)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Outputs) != 2 || len(r.RawOutputContents) != 2 || r.Outputs[0].Name != "unknown" || r.Outputs[0].Contents != nil {
+		t.Fatalf("raw ModelInfer: %v", r)
+	}
+	if got := r.RawOutputContents[0]; len(got) != 2 || (got[0] == 1) != wantUnknown[0] || (got[1] == 1) != wantUnknown[1] {
+		t.Errorf("raw unknown %v, want %v", got, wantUnknown)
+	}
+	if got := fromRawFP32(r.RawOutputContents[1]); !closeTo(got, want) {
+		t.Errorf("raw distance %v, want %v", got, want)
+	}
+
+	// The images preprocessed by the client, FP32 [2, 1, 28, 28], typed
+	// and raw.
+	var pixels []float32
+	for _, i := range []int{11, 12} {
+		pixels = append(pixels, ref.Manifest().Preprocess.Image(fashionImage(test, i))...)
+	}
+	fp32 := &oippb.ModelInferRequest_InferInputTensor{Name: "input", Datatype: "FP32", Shape: []int64{2, 1, 28, 28}}
+	for _, raw := range []bool{false, true} {
+		req := &oippb.ModelInferRequest{ModelName: "fmnist", Inputs: []*oippb.ModelInferRequest_InferInputTensor{fp32},
+			Outputs: []*oippb.ModelInferRequest_InferRequestedOutputTensor{{Name: "distance"}}}
+		fp32.Contents = nil
+		if raw {
+			req.RawInputContents = [][]byte{rawFP32(pixels)}
+		} else {
+			fp32.Contents = &oippb.InferTensorContents{Fp32Contents: pixels}
+		}
+		r, err := c.ModelInfer(ctx, req)
+		if err != nil {
+			t.Fatalf("FP32 (raw %v): %v", raw, err)
+		}
+		got := r.Outputs[0].Contents.GetFp32Contents()
+		if raw {
+			got = fromRawFP32(r.RawOutputContents[0])
+		}
+		if !closeTo(got, want) {
+			t.Errorf("FP32 (raw %v): distances %v, want %v", raw, got, want)
+		}
+	}
+
+	// Triton's classification extension: the top 2 classes as strings.
+	r, err = c.ModelInfer(ctx, &oippb.ModelInferRequest{ModelName: "fmnist",
+		Inputs: []*oippb.ModelInferRequest_InferInputTensor{imagesTensor(encoded[0])},
+		Outputs: []*oippb.ModelInferRequest_InferRequestedOutputTensor{{Name: "distance",
+			Parameters: map[string]*oippb.InferParameter{"classification": {ParameterChoice: &oippb.InferParameter_Int64Param{Int64Param: 2}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, err := ref.ClassifyReader(ctx, strings.NewReader(string(encoded[0])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := r.Outputs[0]; o.Datatype != "BYTES" || fmt.Sprint(o.Shape) != "[1 2]" || len(o.Contents.GetBytesContents()) != 2 ||
+		!strings.HasSuffix(string(o.Contents.BytesContents[0]), ":"+best.Predictions[0].Name) {
+		t.Errorf("classification: %v, want the best class %q first", o, best.Predictions[0].Name)
+	}
+
+	// Malformed requests: the right code and a message naming the problem,
+	// at once.
+	good := imagesTensor(encoded[0])
+	lying := &oippb.ModelInferRequest_InferInputTensor{Name: "input", Datatype: "FP32", Shape: []int64{40000, 1, 28, 28}}
+	huge := make([]float32, 784)
+	for i := range huge {
+		huge[i] = math.MaxFloat32
+	}
+	classification := func(v *oippb.InferParameter) []*oippb.ModelInferRequest_InferRequestedOutputTensor {
+		return []*oippb.ModelInferRequest_InferRequestedOutputTensor{{Name: "distance", Parameters: map[string]*oippb.InferParameter{"classification": v}}}
+	}
+	for _, tc := range []struct {
+		what string
+		req  *oippb.ModelInferRequest
+		code codes.Code
+		msg  string
+	}{
+		{"model not served", &oippb.ModelInferRequest{ModelName: "other", Inputs: []*oippb.ModelInferRequest_InferInputTensor{good}}, codes.NotFound, `"other" is not served`},
+		{"version not served", &oippb.ModelInferRequest{ModelName: "fmnist", ModelVersion: "2", Inputs: []*oippb.ModelInferRequest_InferInputTensor{good}}, codes.NotFound, "version"},
+		{"bad version", &oippb.ModelInferRequest{ModelName: "fmnist", ModelVersion: "v1", Inputs: []*oippb.ModelInferRequest_InferInputTensor{good}}, codes.InvalidArgument, "v1"},
+		{"no input", &oippb.ModelInferRequest{ModelName: "fmnist"}, codes.InvalidArgument, "0 input tensors"},
+		{"unknown input", &oippb.ModelInferRequest{ModelName: "fmnist", Inputs: []*oippb.ModelInferRequest_InferInputTensor{{Name: "x", Datatype: "BYTES", Shape: []int64{1}}}}, codes.InvalidArgument, `unknown input "x"`},
+		{"wrong datatype", &oippb.ModelInferRequest{ModelName: "fmnist", Inputs: []*oippb.ModelInferRequest_InferInputTensor{{Name: "image", Datatype: "FP32", Shape: []int64{1}, Contents: good.Contents}}}, codes.InvalidArgument, "want BYTES"},
+		{"wrong shape", &oippb.ModelInferRequest{ModelName: "fmnist", Inputs: []*oippb.ModelInferRequest_InferInputTensor{{Name: "input", Datatype: "FP32", Shape: []int64{1, 1, 28, 27}}}}, codes.InvalidArgument, "want [N, 1, 28, 28]"},
+		{"count unlike shape", &oippb.ModelInferRequest{ModelName: "fmnist", Inputs: []*oippb.ModelInferRequest_InferInputTensor{{Name: "image", Datatype: "BYTES", Shape: []int64{2}, Contents: good.Contents}}}, codes.InvalidArgument, "1 bytes_contents, its shape [2] says 2"},
+		{"no contents", &oippb.ModelInferRequest{ModelName: "fmnist", Inputs: []*oippb.ModelInferRequest_InferInputTensor{{Name: "image", Datatype: "BYTES", Shape: []int64{1}}}}, codes.InvalidArgument, "no contents"},
+		{"contents and raw", &oippb.ModelInferRequest{ModelName: "fmnist", Inputs: []*oippb.ModelInferRequest_InferInputTensor{good}, RawInputContents: [][]byte{rawBytes(encoded[0])}}, codes.InvalidArgument, "one of the two"},
+		{"raw per input", &oippb.ModelInferRequest{ModelName: "fmnist", Inputs: []*oippb.ModelInferRequest_InferInputTensor{{Name: "image", Datatype: "BYTES", Shape: []int64{1}}}, RawInputContents: [][]byte{rawBytes(encoded[0]), nil}}, codes.InvalidArgument, "2 raw_input_contents for 1 inputs"},
+		{"raw length lies", &oippb.ModelInferRequest{ModelName: "fmnist", Inputs: []*oippb.ModelInferRequest_InferInputTensor{{Name: "image", Datatype: "BYTES", Shape: []int64{1}}}, RawInputContents: [][]byte{rawBytes(encoded[0])[:40]}}, codes.InvalidArgument, "declares"},
+		{"lying shape", &oippb.ModelInferRequest{ModelName: "fmnist", Inputs: []*oippb.ModelInferRequest_InferInputTensor{lying}, RawInputContents: [][]byte{make([]byte, 100)}}, codes.InvalidArgument, "at most"},
+		{"not an image", &oippb.ModelInferRequest{ModelName: "fmnist", Inputs: []*oippb.ModelInferRequest_InferInputTensor{imagesTensor([]byte("not an image"))}}, codes.InvalidArgument, "element 0"},
+		{"score beyond float32", &oippb.ModelInferRequest{ModelName: "fmnist", Inputs: []*oippb.ModelInferRequest_InferInputTensor{{Name: "input", Datatype: "FP32", Shape: []int64{1, 1, 28, 28}, Contents: &oippb.InferTensorContents{Fp32Contents: huge}}}}, codes.InvalidArgument, `input "input"`},
+		{"unknown output", &oippb.ModelInferRequest{ModelName: "fmnist", Inputs: []*oippb.ModelInferRequest_InferInputTensor{good}, Outputs: []*oippb.ModelInferRequest_InferRequestedOutputTensor{{Name: "logits"}}}, codes.InvalidArgument, `unknown output "logits"`},
+		{"classification 0", &oippb.ModelInferRequest{ModelName: "fmnist", Inputs: []*oippb.ModelInferRequest_InferInputTensor{good}, Outputs: classification(&oippb.InferParameter{ParameterChoice: &oippb.InferParameter_Int64Param{Int64Param: 0}})}, codes.InvalidArgument, "classification"},
+		{"classification string", &oippb.ModelInferRequest{ModelName: "fmnist", Inputs: []*oippb.ModelInferRequest_InferInputTensor{good}, Outputs: classification(&oippb.InferParameter{ParameterChoice: &oippb.InferParameter_StringParam{StringParam: "3"}})}, codes.InvalidArgument, "classification"},
+		{"over the message limit", &oippb.ModelInferRequest{ModelName: "fmnist", Inputs: []*oippb.ModelInferRequest_InferInputTensor{imagesTensor(make([]byte, 300<<10))}}, codes.ResourceExhausted, "larger than max"},
+	} {
+		start := time.Now()
+		_, err := c.ModelInfer(ctx, tc.req)
+		code, msg := grpcCode(err)
+		if code != tc.code || !strings.Contains(msg, tc.msg) {
+			t.Errorf("%s: %v %q, want %v containing %q", tc.what, code, msg, tc.code, tc.msg)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("%s: answered in %v", tc.what, took)
+		}
+	}
+	// An RPC of Triton's API that bicyc does not implement.
+	if err := conn.Invoke(ctx, "/inference.GRPCInferenceService/ModelConfig", &oippb.ModelMetadataRequest{Name: "fmnist"}, &oippb.ModelMetadataResponse{}); status.Code(err) != codes.Unimplemented {
+		t.Errorf("ModelConfig: %v, want Unimplemented", err)
+	}
+	if _, err := c.RepositoryIndex(ctx, &oippb.RepositoryIndexRequest{}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("RepositoryIndex on the public listener: %v, want PermissionDenied", err)
+	}
+
+	// Statistics: the successful requests above, their images, and the
+	// failed ones that reached the model.
+	stats, err := c.ModelStatistics(ctx, &oippb.ModelStatisticsRequest{Name: "fmnist"})
+	if err != nil || len(stats.ModelStats) != 1 {
+		t.Fatalf("ModelStatistics: %v %v", stats, err)
+	}
+	st := stats.ModelStats[0]
+	if is := st.InferenceStats; st.Version != "1" || is.Success.Count != 5 || st.InferenceCount != 9 || st.ExecutionCount != 5 || is.Fail.Count == 0 || is.ComputeInfer.Ns == 0 || st.LastInference == 0 {
+		t.Errorf("ModelStatistics: %v", st)
+	}
+	if _, err := c.ModelStatistics(ctx, &oippb.ModelStatisticsRequest{Name: "other"}); status.Code(err) != codes.NotFound {
+		t.Errorf("ModelStatistics of a model not served: %v, want NotFound", err)
+	}
+
+	// The calls are counted in /metrics.
+	families, err := s.cfg.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := 0.0
+	for _, f := range families {
+		if f.GetName() != "bicyc_infer_grpc_requests_total" {
+			continue
+		}
+		for _, m := range f.Metric {
+			labels := map[string]string{}
+			for _, l := range m.Label {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["method"] == "ModelInfer" && labels["code"] == "OK" {
+				counted = m.Counter.GetValue()
+			}
+		}
+	}
+	if counted != 5 {
+		t.Errorf("bicyc_infer_grpc_requests_total{method=ModelInfer,code=OK} = %v, want 5", counted)
+	}
+
+	// The standard health service follows readiness.
+	health := healthpb.NewHealthClient(conn)
+	check := func(service string) (healthpb.HealthCheckResponse_ServingStatus, codes.Code) {
+		r, err := health.Check(ctx, &healthpb.HealthCheckRequest{Service: service})
+		return r.GetStatus(), status.Code(err)
+	}
+	for _, service := range []string{"", "inference.GRPCInferenceService", "live"} {
+		if st, code := check(service); st != healthpb.HealthCheckResponse_SERVING || code != codes.OK {
+			t.Errorf("health %q: %v %v, want SERVING", service, st, code)
+		}
+	}
+	if _, code := check("other"); code != codes.NotFound {
+		t.Errorf("health of an unknown service: %v, want NotFound", code)
+	}
+	s.ready.Store(false) // as Serve's shutdown does
+	if st, _ := check(""); st != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Errorf("health while draining: %v, want NOT_SERVING", st)
+	}
+	if st, _ := check("live"); st != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("liveness while draining: %v, want SERVING", st)
+	}
+	if r, err := c.ServerReady(ctx, &oippb.ServerReadyRequest{}); err != nil || r.Ready {
+		t.Errorf("ServerReady while draining: %v %v", r, err)
+	}
+	if _, err := c.ModelInfer(ctx, &oippb.ModelInferRequest{ModelName: "fmnist", Inputs: []*oippb.ModelInferRequest_InferInputTensor{good}}); status.Code(err) != codes.Unavailable {
+		t.Errorf("ModelInfer while draining: %v, want Unavailable", err)
+	}
+}
