@@ -373,3 +373,193 @@ func TestGRPCSingleModel(t *testing.T) {
 		t.Errorf("ModelInfer while draining: %v, want Unavailable", err)
 	}
 }
+
+// TestGRPCRepository drives a two-version repository over gRPC: the
+// admin server's repository RPCs (index with reasons, load with a version
+// policy, unload, load again), inference on each version, and statistics
+// per version; the public server advertises no repository extension.
+func TestGRPCRepository(t *testing.T) {
+	root := testRepository(t)
+	_, test := testModel(t)
+	cfg := testConfig("")
+	cfg.Model, cfg.Repository = "", root
+	s := newTestServer(t, cfg)
+	admin := oippb.NewGRPCInferenceServiceClient(grpcClient(t, s, true))
+	public := oippb.NewGRPCInferenceServiceClient(grpcClient(t, s, false))
+	ctx := context.Background()
+	img := encodePNG(t, fashionImage(test, 5))
+
+	for _, tc := range []struct {
+		c    oippb.GRPCInferenceServiceClient
+		want bool
+	}{{admin, true}, {public, false}} {
+		meta, err := tc.c.ServerMetadata(ctx, &oippb.ServerMetadataRequest{})
+		if err != nil || slices.Contains(meta.Extensions, "model_repository") != tc.want {
+			t.Errorf("ServerMetadata: %v %v, want model_repository %v", meta, err, tc.want)
+		}
+	}
+	index := func(ready bool) string {
+		t.Helper()
+		r, err := admin.RepositoryIndex(ctx, &oippb.RepositoryIndexRequest{Ready: ready})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range r.Models {
+			out = append(out, m.Name+"/"+m.Version+" "+m.State)
+			if m.State != "READY" && m.Reason == "" {
+				t.Errorf("index: %v without a reason", m)
+			}
+		}
+		return strings.Join(out, ", ")
+	}
+	if got, want := index(false), "broken/1 UNAVAILABLE, fmnist/1 UNAVAILABLE, fmnist/2 READY"; got != want {
+		t.Errorf("index: %q, want %q", got, want)
+	}
+	if got, want := index(true), "fmnist/2 READY"; got != want {
+		t.Errorf("index of the ready: %q, want %q", got, want)
+	}
+	// best returns the best class's label of img on a version, or the
+	// error's code.
+	best := func(version string) string {
+		t.Helper()
+		r, err := public.ModelInfer(ctx, &oippb.ModelInferRequest{ModelName: "fmnist", ModelVersion: version,
+			Inputs: []*oippb.ModelInferRequest_InferInputTensor{imagesTensor(img)},
+			Outputs: []*oippb.ModelInferRequest_InferRequestedOutputTensor{{Name: "distance",
+				Parameters: map[string]*oippb.InferParameter{"classification": {ParameterChoice: &oippb.InferParameter_Int64Param{Int64Param: 1}}}}}})
+		if err != nil {
+			return status.Code(err).String()
+		}
+		label := string(r.Outputs[0].Contents.BytesContents[0])
+		return r.ModelVersion + " " + label[strings.LastIndex(label, ":")+1:]
+	}
+	latest := best("")
+	if !strings.HasPrefix(latest, "2 v2-") {
+		t.Fatalf("latest version answers %q, want version 2's renamed classes", latest)
+	}
+	if got := best("1"); got != "NotFound" {
+		t.Errorf("version 1 before it is loaded: %q", got)
+	}
+
+	policy := func(p string) map[string]*oippb.ModelRepositoryParameter {
+		return map[string]*oippb.ModelRepositoryParameter{"version_policy": {ParameterChoice: &oippb.ModelRepositoryParameter_StringParam{StringParam: p}}}
+	}
+	if _, err := admin.RepositoryModelLoad(ctx, &oippb.RepositoryModelLoadRequest{ModelName: "fmnist", Parameters: policy("latest:2")}); err != nil {
+		t.Fatal(err)
+	}
+	if mm, err := public.ModelMetadata(ctx, &oippb.ModelMetadataRequest{Name: "fmnist"}); err != nil || !slices.Equal(mm.Versions, []string{"1", "2"}) {
+		t.Errorf("after latest:2: %v %v", mm, err)
+	}
+	v1 := best("1")
+	if !strings.HasPrefix(v1, "1 ") || strings.Contains(v1, "v2-") {
+		t.Errorf("version 1 answers %q, version 2 %q: want version 1's own class names", v1, latest)
+	}
+	if r, err := public.ModelReady(ctx, &oippb.ModelReadyRequest{Name: "fmnist", Version: "1"}); err != nil || !r.Ready {
+		t.Errorf("ModelReady version 1: %v %v", r, err)
+	}
+	stats, err := admin.ModelStatistics(ctx, &oippb.ModelStatisticsRequest{Name: "fmnist"})
+	if err != nil || len(stats.ModelStats) != 2 || stats.ModelStats[0].Version != "1" || stats.ModelStats[0].InferenceCount != 1 || stats.ModelStats[1].InferenceCount != 1 {
+		t.Errorf("ModelStatistics per version: %v %v", stats, err)
+	}
+
+	for _, tc := range []struct {
+		what string
+		req  *oippb.RepositoryModelLoadRequest
+		code codes.Code
+		msg  string
+	}{
+		{"a version that does not verify", &oippb.RepositoryModelLoadRequest{ModelName: "broken"}, codes.Internal, "broken"},
+		{"a bad policy", &oippb.RepositoryModelLoadRequest{ModelName: "fmnist", Parameters: policy("newest")}, codes.InvalidArgument, "newest"},
+		{"a parameter bicyc does not read", &oippb.RepositoryModelLoadRequest{ModelName: "fmnist", Parameters: map[string]*oippb.ModelRepositoryParameter{"config": {ParameterChoice: &oippb.ModelRepositoryParameter_StringParam{StringParam: "{}"}}}}, codes.InvalidArgument, "version_policy"},
+		{"a bad name", &oippb.RepositoryModelLoadRequest{ModelName: "../x"}, codes.InvalidArgument, "model name"},
+	} {
+		_, err := admin.RepositoryModelLoad(ctx, tc.req)
+		if code, msg := grpcCode(err); code != tc.code || !strings.Contains(msg, tc.msg) {
+			t.Errorf("load %s: %v %q, want %v containing %q", tc.what, code, msg, tc.code, tc.msg)
+		}
+	}
+	if _, err := public.RepositoryModelLoad(ctx, &oippb.RepositoryModelLoadRequest{ModelName: "fmnist"}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("load on the public server: %v, want PermissionDenied", err)
+	}
+
+	if _, err := admin.RepositoryModelUnload(ctx, &oippb.RepositoryModelUnloadRequest{ModelName: "fmnist"}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := public.ModelReady(ctx, &oippb.ModelReadyRequest{Name: "fmnist"}); err != nil || r.Ready {
+		t.Errorf("ModelReady after unload: %v %v", r, err)
+	}
+	if got := best(""); got != "NotFound" {
+		t.Errorf("inference after unload: %q, want NotFound", got)
+	}
+	if _, err := admin.RepositoryModelUnload(ctx, &oippb.RepositoryModelUnloadRequest{ModelName: "fmnist"}); status.Code(err) != codes.NotFound {
+		t.Errorf("unload twice: %v, want NotFound", err)
+	}
+	if _, err := admin.RepositoryModelLoad(ctx, &oippb.RepositoryModelLoadRequest{ModelName: "fmnist"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := best(""); got != latest {
+		t.Errorf("after loading again: %q, want %q", got, latest)
+	}
+}
+
+// TestServeGRPCShutdown runs Serve with both gRPC listeners: they answer
+// until ctx ends, and then Serve lets a call in flight finish and returns
+// nil.
+func TestServeGRPCShutdown(t *testing.T) {
+	dir, test := testModel(t)
+	s := newTestServer(t, testConfig(dir))
+	var l Listeners
+	var addrs []string
+	for _, ln := range []*net.Listener{&l.GRPC, &l.AdminGRPC} {
+		var err error
+		if *ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, (*ln).Addr().String())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, l, testTimeouts, nil) }()
+	var clients []oippb.GRPCInferenceServiceClient
+	for _, addr := range addrs {
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		clients = append(clients, oippb.NewGRPCInferenceServiceClient(conn))
+	}
+	if _, err := clients[1].RepositoryIndex(context.Background(), &oippb.RepositoryIndexRequest{}); err != nil {
+		t.Errorf("RepositoryIndex on the admin listener: %v", err)
+	}
+	img := encodePNG(t, fashionImage(test, 1))
+	// Many calls in flight when the shutdown starts: each one answers.
+	errs := make(chan error, 16)
+	for range cap(errs) {
+		go func() {
+			_, err := clients[0].ModelInfer(context.Background(), &oippb.ModelInferRequest{ModelName: DefaultModelName, Inputs: []*oippb.ModelInferRequest_InferInputTensor{imagesTensor(img)}})
+			errs <- err
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	answered := 0
+	for range cap(errs) {
+		switch err := <-errs; status.Code(err) {
+		case codes.OK:
+			answered++
+		case codes.Unavailable: // sent after the listener closed, or refused while draining
+		default:
+			t.Errorf("a call during shutdown: %v", err)
+		}
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	if answered == 0 {
+		t.Errorf("no call in flight answered")
+	}
+	if _, err := clients[0].ServerLive(context.Background(), &oippb.ServerLiveRequest{}); status.Code(err) != codes.Unavailable {
+		t.Errorf("after shutdown: %v, want Unavailable", err)
+	}
+}
