@@ -9,7 +9,9 @@
 #     CUDA parts), checked against scripts/onnxruntime/SHA256SUMS, installed as
 #     $BICYC_ORT_DIR/libonnxruntime.so (default /usr/local/lib/bicyc); an older version
 #     installed there is removed;
-#   - the Go modules in go.sum.
+#   - the Go modules in go.sum;
+#   - stock tools the tests drive, from the Go module proxy, pinned, into .tools/bin
+#     (BICYC_TOOLS overrides .tools): grpcurl, the gRPC client (serve's gRPC API).
 # Go itself (>= 1.26, from go.mod) must already be on PATH or in /usr/local/go.
 set -euo pipefail
 
@@ -76,4 +78,17 @@ if ! command -v go >/dev/null; then
 	fi
 fi
 (cd "$root" && go mod download)
+
+# Stock tools, each reinstalled only when the binary there is not the pinned
+# version (go version -m reads the module version it was built from).
+tools_bin=${BICYC_TOOLS:-$root/.tools}/bin
+install_tool() { # module/cmd/path version
+	local bin="$tools_bin/$(basename "$1")"
+	if ! go version -m "$bin" 2>/dev/null | grep -q "^[[:space:]]*mod[[:space:]].*[[:space:]]$2\b"; then
+		log "installing $(basename "$1") $2 into $tools_bin"
+		mkdir -p "$tools_bin"
+		GOBIN="$tools_bin" GOFLAGS= go install "$1@$2"
+	fi
+}
+install_tool github.com/fullstorydev/grpcurl/cmd/grpcurl v1.9.3
 log "ok (ONNX Runtime: $ort_dir/libonnxruntime.so)"
