@@ -39,6 +39,9 @@ import (
 //     transport maps the same statuses: 400, 413 and 415 to
 //     InvalidArgument, 404 to NotFound, 408 and 504 to DeadlineExceeded,
 //     499 to Canceled, 503 to Unavailable, 500 to Internal.
+//   - A transport that fails a request before calling oipInfer, once it
+//     knows the version (a body it cannot read), counts the failure with
+//     oipFailed.
 //   - Model versions are strings as on the wire: "" is the latest version
 //     the server serves, otherwise a positive decimal number.
 
@@ -103,6 +106,13 @@ type oipRequest struct {
 	// Parameters are the request's parameters, for the transport
 	// (binary_data_output, say); the core does not read them.
 	Parameters map[string]any
+	// Decode, if set, fills the request in from its wire form (the fields
+	// above) once the core holds a classification slot: decoded tensors
+	// can take twice the bytes of their JSON, and are then held, like the
+	// images decoded from them, only by the requests being classified,
+	// never by those waiting. A transport whose tensors arrive decoded
+	// (gRPC) leaves it nil.
+	Decode func(*oipRequest) error
 }
 
 // oipOutput is one output tensor of a response: exactly one of FP32,
@@ -397,6 +407,14 @@ func (s *Server) oipInfer(ctx context.Context, name, version string, req *oipReq
 	return resp, nil
 }
 
+// oipFailed counts a request for v that failed in its transport (a body
+// that could not be read) since start, as the core counts its
+// own failures: every request that names a served version and fails is
+// in its fail statistics, whichever transport it came by.
+func (s *Server) oipFailed(v *version, name string, start time.Time) {
+	s.stats(name, v.number).fail.add(time.Since(start))
+}
+
 // oipRun is oipInfer after the version is found; st is the statistics of
 // the version that runs (a swap may run the request on a successor).
 func (s *Server) oipRun(ctx context.Context, name string, number int64, req *oipRequest, start time.Time, st **inferStats) (*oipResponse, error) {
@@ -405,6 +423,13 @@ func (s *Server) oipRun(ctx context.Context, name string, number int64, req *oip
 	}
 	defer s.release()
 	(*st).queue.add(time.Since(start))
+	decodeStart := time.Now()
+	if req.Decode != nil {
+		if err := req.Decode(req); err != nil {
+			return nil, err
+		}
+	}
+	decodeTime := time.Since(decodeStart)
 	var results []infer.Result
 	var encoded []imageBytes
 	var inputTime, runTime time.Duration
@@ -429,7 +454,7 @@ func (s *Server) oipRun(ctx context.Context, name string, number int64, req *oip
 	if err != nil {
 		return nil, err
 	}
-	(*st).computeInput.add(inputTime)
+	(*st).computeInput.add(decodeTime + inputTime)
 	(*st).computeInfer.add(runTime)
 	t2 := time.Now()
 	outputs, err := oipOutputs(req, v, results)

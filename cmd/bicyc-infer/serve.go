@@ -67,11 +67,12 @@ laid out DIR/<name>/<version>/), as an HTTP JSON service. The public listener (-
                       a drift signal) and unknown images collected
   /v2/...             the Open Inference Protocol (KServe v2) over REST: GET /v2/health/live,
                       /v2/health/ready, /v2/models/<name>[/versions/<v>] (metadata; the classes
-                      in parameters) and .../ready; POST .../infer with a BYTES tensor "image" of
-                      base64 images or an FP32 tensor "input" [N,C,H,W]; outputs "distance",
-                      "probabilities", "unknown_score", "unknown", and Triton's classification
-                      extension. A --model is served as --model-name, version 1. With a
-                      repository, /v1/classify takes ?model=<name>&version=<v>.
+                      in parameters), .../ready and .../stats; POST .../infer with a BYTES tensor
+                      "image" of encoded images (base64 in JSON) or an FP32 tensor "input"
+                      [N,C,H,W]; outputs "distance", "probabilities", "unknown_score", "unknown";
+                      Triton's binary tensor data, classification and statistics extensions.
+                      A --model is served as --model-name, version 1. With a repository,
+                      /v1/classify takes ?model=<name>&version=<v>.
 
 The admin listener (--admin-addr, by default 127.0.0.1:8081; empty turns it off) answers only:
 
@@ -79,6 +80,7 @@ The admin listener (--admin-addr, by default 127.0.0.1:8081; empty turns it off)
                       manifest and every file, a warm-up run) and serve it from the next request
                       on, if it verifies: 200 {"model", "classes"}, or 500 {"error"} with the
                       previous model serving on (a repository: every loaded model again)
+  GET  /v2            server metadata, with the model_repository extension for a repository
   POST /v2/repository/index, /v2/repository/models/<name>/load and .../unload
                       Triton's repository API: every version and why it is or is not served;
                       load a model's versions (body {"parameters": {"version_policy":
