@@ -163,11 +163,11 @@ func (g *grpcService) ServerReady(context.Context, *oippb.ServerReadyRequest) (*
 	return &oippb.ServerReadyResponse{Ready: g.s.oipServerReady()}, nil
 }
 
-// ModelReady answers ready: false for a model or version not served, as
-// Triton does, rather than an error; a malformed version is an error.
+// ModelReady answers NOT_FOUND for a model or version not served, as
+// KServe's server does and as the REST API answers 404.
 func (g *grpcService) ModelReady(_ context.Context, r *oippb.ModelReadyRequest) (*oippb.ModelReadyResponse, error) {
 	ready, err := g.s.oipModelReady(r.Name, r.Version)
-	if err != nil && oipStatus(err) != http.StatusNotFound {
+	if err != nil {
 		return nil, grpcError(err)
 	}
 	return &oippb.ModelReadyResponse{Ready: ready}, nil
@@ -205,23 +205,26 @@ func (g *grpcService) ModelMetadata(_ context.Context, r *oippb.ModelMetadataReq
 // that sent raw_input_contents (as Triton's clients do), the typed
 // contents otherwise.
 func (g *grpcService) ModelInfer(ctx context.Context, r *oippb.ModelInferRequest) (*oippb.ModelInferResponse, error) {
+	start := time.Now()
 	s := g.s
 	if !s.ready.Load() {
 		return nil, grpcError(errShuttingDown)
+	}
+	v, err := s.oipFind(r.ModelName, r.ModelVersion)
+	if err != nil {
+		return nil, grpcError(err)
 	}
 	// The message is in memory already (at most MaxBody bytes, which gRPC
 	// enforces); it counts against the bodies' budget while it waits.
 	size := int64(proto.Size(r))
 	if !s.bodies.take(size) {
+		s.oipFailed(v, r.ModelName, start)
 		return nil, grpcError(errBodiesFull)
 	}
 	defer s.bodies.give(size)
-	v, err := s.oipFind(r.ModelName, r.ModelVersion)
-	if err != nil {
-		return nil, grpcError(err)
-	}
 	req, err := decodeGRPCRequest(r, v.model.InputShape(), s.maxBody)
 	if err != nil {
+		s.oipFailed(v, r.ModelName, start)
 		return nil, grpcError(err)
 	}
 	resp, err := s.oipInfer(ctx, r.ModelName, r.ModelVersion, req)

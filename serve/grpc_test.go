@@ -129,7 +129,7 @@ func TestGRPCSingleModel(t *testing.T) {
 		name, version string
 		ready         bool
 		code          codes.Code
-	}{{"fmnist", "", true, codes.OK}, {"fmnist", "1", true, codes.OK}, {"fmnist", "2", false, codes.OK}, {"other", "", false, codes.OK}, {"fmnist", "x", false, codes.InvalidArgument}} {
+	}{{"fmnist", "", true, codes.OK}, {"fmnist", "1", true, codes.OK}, {"fmnist", "2", false, codes.NotFound}, {"other", "", false, codes.NotFound}, {"fmnist", "x", false, codes.InvalidArgument}} {
 		r, err := c.ModelReady(ctx, &oippb.ModelReadyRequest{Name: tc.name, Version: tc.version})
 		if code, _ := grpcCode(err); code != tc.code || r.GetReady() != tc.ready {
 			t.Errorf("ModelReady %q %q: %v %v, want ready %v, code %v", tc.name, tc.version, r, err, tc.ready, tc.code)
@@ -485,8 +485,8 @@ func TestGRPCRepository(t *testing.T) {
 	if _, err := admin.RepositoryModelUnload(ctx, &oippb.RepositoryModelUnloadRequest{ModelName: "fmnist"}); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := public.ModelReady(ctx, &oippb.ModelReadyRequest{Name: "fmnist"}); err != nil || r.Ready {
-		t.Errorf("ModelReady after unload: %v %v", r, err)
+	if _, err := public.ModelReady(ctx, &oippb.ModelReadyRequest{Name: "fmnist"}); status.Code(err) != codes.NotFound {
+		t.Errorf("ModelReady after unload: %v, want NotFound", err)
 	}
 	if got := best(""); got != "NotFound" {
 		t.Errorf("inference after unload: %q, want NotFound", got)
