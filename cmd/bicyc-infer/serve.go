@@ -42,9 +42,9 @@ func newServeCmd(model *modelOptions, stderr io.Writer) *cobra.Command {
 	o := &serveOptions{model: model}
 	cmd := &cobra.Command{
 		Use:   "serve [flags]",
-		Short: "Serve the model, or a model repository, over HTTP (bicyc's API and KServe v2)",
+		Short: "Serve the model, or a model repository, over HTTP and gRPC (bicyc's API and KServe v2)",
 		Long: `serve runs the model (--model DIR), or every model of a repository (--model-repository DIR,
-laid out DIR/<name>/<version>/), as an HTTP JSON service. The public listener (--addr, by default
+laid out DIR/<name>/<version>/), as an HTTP JSON and gRPC service. The public listener (--addr, by default
 127.0.0.1:8080: this machine only; give --addr :8080 to serve other machines) answers:
 
   POST /v1/classify   the image as the raw request body (Content-Type image/*,
