@@ -397,69 +397,62 @@ func (s *Server) oipInfer(ctx context.Context, name, version string, req *oipReq
 	if err != nil {
 		return nil, err
 	}
-	st := s.stats(name, picked.number)
-	resp, err := s.oipRun(ctx, name, number, req, start, &st)
-	if err != nil {
-		st.fail.add(time.Since(start))
-		return nil, err
+	resp, ran, ph, err := s.oipRun(ctx, name, number, req, start)
+	if ran == nil {
+		ran = picked
 	}
-	st.success.add(time.Since(start))
-	return resp, nil
+	s.stats(name, ran.number).record(ph, time.Since(start), err == nil)
+	return resp, err
 }
 
 // oipFailed counts a request for v that failed in its transport (a body
-// that could not be read) since start, as the core counts its
-// own failures: every request that names a served version and fails is
-// in its fail statistics, whichever transport it came by.
+// that could not be read) since start, as the core counts its own
+// failures: every request that names a served version and fails is in its
+// fail statistics, whichever transport it came by.
 func (s *Server) oipFailed(v *version, name string, start time.Time) {
-	s.stats(name, v.number).fail.add(time.Since(start))
+	s.stats(name, v.number).record(inferPhases{}, time.Since(start), false)
 }
 
-// oipRun is oipInfer after the version is found; st is the statistics of
-// the version that runs (a swap may run the request on a successor).
-func (s *Server) oipRun(ctx context.Context, name string, number int64, req *oipRequest, start time.Time, st **inferStats) (*oipResponse, error) {
+// oipRun is oipInfer after the version is found. It returns the version
+// the request ran on (a swap may run it on a successor; nil if it did not
+// run) and the durations of the phases it went through.
+func (s *Server) oipRun(ctx context.Context, name string, number int64, req *oipRequest, start time.Time) (*oipResponse, *version, inferPhases, error) {
+	var ph inferPhases
 	if err := s.acquire(ctx); err != nil {
-		return nil, err
+		return nil, nil, ph, err
 	}
 	defer s.release()
-	(*st).queue.add(time.Since(start))
-	decodeStart := time.Now()
+	ph.slotted, ph.queue = true, time.Since(start)
+	t0 := time.Now()
 	if req.Decode != nil {
 		if err := req.Decode(req); err != nil {
-			return nil, err
+			return nil, nil, ph, err
 		}
 	}
-	decodeTime := time.Since(decodeStart)
 	var results []infer.Result
 	var encoded []imageBytes
-	var inputTime, runTime time.Duration
 	v, err := s.use(name, number, func(m model) error {
-		t0 := time.Now()
 		inputs, images, err := s.oipInputs(req, m)
 		if err != nil {
 			return err
 		}
 		encoded = images
 		t1 := time.Now()
+		ph.input = t1.Sub(t0)
 		results, err = m.ClassifyInputs(ctx, inputs)
-		inputTime, runTime = t1.Sub(t0), time.Since(t1)
+		ph.infer = time.Since(t1)
 		if errors.Is(err, infer.ErrNonFinite) {
 			return badRequestf("input %q: its values drive a score beyond float32 (%v): send values of the model's preprocessed range", req.Inputs[0].Name, err)
 		}
 		return err
 	})
-	if v != nil && v.number != (*st).number {
-		*st = s.stats(name, v.number)
-	}
 	if err != nil {
-		return nil, err
+		return nil, v, ph, err
 	}
-	(*st).computeInput.add(decodeTime + inputTime)
-	(*st).computeInfer.add(runTime)
 	t2 := time.Now()
 	outputs, err := oipOutputs(req, v, results)
 	if err != nil {
-		return nil, err
+		return nil, v, ph, err
 	}
 	for i, res := range results {
 		if res.Unknown {
@@ -469,9 +462,9 @@ func (s *Server) oipRun(ctx context.Context, name string, number int64, req *oip
 			}
 		}
 	}
-	(*st).computeOutput.add(time.Since(t2))
-	(*st).executed(len(results))
-	return &oipResponse{ModelName: name, ModelVersion: strconv.FormatInt(v.number, 10), ID: req.ID, Outputs: outputs}, nil
+	ph.output = time.Since(t2)
+	ph.images = len(results)
+	return &oipResponse{ModelName: name, ModelVersion: strconv.FormatInt(v.number, 10), ID: req.ID, Outputs: outputs}, v, ph, nil
 }
 
 // imageBytes is one encoded image of a request, kept for collection.
