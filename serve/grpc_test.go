@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -607,4 +608,28 @@ func FuzzGRPCDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestGRPCLyingShapeAllocates decodes the lying request over gRPC,
+// a shape of [40000, 1, 28, 28] FP32 (125 MB) with 100 bytes of raw
+// contents: it is refused, and the decoding allocates a few hundred bytes
+// (its error), never a buffer sized from the shape.
+func TestGRPCLyingShapeAllocates(t *testing.T) {
+	r := &oippb.ModelInferRequest{ModelName: "m", RawInputContents: [][]byte{make([]byte, 100)},
+		Inputs: []*oippb.ModelInferRequest_InferInputTensor{{Name: "input", Datatype: "FP32", Shape: []int64{40000, 1, 28, 28}}}}
+	const runs = 100
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range runs {
+		if _, err := decodeGRPCRequest(r, [3]int{1, 28, 28}, 32<<20); err == nil || !strings.Contains(err.Error(), "has 100 bytes") {
+			t.Fatalf("the lying shape: %v", err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if perCall := (after.TotalAlloc - before.TotalAlloc) / runs; perCall > 4<<10 {
+		t.Errorf("decoding the lying shape allocates %d bytes per call, want at most 4 KiB", perCall)
+	} else {
+		t.Logf("decoding the lying shape allocates %d bytes per call", perCall)
+	}
 }
