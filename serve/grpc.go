@@ -48,7 +48,7 @@ const (
 // request's message counts against MaxBuffered while it is handled, it
 // waits at most QueueTimeout for a slot, and t.Write bounds each call
 // (the client's deadline, if shorter, applies); t.Read bounds a new
-// connection's handshake. Calls are counted in the server's Registry
+// connection's handshake (zero values: no bound of bicyc's own). Calls are counted in the server's Registry
 // (bicyc_infer_grpc_requests_total and ..._duration_seconds).
 //
 // admin says whether the repository RPCs (RepositoryIndex,
@@ -57,12 +57,15 @@ const (
 // the Admin handler is. Elsewhere they answer PERMISSION_DENIED.
 func (s *Server) NewGRPC(t Timeouts, admin bool) *grpc.Server {
 	s.grpcOnce.Do(s.newGRPCMetrics)
-	srv := grpc.NewServer(
+	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(int(min(s.maxBody, math.MaxInt32))),
-		grpc.ConnectionTimeout(t.Read),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 2 * time.Minute}),
 		grpc.ChainUnaryInterceptor(s.grpcCalls(t.Write)),
-	)
+	}
+	if t.Read > 0 {
+		opts = append(opts, grpc.ConnectionTimeout(t.Read))
+	}
+	srv := grpc.NewServer(opts...)
 	oippb.RegisterGRPCInferenceServiceServer(srv, &grpcService{s: s, admin: admin})
 	healthpb.RegisterHealthServer(srv, &grpcHealth{s: s})
 	reflection.Register(srv)
@@ -443,7 +446,9 @@ const healthPoll = 500 * time.Millisecond
 
 // Watch sends the service's status at once and then each change, as the
 // health protocol asks; an unknown service is SERVICE_UNKNOWN, not an
-// error, so a watcher may wait for it.
+// error, so a watcher may wait for it. Once the server shuts down it sends
+// that status and ends the stream (UNAVAILABLE), which a graceful stop
+// would otherwise wait for.
 func (h *grpcHealth) Watch(r *healthpb.HealthCheckRequest, stream grpc.ServerStreamingServer[healthpb.HealthCheckResponse]) error {
 	last := healthpb.HealthCheckResponse_ServingStatus(-1)
 	tick := time.NewTicker(healthPoll)
@@ -454,6 +459,9 @@ func (h *grpcHealth) Watch(r *healthpb.HealthCheckRequest, stream grpc.ServerStr
 				return err
 			}
 			last = st
+		}
+		if !h.s.ready.Load() {
+			return status.Error(codes.Unavailable, errShuttingDown.Error())
 		}
 		select {
 		case <-stream.Context().Done():

@@ -506,8 +506,9 @@ func TestGRPCRepository(t *testing.T) {
 }
 
 // TestServeGRPCShutdown runs Serve with both gRPC listeners: they answer
-// until ctx ends, and then Serve lets a call in flight finish and returns
-// nil.
+// until ctx ends, and then Serve lets the calls in flight finish, ends a
+// health watch with NOT_SERVING, and returns nil well within the shutdown
+// timeout.
 func TestServeGRPCShutdown(t *testing.T) {
 	dir, test := testModel(t)
 	s := newTestServer(t, testConfig(dir))
@@ -524,6 +525,7 @@ func TestServeGRPCShutdown(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ctx, l, testTimeouts, nil) }()
 	var clients []oippb.GRPCInferenceServiceClient
+	var watch grpc.ServerStreamingClient[healthpb.HealthCheckResponse]
 	for _, addr := range addrs {
 		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
@@ -531,6 +533,14 @@ func TestServeGRPCShutdown(t *testing.T) {
 		}
 		defer conn.Close()
 		clients = append(clients, oippb.NewGRPCInferenceServiceClient(conn))
+		if watch == nil {
+			if watch, err = healthpb.NewHealthClient(conn).Watch(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if r, err := watch.Recv(); err != nil || r.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health watch: %v %v, want SERVING", r, err)
 	}
 	if _, err := clients[1].RepositoryIndex(context.Background(), &oippb.RepositoryIndexRequest{}); err != nil {
 		t.Errorf("RepositoryIndex on the admin listener: %v", err)
@@ -545,6 +555,7 @@ func TestServeGRPCShutdown(t *testing.T) {
 		}()
 	}
 	time.Sleep(20 * time.Millisecond)
+	start := time.Now()
 	cancel()
 	answered := 0
 	for range cap(errs) {
@@ -558,6 +569,15 @@ func TestServeGRPCShutdown(t *testing.T) {
 	}
 	if err := <-served; err != nil {
 		t.Errorf("Serve: %v", err)
+	}
+	if took := time.Since(start); took > testTimeouts.Shutdown/2 {
+		t.Errorf("shutdown took %v: something held it to its timeout of %v", took, testTimeouts.Shutdown)
+	}
+	if r, err := watch.Recv(); err != nil || r.Status != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Errorf("health watch at shutdown: %v %v, want NOT_SERVING", r, err)
+	}
+	if _, err := watch.Recv(); status.Code(err) != codes.Unavailable {
+		t.Errorf("health watch after shutdown: %v, want the stream ended UNAVAILABLE", err)
 	}
 	if answered == 0 {
 		t.Errorf("no call in flight answered")
