@@ -1,12 +1,15 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -652,4 +655,72 @@ func TestGRPCLyingShapeAllocates(t *testing.T) {
 	} else {
 		t.Logf("decoding the lying shape allocates %d bytes per call", perCall)
 	}
+}
+
+// TestGRPCCollectsUnknown serves a model that answers every image unknown
+// (a threshold below every score) with a Collector: images sent over
+// gRPC, raw or typed, are answered unknown, counted in /metrics and saved
+// byte for byte, as over REST.
+func TestGRPCCollectsUnknown(t *testing.T) {
+	dir, test := testModel(t)
+	inbox := t.TempDir()
+	collector, err := infer.NewCollector(inbox, 10, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(dir)
+	cfg.Options = append(slices.Clone(cpuOptions), infer.WithUnknownThreshold(1e-9))
+	cfg.Collector = collector
+	s := newTestServer(t, cfg)
+	c := oippb.NewGRPCInferenceServiceClient(grpcClient(t, s, false))
+	pngs := [][]byte{encodePNG(t, fashionImage(test, 21)), encodePNG(t, fashionImage(test, 22))}
+	r, err := c.ModelInfer(context.Background(), &oippb.ModelInferRequest{ModelName: DefaultModelName,
+		Inputs:  []*oippb.ModelInferRequest_InferInputTensor{imagesTensor(pngs[0])},
+		Outputs: []*oippb.ModelInferRequest_InferRequestedOutputTensor{{Name: "unknown"}}})
+	if err != nil || fmt.Sprint(r.Outputs[0].Contents.GetBoolContents()) != "[true]" {
+		t.Fatalf("typed: %v %v, want unknown", r, err)
+	}
+	r, err = c.ModelInfer(context.Background(), &oippb.ModelInferRequest{ModelName: DefaultModelName,
+		Inputs:           []*oippb.ModelInferRequest_InferInputTensor{{Name: "image", Datatype: "BYTES", Shape: []int64{1}}},
+		Outputs:          []*oippb.ModelInferRequest_InferRequestedOutputTensor{{Name: "unknown"}},
+		RawInputContents: [][]byte{rawBytes(pngs[1])}})
+	if err != nil || fmt.Sprint(r.RawOutputContents) != "[[1]]" {
+		t.Fatalf("raw: %v %v, want unknown", r, err)
+	}
+	saved, err := os.ReadDir(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]byte
+	for _, e := range saved {
+		b, err := os.ReadFile(filepath.Join(inbox, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, b)
+	}
+	if len(got) != 2 || !slices.ContainsFunc(got, func(b []byte) bool { return bytes.Equal(b, pngs[0]) }) || !slices.ContainsFunc(got, func(b []byte) bool { return bytes.Equal(b, pngs[1]) }) {
+		t.Errorf("collected %d files, want the two images sent byte for byte", len(got))
+	}
+	if n := counterSum(t, s, "bicyc_infer_unknown_total"); n != 2 {
+		t.Errorf("bicyc_infer_unknown_total %v, want 2", n)
+	}
+}
+
+// counterSum returns the sum of a counter's series in s's registry.
+func counterSum(t *testing.T, s *Server, name string) float64 {
+	t.Helper()
+	families, err := s.cfg.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() == name {
+			for _, m := range f.Metric {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }
