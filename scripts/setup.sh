@@ -11,7 +11,8 @@
 #     installed there is removed;
 #   - the Go modules in go.sum;
 #   - stock tools the tests drive, from the Go module proxy, pinned, into .tools/bin
-#     (BICYC_TOOLS overrides .tools): grpcurl, the gRPC client (serve's gRPC API).
+#     (BICYC_TOOLS overrides .tools): grpcurl, the gRPC client, and grpc-health-probe, the
+#     health checker Kubernetes setups use (serve's gRPC API).
 # Go itself (>= 1.26, from go.mod) must already be on PATH or in /usr/local/go.
 set -euo pipefail
 
@@ -87,8 +88,13 @@ install_tool() { # module/cmd/path version
 	if ! go version -m "$bin" 2>/dev/null | grep -q "^[[:space:]]*mod[[:space:]].*[[:space:]]$2\b"; then
 		log "installing $(basename "$1") $2 into $tools_bin"
 		mkdir -p "$tools_bin"
-		GOBIN="$tools_bin" GOFLAGS= go install "$1@$2"
+		local out
+		if ! out=$(GOBIN="$tools_bin" GOFLAGS= go install "$1@$2" 2>&1); then
+			printf '%s\n' "$out" >&2
+			log "could not install $1@$2"; exit 1
+		fi
 	fi
 }
 install_tool github.com/fullstorydev/grpcurl/cmd/grpcurl v1.9.3
+install_tool github.com/grpc-ecosystem/grpc-health-probe v0.4.62
 log "ok (ONNX Runtime: $ort_dir/libonnxruntime.so)"

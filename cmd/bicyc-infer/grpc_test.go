@@ -19,25 +19,25 @@ import (
 	"github.com/bicyc/bicyc/internal/servetest"
 )
 
-// grpcurl returns the grpcurl that scripts/setup.sh installs (into
+// stockTool returns the tool that scripts/setup.sh installs (into
 // $BICYC_TOOLS/bin, by default the repository's .tools/bin), or one on
 // PATH. The test fails without it rather than skip: make test runs the
 // setup first.
-func grpcurl(t *testing.T) string {
+func stockTool(t *testing.T, name string) string {
 	t.Helper()
 	tools := os.Getenv("BICYC_TOOLS")
 	if tools == "" {
 		tools = filepath.Join("..", "..", ".tools")
 	}
-	if p, err := filepath.Abs(filepath.Join(tools, "bin", "grpcurl")); err == nil {
+	if p, err := filepath.Abs(filepath.Join(tools, "bin", name)); err == nil {
 		if _, err := os.Stat(p); err == nil {
 			return p
 		}
 	}
-	if p, err := exec.LookPath("grpcurl"); err == nil {
+	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	t.Fatalf("grpcurl not found in %s/bin or on PATH: run scripts/setup.sh (make test does)", tools)
+	t.Fatalf("%s not found in %s/bin or on PATH: run scripts/setup.sh (make test does)", name, tools)
 	return ""
 }
 
@@ -63,13 +63,14 @@ func callGRPC(t *testing.T, bin, addr, method, body string) string {
 // TestGRPCurl serves the test model with the serve command and calls it
 // with grpcurl, a stock gRPC client that knows nothing of bicyc: it
 // lists the services through server reflection, checks the standard
-// health service, and calls ModelInfer on a real image, sent as the
+// health service (and so does grpc-health-probe, as a Kubernetes setup
+// would), and calls ModelInfer on a real image, sent as the
 // protocol's BYTES input with the image file's bytes. The answers must
 // equal `bicyc-infer --json` on the same file: the distance of every
 // class (matched by the classification extension's labels) within 1e-5
 // relative, the unknown score and the unknown flag.
 func TestGRPCurl(t *testing.T) {
-	bin := grpcurl(t)
+	bin, probe := stockTool(t, "grpcurl"), stockTool(t, "grpc-health-probe")
 	model, test := testModel(t)
 	file := filepath.Join(t.TempDir(), "shirt.png")
 	if err := os.WriteFile(file, encodePNG(t, fashionImage(test, 7)), 0o644); err != nil {
@@ -107,6 +108,15 @@ func TestGRPCurl(t *testing.T) {
 	}
 	if got := callGRPC(t, bin, addr, "grpc.health.v1.Health/Check", ""); !regexp.MustCompile(`"status":\s*"SERVING"`).MatchString(got) {
 		t.Errorf("health: %q, want SERVING", got)
+	}
+	for _, service := range []string{"", "live"} {
+		out, err := exec.Command(probe, "-addr", addr, "-service", service).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "SERVING") {
+			t.Errorf("grpc-health-probe -service %q: %v %s", service, err, out)
+		}
+	}
+	if out, err := exec.Command(probe, "-addr", addr, "-service", "other").CombinedOutput(); err == nil {
+		t.Errorf("grpc-health-probe of an unknown service succeeded: %s", out)
 	}
 
 	image, err := os.ReadFile(file)
