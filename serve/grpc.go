@@ -256,7 +256,8 @@ func decodeGRPCRequest(r *oippb.ModelInferRequest, shape [3]int, limit int64) (*
 			return nil, err
 		}
 		switch {
-		case raw && in.Contents != nil:
+		case raw && proto.Size(in.Contents) > 0:
+			// An empty contents message beside raw contents carries nothing.
 			return nil, badRequestf("input %q has contents, and the request raw_input_contents: want one of the two", in.Name)
 		case raw:
 			b := r.RawInputContents[i]

@@ -192,10 +192,11 @@ func TestGRPCSingleModel(t *testing.T) {
 	}
 
 	// The same images as raw contents (as Triton's clients send): the
-	// answer is raw too.
+	// answer is raw too. An empty contents message beside them is no
+	// contents.
 	r, err = c.ModelInfer(ctx, &oippb.ModelInferRequest{
 		ModelName: "fmnist", ModelVersion: "1",
-		Inputs:           []*oippb.ModelInferRequest_InferInputTensor{{Name: "image", Datatype: "BYTES", Shape: []int64{2, 1}}},
+		Inputs:           []*oippb.ModelInferRequest_InferInputTensor{{Name: "image", Datatype: "BYTES", Shape: []int64{2, 1}, Contents: &oippb.InferTensorContents{}}},
 		Outputs:          []*oippb.ModelInferRequest_InferRequestedOutputTensor{{Name: "unknown"}, {Name: "distance"}},
 		RawInputContents: [][]byte{rawBytes(encoded...)},
 	})
