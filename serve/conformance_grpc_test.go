@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -171,4 +172,42 @@ func grpcConfClients(t *testing.T, s *Server) map[string]oipClient {
 		"grpc-typed": &grpcConfClient{c: c},
 		"grpc-raw":   &grpcConfClient{c: c, raw: true},
 	}
+}
+
+// grpcRepositoryClient plays a client of Triton's repository RPCs on the
+// admin gRPC server.
+type grpcRepositoryClient struct {
+	c oippb.GRPCInferenceServiceClient
+}
+
+func (c *grpcRepositoryClient) index(t *testing.T, ready bool) (int, []string) {
+	r, err := c.c.RepositoryIndex(context.Background(), &oippb.RepositoryIndexRequest{Ready: ready})
+	if err != nil {
+		return codeStatus(err), []string{status.Convert(err).Message()}
+	}
+	var out []string
+	for _, m := range r.Models {
+		out = append(out, strings.TrimSpace(fmt.Sprintf("%s %s %s", m.Name, m.Version, m.State)))
+	}
+	return http.StatusOK, out
+}
+
+func (c *grpcRepositoryClient) load(t *testing.T, model, policy string) (int, string) {
+	req := &oippb.RepositoryModelLoadRequest{ModelName: model}
+	if policy != "" {
+		req.Parameters = map[string]*oippb.ModelRepositoryParameter{"version_policy": {ParameterChoice: &oippb.ModelRepositoryParameter_StringParam{StringParam: policy}}}
+	}
+	_, err := c.c.RepositoryModelLoad(context.Background(), req)
+	return codeStatus(err), status.Convert(err).Message()
+}
+
+func (c *grpcRepositoryClient) unload(t *testing.T, model string) (int, string) {
+	_, err := c.c.RepositoryModelUnload(context.Background(), &oippb.RepositoryModelUnloadRequest{ModelName: model})
+	return codeStatus(err), status.Convert(err).Message()
+}
+
+// grpcRepositoryClients returns the gRPC repository client on s's admin
+// gRPC server.
+func grpcRepositoryClients(t *testing.T, s *Server) map[string]oipRepositoryClient {
+	return map[string]oipRepositoryClient{"grpc": &grpcRepositoryClient{oippb.NewGRPCInferenceServiceClient(grpcClient(t, s, true))}}
 }
