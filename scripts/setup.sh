@@ -9,7 +9,10 @@
 #     CUDA parts), checked against scripts/onnxruntime/SHA256SUMS, installed as
 #     $BICYC_ORT_DIR/libonnxruntime.so (default /usr/local/lib/bicyc); an older version
 #     installed there is removed;
-#   - the Go modules in go.sum.
+#   - the Go modules in go.sum;
+#   - stock tools the tests drive, from the Go module proxy, pinned, into .tools/bin
+#     (BICYC_TOOLS overrides .tools): grpcurl, the gRPC client, and grpc-health-probe, the
+#     health checker Kubernetes setups use (serve's gRPC API).
 # Go itself (>= 1.26, from go.mod) must already be on PATH or in /usr/local/go.
 set -euo pipefail
 
@@ -77,4 +80,22 @@ if ! command -v go >/dev/null; then
 	fi
 fi
 (cd "$root" && go mod download)
+
+# Stock tools, each reinstalled only when the binary there is not the pinned
+# version (go version -m reads the module version it was built from).
+tools_bin=${BICYC_TOOLS:-$root/.tools}/bin
+install_tool() { # module/cmd/path version
+	local bin="$tools_bin/$(basename "$1")"
+	if ! go version -m "$bin" 2>/dev/null | grep -q "^[[:space:]]*mod[[:space:]].*[[:space:]]$2\b"; then
+		log "installing $(basename "$1") $2 into $tools_bin"
+		mkdir -p "$tools_bin"
+		local out
+		if ! out=$(GOBIN="$tools_bin" GOFLAGS= go install "$1@$2" 2>&1); then
+			printf '%s\n' "$out" >&2
+			log "could not install $1@$2"; exit 1
+		fi
+	fi
+}
+install_tool github.com/fullstorydev/grpcurl/cmd/grpcurl v1.9.3
+install_tool github.com/grpc-ecosystem/grpc-health-probe v0.4.62
 log "ok (ONNX Runtime: $ort_dir/libonnxruntime.so)"

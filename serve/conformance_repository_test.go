@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -30,7 +31,9 @@ type oipRepositoryClient interface {
 func repositoryClients(t *testing.T, s *Server) map[string]oipRepositoryClient {
 	admin := httptest.NewServer(s.Admin)
 	t.Cleanup(admin.Close)
-	return map[string]oipRepositoryClient{"http": &httpClient{url: admin.URL}}
+	clients := map[string]oipRepositoryClient{"http": &httpClient{url: admin.URL}}
+	maps.Copy(clients, grpcRepositoryClients(t, s))
+	return clients
 }
 
 // adminPostJSON posts a JSON body (none if empty) and decodes the answer.

@@ -1,12 +1,14 @@
-// Package serve serves bicyc models over HTTP, for bicyc-infer serve and
-// for any Go service that mounts its handlers.
+// Package serve serves bicyc models over HTTP and gRPC, for bicyc-infer
+// serve and for any Go service that mounts its handlers.
 //
 // New opens and verifies the models a Config names — one model directory,
 // or a model repository of versioned models — and returns a Server with
 // two http.Handlers: Public, the API clients call, and Admin, the one
 // operators call, to be served on a listener of its own (loopback, say).
-// Serve runs both on listeners with graceful shutdown; a service with its
-// own http.Server mounts the handlers instead.
+// NewGRPC returns a grpc.Server with the same models over the Open
+// Inference Protocol's gRPC API. Serve runs them all on listeners
+// (Listeners) with graceful shutdown; a service with its own http.Server
+// mounts the handlers instead, and serves NewGRPC's server itself.
 //
 // # Public API
 //
@@ -25,6 +27,20 @@
 //     protocol's logic is transport-free (oip.go): each transport decodes
 //     its wire format into typed tensors and encodes the typed answer.
 //   - GET /healthz, /readyz and Prometheus /metrics.
+//
+// # gRPC API
+//
+// The protocol's gRPC service, inference.GRPCInferenceService (package
+// oippb: KServe's grpc_predict_v2.proto with Triton's statistics and
+// repository messages): ServerLive, ServerReady, ModelReady,
+// ServerMetadata, ModelMetadata, ModelInfer (the tensors above as typed
+// InferTensorContents or raw_input_contents; the answer raw when the
+// request was) and ModelStatistics, plus the repository RPCs on an admin
+// server only (NewGRPC's admin). Errors are gRPC status codes of the
+// core's classes (grpcError). Beside it: the standard health service
+// grpc.health.v1 (SERVING while ready; "live" while the server answers)
+// and server reflection, for grpcurl, grpc_health_probe and Kubernetes
+// gRPC probes.
 //
 // # Admin API
 //

@@ -267,7 +267,7 @@ func startLoadServer(t *testing.T, dir string) *loadServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	hup := make(chan struct{}, 1)
 	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln, adminLn, testTimeouts, hup) }()
+	go func() { served <- s.Serve(ctx, Listeners{Public: ln, Admin: adminLn}, testTimeouts, hup) }()
 	stop := func() error {
 		cancel()
 		return <-served

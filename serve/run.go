@@ -1,31 +1,44 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"time"
+
+	"google.golang.org/grpc"
 )
 
-// Timeouts bound the HTTP connections Serve accepts.
+// Timeouts bound the connections Serve accepts.
 type Timeouts struct {
 	// Read limits reading a request, body included; Write the time from
-	// the end of the request headers to the end of the response.
+	// the end of the request headers to the end of the response. Over
+	// gRPC, Write bounds each call and Read a new connection's handshake.
 	Read, Write time.Duration
 	// Shutdown is how long Serve waits for requests in flight once ctx
 	// ends.
 	Shutdown time.Duration
 }
 
-// Serve answers Public on ln and, unless adminLn is nil, Admin on adminLn
-// until ctx ends, reloading the models (Reload) whenever reload delivers
-// (a SIGHUP, say; nil never does); then it marks the server unready
-// (/readyz 503), stops accepting connections and waits up to t.Shutdown
-// for requests in flight. It returns nil after a clean shutdown. It does
-// not Close the Server.
-func (s *Server) Serve(ctx context.Context, ln, adminLn net.Listener, t Timeouts, reload <-chan struct{}) error {
+// Listeners are where Serve answers; a nil listener is not served.
+type Listeners struct {
+	// Public serves the Public handler, Admin the Admin one.
+	Public, Admin net.Listener
+	// GRPC serves the Open Inference Protocol over gRPC (NewGRPC),
+	// AdminGRPC the same with the model repository RPCs.
+	GRPC, AdminGRPC net.Listener
+}
+
+// Serve answers on every listener of l until ctx ends, reloading the
+// models (Reload) whenever reload delivers (a SIGHUP, say; nil never
+// does); then it marks the server unready (/readyz 503, gRPC health
+// NOT_SERVING), stops accepting connections and waits up to t.Shutdown for
+// requests in flight, over HTTP and gRPC alike. It returns nil after a
+// clean shutdown. It does not Close the Server.
+func (s *Server) Serve(ctx context.Context, l Listeners, t Timeouts, reload <-chan struct{}) error {
 	newHTTP := func(h http.Handler) *http.Server {
 		return &http.Server{
 			Handler:           h,
@@ -35,37 +48,97 @@ func (s *Server) Serve(ctx context.Context, ln, adminLn net.Listener, t Timeouts
 			IdleTimeout:       2 * time.Minute,
 		}
 	}
-	servers := []*http.Server{newHTTP(s.Public)}
-	listeners := []net.Listener{ln}
-	if adminLn != nil {
-		servers = append(servers, newHTTP(s.Admin))
-		listeners = append(listeners, adminLn)
+	var servers []listenerServer
+	var listeners []net.Listener
+	add := func(ln net.Listener, srv listenerServer) {
+		if ln != nil {
+			servers = append(servers, srv)
+			listeners = append(listeners, ln)
+		}
+	}
+	add(l.Public, httpServer(newHTTP(s.Public)))
+	add(l.Admin, httpServer(newHTTP(s.Admin)))
+	if l.GRPC != nil {
+		add(l.GRPC, grpcServer(s.NewGRPC(t, false)))
+	}
+	if l.AdminGRPC != nil {
+		add(l.AdminGRPC, grpcServer(s.NewGRPC(t, true)))
 	}
 	done := make(chan error, len(servers))
 	for i, srv := range servers {
-		go func() { done <- srv.Serve(listeners[i]) }()
+		go func() { done <- srv.serve(listeners[i]) }()
 	}
 	if err := s.wait(ctx, done, reload); err != nil {
 		for _, srv := range servers {
-			srv.Close()
+			srv.close()
 		}
 		return err
 	}
 	s.ready.Store(false)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), t.Shutdown)
 	defer cancel()
-	var errs []error
+	stopped := make(chan error, len(servers))
 	for _, srv := range servers {
-		if err := srv.Shutdown(shutdownCtx); err != nil {
+		go func() { stopped <- srv.shutdown(shutdownCtx) }()
+	}
+	var errs []error
+	for range servers {
+		if err := <-stopped; err != nil {
 			errs = append(errs, fmt.Errorf("shutdown: %w", err))
 		}
 	}
 	for range servers {
-		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		if err := <-done; err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// listenerServer is an HTTP or a gRPC server as Serve runs it: serve
+// answers on a listener (nil once stopped by shutdown or close), shutdown
+// stops it gracefully within ctx, close at once.
+type listenerServer struct {
+	serve    func(net.Listener) error
+	shutdown func(ctx context.Context) error
+	close    func()
+}
+
+func httpServer(srv *http.Server) listenerServer {
+	return listenerServer{
+		serve: func(ln net.Listener) error {
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+		shutdown: srv.Shutdown,
+		close:    func() { srv.Close() },
+	}
+}
+
+// grpcServer runs srv; its shutdown lets the calls in flight finish
+// (GracefulStop) until ctx ends, and then cancels them.
+func grpcServer(srv *grpc.Server) listenerServer {
+	return listenerServer{
+		serve: srv.Serve,
+		shutdown: func(ctx context.Context) error {
+			graceful := make(chan struct{})
+			go func() {
+				srv.GracefulStop()
+				close(graceful)
+			}()
+			select {
+			case <-graceful:
+				return nil
+			case <-ctx.Done():
+				srv.Stop()
+				<-graceful
+				return fmt.Errorf("grpc: %w", ctx.Err())
+			}
+		},
+		close: srv.Stop,
+	}
 }
 
 // wait returns nil when ctx ends, or the error of a server that stopped
@@ -74,7 +147,7 @@ func (s *Server) wait(ctx context.Context, done <-chan error, reload <-chan stru
 	for {
 		select {
 		case err := <-done:
-			return err
+			return fmt.Errorf("a listener stopped: %w", cmp.Or(err, errStopped))
 		case <-reload:
 			// Reload logs its outcome; a failure leaves the old versions serving.
 			s.Reload()
@@ -83,3 +156,6 @@ func (s *Server) wait(ctx context.Context, done <-chan error, reload <-chan stru
 		}
 	}
 }
+
+// errStopped: a server stopped serving without an error of its own.
+var errStopped = errors.New("stopped")

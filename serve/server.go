@@ -136,6 +136,8 @@ type Server struct {
 	collected    *prometheus.CounterVec
 	collectFull  atomic.Bool // the last save found the collection full (logged once)
 	statistics   statsTable  // per model version (stats.go)
+	grpcOnce     sync.Once   // makes grpcMetrics, at the first NewGRPC
+	grpcMetrics  grpcMetrics // the gRPC calls (grpc.go)
 }
 
 // latencyBuckets span a sub-millisecond classification of a small image to

@@ -240,7 +240,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 	url := "http://" + ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln, nil, testTimeouts, nil) }()
+	go func() { served <- s.Serve(ctx, Listeners{Public: ln}, testTimeouts, nil) }()
 
 	if got := get(t, url+"/healthz"); got != "ok\n" {
 		t.Errorf("healthz %q", got)

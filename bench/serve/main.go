@@ -1,10 +1,12 @@
-// Command serve measures bicyc's HTTP paths on one machine, in one
-// process: POST /v1/classify (the raw PNG as the body) and the Open
+// Command serve measures bicyc's HTTP and gRPC paths on one machine, in
+// one process: POST /v1/classify (the raw PNG as the body) and the Open
 // Inference Protocol's POST /v2/models/{name}/infer with the images as a
 // BYTES tensor and preprocessed as an FP32 tensor, each as JSON (images
 // base64) and as Triton's binary tensor data (the distances answered as
-// binary data too). It serves the model with package serve on a loopback
-// listener and sends the requests one at a time, the paths interleaved
+// binary data too), and the protocol's gRPC ModelInfer with the same
+// tensors as raw_input_contents (the distances answered as
+// raw_output_contents), as Triton's gRPC clients send them. It serves the
+// model with package serve on loopback listeners and sends the requests one at a time, the paths interleaved
 // request by request so that all see the same machine, and prints the
 // p50, p90, p99 and mean latency of single images, then the p50, mean and
 // images per second of batches (-batch, 256 by default), with the
@@ -31,6 +33,7 @@ import (
 	"io"
 	"log"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -40,10 +43,15 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/internal/testmodel/small"
 	"github.com/bicyc/bicyc/serve"
+	"github.com/bicyc/bicyc/serve/oippb"
 )
 
 func main() {
@@ -75,11 +83,23 @@ type options struct {
 }
 
 // path is one way of sending requests: its name, URL and bodies (each
-// with its headers), and the time each measured request took.
+// with its headers), or its gRPC client and messages, and the time each
+// measured request took.
 type path struct {
 	name, url string
 	bodies    []request
+	rpc       oippb.GRPCInferenceServiceClient
+	messages  []*oippb.ModelInferRequest
 	took      []time.Duration
+}
+
+// size is the bytes of the path's first request on the wire (a gRPC
+// message without its 5-byte frame header).
+func (p *path) size() int {
+	if p.rpc != nil {
+		return proto.Size(p.messages[0])
+	}
+	return len(p.bodies[0].body)
 }
 
 type request struct {
@@ -89,6 +109,13 @@ type request struct {
 
 // send posts one request and checks it succeeds.
 func (p *path) send(client *http.Client, i int) (time.Duration, error) {
+	if p.rpc != nil {
+		start := time.Now()
+		if _, err := p.rpc.ModelInfer(context.Background(), p.messages[i%len(p.messages)]); err != nil {
+			return 0, fmt.Errorf("%s: %w", p.name, err)
+		}
+		return time.Since(start), nil
+	}
 	r := p.bodies[i%len(p.bodies)]
 	req, err := http.NewRequest("POST", p.url, bytes.NewReader(r.body))
 	if err != nil {
@@ -124,6 +151,20 @@ func run(w io.Writer, o options) error {
 	defer s.Close()
 	ts := httptest.NewServer(s.Public)
 	defer ts.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	gs := s.NewGRPC(serve.Timeouts{Read: time.Minute, Write: time.Minute}, false)
+	go gs.Serve(ln)
+	defer gs.Stop()
+	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	rpc := oippb.NewGRPCInferenceServiceClient(conn)
 	c, err := infer.Open(context.Background(), o.model, infer.WithProvider(infer.ProviderCPU))
 	if err != nil {
 		return err
@@ -177,6 +218,27 @@ func run(w io.Writer, o options) error {
 		}
 		return framed(map[string]any{"name": "input", "shape": shape(len(xs)), "datatype": "FP32"}, tail)
 	}
+	// grpcImages and grpcTensor are ModelInfer messages with the tensor in
+	// raw_input_contents, laid out as the binary data above.
+	distance := []*oippb.ModelInferRequest_InferRequestedOutputTensor{{Name: "distance"}}
+	grpcImages := func(imgs [][]byte) *oippb.ModelInferRequest {
+		var raw []byte
+		for _, b := range imgs {
+			raw = binary.LittleEndian.AppendUint32(raw, uint32(len(b)))
+			raw = append(raw, b...)
+		}
+		return &oippb.ModelInferRequest{ModelName: "m", Outputs: distance, RawInputContents: [][]byte{raw},
+			Inputs: []*oippb.ModelInferRequest_InferInputTensor{{Name: "image", Datatype: "BYTES", Shape: []int64{int64(len(imgs))}}}}
+	}
+	grpcTensor := func(xs [][]float32) *oippb.ModelInferRequest {
+		var raw []byte
+		for _, x := range slices.Concat(xs...) {
+			raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(x))
+		}
+		dims := shape(len(xs))
+		return &oippb.ModelInferRequest{ModelName: "m", Outputs: distance, RawInputContents: [][]byte{raw},
+			Inputs: []*oippb.ModelInferRequest_InferInputTensor{{Name: "input", Datatype: "FP32", Shape: []int64{int64(dims[0]), int64(dims[1]), int64(dims[2]), int64(dims[3])}}}}
+	}
 
 	single := []*path{
 		{name: "v1 /v1/classify (PNG body)", url: ts.URL + "/v1/classify"},
@@ -184,6 +246,8 @@ func run(w io.Writer, o options) error {
 		{name: "v2 binary BYTES (PNG)", url: inferURL},
 		{name: "v2 JSON FP32 [1,C,H,W]", url: inferURL},
 		{name: "v2 binary FP32 [1,C,H,W]", url: inferURL},
+		{name: "gRPC raw BYTES (PNG)", rpc: rpc},
+		{name: "gRPC raw FP32 [1,C,H,W]", rpc: rpc},
 	}
 	for i := range 64 {
 		single[0].bodies = append(single[0].bodies, request{pngs[i], http.Header{"Content-Type": {"image/png"}}})
@@ -191,6 +255,8 @@ func run(w io.Writer, o options) error {
 		single[2].bodies = append(single[2].bodies, binaryImages(pngs[i:i+1]))
 		single[3].bodies = append(single[3].bodies, jsonTensor(tensors[i:i+1]))
 		single[4].bodies = append(single[4].bodies, binaryTensor(tensors[i:i+1]))
+		single[5].messages = append(single[5].messages, grpcImages(pngs[i:i+1]))
+		single[6].messages = append(single[6].messages, grpcTensor(tensors[i:i+1]))
 	}
 	n := o.batch
 	batched := []*path{
@@ -198,6 +264,8 @@ func run(w io.Writer, o options) error {
 		{name: fmt.Sprintf("v2 binary BYTES [%d]", n), url: inferURL, bodies: []request{binaryImages(pngs[:n])}},
 		{name: fmt.Sprintf("v2 JSON FP32 [%d,C,H,W]", n), url: inferURL, bodies: []request{jsonTensor(tensors[:n])}},
 		{name: fmt.Sprintf("v2 binary FP32 [%d,C,H,W]", n), url: inferURL, bodies: []request{binaryTensor(tensors[:n])}},
+		{name: fmt.Sprintf("gRPC raw BYTES [%d]", n), rpc: rpc, messages: []*oippb.ModelInferRequest{grpcImages(pngs[:n])}},
+		{name: fmt.Sprintf("gRPC raw FP32 [%d,C,H,W]", n), rpc: rpc, messages: []*oippb.ModelInferRequest{grpcTensor(tensors[:n])}},
 	}
 
 	client := &http.Client{}
@@ -230,14 +298,14 @@ func run(w io.Writer, o options) error {
 		slices.Sort(p.took)
 		q := func(f float64) time.Duration { return p.took[min(len(p.took)-1, int(f*float64(len(p.took))))] }
 		fmt.Fprintf(w, "%-30s %10v %10v %10v %10v %8dB\n", p.name, q(0.5).Round(time.Microsecond), q(0.9).Round(time.Microsecond),
-			q(0.99).Round(time.Microsecond), mean(p.took).Round(time.Microsecond), len(p.bodies[0].body))
+			q(0.99).Round(time.Microsecond), mean(p.took).Round(time.Microsecond), p.size())
 	}
 	fmt.Fprintf(w, "\nbatch %d, %d requests per path:\n", n, o.batches)
 	fmt.Fprintf(w, "%-30s %10s %10s %12s %11s\n", "path", "p50", "mean", "images/s", "body")
 	for _, p := range batched {
 		slices.Sort(p.took)
 		fmt.Fprintf(w, "%-30s %10v %10v %12.0f %10dB\n", p.name, p.took[len(p.took)/2].Round(time.Microsecond), mean(p.took).Round(time.Microsecond),
-			float64(n)/mean(p.took).Seconds(), len(p.bodies[0].body))
+			float64(n)/mean(p.took).Seconds(), p.size())
 	}
 	return nil
 }

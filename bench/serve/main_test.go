@@ -18,7 +18,8 @@ func TestRun(t *testing.T) {
 	}
 	t.Log("\n" + out.String())
 	for _, want := range []string{"v1 /v1/classify", "v2 JSON BYTES (base64 PNG)", "v2 binary BYTES (PNG)", "v2 JSON FP32 [1,C,H,W]", "v2 binary FP32 [1,C,H,W]",
-		"v2 JSON BYTES [8]", "v2 binary BYTES [8]", "v2 JSON FP32 [8,C,H,W]", "v2 binary FP32 [8,C,H,W]", "images/s"} {
+		"gRPC raw BYTES (PNG)", "gRPC raw FP32 [1,C,H,W]",
+		"v2 JSON BYTES [8]", "v2 binary BYTES [8]", "v2 JSON FP32 [8,C,H,W]", "v2 binary FP32 [8,C,H,W]", "gRPC raw BYTES [8]", "gRPC raw FP32 [8,C,H,W]", "images/s"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}

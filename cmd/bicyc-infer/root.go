@@ -45,6 +45,8 @@ var envNames = map[string]string{
 	"max-pixels":        "BICYC_MAX_PIXELS",
 	"addr":              "BICYC_ADDR",
 	"admin-addr":        "BICYC_ADMIN_ADDR",
+	"grpc-addr":         "BICYC_GRPC_ADDR",
+	"grpc-admin-addr":   "BICYC_GRPC_ADMIN_ADDR",
 	"model-repository":  "BICYC_MODEL_REPOSITORY",
 	"max-body":          "BICYC_MAX_BODY",
 	"max-buffered":      "BICYC_MAX_BUFFERED",

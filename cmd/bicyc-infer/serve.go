@@ -25,6 +25,8 @@ type serveOptions struct {
 	versionPolicy   string
 	addr            string
 	adminAddr       string
+	grpcAddr        string
+	grpcAdminAddr   string
 	maxBody         int64
 	maxBuffered     int64
 	maxConcurrent   int
@@ -40,9 +42,9 @@ func newServeCmd(model *modelOptions, stderr io.Writer) *cobra.Command {
 	o := &serveOptions{model: model}
 	cmd := &cobra.Command{
 		Use:   "serve [flags]",
-		Short: "Serve the model, or a model repository, over HTTP (bicyc's API and KServe v2)",
+		Short: "Serve the model, or a model repository, over HTTP and gRPC (bicyc's API and KServe v2)",
 		Long: `serve runs the model (--model DIR), or every model of a repository (--model-repository DIR,
-laid out DIR/<name>/<version>/), as an HTTP JSON service. The public listener (--addr, by default
+laid out DIR/<name>/<version>/), as an HTTP JSON and gRPC service. The public listener (--addr, by default
 127.0.0.1:8080: this machine only; give --addr :8080 to serve other machines) answers:
 
   POST /v1/classify   the image as the raw request body (Content-Type image/*,
@@ -88,6 +90,17 @@ The admin listener (--admin-addr, by default 127.0.0.1:8081; empty turns it off)
   curl -F image=@shirt.png localhost:8080/v1/classify
   curl -X POST localhost:8081/admin/reload
 
+The gRPC listener (--grpc-addr, by default 127.0.0.1:8001, Triton's gRPC port; empty turns it off)
+serves the Open Inference Protocol over gRPC (service inference.GRPCInferenceService: ServerLive,
+ServerReady, ModelReady, ServerMetadata, ModelMetadata, ModelInfer with typed or raw contents,
+ModelStatistics), the standard health service grpc.health.v1 (SERVING while /v2/health/ready
+answers 200; service "live" while the process answers) and server reflection, with the same models,
+limits (a message over --max-body is refused), timeouts (--write-timeout bounds each call) and
+metrics. The admin gRPC listener (--grpc-admin-addr, by default 127.0.0.1:8002; empty turns it off)
+adds Triton's repository RPCs (RepositoryIndex, RepositoryModelLoad, RepositoryModelUnload).
+
+  grpcurl -plaintext -d '{"name": "bicyc"}' localhost:8001 inference.GRPCInferenceService/ModelMetadata
+
 A request's body is read whole first (at most --max-body bytes, within --body-timeout; all bodies
 in memory together at most --max-buffered bytes, else 503), and only then does it wait, up to
 --queue-timeout, for one of --max-concurrent classification slots (else 503): slow or stalled
@@ -116,6 +129,8 @@ SIGINT or SIGTERM stop accepting connections and finish requests in flight (up t
 	f.StringVar(&o.versionPolicy, "version-policy", "latest:1", "versions of each repository model to serve: latest, latest:N or specific:V1,V2,...")
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "public listen `address`; :8080 listens on every interface (env BICYC_ADDR)")
 	f.StringVar(&o.adminAddr, "admin-addr", "127.0.0.1:8081", "listen `address` of POST /admin/reload and the repository API; empty: none (env BICYC_ADMIN_ADDR)")
+	f.StringVar(&o.grpcAddr, "grpc-addr", "127.0.0.1:8001", "listen `address` of the Open Inference Protocol over gRPC; empty: none (env BICYC_GRPC_ADDR)")
+	f.StringVar(&o.grpcAdminAddr, "grpc-admin-addr", "127.0.0.1:8002", "listen `address` of the gRPC API with the repository RPCs; empty: none (env BICYC_GRPC_ADMIN_ADDR)")
 	f.Int64Var(&o.maxBody, "max-body", 32<<20, "largest request body in `bytes` (env BICYC_MAX_BODY)")
 	f.Int64Var(&o.maxBuffered, "max-buffered", 128<<20, "`bytes` of request bodies held in memory at once, over all requests (env BICYC_MAX_BUFFERED)")
 	f.IntVar(&o.maxConcurrent, "max-concurrent", runtime.GOMAXPROCS(0), "requests classified at once (env BICYC_MAX_CONCURRENT)")
@@ -144,9 +159,7 @@ func (o *serveOptions) config(log io.Writer) (serve.Config, error) {
 	if o.model.model != "" && o.repository != "" || o.model.model == "" && o.repository == "" {
 		errs = append(errs, errors.New("serve needs --model DIR or --model-repository DIR, one of the two (or BICYC_MODEL / BICYC_MODEL_REPOSITORY)"))
 	}
-	if _, port, _ := net.SplitHostPort(o.addr); o.adminAddr != "" && o.adminAddr == o.addr && port != "0" {
-		errs = append(errs, fmt.Errorf("--admin-addr %s: want an address other than --addr", o.adminAddr))
-	}
+	errs = append(errs, distinctAddrs([][2]string{{"addr", o.addr}, {"admin-addr", o.adminAddr}, {"grpc-addr", o.grpcAddr}, {"grpc-admin-addr", o.grpcAdminAddr}})...)
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
@@ -185,6 +198,25 @@ func (o *serveOptions) config(log io.Writer) (serve.Config, error) {
 		return serve.Config{}, err
 	}
 	return cfg, nil
+}
+
+// distinctAddrs reports every listen address (flag, value) that repeats
+// an earlier one; empty ones (a listener turned off) and port 0 (any free
+// port) never clash.
+func distinctAddrs(addrs [][2]string) []error {
+	var errs []error
+	seen := map[string]string{}
+	for _, a := range addrs {
+		if _, port, _ := net.SplitHostPort(a[1]); a[1] == "" || port == "0" {
+			continue
+		}
+		if first, ok := seen[a[1]]; ok {
+			errs = append(errs, fmt.Errorf("--%s %s: want an address other than --%s", a[0], a[1], first))
+			continue
+		}
+		seen[a[1]] = a[0]
+	}
+	return errs
 }
 
 // runServe opens the models, listens on o.addr (and o.adminAddr) and
@@ -227,19 +259,37 @@ func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var adminLn net.Listener
-	if o.adminAddr != "" {
-		if adminLn, err = net.Listen("tcp", o.adminAddr); err != nil {
-			ln.Close()
-			return fmt.Errorf("admin listener: %w", err)
+	l := serve.Listeners{Public: ln}
+	defer func() {
+		// Serve closed them; after a failed Listen, these are the ones open.
+		for _, ln := range []net.Listener{l.Public, l.Admin, l.GRPC, l.AdminGRPC} {
+			if ln != nil {
+				ln.Close()
+			}
+		}
+	}()
+	for _, opt := range []struct {
+		addr, what string
+		ln         *net.Listener
+	}{{o.adminAddr, "admin listener", &l.Admin}, {o.grpcAddr, "gRPC listener", &l.GRPC}, {o.grpcAdminAddr, "admin gRPC listener", &l.AdminGRPC}} {
+		if opt.addr != "" {
+			if *opt.ln, err = net.Listen("tcp", opt.addr); err != nil {
+				return fmt.Errorf("%s: %w", opt.what, err)
+			}
 		}
 	}
 	for _, line := range s.Describe() {
 		fmt.Fprintf(stderr, "bicyc-infer: %s\n", line)
 	}
 	fmt.Fprintf(stderr, "bicyc-infer: serving /v1/classify and /v2/models/ on %s\n", ln.Addr())
-	if adminLn != nil {
-		fmt.Fprintf(stderr, "bicyc-infer: /v2/repository/ and POST /admin/reload on %s\n", adminLn.Addr())
+	if l.Admin != nil {
+		fmt.Fprintf(stderr, "bicyc-infer: /v2/repository/ and POST /admin/reload on %s\n", l.Admin.Addr())
 	}
-	return s.Serve(ctx, ln, adminLn, serve.Timeouts{Read: o.readTimeout, Write: o.writeTimeout, Shutdown: o.shutdownTimeout}, reload)
+	if l.GRPC != nil {
+		fmt.Fprintf(stderr, "bicyc-infer: gRPC inference.GRPCInferenceService on %s\n", l.GRPC.Addr())
+	}
+	if l.AdminGRPC != nil {
+		fmt.Fprintf(stderr, "bicyc-infer: gRPC with the repository RPCs on %s\n", l.AdminGRPC.Addr())
+	}
+	return s.Serve(ctx, l, serve.Timeouts{Read: o.readTimeout, Write: o.writeTimeout, Shutdown: o.shutdownTimeout}, reload)
 }

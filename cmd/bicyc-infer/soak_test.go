@@ -203,7 +203,7 @@ func startServer(t *testing.T, bin, model string, args ...string) *soakServer {
 	t.Helper()
 	s := &soakServer{stderr: &servetest.SyncBuffer{}}
 	s.cmd = exec.Command(bin, append([]string{"--model", model, "--provider", "cpu", "serve",
-		"--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, args...)...)
+		"--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--grpc-addr", "", "--grpc-admin-addr", ""}, args...)...)
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -469,7 +469,7 @@ func TestSoakRepository(t *testing.T) {
 	bin := buildBinary(t)
 	srv := &soakServer{stderr: &servetest.SyncBuffer{}}
 	srv.cmd = exec.Command(bin, "--provider", "cpu", "serve", "--model-repository", root,
-		"--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--max-concurrent", "2", "--queue-timeout", "5s")
+		"--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--grpc-addr", "", "--grpc-admin-addr", "", "--max-concurrent", "2", "--queue-timeout", "5s")
 	srv.cmd.Stderr = srv.stderr
 	if err := srv.cmd.Start(); err != nil {
 		t.Fatal(err)
