@@ -52,7 +52,7 @@ test-kernels: setup
 # A sweep submitted to a real one-node Slurm cluster that scripts/slurm-local.sh
 # installs (slurm-wlm, munge; needs root), starts and stops (docs/cluster.md).
 test-slurm: setup
-	bash scripts/slurm-local.sh run -- $(GO) test -count=1 -timeout 15m -run TestSweepOnSlurm ./cmd/bicyc/ -slurm
+	bash scripts/slurm-local.sh run -- $(GO) test -count=1 -timeout 15m -run 'TestSweep(Failures)?OnSlurm' ./cmd/bicyc/ -slurm
 
 # The container image (docs/cluster.md): bicyc, bicyc-infer, ONNX Runtime, the
 # libraries they load, CA certificates and Fashion-MNIST, FROM scratch, as one

@@ -291,8 +291,9 @@ func TestSweepCells(t *testing.T) {
 		t.Fatalf("cell 3 without its data: %v", err)
 	}
 	status, _, err := bicyc(ctx, "sweep", "--out", out, "--status")
-	if err != nil || !strings.Contains(status, "cell 3 finetune-s1: failed: ") || !strings.Contains(status, "fashion-mnist-missing") {
-		t.Errorf("status after a failed cell: %v\n%s", err, status)
+	if err == nil || !strings.Contains(err.Error(), "1 of 4 cells failed") ||
+		!strings.Contains(status, "cell 3 finetune-s1: failed: ") || !strings.Contains(status, "fashion-mnist-missing") {
+		t.Errorf("status after a failed cell (want it listed, and an error): %v\n%s", err, status)
 	}
 	if _, _, err := bicyc(ctx, "report", out); err != nil {
 		t.Fatal(err)
@@ -430,5 +431,152 @@ func TestEmitKubernetesSmoke(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "k8s", "wave-2.yaml")); !os.IsNotExist(err) {
 		t.Errorf("a third wave for a sweep of two (%v)", err)
+	}
+}
+
+// TestSweepFailuresOnSlurm submits the smoke sweep to a real Slurm with
+// --max-parallel 1 through a wrapper that cannot run bicyc for cell 2 (the
+// binary missing on the node): a missing --bicyc is refused at submit, the
+// two cells of wave 0 run one after the other, --status names cell 2 as
+// failed with the reason from its task's exit record and its log, and
+// exits non-zero, and the report job runs once the waves have ended and
+// writes report.md.
+func TestSweepFailuresOnSlurm(t *testing.T) {
+	if !*slurmTest {
+		t.Skip("needs a Slurm cluster: make test-slurm")
+	}
+	if os.Getenv("SLURM_CONF") == "" {
+		t.Fatal("-slurm without SLURM_CONF: run make test-slurm")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "smoke")
+	if _, _, err := bicyc(ctx, "sweep", "--sweep", smokeSweep, "--out", out, "--submit", "slurm", "--bicyc", "/nonexistent/bicyc"); err == nil ||
+		!strings.Contains(err.Error(), "/nonexistent/bicyc") {
+		t.Fatalf("--bicyc /nonexistent/bicyc: %v", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapper := filepath.Join(dir, "bicyc")
+	script := fmt.Sprintf("#!/bin/sh\nif [ \"${SLURM_ARRAY_TASK_ID:-}\" = 2 ]; then exec /nonexistent/bicyc \"$@\"; fi\nexec %s \"$@\"\n", exe)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(workerEnv, "1")
+	stdout, _, err := bicyc(ctx, "sweep", "--sweep", smokeSweep, "--out", out, "--submit", "slurm", "--bicyc", wrapper,
+		"--cpus-per-task", "1", "--time", "10:00", "--max-parallel", "1")
+	os.Unsetenv(workerEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []string
+	for _, line := range strings.Split(stdout, "\n") {
+		var what, id string
+		if n, _ := fmt.Sscanf(strings.Replace(line, "wave ", "wave-", 1), "%s job %s", &what, &id); n == 2 {
+			jobs = append(jobs, id)
+		}
+	}
+	if len(jobs) != 3 || !strings.Contains(stdout, "report: job") {
+		t.Fatalf("submitted %v, want two job arrays and the report job:\n%s", jobs, stdout)
+	}
+	waitFor(t, "the jobs "+strings.Join(jobs, ", "), 7*time.Minute, func() bool {
+		b, err := exec.CommandContext(ctx, "squeue", "-h", "-j", strings.Join(jobs, ",")).Output()
+		return err == nil && strings.TrimSpace(string(b)) == ""
+	})
+
+	status, _, err := bicyc(ctx, "sweep", "--out", out, "--status")
+	if err == nil || !strings.Contains(err.Error(), "1 of 4 cells failed") {
+		t.Errorf("--status with a failed cell: error %v", err)
+	}
+	want := "cell 2 bicyc-s1: failed: slurm job " + jobs[0] + "_2: the bicyc binary could not be run"
+	if !strings.Contains(status, want) || !strings.Contains(status, "log: logs/cell-2.log") || !strings.Contains(status, "1 finished") {
+		t.Errorf("--status lacks %q and cell 2's log:\n%s", want, status)
+	}
+	var o struct {
+		SlurmJob string `json:"slurm_job"`
+	}
+	if b, err := os.ReadFile(filepath.Join(out, sweep.CellsDir, "bicyc-s0.json")); err != nil || json.Unmarshal(b, &o) != nil || o.SlurmJob != jobs[0]+"_0" {
+		t.Errorf("cells/bicyc-s0.json: slurm job %q, want %s_0 (%v)", o.SlurmJob, jobs[0], err)
+	}
+	// --max-parallel 1: cell 2's task started after cell 0's ended.
+	span := func(i int) (start, end string) {
+		b, _ := os.ReadFile(filepath.Join(out, sweep.CellLog(i)))
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			switch {
+			case len(f) > 2 && f[0] == "==" && strings.Contains(line, " job "):
+				start = f[1]
+			case len(f) > 2 && f[0] == "==" && strings.Contains(line, "exit status"):
+				end = f[1]
+			}
+		}
+		return start, end
+	}
+	s0, e0 := span(0)
+	s2, e2 := span(2)
+	if s0 == "" || e0 == "" || s2 == "" || e2 == "" || (s2 < e0 && s0 < e2) {
+		t.Errorf("with --max-parallel 1, cell 0 ran %s-%s and cell 2 %s-%s", s0, e0, s2, e2)
+	}
+	report, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil || !strings.Contains(string(report), "bicyc-s1") {
+		b, _ := os.ReadFile(filepath.Join(out, sweep.LogsDir, "report.log"))
+		t.Errorf("report job: report.md %v\nlogs/report.log:\n%s", err, b)
+	}
+}
+
+// TestClusterDocKubernetes runs the command of docs/cluster.md's
+// Kubernetes section word for word, every optional part included, in a
+// directory where configs/ is the repository's, and checks that the Jobs
+// it writes carry the names, paths and settings the page gives.
+func TestClusterDocKubernetes(t *testing.T) {
+	md, err := os.ReadFile("../../docs/cluster.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(md)[strings.Index(string(md), "\n## Kubernetes\n"):]
+	block := section[strings.Index(section, "```\n")+4:]
+	block = block[:strings.Index(block, "```")]
+	line := strings.NewReplacer("\\\n", " ", "[", "", "]", "", "...", "").Replace(block)
+	args := strings.Fields(line)
+	if len(args) < 2 || args[0] != "bicyc" {
+		t.Fatalf("docs/cluster.md's Kubernetes command: %q", line)
+	}
+	dir := t.TempDir()
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(repo, "configs"), filepath.Join(dir, "configs")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	if _, _, err := bicyc(context.Background(), args[1:]...); err != nil {
+		t.Fatalf("%s: %v", line, err)
+	}
+	var job batchv1.Job
+	b, err := os.ReadFile("runs/sweeps/e10/k8s/wave-0.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k8syaml.UnmarshalStrict(b, &job); err != nil {
+		t.Fatal(err)
+	}
+	pod := job.Spec.Template.Spec
+	c := pod.Containers[0]
+	if c.Image != "registry.example/bicyc:1" || pod.Volumes[0].PersistentVolumeClaim.ClaimName != "bicyc-sweeps" ||
+		c.VolumeMounts[0].MountPath != "/sweeps" || !slices.Contains(c.Args, "/sweeps/e10") || !slices.Contains(c.Args, "10m0s") ||
+		job.Namespace != "ml" || *job.Spec.Parallelism > 8 || pod.NodeSelector["pool"] != "cpu" ||
+		len(pod.Tolerations) != 1 || pod.Tolerations[0].Key != "dedicated" || pod.Tolerations[0].Effect != corev1.TaintEffectNoSchedule ||
+		c.Resources.Limits.Cpu().String() != "2" || c.Resources.Limits.Memory().String() != "4Gi" ||
+		c.Resources.Limits.Name("nvidia.com/gpu", "").String() != "1" {
+		t.Errorf("wave 0 of %q:\n%s", line, b)
+	}
+	var claim corev1.PersistentVolumeClaim
+	if b, err = os.ReadFile("runs/sweeps/e10/k8s/claim.yaml"); err != nil || k8syaml.UnmarshalStrict(b, &claim) != nil ||
+		claim.Spec.Resources.Requests.Storage().String() != "50Gi" || *claim.Spec.StorageClassName != "nfs" {
+		t.Errorf("claim.yaml (%v):\n%s", err, b)
 	}
 }
