@@ -66,8 +66,14 @@ IMAGE_EPOCH = $(shell git log -1 --format=%ct)
 image: setup
 	$(GO) build -trimpath -o build/image/bin/ ./cmd/bicyc ./cmd/bicyc-infer
 	$(GO) run ./deploy/image --bin build/image/bin --ref $(IMAGE_REF) --epoch $(IMAGE_EPOCH) \
-		--revision $$(git rev-parse HEAD) --out $(IMAGE)
+		--revision $$(git rev-parse HEAD) $(if $(IMAGE_GPU_DIR),--gpu-dir $(IMAGE_GPU_DIR)) --out $(IMAGE)
 	@ls -l $(IMAGE)
+
+# The same archive with a second reference, $(IMAGE_REF)-gpu: one more layer
+# with ONNX Runtime's CUDA and TensorRT providers (make setup-gpu, docs/gpu.md).
+.PHONY: image-gpu
+image-gpu: setup-gpu
+	$(MAKE) image IMAGE_GPU_DIR=/usr/local/lib/bicyc/gpu
 
 test-image: image
 	bash scripts/setup-image.sh

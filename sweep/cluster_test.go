@@ -235,7 +235,7 @@ func TestWriteSlurm(t *testing.T) {
 	}
 	s := Slurm{Bicyc: bin, Workdir: "/home/u/bicyc", Partition: "cpu", Time: "1:00:00", CPUsPerTask: 2, Extra: []string{"--qos=short"},
 		MaxParallel: 2, Lease: 3 * time.Minute}
-	if _, err := WriteSlurm(p, Slurm{Bicyc: "bicyc", Workdir: "/w", Time: "1 hour"}); err == nil ||
+	if _, _, err := WriteSlurm(p, Slurm{Bicyc: "bicyc", Workdir: "/w", Time: "1 hour"}); err == nil ||
 		!strings.Contains(err.Error(), "absolute") || !strings.Contains(err.Error(), "spaces") {
 		t.Errorf("bad settings: %v", err)
 	}
@@ -263,9 +263,9 @@ func TestWriteSlurm(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	submit, err := WriteSlurm(p, s)
-	if err != nil {
-		t.Fatal(err)
+	submit, skipped, err := WriteSlurm(p, s)
+	if err != nil || len(skipped) > 0 {
+		t.Fatal(err, skipped)
 	}
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join(out, SlurmDir, name))
@@ -276,18 +276,28 @@ func TestWriteSlurm(t *testing.T) {
 	}
 	base := filepath.Base(out)
 	for i, c := range []struct{ file, want string }{
-		{"wave-0.sbatch", "#SBATCH --array=3%2\n"},
-		{"wave-1.sbatch", "#SBATCH --array=1,4%2\n"},
-		{"wave-2.sbatch", "#SBATCH --job-name=bicyc-" + base + "-w2\n#SBATCH --array=2,5%2\n#SBATCH --output=" + out + "/logs/cell-%a.log\n#SBATCH --open-mode=append\n" +
+		// Cell 0 finished: cell 3 alone in wave 0, cell 1 (from cell 0) free.
+		{"array-0.sbatch", "#SBATCH --array=3%2\n"},
+		{"array-0.sbatch", "\n3) cell=3 ;;\n*)"},
+		{"array-1.sbatch", "#SBATCH --job-name=bicyc-" + base + "-w1\n#SBATCH --array=1%2\n#SBATCH --output=" + out + "/logs/slurm-%A_%a.log\n#SBATCH --open-mode=append\n" +
 			"#SBATCH --cpus-per-task=2\n#SBATCH --chdir=/home/u/bicyc\n#SBATCH --partition=cpu\n#SBATCH --time=1:00:00\n#SBATCH --qos=short\n"},
-		{"wave-2.sbatch", bin + " sweep --out " + out + " --cell \"$SLURM_ARRAY_TASK_ID\" --lease 3m0s || rc=$?\n"},
-		{"wave-2.sbatch", "> " + out + "/slurm/cell-${SLURM_ARRAY_TASK_ID}.exit.tmp && mv "},
+		// Cell 4 starts from cell 3: the task of cell 3's id, after it.
+		{"array-2.sbatch", "#SBATCH --array=3%2\n"},
+		{"array-2.sbatch", "\n3) cell=4 ;;\n*)"},
+		{"array-2.sbatch", "exec >> " + out + "/logs/cell-\"$cell\".log 2>&1\n"},
+		{"array-2.sbatch", bin + " sweep --out " + out + " --cell \"$cell\" --lease 3m0s || rc=$?\n"},
+		{"array-2.sbatch", "> " + out + "/slurm/cell-$cell.exit.tmp && mv "},
+		{"array-3.sbatch", "\n1) cell=2 ;;\n*)"},
+		{"array-4.sbatch", "\n3) cell=5 ;;\n*)"},
 		{"report.sbatch", "#SBATCH --output=" + out + "/logs/report.log\n"},
 		{"report.sbatch", "exec " + bin + " report " + out + "\n"},
-		{"submit.sh", "job0=$(sbatch --parsable wave-0.sbatch)\n"},
-		{"submit.sh", "job1=$(sbatch --parsable --dependency=afterok:$job0 --kill-on-invalid-dep=yes wave-1.sbatch)\n"},
-		{"submit.sh", "job2=$(sbatch --parsable --dependency=afterok:$job1 --kill-on-invalid-dep=yes wave-2.sbatch)\n"},
-		{"submit.sh", "report=$(sbatch --parsable --dependency=afterany:$job0:$job1:$job2 report.sbatch)\n"},
+		{"submit.sh", "job0=$(sbatch --parsable array-0.sbatch)\n"},
+		{"submit.sh", "echo \"wave 0 cells 3: job $job0\"\n"},
+		{"submit.sh", "job1=$(sbatch --parsable array-1.sbatch)\n"},
+		{"submit.sh", "job2=$(sbatch --parsable --dependency=aftercorr:$job0 --kill-on-invalid-dep=yes array-2.sbatch)\n"},
+		{"submit.sh", "job3=$(sbatch --parsable --dependency=aftercorr:$job1 --kill-on-invalid-dep=yes array-3.sbatch)\n"},
+		{"submit.sh", "job4=$(sbatch --parsable --dependency=aftercorr:$job2 --kill-on-invalid-dep=yes array-4.sbatch)\n"},
+		{"submit.sh", "report=$(sbatch --parsable --dependency=afterany:$job0:$job1:$job2:$job3:$job4 report.sbatch)\n"},
 	} {
 		if text := read(c.file); !strings.Contains(text, c.want) {
 			t.Errorf("case %d: %s lacks %q:\n%s", i, c.file, c.want, text)
@@ -296,10 +306,52 @@ func TestWriteSlurm(t *testing.T) {
 	if filepath.Base(submit) != "submit.sh" {
 		t.Errorf("submit script %s", submit)
 	}
-	for _, f := range []string{"submit.sh", "wave-2.sbatch", "report.sbatch"} {
+	for _, f := range []string{"submit.sh", "array-2.sbatch", "report.sbatch"} {
 		if err := exec.Command("bash", "-n", filepath.Join(out, SlurmDir, f)).Run(); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+// TestSlurmArraysRounds: two cells that start from the same one go into
+// two arrays after its array, each with the source's task id; a cell whose
+// source runs elsewhere now is left out with it.
+func TestSlurmArraysRounds(t *testing.T) {
+	out := t.TempDir()
+	spec := Spec{Config: "c.yaml", Out: out, Seeds: 1, Methods: []config.Method{config.MethodBicyc, config.MethodAdaGauss, config.MethodFinetune}}
+	var configs []config.Config
+	for _, r := range spec.Plan() {
+		c := config.Default()
+		c.Method, c.Seed, c.RunDir, c.RunName = r.Variant.Method, r.Seed, out, r.Name
+		configs = append(configs, c)
+	}
+	p := planOf(spec, configs)
+	if p.Cells[1].WaitsFor != 0 || p.Cells[2].WaitsFor != 0 {
+		t.Fatalf("cells 1 and 2 wait for %d and %d, want 0", p.Cells[1].WaitsFor, p.Cells[2].WaitsFor)
+	}
+	arrays, skipped, err := slurmArrays(p)
+	if err != nil || len(skipped) > 0 {
+		t.Fatal(err, skipped)
+	}
+	want := []slurmArray{{wave: 0, cells: []int{0}, tasks: []int{0}, after: -1},
+		{wave: 1, cells: []int{1}, tasks: []int{0}, after: 0}, {wave: 1, cells: []int{2}, tasks: []int{0}, after: 0}}
+	if !reflect.DeepEqual(arrays, want) {
+		t.Errorf("arrays %+v, want %+v", arrays, want)
+	}
+	// Cell 0 held by a live worker (this process): it and its two
+	// dependents are left out.
+	if err := os.MkdirAll(filepath.Join(out, CellsDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock, _, _, err := AcquireLock(context.Background(), cellFile(out, p.Cells[0].Run.Name, ".lock"), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	arrays, skipped, err = slurmArrays(p)
+	if err != nil || len(arrays) != 0 || len(skipped) != 3 || !strings.Contains(skipped[0], "running") ||
+		!strings.Contains(skipped[1], "starts from cell 0 bicyc-s0, which is running and not submitted") {
+		t.Errorf("with cell 0 running: arrays %+v, left out %q (%v)", arrays, skipped, err)
 	}
 }
 
@@ -341,7 +393,7 @@ func TestStatusFromTaskExit(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := WriteSlurm(p, Slurm{Bicyc: bin, Workdir: "/w"}); err != nil {
+	if _, _, err := WriteSlurm(p, Slurm{Bicyc: bin, Workdir: "/w"}); err != nil {
 		t.Fatal(err)
 	}
 	if fileExists(taskExitFile(out, 0)) {
@@ -498,18 +550,18 @@ func decodeStrict(t *testing.T, path string, v any) {
 func TestSubmitSlurmFailure(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "submit.sh")
-	if err := os.WriteFile(script, []byte("echo 'wave 0: job 17'\necho 'sbatch: error: invalid partition' >&2\nexit 1\n"), 0o644); err != nil {
+	if err := os.WriteFile(script, []byte("echo 'wave 0 cells 0,3: job 17'\necho 'sbatch: error: invalid partition' >&2\nexit 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err := SubmitSlurm(context.Background(), script)
-	if err == nil || !strings.Contains(err.Error(), "invalid partition") || !strings.Contains(err.Error(), "wave 0: job 17") {
+	if err == nil || !strings.Contains(err.Error(), "invalid partition") || !strings.Contains(err.Error(), "wave 0 cells 0,3: job 17") {
 		t.Errorf("error %v", err)
 	}
-	if err := os.WriteFile(script, []byte("echo 'wave 0: job 17'\necho 'wave 1: job 18'\necho 'report: job 19'\n"), 0o644); err != nil {
+	if err := os.WriteFile(script, []byte("echo 'wave 0 cells 0,3: job 17'\necho 'wave 1 cells 1: job 18'\necho 'report: job 19'\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	jobs, report, err := SubmitSlurm(context.Background(), script)
-	if err != nil || jobs[0] != "17" || jobs[1] != "18" || report != "19" {
+	if err != nil || len(jobs) != 2 || jobs[0] != (SubmittedArray{0, "0,3", "17"}) || jobs[1].Job != "18" || report != "19" {
 		t.Errorf("jobs %v, report %q, %v", jobs, report, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,7 +51,7 @@ var reservedSbatch = map[string]string{
 	"output":              "each cell's output goes to <out>/logs/cell-<index>.log",
 	"error":               "each cell's output goes to <out>/logs/cell-<index>.log",
 	"open-mode":           "a resumed cell appends to its log",
-	"dependency":          "the waves depend on each other, and the report job on all",
+	"dependency":          "each cell's task depends on its source's task (aftercorr), and the report job on all",
 	"kill-on-invalid-dep": "set with the dependencies",
 	"chdir":               "the workers run where bicyc sweep --submit ran",
 	"job-name":            "the jobs are named bicyc-<sweep>-w<wave>",
@@ -116,98 +117,185 @@ func sortedKeys(m map[string]string) []string {
 
 // WriteSlurm writes the sbatch scripts of the plan's unfinished cells into
 // <out>/slurm, after freezing the plan (Plan.Write), and returns the path
-// of submit.sh, which submits them:
+// of submit.sh, which submits them, and the cells it left out, each with
+// the reason:
 //
-//	wave-<k>.sbatch  one job array per wave whose array indices are the
-//	                 cell indices (`--array=1,3`), so SLURM_ARRAY_TASK_ID
-//	                 is the cell `bicyc sweep --cell` runs; each cell's
-//	                 output is appended to <out>/logs/cell-<index>.log
-//	report.sbatch    bicyc report <out>, once every wave has ended
-//	                 however it ended (afterany), into <out>/logs/report.log
-//	submit.sh        sbatch for every wave in order, each with
-//	                 --dependency=afterok:<the wave before> and
-//	                 --kill-on-invalid-dep=yes, printing "wave <k>: job <id>",
-//	                 then the report job ("report: job <id>")
-//
-// Each task writes its exit record (<out>/slurm/cell-<i>.exit) when the
-// command it ran exits, which ReadStatus reads for cells bicyc never
-// recorded; the records of the cells submitted again are removed.
+//	array-<n>.sbatch  a job array of cells of one wave. Its task ids are
+//	                  those of the tasks the cells start from, in the array
+//	                  that runs those (aftercorr: each task starts when its
+//	                  own source has succeeded, so one failed or cancelled
+//	                  task stops only the cells that start from it), or the
+//	                  cell indices where the cells wait for nothing
+//	                  unfinished; each task runs its cell with bicyc sweep
+//	                  --cell and appends its output to
+//	                  <out>/logs/cell-<index>.log
+//	report.sbatch     bicyc report <out>, once every array has ended
+//	                  however it ended (afterany), into <out>/logs/report.log
+//	submit.sh         sbatch of every array in order, printing
+//	                  "wave <k> cells <i,j>: job <id>", then of the report
+//	                  job ("report: job <id>")
 //
 // Finished cells are left out, so a sweep is resubmitted after a failure
-// with the same command. The sweep directory must be an absolute path.
-func WriteSlurm(plan *Plan, s Slurm) (string, error) {
+// with the same command; so are cells a live worker runs now, and the
+// cells that start from a left-out unfinished one. Each task writes its
+// exit record (<out>/slurm/cell-<i>.exit) when the command it ran exits,
+// which ReadStatus reads for cells bicyc never recorded; the records of
+// the cells submitted again are removed. The sweep directory must be an
+// absolute path.
+func WriteSlurm(plan *Plan, s Slurm) (string, []string, error) {
 	out := plan.Spec.Out
 	if !filepath.IsAbs(out) {
-		return "", fmt.Errorf("slurm: the sweep directory %q must be absolute: the jobs run elsewhere", out)
+		return "", nil, fmt.Errorf("slurm: the sweep directory %q must be absolute: the jobs run elsewhere", out)
 	}
 	if err := s.Validate(); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := plan.Write(); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	for _, d := range []string{SlurmDir, LogsDir} {
 		if err := os.MkdirAll(filepath.Join(out, d), 0o755); err != nil {
-			return "", err
+			return "", nil, err
 		}
+	}
+	arrays, skipped, err := slurmArrays(plan)
+	if err != nil {
+		return "", nil, err
 	}
 	var submit strings.Builder
 	submit.WriteString("#!/bin/bash\n# Submits the sweep's job arrays in order (written by bicyc sweep --submit slurm).\nset -euo pipefail\ncd \"$(dirname \"$0\")\"\n")
-	prev := ""
-	var waves []string
-	for k, wave := range plan.Waves() {
-		var cells []string
-		for _, i := range wave {
-			state, _, err := runState(plan.Dir(i))
-			if err != nil {
-				return "", err
-			}
-			if state != StatusFinished {
-				cells = append(cells, strconv.Itoa(i))
-				if err := os.Remove(taskExitFile(out, i)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return "", err
-				}
+	var jobs []string
+	for n, a := range arrays {
+		for _, c := range a.cells {
+			if err := os.Remove(taskExitFile(out, c)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return "", nil, err
 			}
 		}
-		if len(cells) == 0 {
-			continue
-		}
-		name := fmt.Sprintf("wave-%d.sbatch", k)
-		if err := durable.WriteFile(filepath.Join(out, SlurmDir, name), []byte(s.script(plan, k, cells))); err != nil {
-			return "", err
+		name := fmt.Sprintf("array-%d.sbatch", n)
+		if err := durable.WriteFile(filepath.Join(out, SlurmDir, name), []byte(s.script(plan, a))); err != nil {
+			return "", nil, err
 		}
 		dep := ""
-		if prev != "" {
-			dep = fmt.Sprintf(" --dependency=afterok:$%s --kill-on-invalid-dep=yes", prev)
+		if a.after >= 0 {
+			dep = fmt.Sprintf(" --dependency=aftercorr:$job%d --kill-on-invalid-dep=yes", a.after)
 		}
-		v := fmt.Sprintf("job%d", k)
-		fmt.Fprintf(&submit, "%s=$(sbatch --parsable%s %s)\n%s=${%s%%%%;*}\necho \"wave %d: job $%s\"\n", v, dep, name, v, v, k, v)
-		prev = v
-		waves = append(waves, "$"+v)
+		fmt.Fprintf(&submit, "job%d=$(sbatch --parsable%s %s)\njob%d=${job%d%%%%;*}\necho \"wave %d cells %s: job $job%d\"\n",
+			n, dep, name, n, n, a.wave, joinInts(a.cells), n)
+		jobs = append(jobs, fmt.Sprintf("$job%d", n))
 	}
-	if len(waves) > 0 {
+	if len(jobs) > 0 {
 		if err := durable.WriteFile(filepath.Join(out, SlurmDir, "report.sbatch"), []byte(s.reportScript(plan))); err != nil {
-			return "", err
+			return "", nil, err
 		}
-		fmt.Fprintf(&submit, "report=$(sbatch --parsable --dependency=afterany:%s report.sbatch)\nreport=${report%%%%;*}\necho \"report: job $report\"\n", strings.Join(waves, ":"))
+		fmt.Fprintf(&submit, "report=$(sbatch --parsable --dependency=afterany:%s report.sbatch)\nreport=${report%%%%;*}\necho \"report: job $report\"\n", strings.Join(jobs, ":"))
 	}
 	path := filepath.Join(out, SlurmDir, "submit.sh")
-	return path, durable.WriteFile(path, []byte(submit.String()))
+	return path, skipped, durable.WriteFile(path, []byte(submit.String()))
 }
 
-// script is the sbatch script of wave k, an array over cells.
-func (s Slurm) script(plan *Plan, k int, cells []string) string {
+// slurmArray is one job array: cells of one wave, and the task id of each
+// (tasks[i] runs cells[i]); after is the index of the array whose tasks of
+// the same ids they wait for (aftercorr), -1 for none.
+type slurmArray struct {
+	wave         int
+	cells, tasks []int
+	after        int
+}
+
+// slurmArrays groups the plan's unfinished cells into job arrays, in
+// submission order, and lists the cells left out with the reason.
+func slurmArrays(plan *Plan) ([]slurmArray, []string, error) {
+	type place struct{ array, task int }
+	placed := map[int]place{}
+	var arrays []slurmArray
+	var skipped []string
+	for k, wave := range plan.Waves() {
+		free := slurmArray{wave: k, after: -1}
+		// rounds[a] are the arrays of this wave after array a, each with
+		// distinct task ids.
+		rounds := map[int][]int{}
+		var dependent []slurmArray
+		for _, i := range wave {
+			c := plan.Cells[i]
+			r := RunRecord{Name: c.Run.Name}
+			if err := overlayState(plan.Spec.Out, i, &r); err != nil {
+				return nil, nil, err
+			}
+			switch r.Status {
+			case StatusFinished:
+				continue
+			case StatusRunning:
+				skipped = append(skipped, fmt.Sprintf("cell %d %s: running (%s)", i, c.Run.Name, r.Holder))
+				continue
+			}
+			src, waits := placed[c.WaitsFor]
+			if c.WaitsFor >= 0 && !waits {
+				s := RunRecord{Name: plan.Cells[c.WaitsFor].Run.Name}
+				if err := overlayState(plan.Spec.Out, c.WaitsFor, &s); err != nil {
+					return nil, nil, err
+				}
+				if s.Status != StatusFinished {
+					skipped = append(skipped, fmt.Sprintf("cell %d %s: starts from cell %d %s, which is %s and not submitted",
+						i, c.Run.Name, c.WaitsFor, s.Name, s.Status))
+					continue
+				}
+			}
+			if !waits {
+				free.cells, free.tasks = append(free.cells, i), append(free.tasks, i)
+				continue
+			}
+			target := -1
+			for _, d := range rounds[src.array] {
+				if !slices.Contains(dependent[d].tasks, src.task) {
+					target = d
+					break
+				}
+			}
+			if target < 0 {
+				target = len(dependent)
+				dependent = append(dependent, slurmArray{wave: k, after: src.array})
+				rounds[src.array] = append(rounds[src.array], target)
+			}
+			dependent[target].cells = append(dependent[target].cells, i)
+			dependent[target].tasks = append(dependent[target].tasks, src.task)
+		}
+		for _, a := range append([]slurmArray{free}, dependent...) {
+			if len(a.cells) == 0 {
+				continue
+			}
+			for j, c := range a.cells {
+				placed[c] = place{len(arrays), a.tasks[j]}
+			}
+			arrays = append(arrays, a)
+		}
+	}
+	return arrays, skipped, nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// script is the sbatch script of array a.
+func (s Slurm) script(plan *Plan, a slurmArray) string {
 	out := plan.Spec.Out
 	var b strings.Builder
-	fmt.Fprintf(&b, "#!/bin/bash\n# Sweep %s, wave %d: cells %s (bicyc sweep --plan lists them).\n", out, k, strings.Join(cells, ", "))
+	fmt.Fprintf(&b, "#!/bin/bash\n# Sweep %s, wave %d: cells %s (bicyc sweep --plan lists them).\n", out, a.wave, joinInts(a.cells))
 	opt := func(format string, args ...any) { fmt.Fprintf(&b, "#SBATCH "+format+"\n", args...) }
-	opt("--job-name=bicyc-%s-w%d", filepath.Base(out), k)
-	array := strings.Join(cells, ",")
+	opt("--job-name=bicyc-%s-w%d", filepath.Base(out), a.wave)
+	tasks := slices.Clone(a.tasks)
+	slices.Sort(tasks)
+	array := joinInts(tasks)
 	if s.MaxParallel > 0 {
 		array += fmt.Sprintf("%%%d", s.MaxParallel)
 	}
 	opt("--array=%s", array)
-	opt("--output=%s", filepath.Join(out, LogsDir, "cell-%a.log"))
+	// What the task prints before it reaches its cell's log.
+	opt("--output=%s", filepath.Join(out, LogsDir, "slurm-%A_%a.log"))
 	opt("--open-mode=append")
 	if s.CPUsPerTask > 0 {
 		opt("--cpus-per-task=%d", s.CPUsPerTask)
@@ -217,12 +305,18 @@ func (s Slurm) script(plan *Plan, k int, cells []string) string {
 	if s.Lease > 0 {
 		lease = " --lease " + s.Lease.String()
 	}
+	fmt.Fprintf(&b, "set -u\ncase \"$SLURM_ARRAY_TASK_ID\" in\n")
+	for j, c := range a.cells {
+		fmt.Fprintf(&b, "%d) cell=%d ;;\n", a.tasks[j], c)
+	}
+	fmt.Fprintf(&b, "*) echo \"task $SLURM_ARRAY_TASK_ID runs no cell\" >&2; exit 1 ;;\nesac\n")
+	fmt.Fprintf(&b, "exec >> %s/cell-\"$cell\".log 2>&1\n", shellQuote(filepath.Join(out, LogsDir)))
+	fmt.Fprintf(&b, "job=${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\n")
+	fmt.Fprintf(&b, "echo \"== $(date -u +%%FT%%TZ) $(hostname) job $job (${SLURM_JOB_ID}) cell $cell\"\n")
 	// Not exec: the shell outlives the worker to write the task's exit
 	// record, also when the binary cannot be run at all.
-	fmt.Fprintf(&b, "set -u\njob=${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\n")
-	fmt.Fprintf(&b, "echo \"== $(date -u +%%FT%%TZ) $(hostname) job $job (${SLURM_JOB_ID}) cell ${SLURM_ARRAY_TASK_ID}\"\n")
-	fmt.Fprintf(&b, "rc=0\n%s sweep --out %s --cell \"$SLURM_ARRAY_TASK_ID\"%s || rc=$?\n", shellQuote(s.Bicyc), shellQuote(out), lease)
-	exit := shellQuote(filepath.Join(out, SlurmDir)) + "/cell-${SLURM_ARRAY_TASK_ID}.exit"
+	fmt.Fprintf(&b, "rc=0\n%s sweep --out %s --cell \"$cell\"%s || rc=$?\n", shellQuote(s.Bicyc), shellQuote(out), lease)
+	exit := shellQuote(filepath.Join(out, SlurmDir)) + "/cell-$cell.exit"
 	fmt.Fprintf(&b, "printf '{\"job\":\"%%s\",\"job_id\":\"%%s\",\"exit_code\":%%d,\"host\":\"%%s\",\"time\":\"%%s\"}\\n' \\\n")
 	fmt.Fprintf(&b, "\t\"$job\" \"$SLURM_JOB_ID\" \"$rc\" \"$(hostname)\" \"$(date -u +%%FT%%TZ)\" > %s.tmp && mv %s.tmp %s\n", exit, exit, exit)
 	fmt.Fprintf(&b, "echo \"== $(date -u +%%FT%%TZ) exit status $rc\"\nexit $rc\n")
@@ -267,14 +361,21 @@ func shellQuote(s string) string {
 }
 
 var (
-	submittedLine = regexp.MustCompile(`^wave (\d+): job (\d+)$`)
+	submittedLine = regexp.MustCompile(`^wave (\d+) cells ([\d,]+): job (\d+)$`)
 	reportLine    = regexp.MustCompile(`^report: job (\d+)$`)
 )
 
+// SubmittedArray is a job array that SubmitSlurm submitted.
+type SubmittedArray struct {
+	Wave  int
+	Cells string // the cell indices, comma-separated
+	Job   string
+}
+
 // SubmitSlurm runs the submit.sh that WriteSlurm wrote (sbatch must be on
-// PATH) and returns the job id of each submitted wave, by wave, and of the
-// report job.
-func SubmitSlurm(ctx context.Context, submit string) (map[int]string, string, error) {
+// PATH) and returns the job arrays submitted, in order, and the report
+// job's id.
+func SubmitSlurm(ctx context.Context, submit string) ([]SubmittedArray, string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, "bash", submit)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -286,11 +387,12 @@ func SubmitSlurm(ctx context.Context, submit string) (map[int]string, string, er
 		}
 		return nil, "", fmt.Errorf("%s: %w: %s (submitted before it failed: %s)", submit, err, strings.TrimSpace(stderr.String()), done)
 	}
-	jobs, report := map[int]string{}, ""
+	var jobs []SubmittedArray
+	report := ""
 	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
 		if m := submittedLine.FindStringSubmatch(line); m != nil {
 			k, _ := strconv.Atoi(m[1])
-			jobs[k] = m[2]
+			jobs = append(jobs, SubmittedArray{Wave: k, Cells: m[2], Job: m[3]})
 		}
 		if m := reportLine.FindStringSubmatch(line); m != nil {
 			report = m[1]

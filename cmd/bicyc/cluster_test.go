@@ -353,16 +353,9 @@ func TestSweepOnSlurm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var jobs []string
-	for _, line := range strings.Split(stdout, "\n") {
-		var wave int
-		var id string
-		if n, _ := fmt.Sscanf(line, "wave %d: job %s", &wave, &id); n == 2 {
-			jobs = append(jobs, id)
-		}
-	}
-	if len(jobs) != 2 {
-		t.Fatalf("submitted %v, want two job arrays (task 1 runs, then their forks):\n%s", jobs, stdout)
+	jobs := submittedJobs(stdout)
+	if len(jobs) != 3 || !strings.Contains(stdout, "wave 0 cells 0,2: job ") || !strings.Contains(stdout, "wave 1 cells 1,3: job ") {
+		t.Fatalf("submitted %v, want two job arrays (task 1 runs, then their forks) and the report job:\n%s", jobs, stdout)
 	}
 	// Wait until Slurm no longer lists the jobs.
 	waitFor(t, "the job arrays "+strings.Join(jobs, ", "), 9*time.Minute, func() bool {
@@ -434,13 +427,27 @@ func TestEmitKubernetesSmoke(t *testing.T) {
 	}
 }
 
-// TestSweepFailuresOnSlurm submits the smoke sweep to a real Slurm with
-// --max-parallel 1 through a wrapper that cannot run bicyc for cell 2 (the
-// binary missing on the node): a missing --bicyc is refused at submit, the
-// two cells of wave 0 run one after the other, --status names cell 2 as
-// failed with the reason from its task's exit record and its log, and
-// exits non-zero, and the report job runs once the waves have ended and
-// writes report.md.
+// submittedJobs are the job ids bicyc sweep --submit printed: the arrays',
+// then the report job's.
+func submittedJobs(stdout string) []string {
+	var jobs []string
+	for _, line := range strings.Split(stdout, "\n") {
+		if _, id, ok := strings.Cut(line, ": job "); ok && (strings.HasPrefix(line, "wave ") || strings.HasPrefix(line, "report")) {
+			jobs = append(jobs, strings.Fields(id)[0])
+		}
+	}
+	return jobs
+}
+
+// TestSweepFailuresOnSlurm submits the smoke sweep with 3 seeds to a real
+// Slurm with --max-parallel 1 through a wrapper that cannot run bicyc for
+// cell 2 (the binary missing on the node), and cancels cell 4's task while
+// it waits: a missing --bicyc is refused at submit; the cells of wave 0
+// run one after the other; cell 1 still runs after cell 0 (its own
+// source), while the cells that start from cells 2 and 4 never do;
+// --status names cell 2 as failed with the reason from its task's exit
+// record and its log, and exits non-zero; cells/*.json hold the job ids;
+// the report job runs once every array has ended and writes report.md.
 func TestSweepFailuresOnSlurm(t *testing.T) {
 	if !*slurmTest {
 		t.Skip("needs a Slurm cluster: make test-slurm")
@@ -461,26 +468,24 @@ func TestSweepFailuresOnSlurm(t *testing.T) {
 		t.Fatal(err)
 	}
 	wrapper := filepath.Join(dir, "bicyc")
-	script := fmt.Sprintf("#!/bin/sh\nif [ \"${SLURM_ARRAY_TASK_ID:-}\" = 2 ]; then exec /nonexistent/bicyc \"$@\"; fi\nexec %s \"$@\"\n", exe)
+	script := fmt.Sprintf("#!/bin/sh\ncase \" $* \" in *\" --cell 2 \"*) exec /nonexistent/bicyc \"$@\" ;; esac\nexec %s \"$@\"\n", exe)
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv(workerEnv, "1")
-	stdout, _, err := bicyc(ctx, "sweep", "--sweep", smokeSweep, "--out", out, "--submit", "slurm", "--bicyc", wrapper,
+	stdout, _, err := bicyc(ctx, "sweep", "--sweep", smokeSweep, "--seeds", "3", "--out", out, "--submit", "slurm", "--bicyc", wrapper,
 		"--cpus-per-task", "1", "--time", "10:00", "--max-parallel", "1")
 	os.Unsetenv(workerEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var jobs []string
-	for _, line := range strings.Split(stdout, "\n") {
-		var what, id string
-		if n, _ := fmt.Sscanf(strings.Replace(line, "wave ", "wave-", 1), "%s job %s", &what, &id); n == 2 {
-			jobs = append(jobs, id)
-		}
-	}
-	if len(jobs) != 3 || !strings.Contains(stdout, "report: job") {
+	jobs := submittedJobs(stdout)
+	if len(jobs) != 3 || !strings.Contains(stdout, "wave 0 cells 0,2,4: job "+jobs[0]) || !strings.Contains(stdout, "wave 1 cells 1,3,5: job "+jobs[1]) {
 		t.Fatalf("submitted %v, want two job arrays and the report job:\n%s", jobs, stdout)
+	}
+	// Cell 4 waits for its turn behind cell 0 (--max-parallel 1).
+	if b, err := exec.CommandContext(ctx, "scancel", jobs[0]+"_4").CombinedOutput(); err != nil {
+		t.Fatalf("scancel %s_4: %v %s", jobs[0], err, b)
 	}
 	waitFor(t, "the jobs "+strings.Join(jobs, ", "), 7*time.Minute, func() bool {
 		b, err := exec.CommandContext(ctx, "squeue", "-h", "-j", strings.Join(jobs, ",")).Output()
@@ -488,18 +493,23 @@ func TestSweepFailuresOnSlurm(t *testing.T) {
 	})
 
 	status, _, err := bicyc(ctx, "sweep", "--out", out, "--status")
-	if err == nil || !strings.Contains(err.Error(), "1 of 4 cells failed") {
+	if err == nil || !strings.Contains(err.Error(), "1 of 6 cells failed") {
 		t.Errorf("--status with a failed cell: error %v", err)
 	}
 	want := "cell 2 bicyc-s1: failed: slurm job " + jobs[0] + "_2: the bicyc binary could not be run"
-	if !strings.Contains(status, want) || !strings.Contains(status, "log: logs/cell-2.log") || !strings.Contains(status, "1 finished") {
-		t.Errorf("--status lacks %q and cell 2's log:\n%s", want, status)
+	if !strings.Contains(status, want) || !strings.Contains(status, "log: logs/cell-2.log") || !strings.Contains(status, "6 cells: 2 finished, 1 failed, 3 pending") {
+		t.Errorf("--status: want cells 0 and 1 finished, and %q with cell 2's log:\n%s", want, status)
+	}
+	for _, cell := range []string{"cell 3 finetune-s1: pending", "cell 4 bicyc-s2: pending", "cell 5 finetune-s2: pending"} {
+		if !strings.Contains(status, cell) {
+			t.Errorf("--status lacks %q:\n%s", cell, status)
+		}
 	}
 	var o struct {
 		SlurmJob string `json:"slurm_job"`
 	}
-	if b, err := os.ReadFile(filepath.Join(out, sweep.CellsDir, "bicyc-s0.json")); err != nil || json.Unmarshal(b, &o) != nil || o.SlurmJob != jobs[0]+"_0" {
-		t.Errorf("cells/bicyc-s0.json: slurm job %q, want %s_0 (%v)", o.SlurmJob, jobs[0], err)
+	if b, err := os.ReadFile(filepath.Join(out, sweep.CellsDir, "finetune-s0.json")); err != nil || json.Unmarshal(b, &o) != nil || o.SlurmJob != jobs[1]+"_0" {
+		t.Errorf("cells/finetune-s0.json: slurm job %q, want %s_0 (the task of its source's id) (%v)", o.SlurmJob, jobs[1], err)
 	}
 	// --max-parallel 1: cell 2's task started after cell 0's ended.
 	span := func(i int) (start, end string) {

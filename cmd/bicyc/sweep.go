@@ -75,9 +75,9 @@ resolved configuration) and lists the cells with the cell each waits for (a seed
 run before the runs that fork its task 1, a run before its classifier rescoring).
 --cell N runs one cell from that plan (resumable, idempotent; a cell another live worker
 holds is refused, one whose worker died is taken over); --status lists the cells' states
-with their logs (exit status 1 when any failed). --submit slurm writes job arrays (one per
-wave of cells, afterok between waves; --max-parallel caps each) and a report job that runs
-once they have ended into <out>/slurm and submits them with sbatch (--dry-run only writes them);
+with their logs (exit status 1 when any failed). --submit slurm writes job arrays (each cell's
+task starts after its source's task, aftercorr; --max-parallel caps each array) and a report
+job that runs once they have ended into <out>/slurm and submits them with sbatch (--dry-run only writes them);
 --emit k8s writes Kubernetes Indexed Jobs into <out>/k8s. bicyc report <out> merges the
 runs from their directories. Examples:
   bicyc sweep --sweep configs/sweeps/smoke.yaml --out /shared/smoke --plan
@@ -241,9 +241,12 @@ func submitSweep(ctx context.Context, plan *sweep.Plan, opts *sweepOptions, out 
 		return err
 	}
 	s.Lease, s.MaxParallel = opts.lease, opts.maxParallel
-	submit, err := sweep.WriteSlurm(plan, s)
+	submit, skipped, err := sweep.WriteSlurm(plan, s)
 	if err != nil {
 		return err
+	}
+	for _, c := range skipped {
+		fmt.Fprintf(out, "left out %s\n", c)
 	}
 	if opts.dryRun {
 		fmt.Fprintf(out, "wrote %s (submit with: bash %s)\n", filepath.Dir(submit), submit)
@@ -253,10 +256,8 @@ func submitSweep(ctx context.Context, plan *sweep.Plan, opts *sweepOptions, out 
 	if err != nil {
 		return err
 	}
-	for w := range len(plan.Waves()) {
-		if id, ok := jobs[w]; ok {
-			fmt.Fprintf(out, "wave %d: job %s\n", w, id)
-		}
+	for _, a := range jobs {
+		fmt.Fprintf(out, "wave %d cells %s: job %s\n", a.Wave, a.Cells, a.Job)
 	}
 	if report != "" {
 		fmt.Fprintf(out, "report: job %s (writes %s once every wave has ended)\n", report, filepath.Join(plan.Spec.Out, "report.md"))

@@ -49,6 +49,57 @@ func TestImageReproducible(t *testing.T) {
 	}
 }
 
+// TestImageGPU builds the image with a GPU directory as make setup-gpu
+// lays it out (the core and its providers; here small stand-ins under
+// their names: the 179 MB providers are not installed by the test's
+// set-up, and no GPU runs here) and loads it into podman: the -gpu reference has one more layer
+// with the directory at /usr/local/lib/bicyc/gpu, and BICYC_ORT_LIB
+// points at it; the CPU reference is unchanged.
+func TestImageGPU(t *testing.T) {
+	if *imageFlag == "" || *binFlag == "" {
+		t.Skip("needs -image and -bin (make test-image)")
+	}
+	gpu := t.TempDir()
+	core, err := filepath.EvalSymlinks(infer.InstalledLibraryPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Base(core), filepath.Join(gpu, "libonnxruntime.so")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(gpu, "libonnxruntime_providers_cuda.so"), []byte("stand-in"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(gpu, filepath.Base(core)), []byte("stand-in"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ref := "localhost/bicyc-gpu-test:1"
+	archive := filepath.Join(t.TempDir(), "gpu.tar")
+	if err := run(*binFlag, filepath.Dir(infer.InstalledLibraryPath), gpu, "/usr/share/datasets/fashion-mnist",
+		"/etc/ssl/certs/ca-certificates.crt", ref, "", archive, *epochFlag); err != nil {
+		t.Fatal(err)
+	}
+	out := podman(t, "load", "-i", archive)
+	t.Cleanup(func() { exec.Command("podman", "rmi", "-f", ref, ref+"-gpu").Run() })
+	if !strings.Contains(out, ref+"-gpu") || !strings.Contains(out, ref+"\n") {
+		t.Fatalf("podman load did not load %s and %s-gpu:\n%s", ref, ref, out)
+	}
+	layers := func(r string) int {
+		return len(strings.Fields(podman(t, "image", "inspect", "--format", "{{range .RootFS.Layers}}{{.}} {{end}}", r)))
+	}
+	if cpu, gpu := layers(ref), layers(ref+"-gpu"); cpu != 3 || gpu != 4 {
+		t.Errorf("layers: %d in %s, %d in %s-gpu; want 3 and 4", cpu, ref, gpu, ref)
+	}
+	env := podman(t, "image", "inspect", "--format", "{{range .Config.Env}}{{.}} {{end}}", ref+"-gpu")
+	if !strings.Contains(env, "BICYC_ORT_LIB=/usr/local/lib/bicyc/gpu/libonnxruntime.so") {
+		t.Errorf("%s-gpu environment: %s", ref, env)
+	}
+	listing := podman(t, append([]string{"run", "--rm"}, containerFlags(ref+"-gpu", "bicyc-infer", "doctor", "--help")...)...)
+	if !strings.Contains(listing, "doctor") {
+		t.Errorf("bicyc-infer in %s-gpu: %s", ref, listing)
+	}
+}
+
 // TestImageRuns loads the image into podman, trains a small quick run
 // inside it as its non-root user, serves the exported model from it with
 // bicyc-infer, and requires the served distances of real images to equal
