@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -285,7 +286,7 @@ func TestWriteSlurm(t *testing.T) {
 		{"array-2.sbatch", "#SBATCH --array=3%2\n"},
 		{"array-2.sbatch", "\n3) cell=4 ;;\n*)"},
 		{"array-2.sbatch", "exec >> " + out + "/logs/cell-\"$cell\".log 2>&1\n"},
-		{"array-2.sbatch", bin + " sweep --out " + out + " --cell \"$cell\" --lease 3m0s || rc=$?\n"},
+		{"array-2.sbatch", bin + " sweep --out " + out + " --cell \"$cell\" --wait-held --lease 3m0s || rc=$?\n"},
 		{"array-2.sbatch", "> " + out + "/slurm/cell-$cell.exit.tmp && mv "},
 		{"array-3.sbatch", "\n1) cell=2 ;;\n*)"},
 		{"array-4.sbatch", "\n3) cell=5 ;;\n*)"},
@@ -352,6 +353,114 @@ func TestSlurmArraysRounds(t *testing.T) {
 	if err != nil || len(arrays) != 0 || len(skipped) != 3 || !strings.Contains(skipped[0], "running") ||
 		!strings.Contains(skipped[1], "starts from cell 0 bicyc-s0, which is running and not submitted") {
 		t.Errorf("with cell 0 running: arrays %+v, left out %q (%v)", arrays, skipped, err)
+	}
+}
+
+// TestSlurmRequeueScript runs a task's script with --requeue under bash,
+// as slurmd would, with a worker that stops on SIGTERM and an scontrol
+// that records its arguments: Slurm's USR1 near the time limit stops the
+// worker, the task requeues itself by its job id, and its exit record
+// and the cell's log say so. Without --requeue the script has neither.
+func TestSlurmRequeueScript(t *testing.T) {
+	out := t.TempDir()
+	p := testPlan(t, out)
+	bin := t.TempDir()
+	worker := filepath.Join(bin, "bicyc")
+	// The worker announces itself, then stops when asked (exit 1, as bicyc
+	// does when cancelled), recording its arguments.
+	if err := os.WriteFile(worker, []byte("#!/bin/bash\necho \"$*\" > "+bin+"/args\ntrap 'echo stopped; exit 1' TERM\ntouch "+bin+"/started\nwhile :; do sleep 0.1; done\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "scontrol"), []byte("#!/bin/sh\necho \"$*\" > "+bin+"/scontrol.args\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := WriteSlurm(p, Slurm{Bicyc: worker, Workdir: "/w", Requeue: true}); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(out, SlurmDir, "array-0.sbatch")
+	text, _ := os.ReadFile(script)
+	if !strings.Contains(string(text), "#SBATCH --requeue\n#SBATCH --signal=B:USR1@120\n") {
+		t.Fatalf("%s:\n%s", script, text)
+	}
+	cmd := exec.Command("bash", script)
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "SLURM_ARRAY_JOB_ID=70", "SLURM_ARRAY_TASK_ID=3", "SLURM_JOB_ID=73")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); !fileExists(filepath.Join(bin, "started")); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the worker did not start")
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("task exit: %v, want the worker's status 1", err)
+	}
+	args, _ := os.ReadFile(filepath.Join(bin, "args"))
+	requeued, _ := os.ReadFile(filepath.Join(bin, "scontrol.args"))
+	log, _ := os.ReadFile(filepath.Join(out, CellLog(3)))
+	if string(args) != "sweep --out "+out+" --cell 3 --wait-held\n" || string(requeued) != "requeue 73\n" ||
+		!strings.Contains(string(log), "stopped\n") || !strings.Contains(string(log), "time limit near: requeued") {
+		t.Errorf("worker args %q, scontrol %q, log:\n%s", args, requeued, log)
+	}
+	if e, ok, err := readTaskExit(out, 3); err != nil || !ok || e.ExitCode != 1 || e.Job != "70_3" || e.JobID != "73" {
+		t.Errorf("exit record %+v %v %v", e, ok, err)
+	}
+	if _, _, err := WriteSlurm(p, Slurm{Bicyc: worker, Workdir: "/w"}); err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := os.ReadFile(script); strings.Contains(string(text), "requeue") || strings.Contains(string(text), "USR1") {
+		t.Errorf("without Requeue:\n%s", text)
+	}
+}
+
+// TestRunCellWaitHeld: with WaitHeld, a worker whose cell another holds
+// waits until the lock is free, then goes on (here: finds the cell
+// finished); without it, it refuses at once.
+func TestRunCellWaitHeld(t *testing.T) {
+	out := t.TempDir()
+	p := testPlan(t, out)
+	if err := p.Write(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(p.Dir(0), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := yaml.Marshal(p.Configs[0])
+	for name, text := range map[string][]byte{"config.yaml": b, "metrics.json": []byte(`{"completed_tasks": 5, "tasks": 5}`)} {
+		if err := os.WriteFile(filepath.Join(p.Dir(0), name), text, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lock, _, _, err := AcquireLock(context.Background(), cellFile(out, p.Cells[0].Run.Name, ".lock"), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := RunCell(context.Background(), p, 0, Options{}); !errors.Is(err, ErrCellHeld) {
+		t.Fatalf("without WaitHeld: %v, want ErrCellHeld", err)
+	}
+	var status strings.Builder
+	done := make(chan error, 1)
+	// An 8 s lease: the waiting worker tries the lock every second.
+	go func() { done <- RunCell(context.Background(), p, 0, Options{WaitHeld: true, Lease: 8 * time.Second, Status: &status}) }()
+	select {
+	case err := <-done:
+		t.Fatalf("returned while the cell was held: %v", err)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	lock.Release()
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(status.String(), "waiting until it is free") {
+			t.Errorf("after the release: %v\n%s", err, status.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("still waiting 20 s after the lock was released")
 	}
 }
 

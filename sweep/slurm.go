@@ -42,7 +42,17 @@ type Slurm struct {
 	MaxParallel int
 	// Lease is every worker's --lease; 0: the workers' default.
 	Lease time.Duration
+	// Requeue lets a task that reaches its time limit go back to the
+	// queue and resume its cell after the last completed task: Slurm
+	// signals the task RequeueGrace before the limit, the worker stops,
+	// and the task requeues itself (sbatch --requeue, --signal).
+	Requeue bool
 }
+
+// RequeueGrace is how long before its time limit a task with Requeue is
+// told to stop: a worker stops at once (its cell resumes after its last
+// completed task), so this covers recording it on a slow filesystem.
+const RequeueGrace = 2 * time.Minute
 
 // reservedSbatch are the sbatch options the scripts set, which an Extra
 // option must not set again, with what to use instead.
@@ -300,10 +310,16 @@ func (s Slurm) script(plan *Plan, a slurmArray) string {
 	if s.CPUsPerTask > 0 {
 		opt("--cpus-per-task=%d", s.CPUsPerTask)
 	}
+	if s.Requeue {
+		opt("--requeue")
+		opt("--signal=B:USR1@%d", int(RequeueGrace.Seconds()))
+	}
 	s.commonOptions(opt)
-	lease := ""
+	// A task waits while another worker holds its cell: after a requeue,
+	// the previous worker's lock until its lease expires.
+	lease := " --wait-held"
 	if s.Lease > 0 {
-		lease = " --lease " + s.Lease.String()
+		lease += " --lease " + s.Lease.String()
 	}
 	fmt.Fprintf(&b, "set -u\ncase \"$SLURM_ARRAY_TASK_ID\" in\n")
 	for j, c := range a.cells {
@@ -315,11 +331,23 @@ func (s Slurm) script(plan *Plan, a slurmArray) string {
 	fmt.Fprintf(&b, "echo \"== $(date -u +%%FT%%TZ) $(hostname) job $job (${SLURM_JOB_ID}) cell $cell\"\n")
 	// Not exec: the shell outlives the worker to write the task's exit
 	// record, also when the binary cannot be run at all.
-	fmt.Fprintf(&b, "rc=0\n%s sweep --out %s --cell \"$cell\"%s || rc=$?\n", shellQuote(s.Bicyc), shellQuote(out), lease)
+	worker := fmt.Sprintf("%s sweep --out %s --cell \"$cell\"%s", shellQuote(s.Bicyc), shellQuote(out), lease)
+	if s.Requeue {
+		// Slurm's USR1 reaches this shell (B:); it stops the worker with
+		// SIGTERM, waits for it, and puts the task back in the queue.
+		fmt.Fprintf(&b, "requeue=0 pid=\ntrap 'requeue=1; [ -n \"$pid\" ] && kill -TERM \"$pid\" 2>/dev/null' USR1\n")
+		fmt.Fprintf(&b, "%s &\npid=$!\nrc=0\nwhile :; do\n\twait \"$pid\" && rc=0 || rc=$?\n\tkill -0 \"$pid\" 2>/dev/null || break\ndone\n", worker)
+	} else {
+		fmt.Fprintf(&b, "rc=0\n%s || rc=$?\n", worker)
+	}
 	exit := shellQuote(filepath.Join(out, SlurmDir)) + "/cell-$cell.exit"
 	fmt.Fprintf(&b, "printf '{\"job\":\"%%s\",\"job_id\":\"%%s\",\"exit_code\":%%d,\"host\":\"%%s\",\"time\":\"%%s\"}\\n' \\\n")
 	fmt.Fprintf(&b, "\t\"$job\" \"$SLURM_JOB_ID\" \"$rc\" \"$(hostname)\" \"$(date -u +%%FT%%TZ)\" > %s.tmp && mv %s.tmp %s\n", exit, exit, exit)
-	fmt.Fprintf(&b, "echo \"== $(date -u +%%FT%%TZ) exit status $rc\"\nexit $rc\n")
+	fmt.Fprintf(&b, "echo \"== $(date -u +%%FT%%TZ) exit status $rc\"\n")
+	if s.Requeue {
+		fmt.Fprintf(&b, "if [ \"$requeue\" = 1 ]; then\n\techo \"== $(date -u +%%FT%%TZ) time limit near: requeued\"\n\tscontrol requeue \"$SLURM_JOB_ID\"\nfi\n")
+	}
+	fmt.Fprintf(&b, "exit $rc\n")
 	return b.String()
 }
 

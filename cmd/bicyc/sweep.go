@@ -41,6 +41,7 @@ type sweepOptions struct {
 	lease     time.Duration
 	// maxParallel caps the cells of a wave at once on either scheduler.
 	maxParallel int
+	waitHeld    bool
 
 	slurm sweep.Slurm
 	k8s   sweep.Kubernetes
@@ -115,6 +116,8 @@ runs from their directories. Examples:
 	f.StringVar(&opts.slurm.Account, "account", "", "Slurm `account`")
 	f.StringArrayVar(&opts.slurm.Extra, "sbatch-arg", nil, "another sbatch option for every array, `--opt=value` (repeatable)")
 	f.StringVar(&opts.slurm.Bicyc, "bicyc", "", "the bicyc `binary` as the workers see it (default: this one)")
+	f.BoolVar(&opts.waitHeld, "wait-held", false, "with --cell or --wave: wait while another worker holds the cell instead of refusing it")
+	f.BoolVar(&opts.slurm.Requeue, "requeue", false, "Slurm: a task near its --time limit stops its cell and goes back to the queue, to resume it")
 	f.IntVar(&opts.maxParallel, "max-parallel", 0, "at most `n` cells of a wave at once (Slurm: --array=...%n; Kubernetes: the Jobs' parallelism); 0: no cap")
 	f.StringVar(&opts.k8s.Image, "image", "", "Kubernetes: container `image` with bicyc on PATH and the datasets")
 	f.StringVar(&opts.k8s.Namespace, "namespace", "", "Kubernetes `namespace`")
@@ -142,7 +145,7 @@ func runSweepCmd(ctx context.Context, g *globalOptions, opts *sweepOptions, cmd 
 	if opts.dryRun && !changed("submit") {
 		return fmt.Errorf("sweep: --dry-run goes with --submit")
 	}
-	workerOpts := sweep.Options{Train: train.Options{Log: errOut, Progress: progressWriter(cmd)}, Status: errOut, Lease: opts.lease}
+	workerOpts := sweep.Options{Train: train.Options{Log: errOut, Progress: progressWriter(cmd)}, Status: errOut, Lease: opts.lease, WaitHeld: opts.waitHeld}
 	switch {
 	case changed("status"), changed("cell"), changed("wave"):
 		dir, err := sweepDir(opts)
