@@ -552,7 +552,7 @@ func TestWriteKubernetes(t *testing.T) {
 		pod := s.Template.Spec
 		c := pod.Containers[0]
 		args := strings.Join(c.Args, " ")
-		if want := fmt.Sprintf("sweep --out /sweeps/s1 --wave %d --wave-index $(JOB_COMPLETION_INDEX) --lease 3m0s", w); args != want {
+		if want := fmt.Sprintf("sweep --out /sweeps/s1 --wave %d --wave-index $(JOB_COMPLETION_INDEX) --lease 3m0s --wait-held", w); args != want {
 			t.Errorf("wave %d: args %q, want %q", w, args, want)
 		}
 		if c.Env[0].Name != "JOB_COMPLETION_INDEX" || !strings.Contains(c.Env[0].ValueFrom.FieldRef.FieldPath, "job-completion-index") {

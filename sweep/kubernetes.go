@@ -295,7 +295,7 @@ func (k Kubernetes) job(name string, labels map[string]string, w, n int) k8sJob 
 	c := k8sContainer{
 		Name: "worker", Image: k.Image, Command: []string{"bicyc"},
 		Args: []string{"sweep", "--out", k.SweepDir, "--wave", strconv.Itoa(w),
-			"--wave-index", "$(JOB_COMPLETION_INDEX)", "--lease", lease.String()},
+			"--wave-index", "$(JOB_COMPLETION_INDEX)", "--lease", lease.String(), "--wait-held"},
 		VolumeMounts: []k8sVolumeMount{{Name: "sweep", MountPath: k.MountPath}},
 	}
 	// The Job controller sets this variable too; naming it here makes

@@ -442,11 +442,12 @@ func submittedJobs(stdout string) []string {
 // TestSweepFailuresOnSlurm submits the smoke sweep with 3 seeds to a real
 // Slurm with --max-parallel 1 through a wrapper that cannot run bicyc for
 // cell 2 (the binary missing on the node), and cancels cell 4's task while
-// it waits: a missing --bicyc is refused at submit; the cells of wave 0
-// run one after the other; cell 1 still runs after cell 0 (its own
-// source), while the cells that start from cells 2 and 4 never do;
-// --status names cell 2 as failed with the reason from its task's exit
-// record and its log, and exits non-zero; cells/*.json hold the job ids;
+// it waits, and cell 1's data goes missing before it starts: a missing
+// --bicyc is refused at submit; the cells of wave 0 run one after the
+// other; cell 1 still runs after cell 0 (its own source) and fails, while
+// the cells that start from cells 2 and 4 never run; --status names cell 1
+// (bicyc's error) and cell 2 (the reason from its task's exit record) as
+// failed with their jobs and logs, and exits non-zero; cells/*.json hold the job ids;
 // the report job runs once every array has ended and writes report.md.
 func TestSweepFailuresOnSlurm(t *testing.T) {
 	if !*slurmTest {
@@ -487,18 +488,35 @@ func TestSweepFailuresOnSlurm(t *testing.T) {
 	if b, err := exec.CommandContext(ctx, "scancel", jobs[0]+"_4").CombinedOutput(); err != nil {
 		t.Fatalf("scancel %s_4: %v %s", jobs[0], err, b)
 	}
+	// Cell 1 starts once cell 0 has trained: by then its data directory
+	// is missing, so bicyc records its failure.
+	frozen := filepath.Join(out, sweep.CellsDir, "finetune-s0.yaml")
+	good, err := os.ReadFile(frozen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(frozen, []byte(strings.Replace(string(good), "/fashion-mnist\n", "/fashion-mnist-missing\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "the jobs "+strings.Join(jobs, ", "), 7*time.Minute, func() bool {
 		b, err := exec.CommandContext(ctx, "squeue", "-h", "-j", strings.Join(jobs, ",")).Output()
 		return err == nil && strings.TrimSpace(string(b)) == ""
 	})
 
 	status, _, err := bicyc(ctx, "sweep", "--out", out, "--status")
-	if err == nil || !strings.Contains(err.Error(), "1 of 6 cells failed") {
-		t.Errorf("--status with a failed cell: error %v", err)
+	if err == nil || !strings.Contains(err.Error(), "2 of 6 cells failed") {
+		t.Errorf("--status with failed cells: error %v", err)
 	}
-	want := "cell 2 bicyc-s1: failed: slurm job " + jobs[0] + "_2: the bicyc binary could not be run"
-	if !strings.Contains(status, want) || !strings.Contains(status, "log: logs/cell-2.log") || !strings.Contains(status, "6 cells: 2 finished, 1 failed, 3 pending") {
-		t.Errorf("--status: want cells 0 and 1 finished, and %q with cell 2's log:\n%s", want, status)
+	for _, want := range []string{
+		"6 cells: 1 finished, 2 failed, 3 pending",
+		"cell 1 finetune-s0: failed: slurm job " + jobs[1] + "_0: data: /usr/share/datasets/fashion-mnist-missing",
+		"log: logs/cell-1.log",
+		"cell 2 bicyc-s1: failed: slurm job " + jobs[0] + "_2: the bicyc binary could not be run",
+		"log: logs/cell-2.log\n",
+	} {
+		if !strings.Contains(status, want) {
+			t.Errorf("--status lacks %q:\n%s", want, status)
+		}
 	}
 	for _, cell := range []string{"cell 3 finetune-s1: pending", "cell 4 bicyc-s2: pending", "cell 5 finetune-s2: pending"} {
 		if !strings.Contains(status, cell) {

@@ -108,6 +108,16 @@ func TestImageRuns(t *testing.T) {
 	if *imageFlag == "" {
 		t.Skip("needs -image (make test-image)")
 	}
+	// docs/cluster.md's commands name the file and reference make image
+	// writes by default, as this test loads them.
+	md, err := os.ReadFile("../../docs/cluster.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(*imageFlag, "/build/image/bicyc.tar") || *refFlag != "localhost/bicyc:dev" ||
+		!strings.Contains(string(md), "\npodman load -i build/image/bicyc.tar ") || !strings.Contains(string(md), "`localhost/bicyc:dev`") {
+		t.Errorf("docs/cluster.md does not load %s as %s", *imageFlag, *refFlag)
+	}
 	out := podman(t, "load", "-i", *imageFlag)
 	if !strings.Contains(out, *refFlag) {
 		t.Fatalf("podman load did not load %s:\n%s", *refFlag, out)
