@@ -447,7 +447,9 @@ func TestRunCellWaitHeld(t *testing.T) {
 	var status strings.Builder
 	done := make(chan error, 1)
 	// An 8 s lease: the waiting worker tries the lock every second.
-	go func() { done <- RunCell(context.Background(), p, 0, Options{WaitHeld: true, Lease: 8 * time.Second, Status: &status}) }()
+	go func() {
+		done <- RunCell(context.Background(), p, 0, Options{WaitHeld: true, Lease: 8 * time.Second, Status: &status})
+	}()
 	select {
 	case err := <-done:
 		t.Fatalf("returned while the cell was held: %v", err)
