@@ -6,7 +6,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 export CGO_LDFLAGS := -lopenblas
 CONFIG ?= configs/fmnist-t5.yaml
 
-.PHONY: setup setup-gpu build train test test-slurm bench vet
+.PHONY: setup setup-gpu build train test test-slurm bench vet image test-image
 
 setup:
 	bash scripts/setup.sh
@@ -52,7 +52,33 @@ test-kernels: setup
 # A sweep submitted to a real one-node Slurm cluster that scripts/slurm-local.sh
 # installs (slurm-wlm, munge; needs root), starts and stops (docs/cluster.md).
 test-slurm: setup
-	bash scripts/slurm-local.sh run -- $(GO) test -count=1 -timeout 15m -run TestSweepOnSlurm ./cmd/bicyc/ -slurm
+	bash scripts/slurm-local.sh run -- $(GO) test -count=1 -timeout 15m -run 'TestSweep(Failures)?OnSlurm' ./cmd/bicyc/ -slurm
+
+# The container image (docs/cluster.md): bicyc, bicyc-infer, ONNX Runtime, the
+# libraries they load, CA certificates and Fashion-MNIST, FROM scratch, as one
+# OCI layout / docker-archive tar built by deploy/image without a container
+# engine. The same commit gives the same bytes (-trimpath, file times from the
+# commit). test-image checks that, then loads it into podman, trains inside it
+# and compares its served answers with this machine's; .ci/run runs it.
+IMAGE ?= build/image/bicyc.tar
+IMAGE_REF ?= localhost/bicyc:dev
+IMAGE_EPOCH = $(shell git log -1 --format=%ct)
+image: setup
+	$(GO) build -trimpath -o build/image/bin/ ./cmd/bicyc ./cmd/bicyc-infer
+	$(GO) run ./deploy/image --bin build/image/bin --ref $(IMAGE_REF) --epoch $(IMAGE_EPOCH) \
+		--revision $$(git rev-parse HEAD) $(if $(IMAGE_GPU_DIR),--gpu-dir $(IMAGE_GPU_DIR)) --out $(IMAGE)
+	@ls -l $(IMAGE)
+
+# The same archive with a second reference, $(IMAGE_REF)-gpu: one more layer
+# with ONNX Runtime's CUDA and TensorRT providers (make setup-gpu, docs/gpu.md).
+.PHONY: image-gpu
+image-gpu: setup-gpu
+	$(MAKE) image IMAGE_GPU_DIR=/usr/local/lib/bicyc/gpu
+
+test-image: image
+	bash scripts/setup-image.sh
+	$(GO) test -count=1 -timeout 10m -run 'TestImage' ./deploy/image/ \
+		-image $(abspath $(IMAGE)) -ref $(IMAGE_REF) -bin $(abspath build/image/bin) -epoch $(IMAGE_EPOCH)
 
 bench: setup
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./models/...

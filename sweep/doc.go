@@ -20,7 +20,8 @@
 // the outcome in cells/<run>.json. ReadStatus reads every cell's state
 // from the directory alone; package report merges the runs from it. Run
 // runs every cell in plan order in one process. WriteSlurm writes the
-// plan as Slurm job arrays (one per wave, afterok between them) and
+// plan as Slurm job arrays (each task after its own source's task,
+// aftercorr) and a report job, and
 // SubmitSlurm submits them; WriteKubernetes writes Kubernetes Indexed Jobs.
 //
 // Workers may run cells of one directory concurrently; the locks keep a

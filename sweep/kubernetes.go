@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,35 @@ type Kubernetes struct {
 	// Lease is the cells' lock lease (`bicyc sweep --lease`): a pod that
 	// replaces a lost one takes the cell over after it.
 	Lease time.Duration
+	// NodeSelector are node labels the pods must run on (key=value).
+	NodeSelector map[string]string
+	// Tolerations are taints the pods tolerate, each key[=value]:effect
+	// (effect NoSchedule, PreferNoSchedule or NoExecute; without a value
+	// the taint's key alone matches).
+	Tolerations []string
+	// GPUs is each worker's nvidia.com/gpu limit; 0 requests none.
+	GPUs int
+}
+
+// JobTTL is how long a finished Job (and its pods' logs) stays before
+// Kubernetes deletes it (ttlSecondsAfterFinished).
+const JobTTL = 7 * 24 * time.Hour
+
+// tolerationEffects are the taint effects Kubernetes knows.
+var tolerationEffects = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
+
+// parseToleration reads key[=value]:effect.
+func parseToleration(t string) (k8sToleration, error) {
+	kv, effect, ok := strings.Cut(t, ":")
+	key, value, hasValue := strings.Cut(kv, "=")
+	if !ok || key == "" || !slices.Contains(tolerationEffects, effect) {
+		return k8sToleration{}, fmt.Errorf("toleration %q: want key[=value]:effect, effect one of %s", t, strings.Join(tolerationEffects, ", "))
+	}
+	tol := k8sToleration{Key: key, Operator: "Exists", Effect: effect}
+	if hasValue {
+		tol.Operator, tol.Value = "Equal", value
+	}
+	return tol, nil
 }
 
 // dnsLabel is what Kubernetes accepts as an object name part.
@@ -68,6 +98,19 @@ func (k Kubernetes) Validate() error {
 	if k.Parallelism < 0 {
 		bad("parallelism %d is negative", k.Parallelism)
 	}
+	if k.GPUs < 0 {
+		bad("--gpus %d is negative", k.GPUs)
+	}
+	for _, t := range k.Tolerations {
+		if _, err := parseToleration(t); err != nil {
+			bad("%v", err)
+		}
+	}
+	for key, v := range k.NodeSelector {
+		if key == "" || strings.ContainsAny(key+v, " \n\t") {
+			bad("node selector %q=%q: want key=value without spaces", key, v)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -88,20 +131,29 @@ type (
 		Spec       k8sJobSpec `yaml:"spec"`
 	}
 	k8sJobSpec struct {
-		CompletionMode string         `yaml:"completionMode"`
-		Completions    int            `yaml:"completions"`
-		Parallelism    int            `yaml:"parallelism"`
-		BackoffLimit   int            `yaml:"backoffLimit"`
-		Template       k8sPodTemplate `yaml:"template"`
+		CompletionMode          string         `yaml:"completionMode"`
+		Completions             int            `yaml:"completions"`
+		Parallelism             int            `yaml:"parallelism"`
+		BackoffLimit            int            `yaml:"backoffLimit"`
+		TTLSecondsAfterFinished int            `yaml:"ttlSecondsAfterFinished"`
+		Template                k8sPodTemplate `yaml:"template"`
 	}
 	k8sPodTemplate struct {
 		Metadata k8sMeta    `yaml:"metadata"`
 		Spec     k8sPodSpec `yaml:"spec"`
 	}
 	k8sPodSpec struct {
-		RestartPolicy string         `yaml:"restartPolicy"`
-		Containers    []k8sContainer `yaml:"containers"`
-		Volumes       []k8sVolume    `yaml:"volumes"`
+		RestartPolicy string            `yaml:"restartPolicy"`
+		NodeSelector  map[string]string `yaml:"nodeSelector,omitempty"`
+		Tolerations   []k8sToleration   `yaml:"tolerations,omitempty"`
+		Containers    []k8sContainer    `yaml:"containers"`
+		Volumes       []k8sVolume       `yaml:"volumes"`
+	}
+	k8sToleration struct {
+		Key      string `yaml:"key"`
+		Operator string `yaml:"operator"`
+		Value    string `yaml:"value,omitempty"`
+		Effect   string `yaml:"effect"`
 	}
 	k8sContainer struct {
 		Name         string           `yaml:"name"`
@@ -115,9 +167,12 @@ type (
 	k8sEnv struct {
 		Name      string `yaml:"name"`
 		ValueFrom struct {
-			FieldRef struct {
+			FieldRef *struct {
 				FieldPath string `yaml:"fieldPath"`
-			} `yaml:"fieldRef"`
+			} `yaml:"fieldRef,omitempty"`
+			ResourceFieldRef *struct {
+				Resource string `yaml:"resource"`
+			} `yaml:"resourceFieldRef,omitempty"`
 		} `yaml:"valueFrom"`
 	}
 	k8sResources struct {
@@ -154,8 +209,9 @@ type (
 //	               per cell of wave k; its pod with completion index i
 //	               runs `bicyc sweep --out <SweepDir> --wave k --wave-index i`
 //	               (JOB_COMPLETION_INDEX), the i-th cell of the wave
-//	apply.sh       kubectl apply of each wave, then kubectl wait for the
-//	               Job to complete before the next
+//	apply.sh       kubectl apply of each wave, then a wait until its Job
+//	               is complete (the next wave) or failed (it stops, exit
+//	               status 1, saying which)
 //
 // Every pod mounts Claim at MountPath; the sweep directory must be on that
 // volume (the one written here, copied there, or written there directly).
@@ -181,7 +237,7 @@ func WriteKubernetes(plan *Plan, k Kubernetes) ([]string, error) {
 		files = append(files, filepath.Join(dir, name))
 		return durable.WriteFile(filepath.Join(dir, name), b)
 	}
-	apply := "#!/bin/bash\n# Runs the sweep's waves in order (written by bicyc sweep --emit k8s).\nset -euo pipefail\ncd \"$(dirname \"$0\")\"\n"
+	apply := "#!/bin/bash\n# Runs the sweep's waves in order (written by bicyc sweep --emit k8s).\nset -euo pipefail\ncd \"$(dirname \"$0\")\"\n" + waitJob(k.Namespace)
 	if k.ClaimSize != "" {
 		var c k8sClaim
 		c.APIVersion, c.Kind, c.Metadata = "v1", "PersistentVolumeClaim", k8sMeta{Name: k.Claim, Namespace: k.Namespace, Labels: labels}
@@ -193,20 +249,41 @@ func WriteKubernetes(plan *Plan, k Kubernetes) ([]string, error) {
 		}
 		apply += "kubectl apply -f claim.yaml\n"
 	}
-	ns := ""
-	if k.Namespace != "" {
-		ns = " -n " + k.Namespace
-	}
 	for w, cells := range plan.Waves() {
 		job := k.job(fmt.Sprintf("%s-w%d", base, w), labels, w, len(cells))
 		name := fmt.Sprintf("wave-%d.yaml", w)
 		if err := write(name, job); err != nil {
 			return nil, err
 		}
-		apply += fmt.Sprintf("kubectl apply -f %s\nkubectl wait%s --for=condition=complete --timeout=\"${WAIT_TIMEOUT:-24h}\" job/%s\n", name, ns, job.Metadata.Name)
+		apply += fmt.Sprintf("kubectl apply -f %s\nwait_job %s\n", name, job.Metadata.Name)
 	}
 	files = append(files, filepath.Join(dir, "apply.sh"))
 	return files, durable.WriteFile(filepath.Join(dir, "apply.sh"), []byte(apply))
+}
+
+// waitJob is apply.sh's shell function wait_job JOB: it polls the Job's
+// conditions until it is complete (returns 0) or failed (returns 1, naming
+// where to look), or WAIT_SECONDS (default a day) have passed.
+func waitJob(namespace string) string {
+	ns := ""
+	if namespace != "" {
+		ns = " -n " + namespace
+	}
+	return `wait_job() {
+	local deadline=$((SECONDS + ${WAIT_SECONDS:-86400})) conds
+	while :; do
+		conds=$(kubectl get` + ns + ` "job/$1" -o 'jsonpath={.status.conditions[?(@.status=="True")].type}')
+		case " $conds " in
+		*" Complete "*) echo "job $1: complete"; return 0 ;;
+		*" Failed "*) echo "job $1: failed (kubectl describe` + ns + ` job/$1; bicyc sweep --out <the sweep directory> --status)" >&2; return 1 ;;
+		esac
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			echo "job $1: neither complete nor failed after ${WAIT_SECONDS:-86400} s" >&2; return 1
+		fi
+		sleep "${POLL_SECONDS:-10}"
+	done
+}
+`
 }
 
 // job is the Indexed Job of wave w with n cells.
@@ -218,24 +295,49 @@ func (k Kubernetes) job(name string, labels map[string]string, w, n int) k8sJob 
 	c := k8sContainer{
 		Name: "worker", Image: k.Image, Command: []string{"bicyc"},
 		Args: []string{"sweep", "--out", k.SweepDir, "--wave", strconv.Itoa(w),
-			"--wave-index", "$(JOB_COMPLETION_INDEX)", "--lease", lease.String()},
+			"--wave-index", "$(JOB_COMPLETION_INDEX)", "--lease", lease.String(), "--wait-held"},
 		VolumeMounts: []k8sVolumeMount{{Name: "sweep", MountPath: k.MountPath}},
 	}
 	// The Job controller sets this variable too; naming it here makes
 	// $(JOB_COMPLETION_INDEX) in args expand on every Kubernetes version.
 	var env k8sEnv
 	env.Name = "JOB_COMPLETION_INDEX"
-	env.ValueFrom.FieldRef.FieldPath = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+	env.ValueFrom.FieldRef = &struct {
+		FieldPath string `yaml:"fieldPath"`
+	}{"metadata.annotations['batch.kubernetes.io/job-completion-index']"}
 	c.Env = []k8sEnv{env}
 	if k.CPU != "" || k.Memory != "" {
 		c.Resources.Requests = map[string]string{}
 	}
+	if k.CPU != "" || k.Memory != "" || k.GPUs > 0 {
+		c.Resources.Limits = map[string]string{}
+	}
 	if k.CPU != "" {
+		// The limit equals the request, and the training's threads (Go's
+		// and OpenBLAS's) come from it, in whole cores rounded up, rather
+		// than from the node's cores, which threads: 0 would take.
 		c.Resources.Requests["cpu"] = k.CPU
+		c.Resources.Limits["cpu"] = k.CPU
+		for _, name := range []string{"GOMAXPROCS", "OPENBLAS_NUM_THREADS"} {
+			var e k8sEnv
+			e.Name = name
+			e.ValueFrom.ResourceFieldRef = &struct {
+				Resource string `yaml:"resource"`
+			}{"limits.cpu"}
+			c.Env = append(c.Env, e)
+		}
 	}
 	if k.Memory != "" {
 		c.Resources.Requests["memory"] = k.Memory
-		c.Resources.Limits = map[string]string{"memory": k.Memory}
+		c.Resources.Limits["memory"] = k.Memory
+	}
+	if k.GPUs > 0 {
+		c.Resources.Limits["nvidia.com/gpu"] = strconv.Itoa(k.GPUs)
+	}
+	var tolerations []k8sToleration
+	for _, t := range k.Tolerations {
+		tol, _ := parseToleration(t) // checked by Validate
+		tolerations = append(tolerations, tol)
 	}
 	var vol k8sVolume
 	vol.Name = "sweep"
@@ -251,12 +353,14 @@ func (k Kubernetes) job(name string, labels map[string]string, w, n int) k8sJob 
 			CompletionMode: "Indexed", Completions: n, Parallelism: par,
 			// A cell that fails is retried where it stopped; a failing
 			// configuration stops the wave after two tries of each cell.
-			BackoffLimit: 2 * n,
+			BackoffLimit:            2 * n,
+			TTLSecondsAfterFinished: int(JobTTL.Seconds()),
 			Template: k8sPodTemplate{
 				Metadata: k8sMeta{Labels: labels},
 				// OnFailure restarts the worker in its pod: its lock is
 				// taken over at once (same host and boot, another process).
-				Spec: k8sPodSpec{RestartPolicy: "OnFailure", Containers: []k8sContainer{c}, Volumes: []k8sVolume{vol}},
+				Spec: k8sPodSpec{RestartPolicy: "OnFailure", NodeSelector: k.NodeSelector, Tolerations: tolerations,
+					Containers: []k8sContainer{c}, Volumes: []k8sVolume{vol}},
 			},
 		},
 	}

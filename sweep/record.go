@@ -65,6 +65,17 @@ type RunRecord struct {
 	Log    string `json:"log,omitempty"`
 }
 
+// Count is the number of runs of r whose Status is status.
+func (r *Record) Count(status string) int {
+	n := 0
+	for _, run := range r.Runs {
+		if run.Status == status {
+			n++
+		}
+	}
+	return n
+}
+
 // ReadRecord reads a sweep.json. A missing file gives an error
 // wrapping fs.ErrNotExist; a corrupt one an error wrapping ErrInvalidRecord.
 func ReadRecord(path string) (*Record, error) {

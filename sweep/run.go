@@ -38,6 +38,11 @@ type Options struct {
 	// when the worker runs on another host (see AcquireLock); 0 means
 	// DefaultLease.
 	Lease time.Duration
+	// WaitHeld makes RunCell wait while another worker holds the cell
+	// (until that worker ends, or its lock can be taken over once its
+	// lease expires) instead of returning ErrCellHeld: a task Slurm
+	// requeued on another node waits out its dead predecessor's lease.
+	WaitHeld bool
 }
 
 // Run runs the plan of spec in spec.Out, one cell at a time in plan order,
@@ -109,6 +114,12 @@ func saveStatus(out string) (*Record, error) {
 	return rec, durable.WriteJSON(filepath.Join(out, RecordFile), rec)
 }
 
+// heldPoll is how often a worker waiting for a held cell tries its lock:
+// an eighth of the lease, between 1 and 30 seconds.
+func heldPoll(lease time.Duration) time.Duration {
+	return min(max(lease/8, time.Second), 30*time.Second)
+}
+
 // ErrWaiting is wrapped when a cell cannot start yet: the cell it waits
 // for has not finished.
 var ErrWaiting = errors.New("cell waits for another")
@@ -146,6 +157,17 @@ func runCell(ctx context.Context, plan *Plan, i int, opts Options, prefix string
 		return err
 	}
 	lock, lctx, took, err := AcquireLock(ctx, cellFile(out, c.Run.Name, ".lock"), lease)
+	for waited := false; opts.WaitHeld && errors.Is(err, ErrCellHeld); waited = true {
+		if !waited {
+			fmt.Fprintf(status, "%s: %v; waiting until it is free\n", prefix, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(heldPoll(lease)):
+		}
+		lock, lctx, took, err = AcquireLock(ctx, cellFile(out, c.Run.Name, ".lock"), lease)
+	}
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,10 @@ type cellOutcome struct {
 	WallSeconds float64   `json:"wall_seconds"`
 	Host        string    `json:"host"`
 	Updated     time.Time `json:"updated"`
+	// SlurmJob is the Slurm array job and task (123_4) and SlurmJobID the
+	// task's own job id (125) of the worker, when Slurm ran it.
+	SlurmJob   string `json:"slurm_job,omitempty"`
+	SlurmJobID string `json:"slurm_job_id,omitempty"`
 }
 
 // readOutcome reads the outcome of the named cell; ok is false when no
@@ -83,10 +87,25 @@ func overlayState(out string, i int, r *RunRecord) error {
 		r.Status, r.Error, r.Holder = StatusRunning, "", holder.String()
 	case ok && o.Status == StatusFailed:
 		r.Status, r.Error = StatusFailed, o.Error
+		if o.SlurmJob != "" {
+			r.Error = fmt.Sprintf("slurm job %s: %s", o.SlurmJob, o.Error)
+		}
 	case state == StatusRunning || ok:
 		r.Status, r.Error = StatusStopped, ""
 	default:
 		r.Status, r.Error = StatusPending, ""
+	}
+	// A task that ended before bicyc recorded the cell (the binary missing
+	// on the node, a refusal, a kill) is known only from the exit record
+	// its sbatch script wrote.
+	if r.Status == StatusPending || r.Status == StatusStopped {
+		e, exited, err := readTaskExit(out, i)
+		if err != nil {
+			return err
+		}
+		if exited && e.ExitCode != 0 && !ok {
+			r.Status, r.Error = StatusFailed, e.reason()
+		}
 	}
 	r.Log = ""
 	if log := CellLog(i); fileExists(filepath.Join(out, log)) {
@@ -154,9 +173,14 @@ func FormatStatus(out string, rec *Record) string {
 	return fmt.Sprintf("sweep %s: %d cells: %s\n%s", out, len(rec.Runs), strings.Join(head, ", "), b.String())
 }
 
-// writeOutcome records how this worker leaves the named cell.
+// writeOutcome records how this worker leaves the named cell, and the Slurm
+// job running it, if any.
 func writeOutcome(out, name string, o cellOutcome) error {
 	o.Host, _ = os.Hostname()
 	o.Updated = time.Now().UTC()
+	if job, task := os.Getenv("SLURM_ARRAY_JOB_ID"), os.Getenv("SLURM_ARRAY_TASK_ID"); job != "" && task != "" {
+		o.SlurmJob = job + "_" + task
+	}
+	o.SlurmJobID = os.Getenv("SLURM_JOB_ID")
 	return durable.WriteJSON(cellFile(out, name, ".json"), o)
 }

@@ -291,8 +291,9 @@ func TestSweepCells(t *testing.T) {
 		t.Fatalf("cell 3 without its data: %v", err)
 	}
 	status, _, err := bicyc(ctx, "sweep", "--out", out, "--status")
-	if err != nil || !strings.Contains(status, "cell 3 finetune-s1: failed: ") || !strings.Contains(status, "fashion-mnist-missing") {
-		t.Errorf("status after a failed cell: %v\n%s", err, status)
+	if err == nil || !strings.Contains(err.Error(), "1 of 4 cells failed") ||
+		!strings.Contains(status, "cell 3 finetune-s1: failed: ") || !strings.Contains(status, "fashion-mnist-missing") {
+		t.Errorf("status after a failed cell (want it listed, and an error): %v\n%s", err, status)
 	}
 	if _, _, err := bicyc(ctx, "report", out); err != nil {
 		t.Fatal(err)
@@ -352,16 +353,9 @@ func TestSweepOnSlurm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var jobs []string
-	for _, line := range strings.Split(stdout, "\n") {
-		var wave int
-		var id string
-		if n, _ := fmt.Sscanf(line, "wave %d: job %s", &wave, &id); n == 2 {
-			jobs = append(jobs, id)
-		}
-	}
-	if len(jobs) != 2 {
-		t.Fatalf("submitted %v, want two job arrays (task 1 runs, then their forks):\n%s", jobs, stdout)
+	jobs := submittedJobs(stdout)
+	if len(jobs) != 3 || !strings.Contains(stdout, "wave 0 cells 0,2: job ") || !strings.Contains(stdout, "wave 1 cells 1,3: job ") {
+		t.Fatalf("submitted %v, want two job arrays (task 1 runs, then their forks) and the report job:\n%s", jobs, stdout)
 	}
 	// Wait until Slurm no longer lists the jobs.
 	waitFor(t, "the job arrays "+strings.Join(jobs, ", "), 9*time.Minute, func() bool {
@@ -430,5 +424,187 @@ func TestEmitKubernetesSmoke(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "k8s", "wave-2.yaml")); !os.IsNotExist(err) {
 		t.Errorf("a third wave for a sweep of two (%v)", err)
+	}
+}
+
+// submittedJobs are the job ids bicyc sweep --submit printed: the arrays',
+// then the report job's.
+func submittedJobs(stdout string) []string {
+	var jobs []string
+	for _, line := range strings.Split(stdout, "\n") {
+		if _, id, ok := strings.Cut(line, ": job "); ok && (strings.HasPrefix(line, "wave ") || strings.HasPrefix(line, "report")) {
+			jobs = append(jobs, strings.Fields(id)[0])
+		}
+	}
+	return jobs
+}
+
+// TestSweepFailuresOnSlurm submits the smoke sweep with 3 seeds to a real
+// Slurm with --max-parallel 1 through a wrapper that cannot run bicyc for
+// cell 2 (the binary missing on the node), and cancels cell 4's task while
+// it waits, and cell 1's data goes missing before it starts: a missing
+// --bicyc is refused at submit; the cells of wave 0 run one after the
+// other; cell 1 still runs after cell 0 (its own source) and fails, while
+// the cells that start from cells 2 and 4 never run; --status names cell 1
+// (bicyc's error) and cell 2 (the reason from its task's exit record) as
+// failed with their jobs and logs, and exits non-zero; cells/*.json hold the job ids;
+// the report job runs once every array has ended and writes report.md.
+func TestSweepFailuresOnSlurm(t *testing.T) {
+	if !*slurmTest {
+		t.Skip("needs a Slurm cluster: make test-slurm")
+	}
+	if os.Getenv("SLURM_CONF") == "" {
+		t.Fatal("-slurm without SLURM_CONF: run make test-slurm")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "smoke")
+	if _, _, err := bicyc(ctx, "sweep", "--sweep", smokeSweep, "--out", out, "--submit", "slurm", "--bicyc", "/nonexistent/bicyc"); err == nil ||
+		!strings.Contains(err.Error(), "/nonexistent/bicyc") {
+		t.Fatalf("--bicyc /nonexistent/bicyc: %v", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapper := filepath.Join(dir, "bicyc")
+	script := fmt.Sprintf("#!/bin/sh\ncase \" $* \" in *\" --cell 2 \"*) exec /nonexistent/bicyc \"$@\" ;; esac\nexec %s \"$@\"\n", exe)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(workerEnv, "1")
+	stdout, _, err := bicyc(ctx, "sweep", "--sweep", smokeSweep, "--seeds", "3", "--out", out, "--submit", "slurm", "--bicyc", wrapper,
+		"--cpus-per-task", "1", "--time", "10:00", "--max-parallel", "1")
+	os.Unsetenv(workerEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := submittedJobs(stdout)
+	if len(jobs) != 3 || !strings.Contains(stdout, "wave 0 cells 0,2,4: job "+jobs[0]) || !strings.Contains(stdout, "wave 1 cells 1,3,5: job "+jobs[1]) {
+		t.Fatalf("submitted %v, want two job arrays and the report job:\n%s", jobs, stdout)
+	}
+	// Cell 4 waits for its turn behind cell 0 (--max-parallel 1).
+	if b, err := exec.CommandContext(ctx, "scancel", jobs[0]+"_4").CombinedOutput(); err != nil {
+		t.Fatalf("scancel %s_4: %v %s", jobs[0], err, b)
+	}
+	// Cell 1 starts once cell 0 has trained: by then its data directory
+	// is missing, so bicyc records its failure.
+	frozen := filepath.Join(out, sweep.CellsDir, "finetune-s0.yaml")
+	good, err := os.ReadFile(frozen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(frozen, []byte(strings.Replace(string(good), "/fashion-mnist\n", "/fashion-mnist-missing\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the jobs "+strings.Join(jobs, ", "), 7*time.Minute, func() bool {
+		b, err := exec.CommandContext(ctx, "squeue", "-h", "-j", strings.Join(jobs, ",")).Output()
+		return err == nil && strings.TrimSpace(string(b)) == ""
+	})
+
+	status, _, err := bicyc(ctx, "sweep", "--out", out, "--status")
+	if err == nil || !strings.Contains(err.Error(), "2 of 6 cells failed") {
+		t.Errorf("--status with failed cells: error %v", err)
+	}
+	for _, want := range []string{
+		"6 cells: 1 finished, 2 failed, 3 pending",
+		"cell 1 finetune-s0: failed: slurm job " + jobs[1] + "_0: data: /usr/share/datasets/fashion-mnist-missing",
+		"log: logs/cell-1.log",
+		"cell 2 bicyc-s1: failed: slurm job " + jobs[0] + "_2: the bicyc binary could not be run",
+		"log: logs/cell-2.log\n",
+	} {
+		if !strings.Contains(status, want) {
+			t.Errorf("--status lacks %q:\n%s", want, status)
+		}
+	}
+	for _, cell := range []string{"cell 3 finetune-s1: pending", "cell 4 bicyc-s2: pending", "cell 5 finetune-s2: pending"} {
+		if !strings.Contains(status, cell) {
+			t.Errorf("--status lacks %q:\n%s", cell, status)
+		}
+	}
+	var o struct {
+		SlurmJob string `json:"slurm_job"`
+	}
+	if b, err := os.ReadFile(filepath.Join(out, sweep.CellsDir, "finetune-s0.json")); err != nil || json.Unmarshal(b, &o) != nil || o.SlurmJob != jobs[1]+"_0" {
+		t.Errorf("cells/finetune-s0.json: slurm job %q, want %s_0 (the task of its source's id) (%v)", o.SlurmJob, jobs[1], err)
+	}
+	// --max-parallel 1: cell 2's task started after cell 0's ended.
+	span := func(i int) (start, end string) {
+		b, _ := os.ReadFile(filepath.Join(out, sweep.CellLog(i)))
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			switch {
+			case len(f) > 2 && f[0] == "==" && strings.Contains(line, " job "):
+				start = f[1]
+			case len(f) > 2 && f[0] == "==" && strings.Contains(line, "exit status"):
+				end = f[1]
+			}
+		}
+		return start, end
+	}
+	s0, e0 := span(0)
+	s2, e2 := span(2)
+	if s0 == "" || e0 == "" || s2 == "" || e2 == "" || (s2 < e0 && s0 < e2) {
+		t.Errorf("with --max-parallel 1, cell 0 ran %s-%s and cell 2 %s-%s", s0, e0, s2, e2)
+	}
+	report, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil || !strings.Contains(string(report), "bicyc-s1") {
+		b, _ := os.ReadFile(filepath.Join(out, sweep.LogsDir, "report.log"))
+		t.Errorf("report job: report.md %v\nlogs/report.log:\n%s", err, b)
+	}
+}
+
+// TestClusterDocKubernetes runs the command of docs/cluster.md's
+// Kubernetes section word for word, every optional part included, in a
+// directory where configs/ is the repository's, and checks that the Jobs
+// it writes carry the names, paths and settings the page gives.
+func TestClusterDocKubernetes(t *testing.T) {
+	md, err := os.ReadFile("../../docs/cluster.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(md)[strings.Index(string(md), "\n## Kubernetes\n"):]
+	block := section[strings.Index(section, "```\n")+4:]
+	block = block[:strings.Index(block, "```")]
+	line := strings.NewReplacer("\\\n", " ", "[", "", "]", "", "...", "").Replace(block)
+	args := strings.Fields(line)
+	if len(args) < 2 || args[0] != "bicyc" {
+		t.Fatalf("docs/cluster.md's Kubernetes command: %q", line)
+	}
+	dir := t.TempDir()
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(repo, "configs"), filepath.Join(dir, "configs")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	if _, _, err := bicyc(context.Background(), args[1:]...); err != nil {
+		t.Fatalf("%s: %v", line, err)
+	}
+	var job batchv1.Job
+	b, err := os.ReadFile("runs/sweeps/e10/k8s/wave-0.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k8syaml.UnmarshalStrict(b, &job); err != nil {
+		t.Fatal(err)
+	}
+	pod := job.Spec.Template.Spec
+	c := pod.Containers[0]
+	if c.Image != "registry.example/bicyc:1" || pod.Volumes[0].PersistentVolumeClaim.ClaimName != "bicyc-sweeps" ||
+		c.VolumeMounts[0].MountPath != "/sweeps" || !slices.Contains(c.Args, "/sweeps/e10") || !slices.Contains(c.Args, "10m0s") ||
+		job.Namespace != "ml" || *job.Spec.Parallelism > 8 || pod.NodeSelector["pool"] != "cpu" ||
+		len(pod.Tolerations) != 1 || pod.Tolerations[0].Key != "dedicated" || pod.Tolerations[0].Effect != corev1.TaintEffectNoSchedule ||
+		c.Resources.Limits.Cpu().String() != "2" || c.Resources.Limits.Memory().String() != "4Gi" ||
+		c.Resources.Limits.Name("nvidia.com/gpu", "").String() != "1" {
+		t.Errorf("wave 0 of %q:\n%s", line, b)
+	}
+	var claim corev1.PersistentVolumeClaim
+	if b, err = os.ReadFile("runs/sweeps/e10/k8s/claim.yaml"); err != nil || k8syaml.UnmarshalStrict(b, &claim) != nil ||
+		claim.Spec.Resources.Requests.Storage().String() != "50Gi" || *claim.Spec.StorageClassName != "nfs" {
+		t.Errorf("claim.yaml (%v):\n%s", err, b)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/bicyc/bicyc/kernels"
+	"github.com/bicyc/bicyc/sweep"
 )
 
 func main() {
@@ -17,6 +18,8 @@ func main() {
 	}
 	if err := newRootCmd().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "bicyc:", err)
-		os.Exit(1)
+		// A sweep worker's refusals have their own statuses, which the
+		// scheduler's record of the task keeps (sweep.ExitCode).
+		os.Exit(sweep.ExitCode(err))
 	}
 }

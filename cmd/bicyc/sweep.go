@@ -39,6 +39,9 @@ type sweepOptions struct {
 	emit      string
 	dryRun    bool
 	lease     time.Duration
+	// maxParallel caps the cells of a wave at once on either scheduler.
+	maxParallel int
+	waitHeld    bool
 
 	slurm sweep.Slurm
 	k8s   sweep.Kubernetes
@@ -73,8 +76,9 @@ resolved configuration) and lists the cells with the cell each waits for (a seed
 run before the runs that fork its task 1, a run before its classifier rescoring).
 --cell N runs one cell from that plan (resumable, idempotent; a cell another live worker
 holds is refused, one whose worker died is taken over); --status lists the cells' states
-with their logs. --submit slurm writes job arrays (one per wave of cells, afterok between
-waves) into <out>/slurm and submits them with sbatch (--dry-run only writes them);
+with their logs (exit status 1 when any failed). --submit slurm writes job arrays (each cell's
+task starts after its source's task, aftercorr; --max-parallel caps each array) and a report
+job that runs once they have ended into <out>/slurm and submits them with sbatch (--dry-run only writes them);
 --emit k8s writes Kubernetes Indexed Jobs into <out>/k8s. bicyc report <out> merges the
 runs from their directories. Examples:
   bicyc sweep --sweep configs/sweeps/smoke.yaml --out /shared/smoke --plan
@@ -112,6 +116,9 @@ runs from their directories. Examples:
 	f.StringVar(&opts.slurm.Account, "account", "", "Slurm `account`")
 	f.StringArrayVar(&opts.slurm.Extra, "sbatch-arg", nil, "another sbatch option for every array, `--opt=value` (repeatable)")
 	f.StringVar(&opts.slurm.Bicyc, "bicyc", "", "the bicyc `binary` as the workers see it (default: this one)")
+	f.BoolVar(&opts.waitHeld, "wait-held", false, "with --cell or --wave: wait while another worker holds the cell instead of refusing it")
+	f.BoolVar(&opts.slurm.Requeue, "requeue", false, "Slurm: a task near its --time limit stops its cell and goes back to the queue, to resume it")
+	f.IntVar(&opts.maxParallel, "max-parallel", 0, "at most `n` cells of a wave at once (Slurm: --array=...%n; Kubernetes: the Jobs' parallelism); 0: no cap")
 	f.StringVar(&opts.k8s.Image, "image", "", "Kubernetes: container `image` with bicyc on PATH and the datasets")
 	f.StringVar(&opts.k8s.Namespace, "namespace", "", "Kubernetes `namespace`")
 	f.StringVar(&opts.k8s.Claim, "claim", "bicyc-sweeps", "Kubernetes PersistentVolumeClaim `name` holding the sweep directory")
@@ -119,9 +126,12 @@ runs from their directories. Examples:
 	f.StringVar(&opts.k8s.SweepDir, "pod-out", "", "the sweep directory in the pods (`path`; default <mount>/<base name of --out>)")
 	f.StringVar(&opts.k8s.ClaimSize, "claim-size", "", "also write the claim, ReadWriteMany, of this `size` (e.g. 20Gi)")
 	f.StringVar(&opts.k8s.StorageClass, "storage-class", "", "storage `class` of the claim")
-	f.StringVar(&opts.k8s.CPU, "cpu", "", "Kubernetes CPU request per cell (`quantity`)")
+	f.StringVar(&opts.k8s.CPU, "cpu", "", "Kubernetes CPU request and limit per cell (`quantity`; the training's threads follow it)")
 	f.StringVar(&opts.k8s.Memory, "memory", "", "Kubernetes memory request and limit per cell (`quantity`)")
 	f.IntVar(&opts.k8s.Parallelism, "parallelism", 0, "Kubernetes pods per wave at once (`n`; 0: all)")
+	f.StringToStringVar(&opts.k8s.NodeSelector, "node-selector", nil, "Kubernetes: run the pods on nodes with this label, `key=value` (repeatable)")
+	f.StringArrayVar(&opts.k8s.Tolerations, "toleration", nil, "Kubernetes: tolerate the taint `key[=value]:effect` (repeatable)")
+	f.IntVar(&opts.k8s.GPUs, "gpus", 0, "Kubernetes: `n` GPUs per cell (nvidia.com/gpu)")
 	cmd.MarkFlagsMutuallyExclusive(sweepModes...)
 	cmd.MarkFlagsRequiredTogether("wave", "wave-index")
 	return cmd
@@ -135,7 +145,7 @@ func runSweepCmd(ctx context.Context, g *globalOptions, opts *sweepOptions, cmd 
 	if opts.dryRun && !changed("submit") {
 		return fmt.Errorf("sweep: --dry-run goes with --submit")
 	}
-	workerOpts := sweep.Options{Train: train.Options{Log: errOut, Progress: progressWriter(cmd)}, Status: errOut, Lease: opts.lease}
+	workerOpts := sweep.Options{Train: train.Options{Log: errOut, Progress: progressWriter(cmd)}, Status: errOut, Lease: opts.lease, WaitHeld: opts.waitHeld}
 	switch {
 	case changed("status"), changed("cell"), changed("wave"):
 		dir, err := sweepDir(opts)
@@ -148,6 +158,9 @@ func runSweepCmd(ctx context.Context, g *globalOptions, opts *sweepOptions, cmd 
 				return err
 			}
 			fmt.Fprint(out, sweep.FormatStatus(dir, rec))
+			if n := rec.Count(sweep.StatusFailed); n > 0 {
+				return fmt.Errorf("sweep: %d of %d cells failed (their logs are listed above)", n, len(rec.Runs))
+			}
 			return nil
 		}
 		plan, err := sweep.ReadPlan(dir)
@@ -230,22 +243,27 @@ func submitSweep(ctx context.Context, plan *sweep.Plan, opts *sweepOptions, out 
 	if s.Workdir, err = os.Getwd(); err != nil {
 		return err
 	}
-	submit, err := sweep.WriteSlurm(plan, s)
+	s.Lease, s.MaxParallel = opts.lease, opts.maxParallel
+	submit, skipped, err := sweep.WriteSlurm(plan, s)
 	if err != nil {
 		return err
+	}
+	for _, c := range skipped {
+		fmt.Fprintf(out, "left out %s\n", c)
 	}
 	if opts.dryRun {
 		fmt.Fprintf(out, "wrote %s (submit with: bash %s)\n", filepath.Dir(submit), submit)
 		return nil
 	}
-	jobs, err := sweep.SubmitSlurm(ctx, submit)
+	jobs, report, err := sweep.SubmitSlurm(ctx, submit)
 	if err != nil {
 		return err
 	}
-	for w := range len(plan.Waves()) {
-		if id, ok := jobs[w]; ok {
-			fmt.Fprintf(out, "wave %d: job %s\n", w, id)
-		}
+	for _, a := range jobs {
+		fmt.Fprintf(out, "wave %d cells %s: job %s\n", a.Wave, a.Cells, a.Job)
+	}
+	if report != "" {
+		fmt.Fprintf(out, "report: job %s (writes %s once every wave has ended)\n", report, filepath.Join(plan.Spec.Out, "report.md"))
 	}
 	fmt.Fprintf(out, "submitted %d job arrays; follow them with: bicyc sweep --out %s --status\n", len(jobs), plan.Spec.Out)
 	return nil
@@ -261,6 +279,12 @@ func emitSweep(plan *sweep.Plan, opts *sweepOptions, out io.Writer) error {
 		k.SweepDir = path.Join(k.MountPath, filepath.Base(plan.Spec.Out))
 	}
 	k.Lease = opts.lease
+	if opts.maxParallel > 0 {
+		if k.Parallelism > 0 && k.Parallelism != opts.maxParallel {
+			return fmt.Errorf("sweep: --max-parallel %d and --parallelism %d disagree: give one", opts.maxParallel, k.Parallelism)
+		}
+		k.Parallelism = opts.maxParallel
+	}
 	files, err := sweep.WriteKubernetes(plan, k)
 	if err != nil {
 		return err
