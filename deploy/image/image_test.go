@@ -14,10 +14,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
 	"golang.org/x/sys/unix"
 
 	"github.com/bicyc/bicyc/infer"
@@ -143,13 +145,20 @@ func TestImageRuns(t *testing.T) {
 	}
 	model := filepath.Join(work, "runs", "m", "model")
 
-	port := freePort(t)
+	// The server runs as KServe would start it: the ClusterServingRuntime's
+	// command and arguments, the model mounted where KServe's storage
+	// initializer puts it, only the ports moved to free ones on this host.
+	port, grpcPort := freePort(t), freePort(t)
 	name := fmt.Sprintf("bicyc-image-test-%d", os.Getpid())
-	podman(t, append([]string{"run", "-d", "--name", name, "--network", "host", "-v", mount + ":ro"}, containerFlags(*refFlag,
-		"bicyc-infer", "serve", "--model", "/work/runs/m/model", "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--admin-addr", "")...)...)
+	podman(t, append([]string{"run", "-d", "--name", name, "--network", "host", "-v", model + ":/mnt/models:ro"},
+		containerFlags(*refFlag, runtimeCommand(t, serve.DefaultModelName, port, grpcPort)...)...)...)
 	t.Cleanup(func() { exec.Command("podman", "rm", "-f", name).Run() })
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitReady(t, base+"/v2/health/ready", name)
+	probe := filepath.Join("..", "..", ".tools", "bin", "grpc-health-probe")
+	if out, err := exec.Command(probe, "-addr", fmt.Sprintf("127.0.0.1:%d", grpcPort)).CombinedOutput(); err != nil {
+		t.Errorf("gRPC health of the served image (%s, installed by scripts/setup.sh): %v\n%s", probe, err, out)
+	}
 
 	var images []string
 	all, _ := filepath.Glob("../../data/testdata/exif/*")
@@ -187,6 +196,48 @@ func TestImageRuns(t *testing.T) {
 			}
 		}
 	}
+}
+
+// runtimeCommand is the command of deploy/kserve/clusterservingruntime.yaml's
+// container with the InferenceService name filled in and the listeners
+// moved to ports free on this host (the test shares the host's network).
+func runtimeCommand(t *testing.T, model string, port, grpcPort int) []string {
+	t.Helper()
+	b, err := os.ReadFile("../kserve/clusterservingruntime.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rt struct {
+		Spec struct {
+			Containers []struct {
+				Command []string `yaml:"command"`
+				Args    []string `yaml:"args"`
+			} `yaml:"containers"`
+		} `yaml:"spec"`
+	}
+	if err := yaml.Unmarshal(b, &rt); err != nil || len(rt.Spec.Containers) != 1 {
+		t.Fatalf("clusterservingruntime.yaml: %v (%d containers, want 1)", err, len(rt.Spec.Containers))
+	}
+	c := rt.Spec.Containers[0]
+	moved := map[string]string{
+		"--addr=:8080":      fmt.Sprintf("--addr=127.0.0.1:%d", port),
+		"--grpc-addr=:8001": fmt.Sprintf("--grpc-addr=127.0.0.1:%d", grpcPort),
+	}
+	var cmd []string
+	for _, a := range append(slices.Clone(c.Command), c.Args...) {
+		a = strings.ReplaceAll(a, "{{.Name}}", model)
+		if m, ok := moved[a]; ok {
+			delete(moved, a)
+			a = m
+		}
+		cmd = append(cmd, a)
+	}
+	if len(moved) > 0 {
+		t.Fatalf("the runtime's arguments %q lack %v", cmd, moved)
+	}
+	// The admin listeners stay on their loopback defaults in a pod; here
+	// they would collide with the host's.
+	return append(cmd, "--admin-addr=", "--grpc-admin-addr=")
 }
 
 // containerFlags are the arguments of podman run before and after the
