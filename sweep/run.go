@@ -14,6 +14,7 @@ import (
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/durable"
+	"github.com/bicyc/bicyc/lockfile"
 	"github.com/bicyc/bicyc/train"
 )
 
@@ -35,8 +36,8 @@ type Options struct {
 	// failures.
 	Finish func() error
 	// Lease is how long a cell's lock outlives its worker's last renewal
-	// when the worker runs on another host (see AcquireLock); 0 means
-	// DefaultLease.
+	// when the worker runs on another host (see lockfile.Acquire); 0 means
+	// lockfile.DefaultLease.
 	Lease time.Duration
 }
 
@@ -115,8 +116,8 @@ var ErrWaiting = errors.New("cell waits for another")
 
 // RunCell runs cell i of plan (read from its sweep directory with
 // ReadPlan) to its end, as one worker of a sweep spread over many
-// processes or machines: it takes the cell's lock (AcquireLock; a cell a
-// live worker holds is an error wrapping ErrCellHeld, one whose worker died
+// processes or machines: it takes the cell's lock (lockfile.Acquire; a cell a
+// live worker holds is an error wrapping lockfile.ErrHeld, one whose worker died
 // is taken over), skips a finished run, resumes a started one, and starts a
 // pending one from the cell it waits for, which must have finished (else an
 // error wrapping ErrWaiting). It records the outcome in cells/<name>.json,
@@ -136,7 +137,7 @@ func runCell(ctx context.Context, plan *Plan, i int, opts Options, prefix string
 	}
 	lease := opts.Lease
 	if lease <= 0 {
-		lease = DefaultLease
+		lease = lockfile.DefaultLease
 	}
 	out, c, dir := plan.Spec.Out, plan.Cells[i], plan.Dir(i)
 	if err := sameConfig(dir, plan.Configs[i]); err != nil {
@@ -145,7 +146,7 @@ func runCell(ctx context.Context, plan *Plan, i int, opts Options, prefix string
 	if err := os.MkdirAll(filepath.Join(out, CellsDir), 0o755); err != nil {
 		return err
 	}
-	lock, lctx, took, err := AcquireLock(ctx, cellFile(out, c.Run.Name, ".lock"), lease)
+	lock, lctx, took, err := lockfile.Acquire(ctx, cellFile(out, c.Run.Name, ".lock"), lockfile.Options{Lease: lease})
 	if err != nil {
 		return err
 	}
@@ -186,7 +187,7 @@ func runCell(ctx context.Context, plan *Plan, i int, opts Options, prefix string
 	case err == nil:
 	case lctx.Err() != nil:
 		o.Status = StatusStopped
-		if cause := context.Cause(lctx); errors.Is(cause, ErrLockLost) {
+		if cause := context.Cause(lctx); errors.Is(cause, lockfile.ErrLost) {
 			err = cause
 		}
 	default:
