@@ -100,7 +100,6 @@ func TestLockLost(t *testing.T) {
 	}
 }
 
-
 // TestMain lets the test binary play a second process: with
 // LOCKFILE_HOLD=<path> it takes the lock, says "held" on stdout and keeps
 // it until its stdin closes.
