@@ -46,8 +46,9 @@ var (
 	// (classes being added, or a calibration fitted); nothing was written.
 	ErrModelChanged = errors.New("model directory changed while it was read")
 	// ErrOutputExists: the output directory is the model itself, or exists
-	// and is not empty; a new version goes into a new directory.
-	ErrOutputExists = errors.New("output directory is in the way")
+	// and is not empty, or another writer created it meanwhile; a new
+	// version goes into a new directory. It wraps fs.ErrExist.
+	ErrOutputExists = fmt.Errorf("output directory is in the way: %w", fs.ErrExist)
 )
 
 // LabelledImages are the image files of one new class.
@@ -121,7 +122,7 @@ type Added struct {
 // like trained ones. The new classes get the next free class IDs, in the
 // order given, form one new task, and record their image count in
 // bundle.Class.AddedImages; a calibration is extended to them
-// (gauss.Calibration.WithClasses). outDir is written through bundle.Write
+// (gauss.Calibration.WithClasses). outDir is written through bundle.Create
 // (atomic, checksummed, manifest digest: it opens with ManifestVerified)
 // and must not exist yet or be empty (else ErrOutputExists); modelDir is
 // never modified. When ctx is done, AddClasses stops and writes nothing;
@@ -153,7 +154,7 @@ func AddClasses(ctx context.Context, modelDir, outDir string, classes []Labelled
 	if err := checkUnchanged(modelDir, manifestSum, "add the classes to"); err != nil {
 		return Added{}, err
 	}
-	if err := bundle.Write(outDir, m, files); err != nil {
+	if err := create(outDir, m, files); err != nil {
 		return Added{}, err
 	}
 	return Added{Dir: outDir, Classes: added}, nil
@@ -341,6 +342,16 @@ func openSource(modelDir, outDir string) (*bundle.Bundle, [32]byte, error) {
 		return nil, manifestSum, err
 	}
 	return b, manifestSum, checkOutDir(modelDir, outDir)
+}
+
+// create writes the new model directory outDir (bundle.Create): never
+// over another writer's, which is ErrOutputExists.
+func create(outDir string, m *bundle.Manifest, files map[string][]byte) error {
+	err := bundle.Create(outDir, m, files)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%w: %w", ErrOutputExists, err)
+	}
+	return err
 }
 
 // checkUnchanged returns ErrModelChanged, naming what to do (action the

@@ -70,7 +70,7 @@ func Calibrate(ctx context.Context, modelDir, outDir string, heldOut []LabelledI
 	if err := checkUnchanged(modelDir, manifestSum, "calibrate"); err != nil {
 		return nil, err
 	}
-	if err := bundle.Write(outDir, &m, files); err != nil {
+	if err := create(outDir, &m, files); err != nil {
 		return nil, err
 	}
 	return m.Calibration, nil

@@ -66,6 +66,13 @@ func (o Owner) String() string {
 	return s
 }
 
+// ThisProcess reports whether o is this process (same host, boot, pid and
+// start time).
+func (o Owner) ThisProcess() bool {
+	me := self(0)
+	return o.Host == me.Host && o.BootID == me.BootID && o.PID == me.PID && o.Start == me.Start
+}
+
 // self returns this process as an Owner with a fresh token.
 func self(lease time.Duration) Owner {
 	host, _ := os.Hostname()

@@ -277,7 +277,7 @@ func trainRun(ctx context.Context, dir string, cfg config.Config, state string, 
 		if _, err := os.Stat(model); !cfg.Export.Enabled || err == nil {
 			return nil
 		}
-		if err := train.Export(dir, model); err != nil {
+		if err := train.Export(dir, model, 0); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
 		return nil

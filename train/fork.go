@@ -155,7 +155,7 @@ func derivedRun(cfg config.Config, dir string, opts Options, rec streamRecord) (
 	if err != nil {
 		return nil, err
 	}
-	if err := r.createDir(opts.Log); err != nil {
+	if err := r.createDir(opts); err != nil {
 		return nil, err
 	}
 	r.stream = data.TaskStream{Order: rec.Order, Tasks: rec.Tasks}

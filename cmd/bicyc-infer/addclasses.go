@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bicyc/bicyc/author"
 	"github.com/bicyc/bicyc/infer"
+	"github.com/bicyc/bicyc/lockfile"
 	"github.com/bicyc/bicyc/serve"
 )
 
@@ -20,8 +24,10 @@ type addClassesOptions struct {
 	out   string
 	skip  bool
 	// nextVersion: out is a repository model, DIR/<name>; write its next
-	// version there (serve.NextVersion).
+	// version there (serve.CreateNextVersion), holding its lock.
 	nextVersion bool
+	// wait is how long to wait for the repository model's lock.
+	wait time.Duration
 }
 
 func newAddClassesCmd(model *modelOptions, stdout io.Writer) *cobra.Command {
@@ -42,7 +48,10 @@ result by pointing the server's model path at it (e.g. swap a symlink) and reloa
 With --next-version, --out is a model of a model repository, DIR/<name> (serve
 --model-repository DIR): the result is written as its next version, DIR/<name>/<N+1>/, from
 --model or, without it, from the highest version there. The server serves it once it is loaded:
-curl -X POST localhost:8081/v2/repository/models/<name>/load.`, author.MinAddImages),
+curl -X POST localhost:8081/v2/repository/models/<name>/load. One writer at a time: the command
+holds the model's lock, DIR/<name>/.lock, from reading the highest version to writing the next;
+while another holds it, it fails naming that process, or waits with --wait. A version is
+created whole and never replaced: a number another writer took meanwhile moves it to the next.`, author.MinAddImages),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAddClasses(cmd.Context(), o, stdout, cmd.ErrOrStderr())
@@ -52,26 +61,28 @@ curl -X POST localhost:8081/v2/repository/models/<name>/load.`, author.MinAddIma
 	cmd.Flags().StringVar(&o.out, "out", "", "new model `dir`ectory to write, or with --next-version a repository's DIR/<name> (required)")
 	cmd.Flags().BoolVar(&o.nextVersion, "next-version", false, "write the next version of the repository model --out names, DIR/<name>/<N+1>/; without --model, from its highest version")
 	addSkipUnreadableFlag(cmd, &o.skip)
+	cmd.Flags().DurationVar(&o.wait, "wait", 0, "with --next-version: wait up to `duration` (e.g. 5m) while another process writes the repository model, instead of failing at once")
 	return cmd
 }
 
 func runAddClasses(ctx context.Context, o *addClassesOptions, stdout, stderr io.Writer) error {
+	if o.wait != 0 && !o.nextVersion {
+		return errors.New("add-classes --wait goes with --next-version (a new --out directory needs no lock: it is never replaced)")
+	}
+	create := func(out string) (author.Added, error) {
+		classes, opts, err := o.model.folderJob("add-classes", o.from, out, o.skip, stderr)
+		if err != nil {
+			return author.Added{}, err
+		}
+		return author.AddClasses(ctx, o.model.model, out, classes, opts...)
+	}
+	var added author.Added
+	var err error
 	if o.nextVersion && o.out != "" {
-		var err error
-		if o.model.model == "" {
-			if o.model.model, err = serve.LatestVersion(o.out); err != nil {
-				return fmt.Errorf("add-classes --next-version without --model: %w", err)
-			}
-		}
-		if o.out, err = serve.NextVersion(o.out); err != nil {
-			return fmt.Errorf("add-classes --next-version: %w", err)
-		}
+		added, err = addNextVersion(ctx, o, create, stderr)
+	} else {
+		added, err = create(o.out)
 	}
-	classes, opts, err := o.model.folderJob("add-classes", o.from, o.out, o.skip, stderr)
-	if err != nil {
-		return err
-	}
-	added, err := author.AddClasses(ctx, o.model.model, o.out, classes, opts...)
 	if err != nil {
 		return flagError(err)
 	}
@@ -80,6 +91,36 @@ func runAddClasses(ctx context.Context, o *addClassesOptions, stdout, stderr io.
 		fmt.Fprintf(stdout, "  class %d %q (task %d) from %d images\n", c.ID, c.Name, c.Task, c.AddedImages)
 	}
 	return nil
+}
+
+// addNextVersion runs create for the next version of the repository model
+// o.out under its lock (serve.LockFile), from o.model or its highest
+// version.
+func addNextVersion(ctx context.Context, o *addClassesOptions, create func(string) (author.Added, error), stderr io.Writer) (author.Added, error) {
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return author.Added{}, fmt.Errorf("add-classes --next-version: %w", err)
+	}
+	lock, _, took, err := lockfile.Acquire(ctx, filepath.Join(o.out, serve.LockFile), lockfile.Options{Wait: o.wait, Waiting: func(h lockfile.Owner) {
+		fmt.Fprintf(stderr, "bicyc-infer: add-classes: waiting up to %s for %s: %s writes it\n", o.wait, o.out, h)
+	}})
+	if err != nil {
+		return author.Added{}, fmt.Errorf("add-classes --next-version: repository model %s: %w (--wait <duration> waits for it)", o.out, err)
+	}
+	defer lock.Release()
+	if took != "" {
+		fmt.Fprintf(stderr, "bicyc-infer: add-classes: %s: %s\n", o.out, took)
+	}
+	if o.model.model == "" {
+		if o.model.model, err = serve.LatestVersion(o.out); err != nil {
+			return author.Added{}, fmt.Errorf("add-classes --next-version without --model: %w", err)
+		}
+	}
+	var added author.Added
+	_, err = serve.CreateNextVersion(o.out, func(dir string) error {
+		added, err = create(dir)
+		return err
+	})
+	return added, err
 }
 
 // addSkipUnreadableFlag adds --skip-unreadable to a command that reads

@@ -41,7 +41,7 @@ with means and covariances replaced; then, per old class, how far the stored mea
 is from that mean relative to the class's spread.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			run, err := train.Resume(opts.run, train.Options{Log: io.Discard})
+			run, err := train.Open(opts.run, train.Options{Log: io.Discard})
 			if err != nil {
 				return err
 			}

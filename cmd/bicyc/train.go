@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -21,6 +22,7 @@ type trainOptions struct {
 	fork       string
 	cpuProfile string
 	stopAfter  int
+	wait       time.Duration
 }
 
 func newTrainCmd(g *globalOptions) *cobra.Command {
@@ -57,7 +59,14 @@ given, changed by flags and --set as usual; give the new run its own --name. Exa
 	cmd.MarkFlagsMutuallyExclusive("resume", "fork")
 	cmd.Flags().IntVar(&opts.stopAfter, "stop-after", 0, "stop once `n` tasks are complete (resume later with --resume)")
 	cmd.Flags().StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `file` (go tool pprof)")
+	addWaitFlag(cmd, &opts.wait)
 	return cmd
+}
+
+// addWaitFlag adds --wait to a command that writes a run: how long to wait
+// for another process writing the same run (rundir.Lock).
+func addWaitFlag(cmd *cobra.Command, wait *time.Duration) {
+	cmd.Flags().DurationVar(wait, "wait", 0, "wait up to `duration` (e.g. 10m) while another process writes the run, instead of failing at once")
 }
 
 func runTrain(ctx context.Context, g *globalOptions, opts *trainOptions, cmd *cobra.Command) error {
@@ -72,7 +81,7 @@ func runTrain(ctx context.Context, g *globalOptions, opts *trainOptions, cmd *co
 		}
 		defer pprof.StopCPUProfile()
 	}
-	ropts := train.Options{Log: cmd.ErrOrStderr(), Progress: progressWriter(cmd), StopAfter: opts.stopAfter}
+	ropts := train.Options{Log: cmd.ErrOrStderr(), Progress: progressWriter(cmd), StopAfter: opts.stopAfter, Wait: opts.wait}
 	var run *train.Run
 	var err error
 	if opts.resume != "" {
