@@ -214,7 +214,7 @@ func Open(dir string, opts Options) (*Run, error) {
 	return openRun(dir, opts, false)
 }
 
-func openRun(dir string, opts Options, write bool) (r *Run, err error) {
+func openRun(dir string, opts Options, write bool) (_ *Run, err error) {
 	cfg, err := config.ReadRun(filepath.Join(dir, "config.yaml"))
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", dir, err)
@@ -222,7 +222,7 @@ func openRun(dir string, opts Options, write bool) (r *Run, err error) {
 	if _, _, err := trainingDevice(cfg); err != nil {
 		return nil, fmt.Errorf("resume %s: %w", dir, err)
 	}
-	r = &Run{dir: dir, cfg: cfg, progress: opts.Progress, stopAfter: opts.StopAfter}
+	r := &Run{dir: dir, cfg: cfg, progress: opts.Progress, stopAfter: opts.StopAfter}
 	defer func() {
 		if err != nil {
 			r.Close()
