@@ -99,7 +99,8 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 	}
 	stream, err := data.NewTaskStream(r.train.NumClasses(), cfg.Stream.Tasks, cfg.Stream.FirstTask, order, cfg.Stream.OrderSeed)
 	if err != nil {
-		return nil, fmt.Errorf("task stream: %w", err)
+		return nil, fmt.Errorf("stream.tasks %d, stream.first_task %d, stream.class_order (%d entries) for the %d classes of the data: %w",
+			cfg.Stream.Tasks, cfg.Stream.FirstTask, len(cfg.Stream.ClassOrder), r.train.NumClasses(), err)
 	}
 	r.stream = stream
 	b, err := initialBackbone(cfg, r.rng("init", 0))

@@ -188,3 +188,46 @@ func TestSetListForms(t *testing.T) {
 		t.Errorf("BICYC_STREAM_CLASS_ORDER=[9,...,0]: class order %v", got)
 	}
 }
+
+// TestUnusedSettingsRefused: issue 42, row 4. --config and --set on a
+// command that reads no configuration, and on train --resume (which keeps
+// the run's own) with the flags bound to config keys, are errors naming
+// them, given before any work (the run directories do not exist); a
+// misspelt key is an error naming it; a stream the data cannot make names
+// its keys.
+func TestUnusedSettingsRefused(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-run")
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"export", "--run", missing, "--set", "classifier.shrink=0.5"}, []string{"bicyc export reads no configuration", "--set classifier.shrink=0.5", "exported with the configuration it was trained with"}},
+		{[]string{"export", "--run", missing, "--set", "bogus.key=5"}, []string{"--set bogus.key=5"}},
+		{[]string{"eval", "--run", missing, "-c", "/nonexistent.yaml"}, []string{"bicyc eval reads no configuration", "--config /nonexistent.yaml", "--shrink"}},
+		{[]string{"report", missing, "--set", "train.epochs=3"}, []string{"bicyc report reads no configuration", "--set train.epochs=3"}},
+		{[]string{"doctor", "-c", "/nonexistent.yaml"}, []string{"bicyc doctor reads no configuration", "--config /nonexistent.yaml"}},
+		{[]string{"config", "keys", "--set", "seed=1"}, []string{"bicyc config keys reads no configuration"}},
+		{[]string{"convert-dataset", "--layout", "cub200", missing, missing, "--set", "seed=1"}, []string{"reads no configuration"}},
+		{[]string{"train", "--resume", missing, "--set", "train.epochs=3"}, []string{"train --resume continues with the configuration", "--set train.epochs=3"}},
+		{[]string{"train", "--resume", missing, "--threads", "1", "--seed", "2"}, []string{"--seed, --threads would be ignored"}},
+		{[]string{"train", "--resume", missing, "-c", "/nonexistent.yaml"}, []string{"--config /nonexistent.yaml"}},
+		{[]string{"train", "--quick", "--run-dir", missing, "--set", "bogus.key=5"}, []string{`unknown config key "bogus.key"`}},
+		{[]string{"train", "-c", "/nonexistent.yaml", "--run-dir", missing}, []string{"/nonexistent.yaml"}},
+		{[]string{"train", "--quick", "--run-dir", missing, "--set", "stream.tasks=1000000"}, []string{"stream.tasks 1000000", "10 classes"}},
+	}
+	for i, c := range cases {
+		_, err := runCLI(t, c.args...)
+		if err == nil {
+			t.Errorf("case %d %v: no error", i, c.args)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("case %d %v: error %q does not name %q", i, c.args, err, w)
+			}
+		}
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Errorf("%s was created", missing)
+	}
+}

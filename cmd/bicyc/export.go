@@ -30,7 +30,8 @@ model directory left older than its run by a train or learn killed before their 
 An export into the run (the default <run>/model) holds the run's lock: while another process
 trains or learns on the run it fails naming that process, or waits with --wait. An export
 elsewhere (--out) only reads the run and writes nothing into it: a read-only run exports.`,
-		Args: cobra.NoArgs,
+		Annotations: map[string]string{configHint: "the run is exported with the configuration it was trained with"},
+		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := opts.out
 			if out == "" {

@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -85,6 +87,9 @@ func runTrain(ctx context.Context, g *globalOptions, opts *trainOptions, cmd *co
 	var run *train.Run
 	var err error
 	if opts.resume != "" {
+		if err := refuseOnResume(g, cmd); err != nil {
+			return err
+		}
 		run, err = train.Resume(opts.resume, ropts)
 	} else {
 		if opts.fork != "" && g.configFile == "" {
@@ -114,6 +119,24 @@ func runTrain(ctx context.Context, g *globalOptions, opts *trainOptions, cmd *co
 		return err
 	}
 	return exportAfterTraining(cmd, run)
+}
+
+// refuseOnResume refuses what --resume would ignore: a resumed run keeps
+// the configuration it was started with, so --config, --set and the flags
+// bound to config keys are errors naming them.
+func refuseOnResume(g *globalOptions, cmd *cobra.Command) error {
+	var flags []string
+	for flag := range flagKeys {
+		if f := cmd.Flags().Lookup(flag); f != nil && f.Changed {
+			flags = append(flags, "--"+flag)
+		}
+	}
+	slices.Sort(flags)
+	const why = "train --resume continues with the configuration the run was started with (bicyc learn trains a new task with changed keys, train --fork a new run)"
+	if len(flags) > 0 {
+		return fmt.Errorf("%s: %s would be ignored; leave it out", why, strings.Join(flags, ", "))
+	}
+	return g.refuse(why, cmd.Flag("config").Changed)
 }
 
 // exportAfterTraining exports a run that trained as its configuration says
