@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/bicyc/bicyc/bundle"
@@ -169,20 +168,26 @@ func checkNewClasses(existing []bundle.Class, classes []LabelledImages) error {
 	if len(classes) == 0 {
 		return fmt.Errorf("%w: no classes to add", ErrClassFolder)
 	}
+	// Names are one class up to letter case and Unicode form (names.Key).
 	taken := make(map[string]string, len(existing)+len(classes))
+	named := make(map[string]string, len(existing)+len(classes))
 	for _, c := range existing {
-		taken[strings.ToLower(c.Name)] = fmt.Sprintf("class %d of the model", c.ID)
+		taken[names.Key(c.Name)] = fmt.Sprintf("class %d of the model", c.ID)
+		named[names.Key(c.Name)] = c.Name
 	}
 	var errs []error
 	for i, c := range classes {
-		key := strings.ToLower(c.Name)
+		key := names.Key(c.Name)
 		switch err := names.Class(c.Name); {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("new class %d: %w", i, err))
+		case taken[key] != "" && named[key] != c.Name:
+			errs = append(errs, fmt.Errorf("%w: %q is already %s, %q, up to letter case or Unicode form", ErrDuplicateClass, c.Name, taken[key], named[key]))
 		case taken[key] != "":
 			errs = append(errs, fmt.Errorf("%w: %q is already %s", ErrDuplicateClass, c.Name, taken[key]))
 		}
 		taken[key] = fmt.Sprintf("new class %d", i)
+		named[key] = c.Name
 		if len(c.Files) < MinAddImages {
 			errs = append(errs, fmt.Errorf("class %q: %w: %d images, want at least %d", c.Name, ErrTooFewImages, len(c.Files), MinAddImages))
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/names"
 )
 
 var (
@@ -58,7 +59,8 @@ type Classifier struct {
 
 // Open loads the model bundle in dir: it verifies the manifest and file
 // checksums (bundle.Open; a directory from before manifest digests opens
-// with a warning line on the WithLog writer), initialises ONNX Runtime if this process has not
+// with a warning line on the WithLog writer, as does one whose class names
+// names.Class would refuse today, or two of which look alike: names.Warnings), initialises ONNX Runtime if this process has not
 // yet (InitRuntime), and creates the ONNX Runtime sessions once, with the
 // execution provider the options ask for. It then runs each model once on
 // a blank batch of one, so a model that does not match its manifest fails
@@ -95,6 +97,16 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Classifier, error) 
 		fmt.Fprintf(cfg.log, "warning: model %s has no %s (exported by an older bicyc), so its manifest is not verified; export it again to verify it\n", dir, bundle.DigestFile)
 	}
 	m := b.Manifest
+	var classNames []string
+	for _, c := range m.Classes {
+		if c.Name != "" { // unnamed: the ID is shown
+			classNames = append(classNames, c.Name)
+		}
+	}
+	// Names made before names.Class refused them keep working: say so.
+	for _, w := range names.Warnings(classNames) {
+		fmt.Fprintf(cfg.log, "warning: model %s: %s\n", dir, w)
+	}
 	// File, input and output names: the bundle's contract (package bundle).
 	files := [][3]string{
 		{bundle.ModelFile, bundle.TensorImage, bundle.TensorScores},

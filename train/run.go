@@ -22,6 +22,7 @@ import (
 	"github.com/bicyc/bicyc/lockfile"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/models/ops"
+	"github.com/bicyc/bicyc/names"
 	"github.com/bicyc/bicyc/rundir"
 )
 
@@ -92,6 +93,9 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 	r, err := prepareRun(cfg, dir, opts)
 	if err != nil {
 		return nil, err
+	}
+	if err := names.CheckNew(nil, r.train.ClassNames); err != nil {
+		return nil, fmt.Errorf("%s: %w", r.train.Source, err)
 	}
 	var order []int
 	if len(cfg.Stream.ClassOrder) > 0 {
@@ -279,6 +283,9 @@ func openRun(dir string, opts Options, write bool) (_ *Run, err error) {
 		st = &State{Backbone: b, Prototypes: map[int]gauss.Gaussian{}, ClassCounts: map[int]int{}}
 	}
 	r.state = st
+	for _, w := range names.Warnings(r.train.ClassNames) {
+		r.log.printf("warning: %s", w)
+	}
 	r.log.printf("resuming %s after task %d of %d", dir, st.Completed, len(r.stream.Tasks))
 	r.log.printf("kernels: %s", kernels.Current())
 	return r, nil

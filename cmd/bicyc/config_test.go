@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"image"
+	"image/png"
 	"os"
 	"path/filepath"
 	"slices"
@@ -229,5 +232,42 @@ func TestUnusedSettingsRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(missing); err == nil {
 		t.Errorf("%s was created", missing)
+	}
+}
+
+// TestTrainRefusesLookalikeClassFolders: issue 42, row 5. Image folders
+// whose class names differ only in letter case (Shirt/, shirt/) or in
+// Unicode form (café in NFC and NFD), or hold a bidirectional or
+// zero-width control, are refused before a run is created, every one
+// named.
+func TestTrainRefusesLookalikeClassFolders(t *testing.T) {
+	root := t.TempDir()
+	img := image.NewGray(image.Rect(0, 0, 28, 28))
+	for _, split := range []string{"train", "test"} {
+		for _, class := range []string{"Shirt", "shirt", "caf\u00e9", "cafe\u0301", "evil\u202egnp", "sh\u200birt"} {
+			dir := filepath.Join(root, split, class)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 2 {
+				f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%d.png", i)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				png.Encode(f, img)
+				f.Close()
+			}
+		}
+	}
+	runs := filepath.Join(root, "runs")
+	_, err := runCLI(t, "train", "--quick", "--run-dir", runs, "--set", "data.kind=imagefolder",
+		"--set", "data.train_dir="+filepath.Join(root, "train"), "--set", "data.test_dir="+filepath.Join(root, "test"), "--set", "stream.tasks=1")
+	for _, want := range []string{`"shirt": class names that look alike: it is "Shirt"`, `"café": class names that look alike: it is "café"`, "U+202E", "U+200B"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("train on lookalike folders: %v; want %q", err, want)
+		}
+	}
+	if _, err := os.Stat(runs); err == nil {
+		t.Errorf("%s was created", runs)
 	}
 }
