@@ -177,7 +177,51 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Classifier, error) 
 		}
 		return nil, fmt.Errorf("model %s does not match its manifest: %w", dir, err)
 	}
+	if c.shortlist != nil {
+		if err := c.checkShortlist(ctx, b.Prototypes.Means); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("model %s: %w", dir, err)
+		}
+	}
 	return c, nil
+}
+
+// shortlistCheckClasses is how many classes checkShortlist samples.
+const shortlistCheckClasses = 64
+
+// checkShortlist replays, cheaply, the check that chose the model's
+// shortlist (bundle.Shortlist; classgraph.PlanShortlist, which kept the
+// exact closest class of 99.9 % of features drawn from the class
+// Gaussians): it runs shortlist.onnx on the means of up to
+// shortlistCheckClasses classes, evenly spaced, and requires each class to
+// be shortlisted for its own mean, the most typical feature of the class,
+// in at least half of them. A shortlist.onnx written for this model keeps
+// them all; one from another model of as many classes (its file's
+// checksum recomputed in the manifest) keeps about its share of the
+// classes, a few percent, and would change answers silently: ErrShortlist.
+func (c *Classifier) checkShortlist(ctx context.Context, means []float32) error {
+	k, s, n := len(c.classes), c.manifest.FeatureDim, c.shortlistSize
+	m := min(k, shortlistCheckClasses)
+	z := make([]float32, 0, m*s)
+	cols := make([]int64, m)
+	for i := range m {
+		cols[i] = int64(i * k / m)
+		z = append(z, means[int(cols[i])*s:(int(cols[i])+1)*s]...)
+	}
+	r, err := c.shortlist.runShortlist(ctx, z, []int64{int64(m), int64(s)}, n, k)
+	if err != nil {
+		return err
+	}
+	kept := 0
+	for i, col := range cols {
+		if slices.Contains(r.classes[i*n:(i+1)*n], col) {
+			kept++
+		}
+	}
+	if 2*kept < m {
+		return fmt.Errorf("%s: %w: of %d classes, %d are shortlisted for their own mean (want at least half); write the shortlist again (bicyc-infer shortlist) or export the model again", bundle.ShortlistFile, ErrShortlist, m, kept)
+	}
+	return nil
 }
 
 // warmUp runs every session once on zeros of the manifest's shapes.
