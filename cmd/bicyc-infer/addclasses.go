@@ -52,7 +52,8 @@ curl -X POST localhost:8081/v2/repository/models/<name>/load. One writer at a ti
 holds the model's lock, DIR/<name>/.lock, from reading the highest version to writing the next;
 while another holds it, it fails naming that process, or waits with --wait. A version is
 created whole and never replaced: a number another writer took meanwhile moves it to the next.`, author.MinAddImages),
-		Args: cobra.NoArgs,
+		Annotations: map[string]string{modelFlagsUsed: embedFlags},
+		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAddClasses(cmd.Context(), o, stdout, cmd.ErrOrStderr())
 		},

@@ -34,7 +34,8 @@ The calibration fits a temperature T for the class probabilities softmax(-d/2T) 
 class, the typical held-out distance s_c. An image's unknown score is min_c d_c/s_c, and the
 image is unknown when the score is above the --rate quantile of the held-out images' scores.`,
 			gauss.MinCalibrationImages),
-		Args: cobra.NoArgs,
+		Annotations: map[string]string{modelFlagsUsed: embedFlags + ",exact-scores"}, // it scores the held-out images
+		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runCalibrate(cmd.Context(), o, stdout, cmd.ErrOrStderr())
 		},

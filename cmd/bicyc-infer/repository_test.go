@@ -149,3 +149,27 @@ func TestAddClassesTwoWriters(t *testing.T) {
 	}
 	l.Release()
 }
+
+// TestUnusedModelFlagsRefused: issue 42, row 4. A model flag given to a
+// command that does not use it is an error naming it, before any work.
+func TestUnusedModelFlagsRefused(t *testing.T) {
+	model, _ := testModel(t)
+	out := filepath.Join(t.TempDir(), "out")
+	for i, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"add-classes", "--model", model, "--from", out, "--out", out, "--top-k", "3", "--threshold", "2"}, "bicyc-infer add-classes does not use --threshold, --top-k"},
+		{[]string{"calibrate", "--model", model, "--from", out, "--out", out, "--accept-rate", "0.9"}, "bicyc-infer calibrate does not use --accept-rate"},
+		{[]string{"shortlist", "--model", model, "--out", out, "--provider", "cpu"}, "bicyc-infer shortlist does not use --provider"},
+		{[]string{"add-classes", "--model", model, "--from", out, "--out", out, "--wait", "1m"}, "--wait goes with --next-version"},
+	} {
+		_, _, err := runCommand(t, nil, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("case %d: %v, want an error naming %q", i, err, c.want)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s was written", out)
+	}
+}

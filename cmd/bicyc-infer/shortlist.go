@@ -31,7 +31,8 @@ or changes its share. Before adopting it, the size is checked on features drawn 
 class Gaussians: doubled until the exact closest class is kept for %.1f %% of them, or
 refused (the model then keeps exact scores). See docs/classes.md, "Shortlist".`,
 			gauss.ShortlistMinSize, gauss.ShortlistMinClasses, 100*classgraph.ShortlistCheckTop1),
-		Args: cobra.NoArgs,
+		Annotations: map[string]string{modelFlagsUsed: "model"},
+		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.model.model == "" || o.out == "" {
 				return fmt.Errorf("shortlist needs --model and --out")
