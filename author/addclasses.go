@@ -46,9 +46,18 @@ var (
 	ErrModelChanged = errors.New("model directory changed while it was read")
 	// ErrOutputExists: the output directory is the model itself, or exists
 	// and is not empty, or another writer created it meanwhile; a new
-	// version goes into a new directory. It wraps fs.ErrExist.
-	ErrOutputExists = fmt.Errorf("output directory is in the way: %w", fs.ErrExist)
+	// version goes into a new directory. It is also fs.ErrExist
+	// (errors.Is), which serve.CreateNextVersion retries on.
+	ErrOutputExists error = existsError("output directory is in the way")
 )
+
+// existsError is an error that errors.Is takes for fs.ErrExist too.
+type existsError string
+
+func (e existsError) Error() string { return string(e) }
+
+// Is makes the error fs.ErrExist for errors.Is.
+func (e existsError) Is(target error) bool { return target == fs.ErrExist }
 
 // LabelledImages are the image files of one new class.
 type LabelledImages struct {
