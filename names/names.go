@@ -100,9 +100,10 @@ func Run(name string) error {
 // Every problem is reported, in one error wrapping ErrInvalid or
 // ErrLookalike.
 func CheckNew(existing, added []string) error {
-	owner := make(map[string]string, len(existing)+len(added))
+	type owner struct{ name, what string }
+	taken := make(map[string]owner, len(existing)+len(added))
 	for _, name := range existing {
-		owner[Key(name)] = fmt.Sprintf("%q, an existing class", name)
+		taken[Key(name)] = owner{name, "an existing class"}
 	}
 	var errs []error
 	for _, name := range added {
@@ -111,11 +112,15 @@ func CheckNew(existing, added []string) error {
 			continue
 		}
 		k := Key(name)
-		if other, ok := owner[k]; ok {
-			errs = append(errs, fmt.Errorf("class name %q: %w: it is %s up to letter case or Unicode form", name, ErrLookalike, other))
+		if other, ok := taken[k]; ok {
+			alike := " up to letter case or Unicode form"
+			if other.name == name {
+				alike = ""
+			}
+			errs = append(errs, fmt.Errorf("class name %q: %w: it is %q, %s%s", name, ErrLookalike, other.name, other.what, alike))
 			continue
 		}
-		owner[k] = fmt.Sprintf("%q, another new class", name)
+		taken[k] = owner{name, "another new class"}
 	}
 	return errors.Join(errs...)
 }
