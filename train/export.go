@@ -26,12 +26,17 @@ import (
 // held-out images (see calibration); without one it needs only the run
 // directory.
 //
-// An export into the run (outDir inside runDir, <run>/model by default)
-// holds the run's lock (rundir.Lock; another writer is waited for up to
-// wait, else an error names it). One elsewhere only reads the run and
-// writes nothing into it, so a read-only run exports.
+// An export in place (outDir inside runDir, or the run's own model
+// directory, ModelDir: <run>/model or export.dir) holds the run's lock
+// (rundir.Lock; another writer is waited for up to wait, else an error
+// names it). One elsewhere only reads the run and writes nothing into it,
+// so a read-only run exports.
 func Export(runDir, outDir string, wait time.Duration) error {
-	if inside(runDir, outDir) {
+	own, err := DefaultModelDir(runDir)
+	if err != nil {
+		return err
+	}
+	if inside(runDir, outDir) || inside(own, outDir) {
 		l, _, err := rundir.Lock(runDir, wait, os.Stderr)
 		if err != nil {
 			return fmt.Errorf("export %s: %w", runDir, err)
@@ -41,7 +46,8 @@ func Export(runDir, outDir string, wait time.Duration) error {
 	return exportRun(runDir, outDir, nil)
 }
 
-// inside reports whether path is dir or lies within it.
+// inside reports whether path is dir or lies within it (an export into
+// the run's model directory or a folder of it is in place too).
 func inside(dir, path string) bool {
 	d, err1 := filepath.Abs(dir)
 	p, err2 := filepath.Abs(path)

@@ -27,9 +27,10 @@ manifest itself (bicyc-infer refuses a changed manifest like a changed model fil
 interrupted export leaves the previous model directory as it was. It is also the repair of a
 model directory left older than its run by a train or learn killed before their export.
 
-An export into the run (the default <run>/model) holds the run's lock: while another process
-trains or learns on the run it fails naming that process, or waits with --wait. An export
-elsewhere (--out) only reads the run and writes nothing into it: a read-only run exports.`,
+An export in place (into the run, or to its own model directory: <run>/model or export.dir)
+holds the run's lock: while another process trains or learns on the run it fails naming that
+process, or waits with --wait. An export elsewhere (--out) only reads the run and writes
+nothing into it: a read-only run exports.`,
 		Annotations: map[string]string{configHint: "the run is exported with the configuration it was trained with"},
 		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
