@@ -372,6 +372,19 @@ func NextVersion(modelDir string) (string, error) {
 // write its versions hold it, one at a time. The server only reads.
 const LockFile = ".lock"
 
+// VersionOf reports whether dir names a version of a repository model,
+// DIR/<name>/<n> (n a version number, whether or not it exists yet), and
+// returns the model's directory DIR/<name>, whose LockFile its writers
+// hold.
+func VersionOf(dir string) (modelDir string, ok bool) {
+	dir = filepath.Clean(dir)
+	if _, err := parseVersion(filepath.Base(dir)); err != nil {
+		return "", false
+	}
+	modelDir = filepath.Dir(dir)
+	return modelDir, checkName(filepath.Base(modelDir)) == nil
+}
+
 // maxVersionTries bounds how many numbers CreateNextVersion tries.
 const maxVersionTries = 10
 

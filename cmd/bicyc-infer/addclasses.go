@@ -30,6 +30,50 @@ type addClassesOptions struct {
 	wait time.Duration
 }
 
+// lockRepository takes the lock of the repository model that out is a
+// version of (serve.VersionOf), for command, waiting up to wait; a nil
+// lock when out is not a version. Release it when the version is written.
+func lockRepository(ctx context.Context, command, modelDir string, wait time.Duration, stderr io.Writer) (*lockfile.Lock, error) {
+	if err := os.MkdirAll(modelDir, 0o755); err != nil {
+		return nil, fmt.Errorf("%s: %w", command, err)
+	}
+	lock, _, took, err := lockfile.Acquire(ctx, filepath.Join(modelDir, serve.LockFile), lockfile.Options{Wait: wait, Waiting: func(h lockfile.Owner) {
+		fmt.Fprintf(stderr, "bicyc-infer: %s: waiting up to %s for %s: %s writes it\n", command, wait, modelDir, h)
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("%s: repository model %s: %w (--wait <duration> waits for it)", command, modelDir, err)
+	}
+	if took != "" {
+		fmt.Fprintf(stderr, "bicyc-infer: %s: %s: %s\n", command, modelDir, took)
+	}
+	return lock, nil
+}
+
+// asRepositoryWriter runs write, which creates the model directory out,
+// holding the lock of the repository model out is a version of
+// (serve.VersionOf), waiting up to wait for it; any other out needs no
+// lock (it is created, never replaced) and wait must be 0.
+func asRepositoryWriter(ctx context.Context, command, out string, wait time.Duration, stderr io.Writer, write func() error) error {
+	modelDir, ok := serve.VersionOf(out)
+	if !ok {
+		if wait != 0 {
+			return fmt.Errorf("%s --wait goes with an --out that is a repository model's version, DIR/<name>/<n> (another --out needs no lock: it is created, never replaced)", command)
+		}
+		return write()
+	}
+	lock, err := lockRepository(ctx, command, modelDir, wait, stderr)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	return write()
+}
+
+// addWaitFlag adds --wait to an authoring command.
+func addWaitFlag(cmd *cobra.Command, wait *time.Duration) {
+	cmd.Flags().DurationVar(wait, "wait", 0, "when --out is a repository model's version (DIR/<name>/<n>), or with --next-version: wait up to `duration` (e.g. 5m) while another process writes that model, instead of failing at once")
+}
+
 func newAddClassesCmd(model *modelOptions, stdout io.Writer) *cobra.Command {
 	o := &addClassesOptions{model: model}
 	cmd := &cobra.Command{
@@ -62,14 +106,11 @@ created whole and never replaced: a number another writer took meanwhile moves i
 	cmd.Flags().StringVar(&o.out, "out", "", "new model `dir`ectory to write, or with --next-version a repository's DIR/<name> (required)")
 	cmd.Flags().BoolVar(&o.nextVersion, "next-version", false, "write the next version of the repository model --out names, DIR/<name>/<N+1>/; without --model, from its highest version")
 	addSkipUnreadableFlag(cmd, &o.skip)
-	cmd.Flags().DurationVar(&o.wait, "wait", 0, "with --next-version: wait up to `duration` (e.g. 5m) while another process writes the repository model, instead of failing at once")
+	addWaitFlag(cmd, &o.wait)
 	return cmd
 }
 
 func runAddClasses(ctx context.Context, o *addClassesOptions, stdout, stderr io.Writer) error {
-	if o.wait != 0 && !o.nextVersion {
-		return errors.New("add-classes --wait goes with --next-version (a new --out directory needs no lock: it is never replaced)")
-	}
 	create := func(out string) (author.Added, error) {
 		classes, opts, err := o.model.folderJob("add-classes", o.from, out, o.skip, stderr)
 		if err != nil {
@@ -82,7 +123,10 @@ func runAddClasses(ctx context.Context, o *addClassesOptions, stdout, stderr io.
 	if o.nextVersion && o.out != "" {
 		added, err = addNextVersion(ctx, o, create, stderr)
 	} else {
-		added, err = create(o.out)
+		err = asRepositoryWriter(ctx, "add-classes", o.out, o.wait, stderr, func() error {
+			added, err = create(o.out)
+			return err
+		})
 	}
 	if err != nil {
 		return flagError(err)
@@ -98,19 +142,11 @@ func runAddClasses(ctx context.Context, o *addClassesOptions, stdout, stderr io.
 // o.out under its lock (serve.LockFile), from o.model or its highest
 // version.
 func addNextVersion(ctx context.Context, o *addClassesOptions, create func(string) (author.Added, error), stderr io.Writer) (author.Added, error) {
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return author.Added{}, fmt.Errorf("add-classes --next-version: %w", err)
-	}
-	lock, _, took, err := lockfile.Acquire(ctx, filepath.Join(o.out, serve.LockFile), lockfile.Options{Wait: o.wait, Waiting: func(h lockfile.Owner) {
-		fmt.Fprintf(stderr, "bicyc-infer: add-classes: waiting up to %s for %s: %s writes it\n", o.wait, o.out, h)
-	}})
+	lock, err := lockRepository(ctx, "add-classes --next-version", o.out, o.wait, stderr)
 	if err != nil {
-		return author.Added{}, fmt.Errorf("add-classes --next-version: repository model %s: %w (--wait <duration> waits for it)", o.out, err)
+		return author.Added{}, err
 	}
 	defer lock.Release()
-	if took != "" {
-		fmt.Fprintf(stderr, "bicyc-infer: add-classes: %s: %s\n", o.out, took)
-	}
 	if o.model.model == "" {
 		if o.model.model, err = serve.LatestVersion(o.out); err != nil {
 			return author.Added{}, fmt.Errorf("add-classes --next-version without --model: %w", err)

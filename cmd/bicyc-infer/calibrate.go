@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bicyc/bicyc/author"
+	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/gauss"
 )
 
@@ -18,6 +20,7 @@ type calibrateOptions struct {
 	out        string
 	acceptRate float64
 	skip       bool
+	wait       time.Duration
 }
 
 func newCalibrateCmd(model *modelOptions, stdout io.Writer) *cobra.Command {
@@ -44,6 +47,7 @@ image is unknown when the score is above the --rate quantile of the held-out ima
 	cmd.Flags().StringVar(&o.out, "out", "", "new model `dir`ectory to write (required)")
 	cmd.Flags().Float64Var(&o.acceptRate, "rate", gauss.DefaultAcceptRate, "default share of known-class images to accept")
 	addSkipUnreadableFlag(cmd, &o.skip)
+	addWaitFlag(cmd, &o.wait)
 	return cmd
 }
 
@@ -52,7 +56,11 @@ func runCalibrate(ctx context.Context, o *calibrateOptions, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	cal, err := author.Calibrate(ctx, o.model.model, o.out, heldOut, o.acceptRate, opts...)
+	var cal *bundle.Calibration
+	err = asRepositoryWriter(ctx, "calibrate", o.out, o.wait, stderr, func() error {
+		cal, err = author.Calibrate(ctx, o.model.model, o.out, heldOut, o.acceptRate, opts...)
+		return err
+	})
 	if err != nil {
 		return flagError(err)
 	}

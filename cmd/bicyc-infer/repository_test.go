@@ -147,7 +147,17 @@ func TestAddClassesTwoWriters(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), fmt.Sprintf("held by another writer: pid %d on ", os.Getpid())) || !strings.Contains(string(out), "--wait") {
 		t.Errorf("add-classes while another process holds the lock: %v\n%s", err, out)
 	}
+	// A version named explicitly (DIR/<name>/<n>) is written under the
+	// same lock, by every authoring command.
+	next := filepath.Join(modelDir, "99")
+	out, err = exec.Command(bin, "shortlist", "--model", latest, "--out", next).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), fmt.Sprintf("held by another writer: pid %d on ", os.Getpid())) {
+		t.Errorf("shortlist into a version while another process holds the lock: %v\n%s", err, out)
+	}
 	l.Release()
+	if out, err := exec.Command(bin, "shortlist", "--model", latest, "--out", next, "--wait", "1m").CombinedOutput(); err != nil {
+		t.Errorf("shortlist into a free version: %v\n%s", err, out)
+	}
 }
 
 // TestUnusedModelFlagsRefused: issue 42, row 4. A model flag given to a
@@ -162,7 +172,7 @@ func TestUnusedModelFlagsRefused(t *testing.T) {
 		{[]string{"add-classes", "--model", model, "--from", out, "--out", out, "--top-k", "3", "--threshold", "2"}, "bicyc-infer add-classes does not use --threshold, --top-k"},
 		{[]string{"calibrate", "--model", model, "--from", out, "--out", out, "--accept-rate", "0.9"}, "bicyc-infer calibrate does not use --accept-rate"},
 		{[]string{"shortlist", "--model", model, "--out", out, "--provider", "cpu"}, "bicyc-infer shortlist does not use --provider"},
-		{[]string{"add-classes", "--model", model, "--from", out, "--out", out, "--wait", "1m"}, "--wait goes with --next-version"},
+		{[]string{"add-classes", "--model", model, "--from", out, "--out", out, "--wait", "1m"}, "add-classes --wait goes with an --out that is a repository model's version"},
 	} {
 		_, _, err := runCommand(t, nil, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
