@@ -117,10 +117,10 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 	}
 	// stream.json first: config.yaml marks a run that can be resumed.
 	if err := durable.WriteJSON(filepath.Join(dir, "stream.json"), r.streamRecord()); err != nil {
-		return nil, err
+		return r.fail(err)
 	}
 	if err := writeYAML(filepath.Join(dir, "config.yaml"), cfg); err != nil {
-		return nil, err
+		return r.fail(err)
 	}
 	r.log.printf("run %s: %s on %s, %d tasks, seed %d", dir, cfg.Method, cfg.Data.Kind, len(stream.Tasks), cfg.Seed)
 	r.log.printf("kernels: %s", kernels.Current())
@@ -172,6 +172,13 @@ func (r *Run) createDir(opts Options) error {
 	}
 	r.logData()
 	return nil
+}
+
+// fail closes a run that could not be set up, releasing its lock, and
+// returns err.
+func (r *Run) fail(err error) (*Run, error) {
+	r.Close()
+	return nil, err
 }
 
 // takeLock takes the run's writer lock (rundir.Lock).
