@@ -214,6 +214,8 @@ func TestUnusedSettingsRefused(t *testing.T) {
 		{[]string{"train", "--resume", missing, "--set", "train.epochs=3"}, []string{"train --resume continues with the configuration", "--set train.epochs=3"}},
 		{[]string{"train", "--resume", missing, "--threads", "1", "--seed", "2"}, []string{"--seed, --threads would be ignored"}},
 		{[]string{"train", "--resume", missing, "-c", "/nonexistent.yaml"}, []string{"--config /nonexistent.yaml"}},
+		{[]string{"sweep", "--out", missing, "--status", "--set", "seed=3"}, []string{"read the plan frozen in the sweep directory", "--set seed=3"}},
+		{[]string{"sweep", "--out", missing, "--cell", "0", "-c", "/nonexistent.yaml"}, []string{"--config /nonexistent.yaml"}},
 		{[]string{"train", "--quick", "--run-dir", missing, "--set", "bogus.key=5"}, []string{`unknown config key "bogus.key"`}},
 		{[]string{"train", "-c", "/nonexistent.yaml", "--run-dir", missing}, []string{"/nonexistent.yaml"}},
 		{[]string{"train", "--quick", "--run-dir", missing, "--set", "stream.tasks=1000000"}, []string{"stream.tasks 1000000", "10 classes"}},

@@ -139,6 +139,9 @@ func runSweepCmd(ctx context.Context, g *globalOptions, opts *sweepOptions, cmd 
 	workerOpts := sweep.Options{Train: train.Options{Log: errOut, Progress: progressWriter(cmd)}, Status: errOut, Lease: opts.lease}
 	switch {
 	case changed("status"), changed("cell"), changed("wave"):
+		if err := g.refuse("sweep --status, --cell and --wave read the plan frozen in the sweep directory", cmd.Flag("config").Changed); err != nil {
+			return err
+		}
 		dir, err := sweepDir(opts)
 		if err != nil {
 			return err
