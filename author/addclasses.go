@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/bicyc/bicyc/bundle"
@@ -46,9 +45,19 @@ var (
 	// (classes being added, or a calibration fitted); nothing was written.
 	ErrModelChanged = errors.New("model directory changed while it was read")
 	// ErrOutputExists: the output directory is the model itself, or exists
-	// and is not empty; a new version goes into a new directory.
-	ErrOutputExists = errors.New("output directory is in the way")
+	// and is not empty, or another writer created it meanwhile; a new
+	// version goes into a new directory. It is also fs.ErrExist
+	// (errors.Is), which serve.CreateNextVersion retries on.
+	ErrOutputExists error = existsError("output directory is in the way")
 )
+
+// existsError is an error that errors.Is takes for fs.ErrExist too.
+type existsError string
+
+func (e existsError) Error() string { return string(e) }
+
+// Is makes the error fs.ErrExist for errors.Is.
+func (e existsError) Is(target error) bool { return target == fs.ErrExist }
 
 // LabelledImages are the image files of one new class.
 type LabelledImages struct {
@@ -121,7 +130,7 @@ type Added struct {
 // like trained ones. The new classes get the next free class IDs, in the
 // order given, form one new task, and record their image count in
 // bundle.Class.AddedImages; a calibration is extended to them
-// (gauss.Calibration.WithClasses). outDir is written through bundle.Write
+// (gauss.Calibration.WithClasses). outDir is written through bundle.Create
 // (atomic, checksummed, manifest digest: it opens with ManifestVerified)
 // and must not exist yet or be empty (else ErrOutputExists); modelDir is
 // never modified. When ctx is done, AddClasses stops and writes nothing;
@@ -153,7 +162,7 @@ func AddClasses(ctx context.Context, modelDir, outDir string, classes []Labelled
 	if err := checkUnchanged(modelDir, manifestSum, "add the classes to"); err != nil {
 		return Added{}, err
 	}
-	if err := bundle.Write(outDir, m, files); err != nil {
+	if err := create(outDir, m, files); err != nil {
 		return Added{}, err
 	}
 	return Added{Dir: outDir, Classes: added}, nil
@@ -168,20 +177,26 @@ func checkNewClasses(existing []bundle.Class, classes []LabelledImages) error {
 	if len(classes) == 0 {
 		return fmt.Errorf("%w: no classes to add", ErrClassFolder)
 	}
+	// Names are one class up to letter case and Unicode form (names.Key).
 	taken := make(map[string]string, len(existing)+len(classes))
+	named := make(map[string]string, len(existing)+len(classes))
 	for _, c := range existing {
-		taken[strings.ToLower(c.Name)] = fmt.Sprintf("class %d of the model", c.ID)
+		taken[names.Key(c.Name)] = fmt.Sprintf("class %d of the model", c.ID)
+		named[names.Key(c.Name)] = c.Name
 	}
 	var errs []error
 	for i, c := range classes {
-		key := strings.ToLower(c.Name)
+		key := names.Key(c.Name)
 		switch err := names.Class(c.Name); {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("new class %d: %w", i, err))
+		case taken[key] != "" && named[key] != c.Name:
+			errs = append(errs, fmt.Errorf("%w: %q is already %s, %q, up to letter case or Unicode form", ErrDuplicateClass, c.Name, taken[key], named[key]))
 		case taken[key] != "":
 			errs = append(errs, fmt.Errorf("%w: %q is already %s", ErrDuplicateClass, c.Name, taken[key]))
 		}
 		taken[key] = fmt.Sprintf("new class %d", i)
+		named[key] = c.Name
 		if len(c.Files) < MinAddImages {
 			errs = append(errs, fmt.Errorf("class %q: %w: %d images, want at least %d", c.Name, ErrTooFewImages, len(c.Files), MinAddImages))
 		}
@@ -341,6 +356,16 @@ func openSource(modelDir, outDir string) (*bundle.Bundle, [32]byte, error) {
 		return nil, manifestSum, err
 	}
 	return b, manifestSum, checkOutDir(modelDir, outDir)
+}
+
+// create writes the new model directory outDir (bundle.Create): never
+// over another writer's, which is ErrOutputExists.
+func create(outDir string, m *bundle.Manifest, files map[string][]byte) error {
+	err := bundle.Create(outDir, m, files)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%w: %w", ErrOutputExists, err)
+	}
+	return err
 }
 
 // checkUnchanged returns ErrModelChanged, naming what to do (action the

@@ -18,6 +18,7 @@ import (
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
+	"github.com/bicyc/bicyc/names"
 )
 
 // writeClassFolder writes Fashion-MNIST test images as PNG files into
@@ -160,6 +161,18 @@ func TestAddClassesRejectsBadInput(t *testing.T) {
 	writeClassFolder(t, f, few, []int{5}, 0, MinAddImages-1)
 	dup := filepath.Join(root, "dup")
 	writeClassFolder(t, f, dup, []int{1}, 0, MinAddImages) // "Trouser" is class 1 of the model
+	// Issue 42, row 5: a name that is a class's up to letter case, and
+	// one with a right-to-left override, are refused as learn refuses them.
+	alike := filepath.Join(root, "alike")
+	writeClassFolder(t, f, alike, []int{1}, 0, MinAddImages)
+	if err := os.Rename(filepath.Join(alike, "Trouser"), filepath.Join(alike, "trouser")); err != nil {
+		t.Fatal(err)
+	}
+	bidi := filepath.Join(root, "bidi")
+	writeClassFolder(t, f, bidi, []int{5}, 0, MinAddImages)
+	if err := os.Rename(filepath.Join(bidi, "Sandal"), filepath.Join(bidi, "evil\u202egnp")); err != nil {
+		t.Fatal(err)
+	}
 	pipe := filepath.Join(root, "pipe")
 	writeClassFolder(t, f, pipe, []int{5}, 0, MinAddImages)
 	if err := syscall.Mkfifo(filepath.Join(pipe, "Sandal", "pipe.png"), 0o644); err != nil {
@@ -180,6 +193,8 @@ func TestAddClassesRejectsBadInput(t *testing.T) {
 	}{
 		{few, nil, ErrTooFewImages, `class "Sandal": too few images for a class: 4 images, want at least 5`},
 		{dup, nil, ErrDuplicateClass, `"Trouser" is already class 1 of the model`},
+		{alike, nil, ErrDuplicateClass, `"trouser" is already class 1 of the model, "Trouser", up to letter case or Unicode form`},
+		{bidi, nil, names.ErrInvalid, "U+202E"},
 		{good, func() {
 			afterEmbed = func(dir string) {
 				raw, _ := os.ReadFile(filepath.Join(dir, bundle.ManifestFile))

@@ -6,11 +6,11 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/infer"
+	"github.com/bicyc/bicyc/names"
 )
 
 // Calibrate writes outDir: the model in modelDir with a calibration
@@ -70,7 +70,7 @@ func Calibrate(ctx context.Context, modelDir, outDir string, heldOut []LabelledI
 	if err := checkUnchanged(modelDir, manifestSum, "calibrate"); err != nil {
 		return nil, err
 	}
-	if err := bundle.Write(outDir, &m, files); err != nil {
+	if err := create(outDir, &m, files); err != nil {
 		return nil, err
 	}
 	return m.Calibration, nil
@@ -82,12 +82,14 @@ func heldOutLabels(classes []bundle.Class, heldOut []LabelledImages) ([]int, err
 	for c, cl := range classes {
 		column[strconv.Itoa(cl.ID)] = c
 	}
+	// Exactly, up to Unicode form (folder names come in NFC): a model
+	// may have "Shirt" and "shirt".
 	for c, cl := range classes {
-		column[strings.ToLower(cl.Name)] = c
+		column[names.NFC(cl.Name)] = c
 	}
 	var labels []int
 	for _, h := range heldOut {
-		c, ok := column[strings.ToLower(h.Name)]
+		c, ok := column[names.NFC(h.Name)]
 		if !ok {
 			return nil, fmt.Errorf("%w: %q is not a class of the model", ErrClassFolder, h.Name)
 		}

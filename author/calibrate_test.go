@@ -2,12 +2,14 @@ package author
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -132,5 +134,26 @@ func TestSampleHeldOut(t *testing.T) {
 	}
 	if n != gauss.MinCalibrationImages || total <= n {
 		t.Errorf("%d classes: %d of %d images kept, want %d", k, n, total, gauss.MinCalibrationImages)
+	}
+}
+
+// TestHeldOutLabelsExact: issue 42, row 5. Calibration folders match
+// class names exactly (up to Unicode form) or by ID: on a model with
+// "Shirt" and "shirt" (made before such names were refused), each
+// folder's images are labelled with its own class, never the other.
+func TestHeldOutLabelsExact(t *testing.T) {
+	classes := []bundle.Class{{ID: 0, Name: "Shirt"}, {ID: 1, Name: "shirt"}, {ID: 2, Name: "cafe\u0301"}}
+	held := []LabelledImages{
+		{Name: "Shirt", Files: []string{"a", "b"}},
+		{Name: "shirt", Files: []string{"c"}},
+		{Name: "caf\u00e9", Files: []string{"d"}},
+		{Name: "0", Files: []string{"e"}},
+	}
+	labels, err := heldOutLabels(classes, held)
+	if err != nil || !slices.Equal(labels, []int{0, 0, 1, 2, 0}) {
+		t.Errorf("labels %v, %v; want [0 0 1 2 0]", labels, err)
+	}
+	if _, err := heldOutLabels(classes, []LabelledImages{{Name: "SHIRT", Files: []string{"f"}}}); !errors.Is(err, ErrClassFolder) {
+		t.Errorf("a folder named like no class: %v", err)
 	}
 }

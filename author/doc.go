@@ -6,7 +6,8 @@
 // runtime: it runs the model through package infer, builds the classifier
 // over old and new prototypes with package gauss, writes its ONNX graph
 // with package classgraph (the one builder of it, which export uses too) and the
-// directory with bundle.Write (atomic, checksummed). A service that only
+// directory with bundle.Create (atomic, checksummed, never over another
+// writer's directory). A service that only
 // classifies imports infer and links none of this.
 //
 // Both take a context.Context: cancelling it stops the embedding or

@@ -59,7 +59,7 @@ func Shortlist(modelDir, outDir string, share float64) (*bundle.Shortlist, error
 	if err := checkUnchanged(modelDir, manifestSum, "shortlist"); err != nil {
 		return nil, err
 	}
-	if err := bundle.Write(outDir, &m, files); err != nil {
+	if err := create(outDir, &m, files); err != nil {
 		return nil, err
 	}
 	return m.Shortlist, nil

@@ -2,15 +2,20 @@ package author
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"image/png"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/export/classgraph"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/infer"
 )
@@ -183,5 +188,44 @@ func TestShortlistOfGrownModel(t *testing.T) {
 	small := filepath.Join(t.TempDir(), "small")
 	if none, err := Shortlist(f.twoTasks, small, gauss.DefaultShortlist); err != nil || none != nil {
 		t.Errorf("Shortlist of a 10-class model: %+v, %v; want none (fewer than %d classes)", none, err, gauss.ShortlistMinClasses)
+	}
+	foreignShortlistRefused(t, b)
+}
+
+// foreignShortlistRefused: issue 42, row 7. A shortlist.onnx written for
+// other class Gaussians (here the model's own, shifted by one class), put
+// into the model directory with every checksum recomputed, would change
+// the answers silently; infer.Open replays the shortlist check and refuses
+// it, naming the file.
+func foreignShortlistRefused(t *testing.T, b *bundle.Bundle) {
+	t.Helper()
+	m := b.Manifest
+	protos := b.Prototypes.Gaussians()
+	shifted := append(slices.Clone(protos[1:]), protos[0])
+	clf, err := gauss.NewClassifier(shifted, nil, m.Classifier.WithAges(bundle.Ages(m.Classes)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for name := range m.Files {
+		if files[name], err = b.ReadFile(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if files[bundle.ShortlistFile], err = classgraph.Shortlist(clf.Tables(), m.ShortlistSize()); err != nil {
+		t.Fatal(err)
+	}
+	foreign := filepath.Join(t.TempDir(), "foreign")
+	if err := bundle.Write(foreign, &m, files); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	c, err := infer.Open(context.Background(), foreign, infer.WithProvider(infer.ProviderCPU))
+	if err == nil {
+		c.Close()
+	}
+	t.Logf("open of the foreign shortlist: %v, %v", time.Since(start), err)
+	if !errors.Is(err, infer.ErrShortlist) || !strings.Contains(err.Error(), bundle.ShortlistFile) {
+		t.Errorf("a foreign %s: %v, want infer.ErrShortlist naming it", bundle.ShortlistFile, err)
 	}
 }

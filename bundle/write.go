@@ -33,9 +33,25 @@ import (
 // unavailable and the crash falls between the two renames, absent with the
 // old model intact in ".<name>.old-*", which the next Write moves back). To
 // protect unrelated data, an existing dir is replaced only if it is empty
-// or holds a manifest.json. Concurrent Writes to the same dir are not
-// supported.
+// or holds a manifest.json. Of concurrent Writes to the same dir the last
+// one's model stays (a run's export holds the run's lock).
 func Write(dir string, m *Manifest, files map[string][]byte) error {
+	return write(dir, m, files, durable.ReplaceDir)
+}
+
+// Create is Write for a new model directory: dir must not exist or be
+// empty, and is never replaced, even when another writer creates it
+// meanwhile (durable.CreateDir): the error then wraps fs.ErrExist and
+// nothing was written. Versions of a model (a repository's DIR/<name>/<n>,
+// bicyc-infer's authoring commands) are created so.
+func Create(dir string, m *Manifest, files map[string][]byte) error {
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return fmt.Errorf("bundle: create %s: exists and is not empty: %w", dir, fs.ErrExist)
+	}
+	return write(dir, m, files, durable.CreateDir)
+}
+
+func write(dir string, m *Manifest, files map[string][]byte, place func(tmp, dir string) error) error {
 	if err := durable.Recover(dir, isModel); err != nil {
 		return fmt.Errorf("bundle: write %s: %w", dir, err)
 	}
@@ -85,7 +101,7 @@ func Write(dir string, m *Manifest, files map[string][]byte) error {
 	if err := durable.WriteFile(filepath.Join(tmp, DigestFile), digestOf(manifest)); err != nil {
 		return fmt.Errorf("bundle: write %s: %w", dir, err)
 	}
-	if err := durable.ReplaceDir(tmp, dir); err != nil {
+	if err := place(tmp, dir); err != nil {
 		return fmt.Errorf("bundle: write %s: %w", dir, err)
 	}
 	committed = true

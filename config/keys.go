@@ -24,6 +24,23 @@ func Keys() []Key {
 	return keys
 }
 
+// ParseSet splits an override key=value (bicyc's --set, a sweep's sets)
+// and checks that key is a configuration key: the one check of an
+// override's form, so a misspelt key is an error naming it wherever it is
+// given. The value is checked when the configuration is decoded.
+func ParseSet(s string) (key, value string, err error) {
+	key, value, ok := strings.Cut(s, "=")
+	if !ok {
+		return "", "", fmt.Errorf("%q: want key=value", s)
+	}
+	for _, k := range Keys() {
+		if k.Name == key {
+			return key, value, nil
+		}
+	}
+	return "", "", fmt.Errorf("%q: unknown config key %q (see 'bicyc config keys')", s, key)
+}
+
 // walk calls leaf for every non-struct field of the struct v, naming it by
 // its dotted mapstructure path.
 func walk(v reflect.Value, prefix string, leaf func(string, reflect.StructField, reflect.Value)) {

@@ -30,8 +30,12 @@ const maxListed = 20
 //     order; a symbolic link to a folder is a class folder like any other;
 //   - an entry whose name starts with "." is hidden and not read; a file
 //     directly in root is not a class; both are reported in skipped;
-//   - a class name must follow names.Class (valid UTF-8, no control
-//     characters, no leading or trailing space);
+//   - a class name is the folder's name in Unicode NFC form (names.NFC),
+//     and must follow names.Stored (valid UTF-8, no control characters, no
+//     leading or trailing space); the commands that make new classes of
+//     them check them whole (names.CheckNew, names.Class: no formatting
+//     characters, no two names alike up to letter case), while folders
+//     of classes a run already has are read as they were;
 //   - a class folder is walked recursively in lexical order (ImageFiles):
 //     files with an image extension are its images, symbolic links to
 //     files included; hidden entries, files of other extensions, links to
@@ -64,7 +68,7 @@ func ListClassFolders(root string) (classes []ClassFolder, skipped []string, err
 			}
 			continue
 		}
-		if err := names.Class(e.Name()); err != nil {
+		if err := names.Stored(e.Name()); err != nil {
 			problems = append(problems, fmt.Errorf("%s: %w", path, err))
 			continue
 		}
@@ -78,7 +82,7 @@ func ListClassFolders(root string) (classes []ClassFolder, skipped []string, err
 			problems = append(problems, fmt.Errorf("%s: %w: no image files (%s)", path, ErrEmptyClass, strings.Join(ImageExtensions, " ")))
 			continue
 		}
-		classes = append(classes, ClassFolder{Name: e.Name(), Files: w.files})
+		classes = append(classes, ClassFolder{Name: names.NFC(e.Name()), Files: w.files})
 	}
 	if len(problems) > 0 {
 		return nil, skipped, fmt.Errorf("data: image folder %s: %w", root, joinProblems(problems, "problems with class folders"))

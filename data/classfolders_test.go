@@ -147,3 +147,15 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestClassFolderNamesNFC: issue 42, row 5. A class is named after its
+// folder in Unicode NFC form, so a folder written in NFD (as macOS
+// writes names) gets the same class name as one written in NFC.
+func TestClassFolderNamesNFC(t *testing.T) {
+	root := t.TempDir()
+	writePNG(t, filepath.Join(root, "cafe\u0301", "0.png"), gradient(8, 8, 1))
+	classes, _, err := ListClassFolders(root)
+	if err != nil || len(classes) != 1 || classes[0].Name != "caf\u00e9" {
+		t.Fatalf("classes %+v, %v; want one named café in NFC", classes, err)
+	}
+}

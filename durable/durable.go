@@ -17,9 +17,16 @@
 //	tmp, err := durable.NewDir(dir)         // hidden sibling ".<name>.new-*"
 //	... write the files into tmp ...
 //	err = durable.ReplaceDir(tmp, dir)      // dir is the old or the new tree
+//	err = durable.CreateDir(tmp, dir)       // or: dir is new, never one that exists
 //
 // and, before the next replacement, durable.Recover(dir, complete) clears
-// what an interrupted one left behind.
+// what an interrupted one left behind. RemoveTemp clears the temporary
+// files a killed WriteFile left in a directory.
+//
+// A directory or file has one writer at a time (package lockfile keeps
+// runs and repository models so); what durable does when two race is
+// still safe: CreateDir never replaces what another writer made, and
+// Recover leaves alone the ".<name>.new-*" of a writer that still runs.
 package durable
 
 import (
@@ -29,6 +36,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/bicyc/bicyc/lockfile"
 )
 
 // WriteFile writes b to path through a temporary file in the same
@@ -123,17 +136,39 @@ func SyncDir(dir string) error {
 	return err
 }
 
-// NewDir creates an empty directory ".<name>.new-*" beside dir (and dir's
-// parent if needed), mode 0755, in which to build dir's replacement.
-// Recover removes such directories, so a crash before ReplaceDir leaves
-// nothing but litter that the next writer clears.
+// RemoveTemp removes the temporary files ".<name>.tmp*" that a WriteFile
+// or CreateFile killed before its rename left in dir, and returns their
+// paths. Call it only while no other process writes into dir (the run
+// lock, for a run directory): a live writer's temporary file is removed
+// too.
+func RemoveTemp(dir string) ([]string, error) {
+	found, _ := filepath.Glob(filepath.Join(dir, ".*.tmp*"))
+	var removed []string
+	for _, path := range found {
+		if info, err := os.Lstat(path); err != nil || !info.Mode().IsRegular() {
+			continue
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return removed, err
+		}
+		removed = append(removed, path)
+	}
+	return removed, nil
+}
+
+// NewDir creates an empty directory ".<name>.new-<maker>-*" beside dir (and
+// dir's parent if needed), mode 0755, in which to build dir's replacement;
+// <maker> names this process (boot id, pid and start time) so that Recover
+// tells a live writer's directory from litter. Recover removes the litter,
+// so a crash before ReplaceDir leaves nothing that the next writer does not
+// clear.
 func NewDir(dir string) (string, error) {
 	dir = filepath.Clean(dir)
 	parent, base := filepath.Dir(dir), filepath.Base(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", err
 	}
-	tmp, err := os.MkdirTemp(parent, "."+base+".new-")
+	tmp, err := os.MkdirTemp(parent, "."+base+".new-"+maker+"-")
 	if err != nil {
 		return "", err
 	}
@@ -144,8 +179,86 @@ func NewDir(dir string) (string, error) {
 	return tmp, nil
 }
 
+// maker names this process in the directories NewDir makes:
+// <boot id's first 8 characters>.<pid>.<start time>.
+var maker = func() string {
+	boot := strings.ReplaceAll(lockfile.BootID(), "-", "")
+	boot = boot[:min(8, len(boot))]
+	start, _ := lockfile.ProcessStart(os.Getpid())
+	return fmt.Sprintf("%s.%d.%d", boot, os.Getpid(), start)
+}()
+
+// staleAfter is how old a ".<name>.new-*" directory made on another host
+// (or boot) must be for Recover to remove it: the liveness of its maker
+// cannot be seen from here, and building a directory takes seconds.
+const staleAfter = lockfile.DefaultLease
+
+// inProgress reports whether the directory tmp, made by NewDir, may still
+// be filled by its maker: a live process of this host and boot, or, from
+// another host or boot, one changed within staleAfter. A name without a
+// maker is an older version's litter.
+func inProgress(tmp string) bool {
+	_, tag, _ := strings.Cut(filepath.Base(tmp), ".new-")
+	f := strings.Split(strings.SplitN(tag, "-", 2)[0], ".")
+	if len(f) != 3 {
+		return false
+	}
+	pid, err1 := strconv.Atoi(f[1])
+	start, err2 := strconv.ParseUint(f[2], 10, 64)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	if boot := strings.Split(maker, ".")[0]; boot != "" && f[0] == boot {
+		return lockfile.Running(pid, start)
+	}
+	info, err := os.Lstat(tmp)
+	return err == nil && time.Since(info.ModTime()) < staleAfter
+}
+
 // errNoExchange reports that the system cannot swap two directories atomically.
 var errNoExchange = errors.New("atomic directory exchange is not supported")
+
+// errNoNoReplace reports that the system cannot rename without replacing.
+var errNoNoReplace = errors.New("rename without replacing is not supported")
+
+// renameNew is renameNoReplace; tests replace it to take the fallback path.
+var renameNew = renameNoReplace
+
+// CreateDir moves the complete directory tmp (from NewDir) to dir after
+// syncing it, where dir must not exist, or be an empty directory: it never
+// replaces a directory with content, even one another writer puts there
+// meanwhile (Linux renameat2 RENAME_NOREPLACE; elsewhere rename(2), which
+// also refuses a non-empty target but replaces an empty one). The error
+// then wraps fs.ErrExist, and tmp is left for the caller.
+func CreateDir(tmp, dir string) error {
+	dir = filepath.Clean(dir)
+	if err := SyncDir(tmp); err != nil {
+		return err
+	}
+	// An empty directory holds nothing to lose: it is the target a user
+	// made (mkdir out) for the new one.
+	if err := syscall.Rmdir(dir); err != nil && !errors.Is(err, fs.ErrNotExist) && !isNotEmpty(err) {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	err := renameNew(tmp, dir)
+	if errors.Is(err, errNoNoReplace) {
+		err = os.Rename(tmp, dir)
+	}
+	if isNotEmpty(err) {
+		err = fmt.Errorf("%s: %w", dir, fs.ErrExist)
+	}
+	if err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(dir))
+}
+
+// isNotEmpty reports an error of removing or renaming onto a directory
+// that exists (and has content).
+func isNotEmpty(err error) bool {
+	var errno syscall.Errno
+	return errors.As(err, &errno) && (errno == syscall.ENOTEMPTY || errno == syscall.EEXIST || errno == syscall.ENOTDIR) || errors.Is(err, fs.ErrExist)
+}
 
 // exchangeDirs is exchange; tests replace it to take the fallback path.
 var exchangeDirs = exchange
@@ -164,7 +277,16 @@ func ReplaceDir(tmp, dir string) error {
 		return err
 	}
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		if err := os.Rename(tmp, dir); err != nil {
+		// Absent a moment ago: a directory another writer creates
+		// meanwhile is not ours to replace.
+		err := renameNew(tmp, dir)
+		if errors.Is(err, errNoNoReplace) {
+			err = os.Rename(tmp, dir)
+		}
+		if isNotEmpty(err) {
+			return fmt.Errorf("%s: created by another writer meanwhile: %w", dir, fs.ErrExist)
+		}
+		if err != nil {
 			return err
 		}
 		return SyncDir(parent)
@@ -201,16 +323,21 @@ func ReplaceDir(tmp, dir string) error {
 }
 
 // Recover undoes what an interrupted NewDir/ReplaceDir of dir left beside
-// it: unfinished ".<name>.new-*" directories are removed, and if dir is
+// it: unfinished ".<name>.new-*" directories are removed, except those of
+// a writer that may still be at work (a live process of this host, or a
+// directory from another host changed within the lock lease), and if dir is
 // missing because a crash fell between the two renames of ReplaceDir's
 // fallback, the previous tree is moved back from its ".<name>.old-*"
 // holder, provided complete accepts it. Call it before building a new
-// replacement; writers of the same dir must not run concurrently.
+// replacement.
 func Recover(dir string, complete func(dir string) bool) error {
 	dir = filepath.Clean(dir)
 	parent, base := filepath.Dir(dir), filepath.Base(dir)
 	news, _ := filepath.Glob(filepath.Join(parent, "."+base+".new-*"))
 	for _, d := range news {
+		if inProgress(d) {
+			continue
+		}
 		if err := os.RemoveAll(d); err != nil {
 			return err
 		}

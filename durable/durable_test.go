@@ -2,11 +2,16 @@ package durable
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/bicyc/bicyc/lockfile"
 )
 
 func TestWriteFile(t *testing.T) {
@@ -133,6 +138,110 @@ func TestRecover(t *testing.T) {
 	}
 	if left := entries(t, parent); len(left) != 1 {
 		t.Errorf("entries left %v, want model alone", left)
+	}
+}
+
+// TestRecoverLeavesLiveWriters: Recover removes the ".<name>.new-*" of a
+// writer that is gone, and leaves that of a writer still at work (another
+// live process here, or a recent one from another host).
+func TestRecoverLeavesLiveWriters(t *testing.T) {
+	live := exec.Command("sleep", "60")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { live.Process.Kill(); live.Wait() })
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	boot := strings.Split(maker, ".")[0]
+	liveStart, err := lockfile.ProcessStart(live.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "8")
+	tmp, err := NewDir(dir) // this process: live
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * staleAfter)
+	cases := []struct {
+		name string
+		kept bool
+		at   time.Time
+	}{
+		{filepath.Base(tmp), true, time.Now()},
+		{fmt.Sprintf(".8.new-%s.%d.%d-a", boot, live.Process.Pid, liveStart), true, time.Now()},
+		{fmt.Sprintf(".8.new-%s.%d.%d-b", boot, live.Process.Pid, liveStart+1), false, time.Now()},
+		{fmt.Sprintf(".8.new-%s.%d.%d-c", boot, gone.Process.Pid, 1), false, time.Now()},
+		{".8.new-otherbot.12.34-d", true, time.Now()},
+		{".8.new-otherbot.12.34-e", false, old},
+		{".8.new-123", false, time.Now()}, // an older version's name
+	}
+	for _, c := range cases {
+		p := filepath.Join(parent, c.name)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, c.at, c.at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Recover(dir, func(string) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cases {
+		_, err := os.Stat(filepath.Join(parent, c.name))
+		if kept := err == nil; kept != c.kept {
+			t.Errorf("case %d %s: kept %v, want %v", i, c.name, kept, c.kept)
+		}
+	}
+}
+
+// TestCreateDir: a new directory replaces nothing but an empty one; the
+// second of two writers of the same directory fails with fs.ErrExist and
+// the first's tree stays whole, with either rename.
+func TestCreateDir(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		if fallback {
+			renameNew = func(a, b string) error { return errNoNoReplace }
+			t.Cleanup(func() { renameNew = renameNoReplace })
+		}
+		parent := t.TempDir()
+		dir := filepath.Join(parent, "9")
+		if err := os.Mkdir(dir, 0o755); err != nil { // made empty by the user
+			t.Fatal(err)
+		}
+		var tmps []string
+		for _, content := range []string{"first", "second"} {
+			tmp, err := NewDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteFile(filepath.Join(tmp, "manifest"), []byte(content)); err != nil {
+				t.Fatal(err)
+			}
+			tmps = append(tmps, tmp)
+		}
+		if err := CreateDir(tmps[0], dir); err != nil {
+			t.Fatalf("fallback %v: %v", fallback, err)
+		}
+		if err := CreateDir(tmps[1], dir); !errors.Is(err, fs.ErrExist) {
+			t.Errorf("fallback %v: the second writer: %v, want fs.ErrExist", fallback, err)
+		}
+		checkFile(t, filepath.Join(dir, "manifest"), "first", 0o644)
+		// ReplaceDir of a directory absent when it looked, created by
+		// another writer before its rename, leaves the other's tree.
+		other := filepath.Join(parent, "10")
+		if err := os.MkdirAll(filepath.Join(other, "x"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := renameNew(tmps[1], other); err == nil {
+			t.Errorf("fallback %v: renamed onto another writer's directory", fallback)
+		} else if !errors.Is(err, errNoNoReplace) && !isNotEmpty(err) {
+			t.Errorf("fallback %v: %v", fallback, err)
+		}
 	}
 }
 

@@ -10,3 +10,12 @@ func exchange(a, b string) error {
 	}
 	return err
 }
+
+// renameNoReplace renames a to b, failing with EEXIST if b exists.
+func renameNoReplace(a, b string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_NOREPLACE)
+	if err == unix.ENOSYS || err == unix.EINVAL {
+		return errNoNoReplace
+	}
+	return err
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/names"
 )
 
 var (
@@ -58,7 +59,8 @@ type Classifier struct {
 
 // Open loads the model bundle in dir: it verifies the manifest and file
 // checksums (bundle.Open; a directory from before manifest digests opens
-// with a warning line on the WithLog writer), initialises ONNX Runtime if this process has not
+// with a warning line on the WithLog writer, as does one whose class names
+// names.Class would refuse today, or two of which look alike: names.Warnings), initialises ONNX Runtime if this process has not
 // yet (InitRuntime), and creates the ONNX Runtime sessions once, with the
 // execution provider the options ask for. It then runs each model once on
 // a blank batch of one, so a model that does not match its manifest fails
@@ -95,6 +97,16 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Classifier, error) 
 		fmt.Fprintf(cfg.log, "warning: model %s has no %s (exported by an older bicyc), so its manifest is not verified; export it again to verify it\n", dir, bundle.DigestFile)
 	}
 	m := b.Manifest
+	var classNames []string
+	for _, c := range m.Classes {
+		if c.Name != "" { // unnamed: the ID is shown
+			classNames = append(classNames, c.Name)
+		}
+	}
+	// Names made before names.Class refused them keep working: say so.
+	for _, w := range names.Warnings(classNames) {
+		fmt.Fprintf(cfg.log, "warning: model %s: %s\n", dir, w)
+	}
 	// File, input and output names: the bundle's contract (package bundle).
 	files := [][3]string{
 		{bundle.ModelFile, bundle.TensorImage, bundle.TensorScores},
@@ -165,7 +177,51 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Classifier, error) 
 		}
 		return nil, fmt.Errorf("model %s does not match its manifest: %w", dir, err)
 	}
+	if c.shortlist != nil {
+		if err := c.checkShortlist(ctx, b.Prototypes.Means); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("model %s: %w", dir, err)
+		}
+	}
 	return c, nil
+}
+
+// shortlistCheckClasses is how many classes checkShortlist samples.
+const shortlistCheckClasses = 64
+
+// checkShortlist replays, cheaply, the check that chose the model's
+// shortlist (bundle.Shortlist; classgraph.PlanShortlist, which kept the
+// exact closest class of 99.9 % of features drawn from the class
+// Gaussians): it runs shortlist.onnx on the means of up to
+// shortlistCheckClasses classes, evenly spaced, and requires each class to
+// be shortlisted for its own mean, the most typical feature of the class,
+// in at least half of them. A shortlist.onnx written for this model keeps
+// them all; one from another model of as many classes (its file's
+// checksum recomputed in the manifest) keeps about its share of the
+// classes, a few percent, and would change answers silently: ErrShortlist.
+func (c *Classifier) checkShortlist(ctx context.Context, means []float32) error {
+	k, s, n := len(c.classes), c.manifest.FeatureDim, c.shortlistSize
+	m := min(k, shortlistCheckClasses)
+	z := make([]float32, 0, m*s)
+	cols := make([]int64, m)
+	for i := range m {
+		cols[i] = int64(i * k / m)
+		z = append(z, means[int(cols[i])*s:(int(cols[i])+1)*s]...)
+	}
+	r, err := c.shortlist.runShortlist(ctx, z, []int64{int64(m), int64(s)}, n, k)
+	if err != nil {
+		return err
+	}
+	kept := 0
+	for i, col := range cols {
+		if slices.Contains(r.classes[i*n:(i+1)*n], col) {
+			kept++
+		}
+	}
+	if 2*kept < m {
+		return fmt.Errorf("%s: %w: of %d classes, %d are shortlisted for their own mean (want at least half); write the shortlist again (bicyc-infer shortlist) or export the model again", bundle.ShortlistFile, ErrShortlist, m, kept)
+	}
+	return nil
 }
 
 // warmUp runs every session once on zeros of the manifest's shapes.

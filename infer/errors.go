@@ -42,4 +42,8 @@ var (
 	// ErrInvalidOptions means an Option is out of range or options
 	// conflict; Open reports every problem at once.
 	ErrInvalidOptions = errors.New("invalid options")
+	// ErrShortlist means the model's shortlist.onnx does not shortlist
+	// its own classes (a file from another model, checksums recomputed):
+	// Open replays a cheap form of the manifest's shortlist check.
+	ErrShortlist = errors.New("shortlist does not fit the model's classes")
 )

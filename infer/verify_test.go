@@ -143,3 +143,31 @@ func rewriteManifest(t *testing.T, path string, edit func(map[string]any)) {
 		t.Fatal(err)
 	}
 }
+
+// TestOldClassNamesWarn: issue 42, row 5. A model made before class names
+// alike up to letter case, or holding a bidirectional control, were
+// refused still opens, with a warning naming them.
+func TestOldClassNamesWarn(t *testing.T) {
+	f := loadFixture(t)
+	dir := copyBundle(t, f.twoTasks)
+	if err := os.Remove(filepath.Join(dir, bundle.DigestFile)); err != nil {
+		t.Fatal(err)
+	}
+	rewriteManifest(t, filepath.Join(dir, bundle.ManifestFile), func(m map[string]any) {
+		classes := m["classes"].([]any)
+		for i, name := range []string{"Shirt", "shirt", "evil\u202egnp"} {
+			classes[i].(map[string]any)["name"] = name
+		}
+	})
+	var log bytes.Buffer
+	c, err := Open(context.Background(), dir, WithProvider(ProviderCPU), WithLog(&log))
+	if err != nil {
+		t.Fatalf("a model with old class names does not open: %v", err)
+	}
+	c.Close()
+	for _, want := range []string{`class names "Shirt" and "shirt" look alike`, "U+202E"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("no warning %q; log %q", want, log.String())
+		}
+	}
+}

@@ -2,5 +2,8 @@
 // names and table rows: class names (from class folders, datasets,
 // add-classes and model manifests) and run names (the folder a run is
 // written to). Every command checks names through it, so they cannot
-// disagree.
+// disagree: new class names are normalised to Unicode NFC (NFC), checked
+// (Class) and compared up to letter case and form (Key, CheckNew); names
+// already in a model or run are read by the older rule (Stored) and
+// reported (Warnings), so old models keep working.
 package names

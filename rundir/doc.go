@@ -4,5 +4,7 @@
 // last checkpoint, which is what a train or learn killed between its
 // checkpoint and its export leaves (Check, CheckModel). The train package
 // writes the layout through CheckpointName and LatestFile; this package
-// reads it without linking the training engine.
+// reads it without linking the training engine. It also keeps a run to one
+// writer at a time (Lock, LockFile) and clears what a killed writer left
+// (RemoveTemp).
 package rundir

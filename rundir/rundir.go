@@ -1,17 +1,22 @@
 package rundir
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bicyc/bicyc/bounded"
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/durable"
+	"github.com/bicyc/bicyc/lockfile"
 )
 
 // The layout: <run>/checkpoints/task-NN holds the state after NN tasks,
@@ -20,6 +25,66 @@ const (
 	CheckpointsDir = "checkpoints"
 	LatestFile     = "latest"
 )
+
+// LockFile is a run's writer lock, <run>/.lock (package lockfile): one
+// process at a time trains, resumes, learns or exports a run in place.
+const LockFile = ".lock"
+
+// ErrBusy is wrapped when another live process holds a run's lock; the
+// error names it (pid, host, since when, command).
+var ErrBusy = errors.New("another process is writing the run")
+
+// Lock takes the writer lock of the run in runDir, which must exist. A
+// live holder is waited for up to wait, and then the error wraps ErrBusy
+// and lockfile.ErrHeld and names it; status receives a line when the
+// wait starts and when the lock of a dead holder is taken over. The
+// returned context is cancelled if another process takes the lock over
+// (lockfile.ErrLost). Release the lock when the run is closed. A process
+// that holds the lock already (a run it has open, exported in place) gets
+// a nil lock, whose Release does nothing: the lock keeps other processes
+// out, not this one's own code.
+func Lock(runDir string, wait time.Duration, status io.Writer) (*lockfile.Lock, context.Context, error) {
+	path := filepath.Join(runDir, LockFile)
+	if held, ok := lockfile.Holder(path); ok && held.ThisProcess() {
+		return nil, context.Background(), nil
+	}
+	opts := lockfile.Options{Wait: wait, Waiting: func(o lockfile.Owner) {
+		fmt.Fprintf(status, "waiting up to %s for run %s: %s writes it\n", wait, runDir, o)
+	}}
+	l, ctx, took, err := lockfile.Acquire(context.Background(), path, opts)
+	if errors.Is(err, lockfile.ErrHeld) {
+		hint := "wait for it with --wait <duration>, or stop it"
+		if wait > 0 {
+			hint = fmt.Sprintf("waited %s", wait)
+		}
+		return nil, nil, fmt.Errorf("run %s: %w: %w; %s", runDir, ErrBusy, err, hint)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("run %s: %w", runDir, err)
+	}
+	if took != "" {
+		fmt.Fprintf(status, "run %s: %s\n", runDir, took)
+	}
+	return l, ctx, nil
+}
+
+// RemoveTemp removes the temporary files that a process killed while it
+// wrote the run in runDir left (".stream.json.tmp*", ".metrics.json.tmp*",
+// "checkpoints/.latest.tmp*", ...; durable.RemoveTemp) and returns their
+// paths. Call it holding the run's lock (Lock): no other writer is at work.
+// The ".task-NN.new-*" of an interrupted checkpoint are cleared by the next
+// checkpoint's write (durable.Recover).
+func RemoveTemp(runDir string) ([]string, error) {
+	var removed []string
+	for _, dir := range []string{runDir, filepath.Join(runDir, CheckpointsDir)} {
+		r, err := durable.RemoveTemp(dir)
+		removed = append(removed, r...)
+		if err != nil {
+			return removed, err
+		}
+	}
+	return removed, nil
+}
 
 // maxSmallFile bounds the small files read here (latest, manifest.json).
 const maxSmallFile = 16 << 20

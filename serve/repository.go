@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -350,9 +351,7 @@ func LatestVersion(modelDir string) (string, error) {
 
 // NextVersion returns the directory of the next version of the repository
 // model in modelDir (DIR/<name>): one more than its highest version, or 1.
-// modelDir need not exist yet. A model is written there whole or not at
-// all (bundle.Write), so a server never sees a version half-written; it
-// serves it once loaded (the repository API's load, or a reload).
+// modelDir need not exist yet. CreateNextVersion creates it without a race.
 func NextVersion(modelDir string) (string, error) {
 	found, err := versionDirs(modelDir)
 	if errors.Is(err, errNotFound) {
@@ -366,6 +365,49 @@ func NextVersion(modelDir string) (string, error) {
 		next = max(next, n+1)
 	}
 	return filepath.Join(modelDir, strconv.FormatInt(next, 10)), nil
+}
+
+// LockFile is the writer lock of a repository model, DIR/<name>/.lock
+// (package lockfile; a hidden entry, so never a version): the tools that
+// write its versions hold it, one at a time. The server only reads.
+const LockFile = ".lock"
+
+// VersionOf reports whether dir names a version of a repository model,
+// DIR/<name>/<n> (n a version number, whether or not it exists yet), and
+// returns the model's directory DIR/<name>, whose LockFile its writers
+// hold.
+func VersionOf(dir string) (modelDir string, ok bool) {
+	dir = filepath.Clean(dir)
+	if _, err := parseVersion(filepath.Base(dir)); err != nil {
+		return "", false
+	}
+	modelDir = filepath.Dir(dir)
+	return modelDir, checkName(filepath.Base(modelDir)) == nil
+}
+
+// maxVersionTries bounds how many numbers CreateNextVersion tries.
+const maxVersionTries = 10
+
+// CreateNextVersion creates the next version of the repository model in
+// modelDir: create must write a whole model directory at the path it is
+// given, never over an existing one (bundle.Create), failing with an error
+// wrapping fs.ErrExist if the directory exists. When it does (another
+// writer took that number meanwhile), the next number is tried, so no
+// version is ever replaced; it returns the version's directory. A model is
+// written there whole or not at all, so a server never sees a version
+// half-written; it serves it once loaded (the repository API's load, or a
+// reload).
+func CreateNextVersion(modelDir string, create func(dir string) error) (string, error) {
+	for range maxVersionTries {
+		dir, err := NextVersion(modelDir)
+		if err != nil {
+			return "", err
+		}
+		if err = create(dir); !errors.Is(err, fs.ErrExist) {
+			return dir, err
+		}
+	}
+	return "", fmt.Errorf("%s: %d versions were created by other writers while this one was written", modelDir, maxVersionTries)
 }
 
 // checkName accepts a model name that is one path element of letters,

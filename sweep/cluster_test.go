@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -21,6 +20,7 @@ import (
 	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/lockfile"
 )
 
 // testPlan is the plan of a 2-seed sweep of bicyc and adagauss with a
@@ -109,12 +109,12 @@ func TestRunCellStates(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(out, CellLog(4)), []byte("log\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, _, _, err := AcquireLock(context.Background(), cellFile(out, "bicyc-s0", ".lock"), time.Minute)
+	l, _, _, err := lockfile.Acquire(context.Background(), cellFile(out, "bicyc-s0", ".lock"), lockfile.Options{Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Release()
-	if err := RunCell(context.Background(), p, 0, Options{}); !errors.Is(err, ErrCellHeld) {
+	if err := RunCell(context.Background(), p, 0, Options{}); !errors.Is(err, lockfile.ErrHeld) {
 		t.Errorf("a held cell ran: %v", err)
 	}
 	rec, err := ReadStatus(out)
@@ -136,92 +136,6 @@ func TestRunCellStates(t *testing.T) {
 		if !strings.Contains(text, s) {
 			t.Errorf("status lacks %q:\n%s", s, text)
 		}
-	}
-}
-
-// writeLock writes a lock of o at path, last renewed at renewed.
-func writeLock(t *testing.T, path string, o Owner, renewed time.Time) {
-	t.Helper()
-	b, err := json.Marshal(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chtimes(path, renewed, renewed); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestLockStaleness: a lock is taken over exactly when its holder is
-// known to be gone or its lease expired.
-func TestLockStaleness(t *testing.T) {
-	me := self(time.Minute)
-	// A process that has exited: its pid is free (until reused).
-	gone := exec.Command("true")
-	if err := gone.Run(); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	cases := []struct {
-		owner   Owner
-		renewed time.Time
-		stale   string // part of the reason, "" for a live holder
-	}{
-		{me, now, ""},
-		{Owner{Host: me.Host, BootID: me.BootID, PID: gone.Process.Pid, Token: "a"}, now, "is gone"},
-		{Owner{Host: me.Host, BootID: me.BootID, PID: me.PID, Start: me.Start + 1, Token: "b"}, now, "another process"},
-		{Owner{Host: me.Host, BootID: "another-boot", PID: me.PID, Token: "c"}, now, "rebooted"},
-		{Owner{Host: "node7", BootID: "x", PID: 1, Token: "d", LeaseSeconds: 60}, now.Add(-30 * time.Second), ""},
-		{Owner{Host: "node7", BootID: "x", PID: 1, Token: "e", LeaseSeconds: 60}, now.Add(-90 * time.Second), "lease of 1m0s expired"},
-	}
-	dir := t.TempDir()
-	for i, c := range cases {
-		path := filepath.Join(dir, fmt.Sprintf("c%d.lock", i))
-		writeLock(t, path, c.owner, c.renewed)
-		l, _, reason, err := AcquireLock(context.Background(), path, time.Minute)
-		switch {
-		case c.stale == "" && !errors.Is(err, ErrCellHeld):
-			t.Errorf("case %d: a live holder's lock was taken (%q, %v)", i, reason, err)
-		case c.stale != "" && (err != nil || !strings.Contains(reason, c.stale)):
-			t.Errorf("case %d: reason %q, error %v; want a take-over because %s", i, reason, err, c.stale)
-		}
-		if l != nil {
-			if held, ok := LockHolder(path); !ok || held.Token == c.owner.Token {
-				t.Errorf("case %d: the lock does not name its new holder", i)
-			}
-			l.Release()
-			if _, err := os.Stat(path); !os.IsNotExist(err) {
-				t.Errorf("case %d: release left the lock (%v)", i, err)
-			}
-		}
-	}
-}
-
-// TestLockLost: a worker whose lock was taken over (judged dead) is
-// cancelled with ErrLockLost at its next renewal.
-func TestLockLost(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.lock")
-	l, ctx, _, err := AcquireLock(context.Background(), path, 40*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Release()
-	writeLock(t, path, Owner{Host: "node7", Token: "thief", LeaseSeconds: 60}, time.Now())
-	select {
-	case <-ctx.Done():
-		if !errors.Is(context.Cause(ctx), ErrLockLost) {
-			t.Errorf("cancelled with %v", context.Cause(ctx))
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the worker was not told that it lost its lock")
-	}
-	if err := l.Release(); err != nil {
-		t.Fatal(err)
-	}
-	if o, _, err := readLock(path); err != nil || o.Token != "thief" {
-		t.Errorf("release removed the new holder's lock: %+v %v", o, err)
 	}
 }
 
@@ -344,7 +258,7 @@ func TestSlurmArraysRounds(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(out, CellsDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	lock, _, _, err := AcquireLock(context.Background(), cellFile(out, p.Cells[0].Run.Name, ".lock"), time.Minute)
+	lock, _, _, err := lockfile.Acquire(context.Background(), cellFile(out, p.Cells[0].Run.Name, ".lock"), lockfile.Options{Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,12 +351,12 @@ func TestRunCellWaitHeld(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lock, _, _, err := AcquireLock(context.Background(), cellFile(out, p.Cells[0].Run.Name, ".lock"), time.Minute)
+	lock, _, _, err := lockfile.Acquire(context.Background(), cellFile(out, p.Cells[0].Run.Name, ".lock"), lockfile.Options{Lease: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := RunCell(context.Background(), p, 0, Options{}); !errors.Is(err, ErrCellHeld) {
-		t.Fatalf("without WaitHeld: %v, want ErrCellHeld", err)
+	if err := RunCell(context.Background(), p, 0, Options{}); !errors.Is(err, lockfile.ErrHeld) {
+		t.Fatalf("without WaitHeld: %v, want lockfile.ErrHeld", err)
 	}
 	var status strings.Builder
 	done := make(chan error, 1)

@@ -15,7 +15,7 @@
 // cells/<run>.yaml), so workers elsewhere read it with ReadPlan.
 //
 // RunCell runs one cell, idempotent and resumable, under a lock
-// (AcquireLock) that another worker takes over only when the holder's
+// (package lockfile) that another worker takes over only when the holder's
 // process is gone (same host and boot) or its lease expired; it records
 // the outcome in cells/<run>.json. ReadStatus reads every cell's state
 // from the directory alone; package report merges the runs from it. Run

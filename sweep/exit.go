@@ -7,12 +7,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/bicyc/bicyc/lockfile"
 )
 
 // Exit statuses of a worker (bicyc sweep --cell) that refused its cell,
 // so that a scheduler's record of the task tells a refusal from a failure.
 const (
-	// ExitHeld: another live worker holds the cell (ErrCellHeld).
+	// ExitHeld: another live worker holds the cell (lockfile.ErrHeld).
 	ExitHeld = 75
 	// ExitWaiting: the cell it starts from has not finished (ErrWaiting).
 	ExitWaiting = 76
@@ -24,7 +26,7 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, ErrCellHeld):
+	case errors.Is(err, lockfile.ErrHeld):
 		return ExitHeld
 	case errors.Is(err, ErrWaiting):
 		return ExitWaiting

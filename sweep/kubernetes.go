@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/bicyc/bicyc/durable"
+	"github.com/bicyc/bicyc/lockfile"
 )
 
 // KubernetesDir is the directory of a sweep that holds its manifests.
@@ -290,7 +291,7 @@ func waitJob(namespace string) string {
 func (k Kubernetes) job(name string, labels map[string]string, w, n int) k8sJob {
 	lease := k.Lease
 	if lease <= 0 {
-		lease = DefaultLease
+		lease = lockfile.DefaultLease
 	}
 	c := k8sContainer{
 		Name: "worker", Image: k.Image, Command: []string{"bicyc"},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/durable"
+	"github.com/bicyc/bicyc/lockfile"
 	"github.com/bicyc/bicyc/train"
 )
 
@@ -35,12 +36,12 @@ type Options struct {
 	// failures.
 	Finish func() error
 	// Lease is how long a cell's lock outlives its worker's last renewal
-	// when the worker runs on another host (see AcquireLock); 0 means
-	// DefaultLease.
+	// when the worker runs on another host (see lockfile.Acquire); 0 means
+	// lockfile.DefaultLease.
 	Lease time.Duration
 	// WaitHeld makes RunCell wait while another worker holds the cell
 	// (until that worker ends, or its lock can be taken over once its
-	// lease expires) instead of returning ErrCellHeld: a task Slurm
+	// lease expires) instead of returning an error wrapping lockfile.ErrHeld: a task Slurm
 	// requeued on another node waits out its dead predecessor's lease.
 	WaitHeld bool
 }
@@ -114,11 +115,9 @@ func saveStatus(out string) (*Record, error) {
 	return rec, durable.WriteJSON(filepath.Join(out, RecordFile), rec)
 }
 
-// heldPoll is how often a worker waiting for a held cell tries its lock:
-// an eighth of the lease, between 1 and 30 seconds.
-func heldPoll(lease time.Duration) time.Duration {
-	return min(max(lease/8, time.Second), 30*time.Second)
-}
+// waitHeldForever is WaitHeld's wait: until the holder ends, its lease
+// expires or the context is cancelled.
+const waitHeldForever = 1 << 62
 
 // ErrWaiting is wrapped when a cell cannot start yet: the cell it waits
 // for has not finished.
@@ -126,8 +125,8 @@ var ErrWaiting = errors.New("cell waits for another")
 
 // RunCell runs cell i of plan (read from its sweep directory with
 // ReadPlan) to its end, as one worker of a sweep spread over many
-// processes or machines: it takes the cell's lock (AcquireLock; a cell a
-// live worker holds is an error wrapping ErrCellHeld, one whose worker died
+// processes or machines: it takes the cell's lock (lockfile.Acquire; a cell a
+// live worker holds is an error wrapping lockfile.ErrHeld, one whose worker died
 // is taken over), skips a finished run, resumes a started one, and starts a
 // pending one from the cell it waits for, which must have finished (else an
 // error wrapping ErrWaiting). It records the outcome in cells/<name>.json,
@@ -147,7 +146,7 @@ func runCell(ctx context.Context, plan *Plan, i int, opts Options, prefix string
 	}
 	lease := opts.Lease
 	if lease <= 0 {
-		lease = DefaultLease
+		lease = lockfile.DefaultLease
 	}
 	out, c, dir := plan.Spec.Out, plan.Cells[i], plan.Dir(i)
 	if err := sameConfig(dir, plan.Configs[i]); err != nil {
@@ -156,18 +155,14 @@ func runCell(ctx context.Context, plan *Plan, i int, opts Options, prefix string
 	if err := os.MkdirAll(filepath.Join(out, CellsDir), 0o755); err != nil {
 		return err
 	}
-	lock, lctx, took, err := AcquireLock(ctx, cellFile(out, c.Run.Name, ".lock"), lease)
-	for waited := false; opts.WaitHeld && errors.Is(err, ErrCellHeld); waited = true {
-		if !waited {
-			fmt.Fprintf(status, "%s: %v; waiting until it is free\n", prefix, err)
+	lopts := lockfile.Options{Lease: lease}
+	if opts.WaitHeld {
+		lopts.Wait = waitHeldForever
+		lopts.Waiting = func(holder lockfile.Owner) {
+			fmt.Fprintf(status, "%s: held by %s; waiting until it is free\n", prefix, holder)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(heldPoll(lease)):
-		}
-		lock, lctx, took, err = AcquireLock(ctx, cellFile(out, c.Run.Name, ".lock"), lease)
 	}
+	lock, lctx, took, err := lockfile.Acquire(ctx, cellFile(out, c.Run.Name, ".lock"), lopts)
 	if err != nil {
 		return err
 	}
@@ -208,7 +203,7 @@ func runCell(ctx context.Context, plan *Plan, i int, opts Options, prefix string
 	case err == nil:
 	case lctx.Err() != nil:
 		o.Status = StatusStopped
-		if cause := context.Cause(lctx); errors.Is(cause, ErrLockLost) {
+		if cause := context.Cause(lctx); errors.Is(cause, lockfile.ErrLost) {
 			err = cause
 		}
 	default:
@@ -298,7 +293,7 @@ func trainRun(ctx context.Context, dir string, cfg config.Config, state string, 
 		if _, err := os.Stat(model); !cfg.Export.Enabled || err == nil {
 			return nil
 		}
-		if err := train.Export(dir, model); err != nil {
+		if err := train.Export(dir, model, 0); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
 		return nil

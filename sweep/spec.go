@@ -162,13 +162,13 @@ func (s Spec) shownNames() []string {
 	return names
 }
 
-// checkSets reports every entry of sets that is not key=value or sets a
-// reserved key.
+// checkSets reports every entry of sets that is not key=value of a
+// configuration key (config.ParseSet) or sets a reserved key.
 func checkSets(field string, sets, reserved []string, bad func(format string, args ...any)) {
 	for _, kv := range sets {
-		key, _, ok := strings.Cut(kv, "=")
-		if !ok {
-			bad("%s: %q is not key=value", field, kv)
+		key, _, err := config.ParseSet(kv)
+		if err != nil {
+			bad("%s: %v", field, err)
 			continue
 		}
 		if slices.Contains(reserved, key) {

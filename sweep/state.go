@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bicyc/bicyc/durable"
+	"github.com/bicyc/bicyc/lockfile"
 )
 
 // cellOutcome is cells/<name>.json: how the last worker to run a cell
@@ -79,7 +80,7 @@ func overlayState(out string, i int, r *RunRecord) error {
 	if ok {
 		r.WallSeconds = o.WallSeconds
 	}
-	holder, held := LockHolder(cellFile(out, r.Name, ".lock"))
+	holder, held := lockfile.Holder(cellFile(out, r.Name, ".lock"))
 	switch {
 	case state == StatusFinished:
 		r.Status, r.Error = StatusFinished, ""

@@ -72,8 +72,9 @@ func TestSpecValidate(t *testing.T) {
 		{func(s *Spec) { s.Ablation, s.Sets = true, []string{"loss.cyc=false"} }, "loss.cyc"},
 		{func(s *Spec) { s.Config = "" }, "config"},
 		{func(s *Spec) {
-			s.Variants = []NamedVariant{{Name: "n10000", Method: config.MethodBicyc, Sets: []string{"a=1"}}}
+			s.Variants = []NamedVariant{{Name: "n10000", Method: config.MethodBicyc, Sets: []string{"adapter.transport_samples=10000"}}}
 		}, ""},
+		{func(s *Spec) { s.Sets = []string{"bogus.key=5"} }, `unknown config key "bogus.key"`},
 		{func(s *Spec) { s.Methods, s.Variants = nil, []NamedVariant{{Name: "x", Method: config.MethodBicyc}} }, ""},
 		{func(s *Spec) { s.Variants = []NamedVariant{{Name: "nobi", Method: config.MethodBicyc}} }, "variants[0].name"},
 		{func(s *Spec) { s.Variants = []NamedVariant{{Name: "s2", Method: config.MethodBicyc}} }, "variants[0].name"},

@@ -179,7 +179,7 @@ func reexport(t *testing.T, r *Run, imgs []image.Image, what string, edit func(*
 		t.Errorf("%s changed no prediction of %d", what, len(ev.Predictions))
 	}
 	model := filepath.Join(t.TempDir(), "model")
-	if err := Export(r.Dir(), model); err != nil {
+	if err := Export(r.Dir(), model, 0); err != nil {
 		t.Fatal(err)
 	}
 	clf, err := infer.Open(context.Background(), model, infer.WithLog(io.Discard))

@@ -19,9 +19,11 @@
 // Entry points: New starts a run, Resume continues one, Fork starts one from
 // another run's first task (task 1 does not depend on the method or the
 // later-task settings, see LaterTaskKeys), Learn adds a task of new classes
-// to a finished run, Export writes its ONNX model directory. Stage1Step is
-// one Stage I training step, the graph Run trains with, exported for
-// benchmarks.
+// to a finished run, Export writes its ONNX model directory, Open reads a
+// run without writing into it (evaluation). A run has one writer at a time:
+// New, Resume, Fork and Rescore hold its lock (rundir.Lock) until Close.
+// Stage1Step is one Stage I training step, the graph Run trains with,
+// exported for benchmarks.
 //
 // The method is chosen by config: bicyc (default), adagauss (one-way: D in
 // Stage I, a fresh A after the task) and finetune (no distillation, no

@@ -266,7 +266,7 @@ func TestLearnNewClasses(t *testing.T) {
 	}
 	t.Logf("after learning: TAg %v", s.Reports[2].TAg)
 	model := filepath.Join(t.TempDir(), "model")
-	if err := Export(dir, model); err != nil {
+	if err := Export(dir, model, 0); err != nil {
 		t.Fatal(err)
 	}
 	b, err := bundle.Open(model)

@@ -28,7 +28,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Printf("A_last %.1f%%, A_inc %.1f%%, F_last %.1f%%\n", 100*s.TAg.ALast, 100*s.TAg.AInc, 100*s.TAg.FLast)
-	if err := train.Export(run.Dir(), "runs/quick/model"); err != nil {
+	if err := train.Export(run.Dir(), "runs/quick/model", 0); err != nil {
 		log.Fatal(err)
 	}
 }

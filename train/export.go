@@ -4,14 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/export"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/rundir"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -22,8 +25,37 @@ import (
 // reads the training data, to calibrate confidence and "unknown" on the
 // held-out images (see calibration); without one it needs only the run
 // directory.
-func Export(runDir, outDir string) error {
+//
+// An export in place (outDir inside runDir, or the run's own model
+// directory, ModelDir: <run>/model or export.dir) holds the run's lock
+// (rundir.Lock; another writer is waited for up to wait, else an error
+// names it). One elsewhere only reads the run and writes nothing into it,
+// so a read-only run exports.
+func Export(runDir, outDir string, wait time.Duration) error {
+	own, err := DefaultModelDir(runDir)
+	if err != nil {
+		return err
+	}
+	if inside(runDir, outDir) || inside(own, outDir) {
+		l, _, err := rundir.Lock(runDir, wait, os.Stderr)
+		if err != nil {
+			return fmt.Errorf("export %s: %w", runDir, err)
+		}
+		defer l.Release()
+	}
 	return exportRun(runDir, outDir, nil)
+}
+
+// inside reports whether path is dir or lies within it (an export into
+// the run's model directory or a folder of it is in place too).
+func inside(dir, path string) bool {
+	d, err1 := filepath.Abs(dir)
+	p, err2 := filepath.Abs(path)
+	if err1 != nil || err2 != nil {
+		return true // cannot tell: lock, the safe side
+	}
+	rel, err := filepath.Rel(d, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // exportRun is Export; live, when not nil, is the run in runDir as it stands
@@ -118,7 +150,7 @@ func calibration(runDir string, cfg config.Config, classes []bundle.Class, proto
 	}
 	if r == nil {
 		var err error
-		if r, err = Resume(runDir, Options{Log: io.Discard}); err != nil {
+		if r, err = Open(runDir, Options{Log: io.Discard}); err != nil {
 			return nil, err
 		}
 		defer r.Close()

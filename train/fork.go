@@ -111,19 +111,19 @@ func Fork(src string, cfg config.Config, dir string, opts Options) (*Run, error)
 	if !reflect.DeepEqual(srcCfg.Classifier, cfg.Classifier) {
 		r.log.printf("task 1 evaluated again: the classifier differs from %s's", src)
 		if err := r.evaluateTask(0, nil, &st.Reports[0]); err != nil {
-			return nil, fmt.Errorf("fork from %s: %w", src, err)
+			return r.fail(fmt.Errorf("fork from %s: %w", src, err))
 		}
 	}
 	// Same order as New, checkpoint first: config.yaml marks a run that can
 	// be resumed, and a fork killed before it is simply started again.
 	if err := durable.WriteJSON(filepath.Join(dir, "stream.json"), r.streamRecord()); err != nil {
-		return nil, err
+		return r.fail(err)
 	}
 	if err := saveCheckpoint(dir, st); err != nil {
-		return nil, err
+		return r.fail(err)
 	}
 	if err := writeYAML(filepath.Join(dir, "config.yaml"), cfg); err != nil {
-		return nil, err
+		return r.fail(err)
 	}
 	r.log.printf("run %s: %s on %s, %d tasks, seed %d, task 1 taken from %s", dir, cfg.Method, cfg.Data.Kind, len(r.stream.Tasks), cfg.Seed, src)
 	r.log.printf("task stream:\n%s", r.stream.Format(r.train.ClassNames))
@@ -155,7 +155,7 @@ func derivedRun(cfg config.Config, dir string, opts Options, rec streamRecord) (
 	if err != nil {
 		return nil, err
 	}
-	if err := r.createDir(opts.Log); err != nil {
+	if err := r.createDir(opts); err != nil {
 		return nil, err
 	}
 	r.stream = data.TaskStream{Order: rec.Order, Tasks: rec.Tasks}

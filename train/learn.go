@@ -12,6 +12,7 @@ import (
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/durable"
+	"github.com/bicyc/bicyc/names"
 	"github.com/bicyc/bicyc/rundir"
 )
 
@@ -169,22 +170,24 @@ func (r *Run) loadLearned(task LearnedTask) (train, test *data.Dataset, err erro
 // warns about classes under LearnWarnImages.
 func (r *Run) checkLearnData(train *data.Dataset, allowDuplicates bool) error {
 	counts := train.ClassCounts()
-	// A set of the run's names: a task of thousands of classes onto a run
-	// of thousands would otherwise compare every pair.
-	existing := make(map[string]bool, len(r.train.ClassNames))
-	for _, name := range r.train.ClassNames {
-		existing[name] = true
-	}
 	var errs []error
+	existing := r.train.ClassNames
+	if allowDuplicates {
+		existing = nil // the new classes are still checked among themselves
+	}
+	if err := names.CheckNew(existing, train.ClassNames); err != nil {
+		hint := ""
+		if errors.Is(err, names.ErrLookalike) && !allowDuplicates {
+			hint = " (--allow-duplicate-names learns a class named like one the run has)"
+		}
+		errs = append(errs, fmt.Errorf("%s: %w%s", train.Source, err, hint))
+	}
 	for i, name := range train.ClassNames {
 		switch {
 		case counts[i] < MinLearnImages:
 			errs = append(errs, fmt.Errorf("%s: class %q has %d training images, need at least %d", train.Source, name, counts[i], MinLearnImages))
 		case counts[i] < LearnWarnImages:
 			r.log.printf("warning: %s: class %q has only %d training images; below %d its prototype leans mostly on the classifier's shrinkage", train.Source, name, counts[i], LearnWarnImages)
-		}
-		if !allowDuplicates && existing[name] {
-			errs = append(errs, fmt.Errorf("%s: class %q already exists in the run (allow it explicitly to learn a second class of that name)", train.Source, name))
 		}
 	}
 	return errors.Join(errs...)

@@ -19,7 +19,7 @@ func TestCheckLearnDataRefusesDuplicateNames(t *testing.T) {
 	}
 	task := &data.Dataset{Source: "new-task", ClassNames: []string{"beta", "gamma"}, Labels: labels}
 	err := r.checkLearnData(task, false)
-	if err == nil || !strings.Contains(err.Error(), `class "beta" already exists`) || strings.Contains(err.Error(), "gamma") {
+	if err == nil || !strings.Contains(err.Error(), `class name "beta": class names that look alike: it is "beta", an existing class (`) || strings.Contains(err.Error(), "gamma") {
 		t.Errorf("duplicate name: got %v, want a refusal of \"beta\" alone", err)
 	}
 	if err := r.checkLearnData(task, true); err != nil {

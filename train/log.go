@@ -18,23 +18,32 @@ type logger struct {
 	out  io.Writer
 }
 
+// openLog opens the run's log.txt for appending, with out (nil: stderr)
+// receiving the lines too.
 func (r *Run) openLog(out io.Writer) error {
-	if out == nil {
-		out = os.Stderr
-	}
 	f, err := os.OpenFile(filepath.Join(r.dir, "log.txt"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
-	r.log = &logger{file: f, out: out}
+	r.log = newLogger(f, out)
 	return nil
+}
+
+// newLogger writes to file, when not nil, and to out (nil: stderr).
+func newLogger(file *os.File, out io.Writer) *logger {
+	if out == nil {
+		out = os.Stderr
+	}
+	return &logger{file: file, out: out}
 }
 
 func (l *logger) printf(format string, args ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	line := fmt.Sprintf(format, args...)
-	fmt.Fprintf(l.file, "%s %s\n", time.Now().Format(time.RFC3339), line)
+	if l.file != nil {
+		fmt.Fprintf(l.file, "%s %s\n", time.Now().Format(time.RFC3339), line)
+	}
 	fmt.Fprintln(l.out, line)
 }
 

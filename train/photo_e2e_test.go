@@ -302,7 +302,7 @@ func checkPhotoRun(t *testing.T, r *Run, files map[string][]string, minTAg, minT
 func exportBundle(t *testing.T, dir string) (string, *bundle.Bundle) {
 	t.Helper()
 	model := filepath.Join(dir, "model")
-	if err := Export(dir, model); err != nil {
+	if err := Export(dir, model, 0); err != nil {
 		t.Fatal(err)
 	}
 	b, err := bundle.Open(model)

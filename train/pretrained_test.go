@@ -66,7 +66,7 @@ func TestPretrainedFrozenFineTune(t *testing.T) {
 	if s := summary(t, r); s.Completed != 2 {
 		t.Fatalf("completed %d tasks", s.Completed)
 	}
-	if err := Export(run, filepath.Join(run, "model")); err != nil {
+	if err := Export(run, filepath.Join(run, "model"), 0); err != nil {
 		t.Fatal(err)
 	}
 }

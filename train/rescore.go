@@ -57,17 +57,17 @@ func Rescore(src string, cfg config.Config, dir string, opts Options) (*Run, err
 		return nil, err
 	}
 	if err := durable.WriteJSON(filepath.Join(dir, "stream.json"), r.streamRecord()); err != nil {
-		return nil, err
+		return r.fail(err)
 	}
 	r.log.printf("run %s: %s on %s, %d tasks, seed %d, tasks 1-%d taken from %s and evaluated again with this run's classifier",
 		dir, cfg.Method, cfg.Data.Kind, len(r.stream.Tasks), cfg.Seed, last.Completed, src)
 	if err := r.rescoreTasks(src, last); err != nil {
-		return nil, fmt.Errorf("rescore %s: %w", src, err)
+		return r.fail(fmt.Errorf("rescore %s: %w", src, err))
 	}
 	// As in Fork, config.yaml comes after the checkpoints: it marks a run
 	// that can be resumed, and a rescore killed before it is started again.
 	if err := writeYAML(filepath.Join(dir, "config.yaml"), cfg); err != nil {
-		return nil, err
+		return r.fail(err)
 	}
 	return r, r.writeMetrics()
 }

@@ -66,7 +66,7 @@ func TestResNet18CIFARSmoke(t *testing.T) {
 	if s.Completed != 2 || len(s.Reports[1].TAg) != 2 {
 		t.Fatalf("completed %d tasks: %+v", s.Completed, s.Reports)
 	}
-	if err := Export(run, filepath.Join(run, "model")); err != nil {
+	if err := Export(run, filepath.Join(run, "model"), 0); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -19,8 +19,11 @@ import (
 	"github.com/bicyc/bicyc/durable"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/kernels"
+	"github.com/bicyc/bicyc/lockfile"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/models/ops"
+	"github.com/bicyc/bicyc/names"
+	"github.com/bicyc/bicyc/rundir"
 )
 
 // Run is one training run: a configuration, its data and task stream, a run
@@ -39,6 +42,11 @@ type Run struct {
 	stopAfter   int
 	// learned are the tasks added by Learn, in order.
 	learned []LearnedTask
+	// lock is the run's writer lock (rundir.Lock), nil for a run opened
+	// read-only (Open); lockCtx is cancelled if another process takes it
+	// over.
+	lock    *lockfile.Lock
+	lockCtx context.Context
 }
 
 // State is everything a run carries from one task to the next; with the
@@ -68,6 +76,10 @@ type Options struct {
 	// StopAfter ends Execute once this many tasks of the stream are
 	// complete (0: run them all); the run can be resumed later.
 	StopAfter int
+	// Wait is how long New, Fork, Rescore and Resume wait for the run's
+	// lock while another process writes the run (0: fail at once, naming
+	// it).
+	Wait time.Duration
 }
 
 // New creates the run directory dir (which must not hold a run already),
@@ -82,13 +94,17 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := names.CheckNew(nil, r.train.ClassNames); err != nil {
+		return nil, fmt.Errorf("%s: %w", r.train.Source, err)
+	}
 	var order []int
 	if len(cfg.Stream.ClassOrder) > 0 {
 		order = cfg.Stream.ClassOrder
 	}
 	stream, err := data.NewTaskStream(r.train.NumClasses(), cfg.Stream.Tasks, cfg.Stream.FirstTask, order, cfg.Stream.OrderSeed)
 	if err != nil {
-		return nil, fmt.Errorf("task stream: %w", err)
+		return nil, fmt.Errorf("stream.tasks %d, stream.first_task %d, stream.class_order (%d entries) for the %d classes of the data: %w",
+			cfg.Stream.Tasks, cfg.Stream.FirstTask, len(cfg.Stream.ClassOrder), r.train.NumClasses(), err)
 	}
 	r.stream = stream
 	b, err := initialBackbone(cfg, r.rng("init", 0))
@@ -96,15 +112,15 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 		return nil, err
 	}
 	r.state = &State{Backbone: b, Prototypes: map[int]gauss.Gaussian{}, ClassCounts: map[int]int{}}
-	if err := r.createDir(opts.Log); err != nil {
+	if err := r.createDir(opts); err != nil {
 		return nil, err
 	}
 	// stream.json first: config.yaml marks a run that can be resumed.
 	if err := durable.WriteJSON(filepath.Join(dir, "stream.json"), r.streamRecord()); err != nil {
-		return nil, err
+		return r.fail(err)
 	}
 	if err := writeYAML(filepath.Join(dir, "config.yaml"), cfg); err != nil {
-		return nil, err
+		return r.fail(err)
 	}
 	r.log.printf("run %s: %s on %s, %d tasks, seed %d", dir, cfg.Method, cfg.Data.Kind, len(stream.Tasks), cfg.Seed)
 	r.log.printf("kernels: %s", kernels.Current())
@@ -135,16 +151,47 @@ func prepareRun(cfg config.Config, dir string, opts Options) (*Run, error) {
 	return r, nil
 }
 
-// createDir creates the run directory and opens its log, which then lists
-// the files the image folders skipped.
-func (r *Run) createDir(log io.Writer) error {
+// createDir creates the run directory, takes its lock, and opens its log,
+// which then lists the files the image folders skipped. Two processes
+// starting the same run: the second waits for the lock or fails, and then
+// finds the first's run.
+func (r *Run) createDir(opts Options) error {
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {
 		return err
 	}
-	if err := r.openLog(log); err != nil {
+	if err := r.takeLock(opts); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, "config.yaml")); err == nil {
+		r.Close()
+		return fmt.Errorf("%s already holds a run: resume it with --resume, or choose another run name", r.dir)
+	}
+	if err := r.openLog(opts.Log); err != nil {
+		r.Close()
 		return err
 	}
 	r.logData()
+	return nil
+}
+
+// fail closes a run that could not be set up, releasing its lock, and
+// returns err.
+func (r *Run) fail(err error) (*Run, error) {
+	r.Close()
+	return nil, err
+}
+
+// takeLock takes the run's writer lock (rundir.Lock).
+func (r *Run) takeLock(opts Options) error {
+	status := opts.Log
+	if status == nil {
+		status = os.Stderr
+	}
+	l, ctx, err := rundir.Lock(r.dir, opts.Wait, status)
+	if err != nil {
+		return err
+	}
+	r.lock, r.lockCtx = l, ctx
 	return nil
 }
 
@@ -163,8 +210,23 @@ func (r *Run) logData() {
 }
 
 // Resume reopens the run in dir after its last completed task, with the
-// configuration and task stream it was started with.
+// configuration and task stream it was started with, to train or learn
+// on: it takes the run's lock (rundir.Lock; another writer is waited for up
+// to opts.Wait, else an error names it), removes the temporary files a
+// killed writer left (rundir.RemoveTemp) and appends to its log. Close
+// releases the lock.
 func Resume(dir string, opts Options) (*Run, error) {
+	return openRun(dir, opts, true)
+}
+
+// Open opens the run in dir as Resume does, to read it only (evaluate it,
+// export it elsewhere): it takes no lock and writes nothing into dir, so a
+// read-only run directory opens, and the log goes to opts.Log alone.
+func Open(dir string, opts Options) (*Run, error) {
+	return openRun(dir, opts, false)
+}
+
+func openRun(dir string, opts Options, write bool) (_ *Run, err error) {
 	cfg, err := config.ReadRun(filepath.Join(dir, "config.yaml"))
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", dir, err)
@@ -173,9 +235,28 @@ func Resume(dir string, opts Options) (*Run, error) {
 		return nil, fmt.Errorf("resume %s: %w", dir, err)
 	}
 	r := &Run{dir: dir, cfg: cfg, progress: opts.Progress, stopAfter: opts.StopAfter}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
 	useCPU(cfg.Threads)
-	if err := r.openLog(opts.Log); err != nil {
-		return nil, err
+	if !write {
+		r.log = newLogger(nil, opts.Log)
+	} else {
+		if err := r.takeLock(opts); err != nil {
+			return nil, err
+		}
+		removed, err := rundir.RemoveTemp(dir)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.openLog(opts.Log); err != nil {
+			return nil, err
+		}
+		for _, path := range removed {
+			r.log.printf("removed %s, left by a writer that was killed", path)
+		}
 	}
 	r.logDevice()
 	var rec streamRecord
@@ -209,6 +290,9 @@ func Resume(dir string, opts Options) (*Run, error) {
 		st = &State{Backbone: b, Prototypes: map[int]gauss.Gaussian{}, ClassCounts: map[int]int{}}
 	}
 	r.state = st
+	for _, w := range names.Warnings(r.train.ClassNames) {
+		r.log.printf("warning: %s", w)
+	}
 	r.log.printf("resuming %s after task %d of %d", dir, st.Completed, len(r.stream.Tasks))
 	r.log.printf("kernels: %s", kernels.Current())
 	return r, nil
@@ -226,8 +310,15 @@ func (r *Run) State() *State { return r.state }
 // Stream is the run's task stream.
 func (r *Run) Stream() data.TaskStream { return r.stream }
 
-// Close releases the run's log file.
-func (r *Run) Close() error { return r.log.close() }
+// Close releases the run's log file and its lock. It is safe to call
+// more than once.
+func (r *Run) Close() error {
+	err := r.log.close()
+	if lerr := r.lock.Release(); err == nil {
+		err = lerr
+	}
+	return err
+}
 
 // Execute trains every remaining task of the stream, evaluating and
 // checkpointing after each, and writes the run's metrics. It stops between
@@ -242,6 +333,9 @@ func (r *Run) Execute(ctx context.Context) error {
 	}
 	for t := r.state.Completed; t < len(r.stream.Tasks); t++ {
 		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := r.lockLost(); err != nil {
 			return err
 		}
 		if r.stopAfter > 0 && t >= r.stopAfter {
@@ -269,6 +363,15 @@ func (r *Run) Execute(ctx context.Context) error {
 		}
 	}
 	r.log.printf("%s", r.summaryTable())
+	return nil
+}
+
+// lockLost returns the cause when another process took the run's lock
+// over (it judged this one dead), nil otherwise.
+func (r *Run) lockLost() error {
+	if r.lockCtx != nil && r.lockCtx.Err() != nil {
+		return context.Cause(r.lockCtx)
+	}
 	return nil
 }
 

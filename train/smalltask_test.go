@@ -94,6 +94,8 @@ func TestLearnRefusesBadNewClasses(t *testing.T) {
 	root := t.TempDir()
 	writeInverted(t, ds, filepath.Join(root, "dup", "train"), map[int]string{8: "Bag", 9: "negative-boot"}, 20)
 	writeInverted(t, ds, filepath.Join(root, "dup", "test"), map[int]string{8: "Bag", 9: "negative-boot"}, 5)
+	writeInverted(t, ds, filepath.Join(root, "alike", "train"), map[int]string{8: "bag", 9: "negative-boot"}, 20)
+	writeInverted(t, ds, filepath.Join(root, "alike", "test"), map[int]string{8: "bag", 9: "negative-boot"}, 5)
 	writeInverted(t, ds, filepath.Join(root, "few", "train"), map[int]string{8: "negative-bag", 9: "negative-boot"}, 1)
 	writeInverted(t, ds, filepath.Join(root, "few", "test"), map[int]string{8: "negative-bag", 9: "negative-boot"}, 5)
 	r, err := Resume(dir, Options{Log: io.Discard})
@@ -109,7 +111,8 @@ func TestLearnRefusesBadNewClasses(t *testing.T) {
 		opts LearnOptions
 		want string
 	}{
-		{"dup", LearnOptions{}, `class "Bag" already exists`},
+		{"dup", LearnOptions{}, `class name "Bag": class names that look alike: it is "Bag", an existing class (--allow`},
+		{"alike", LearnOptions{}, `class name "bag": class names that look alike: it is "Bag", an existing class up to letter case or Unicode form (--allow-duplicate-names`},
 		{"few", LearnOptions{}, `has 1 training images, need at least 2`},
 		{"few", LearnOptions{AllowDuplicateNames: true}, `need at least 2`},
 		{"dup", LearnOptions{Config: &changed}, "seed"},
@@ -118,7 +121,7 @@ func TestLearnRefusesBadNewClasses(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("case %d: error %v, want one containing %q", i, err, c.want)
 		}
-		if i == 3 && !errors.Is(err, ErrForkMismatch) {
+		if i == 4 && !errors.Is(err, ErrForkMismatch) {
 			t.Errorf("case %d: error %v does not wrap ErrForkMismatch", i, err)
 		}
 	}

@@ -99,7 +99,7 @@ func measureSeed(ctx context.Context, o options, base config.Config, s seedData,
 		return res, err
 	}
 	res.Budget = &bud
-	if err := train.Export(l.run, l.model); err != nil {
+	if err := train.Export(l.run, l.model, 0); err != nil {
 		return res, err
 	}
 	if err := res.detect(l); err != nil {
@@ -256,7 +256,7 @@ func addClasses(ctx context.Context, o options, l layout, n int, log io.Writer) 
 	if err := r.Learn(ctx, l.add(n), l.unknownTest, train.LearnOptions{}); err != nil {
 		return a, err
 	}
-	if err := train.Export(l.learnRun(n), l.learnt(n)); err != nil {
+	if err := train.Export(l.learnRun(n), l.learnt(n), 0); err != nil {
 		return a, err
 	}
 	a.Learn, err = accuracyOf(l, l.learnt(n))

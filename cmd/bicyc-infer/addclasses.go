@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bicyc/bicyc/author"
 	"github.com/bicyc/bicyc/infer"
+	"github.com/bicyc/bicyc/lockfile"
 	"github.com/bicyc/bicyc/serve"
 )
 
@@ -20,8 +24,54 @@ type addClassesOptions struct {
 	out   string
 	skip  bool
 	// nextVersion: out is a repository model, DIR/<name>; write its next
-	// version there (serve.NextVersion).
+	// version there (serve.CreateNextVersion), holding its lock.
 	nextVersion bool
+	// wait is how long to wait for the repository model's lock.
+	wait time.Duration
+}
+
+// lockRepository takes the lock of the repository model that out is a
+// version of (serve.VersionOf), for command, waiting up to wait; a nil
+// lock when out is not a version. Release it when the version is written.
+func lockRepository(ctx context.Context, command, modelDir string, wait time.Duration, stderr io.Writer) (*lockfile.Lock, error) {
+	if err := os.MkdirAll(modelDir, 0o755); err != nil {
+		return nil, fmt.Errorf("%s: %w", command, err)
+	}
+	lock, _, took, err := lockfile.Acquire(ctx, filepath.Join(modelDir, serve.LockFile), lockfile.Options{Wait: wait, Waiting: func(h lockfile.Owner) {
+		fmt.Fprintf(stderr, "bicyc-infer: %s: waiting up to %s for %s: %s writes it\n", command, wait, modelDir, h)
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("%s: repository model %s: %w (--wait <duration> waits for it)", command, modelDir, err)
+	}
+	if took != "" {
+		fmt.Fprintf(stderr, "bicyc-infer: %s: %s: %s\n", command, modelDir, took)
+	}
+	return lock, nil
+}
+
+// asRepositoryWriter runs write, which creates the model directory out,
+// holding the lock of the repository model out is a version of
+// (serve.VersionOf), waiting up to wait for it; any other out needs no
+// lock (it is created, never replaced) and wait must be 0.
+func asRepositoryWriter(ctx context.Context, command, out string, wait time.Duration, stderr io.Writer, write func() error) error {
+	modelDir, ok := serve.VersionOf(out)
+	if !ok {
+		if wait != 0 {
+			return fmt.Errorf("%s --wait goes with an --out that is a repository model's version, DIR/<name>/<n> (another --out needs no lock: it is created, never replaced)", command)
+		}
+		return write()
+	}
+	lock, err := lockRepository(ctx, command, modelDir, wait, stderr)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	return write()
+}
+
+// addWaitFlag adds --wait to an authoring command.
+func addWaitFlag(cmd *cobra.Command, wait *time.Duration) {
+	cmd.Flags().DurationVar(wait, "wait", 0, "when --out is a repository model's version (DIR/<name>/<n>), or with --next-version: wait up to `duration` (e.g. 5m) while another process writes that model, instead of failing at once")
 }
 
 func newAddClassesCmd(model *modelOptions, stdout io.Writer) *cobra.Command {
@@ -42,8 +92,12 @@ result by pointing the server's model path at it (e.g. swap a symlink) and reloa
 With --next-version, --out is a model of a model repository, DIR/<name> (serve
 --model-repository DIR): the result is written as its next version, DIR/<name>/<N+1>/, from
 --model or, without it, from the highest version there. The server serves it once it is loaded:
-curl -X POST localhost:8081/v2/repository/models/<name>/load.`, author.MinAddImages),
-		Args: cobra.NoArgs,
+curl -X POST localhost:8081/v2/repository/models/<name>/load. One writer at a time: the command
+holds the model's lock, DIR/<name>/.lock, from reading the highest version to writing the next;
+while another holds it, it fails naming that process, or waits with --wait. A version is
+created whole and never replaced: a number another writer took meanwhile moves it to the next.`, author.MinAddImages),
+		Annotations: map[string]string{modelFlagsUsed: embedFlags},
+		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAddClasses(cmd.Context(), o, stdout, cmd.ErrOrStderr())
 		},
@@ -52,26 +106,28 @@ curl -X POST localhost:8081/v2/repository/models/<name>/load.`, author.MinAddIma
 	cmd.Flags().StringVar(&o.out, "out", "", "new model `dir`ectory to write, or with --next-version a repository's DIR/<name> (required)")
 	cmd.Flags().BoolVar(&o.nextVersion, "next-version", false, "write the next version of the repository model --out names, DIR/<name>/<N+1>/; without --model, from its highest version")
 	addSkipUnreadableFlag(cmd, &o.skip)
+	addWaitFlag(cmd, &o.wait)
 	return cmd
 }
 
 func runAddClasses(ctx context.Context, o *addClassesOptions, stdout, stderr io.Writer) error {
+	create := func(out string) (author.Added, error) {
+		classes, opts, err := o.model.folderJob("add-classes", o.from, out, o.skip, stderr)
+		if err != nil {
+			return author.Added{}, err
+		}
+		return author.AddClasses(ctx, o.model.model, out, classes, opts...)
+	}
+	var added author.Added
+	var err error
 	if o.nextVersion && o.out != "" {
-		var err error
-		if o.model.model == "" {
-			if o.model.model, err = serve.LatestVersion(o.out); err != nil {
-				return fmt.Errorf("add-classes --next-version without --model: %w", err)
-			}
-		}
-		if o.out, err = serve.NextVersion(o.out); err != nil {
-			return fmt.Errorf("add-classes --next-version: %w", err)
-		}
+		added, err = addNextVersion(ctx, o, create, stderr)
+	} else {
+		err = asRepositoryWriter(ctx, "add-classes", o.out, o.wait, stderr, func() error {
+			added, err = create(o.out)
+			return err
+		})
 	}
-	classes, opts, err := o.model.folderJob("add-classes", o.from, o.out, o.skip, stderr)
-	if err != nil {
-		return err
-	}
-	added, err := author.AddClasses(ctx, o.model.model, o.out, classes, opts...)
 	if err != nil {
 		return flagError(err)
 	}
@@ -80,6 +136,28 @@ func runAddClasses(ctx context.Context, o *addClassesOptions, stdout, stderr io.
 		fmt.Fprintf(stdout, "  class %d %q (task %d) from %d images\n", c.ID, c.Name, c.Task, c.AddedImages)
 	}
 	return nil
+}
+
+// addNextVersion runs create for the next version of the repository model
+// o.out under its lock (serve.LockFile), from o.model or its highest
+// version.
+func addNextVersion(ctx context.Context, o *addClassesOptions, create func(string) (author.Added, error), stderr io.Writer) (author.Added, error) {
+	lock, err := lockRepository(ctx, "add-classes --next-version", o.out, o.wait, stderr)
+	if err != nil {
+		return author.Added{}, err
+	}
+	defer lock.Release()
+	if o.model.model == "" {
+		if o.model.model, err = serve.LatestVersion(o.out); err != nil {
+			return author.Added{}, fmt.Errorf("add-classes --next-version without --model: %w", err)
+		}
+	}
+	var added author.Added
+	_, err = serve.CreateNextVersion(o.out, func(dir string) error {
+		added, err = create(dir)
+		return err
+	})
+	return added, err
 }
 
 // addSkipUnreadableFlag adds --skip-unreadable to a command that reads

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bicyc/bicyc/author"
+	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/gauss"
 )
 
@@ -18,6 +20,7 @@ type calibrateOptions struct {
 	out        string
 	acceptRate float64
 	skip       bool
+	wait       time.Duration
 }
 
 func newCalibrateCmd(model *modelOptions, stdout io.Writer) *cobra.Command {
@@ -34,7 +37,8 @@ The calibration fits a temperature T for the class probabilities softmax(-d/2T) 
 class, the typical held-out distance s_c. An image's unknown score is min_c d_c/s_c, and the
 image is unknown when the score is above the --rate quantile of the held-out images' scores.`,
 			gauss.MinCalibrationImages),
-		Args: cobra.NoArgs,
+		Annotations: map[string]string{modelFlagsUsed: embedFlags + ",exact-scores"}, // it scores the held-out images
+		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runCalibrate(cmd.Context(), o, stdout, cmd.ErrOrStderr())
 		},
@@ -43,6 +47,7 @@ image is unknown when the score is above the --rate quantile of the held-out ima
 	cmd.Flags().StringVar(&o.out, "out", "", "new model `dir`ectory to write (required)")
 	cmd.Flags().Float64Var(&o.acceptRate, "rate", gauss.DefaultAcceptRate, "default share of known-class images to accept")
 	addSkipUnreadableFlag(cmd, &o.skip)
+	addWaitFlag(cmd, &o.wait)
 	return cmd
 }
 
@@ -51,7 +56,11 @@ func runCalibrate(ctx context.Context, o *calibrateOptions, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	cal, err := author.Calibrate(ctx, o.model.model, o.out, heldOut, o.acceptRate, opts...)
+	var cal *bundle.Calibration
+	err = asRepositoryWriter(ctx, "calibrate", o.out, o.wait, stderr, func() error {
+		cal, err = author.Calibrate(ctx, o.model.model, o.out, heldOut, o.acceptRate, opts...)
+		return err
+	})
 	if err != nil {
 		return flagError(err)
 	}

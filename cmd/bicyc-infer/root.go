@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -72,6 +73,37 @@ func (o *modelOptions) addFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.threshold, "threshold", 0, "answer unknown above this unknown score instead (for an uncalibrated model: the nearest distance); 0 = none (env BICYC_UNKNOWN_THRESHOLD)")
 	fs.StringVar(&o.score, "unknown-score", "", "unknown score: "+scoreNames()+"; empty = the model's (env BICYC_UNKNOWN_SCORE)")
 	fs.BoolVar(&o.exactScores, "exact-scores", false, "score every class exactly, also when the model has a shortlist (env BICYC_EXACT_SCORES)")
+}
+
+// modelFlagsUsed is the annotation of a subcommand that uses only some of
+// the model flags (modelOptions.addFlags): their names, comma-separated.
+// A subcommand without it uses them all.
+const modelFlagsUsed = "model-flags"
+
+// embedFlags are the model flags of the commands that embed images with
+// the model's backbone to write a new model directory (add-classes,
+// calibrate): the model and how ONNX Runtime runs it and reads images,
+// not how answers are ranked or judged unknown.
+const embedFlags = "model,provider,threads,ort-lib,engine-cache,fp16,max-pixels"
+
+// refuseUnusedModelFlags refuses a model flag given on the command line
+// to a subcommand that does not use it, naming it, instead of ignoring it.
+func refuseUnusedModelFlags(cmd *cobra.Command) error {
+	list, ok := cmd.Annotations[modelFlagsUsed]
+	if !ok {
+		return nil
+	}
+	used := strings.Split(list, ",")
+	var unused []string
+	cmd.Root().PersistentFlags().VisitAll(func(f *pflag.Flag) {
+		if f.Changed && !slices.Contains(used, f.Name) {
+			unused = append(unused, "--"+f.Name)
+		}
+	})
+	if len(unused) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s does not use %s: leave it out (it uses --%s)", cmd.CommandPath(), strings.Join(unused, ", "), strings.Join(used, ", --"))
 }
 
 // collectOptions save images answered unknown (--collect-unknown).
@@ -193,6 +225,11 @@ Flags fall back to BICYC_* environment variables (named in each flag's help), th
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			// Before applyEnv: the environment is ambient, the command
+			// line is what the user asked of this command.
+			if err := refuseUnusedModelFlags(cmd); err != nil {
+				return err
+			}
 			return applyEnv(cmd.Flags())
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bicyc/bicyc/author"
+	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/export/classgraph"
 	"github.com/bicyc/bicyc/gauss"
 )
@@ -16,6 +18,7 @@ type shortlistOptions struct {
 	model *modelOptions
 	out   string
 	share float64
+	wait  time.Duration
 }
 
 func newShortlistCmd(model *modelOptions, stdout io.Writer) *cobra.Command {
@@ -31,12 +34,18 @@ or changes its share. Before adopting it, the size is checked on features drawn 
 class Gaussians: doubled until the exact closest class is kept for %.1f %% of them, or
 refused (the model then keeps exact scores). See docs/classes.md, "Shortlist".`,
 			gauss.ShortlistMinSize, gauss.ShortlistMinClasses, 100*classgraph.ShortlistCheckTop1),
-		Args: cobra.NoArgs,
+		Annotations: map[string]string{modelFlagsUsed: "model"},
+		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.model.model == "" || o.out == "" {
 				return fmt.Errorf("shortlist needs --model and --out")
 			}
-			sl, err := author.Shortlist(o.model.model, o.out, o.share)
+			var sl *bundle.Shortlist
+			err := asRepositoryWriter(cmd.Context(), "shortlist", o.out, o.wait, cmd.ErrOrStderr(), func() error {
+				var err error
+				sl, err = author.Shortlist(o.model.model, o.out, o.share)
+				return err
+			})
 			if err != nil {
 				return flagError(err)
 			}
@@ -53,5 +62,6 @@ refused (the model then keeps exact scores). See docs/classes.md, "Shortlist".`,
 	}
 	cmd.Flags().StringVar(&o.out, "out", "", "new model `dir`ectory to write (required)")
 	cmd.Flags().Float64Var(&o.share, "share", gauss.DefaultShortlist, "share of the classes scored exactly per image; 0 = every class")
+	addWaitFlag(cmd, &o.wait)
 	return cmd
 }

@@ -228,7 +228,7 @@ func TestSweepCells(t *testing.T) {
 		switch {
 		case errs[i] == nil && strings.Contains(logs[i].String(), "task 2 done"):
 			trained++
-		case errs[i] != nil && strings.Contains(logs[i].String(), "cell held by another worker: pid "):
+		case errs[i] != nil && strings.Contains(logs[i].String(), "held by another writer: pid "):
 		default:
 			t.Errorf("worker %d: %v\n%s", i, errs[i], tail(logs[i].String()))
 		}

@@ -14,7 +14,7 @@ func newConfigCmd(g *globalOptions) *cobra.Command {
 		Use:   "config",
 		Short: "Show the effective configuration or the list of keys",
 	}
-	cmd.AddCommand(newConfigShowCmd(g), newConfigKeysCmd())
+	cmd.AddCommand(configReader(newConfigShowCmd(g)), newConfigKeysCmd())
 	return cmd
 }
 

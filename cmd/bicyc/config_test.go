@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"image"
+	"image/png"
 	"os"
 	"path/filepath"
 	"slices"
@@ -186,5 +189,87 @@ func TestSetListForms(t *testing.T) {
 	t.Setenv("BICYC_STREAM_CLASS_ORDER", "[9,8,7,6,5,4,3,2,1,0]")
 	if got := showConfig(t).Stream.ClassOrder; !slices.Equal(got, []int{9, 8, 7, 6, 5, 4, 3, 2, 1, 0}) {
 		t.Errorf("BICYC_STREAM_CLASS_ORDER=[9,...,0]: class order %v", got)
+	}
+}
+
+// TestUnusedSettingsRefused: issue 42, row 4. --config and --set on a
+// command that reads no configuration, and on train --resume (which keeps
+// the run's own) with the flags bound to config keys, are errors naming
+// them, given before any work (the run directories do not exist); a
+// misspelt key is an error naming it; a stream the data cannot make names
+// its keys.
+func TestUnusedSettingsRefused(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-run")
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"export", "--run", missing, "--set", "classifier.shrink=0.5"}, []string{"bicyc export reads no configuration", "--set classifier.shrink=0.5", "exported with the configuration it was trained with"}},
+		{[]string{"export", "--run", missing, "--set", "bogus.key=5"}, []string{"--set bogus.key=5"}},
+		{[]string{"eval", "--run", missing, "-c", "/nonexistent.yaml"}, []string{"bicyc eval reads no configuration", "--config /nonexistent.yaml", "--shrink"}},
+		{[]string{"report", missing, "--set", "train.epochs=3"}, []string{"bicyc report reads no configuration", "--set train.epochs=3"}},
+		{[]string{"doctor", "-c", "/nonexistent.yaml"}, []string{"bicyc doctor reads no configuration", "--config /nonexistent.yaml"}},
+		{[]string{"config", "keys", "--set", "seed=1"}, []string{"bicyc config keys reads no configuration"}},
+		{[]string{"convert-dataset", "--layout", "cub200", missing, missing, "--set", "seed=1"}, []string{"reads no configuration"}},
+		{[]string{"train", "--resume", missing, "--set", "train.epochs=3"}, []string{"train --resume continues with the configuration", "--set train.epochs=3"}},
+		{[]string{"train", "--resume", missing, "--threads", "1", "--seed", "2"}, []string{"--seed, --threads would be ignored"}},
+		{[]string{"train", "--resume", missing, "-c", "/nonexistent.yaml"}, []string{"--config /nonexistent.yaml"}},
+		{[]string{"sweep", "--out", missing, "--status", "--set", "seed=3"}, []string{"read the plan frozen in the sweep directory", "--set seed=3"}},
+		{[]string{"sweep", "--out", missing, "--cell", "0", "-c", "/nonexistent.yaml"}, []string{"--config /nonexistent.yaml"}},
+		{[]string{"train", "--quick", "--run-dir", missing, "--set", "bogus.key=5"}, []string{`unknown config key "bogus.key"`}},
+		{[]string{"train", "-c", "/nonexistent.yaml", "--run-dir", missing}, []string{"/nonexistent.yaml"}},
+		{[]string{"train", "--quick", "--run-dir", missing, "--set", "stream.tasks=1000000"}, []string{"stream.tasks 1000000", "10 classes"}},
+	}
+	for i, c := range cases {
+		_, err := runCLI(t, c.args...)
+		if err == nil {
+			t.Errorf("case %d %v: no error", i, c.args)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("case %d %v: error %q does not name %q", i, c.args, err, w)
+			}
+		}
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Errorf("%s was created", missing)
+	}
+}
+
+// TestTrainRefusesLookalikeClassFolders: issue 42, row 5. Image folders
+// whose class names differ only in letter case (Shirt/, shirt/) or in
+// Unicode form (café in NFC and NFD), or hold a bidirectional or
+// zero-width control, are refused before a run is created, every one
+// named.
+func TestTrainRefusesLookalikeClassFolders(t *testing.T) {
+	root := t.TempDir()
+	img := image.NewGray(image.Rect(0, 0, 28, 28))
+	for _, split := range []string{"train", "test"} {
+		for _, class := range []string{"Shirt", "shirt", "caf\u00e9", "cafe\u0301", "evil\u202egnp", "sh\u200birt"} {
+			dir := filepath.Join(root, split, class)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 2 {
+				f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%d.png", i)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				png.Encode(f, img)
+				f.Close()
+			}
+		}
+	}
+	runs := filepath.Join(root, "runs")
+	_, err := runCLI(t, "train", "--quick", "--run-dir", runs, "--set", "data.kind=imagefolder",
+		"--set", "data.train_dir="+filepath.Join(root, "train"), "--set", "data.test_dir="+filepath.Join(root, "test"), "--set", "stream.tasks=1")
+	for _, want := range []string{`"shirt": class names that look alike: it is "Shirt"`, `"café": class names that look alike: it is "café"`, "U+202E", "U+200B"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("train on lookalike folders: %v; want %q", err, want)
+		}
+	}
+	if _, err := os.Stat(runs); err == nil {
+		t.Errorf("%s was created", runs)
 	}
 }

@@ -43,13 +43,11 @@ func loadConfig(opts *globalOptions, fs *pflag.FlagSet) (config.Config, error) {
 // finished run's own configuration, for instance, which learn changes.
 func loadConfigOver(base config.Config, opts *globalOptions, fs *pflag.FlagSet) (config.Config, error) {
 	v := viper.New()
-	known := map[string]bool{}
 	setDefaults(v, reflect.ValueOf(base), "")
 	// Each leaf key is bound to its own variable, rather than viper's
 	// AutomaticEnv, so that a variable named after a section (BICYC_MODEL,
 	// which bicyc-infer reads) is not taken for the whole section.
 	for _, k := range config.Keys() {
-		known[k.Name] = true
 		if err := v.BindEnv(k.Name, envName(k.Name)); err != nil {
 			return config.Config{}, err
 		}
@@ -80,12 +78,9 @@ func loadConfigOver(base config.Config, opts *globalOptions, fs *pflag.FlagSet) 
 		}
 	}
 	for _, s := range opts.sets {
-		key, val, ok := strings.Cut(s, "=")
-		if !ok {
-			return config.Config{}, fmt.Errorf("--set %q: want key=value", s)
-		}
-		if !known[key] {
-			return config.Config{}, fmt.Errorf("--set %q: unknown config key %q (see 'bicyc config keys')", s, key)
+		key, val, err := config.ParseSet(s)
+		if err != nil {
+			return config.Config{}, fmt.Errorf("--set %w", err)
 		}
 		v.Set(key, val)
 		explicit[key] = "--set " + s

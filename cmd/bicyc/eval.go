@@ -39,9 +39,10 @@ may not keep; nothing is stored) and compares A_last with the stored prototypes,
 with the old classes' means replaced by their means under the final backbone, and
 with means and covariances replaced; then, per old class, how far the stored mean
 is from that mean relative to the class's spread.`,
-		Args: cobra.NoArgs,
+		Annotations: map[string]string{configHint: "it uses the run's own; --shrink, --normalize, --full-gaussian ... change the classifier"},
+		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			run, err := train.Resume(opts.run, train.Options{Log: io.Discard})
+			run, err := train.Open(opts.run, train.Options{Log: io.Discard})
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,6 +12,7 @@ import (
 
 type exportOptions struct {
 	run, out string
+	wait     time.Duration
 }
 
 func newExportCmd() *cobra.Command {
@@ -23,8 +25,14 @@ classifier.onnx, model.onnx (backbone and classifier fused), prototypes.safetens
 manifest.json with a SHA-256 for every file, and manifest.sha256 with the SHA-256 of the
 manifest itself (bicyc-infer refuses a changed manifest like a changed model file). The directory is replaced atomically: an
 interrupted export leaves the previous model directory as it was. It is also the repair of a
-model directory left older than its run by a train or learn killed before their export.`,
-		Args: cobra.NoArgs,
+model directory left older than its run by a train or learn killed before their export.
+
+An export in place (into the run, or to its own model directory: <run>/model or export.dir)
+holds the run's lock: while another process trains or learns on the run it fails naming that
+process, or waits with --wait. An export elsewhere (--out) only reads the run and writes
+nothing into it: a read-only run exports.`,
+		Annotations: map[string]string{configHint: "the run is exported with the configuration it was trained with"},
+		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := opts.out
 			if out == "" {
@@ -34,7 +42,7 @@ model directory left older than its run by a train or learn killed before their 
 				}
 			}
 			behind, _ := rundir.Check(opts.run, out)
-			if err := train.Export(opts.run, out); err != nil {
+			if err := train.Export(opts.run, out, opts.wait); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "model exported to %s\n", out)
@@ -46,6 +54,7 @@ model directory left older than its run by a train or learn killed before their 
 	}
 	cmd.Flags().StringVar(&opts.run, "run", "", "run `dir`ectory to export (required)")
 	cmd.Flags().StringVar(&opts.out, "out", "", "model `dir`ectory to write (default: the run's export.dir, else <run>/model)")
+	addWaitFlag(cmd, &opts.wait)
 	cmd.MarkFlagRequired("run")
 	return cmd
 }

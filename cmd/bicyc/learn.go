@@ -5,6 +5,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +16,7 @@ import (
 type learnOptions struct {
 	run, trainDir, testDir  string
 	export, allowDuplicates bool
+	wait                    time.Duration
 }
 
 func newLearnCmd(g *globalOptions) *cobra.Command {
@@ -65,7 +67,7 @@ trained and 0.3 with them frozen.`,
 			if err != nil {
 				return err
 			}
-			run, err := train.Resume(opts.run, train.Options{Log: cmd.ErrOrStderr(), Progress: progressWriter(cmd)})
+			run, err := train.Resume(opts.run, train.Options{Log: cmd.ErrOrStderr(), Progress: progressWriter(cmd), Wait: opts.wait})
 			if err != nil {
 				return err
 			}
@@ -89,6 +91,7 @@ trained and 0.3 with them frozen.`,
 	f.String("method", "", "bicyc, adagauss or finetune for the new task (config key method)")
 	f.Int("threads", 0, "CPU threads, 0 = all (config key threads)")
 	addSkipUnreadableFlag(cmd)
+	addWaitFlag(cmd, &opts.wait)
 	cmd.MarkFlagRequired("run")
 	cmd.MarkFlagRequired("train")
 	cmd.MarkFlagRequired("test")

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/spf13/cobra"
 )
 
@@ -24,18 +27,67 @@ Configuration: --config FILE (YAML, see configs/), BICYC_* environment variables
 		Example:       rootExamples,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return opts.refuseUnused(cmd)
+		},
 	}
 	cmd.PersistentFlags().StringVarP(&opts.configFile, "config", "c", "", "YAML config `file` (see configs/)")
 	cmd.PersistentFlags().StringArrayVar(&opts.sets, "set", nil, "override a config key, `key=value` (repeatable)")
 	cmd.AddCommand(newConfigCmd(opts))
-	cmd.AddCommand(newTrainCmd(opts))
-	cmd.AddCommand(newSweepCmd(opts), newReportCmd())
+	cmd.AddCommand(configReader(newTrainCmd(opts)))
+	cmd.AddCommand(configReader(newSweepCmd(opts)), newReportCmd())
 	cmd.AddCommand(newExportCmd())
 	cmd.AddCommand(newEvalCmd())
-	cmd.AddCommand(newLearnCmd(opts))
+	cmd.AddCommand(configReader(newLearnCmd(opts)))
 	cmd.AddCommand(newConvertDatasetCmd())
 	cmd.AddCommand(newDoctorCmd())
 	return cmd
+}
+
+// readsConfig is the annotation of the commands that read a configuration
+// (--config, --set); on every other one they are an error, never ignored.
+const readsConfig = "reads-config"
+
+// configReader marks cmd as one that reads --config and --set.
+func configReader(cmd *cobra.Command) *cobra.Command {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[readsConfig] = "yes"
+	return cmd
+}
+
+// refuseUnused refuses --config and --set on a command that reads no
+// configuration, naming them.
+func (g *globalOptions) refuseUnused(cmd *cobra.Command) error {
+	if cmd.Annotations[readsConfig] != "" {
+		return nil
+	}
+	what := cmd.CommandPath() + " reads no configuration"
+	if hint := cmd.Annotations[configHint]; hint != "" {
+		what += " (" + hint + ")"
+	}
+	return g.refuse(what, cmd.Flag("config").Changed)
+}
+
+// configHint is the annotation that tells, on a command that reads no
+// configuration, what it uses instead.
+const configHint = "config-hint"
+
+// refuse returns an error naming every --config and --set given, saying
+// why (what) they would be ignored, nil when none was.
+func (g *globalOptions) refuse(what string, configGiven bool) error {
+	var given []string
+	if configGiven {
+		given = append(given, "--config "+g.configFile)
+	}
+	for _, s := range g.sets {
+		given = append(given, "--set "+s)
+	}
+	if len(given) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %s would be ignored; leave it out", what, strings.Join(given, ", "))
 }
 
 // rootExamples are the README's three journeys, as bicyc --help shows them;

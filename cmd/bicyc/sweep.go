@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/lockfile"
 	"github.com/bicyc/bicyc/report"
 	"github.com/bicyc/bicyc/sweep"
 	"github.com/bicyc/bicyc/train"
@@ -108,7 +109,7 @@ runs from their directories. Examples:
 	f.StringVar(&opts.submit, "submit", "", "submit the sweep to a `scheduler`: slurm")
 	f.StringVar(&opts.emit, "emit", "", "write the sweep's manifests for a `platform`: k8s")
 	f.BoolVar(&opts.dryRun, "dry-run", false, "with --submit: write the scripts, do not submit them")
-	f.DurationVar(&opts.lease, "lease", sweep.DefaultLease, "how long a cell's lock outlives its worker's last renewal (`duration`; workers on other hosts)")
+	f.DurationVar(&opts.lease, "lease", lockfile.DefaultLease, "how long a cell's lock outlives its worker's last renewal (`duration`; workers on other hosts)")
 	f.StringVar(&opts.slurm.Partition, "partition", "", "Slurm `partition`")
 	f.StringVar(&opts.slurm.Time, "time", "", "Slurm time limit per cell (`time`, e.g. 2:00:00)")
 	f.IntVar(&opts.slurm.CPUsPerTask, "cpus-per-task", 0, "Slurm CPUs per cell (`n`)")
@@ -148,6 +149,9 @@ func runSweepCmd(ctx context.Context, g *globalOptions, opts *sweepOptions, cmd 
 	workerOpts := sweep.Options{Train: train.Options{Log: errOut, Progress: progressWriter(cmd)}, Status: errOut, Lease: opts.lease, WaitHeld: opts.waitHeld}
 	switch {
 	case changed("status"), changed("cell"), changed("wave"):
+		if err := g.refuse("sweep --status, --cell and --wave read the plan frozen in the sweep directory", cmd.Flag("config").Changed); err != nil {
+			return err
+		}
 		dir, err := sweepDir(opts)
 		if err != nil {
 			return err

@@ -8,7 +8,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -21,6 +24,7 @@ type trainOptions struct {
 	fork       string
 	cpuProfile string
 	stopAfter  int
+	wait       time.Duration
 }
 
 func newTrainCmd(g *globalOptions) *cobra.Command {
@@ -57,7 +61,14 @@ given, changed by flags and --set as usual; give the new run its own --name. Exa
 	cmd.MarkFlagsMutuallyExclusive("resume", "fork")
 	cmd.Flags().IntVar(&opts.stopAfter, "stop-after", 0, "stop once `n` tasks are complete (resume later with --resume)")
 	cmd.Flags().StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `file` (go tool pprof)")
+	addWaitFlag(cmd, &opts.wait)
 	return cmd
+}
+
+// addWaitFlag adds --wait to a command that writes a run: how long to wait
+// for another process writing the same run (rundir.Lock).
+func addWaitFlag(cmd *cobra.Command, wait *time.Duration) {
+	cmd.Flags().DurationVar(wait, "wait", 0, "wait up to `duration` (e.g. 10m) while another process writes the run, instead of failing at once")
 }
 
 func runTrain(ctx context.Context, g *globalOptions, opts *trainOptions, cmd *cobra.Command) error {
@@ -72,10 +83,13 @@ func runTrain(ctx context.Context, g *globalOptions, opts *trainOptions, cmd *co
 		}
 		defer pprof.StopCPUProfile()
 	}
-	ropts := train.Options{Log: cmd.ErrOrStderr(), Progress: progressWriter(cmd), StopAfter: opts.stopAfter}
+	ropts := train.Options{Log: cmd.ErrOrStderr(), Progress: progressWriter(cmd), StopAfter: opts.stopAfter, Wait: opts.wait}
 	var run *train.Run
 	var err error
 	if opts.resume != "" {
+		if err := refuseOnResume(g, cmd); err != nil {
+			return err
+		}
 		run, err = train.Resume(opts.resume, ropts)
 	} else {
 		if opts.fork != "" && g.configFile == "" {
@@ -105,6 +119,24 @@ func runTrain(ctx context.Context, g *globalOptions, opts *trainOptions, cmd *co
 		return err
 	}
 	return exportAfterTraining(cmd, run)
+}
+
+// refuseOnResume refuses what --resume would ignore: a resumed run keeps
+// the configuration it was started with, so --config, --set and the flags
+// bound to config keys are errors naming them.
+func refuseOnResume(g *globalOptions, cmd *cobra.Command) error {
+	var flags []string
+	for flag := range flagKeys {
+		if f := cmd.Flags().Lookup(flag); f != nil && f.Changed {
+			flags = append(flags, "--"+flag)
+		}
+	}
+	slices.Sort(flags)
+	const why = "train --resume continues with the configuration the run was started with (bicyc learn trains a new task with changed keys, train --fork a new run)"
+	if len(flags) > 0 {
+		return fmt.Errorf("%s: %s would be ignored; leave it out", why, strings.Join(flags, ", "))
+	}
+	return g.refuse(why, cmd.Flag("config").Changed)
 }
 
 // exportAfterTraining exports a run that trained as its configuration says

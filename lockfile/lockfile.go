@@ -1,4 +1,4 @@
-package sweep
+package lockfile
 
 import (
 	"bytes"
@@ -17,22 +17,26 @@ import (
 	"time"
 )
 
-// ErrCellHeld is wrapped when a cell is being run by another worker that
-// is alive as far as this one can tell.
-var ErrCellHeld = errors.New("cell held by another worker")
+// ErrHeld is wrapped when the lock is held by another process that is
+// alive as far as this one can tell; the error names it.
+var ErrHeld = errors.New("held by another writer")
 
-// ErrLockLost is the cause of a running cell's cancellation when another
-// worker took its lock over (it judged this worker dead: its lease expired).
-var ErrLockLost = errors.New("cell lock taken over by another worker")
+// ErrLost is the cause of a holder's context cancellation when another
+// process took its lock over (it judged the holder dead: its lease
+// expired).
+var ErrLost = errors.New("lock taken over by another writer")
 
 // DefaultLease is how long a lock outlives its last renewal when nothing
-// else tells that its worker is gone. Holders renew every quarter of it,
+// else tells that its holder is gone. Holders renew every quarter of it,
 // so it also bounds how stale the clocks and attribute caches of a shared
 // filesystem (NFS caches attributes up to 60 s) may be.
 const DefaultLease = 10 * time.Minute
 
-// Owner identifies a worker process: what a lock records so that other
-// workers can tell whether it is still alive.
+// maxCommand bounds the command line a lock records.
+const maxCommand = 300
+
+// Owner identifies a holder process: what a lock records so that other
+// processes can tell whether it is still alive, and people who holds it.
 type Owner struct {
 	Host string `json:"host"`
 	PID  int    `json:"pid"`
@@ -44,6 +48,8 @@ type Owner struct {
 	// 22 of /proc/<pid>/stat): a new process that reuses the pid (a
 	// restarted container) has another.
 	Start uint64 `json:"start,omitempty"`
+	// Command is the holder's command line (shortened), for people.
+	Command string `json:"command,omitempty"`
 	// Token is unique to one acquisition of one lock.
 	Token string `json:"token"`
 	// Since is when the lock was taken; LeaseSeconds how long it lives
@@ -53,22 +59,36 @@ type Owner struct {
 }
 
 func (o Owner) String() string {
-	return fmt.Sprintf("pid %d on %s since %s", o.PID, o.Host, o.Since.UTC().Format(time.RFC3339))
+	s := fmt.Sprintf("pid %d on %s since %s", o.PID, o.Host, o.Since.UTC().Format(time.RFC3339))
+	if o.Command != "" {
+		s += fmt.Sprintf(" (%s)", o.Command)
+	}
+	return s
+}
+
+// ThisProcess reports whether o is this process (same host, boot, pid and
+// start time).
+func (o Owner) ThisProcess() bool {
+	me := self(0)
+	return o.Host == me.Host && o.BootID == me.BootID && o.PID == me.PID && o.Start == me.Start
 }
 
 // self returns this process as an Owner with a fresh token.
 func self(lease time.Duration) Owner {
 	host, _ := os.Hostname()
-	o := Owner{Host: host, PID: os.Getpid(), BootID: bootID(), Since: time.Now(), LeaseSeconds: lease.Seconds()}
-	o.Start, _ = processStart(o.PID)
+	o := Owner{Host: host, PID: os.Getpid(), BootID: BootID(), Since: time.Now(), LeaseSeconds: lease.Seconds()}
+	o.Start, _ = ProcessStart(o.PID)
+	if o.Command = strings.Join(os.Args, " "); len(o.Command) > maxCommand {
+		o.Command = o.Command[:maxCommand] + "..."
+	}
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	o.Token = hex.EncodeToString(b[:])
 	return o
 }
 
-// bootID is this kernel's boot id, "" where there is none (not Linux).
-func bootID() string {
+// BootID is this kernel's boot id, "" where there is none (not Linux).
+func BootID() string {
 	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return ""
@@ -76,8 +96,9 @@ func bootID() string {
 	return strings.TrimSpace(string(b))
 }
 
-// processStart reads the start time of process pid from /proc.
-func processStart(pid int) (uint64, error) {
+// ProcessStart reads the start time of process pid from /proc, in clock
+// ticks after boot.
+func ProcessStart(pid int) (uint64, error) {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return 0, err
@@ -101,14 +122,7 @@ func processStart(pid int) (uint64, error) {
 // same start time); any other holder until its lease expires.
 func staleReason(o, me Owner, renewed, now time.Time) string {
 	if o.Host == me.Host && o.BootID != "" && o.BootID == me.BootID {
-		err := syscall.Kill(o.PID, 0)
-		if errors.Is(err, syscall.ESRCH) {
-			return fmt.Sprintf("process %d is gone", o.PID)
-		}
-		if start, err := processStart(o.PID); err == nil && o.Start != 0 && start != o.Start {
-			return fmt.Sprintf("process %d is another process now", o.PID)
-		}
-		return ""
+		return localStale(o.PID, o.Start)
 	}
 	if o.Host == me.Host && o.BootID != "" && me.BootID != "" && o.BootID != me.BootID {
 		return "its host was rebooted"
@@ -123,8 +137,23 @@ func staleReason(o, me Owner, renewed, now time.Time) string {
 	return ""
 }
 
-// Lock is a cell's lock held by this process: the file <cells>/<name>.lock
-// holding its Owner. It is taken with link(2), which is atomic on local
+// localStale tells why process pid of this host and boot, started at
+// start (0: unknown), is gone, "" while it runs.
+func localStale(pid int, start uint64) string {
+	if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		return fmt.Sprintf("process %d is gone", pid)
+	}
+	if now, err := ProcessStart(pid); err == nil && start != 0 && now != start {
+		return fmt.Sprintf("process %d is another process now", pid)
+	}
+	return ""
+}
+
+// Running reports whether process pid of this host and boot, started at
+// start (ProcessStart; 0: unknown), still runs.
+func Running(pid int, start uint64) bool { return localStale(pid, start) == "" }
+
+// Lock is a lock held by this process: a file holding its Owner. It is taken with link(2), which is atomic on local
 // filesystems and NFS alike, and broken, when stale, by renaming it away
 // and checking that the renamed file is the stale one.
 type Lock struct {
@@ -134,13 +163,55 @@ type Lock struct {
 	done   chan struct{}
 }
 
-// AcquireLock takes the lock at path for this process. A lock held by a
-// live worker gives an error wrapping ErrCellHeld that names it; a stale
-// one (see staleReason) is taken over, and reason says why ("" for a free
-// lock). The returned context is ctx, cancelled with cause ErrLockLost if
-// another worker takes the lock over; the lock renews its lease every
-// lease/4 until Release.
-func AcquireLock(ctx context.Context, path string, lease time.Duration) (l *Lock, lctx context.Context, reason string, err error) {
+// Options are how Acquire takes a lock.
+type Options struct {
+	// Lease is how long the lock outlives its last renewal for processes
+	// that cannot see whether this one runs (other hosts); 0 means
+	// DefaultLease.
+	Lease time.Duration
+	// Wait is how long to wait for a live holder to release the lock
+	// before giving up with ErrHeld; 0 gives up at once.
+	Wait time.Duration
+	// Waiting, if set, is called once when Acquire starts waiting for
+	// holder.
+	Waiting func(holder Owner)
+}
+
+// Acquire takes the lock at path for this process. A lock held by a live
+// process gives, after opts.Wait, an error wrapping ErrHeld that names
+// it; a stale one (its holder is gone on this host, its host was
+// rebooted, or its lease expired) is taken over, and reason says why (""
+// for a free lock). The returned context is ctx, cancelled with cause
+// ErrLost if another process takes the lock over; the lock renews its
+// lease every lease/4 until Release.
+func Acquire(ctx context.Context, path string, opts Options) (l *Lock, lctx context.Context, reason string, err error) {
+	lease := opts.Lease
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	deadline := time.Now().Add(opts.Wait)
+	pause := 50 * time.Millisecond
+	for {
+		l, lctx, reason, err = acquire(ctx, path, lease)
+		if !errors.Is(err, ErrHeld) || !time.Now().Before(deadline) {
+			return l, lctx, reason, err
+		}
+		if opts.Waiting != nil {
+			if held, ok := Holder(path); ok {
+				opts.Waiting(held)
+			}
+			opts.Waiting = nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, "", fmt.Errorf("%w (stopped waiting: %w)", err, ctx.Err())
+		case <-time.After(min(pause, time.Until(deadline))):
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
+}
+
+func acquire(ctx context.Context, path string, lease time.Duration) (l *Lock, lctx context.Context, reason string, err error) {
 	me := self(lease)
 	b, err := json.Marshal(me)
 	if err != nil {
@@ -148,7 +219,7 @@ func AcquireLock(ctx context.Context, path string, lease time.Duration) (l *Lock
 	}
 	tmp := path + ".new-" + me.Token
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", fmt.Errorf("lock %s: %w", path, err)
 	}
 	defer os.Remove(tmp)
 	for attempt := 0; ; attempt++ {
@@ -168,7 +239,7 @@ func AcquireLock(ctx context.Context, path string, lease time.Duration) (l *Lock
 		}
 		reason = staleReason(held, me, renewed, time.Now())
 		if reason == "" {
-			return nil, nil, "", fmt.Errorf("%s: %w: %s", path, ErrCellHeld, held)
+			return nil, nil, "", fmt.Errorf("%s: %w: %s", path, ErrHeld, held)
 		}
 		if err := breakLock(path, held); err != nil {
 			return nil, nil, "", err
@@ -194,16 +265,16 @@ func readLock(path string) (Owner, time.Time, error) {
 	}
 	if err := json.Unmarshal(b, &o); err != nil {
 		// A lock is written whole before it is linked into place: an
-		// unreadable one was not made by a worker; treat it as expired.
+		// unreadable one was not made by Acquire; treat it as expired.
 		return Owner{Host: "?", Token: "corrupt"}, time.Time{}, nil
 	}
 	return o, st.ModTime(), nil
 }
 
-// breakLock removes the stale lock of held at path. Two workers may judge
-// the same lock stale at once; the one whose rename finds another owner in
-// the file it moved (a lock the other worker just took) puts it back and
-// reports the cell as held.
+// breakLock removes the stale lock of held at path. Two processes may
+// judge the same lock stale at once; the one whose rename finds another
+// owner in the file it moved (a lock the other just took) puts it back
+// and reports the lock as held.
 func breakLock(path string, held Owner) error {
 	aside := path + ".stale-" + self(0).Token
 	if err := os.Rename(path, aside); err != nil {
@@ -220,7 +291,7 @@ func breakLock(path string, held Owner) error {
 		return err
 	}
 	os.Remove(aside)
-	return fmt.Errorf("%s: %w: %s", path, ErrCellHeld, moved)
+	return fmt.Errorf("%s: %w: %s", path, ErrHeld, moved)
 }
 
 // renew touches the lock every period until Release, and cancels the
@@ -234,7 +305,7 @@ func (l *Lock) renew(period time.Duration) {
 			return
 		case <-t.C:
 			if o, _, err := readLock(l.path); err != nil || o.Token != l.owner.Token {
-				l.cancel(fmt.Errorf("%s: %w", l.path, ErrLockLost))
+				l.cancel(fmt.Errorf("%s: %w", l.path, ErrLost))
 				return
 			}
 			now := time.Now()
@@ -244,8 +315,11 @@ func (l *Lock) renew(period time.Duration) {
 }
 
 // Release removes the lock if this process still holds it. It is safe to
-// call more than once.
+// call more than once, and on a nil Lock.
 func (l *Lock) Release() error {
+	if l == nil {
+		return nil
+	}
 	select {
 	case <-l.done:
 		return nil
@@ -260,9 +334,9 @@ func (l *Lock) Release() error {
 	return os.Remove(l.path)
 }
 
-// LockHolder returns the live holder of the lock at path, ok false when the
+// Holder returns the live holder of the lock at path, ok false when the
 // lock is free or stale.
-func LockHolder(path string) (o Owner, ok bool) {
+func Holder(path string) (o Owner, ok bool) {
 	held, renewed, err := readLock(path)
 	if err != nil {
 		return Owner{}, false
