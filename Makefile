@@ -74,6 +74,19 @@ bench-train: setup
 	bash bench/install-torch.sh
 	$(GO) run ./bench/train $(BENCH_ARGS)
 
+# Every benchmark once at its smallest size, so that none rots unnoticed:
+# each must run to the end and pass its own parity check against PyTorch
+# (bench/train: step 1's loss terms; bench/infer: top-k distances on the
+# tests' small model), its speed is not checked. .ci/run runs it after
+# test-kernels; bench/README.md lists the seconds each step adds.
+.PHONY: bench-smoke
+bench-smoke: setup
+	bash bench/install-torch.sh
+	$(GO) run ./bench/train --models convnet --rounds 1 --convnet-steps 1 --ceiling-size 0
+	$(GO) run ./bench/infer --rounds 1 --calls 20 --batch 16 --reps 1 --procs 1
+	$(GO) test -count=1 -run TestTinyExperiment ./bench/openset -openset
+	$(GO) run ./bench/serve -requests 20 -warmup 5
+
 # The full-size pretrained-import check: a torchvision ResNet-18 with random
 # weights and BatchNorm statistics, exported by python3-torch, imported into
 # the gorgonia backbone; its pooled features must match ONNX Runtime on the
