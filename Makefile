@@ -41,13 +41,16 @@ test: setup vet test-slurm
 # The training side again on kernels other than the automatic choice, so that
 # no verdict hinges on one kernel set's rounding: OpenBLAS's oldest x86-64
 # kernels (Prescott, which Debian's OpenBLAS falls back to on processors it does
-# not know) and the portable Go element-wise kernels (-tags purego) in place of
-# the AVX2 assembly. .ci/run runs it after `make test`.
+# not know), the portable Go element-wise kernels (-tags purego) in place of
+# the assembly, and, on a processor with AVX-512, the AVX2 assembly in place of
+# the AVX-512 kernels the suite runs there (BICYC_VECTOR=avx2). .ci/run runs it
+# after `make test`.
 TRAIN_PKGS = ./kernels ./models/... ./train ./pretrained ./gauss ./cmd/bicyc ./report ./sweep ./bench/... ./reliability
 .PHONY: test-kernels
 test-kernels: setup
 	OPENBLAS_CORETYPE=Prescott $(GO) test -count=1 -timeout 30m $(TRAIN_PKGS)
 	$(GO) test -count=1 -tags purego -timeout 30m $(TRAIN_PKGS)
+	if grep -qw avx512f /proc/cpuinfo; then BICYC_VECTOR=avx2 $(GO) test -count=1 -timeout 30m $(TRAIN_PKGS); fi
 
 # A sweep submitted to a real one-node Slurm cluster that scripts/slurm-local.sh
 # installs (slurm-wlm, munge; needs root), starts and stops (docs/cluster.md).
