@@ -106,31 +106,35 @@ TEXT ·affineAVX512(SB), NOSPLIT, $0-33
 	VBROADCASTSS b+28(FP), Z3
 	VPXORD       Z4, Z4, Z4
 	MOVBLZX      relu+32(FP), AX
+	MOVQ         CX, BX
+	SHRQ         $4, BX              // blocks of 16
 	TESTQ        AX, AX
-	JNZ          affineReLU16
+	JNZ          affineReLU
+	TESTQ        BX, BX
+	JZ           affinePlain8
 
 affinePlain16:
-	CMPQ        CX, $16
-	JL          affinePlain8
 	VMOVUPS     (SI), Z0
 	VFMADD213PS Z3, Z2, Z0
 	VMOVUPS     Z0, (DI)
 	ADDQ        $64, SI
 	ADDQ        $64, DI
-	SUBQ        $16, CX
-	JMP         affinePlain16
+	DECQ        BX
+	JNZ         affinePlain16
 
 affinePlain8:
-	TESTQ       CX, CX
+	TESTQ       $8, CX
 	JZ          affineDone
 	VMOVUPS     (SI), Y0
 	VFMADD213PS Y3, Y2, Y0
 	VMOVUPS     Y0, (DI)
 	JMP         affineDone
 
+affineReLU:
+	TESTQ       BX, BX
+	JZ          affineReLU8
+
 affineReLU16:
-	CMPQ        CX, $16
-	JL          affineReLU8
 	VMOVUPS     (SI), Z0
 	VFMADD213PS Z3, Z2, Z0
 	VMAXPS      Z0, Z4, Z0
@@ -138,11 +142,11 @@ affineReLU16:
 	VMOVUPS     Z0, (DI)
 	ADDQ        $64, SI
 	ADDQ        $64, DI
-	SUBQ        $16, CX
-	JMP         affineReLU16
+	DECQ        BX
+	JNZ         affineReLU16
 
 affineReLU8:
-	TESTQ       CX, CX
+	TESTQ       $8, CX
 	JZ          affineDone
 	VMOVUPS     (SI), Y0
 	VFMADD213PS Y3, Y2, Y0
@@ -164,20 +168,22 @@ TEXT ·keepWherePositiveAVX512(SB), NOSPLIT, $0-32
 	MOVQ   n+24(FP), CX
 	VPXORD Z4, Z4, Z4
 
+	MOVQ        CX, BX
+	SHRQ        $4, BX              // blocks of 16
+	JZ          keep8
+
 keep16:
-	CMPQ      CX, $16
-	JL        keep8
 	VCMPPS    $0x04, (SI), Z4, K1
 	VMOVUPS.Z (DX), K1, Z0
 	VMOVUPS   Z0, (DI)
 	ADDQ      $64, SI
 	ADDQ      $64, DX
 	ADDQ      $64, DI
-	SUBQ      $16, CX
-	JMP       keep16
+	DECQ        BX
+	JNZ         keep16
 
 keep8:
-	TESTQ   CX, CX
+	TESTQ       $8, CX
 	JZ      keepDone
 	VCMPPS  $0x04, (SI), Y4, Y1
 	VANDPS  (DX), Y1, Y0
@@ -248,9 +254,11 @@ TEXT ·affine2AVX512(SB), NOSPLIT, $0-44
 	VBROADCASTSS b+36(FP), Z3
 	VBROADCASTSS k+40(FP), Z4
 
+	MOVQ        CX, BX
+	SHRQ        $4, BX              // blocks of 16
+	JZ          affine2x8
+
 affine2x16:
-	CMPQ        CX, $16
-	JL          affine2x8
 	VMOVUPS     (SI), Z0
 	VFMADD213PS Z4, Z2, Z0          // a g + k
 	VMOVUPS     (DX), Z1
@@ -259,11 +267,11 @@ affine2x16:
 	ADDQ        $64, SI
 	ADDQ        $64, DX
 	ADDQ        $64, DI
-	SUBQ        $16, CX
-	JMP         affine2x16
+	DECQ        BX
+	JNZ         affine2x16
 
 affine2x8:
-	TESTQ       CX, CX
+	TESTQ       $8, CX
 	JZ          affine2Done
 	VMOVUPS     (SI), Y0
 	VFMADD213PS Y4, Y2, Y0
@@ -283,19 +291,21 @@ TEXT ·addToAVX512(SB), NOSPLIT, $0-24
 	MOVQ s+8(FP), SI
 	MOVQ n+16(FP), CX
 
+	MOVQ        CX, BX
+	SHRQ        $4, BX              // blocks of 16
+	JZ          add8
+
 add16:
-	CMPQ    CX, $16
-	JL      add8
 	VMOVUPS (DI), Z0
 	VADDPS  (SI), Z0, Z0
 	VMOVUPS Z0, (DI)
 	ADDQ    $64, SI
 	ADDQ    $64, DI
-	SUBQ    $16, CX
-	JMP     add16
+	DECQ        BX
+	JNZ         add16
 
 add8:
-	TESTQ   CX, CX
+	TESTQ       $8, CX
 	JZ      addDone
 	VMOVUPS (DI), Y0
 	VADDPS  (SI), Y0, Y0
