@@ -2,9 +2,10 @@
 
 #include "textflag.h"
 
-// AVX-512 versions of the kernels of kernels_amd64.s, for the same lengths (multiples of 8): they loop over
+// AVX-512 versions of the kernels of kernels_amd64.s but KeepWherePositive (whose AVX-512 version, a
+// zero-masking load, measured no faster on Zen 4), for the same lengths (multiples of 8): they loop over
 // 16 elements (one ZMM register of float32) at a time and do a last 8 with the YMM instructions of the
-// AVX2 versions. They use AVX-512 F only (VPANDD, not VANDPS, which needs DQ; VEXTRACTF64X4, not
+// AVX2 versions. They use AVX-512 F only (VPXORD, not VXORPS, which needs DQ; VEXTRACTF64X4, not
 // VEXTRACTF32X8). A VEX-encoded instruction that writes a YMM register clears the upper half of its ZMM
 // register, so the reductions fold their ZMM accumulators to YMM before the last 8.
 
@@ -155,41 +156,6 @@ affineReLU8:
 	VMOVUPS     Y0, (DI)
 
 affineDone:
-	VZEROUPPER
-	RET
-
-// func keepWherePositiveAVX512(out, y, dy *float32, n int)
-//
-// out = dy where y != 0 (unordered: true for NaN), else 0, by a zero-masking load of dy.
-TEXT ·keepWherePositiveAVX512(SB), NOSPLIT, $0-32
-	MOVQ   out+0(FP), DI
-	MOVQ   y+8(FP), SI
-	MOVQ   dy+16(FP), DX
-	MOVQ   n+24(FP), CX
-	VPXORD Z4, Z4, Z4
-
-	MOVQ        CX, BX
-	SHRQ        $4, BX              // blocks of 16
-	JZ          keep8
-
-keep16:
-	VCMPPS    $0x04, (SI), Z4, K1
-	VMOVUPS.Z (DX), K1, Z0
-	VMOVUPS   Z0, (DI)
-	ADDQ      $64, SI
-	ADDQ      $64, DX
-	ADDQ      $64, DI
-	DECQ        BX
-	JNZ         keep16
-
-keep8:
-	TESTQ       $8, CX
-	JZ      keepDone
-	VCMPPS  $0x04, (SI), Y4, Y1
-	VANDPS  (DX), Y1, Y0
-	VMOVUPS Y0, (DI)
-
-keepDone:
 	VZEROUPPER
 	RET
 

@@ -78,10 +78,6 @@ func Affine(y, x []float32, a, b float32, relu bool) {
 func KeepWherePositive(g, y, dy []float32) {
 	checkLengths(len(y), len(g), len(dy))
 	if len(y) > 0 {
-		if HasAVX512 {
-			keepWherePositiveAVX512(&g[0], &y[0], &dy[0], len(y))
-			return
-		}
 		keepWherePositiveAVX2(&g[0], &y[0], &dy[0], len(y))
 	}
 }
@@ -168,9 +164,6 @@ func sumSquaredDevAVX512(x *float32, n int, m float32) float32
 
 //go:noescape
 func affineAVX512(y, x *float32, n int, a, b float32, relu bool)
-
-//go:noescape
-func keepWherePositiveAVX512(out, y, dy *float32, n int)
 
 //go:noescape
 func sumAndDotAVX512(grad, x *float32, n int, m float32) (sumG, sumGX float32)
