@@ -41,13 +41,16 @@ test: setup vet test-slurm
 # The training side again on kernels other than the automatic choice, so that
 # no verdict hinges on one kernel set's rounding: OpenBLAS's oldest x86-64
 # kernels (Prescott, which Debian's OpenBLAS falls back to on processors it does
-# not know) and the portable Go element-wise kernels (-tags purego) in place of
-# the AVX2 assembly. .ci/run runs it after `make test`.
+# not know), the portable Go element-wise kernels (-tags purego) in place of
+# the assembly, and, on a processor with AVX-512, the AVX2 assembly in place of
+# the AVX-512 kernels the suite runs there (BICYC_VECTOR=avx2). .ci/run runs it
+# after `make test`.
 TRAIN_PKGS = ./kernels ./models/... ./train ./pretrained ./gauss ./cmd/bicyc ./report ./sweep ./bench/... ./reliability
 .PHONY: test-kernels
 test-kernels: setup
 	OPENBLAS_CORETYPE=Prescott $(GO) test -count=1 -timeout 30m $(TRAIN_PKGS)
 	$(GO) test -count=1 -tags purego -timeout 30m $(TRAIN_PKGS)
+	if grep -qw avx512f /proc/cpuinfo; then BICYC_VECTOR=avx2 $(GO) test -count=1 -timeout 30m $(TRAIN_PKGS); fi
 
 # A sweep submitted to a real one-node Slurm cluster that scripts/slurm-local.sh
 # installs (slurm-wlm, munge; needs root), starts and stops (docs/cluster.md).
@@ -99,6 +102,19 @@ bench-infer: build
 bench-train: setup
 	bash bench/install-torch.sh
 	$(GO) run ./bench/train $(BENCH_ARGS)
+
+# Every benchmark once at its smallest size, so that none rots unnoticed:
+# each must run to the end and pass its own parity check against PyTorch
+# (bench/train: step 1's loss terms; bench/infer: top-k distances on the
+# tests' small model), its speed is not checked. .ci/run runs it after
+# test-kernels; bench/README.md lists the seconds each step adds.
+.PHONY: bench-smoke
+bench-smoke: setup
+	bash bench/install-torch.sh
+	$(GO) run ./bench/train --models convnet --rounds 1 --convnet-steps 1 --ceiling-size 0
+	$(GO) run ./bench/infer --rounds 1 --calls 20 --batch 16 --reps 1 --procs 1
+	$(GO) test -count=1 -run TestTinyExperiment ./bench/openset -openset
+	$(GO) run ./bench/serve -requests 20 -warmup 5
 
 # The full-size pretrained-import check: a torchvision ResNet-18 with random
 # weights and BatchNorm statistics, exported by python3-torch, imported into

@@ -11,6 +11,7 @@ PyTorch network is the same network. Tensors are float32, images NCHW.
 
 import copy
 import json
+import os
 import struct
 
 import numpy as np
@@ -184,19 +185,24 @@ def load_backbone(path):
 
 
 class PrototypeClassifier(nn.Module):
-    """The bundle's classifier tables (prototypes.safetensors,
-    gauss.ClassifierTables); smaller score is closer:
+    """The factored classifier tables of a model directory written before
+    schema version 5, read from its prototypes.safetensors
+    (classifier.means [K,S], classifier.whiten [K,S,S], classifier.bias [K]);
+    smaller score is closer:
 
         zh      = z / max(||z||, 1e-12)        if normalize
         score_c = ||W_c (zh - m_c)||^2 + b_c
 
-    evaluated as export/classifier.go does, with one matrix product:
+    evaluated as the factored classifier.onnx does, with one matrix product:
     y = zh Wall^T - vec(W_c m_c), Wall = W stacked to [K*S, S].
     """
 
     def __init__(self, path):
         super().__init__()
         t, meta = read_safetensors(path)
+        for name in ("classifier.means", "classifier.whiten", "classifier.bias"):
+            if name not in t:
+                raise ValueError(f"{path}: tensor {name!r} missing (a directory of schema version 5 on keeps the table in classifier.data)")
         means, whiten, bias = t["classifier.means"], t["classifier.whiten"], t["classifier.bias"]
         k, s = means.shape
         self.k, self.s = k, s
@@ -211,6 +217,175 @@ class PrototypeClassifier(nn.Module):
             z = z / z.norm(dim=1, keepdim=True).clamp_min(NORM_EPS)
         y = torch.addmm(-self.offset, z, self.wall.t()).view(-1, self.k, self.s)
         return (y * y).sum(dim=2) + self.bias
+
+
+def _varint(buf, pos):
+    """Returns the protobuf varint at buf[pos:] and the position after it."""
+    value = shift = 0
+    while True:
+        if pos >= len(buf):
+            raise ValueError("protobuf varint runs past the end")
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos
+        shift += 7
+
+
+def _fields(buf):
+    """Yields (field number, wire type, value) of a protobuf message: an int
+    for varints, a memoryview for length-delimited fields, raw bytes for the
+    fixed-width ones."""
+    pos = 0
+    while pos < len(buf):
+        key, pos = _varint(buf, pos)
+        num, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = _varint(buf, pos)
+        elif wire == 2:
+            n, pos = _varint(buf, pos)
+            if pos + n > len(buf):
+                raise ValueError(f"protobuf field {num} of {n} bytes runs past the end")
+            value, pos = buf[pos : pos + n], pos + n
+        elif wire in (1, 5):
+            n = 8 if wire == 1 else 4
+            value, pos = bytes(buf[pos : pos + n]), pos + n
+        else:
+            raise ValueError(f"protobuf wire type {wire} of field {num} is not supported")
+        yield num, wire, value
+
+
+# Field numbers of onnx.proto (ModelProto.graph, GraphProto.initializer,
+# TensorProto's fields) and TensorProto.DataType FLOAT.
+_MODEL_GRAPH, _GRAPH_INITIALIZER = 7, 5
+_T_DIMS, _T_TYPE, _T_FLOATS, _T_NAME, _T_RAW, _T_EXTERNAL = 1, 2, 4, 8, 9, 13
+_ONNX_FLOAT = 1
+
+
+def read_onnx_floats(path):
+    """Returns {name: float32 ndarray} of the float initializers of an ONNX
+    file, reading external data (a location, offset and length beside the
+    model) as ONNX Runtime does. Only what bicyc's graphs use: raw_data,
+    float_data and external data; other element types are skipped."""
+    with open(path, "rb") as f:
+        model = memoryview(f.read())
+    out = {}
+    for num, wire, graph in _fields(model):
+        if num != _MODEL_GRAPH or wire != 2:
+            continue
+        for gnum, gwire, tensor in _fields(graph):
+            if gnum != _GRAPH_INITIALIZER or gwire != 2:
+                continue
+            name, dims, dtype, raw, floats, external = "", [], 0, None, [], {}
+            for tnum, twire, v in _fields(tensor):
+                if tnum == _T_DIMS:
+                    if twire == 2:  # packed
+                        pos = 0
+                        while pos < len(v):
+                            d, pos = _varint(v, pos)
+                            dims.append(d)
+                    else:
+                        dims.append(v)
+                elif tnum == _T_TYPE:
+                    dtype = v
+                elif tnum == _T_NAME:
+                    name = bytes(v).decode()
+                elif tnum == _T_RAW:
+                    raw = bytes(v)
+                elif tnum == _T_FLOATS:
+                    floats.append(np.frombuffer(v if twire == 2 else bytes(v), dtype="<f4"))
+                elif tnum == _T_EXTERNAL:
+                    entry = {k: bytes(x).decode() for k, _, x in _fields(v)}
+                    external[entry.get(1, "")] = entry.get(2, "")
+            if dtype != _ONNX_FLOAT:
+                continue
+            if external:
+                loc = os.path.join(os.path.dirname(path), external["location"])
+                offset, n = int(external.get("offset", 0)), int(external["length"])
+                with open(loc, "rb") as f:
+                    f.seek(offset)
+                    raw = f.read(n)
+                if len(raw) != n:
+                    raise ValueError(f"{loc}: {len(raw)} bytes at offset {offset}, {path} names {n} for {name!r}")
+            arr = np.frombuffer(raw, dtype="<f4") if raw is not None else np.concatenate(floats or [np.zeros(0, "<f4")])
+            if arr.size != int(np.prod(dims)):
+                raise ValueError(f"{path}: initializer {name!r} has {arr.size} values, shape {dims}")
+            out[name] = arr.reshape(dims).copy()
+    return out
+
+
+class GraphClassifier(nn.Module):
+    """classifier.onnx of a model directory of schema version 5 on, whose
+    class table is stored once in classifier.data (ONNX external data),
+    evaluated as the graph does (export/classgraph): below 64 classes the
+    factored form,
+
+        y       = zh Wall^T + classifier.neg_whitened_means    Wall [K*S, S] in classifier.data
+        score_c = sum_i y[c, i]^2 + classifier.bias_c
+
+    and from 64 classes the expanded form of gauss.QuadraticTables,
+
+        u      = zh - classifier.center
+        phi    = [u_i u_j for i <= j (row-major) ; u]           [N, D], D = S(S+1)/2 + S
+        scores = phi Coef^T + classifier.const                  Coef [K, D] in classifier.data
+
+    with zh = z / max(||z||, 1e-12) when the graph normalises (it then holds
+    classifier.norm_eps). The tables are the graph's own initializers, so no
+    rule of the classifier is repeated here.
+    """
+
+    def __init__(self, path):
+        super().__init__()
+        t = read_onnx_floats(path)
+        self.normalize = "classifier.norm_eps" in t
+        if "classifier.coef" in t:
+            coef = t["classifier.coef"]
+            self.k, d = coef.shape
+            self.s = len(t["classifier.center"])
+            i, j = np.triu_indices(self.s)
+            if d != len(i) + self.s:
+                raise ValueError(f"{path}: classifier.coef is [{self.k}, {d}], want D = {len(i) + self.s} for S = {self.s}")
+            self.expanded = True
+            self.register_buffer("center", torch.from_numpy(t["classifier.center"]))
+            self.register_buffer("coef", torch.from_numpy(coef))
+            self.register_buffer("const", torch.from_numpy(t["classifier.const"]))
+            self.register_buffer("pairs", torch.from_numpy(i * self.s + j))
+        elif "classifier.whiten" in t:
+            wall = t["classifier.whiten"]
+            self.k = len(t["classifier.bias"])
+            self.s = wall.shape[1]
+            self.expanded = False
+            self.register_buffer("wall", torch.from_numpy(wall))
+            self.register_buffer("offset", torch.from_numpy(t["classifier.neg_whitened_means"]))
+            self.register_buffer("bias", torch.from_numpy(t["classifier.bias"]))
+        else:
+            raise ValueError(f"{path}: neither classifier.coef nor classifier.whiten among the initializers {sorted(t)}")
+
+    def forward(self, z):
+        if self.normalize:
+            z = z / z.norm(dim=1, keepdim=True).clamp_min(NORM_EPS)
+        if self.expanded:
+            u = z - self.center
+            outer = (u.unsqueeze(2) * u.unsqueeze(1)).reshape(-1, self.s * self.s)
+            phi = torch.cat([outer[:, self.pairs], u], dim=1)
+            return torch.addmm(self.const, phi, self.coef.t())
+        y = torch.addmm(self.offset, z, self.wall.t()).view(-1, self.k, self.s)
+        return (y * y).sum(dim=2) + self.bias
+
+
+# bundle.ClassifierDataFile: present (and listed in manifest.json's files)
+# from schema version 5 on.
+CLASSIFIER_DATA = "classifier.data"
+
+
+def load_classifier(model_dir, manifest):
+    """Returns the eval-mode classifier of a model directory of any schema
+    version: the graph's tables (GraphClassifier) where the directory has
+    classifier.data, else the factored tables of prototypes.safetensors."""
+    if CLASSIFIER_DATA in manifest.get("files", {}):
+        return GraphClassifier(os.path.join(model_dir, "classifier.onnx")).eval()
+    return PrototypeClassifier(os.path.join(model_dir, "prototypes.safetensors")).eval()
 
 
 def fold_bn(net):

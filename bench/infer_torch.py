@@ -3,8 +3,9 @@
 The same network as a bicyc model directory in PyTorch eager mode: the
 backbone from the run's checkpoint (backbone.safetensors, BN as separate
 eval-mode layers, or folded into the convs like backbone.onnx with
---variant folded) and the Gaussian prototype classifier from the model's
-prototypes.safetensors. Run with Debian's /usr/bin/python3.
+--variant folded) and the Gaussian classifier of the model directory
+(bicyc_torch.load_classifier: classifier.onnx's tables, or the
+prototypes.safetensors of a directory older than schema version 5). Run with Debian's /usr/bin/python3.
 
   infer_torch.py once  --model DIR --backbone FILE [--threads N] IMAGE
       classify one image and print its top-k, as `bicyc-infer IMAGE` does:
@@ -40,7 +41,7 @@ class Model:
             self.backbone = bicyc_torch.fold_bn(self.backbone)
         elif variant != "eager":
             raise ValueError(f"variant {variant!r}, want eager or folded")
-        self.classifier = bicyc_torch.PrototypeClassifier(os.path.join(model_dir, "prototypes.safetensors")).eval()
+        self.classifier = bicyc_torch.load_classifier(model_dir, self.manifest)
         self.classes = self.manifest["classes"]
         self.top_k = min(self.manifest["classifier"]["top_k"], len(self.classes))
 

@@ -2,7 +2,7 @@
 # Installs what the PyTorch side of the benchmarks needs, from Debian:
 # python3-torch (1.13), python3-torchvision and python3-pil for /usr/bin/python3, and GNU time,
 # which measures the peak RSS of whole processes. Idempotent: it does
-# nothing when they are all there. Only `make bench-infer`,
+# nothing when they are all there. Only `make bench-infer`, `make bench-smoke`,
 # `make bench-train` and `make bench-pretrained` run it; PyTorch is never a dependency of bicyc itself.
 set -euo pipefail
 

@@ -26,6 +26,11 @@
 //
 //	go run ./bench/infer --model /tmp/bicyc-bench/m/model [--backbone FILE] [--bin bin/bicyc-infer] [--threads 1]
 //
+// Without --model it runs on the small model the tests build (package
+// internal/testmodel/small: a random convnet, 3 classes, with its backbone
+// weights for PyTorch): the smallest comparison, which `make bench-smoke`
+// runs in CI to check that the benchmark and its parity check still work.
+//
 // --torch=false measures bicyc alone (no PyTorch, no parity check, no
 // targets), for example a photo model whose backbone bench/bicyc_torch.py
 // does not build; --photo-size WIDTHxHEIGHT feeds RGB images of that size,

@@ -22,6 +22,7 @@ import (
 	"github.com/bicyc/bicyc/bench/compare"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
+	"github.com/bicyc/bicyc/internal/testmodel/small"
 )
 
 // options are the command's flags.
@@ -48,7 +49,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.model, "model", "", "model directory exported by bicyc (required)")
+	flag.StringVar(&o.model, "model", "", "model directory exported by bicyc (default: the tests' small model, with its backbone weights for PyTorch; the smallest run, for checking that the benchmark works)")
 	flag.StringVar(&o.backbone, "backbone", "", "backbone.safetensors for PyTorch (default: the run's latest checkpoint)")
 	flag.StringVar(&o.bin, "bin", "", "bicyc-infer binary for the whole-process runs (default: build one)")
 	flag.StringVar(&o.script, "script", "bench/infer_torch.py", "the PyTorch side")
@@ -85,10 +86,32 @@ func main() {
 	if o.classes != nil {
 		o.torch = false
 	}
-	if err := run(o, os.Stdout); err != nil {
+	err := useSmallModel(&o)
+	if err == nil {
+		err = run(o, os.Stdout)
+	}
+	small.Cleanup()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/infer:", err)
 		os.Exit(1)
 	}
+}
+
+// useSmallModel points o, when it names no model, at the small model the
+// tests of serve build (package small: a random convnet, 3 classes) and,
+// unless --backbone names one, at its backbone weights for PyTorch.
+func useSmallModel(o *options) error {
+	if o.model != "" {
+		return nil
+	}
+	var err error
+	if o.model, err = small.Dir(); err != nil {
+		return fmt.Errorf("building the tests' small model: %w", err)
+	}
+	if o.backbone == "" {
+		o.backbone, err = small.BackboneFile()
+	}
+	return err
 }
 
 // side is what one implementation measured, round by round.
@@ -113,9 +136,6 @@ type side struct {
 var torchVariants = []string{"eager", "folded"}
 
 func (o options) validate() error {
-	if o.model == "" {
-		return errors.New("no model: pass --model DIR (a directory exported by bicyc train or bicyc export)")
-	}
 	if o.threads < 1 || o.rounds < 1 || o.calls < 1 || o.batch < 1 || o.reps < 1 || o.procs < 1 {
 		return errors.New("--threads, --rounds, --calls, --batch, --reps and --procs must be >= 1")
 	}

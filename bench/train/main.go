@@ -138,6 +138,12 @@ func run(o options, out io.Writer) error {
 		o.resnetBatch < 2 || o.imagenetBatch < 2 || o.convClasses < 2 || o.resnetClasses < 2 || o.ceiling < 0 {
 		return errors.New("--threads, --rounds and steps must be >= 1, batches and classes >= 2, --ceiling-size >= 0")
 	}
+	if o.convBatch <= featureDim+1 {
+		// Below that the anti-collapse loss's batch covariance is singular;
+		// bicyc repairs it with ops.RobustCholesky, bench/train_torch.py by
+		// growing the jitter, so step 1's ac terms would differ.
+		return fmt.Errorf("--convnet-batch %d: want more than %d (the feature dimension + 1), where the batch covariance of the anti-collapse loss has full rank", o.convBatch, featureDim+1)
+	}
 	if _, err := os.Stat(o.script); err != nil {
 		return fmt.Errorf("PyTorch script: %w (run from the repository root or pass --script)", err)
 	}

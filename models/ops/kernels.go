@@ -204,10 +204,14 @@ func clearEdges[T float](d []T, first, last int) {
 	}
 }
 
-// VectorKernels names the element-wise kernels the ops run: the AVX2/FMA assembly of internal/vector where
-// the processor has it (and the build is not -tags purego), portable Go otherwise.
+// VectorKernels names the element-wise kernels the ops run: the AVX-512 and AVX2/FMA assembly of
+// internal/vector where the processor has AVX-512 F (unless BICYC_VECTOR=avx2), the AVX2/FMA assembly
+// where it has that, portable Go otherwise or under -tags purego.
 func VectorKernels() string {
-	if vector.HasAVX2 {
+	switch {
+	case vector.HasAVX512:
+		return "AVX-512 assembly (AVX2+FMA where a kernel has no AVX-512 version)"
+	case vector.HasAVX2:
 		return "AVX2+FMA assembly"
 	}
 	return "portable Go"

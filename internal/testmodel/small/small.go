@@ -64,6 +64,19 @@ func Dir() (string, error) {
 	return dir, err
 }
 
+// BackboneFile returns the model's backbone weights as a training
+// checkpoint's backbone.safetensors holds them (tensor names of package
+// models' convnet; metadata arch, in_channels and feature_dim), written
+// beside the model directory when it is built: what the PyTorch side of
+// bench/infer loads to run the same network.
+func BackboneFile() (string, error) {
+	d, err := Dir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(d), "backbone.safetensors"), nil
+}
+
 // Cleanup removes the model Get built, if any; a TestMain calls it after
 // the tests.
 func Cleanup() {
@@ -136,6 +149,10 @@ func build() (string, *data.Dataset, error) {
 		unit[c].Mean[c] = 1
 	}
 	if err := writeModel(dir, in, unit); err != nil {
+		return "", nil, err
+	}
+	meta := map[string]string{"arch": in.Arch, "in_channels": fmt.Sprint(in.Preprocess.Channels), "feature_dim": fmt.Sprint(featureDim)}
+	if err := safetensors.WriteFile(filepath.Join(root, "backbone.safetensors"), in.Backbone, meta); err != nil {
 		return "", nil, err
 	}
 	c, err := infer.Open(context.Background(), dir, infer.WithProvider(infer.ProviderCPU), infer.WithLog(nil))

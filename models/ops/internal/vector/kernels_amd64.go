@@ -2,16 +2,48 @@
 
 package vector
 
-import "golang.org/x/sys/cpu"
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/cpu"
+)
 
 // HasAVX2 reports whether the kernels can run: they need AVX2 and FMA. Calling one without it panics.
 var HasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// LevelEnv names the environment variable that caps the kernel set: "avx2" runs the AVX2 kernels on a
+// processor with AVX-512 too (so that the AVX2 path is tested there); unset or "avx512", the widest the
+// processor runs. Any other value panics when the package loads. The portable Go versions are chosen at
+// build time, by -tags purego.
+const LevelEnv = "BICYC_VECTOR"
+
+// HasAVX512 reports whether the kernels that have an AVX-512 version run it: the processor has AVX-512 F
+// (golang.org/x/sys/cpu also checks that the operating system saves the ZMM and mask registers; the tests
+// cross-check it with the kernel's /proc/cpuinfo) and LevelEnv does not cap the set at AVX2. Tests set it
+// to false to run the AVX2 versions on the same machine.
+var HasAVX512 = HasAVX2 && cpu.X86.HasAVX512F && !capAtAVX2(os.Getenv(LevelEnv))
+
+// capAtAVX2 reports whether the value of LevelEnv asks for the AVX2 kernels; it panics on a value it does
+// not know, naming the variable, rather than run kernels nobody asked for.
+func capAtAVX2(v string) bool {
+	switch v {
+	case "", "avx512":
+		return false
+	case "avx2":
+		return true
+	}
+	panic(fmt.Sprintf("vector: %s=%q: want avx2 or avx512 (unset: the widest kernels the processor runs)", LevelEnv, v))
+}
 
 // Sum returns Σ x, summed in eight lanes, two accumulators each.
 func Sum(x []float32) float32 {
 	checkLengths(len(x))
 	if len(x) == 0 {
 		return 0
+	}
+	if HasAVX512 {
+		return sumAVX512(&x[0], len(x))
 	}
 	return sumAVX2(&x[0], len(x))
 }
@@ -22,6 +54,9 @@ func SumSquaredDev(x []float32, m float32) float32 {
 	if len(x) == 0 {
 		return 0
 	}
+	if HasAVX512 {
+		return sumSquaredDevAVX512(&x[0], len(x), m)
+	}
 	return sumSquaredDevAVX2(&x[0], len(x), m)
 }
 
@@ -30,6 +65,10 @@ func SumSquaredDev(x []float32, m float32) float32 {
 func Affine(y, x []float32, a, b float32, relu bool) {
 	checkLengths(len(x), len(y))
 	if len(x) > 0 {
+		if HasAVX512 {
+			affineAVX512(&y[0], &x[0], len(x), a, b, relu)
+			return
+		}
 		affineAVX2(&y[0], &x[0], len(x), a, b, relu)
 	}
 }
@@ -49,6 +88,9 @@ func SumAndDot(g, x []float32, m float32) (sumG, sumGX float32) {
 	if len(g) == 0 {
 		return 0, 0
 	}
+	if HasAVX512 {
+		return sumAndDotAVX512(&g[0], &x[0], len(g), m)
+	}
 	return sumAndDotAVX2(&g[0], &x[0], len(g), m)
 }
 
@@ -56,6 +98,10 @@ func SumAndDot(g, x []float32, m float32) (sumG, sumGX float32) {
 func Affine2(d, g, x []float32, a, b, k float32) {
 	checkLengths(len(d), len(g), len(x))
 	if len(d) > 0 {
+		if HasAVX512 {
+			affine2AVX512(&d[0], &g[0], &x[0], len(d), a, b, k)
+			return
+		}
 		affine2AVX2(&d[0], &g[0], &x[0], len(d), a, b, k)
 	}
 }
@@ -64,6 +110,10 @@ func Affine2(d, g, x []float32, a, b, k float32) {
 func AddTo(d, s []float32) {
 	checkLengths(len(d), len(s))
 	if len(d) > 0 {
+		if HasAVX512 {
+			addToAVX512(&d[0], &s[0], len(d))
+			return
+		}
 		addToAVX2(&d[0], &s[0], len(d))
 	}
 }
@@ -105,3 +155,21 @@ func affine2AVX2(d, grad, x *float32, n int, a, b, k float32)
 
 //go:noescape
 func addToAVX2(d, s *float32, n int)
+
+//go:noescape
+func sumAVX512(x *float32, n int) float32
+
+//go:noescape
+func sumSquaredDevAVX512(x *float32, n int, m float32) float32
+
+//go:noescape
+func affineAVX512(y, x *float32, n int, a, b float32, relu bool)
+
+//go:noescape
+func sumAndDotAVX512(grad, x *float32, n int, m float32) (sumG, sumGX float32)
+
+//go:noescape
+func affine2AVX512(d, grad, x *float32, n int, a, b, k float32)
+
+//go:noescape
+func addToAVX512(d, s *float32, n int)

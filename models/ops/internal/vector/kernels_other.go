@@ -5,6 +5,9 @@ package vector
 // HasAVX2 is false: there are no kernels for this architecture, and calling one panics.
 const HasAVX2 = false
 
+// HasAVX512 is false: see HasAVX2. (A variable, as on amd64, so that the tests can set it.)
+var HasAVX512 = false
+
 func unavailable() { panic("vector: kernel called on an architecture without kernels") }
 
 // Sum panics: callers check HasAVX2 first.

@@ -28,10 +28,9 @@ func closeTo(got, want, tol, scale float64) bool {
 	return math.Abs(got-want) <= tol*scale
 }
 
-func TestReductions(t *testing.T) {
-	if !HasAVX2 {
-		t.Skip("no AVX2 and FMA")
-	}
+func TestReductions(t *testing.T) { forEachLevel(t, testReductions) }
+
+func testReductions(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i, n := range lengths {
 		x, g := data(rng, n, 3), data(rng, n, 0)
@@ -62,10 +61,9 @@ func TestReductions(t *testing.T) {
 	}
 }
 
-func TestElementwise(t *testing.T) {
-	if !HasAVX2 {
-		t.Skip("no AVX2 and FMA")
-	}
+func TestElementwise(t *testing.T) { forEachLevel(t, testElementwise) }
+
+func testElementwise(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	specials := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 1e-40, -1e-40, 0.5}
 	for i, n := range lengths {

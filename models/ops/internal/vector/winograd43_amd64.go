@@ -20,33 +20,64 @@ func Combine43(k Kernel43, o, in [][]float32) {
 		panic("vector: " + shape.name + " needs " + strconv.Itoa(shape.outs) + " output and " +
 			strconv.Itoa(shape.ins) + " input slices")
 	}
-	var p [12]*float32
 	for i := range shape.outs + shape.ins {
-		s := in[max(i-shape.outs, 0)]
-		if i < shape.outs {
-			s = o[i]
-		}
-		if n%8 != 0 || len(s) != n {
+		if s := slice43(i, shape.outs, o, in); n%8 != 0 || len(s) != n {
 			panic("vector: " + shape.name + " needs slices of one length, a multiple of 8")
-		}
-		if n > 0 {
-			p[i] = &s[0]
 		}
 	}
 	if n == 0 {
 		return
 	}
-	out, args := &p[0], &p[shape.outs]
-	switch k {
-	case Input43:
+	// The AVX-512 kernels take multiples of 16; the AVX2 one runs the last 8 of a length that is not.
+	var p [12]*float32
+	from := 0
+	if HasAVX512 && n >= 16 {
+		for i := range shape.outs + shape.ins {
+			p[i] = &slice43(i, shape.outs, o, in)[0]
+		}
+		from = n &^ 15
+		run43(k, true, &p[0], &p[shape.outs], from)
+	}
+	if from == n {
+		return
+	}
+	for i := range shape.outs + shape.ins {
+		p[i] = &slice43(i, shape.outs, o, in)[from]
+	}
+	run43(k, false, &p[0], &p[shape.outs], n-from)
+}
+
+// slice43 returns slice i of a kernel's arguments, outputs o first, then inputs in.
+func slice43(i, outs int, o, in [][]float32) []float32 {
+	if i < outs {
+		return o[i]
+	}
+	return in[i-outs]
+}
+
+// run43 runs kernel k on n elements of the slices whose addresses out and args point to, with the
+// AVX-512 version when avx512 is set (n a multiple of 16), else the AVX2 one (n a multiple of 8).
+func run43(k Kernel43, avx512 bool, out, args **float32, n int) {
+	switch {
+	case k == Input43 && avx512:
+		winogradInput43AVX512(out, args, n)
+	case k == Input43:
 		winogradInput43AVX2(out, args, n)
-	case Output43:
+	case k == Output43 && avx512:
+		winogradOutput43AVX512(out, args, n)
+	case k == Output43:
 		winogradOutput43AVX2(out, args, n)
-	case Filter43:
+	case k == Filter43 && avx512:
+		winogradFilter43AVX512(out, args, n)
+	case k == Filter43:
 		winogradFilter43AVX2(out, args, n)
-	case OutputGrad43:
+	case k == OutputGrad43 && avx512:
+		winogradOutputGrad43AVX512(out, args, n)
+	case k == OutputGrad43:
 		winogradOutputGrad43AVX2(out, args, n)
-	case FilterAdjoint43:
+	case k == FilterAdjoint43 && avx512:
+		winogradFilterAdjoint43AVX512(out, args, n)
+	case k == FilterAdjoint43:
 		winogradFilterAdjoint43AVX2(out, args, n)
 	}
 }
@@ -109,15 +140,30 @@ func WinogradInput43Plane(v []float32, stride int, padded, rows []float32, width
 	if across == 0 {
 		return
 	}
+	// Input43 runs on whole padded rows: with AVX-512 on the multiple of 16 elements they start with, and
+	// with AVX2 on the last 8 of a width that is not a multiple of 16.
+	wide := 0
+	if HasAVX512 {
+		wide = width &^ 15
+	}
 	var combined, in, out [6]*float32
-	for k := range combined {
-		combined[k] = &rows[k*width]
+	rowsFrom := func(ty, from int) {
+		for k := range in {
+			combined[k], in[k] = &rows[k*width+from], &padded[(4*ty+k)*width+from]
+		}
 	}
 	for ty := 0; ty < down; ty++ {
-		for k := range in {
-			in[k] = &padded[(4*ty+k)*width]
+		if wide > 0 {
+			rowsFrom(ty, 0)
+			winogradInput43AVX512(&combined[0], &in[0], wide)
 		}
-		winogradInput43AVX2(&combined[0], &in[0], width)
+		if wide < width {
+			rowsFrom(ty, wide)
+			winogradInput43AVX2(&combined[0], &in[0], width-wide)
+		}
+		for k := range combined {
+			combined[k] = &rows[k*width]
+		}
 		for k := range combined {
 			for l := range out {
 				out[l] = &v[(6*k+l)*stride+ty*across]
@@ -172,3 +218,18 @@ func winogradGradColumns43AVX2(o **float32, row *float32, n int)
 
 //go:noescape
 func winogradOutputInterleave43AVX2(out *float32, m **float32, n int)
+
+//go:noescape
+func winogradInput43AVX512(o, r **float32, n int)
+
+//go:noescape
+func winogradOutput43AVX512(o, m **float32, n int)
+
+//go:noescape
+func winogradFilter43AVX512(o, f **float32, n int)
+
+//go:noescape
+func winogradOutputGrad43AVX512(o, t **float32, n int)
+
+//go:noescape
+func winogradFilterAdjoint43AVX512(o, f **float32, n int)

@@ -34,10 +34,9 @@ func check43(t *testing.T, what string, got float32, coefficients []float64, in 
 }
 
 // TestWinograd43Kernels compares the F(4x4, 3x3) kernels with the transforms' matrices in float64.
-func TestWinograd43Kernels(t *testing.T) {
-	if !HasAVX2 {
-		t.Skip("no AVX2 and FMA")
-	}
+func TestWinograd43Kernels(t *testing.T) { forEachLevel(t, testWinograd43Kernels) }
+
+func testWinograd43Kernels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, n := range lengths {
 		var r, o [6][]float32
@@ -110,10 +109,9 @@ func TestWinograd43Kernels(t *testing.T) {
 
 // TestWinogradInput43Plane compares the whole input transform of a plane with Bᵀ d B of each tile in
 // float64, on planes of 1 to 17 tiles across.
-func TestWinogradInput43Plane(t *testing.T) {
-	if !HasAVX2 {
-		t.Skip("no AVX2 and FMA")
-	}
+func TestWinogradInput43Plane(t *testing.T) { forEachLevel(t, testWinogradInput43Plane) }
+
+func testWinogradInput43Plane(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, across := range []int{1, 2, 3, 8, 17} {
 		down := 3

@@ -11,7 +11,7 @@ package vector
 func WinogradRows(a, b, c, e, r0, r1, r2, r3 []float32) {
 	checkLengths(len(a), len(b), len(c), len(e), len(r0), len(r1), len(r2), len(r3))
 	if len(a) > 0 {
-		winogradRowsAVX2(&a[0], &b[0], &c[0], &e[0], &r0[0], &r1[0], &r2[0], &r3[0], len(a))
+		winogradRows(&a[0], &b[0], &c[0], &e[0], &r0[0], &r1[0], &r2[0], &r3[0], len(a))
 	}
 }
 
@@ -28,7 +28,7 @@ func WinogradColumns(o0, o1, o2, o3, row []float32) {
 		panic("vector: WinogradColumns needs a row of 2n+2 elements for n tiles")
 	}
 	if len(o0) > 0 {
-		winogradColumnsAVX2(&o0[0], &o1[0], &o2[0], &o3[0], &row[0], len(o0))
+		winogradColumns(&o0[0], &o1[0], &o2[0], &o3[0], &row[0], len(o0))
 	}
 }
 
@@ -52,11 +52,11 @@ func WinogradInputPlane(v []float32, stride int, padded, rows []float32, down, a
 	}
 	for ty := 0; ty < down; ty++ {
 		in := 2 * ty * width
-		winogradRowsAVX2(&rows[0], &rows[rw], &rows[2*rw], &rows[3*rw],
+		winogradRows(&rows[0], &rows[rw], &rows[2*rw], &rows[3*rw],
 			&padded[in], &padded[in+width], &padded[in+2*width], &padded[in+3*width], rw)
 		for k := 0; k < 4; k++ {
 			o := 4*k*stride + ty*across
-			winogradColumnsAVX2(&v[o], &v[o+stride], &v[o+2*stride], &v[o+3*stride], &rows[k*rw], n)
+			winogradColumns(&v[o], &v[o+stride], &v[o+2*stride], &v[o+3*stride], &rows[k*rw], n)
 		}
 	}
 }
@@ -154,4 +154,28 @@ func winogradOutputGradAVX2(m *float32, stride int, even, odd *float32, n int)
 func winogradRowsAVX2(a, b, c, e, r0, r1, r2, r3 *float32, n int)
 
 //go:noescape
+func winogradRowsAVX512(a, b, c, e, r0, r1, r2, r3 *float32, n int)
+
+// winogradRows runs the AVX-512 version of the row pass where HasAVX512 is set, else the AVX2 one.
+func winogradRows(a, b, c, e, r0, r1, r2, r3 *float32, n int) {
+	if HasAVX512 {
+		winogradRowsAVX512(a, b, c, e, r0, r1, r2, r3, n)
+		return
+	}
+	winogradRowsAVX2(a, b, c, e, r0, r1, r2, r3, n)
+}
+
+//go:noescape
 func winogradColumnsAVX2(o0, o1, o2, o3, row *float32, n int)
+
+//go:noescape
+func winogradColumnsAVX512(o0, o1, o2, o3, row *float32, n int)
+
+// winogradColumns runs the AVX-512 version of the column pass where HasAVX512 is set, else the AVX2 one.
+func winogradColumns(o0, o1, o2, o3, row *float32, n int) {
+	if HasAVX512 {
+		winogradColumnsAVX512(o0, o1, o2, o3, row, n)
+		return
+	}
+	winogradColumnsAVX2(o0, o1, o2, o3, row, n)
+}

@@ -7,10 +7,9 @@ import (
 
 // TestWinogradPasses compares the Winograd transform passes with their formulas, element by element: each
 // output is one addition or subtraction, so float32 results must be equal.
-func TestWinogradPasses(t *testing.T) {
-	if !HasAVX2 {
-		t.Skip("no AVX2 and FMA")
-	}
+func TestWinogradPasses(t *testing.T) { forEachLevel(t, testWinogradPasses) }
+
+func testWinogradPasses(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, n := range lengths {
 		r := [4][]float32{data(rng, n, 0), data(rng, n, 0), data(rng, n, 0), data(rng, n, 0)}
@@ -148,12 +147,11 @@ func TestWinogradFilterAdjoint(t *testing.T) {
 
 // TestWinogradInputPlane compares WinogradInputPlane with Bᵀ d B computed tile by tile in the order of
 // operations of its passes, on planes narrower and wider than 8 tiles: float32 results must be equal.
-func TestWinogradInputPlane(t *testing.T) {
-	if !HasAVX2 {
-		t.Skip("no AVX2 and FMA")
-	}
+func TestWinogradInputPlane(t *testing.T) { forEachLevel(t, testWinogradInputPlane) }
+
+func testWinogradInputPlane(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, s := range []struct{ down, across int }{{1, 1}, {2, 2}, {4, 4}, {7, 7}, {3, 9}, {16, 16}} {
+	for _, s := range []struct{ down, across int }{{1, 1}, {2, 2}, {4, 4}, {7, 7}, {3, 9}, {16, 16}, {5, 24}, {2, 33}} {
 		width := 2*s.across + 2
 		padded := data(rng, (2*s.down+2)*width+8, 0)
 		n := s.down * s.across
