@@ -82,7 +82,45 @@ func TestClassifierCalibrationExport(t *testing.T) {
 	checkAddClassesKeepsOldTables(t, model, storedTables(t, b))
 	checkPooledExport(t, r, imgs)
 	checkTestFlipExport(t, r, imgs)
+	checkSoftmaxHeadExport(t, r, imgs)
 	checkOracle(t, r, ev)
+}
+
+// checkSoftmaxHeadExport re-exports the run with classifier.head softmax
+// (reexport: the exported model gives the training-time predictions) and
+// checks that the manifest names the head, that its tables are the softmax
+// form (identity whitening) and that add-classes refits it over all
+// classes, the old ones' tables changing too.
+func checkSoftmaxHeadExport(t *testing.T, r *Run, imgs []image.Image) {
+	t.Helper()
+	clf, model := reexport(t, r, imgs, "head softmax", func(c *gauss.ClassifierOptions) { c.Head = gauss.HeadSoftmax })
+	if got := clf.Manifest().Classifier.Head; got != gauss.HeadSoftmax {
+		t.Errorf("manifest head %q, want %q", got, gauss.HeadSoftmax)
+	}
+	b, err := bundle.Open(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := storedTables(t, b)
+	s := tables.S
+	for c := range tables.K {
+		for i := range s {
+			for j := range s {
+				want := float32(0)
+				if i == j {
+					want = 1
+				}
+				if got := tables.Whiten[c*s*s+i*s+j]; got != want {
+					t.Fatalf("class %d: whitening [%d,%d] = %v, want the identity's %v", c, i, j, got, want)
+				}
+			}
+		}
+	}
+	added, _ := addAnkleBoot(t, model)
+	if got := storedTables(t, added); got.K != tables.K+1 || slices.Equal(got.Means[:tables.K*s], tables.Means) {
+		t.Errorf("add-classes: %d classes, old means unchanged %v: want %d classes and the head refitted over all",
+			got.K, slices.Equal(got.Means[:tables.K*s], tables.Means), tables.K+1)
+	}
 }
 
 // checkTestFlipExport re-exports the run with classifier.test_flip on
