@@ -90,3 +90,19 @@ func TestSoftmaxHeadTables(t *testing.T) {
 		t.Errorf("a softmax head of %d classes: error %v, want ErrShape", len(many), err)
 	}
 }
+
+// BenchmarkSoftmaxTables: the fit of a softmax head over 10 classes of 64
+// dimensions (the default job's last classifier), which training repeats
+// for every evaluation and export once.
+func BenchmarkSoftmaxTables(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	protos := make([]Gaussian, 10)
+	for c := range protos {
+		protos[c] = randomGaussian(rng, 64)
+	}
+	for b.Loop() {
+		if _, _, err := SoftmaxTables(protos, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
