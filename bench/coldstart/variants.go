@@ -73,6 +73,9 @@ func variants() []variant {
 		{power: 1, wd: 1e-4, samples: 1000, steps: 300, flip: true},
 		{power: 1, wd: 1e-4, normalize: true, samples: 3000, steps: 300, flip: true},
 		{power: 1, wd: 1e-4, normalize: true, samples: 1000, steps: 1000, flip: true},
+		{power: 1, wd: 1e-4, normalize: true, samples: 1000, steps: 300, shrink: 0.5},
+		{power: 1, wd: 1e-4, normalize: true, samples: 1000, steps: 300, shrink: 1},
+		{power: 1, wd: 1e-3, normalize: true, samples: 1000, steps: 300},
 	} {
 		vs = append(vs, variant{h.String(), h.scores})
 	}
@@ -163,6 +166,7 @@ func transformedScores(in input, power, shrink float64) ([]float32, error) {
 // the negative log-probability, with flip averaged with the mirror's.
 type softmaxHead struct {
 	power, wd       float64
+	shrink          float64 // samples drawn from Sigma + shrink*tr(Sigma)/S*I
 	normalize, flip bool
 	samples, steps  int
 }
@@ -171,6 +175,9 @@ func (h softmaxHead) String() string {
 	s := fmt.Sprintf("softmax-gs-pow%g-wd%g", h.power, h.wd)
 	if !h.normalize {
 		s += "-raw"
+	}
+	if h.shrink != 0 {
+		s += fmt.Sprintf("-shrink%g", h.shrink)
 	}
 	if h.samples != 1000 {
 		s += fmt.Sprintf("-n%d", h.samples)
@@ -203,6 +210,9 @@ func (h softmaxHead) scores(in input) ([]float32, error) {
 	x := make([]float64, 0, m*s)
 	y := make([]int, 0, m)
 	for c, p := range in.protos {
+		if h.shrink != 0 {
+			p = gauss.Gaussian{Mean: p.Mean, Cov: gauss.Shrink(p.Cov, h.shrink)}
+		}
 		xc, err := p.Sample(rng, h.samples)
 		if err != nil {
 			return nil, fmt.Errorf("class %d: %w", in.ids[c], err)
