@@ -79,11 +79,50 @@ func TestClassifierCalibrationExport(t *testing.T) {
 		pred[i] = ev.Predictions[i]
 	}
 	checkModelAgreement(t, clf, imgs, pred)
+	checkStudyFeatures(t, r)
 	checkAddClassesKeepsOldTables(t, model, storedTables(t, b))
 	checkPooledExport(t, r, imgs)
 	checkTestFlipExport(t, r, imgs)
 	checkSoftmaxHeadExport(t, r, imgs)
 	checkOracle(t, r, ev)
+}
+
+// checkStudyFeatures: the features and prototypes a study reads
+// (SplitFeatures, SeenPrototypes, after LoadTask) give, through
+// gauss.NewClassifier with the run's options, exactly the predictions of
+// EvaluateSplit on the validation split.
+func checkStudyFeatures(t *testing.T, r *Run) {
+	t.Helper()
+	opts := r.Config().Classifier
+	want, err := r.EvaluateSplit(opts, SplitVal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := r.State().Completed
+	if err := r.LoadTask(last); err != nil {
+		t.Fatal(err)
+	}
+	z, labels, err := r.SplitFeatures(SplitVal, last, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	protos, ids, ages, err := r.SeenPrototypes(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clf, err := gauss.NewClassifier(protos, nil, opts.WithAges(ages))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := clf.Predict(z, len(labels), nil)
+	if len(got) != len(want.Predictions) {
+		t.Fatalf("study features: %d images, EvaluateSplit %d", len(got), len(want.Predictions))
+	}
+	for i, p := range got {
+		if ids[p] != want.Predictions[i] {
+			t.Fatalf("study features: image %d predicted %d, EvaluateSplit %d", i, ids[p], want.Predictions[i])
+		}
+	}
 }
 
 // checkSoftmaxHeadExport re-exports the run with classifier.head softmax
