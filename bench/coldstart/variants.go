@@ -53,6 +53,9 @@ func variants() []variant {
 	opt("shrink1+flip+offdiag1", 1, 0, true, func(o *gauss.ClassifierOptions) { o.OffDiagShrink = 1 })
 	opt("head-softmax+flip", 3, 0, true, func(o *gauss.ClassifierOptions) { o.Head = gauss.HeadSoftmax })
 	opt("head-softmax", 3, 0, false, func(o *gauss.ClassifierOptions) { o.Head = gauss.HeadSoftmax })
+	for _, b := range []float64{-0.1, -0.3, -1} {
+		opt(fmt.Sprintf("head-softmax+agebias%g", b), 3, b, false, func(o *gauss.ClassifierOptions) { o.Head = gauss.HeadSoftmax })
+	}
 	opt("shrink1+flip+pool0.2", 1, 0, true, func(o *gauss.ClassifierOptions) { o.PoolCov = 0.2 })
 	// Statistics of the transformed features, estimated by Monte Carlo from
 	// the stored Gaussians (see transformed).
