@@ -56,6 +56,8 @@ var addedKeys = map[string]func(*Config){
 	"classifier.unknown_score": func(c *Config) { c.Classifier.UnknownScore = "" },
 	// Shortlist: every class scored exactly, as every model before it.
 	"classifier.shortlist": func(c *Config) { c.Classifier.Shortlist = 0 },
+	// Classifier head: the Gaussian one, as every run before the choice.
+	"classifier.head": func(c *Config) { c.Classifier.Head = "" },
 	// Drift anchors: off, as every run before them.
 	"anchors.per_class":  func(c *Config) { c.Anchors.PerClass = 0 },
 	"anchors.steps":      func(c *Config) { c.Anchors.Steps = Default().Anchors.Steps },

@@ -72,7 +72,9 @@ type Classifier struct {
 //	b_c      = log det Sigma'_c - 2 log pi_c                  if FullGaussian
 //	b_c     += AgeBias * Ages[c]
 //
-// priors are used only when FullGaussian: nil means uniform pi_c = 1/K,
+// With Head HeadSoftmax the tables are instead those of a linear softmax
+// fitted on samples of the Gaussians (SoftmaxTables), W_c = I, and b_c gets
+// AgeBias * Ages[c] on top. priors are used only when FullGaussian: nil means uniform pi_c = 1/K,
 // otherwise len(priors) must be K with positive entries, which are
 // normalised to sum 1, so class counts can be passed as they are. Invalid
 // options, priors or prototypes (mismatched dimensions, NaN) give errors that
@@ -111,6 +113,22 @@ func NewClassifier(protos []Gaussian, priors []float64, opts ClassifierOptions) 
 		fallbacks: make([]Fallback, k),
 	}
 	means := make([]float64, k*s)
+	if opts.Head == HeadSoftmax {
+		means, bias, err := SoftmaxTables(protos, opts.Normalize)
+		if err != nil {
+			return nil, err
+		}
+		c.quad = newExpansion(k, s, means)
+		identity := make([]float64, s*s)
+		for i := range s {
+			identity[i*s+i] = 1
+		}
+		for cls := range protos {
+			b := bias[cls] + opts.classBias(cls)
+			c.setClass(cls, identity, means[cls*s:(cls+1)*s], b)
+		}
+		return c, nil
+	}
 	for cls, p := range protos {
 		mean := means[cls*s : (cls+1)*s]
 		copy(mean, p.Mean)
@@ -145,13 +163,19 @@ func NewClassifier(protos []Gaussian, priors []float64, opts ClassifierOptions) 
 			bias = chol.LogDet() - 2*logPriors[cls]
 		}
 		bias += opts.classBias(cls)
-		mean := means[cls*s : (cls+1)*s]
-		c.constant[cls] = c.quad.class(w.Data, mean, bias, c.coef[cls*d:(cls+1)*d])
-		copyFloat32(c.whiten[cls*s*s:(cls+1)*s*s], w.Data)
-		copyFloat32(c.means[cls*s:(cls+1)*s], mean)
-		c.bias[cls] = float32(bias)
+		c.setClass(cls, w.Data, means[cls*s:(cls+1)*s], bias)
 	}
 	return c, nil
+}
+
+// setClass writes class cls's tables: whitening matrix w ([S, S]), mean
+// and bias, in float32 and in the expanded form Scores evaluates.
+func (c *Classifier) setClass(cls int, w, mean []float64, bias float64) {
+	s, d := c.s, c.quad.d
+	c.constant[cls] = c.quad.class(w, mean, bias, c.coef[cls*d:(cls+1)*d])
+	copyFloat32(c.whiten[cls*s*s:(cls+1)*s*s], w)
+	copyFloat32(c.means[cls*s:(cls+1)*s], mean)
+	c.bias[cls] = float32(bias)
 }
 
 // logPriors validates priors and returns log pi_c with pi normalised to sum 1.

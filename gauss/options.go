@@ -66,6 +66,16 @@ type ClassifierOptions struct {
 	// read it. Must be >= 0.
 	TopK int `json:"top_k" mapstructure:"top_k" yaml:"top_k" doc:"Predictions reported per image by the exported model (0: 5)."`
 
+	// Head is the classifier over the prototypes (docs/method.md,
+	// "Classifier"): HeadGaussian (also the empty string, what a manifest
+	// before schema version 7 means) scores the Mahalanobis distance to
+	// every class's Gaussian; HeadSoftmax fits a linear softmax on samples
+	// drawn from every class's Gaussian (SoftmaxTables) and scores with it,
+	// leaving the covariance options (Shrink, OffDiagShrink, AgeShrink,
+	// PoolCov) unused. Must be empty or one of Heads; HeadSoftmax excludes
+	// FullGaussian.
+	Head Head `json:"head,omitempty" mapstructure:"head" yaml:"head" doc:"The classifier over the prototypes: gaussian (the Mahalanobis distance to each class's Gaussian, the paper's) or softmax (a linear softmax fitted on samples of every class's Gaussian; docs/method.md, Classifier head)."`
+
 	// The calibration options below are off at 0 (docs/method.md,
 	// "Classifier calibration"); off, the classifier is the published one
 	// bit for bit. A manifest before schema version 3 has none of them.
@@ -224,6 +234,15 @@ func (o ClassifierOptions) Problems() []*OptionError {
 	}
 	if _, err := ParseUnknownScore(string(o.UnknownScore)); err != nil {
 		out = append(out, &OptionError{"unknown_score", o.UnknownScore, "empty or one of " + scoreList()})
+	}
+	switch o.Head {
+	case "", HeadGaussian:
+	case HeadSoftmax:
+		if o.FullGaussian {
+			out = append(out, &OptionError{"full_gaussian", o.FullGaussian, "false with head " + string(HeadSoftmax)})
+		}
+	default:
+		out = append(out, &OptionError{"head", o.Head, fmt.Sprintf("empty, %s or %s", HeadGaussian, HeadSoftmax)})
 	}
 	if !(o.Shortlist >= 0 && o.Shortlist <= 1) {
 		out = append(out, &OptionError{"shortlist", o.Shortlist, "a value in [0, 1] (0: exact scores)"})

@@ -37,6 +37,10 @@ func TestClassifierOptionsValidate(t *testing.T) {
 		{func(o *ClassifierOptions) { o.Shortlist = -0.1 }, "shortlist"},
 		{func(o *ClassifierOptions) { o.Shortlist = 1.5 }, "shortlist"},
 		{func(o *ClassifierOptions) { o.Shortlist = nan }, "shortlist"},
+		{func(o *ClassifierOptions) { o.Head = HeadGaussian }, ""},
+		{func(o *ClassifierOptions) { o.Head = HeadSoftmax }, ""},
+		{func(o *ClassifierOptions) { o.Head = "linear" }, "head"},
+		{func(o *ClassifierOptions) { o.Head, o.FullGaussian = HeadSoftmax, true }, "full_gaussian"},
 	} {
 		o := DefaultClassifierOptions()
 		c.edit(&o)

@@ -79,10 +79,87 @@ func TestClassifierCalibrationExport(t *testing.T) {
 		pred[i] = ev.Predictions[i]
 	}
 	checkModelAgreement(t, clf, imgs, pred)
+	checkStudyFeatures(t, r)
 	checkAddClassesKeepsOldTables(t, model, storedTables(t, b))
 	checkPooledExport(t, r, imgs)
 	checkTestFlipExport(t, r, imgs)
+	checkSoftmaxHeadExport(t, r, imgs)
 	checkOracle(t, r, ev)
+}
+
+// checkStudyFeatures: the features and prototypes a study reads
+// (SplitFeatures, SeenPrototypes, after LoadTask) give, through
+// gauss.NewClassifier with the run's options, exactly the predictions of
+// EvaluateSplit on the validation split.
+func checkStudyFeatures(t *testing.T, r *Run) {
+	t.Helper()
+	opts := r.Config().Classifier
+	want, err := r.EvaluateSplit(opts, SplitVal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := r.State().Completed
+	if err := r.LoadTask(last); err != nil {
+		t.Fatal(err)
+	}
+	z, labels, err := r.SplitFeatures(SplitVal, last, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	protos, ids, ages, err := r.SeenPrototypes(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clf, err := gauss.NewClassifier(protos, nil, opts.WithAges(ages))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := clf.Predict(z, len(labels), nil)
+	if len(got) != len(want.Predictions) {
+		t.Fatalf("study features: %d images, EvaluateSplit %d", len(got), len(want.Predictions))
+	}
+	for i, p := range got {
+		if ids[p] != want.Predictions[i] {
+			t.Fatalf("study features: image %d predicted %d, EvaluateSplit %d", i, ids[p], want.Predictions[i])
+		}
+	}
+}
+
+// checkSoftmaxHeadExport re-exports the run with classifier.head softmax
+// (reexport: the exported model gives the training-time predictions) and
+// checks that the manifest names the head, that its tables are the softmax
+// form (identity whitening) and that add-classes refits it over all
+// classes, the old ones' tables changing too.
+func checkSoftmaxHeadExport(t *testing.T, r *Run, imgs []image.Image) {
+	t.Helper()
+	clf, model := reexport(t, r, imgs, "head softmax", func(c *gauss.ClassifierOptions) { c.Head = gauss.HeadSoftmax })
+	if got := clf.Manifest().Classifier.Head; got != gauss.HeadSoftmax {
+		t.Errorf("manifest head %q, want %q", got, gauss.HeadSoftmax)
+	}
+	b, err := bundle.Open(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := storedTables(t, b)
+	s := tables.S
+	for c := range tables.K {
+		for i := range s {
+			for j := range s {
+				want := float32(0)
+				if i == j {
+					want = 1
+				}
+				if got := tables.Whiten[c*s*s+i*s+j]; got != want {
+					t.Fatalf("class %d: whitening [%d,%d] = %v, want the identity's %v", c, i, j, got, want)
+				}
+			}
+		}
+	}
+	added, _ := addAnkleBoot(t, model)
+	if got := storedTables(t, added); got.K != tables.K+1 || slices.Equal(got.Means[:tables.K*s], tables.Means) {
+		t.Errorf("add-classes: %d classes, old means unchanged %v: want %d classes and the head refitted over all",
+			got.K, slices.Equal(got.Means[:tables.K*s], tables.Means), tables.K+1)
+	}
 }
 
 // checkTestFlipExport re-exports the run with classifier.test_flip on
