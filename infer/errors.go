@@ -35,6 +35,10 @@ var (
 	// made by this Classifier's Prepare, or a feature row for Transport of
 	// the wrong length or with a NaN or infinite value.
 	ErrInputShape = errors.New("input does not fit the model")
+	// ErrNonFinite means a distance came out NaN or infinite: an input's
+	// values beyond what float32 scoring can hold (a preprocessed tensor
+	// with a value of 1e25, say), or a broken model.
+	ErrNonFinite = errors.New("score is not finite")
 	// ErrInvalidOptions means an Option is out of range or options
 	// conflict; Open reports every problem at once.
 	ErrInvalidOptions = errors.New("invalid options")

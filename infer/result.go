@@ -122,11 +122,11 @@ func rankIndices(distances []float32, k int) []int {
 }
 
 // checkDistances reports the first NaN or infinite distance, naming its
-// class.
+// class and wrapping ErrNonFinite.
 func checkDistances(distances []float32, classes []bundle.Class) error {
 	for i, d := range distances {
 		if math.IsNaN(float64(d)) || math.IsInf(float64(d), 0) {
-			return fmt.Errorf("distance to class %d (%q) is %v", classes[i].ID, classes[i].Name, d)
+			return fmt.Errorf("%w: distance to class %d (%q) is %v", ErrNonFinite, classes[i].ID, classes[i].Name, d)
 		}
 	}
 	return nil

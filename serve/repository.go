@@ -483,40 +483,12 @@ func (s *Server) repositoryIndex(w http.ResponseWriter, r *http.Request) {
 		writeError(w, requestStatus(err), err)
 		return
 	}
-	s.loadMu.Lock()
-	defer s.loadMu.Unlock()
-	cat := s.models.Load()
-	if s.name != "" || req.Ready {
-		writeJSON(w, http.StatusOK, nonNil(cat.index()))
-		return
-	}
-	names, err := repositoryModels(s.cfg.Repository)
+	index, err := s.oipRepositoryIndex(req.Ready)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
+		writeError(w, oipStatus(err), err)
 		return
 	}
-	out := []indexEntry{}
-	for _, name := range names {
-		found, err := versionDirs(filepath.Join(s.cfg.Repository, name))
-		if err != nil || len(found) == 0 {
-			out = append(out, indexEntry{Name: name, State: "UNAVAILABLE", Reason: "no version directories"})
-			continue
-		}
-		for _, n := range slices.Sorted(mapKeys(found)) {
-			e := indexEntry{Name: name, Version: strconv.FormatInt(n, 10), State: "UNAVAILABLE"}
-			if _, err := cat.find(name, n); err == nil {
-				e.State = "READY"
-			} else if why, failed := s.failures[name]; failed {
-				e.Reason = why
-			} else if m := (*cat)[name]; m != nil {
-				e.Reason = "not selected by the version policy " + m.policy.String()
-			} else {
-				e.Reason = "unloaded"
-			}
-			out = append(out, e)
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, index)
 }
 
 func nonNil(e []indexEntry) []indexEntry {
@@ -542,45 +514,18 @@ func (s *Server) repositoryLoad(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("name")
-	var policy *VersionPolicy
-	if req.Parameters.VersionPolicy != "" {
-		p, err := ParseVersionPolicy(req.Parameters.VersionPolicy)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, err)
-			return
-		}
-		policy = &p
-	}
-	if s.name != "" {
-		if name != s.name || policy != nil {
-			writeError(w, http.StatusBadRequest, fmt.Errorf("serving one model directory as %q: it can only be reloaded, without a version policy", s.name))
-			return
-		}
-		s.reloadHandler(w, r)
-		return
-	}
-	if err := checkName(name); err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("model name %w", err))
-		return
-	}
-	// A load runs to its end whoever asked for it, not tied to the
-	// request's context: the old versions are closed only after a swap.
-	m, err := s.load(context.Background(), name, policy)
+	versions, err := s.oipRepositoryLoad(name, req.Parameters.VersionPolicy)
 	if err != nil {
-		status := http.StatusInternalServerError
-		if errors.Is(err, errNotFound) {
-			status = http.StatusNotFound
-		}
-		writeError(w, status, err)
+		writeError(w, oipStatus(err), err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"name": name, "versions": versionStrings(m.numbers())})
+	writeJSON(w, http.StatusOK, map[string]any{"name": name, "versions": versions})
 }
 
 // repositoryUnload answers POST /v2/repository/models/{name}/unload.
 func (s *Server) repositoryUnload(w http.ResponseWriter, r *http.Request) {
-	if err := s.unload(r.PathValue("name")); err != nil {
-		writeError(w, requestStatus(err), err)
+	if err := s.oipRepositoryUnload(r.PathValue("name")); err != nil {
+		writeError(w, oipStatus(err), err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"name": r.PathValue("name")})

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -134,6 +135,7 @@ type Server struct {
 	unknowns     prometheus.Counter
 	collected    *prometheus.CounterVec
 	collectFull  atomic.Bool // the last save found the collection full (logged once)
+	statistics   statsTable  // per model version (stats.go)
 }
 
 // latencyBuckets span a sub-millisecond classification of a small image to
@@ -294,7 +296,7 @@ func (s *Server) newMetrics() {
 // routes builds the Public and Admin handlers and registers the metrics.
 func (s *Server) routes() {
 	reg := s.cfg.Registry
-	route := instrumenter(reg, s.reloads, s.unknowns, s.collected)
+	route := instrumenter(reg, s.reloads, s.unknowns, s.collected, statsCollector{s})
 	public := http.NewServeMux()
 	route(public, "POST /v1/classify", "classify", s.classify)
 	route(public, "GET /healthz", "healthz", func(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusOK, "ok") })
@@ -303,8 +305,50 @@ func (s *Server) routes() {
 	s.v2Routes(public, route)
 	admin := http.NewServeMux()
 	route(admin, "POST /admin/reload", "reload", s.reloadHandler)
+	route(admin, "GET /v2", "v2_server_metadata", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, s.oipServerMeta(true))
+	})
 	s.repositoryRoutes(admin, route)
-	s.Public, s.Admin = public, admin
+	s.Public, s.Admin = jsonErrors(public), jsonErrors(admin)
+}
+
+// jsonErrors answers the mux's own 404 (no such endpoint) and 405 (a
+// method the endpoint does not take, with its Allow header) as
+// {"error": ...}, the answer every other error gets.
+func jsonErrors(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern == "" {
+			probe := &statusProbe{header: w.Header()}
+			h.ServeHTTP(probe, r)
+			switch probe.code {
+			case http.StatusNotFound:
+				writeError(w, probe.code, fmt.Errorf("no endpoint %s", r.URL.Path))
+				return
+			case http.StatusMethodNotAllowed:
+				writeError(w, probe.code, fmt.Errorf("%s takes %s, not %s", r.URL.Path, w.Header().Get("Allow"), r.Method))
+				return
+			}
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// statusProbe records the status a handler answers, writing nothing.
+type statusProbe struct {
+	header http.Header
+	code   int
+}
+
+func (p *statusProbe) Header() http.Header { return p.header }
+func (p *statusProbe) WriteHeader(code int) {
+	if p.code == 0 {
+		p.code = code
+	}
+}
+func (p *statusProbe) Write(b []byte) (int, error) {
+	p.WriteHeader(http.StatusOK)
+	return len(b), nil
 }
 
 // instrumenter registers the request metrics (and extra collectors) with
@@ -596,10 +640,20 @@ func (s *Server) collect(encoded []byte, format string) {
 	}
 }
 
+// writeJSON answers v as JSON with status code, encoded before the status
+// line is written: a value that cannot be encoded (a NaN, say) is answered
+// 500 with the reason, never with a status and an empty body.
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code = http.StatusInternalServerError
+		b, _ = json.Marshal(map[string]string{"error": "encoding the answer: " + err.Error()})
+	}
+	b = append(b, '\n')
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(v)
+	w.Write(b)
 }
 
 // writeError answers {"error": "..."}: the v1 API's error and the Open

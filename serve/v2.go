@@ -3,203 +3,103 @@ package serve
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
 )
 
-// The Open Inference Protocol (KServe v2) over REST. Tensor and output
-// names, shapes and data types are this file's contract with clients;
-// docs/serving.md documents them.
-const (
-	// inputImage is a BYTES tensor [N] (or [N, 1]) of encoded images, each
-	// element base64 in JSON.
-	inputImage = "image"
-	// inputTensor is an FP32 tensor [N, C, H, W] already preprocessed as
-	// the model's manifest says (resized, normalised).
-	inputTensor = "input"
-	// outputDistance is FP32 [N, K]: each class's squared Mahalanobis
-	// distance, in the class order of the metadata's parameters.classes.
-	outputDistance = "distance"
-	// outputProbabilities is FP32 [N, K]: calibrated class posteriors
-	// (calibrated models only).
-	outputProbabilities = "probabilities"
-	// outputUnknownScore is FP32 [N]; outputUnknown BOOL [N] (see
-	// infer.Result).
-	outputUnknownScore = "unknown_score"
-	outputUnknown      = "unknown"
-	// platform names what runs the models in the model metadata.
-	platform = "bicyc_onnxruntime"
-)
+// The Open Inference Protocol (KServe v2) over REST: the HTTP transport of
+// the core in oip.go. It follows the protocol's REST specification
+// (kserve/open-inference-protocol, specification/protocol/
+// inference_rest.md) and Triton's extensions to it
+// (triton-inference-server/server, docs/protocol/): binary tensor data
+// (extension_binary_data.md), classification, statistics
+// (extension_statistics.md) and, on the admin listener, the model
+// repository (extension_model_repository.md).
+
+// headerContentLength is the binary tensor data extension's header: the
+// length of the JSON object at the start of a body that binary tensor
+// data follows.
+const headerContentLength = "Inference-Header-Content-Length"
 
 // v2Routes adds the Open Inference Protocol's endpoints to the public mux.
 func (s *Server) v2Routes(mux *http.ServeMux, route func(*http.ServeMux, string, string, http.HandlerFunc)) {
-	route(mux, "GET /v2", "v2_server_metadata", s.v2ServerMetadata)
+	route(mux, "GET /v2", "v2_server_metadata", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, s.oipServerMeta(false))
+	})
 	route(mux, "GET /v2/health/live", "v2_live", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]bool{"live": true})
 	})
 	route(mux, "GET /v2/health/ready", "v2_ready", s.v2Ready)
+	route(mux, "GET /v2/models/stats", "v2_model_stats", s.v2ModelStats)
 	for _, prefix := range []string{"/v2/models/{name}", "/v2/models/{name}/versions/{version}"} {
 		route(mux, "GET "+prefix, "v2_model_metadata", s.v2ModelMetadata)
 		route(mux, "GET "+prefix+"/ready", "v2_model_ready", s.v2ModelReady)
+		route(mux, "GET "+prefix+"/stats", "v2_model_stats", s.v2ModelStats)
 		route(mux, "POST "+prefix+"/infer", "v2_infer", s.v2Infer)
 	}
-}
-
-// v2ServerMetadata answers GET /v2.
-func (s *Server) v2ServerMetadata(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{
-		"name":       "bicyc",
-		"version":    serverVersion(),
-		"extensions": []string{"classification", "model_repository"},
-	})
 }
 
 // v2Ready answers GET /v2/health/ready: 200 {"ready": true} while the
 // server takes requests and every model it serves is loaded, 503 {"ready":
 // false} while shutting down or saturated (as /readyz).
 func (s *Server) v2Ready(w http.ResponseWriter, _ *http.Request) {
-	if !s.ready.Load() || s.saturation() != "" || len(*s.models.Load()) == 0 {
+	if !s.oipServerReady() {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]bool{"live": true, "ready": false})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"live": true, "ready": true})
 }
 
-// pathVersion returns the version in the request's path, 0 for none.
-func pathVersion(r *http.Request) (int64, error) {
-	v := r.PathValue("version")
-	if v == "" {
-		return 0, nil
-	}
-	n, err := parseVersion(v)
-	if err != nil {
-		return 0, &badRequest{err}
-	}
-	return n, nil
-}
-
 // v2ModelReady answers GET /v2/models/{name}[/versions/{v}]/ready: 200
 // {"name", "ready": true} when that version is served, 404 otherwise.
 func (s *Server) v2ModelReady(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	n, err := pathVersion(r)
-	if err == nil {
-		_, err = s.models.Load().find(name, n)
-	}
+	ready, err := s.oipModelReady(name, r.PathValue("version"))
 	if err != nil {
-		writeJSON(w, requestStatus(err), map[string]any{"name": name, "ready": false, "error": err.Error()})
+		writeJSON(w, oipStatus(err), map[string]any{"name": name, "ready": false, "error": err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"name": name, "ready": s.ready.Load()})
+	writeJSON(w, http.StatusOK, map[string]any{"name": name, "ready": ready})
 }
 
-// tensorMetadata is the protocol's $metadata_tensor.
-type tensorMetadata struct {
-	Name     string  `json:"name"`
-	Datatype string  `json:"datatype"`
-	Shape    []int64 `json:"shape"`
-}
-
-// classMetadata describes one score column in the model metadata.
-type classMetadata struct {
-	Index int    `json:"index"`
-	ID    int    `json:"id"`
-	Name  string `json:"name"`
-	Task  int    `json:"task"`
-}
-
-// v2ModelMetadata answers GET /v2/models/{name}[/versions/{v}]: the
-// inputs, the outputs, and in parameters the classes in score-column
-// order, whether the model is calibrated and its top_k.
+// v2ModelMetadata answers GET /v2/models/{name}[/versions/{v}].
 func (s *Server) v2ModelMetadata(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	n, err := pathVersion(r)
-	var v *version
-	if err == nil {
-		v, err = s.models.Load().find(name, n)
-	}
+	meta, err := s.oipModelMeta(r.PathValue("name"), r.PathValue("version"))
 	if err != nil {
-		writeError(w, requestStatus(err), err)
+		writeError(w, oipStatus(err), err)
 		return
 	}
-	m := (*s.models.Load())[name]
-	shape := v.model.InputShape()
-	k := int64(len(v.classes))
-	outputs := []tensorMetadata{{outputDistance, "FP32", []int64{-1, k}}}
-	if v.model.Calibrated() {
-		outputs = append(outputs, tensorMetadata{outputProbabilities, "FP32", []int64{-1, k}})
-	}
-	outputs = append(outputs, tensorMetadata{outputUnknownScore, "FP32", []int64{-1}}, tensorMetadata{outputUnknown, "BOOL", []int64{-1}})
-	classes := make([]classMetadata, len(v.classes))
-	for i, c := range v.classes {
-		classes[i] = classMetadata{Index: i, ID: c.ID, Name: c.Name, Task: c.Task}
-	}
-	versions := []string{strconv.FormatInt(v.number, 10)}
-	if m != nil && n == 0 {
-		versions = versionStrings(m.numbers())
-	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"name":     name,
-		"versions": versions,
-		"platform": platform,
-		"inputs": []tensorMetadata{
-			{inputImage, "BYTES", []int64{-1}},
-			{inputTensor, "FP32", []int64{-1, int64(shape[0]), int64(shape[1]), int64(shape[2])}},
-		},
-		"outputs": outputs,
-		"parameters": map[string]any{
-			"version":    strconv.FormatInt(v.number, 10),
-			"classes":    classes,
-			"calibrated": v.model.Calibrated(),
-			"top_k":      v.topK,
-			"shortlist":  v.model.ShortlistSize(),
-		},
-	})
+	writeJSON(w, http.StatusOK, meta)
 }
 
-// inferRequest is the protocol's $inference_request.
-type inferRequest struct {
-	ID         string          `json:"id"`
-	Parameters json.RawMessage `json:"parameters"`
-	Inputs     []struct {
-		Name     string          `json:"name"`
-		Shape    []int64         `json:"shape"`
-		Datatype string          `json:"datatype"`
-		Data     json.RawMessage `json:"data"`
-	} `json:"inputs"`
-	Outputs []struct {
-		Name       string `json:"name"`
-		Parameters struct {
-			// Classification asks for the top k classes as strings
-			// (Triton's classification extension).
-			Classification *int `json:"classification"`
-		} `json:"parameters"`
-	} `json:"outputs"`
+// v2ModelStats answers GET /v2/models[/{name}[/versions/{v}]]/stats with
+// the statistics extension's $stats_model_response.
+func (s *Server) v2ModelStats(w http.ResponseWriter, r *http.Request) {
+	stats, err := s.oipModelStats(r.PathValue("name"), r.PathValue("version"))
+	if err != nil {
+		writeError(w, oipStatus(err), err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"model_stats": stats})
 }
 
-// outputTensor is the protocol's $response_output.
-type outputTensor struct {
-	Name     string  `json:"name"`
-	Datatype string  `json:"datatype"`
-	Shape    []int64 `json:"shape"`
-	Data     any     `json:"data"`
-}
-
-// v2Infer answers POST /v2/models/{name}[/versions/{v}]/infer. The body is
-// read and bounded like /v1/classify's, and classified in one slot: the
-// images are decoded one at a time and reduced to the model's input, then
-// run as one batch.
+// v2Infer answers POST /v2/models/{name}[/versions/{v}]/infer: a JSON
+// inference request, or with the binary tensor data extension a JSON
+// request of Inference-Header-Content-Length bytes followed by the binary
+// data of its inputs. The body is read and bounded like /v1/classify's,
+// decoded (every length checked against the header and the declared
+// shapes before a buffer is sized from them), and classified by the core.
 func (s *Server) v2Infer(w http.ResponseWriter, r *http.Request) {
 	if !s.ready.Load() {
 		writeError(w, http.StatusServiceUnavailable, errShuttingDown)
@@ -209,16 +109,14 @@ func (s *Server) v2Infer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("request body declares %d bytes, more than the limit of %d", r.ContentLength, s.maxBody))
 		return
 	}
-	name := r.PathValue("name")
-	number, err := pathVersion(r)
+	name, version := r.PathValue("name"), r.PathValue("version")
+	v, err := s.oipFind(name, version)
+	header := r.Header.Get(headerContentLength)
 	if err == nil {
-		_, err = s.models.Load().find(name, number)
-	}
-	if err == nil {
-		err = jsonContent(r)
+		err = inferContent(r, header != "")
 	}
 	if err != nil {
-		writeError(w, requestStatus(err), err)
+		writeError(w, oipStatus(err), err)
 		return
 	}
 	body, release, err := s.readBody(s.limitBody(w, r))
@@ -227,174 +125,247 @@ func (s *Server) v2Infer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, requestStatus(err), err)
 		return
 	}
-	if err := s.acquire(r.Context()); err != nil {
-		writeError(w, requestStatus(err), err)
-		return
-	}
-	defer s.release()
-	var req inferRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("inference request: %w", err))
-		return
-	}
-	body = nil
-	var results []infer.Result
-	var encoded []imageBytes
-	v, err := s.use(name, number, func(m model) error {
-		inputs, images, err := s.v2Inputs(&req, m)
-		if err != nil {
-			return err
-		}
-		encoded = images
-		results, err = m.ClassifyInputs(r.Context(), inputs)
-		return err
-	})
+	req, err := decodeInferRequest(body, header, v.model.InputShape(), s.maxBody)
 	if err != nil {
-		status := requestStatus(err)
-		var bad *badRequest
-		if isClosed(err) || errors.Is(err, errNotFound) || errors.As(err, &bad) || status != http.StatusBadRequest {
-			writeError(w, status, err)
-		} else {
-			writeError(w, http.StatusInternalServerError, err)
-		}
+		writeError(w, oipStatus(err), err)
 		return
 	}
-	for i, res := range results {
-		if res.Unknown {
-			s.unknowns.Inc()
-			if i < len(encoded) {
-				s.collect(encoded[i].bytes, encoded[i].format)
-			}
-		}
-	}
-	outputs, err := v2Outputs(&req, v, results)
+	resp, err := s.oipInfer(r.Context(), name, version, req)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err)
+		writeError(w, oipStatus(err), err)
 		return
 	}
-	resp := map[string]any{"model_name": name, "model_version": strconv.FormatInt(v.number, 10), "outputs": outputs}
-	if req.ID != "" {
-		resp["id"] = req.ID
-	}
-	writeJSON(w, http.StatusOK, resp)
+	writeInferResponse(w, req, resp)
 }
 
-// imageBytes is one encoded image of a request, kept for collection.
-type imageBytes struct {
-	bytes  []byte
-	format string
-}
-
-// jsonContent accepts a request declaring no content type or JSON.
-func jsonContent(r *http.Request) error {
+// inferContent accepts an inference request declaring no content type or
+// JSON, or with binary tensor data (binary) also application/octet-stream,
+// which the extension's example sends.
+func inferContent(r *http.Request, binary bool) error {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
 		return nil
 	}
 	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil || mt != "application/json" {
-		return fmt.Errorf("content type %q: %w: an inference request is JSON (application/json)", ct, errContentType)
+	if err == nil && (mt == "application/json" || binary && mt == "application/octet-stream") {
+		return nil
+	}
+	if binary {
+		return fmt.Errorf("content type %q: %w: an inference request with binary tensor data is application/octet-stream or application/json", ct, errContentType)
+	}
+	return fmt.Errorf("content type %q: %w: an inference request is JSON (application/json), or binary tensor data with the %s header", ct, errContentType, headerContentLength)
+}
+
+// jsonInferRequest is the protocol's $inference_request.
+type jsonInferRequest struct {
+	ID         string         `json:"id"`
+	Parameters map[string]any `json:"parameters"`
+	Inputs     []struct {
+		Name       string          `json:"name"`
+		Shape      []int64         `json:"shape"`
+		Datatype   string          `json:"datatype"`
+		Parameters map[string]any  `json:"parameters"`
+		Data       json.RawMessage `json:"data"`
+	} `json:"inputs"`
+	Outputs []struct {
+		Name       string         `json:"name"`
+		Parameters map[string]any `json:"parameters"`
+	} `json:"outputs"`
+}
+
+// decodeInferRequest decodes an inference request body: JSON, or with a
+// header (the Inference-Header-Content-Length value) that many bytes of
+// JSON followed by the binary data of the inputs whose parameters give a
+// binary_data_size, in the order of the inputs. Each input is checked
+// (oipCheckInput) against a model of input shape [C, H, W] before its
+// data is decoded; limit bounds its elements (the largest body).
+func decodeInferRequest(body []byte, header string, shape [3]int, limit int64) (*oipRequest, error) {
+	jsonPart, binaryPart := body, []byte(nil)
+	if header != "" {
+		n, err := strconv.ParseInt(header, 10, 64)
+		if err != nil || n < 0 || n > int64(len(body)) {
+			return nil, badRequestf("%s %q: want the length of the JSON at the start of the body, at most the body's %d bytes", headerContentLength, header, len(body))
+		}
+		jsonPart, binaryPart = body[:n], body[n:]
+	}
+	var j jsonInferRequest
+	if err := json.Unmarshal(jsonPart, &j); err != nil {
+		return nil, badRequestf("inference request: %v", err)
+	}
+	req := &oipRequest{ID: j.ID, Parameters: j.Parameters}
+	if err := checkBinaryFlag(j.Parameters, "binary_data_output", "request"); err != nil {
+		return nil, err
+	}
+	offset := 0
+	for _, in := range j.Inputs {
+		t := oipTensor{Name: in.Name, Datatype: in.Datatype, Shape: in.Shape}
+		count, err := oipCheckInput(&t, shape, limit)
+		if err != nil {
+			return nil, err
+		}
+		size, isBinary := in.Parameters["binary_data_size"]
+		switch {
+		case isBinary && header == "":
+			return nil, badRequestf("input %q has a binary_data_size but the request no %s header", in.Name, headerContentLength)
+		case isBinary && len(in.Data) > 0:
+			return nil, badRequestf("input %q has both data and a binary_data_size", in.Name)
+		case isBinary:
+			n, ok := size.(float64)
+			if !ok || n < 0 || n != math.Trunc(n) || n > float64(len(binaryPart)-offset) {
+				return nil, badRequestf("input %q: binary_data_size %v: want a whole number of bytes, at most the %d bytes of binary data left", in.Name, size, len(binaryPart)-offset)
+			}
+			raw := binaryPart[offset : offset+int(n)]
+			offset += int(n)
+			if err := decodeBinaryInput(&t, raw, count); err != nil {
+				return nil, err
+			}
+		case len(in.Data) == 0:
+			return nil, badRequestf("input %q has no data and no binary_data_size", in.Name)
+		default:
+			if err := decodeJSONInput(&t, in.Data, count); err != nil {
+				return nil, err
+			}
+		}
+		req.Inputs = append(req.Inputs, t)
+	}
+	if offset != len(binaryPart) {
+		return nil, badRequestf("%d bytes of binary data after the JSON, the inputs' binary_data_size sum to %d", len(binaryPart), offset)
+	}
+	for _, o := range j.Outputs {
+		spec := oipOutputSpec{Name: o.Name, Parameters: o.Parameters}
+		if k, ok := o.Parameters["classification"]; ok {
+			n, err := oipClassification(o.Name, k)
+			if err != nil {
+				return nil, err
+			}
+			spec.Classification = n
+		}
+		if err := checkBinaryFlag(o.Parameters, "binary_data", fmt.Sprintf("output %q", o.Name)); err != nil {
+			return nil, err
+		}
+		req.Outputs = append(req.Outputs, spec)
+	}
+	return req, nil
+}
+
+// checkBinaryFlag refuses a binary_data or binary_data_output parameter
+// that is not a bool.
+func checkBinaryFlag(params map[string]any, key, what string) error {
+	if v, ok := params[key]; ok {
+		if _, isBool := v.(bool); !isBool {
+			return badRequestf("%s: parameter %s %v: want true or false", what, key, v)
+		}
 	}
 	return nil
 }
 
-// v2Inputs turns the request's one input tensor into the model's inputs:
-// an "image" BYTES tensor is decoded image by image (the encoded bytes
-// kept, for collection), an "input" FP32 tensor split image by image.
-func (s *Server) v2Inputs(req *inferRequest, m model) ([]infer.Input, []imageBytes, error) {
-	if len(req.Inputs) != 1 {
-		return nil, nil, badRequestf("%d input tensors: want one, %q (BYTES, encoded images) or %q (FP32, preprocessed)", len(req.Inputs), inputImage, inputTensor)
+// decodeBinaryInput decodes an input's binary data (little-endian, row
+// major; a BYTES element is a 4-byte little-endian length and the bytes)
+// after checking its length against the count of elements the shape
+// declares. The elements of a BYTES tensor are slices of raw.
+func decodeBinaryInput(t *oipTensor, raw []byte, count int64) error {
+	switch t.Datatype {
+	case "FP32":
+		if int64(len(raw)) != 4*count {
+			return badRequestf("input %q: binary_data_size %d, its shape %v of FP32 takes %d bytes", t.Name, len(raw), t.Shape, 4*count)
+		}
+		t.FP32 = make([]float32, count)
+		for i := range t.FP32 {
+			t.FP32[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+	case "BYTES":
+		t.Bytes = make([][]byte, 0, min(count, int64(len(raw)/4)))
+		for len(raw) > 0 {
+			if len(raw) < 4 {
+				return badRequestf("input %q: binary data element %d: %d bytes left, want a 4-byte length", t.Name, len(t.Bytes), len(raw))
+			}
+			n := binary.LittleEndian.Uint32(raw)
+			if uint64(n) > uint64(len(raw)-4) {
+				return badRequestf("input %q: binary data element %d declares %d bytes, %d are left", t.Name, len(t.Bytes), n, len(raw)-4)
+			}
+			if int64(len(t.Bytes)) == count {
+				return badRequestf("input %q: binary data holds more than the %d elements of its shape %v", t.Name, count, t.Shape)
+			}
+			t.Bytes = append(t.Bytes, raw[4:4+n:4+n])
+			raw = raw[4+n:]
+		}
+		if int64(len(t.Bytes)) != count {
+			return badRequestf("input %q has %d elements, its shape %v says %d", t.Name, len(t.Bytes), t.Shape, count)
+		}
 	}
-	in := req.Inputs[0]
-	count, err := elements(in.Shape, s.maxBody)
-	if err != nil {
-		return nil, nil, err
-	}
-	switch in.Name {
-	case inputImage:
-		if in.Datatype != "BYTES" {
-			return nil, nil, badRequestf("input %q has datatype %q, want BYTES", in.Name, in.Datatype)
-		}
-		if len(in.Shape) != 1 && !(len(in.Shape) == 2 && in.Shape[1] == 1) {
-			return nil, nil, badRequestf("input %q has shape %v, want [N] or [N, 1]", in.Name, in.Shape)
-		}
-		var items []string
-		if err := json.Unmarshal(in.Data, &items); err != nil {
-			return nil, nil, badRequestf("input %q: data: want an array of base64 strings: %v", in.Name, err)
-		}
-		if int64(len(items)) != count {
-			return nil, nil, badRequestf("input %q has %d elements, its shape %v says %d", in.Name, len(items), in.Shape, count)
-		}
-		inputs := make([]infer.Input, len(items))
-		images := make([]imageBytes, len(items))
-		for i, item := range items {
-			b, err := base64.StdEncoding.DecodeString(item)
-			if err != nil {
-				return nil, nil, badRequestf("input %q element %d: not base64: %v", in.Name, i, err)
-			}
-			img, format, err := data.DecodeImage(bytes.NewReader(b), s.maxPixels)
-			if err != nil {
-				// The request's fault: 400, or 413/415 by the wrapped error.
-				return nil, nil, &badRequest{fmt.Errorf("input %q element %d: %w", in.Name, i, err)}
-			}
-			if inputs[i], err = m.Prepare(img); err != nil {
-				return nil, nil, fmt.Errorf("input %q element %d: %w", in.Name, i, err)
-			}
-			bounds := img.Bounds()
-			img = nil
-			ReleaseImage(bounds)
-			images[i] = imageBytes{b, format}
-		}
-		return inputs, images, nil
-	case inputTensor:
-		shape := m.InputShape()
-		if in.Datatype != "FP32" {
-			return nil, nil, badRequestf("input %q has datatype %q, want FP32", in.Name, in.Datatype)
-		}
-		if len(in.Shape) != 4 || in.Shape[1] != int64(shape[0]) || in.Shape[2] != int64(shape[1]) || in.Shape[3] != int64(shape[2]) {
-			return nil, nil, badRequestf("input %q has shape %v, want [N, %d, %d, %d]", in.Name, in.Shape, shape[0], shape[1], shape[2])
-		}
-		values, err := flattenNumbers(in.Data, int(count))
-		if err != nil {
-			return nil, nil, badRequestf("input %q: %v", in.Name, err)
-		}
-		size := shape[0] * shape[1] * shape[2]
-		inputs := make([]infer.Input, in.Shape[0])
-		for i := range inputs {
-			if inputs[i], err = m.InputFromTensor(values[i*size : (i+1)*size]); err != nil {
-				return nil, nil, badRequestf("input %q image %d: %v", in.Name, i, err)
-			}
-		}
-		return inputs, nil, nil
-	}
-	return nil, nil, badRequestf("unknown input %q: want %q (BYTES, encoded images) or %q (FP32, preprocessed)", in.Name, inputImage, inputTensor)
+	return nil
 }
 
-// elements returns the number of elements of shape, refusing an empty
-// batch and more elements than a body of limit bytes can carry.
-func elements(shape []int64, limit int64) (int64, error) {
-	if len(shape) == 0 {
-		return 0, badRequestf("input shape is empty")
-	}
-	n := int64(1)
-	for _, d := range shape {
-		if d < 1 || d > limit || n*d > limit {
-			return 0, badRequestf("input shape %v: want positive dimensions, at most %d elements", shape, limit)
+// decodeJSONInput decodes an input's JSON data, flat or nested in row-major
+// order (both are valid tensor data). A BYTES element is a JSON string: a
+// string that is entirely standard base64 is decoded (JSON strings carry
+// UTF-8 text, which encoded images are not, so base64 is how they travel
+// in JSON), any other string is taken as its UTF-8 bytes.
+func decodeJSONInput(t *oipTensor, raw json.RawMessage, count int64) error {
+	switch t.Datatype {
+	case "FP32":
+		values, err := flattenNumbers(raw, count)
+		if err != nil {
+			return badRequestf("input %q: %v", t.Name, err)
 		}
-		n *= d
+		t.FP32 = values
+	case "BYTES":
+		var items []string
+		if err := flattenStrings(raw, &items, count); err != nil {
+			return badRequestf("input %q: data: want an array of strings (base64 for images): %v", t.Name, err)
+		}
+		if int64(len(items)) != count {
+			return badRequestf("input %q has %d elements, its shape %v says %d", t.Name, len(items), t.Shape, count)
+		}
+		t.Bytes = make([][]byte, len(items))
+		for i, item := range items {
+			if b, err := base64.StdEncoding.DecodeString(item); err == nil {
+				t.Bytes[i] = b
+			} else {
+				t.Bytes[i] = []byte(item)
+			}
+		}
 	}
-	return n, nil
+	return nil
+}
+
+// flattenStrings appends the strings of a JSON array, flat or nested, to
+// out, refusing more than limit of them.
+func flattenStrings(raw json.RawMessage, out *[]string, limit int64) error {
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return err
+	}
+	for _, item := range items {
+		if t := bytes.TrimSpace(item); len(t) > 0 && t[0] == '[' {
+			if err := flattenStrings(t, out, limit); err != nil {
+				return err
+			}
+			continue
+		}
+		var s string
+		if err := json.Unmarshal(item, &s); err != nil {
+			return err
+		}
+		if int64(len(*out)) == limit {
+			return fmt.Errorf("more than the shape's %d elements", limit)
+		}
+		*out = append(*out, s)
+	}
+	return nil
 }
 
 // flattenNumbers reads a JSON array of numbers, flat or nested in row-major
-// order (both are valid tensor data), into want float32 values, without
-// holding a decoded JSON value per number.
-func flattenNumbers(raw []byte, want int) ([]float32, error) {
+// order, into want float32 values, without holding a decoded JSON value
+// per number. Every number takes at least two bytes of JSON (a digit and
+// a separator), so the buffer is sized by the data's length when that
+// holds fewer values than the shape declares.
+func flattenNumbers(raw []byte, want int64) ([]float32, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '[' {
 		return nil, errors.New("data: want an array of numbers")
 	}
-	out := make([]float32, 0, want)
+	out := make([]float32, 0, min(want, int64(len(raw))/2+1))
 	depth := 0
 	for i := 0; i < len(raw); {
 		switch c := raw[i]; c {
@@ -417,7 +388,7 @@ func flattenNumbers(raw []byte, want int) ([]float32, error) {
 			if err != nil {
 				return nil, fmt.Errorf("data: %.20q is not a number", raw[i:j])
 			}
-			if len(out) == want {
+			if int64(len(out)) == want {
 				return nil, fmt.Errorf("data: more than the shape's %d values", want)
 			}
 			out = append(out, float32(f))
@@ -427,113 +398,115 @@ func flattenNumbers(raw []byte, want int) ([]float32, error) {
 	if depth != 0 {
 		return nil, errors.New("data: unbalanced '['")
 	}
-	if len(out) != want {
+	if int64(len(out)) != want {
 		return nil, fmt.Errorf("data: %d values, the shape says %d", len(out), want)
 	}
 	return out, nil
 }
 
-// v2Outputs builds the requested output tensors (all of them when the
-// request names none) from one result per image.
-func v2Outputs(req *inferRequest, v *version, results []infer.Result) ([]outputTensor, error) {
-	type request struct {
-		name           string
-		classification *int
-	}
-	var asked []request
-	for _, o := range req.Outputs {
-		asked = append(asked, request{o.Name, o.Parameters.Classification})
-	}
-	calibrated := v.model.Calibrated()
-	if len(asked) == 0 {
-		asked = []request{{outputDistance, nil}}
-		if calibrated {
-			asked = append(asked, request{outputProbabilities, nil})
-		}
-		asked = append(asked, request{outputUnknownScore, nil}, request{outputUnknown, nil})
-	}
-	n, k := len(results), len(v.classes)
-	var out []outputTensor
-	for _, a := range asked {
-		switch a.name {
-		case outputDistance, outputProbabilities:
-			if a.name == outputProbabilities && !calibrated {
-				return nil, fmt.Errorf("output %q: the model has no calibration; ask for %q", a.name, outputDistance)
-			}
-			table := make([]float32, n*k)
-			for i, res := range results {
-				for _, p := range res.Predictions {
-					col, ok := v.column[p.ClassID]
-					if !ok {
-						continue
-					}
-					if a.name == outputDistance {
-						table[i*k+col] = p.Distance
-					} else {
-						table[i*k+col] = float32(p.Probability)
-					}
-				}
-			}
-			if a.classification == nil {
-				out = append(out, outputTensor{a.name, "FP32", []int64{int64(n), int64(k)}, table})
-				continue
-			}
-			top := *a.classification
-			if top < 1 {
-				return nil, fmt.Errorf("output %q: classification %d: want >= 1", a.name, top)
-			}
-			top = min(top, k)
-			labels := make([]string, 0, n*top)
-			for i := range n {
-				labels = append(labels, classify(table[i*k:(i+1)*k], top, a.name == outputDistance, v)...)
-			}
-			out = append(out, outputTensor{a.name, "BYTES", []int64{int64(n), int64(top)}, labels})
-		case outputUnknownScore:
-			scores := make([]float32, n)
-			for i, res := range results {
-				scores[i] = float32(res.UnknownScore)
-			}
-			out = append(out, outputTensor{a.name, "FP32", []int64{int64(n)}, scores})
-		case outputUnknown:
-			unknown := make([]bool, n)
-			for i, res := range results {
-				unknown[i] = res.Unknown
-			}
-			out = append(out, outputTensor{a.name, "BOOL", []int64{int64(n)}, unknown})
-		default:
-			return nil, fmt.Errorf("unknown output %q: want %s, %s, %s or %s", a.name, outputDistance, outputProbabilities, outputUnknownScore, outputUnknown)
-		}
-	}
-	return out, nil
+// jsonOutput is the protocol's $response_output; with binary data its
+// data is left out and parameters.binary_data_size says its length.
+type jsonOutput struct {
+	Name       string         `json:"name"`
+	Datatype   string         `json:"datatype"`
+	Shape      []int64        `json:"shape"`
+	Parameters map[string]any `json:"parameters,omitempty"`
+	Data       any            `json:"data,omitempty"`
 }
 
-// classify answers the classification extension for one image's scores:
-// the top k classes as "value:index:label" (index: the score column,
-// label: the class name), closest first, smallest first for distances and
-// largest first for probabilities; ties by column.
-func classify(scores []float32, k int, ascending bool, v *version) []string {
-	cols := make([]int, len(scores))
-	for i := range cols {
-		cols[i] = i
-	}
-	slices.SortStableFunc(cols, func(a, b int) int {
-		x, y := scores[a], scores[b]
-		if !ascending {
-			x, y = y, x
+// writeInferResponse answers an inference: JSON, or, where the request
+// asks for binary outputs (binary_data on an output, binary_data_output on
+// the request, the output's own setting first), the JSON response of
+// Inference-Header-Content-Length bytes followed by their binary data in
+// output order.
+func writeInferResponse(w http.ResponseWriter, req *oipRequest, resp *oipResponse) {
+	outputs := make([]jsonOutput, len(resp.Outputs))
+	var tail []byte
+	for i, o := range resp.Outputs {
+		outputs[i] = jsonOutput{Name: o.Name, Datatype: o.Datatype, Shape: o.Shape}
+		if !binaryOutput(req, o.Name) {
+			outputs[i].Data = jsonData(o)
+			continue
 		}
-		switch {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-		return 0
-	})
-	out := make([]string, k)
-	for i, c := range cols[:k] {
-		out[i] = fmt.Sprintf("%f:%d:%s", scores[c], c, v.classes[c].Name)
+		start := len(tail)
+		tail = appendBinary(tail, o)
+		outputs[i].Parameters = map[string]any{"binary_data_size": len(tail) - start}
 	}
-	return out
+	answer := map[string]any{"model_name": resp.ModelName, "model_version": resp.ModelVersion, "outputs": outputs}
+	if resp.ID != "" {
+		answer["id"] = resp.ID
+	}
+	if tail == nil {
+		writeJSON(w, http.StatusOK, answer)
+		return
+	}
+	head, err := json.Marshal(answer)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Errorf("encoding the answer: %w", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set(headerContentLength, strconv.Itoa(len(head)))
+	w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(tail)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(head)
+	w.Write(tail)
+}
+
+// binaryOutput says whether the request asks for output name as binary
+// data.
+func binaryOutput(req *oipRequest, name string) bool {
+	for _, o := range req.Outputs {
+		if o.Name == name {
+			if b, ok := o.Parameters["binary_data"].(bool); ok {
+				return b
+			}
+		}
+	}
+	b, _ := req.Parameters["binary_data_output"].(bool)
+	return b
+}
+
+// jsonData returns an output's data as JSON encodes it: BYTES elements as
+// strings.
+func jsonData(o oipOutput) any {
+	switch o.Datatype {
+	case "BOOL":
+		return o.Bool
+	case "BYTES":
+		out := make([]string, len(o.Bytes))
+		for i, b := range o.Bytes {
+			out[i] = string(b)
+		}
+		return out
+	}
+	return o.FP32
+}
+
+// appendBinary appends an output's binary data: little-endian FP32, one
+// byte per BOOL, and per BYTES element a 4-byte little-endian length and
+// the bytes.
+func appendBinary(dst []byte, o oipOutput) []byte {
+	switch o.Datatype {
+	case "BOOL":
+		for _, b := range o.Bool {
+			if b {
+				dst = append(dst, 1)
+			} else {
+				dst = append(dst, 0)
+			}
+		}
+	case "BYTES":
+		for _, b := range o.Bytes {
+			dst = binary.LittleEndian.AppendUint32(dst, uint32(len(b)))
+			dst = append(dst, b...)
+		}
+	default:
+		for _, x := range o.FP32 {
+			dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(x))
+		}
+	}
+	return dst
 }
 
 // decodeJSON decodes an optional JSON body of at most limit bytes into v;
