@@ -1,9 +1,16 @@
 package serve
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"image"
+	"net/http"
 	"os"
 	"runtime/debug"
+	"sync/atomic"
+
+	"github.com/bicyc/bicyc/infer"
 )
 
 // Memory model of bicyc-infer, behind the ceilings its help documents.
@@ -22,15 +29,121 @@ const (
 	largeImagePixels = 1 << 20
 )
 
-// MemoryCeiling is the Go memory ceiling of a server with c's limits:
+// MemoryCeiling is the memory ceiling of a server with c's limits:
 //
-//	MemoryBase + MaxBuffered + MaxConcurrent x BytesPerPixel x MaxPixels
+//	MemoryBase + BodyCopies x MaxBuffered
+//	  + MaxConcurrent x (BytesPerPixel x MaxPixels + BatchBodies x MaxBody)
 //
-// (bodies in memory, and one image being decoded per slot). Models opened
-// in a repository add their ONNX Runtime memory on top, about the size of
-// their files each.
+// bodies in memory with the tensors decoded from them, and per slot one
+// image being decoded and the batch of one request (BatchMemory: its
+// results, outputs and one run of at most RunBatch images). It counts the
+// Go memory and ONNX Runtime's for a run of RunBatch images of a small
+// model (measured: TestServeMemoryCeiling); models opened in a repository
+// add their ONNX Runtime memory on top, about the size of their files
+// each, and a large model's run of RunBatch images its activations.
 func (c *Config) MemoryCeiling() int64 {
-	return MemoryBase + c.MaxBuffered + int64(c.MaxConcurrent)*BytesPerPixel*c.MaxPixels
+	return MemoryBase + BodyCopies*c.MaxBuffered + int64(c.MaxConcurrent)*(BytesPerPixel*c.MaxPixels+c.BatchMemory())
+}
+
+// What a request's batch takes beside its decoded image.
+const (
+	// BodyCopies bounds the memory of a request body and what the
+	// protocol's transport decodes from it before the request takes a
+	// slot, per byte of body: the body, a JSON tensor's raw data copied
+	// out of it, and its values parsed (four bytes per value of two bytes
+	// of JSON, "0,").
+	BodyCopies = 4
+	// BatchBodies is the memory one request's batch may take, per byte of
+	// MaxBody (BatchMemory): a body holds a bounded number of images, and
+	// each image's answer a bounded number of bytes per class.
+	BatchBodies = 4
+	// RunBatch is the most images one model run takes: a request of more
+	// is classified in runs of at most this many (classifyChunks), so ONNX
+	// Runtime's memory, which grows with the batch and is kept for later
+	// runs, stays that of RunBatch images (a run of 20000 28x28 images
+	// took 2.8 GB).
+	RunBatch = 64
+	// resultBytes and classBytes are the memory of one image's answer from
+	// its run to the response (infer.Result, the output tensors, their
+	// JSON text), per image and per class.
+	resultBytes = 256
+	classBytes  = 128
+	// largeBatchBytes is the body size from which a request's memory is
+	// handed back to the operating system as soon as it is answered
+	// (returnMemory).
+	largeBatchBytes = 1 << 20
+)
+
+// BatchMemory is the memory one request's batch may take in its slot:
+// BatchBodies x MaxBody. A request whose batch needs more (batchBytes) is
+// refused with 413 naming the limit.
+func (c *Config) BatchMemory() int64 { return BatchBodies * c.MaxBody }
+
+// batchBytes estimates the memory of a batch of n images of a model with
+// classes classes and inputValues values per image, from its run to its
+// response: every image's answer, and one run's inputs (as prepared, as
+// stacked for ONNX Runtime, a mirror for the test-time flip, and ONNX
+// Runtime's copy).
+func batchBytes(n, classes, inputValues int64) int64 {
+	return n*(resultBytes+classes*classBytes) + min(n, RunBatch)*inputValues*4*4
+}
+
+// errBatchTooLarge: a request's batch needs more memory than one request
+// may take; the server answers 413.
+var errBatchTooLarge = errors.New("batch too large")
+
+// admitBatch refuses a batch of n images on m whose estimated memory
+// (batchBytes) is over the server's limit per request, naming the limit.
+func (s *Server) admitBatch(n int64, m model) error {
+	shape := m.InputShape()
+	need := batchBytes(n, int64(len(m.Classes())), int64(shape[0]*shape[1]*shape[2]))
+	if limit := s.cfg.BatchMemory(); need > limit {
+		return &oipError{http.StatusRequestEntityTooLarge, fmt.Errorf(
+			"%w: %d images of %d classes need about %d MiB for their answers, more than the limit of %d MiB per request (%d x the largest body): send at most %d images per request",
+			errBatchTooLarge, n, len(m.Classes()), need>>20, limit>>20, BatchBodies, n*limit/need)}
+	}
+	return nil
+}
+
+// classifyChunks classifies n images in runs of at most RunBatch images,
+// preparing each run's inputs (prepare returns those of images lo to hi)
+// just before it, so a request's prepared inputs and ONNX Runtime's memory
+// are those of one run whatever n. The runs of a batch of more than
+// RunBatch images are of even sizes, at least RunBatch/2, so a batch of at
+// least infer.ShortlistMaxBatch images never runs a smaller one (its
+// scores would come from the shortlist instead).
+func classifyChunks(ctx context.Context, n int, prepare func(lo, hi int) ([]infer.Input, error),
+	classify func(context.Context, []infer.Input) ([]infer.Result, error)) ([]infer.Result, error) {
+	runs := (n + RunBatch - 1) / RunBatch
+	results := make([]infer.Result, 0, n)
+	for r := range runs {
+		lo, hi := r*n/runs, (r+1)*n/runs
+		inputs, err := prepare(lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		out, err := classify(ctx, inputs)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, out...)
+	}
+	return results, nil
+}
+
+// returning is set while a returnMemory runs; others skip theirs.
+var returning atomic.Bool
+
+// returnMemory hands free memory back to the operating system at once
+// after a request whose body was at least largeBatchBytes, once its answer
+// is written: without it the heap the request grew stays resident until
+// the collector's pacing returns it. One runs at a time (it collects the
+// whole heap).
+func returnMemory(body int) {
+	if body >= largeBatchBytes && returning.CompareAndSwap(false, true) {
+		debug.FreeOSMemory()
+		returning.Store(false)
+	}
 }
 
 // LimitMemory sets the Go runtime's soft memory limit to ceiling bytes,

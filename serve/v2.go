@@ -125,6 +125,7 @@ func (s *Server) v2Infer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, requestStatus(err), err)
 		return
 	}
+	defer returnMemory(len(body))
 	req, err := decodeInferRequest(body, header, v.model.InputShape(), s.maxBody)
 	if err != nil {
 		writeError(w, oipStatus(err), err)
