@@ -155,4 +155,3 @@ func residentSet(pid int) int64 {
 	}
 	return 0
 }
-
