@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync/atomic"
+	"time"
 
 	"github.com/bicyc/bicyc/infer"
 )
@@ -69,7 +70,7 @@ const (
 	resultBytes = 256
 	classBytes  = 128
 	// largeBatchBytes is the body size from which a request's memory is
-	// handed back to the operating system as soon as it is answered
+	// handed back to the operating system soon after it is answered
 	// (returnMemory).
 	largeBatchBytes = 1 << 20
 )
@@ -131,18 +132,26 @@ func classifyChunks(ctx context.Context, n int, prepare func(lo, hi int) ([]infe
 	return results, nil
 }
 
-// returning is set while a returnMemory runs; others skip theirs.
-var returning atomic.Bool
+// returnScheduled is set while a hand-back of memory is scheduled.
+var returnScheduled atomic.Bool
 
-// returnMemory hands free memory back to the operating system at once
-// after a request whose body was at least largeBatchBytes, once its answer
-// is written: without it the heap the request grew stays resident until
-// the collector's pacing returns it. One runs at a time (it collects the
-// whole heap).
+// returnDelay is how long after a large request its memory is handed
+// back: the requests of a burst share one hand-back per delay.
+const returnDelay = 500 * time.Millisecond
+
+// returnMemory schedules, after a request whose body was at least
+// largeBatchBytes, a hand-back of free memory to the operating system
+// returnDelay later, unless one is scheduled already: without it the heap
+// a burst grew stays resident until the collector's pacing returns it
+// (minutes for an idle server). A hand-back collects the whole heap, so a
+// sustained stream of large requests gets one per returnDelay, not one
+// each.
 func returnMemory(body int) {
-	if body >= largeBatchBytes && returning.CompareAndSwap(false, true) {
-		debug.FreeOSMemory()
-		returning.Store(false)
+	if body >= largeBatchBytes && returnScheduled.CompareAndSwap(false, true) {
+		time.AfterFunc(returnDelay, func() {
+			returnScheduled.Store(false)
+			debug.FreeOSMemory()
+		})
 	}
 }
 
