@@ -15,17 +15,22 @@
 //   - The Open Inference Protocol (KServe v2) over REST: GET /v2,
 //     /v2/health/live, /v2/health/ready, /v2/models/{name}[/versions/{v}]
 //     (metadata: inputs, outputs and the classes in parameters),
-//     .../ready, and POST .../infer with encoded images as a BYTES tensor
-//     "image" (base64 in JSON) or a preprocessed FP32 tensor "input"
-//     [N, C, H, W]; outputs "distance" and "probabilities" [N, K] (with
-//     Triton's classification extension, parameters.classification: k),
-//     "unknown_score" and "unknown" [N]. Errors are {"error": "..."}.
+//     .../ready, .../stats (Triton's statistics extension), and POST
+//     .../infer with encoded images as a BYTES tensor "image" or a
+//     preprocessed FP32 tensor "input" [N, C, H, W], as JSON or as Triton's
+//     binary tensor data; outputs "distance" and "probabilities" [N, K]
+//     (with Triton's classification extension, parameters.classification:
+//     k), "unknown_score" and "unknown" [N], as JSON or binary data.
+//     Every error, unknown routes included, is {"error": "..."}. The
+//     protocol's logic is transport-free (oip.go): each transport decodes
+//     its wire format into typed tensors and encodes the typed answer.
 //   - GET /healthz, /readyz and Prometheus /metrics.
 //
 // # Admin API
 //
 // POST /admin/reload opens and verifies every model again and swaps it in
-// only if it verifies. For a repository, Triton's repository extension:
+// only if it verifies. GET /v2 there advertises the repository extension
+// where it applies. For a repository, Triton's repository extension:
 // POST /v2/repository/index, /v2/repository/models/{name}/load (with an
 // optional {"parameters": {"version_policy": "specific:2"}} to pin or roll
 // back) and .../unload.

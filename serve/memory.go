@@ -32,28 +32,27 @@ const (
 
 // MemoryCeiling is the memory ceiling of a server with c's limits:
 //
-//	MemoryBase + BodyCopies x MaxBuffered
-//	  + MaxConcurrent x (BytesPerPixel x MaxPixels + BatchBodies x MaxBody)
+//	MemoryBase + MaxBuffered
+//	  + MaxConcurrent x (BytesPerPixel x MaxPixels + (DecodedBodies + BatchBodies) x MaxBody)
 //
-// bodies in memory with the tensors decoded from them, and per slot one
-// image being decoded and the batch of one request (BatchMemory: its
-// results, outputs and one run of at most RunBatch images). It counts the
-// Go memory and ONNX Runtime's for a run of RunBatch images of a small
-// model (measured: TestServeMemoryCeiling); models opened in a repository
-// add their ONNX Runtime memory on top, about the size of their files
-// each, and a large model's run of RunBatch images its activations.
+// bodies in memory, and per slot one image being decoded, the tensors of
+// one request decoded from its body, and that request's batch
+// (BatchMemory: its answers and one run of at most RunBatch images). It
+// counts the Go memory and ONNX Runtime's for a run of RunBatch images of
+// a small model (measured: TestServeMemoryCeiling); models opened in a
+// repository add their ONNX Runtime memory on top, about the size of their
+// files each, and a large model's run of RunBatch images its activations.
 func (c *Config) MemoryCeiling() int64 {
-	return MemoryBase + BodyCopies*c.MaxBuffered + int64(c.MaxConcurrent)*(BytesPerPixel*c.MaxPixels+c.BatchMemory())
+	return MemoryBase + c.MaxBuffered + int64(c.MaxConcurrent)*(BytesPerPixel*c.MaxPixels+DecodedBodies*c.MaxBody+c.BatchMemory())
 }
 
-// What a request's batch takes beside its decoded image.
+// What a request takes in its slot beside its decoded image.
 const (
-	// BodyCopies bounds the memory of a request body and what the
-	// protocol's transport decodes from it before the request takes a
-	// slot, per byte of body: the body, a JSON tensor's raw data copied
-	// out of it, and its values parsed (four bytes per value of two bytes
-	// of JSON, "0,").
-	BodyCopies = 4
+	// DecodedBodies bounds the memory of the tensors the protocol's
+	// transport decodes from a body once the request has a slot, per byte
+	// of body: a JSON tensor's raw data copied out of the body, and its
+	// values parsed (four bytes per value of two bytes of JSON, "0,").
+	DecodedBodies = 3
 	// BatchBodies is the memory one request's batch may take, per byte of
 	// MaxBody (BatchMemory): a body holds a bounded number of images, and
 	// each image's answer a bounded number of bytes per class.

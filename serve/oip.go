@@ -39,6 +39,9 @@ import (
 //     transport maps the same statuses: 400, 413 and 415 to
 //     InvalidArgument, 404 to NotFound, 408 and 504 to DeadlineExceeded,
 //     499 to Canceled, 503 to Unavailable, 500 to Internal.
+//   - A transport that fails a request before calling oipInfer, once it
+//     knows the version (a body it cannot read), counts the failure with
+//     oipFailed.
 //   - Model versions are strings as on the wire: "" is the latest version
 //     the server serves, otherwise a positive decimal number.
 
@@ -103,6 +106,13 @@ type oipRequest struct {
 	// Parameters are the request's parameters, for the transport
 	// (binary_data_output, say); the core does not read them.
 	Parameters map[string]any
+	// Decode, if set, fills the request in from its wire form (the fields
+	// above) once the core holds a classification slot: decoded tensors
+	// can take twice the bytes of their JSON, and are then held, like the
+	// images decoded from them, only by the requests being classified,
+	// never by those waiting. A transport whose tensors arrive decoded
+	// (gRPC) leaves it nil.
+	Decode func(*oipRequest) error
 }
 
 // oipOutput is one output tensor of a response: exactly one of FP32,
@@ -372,9 +382,9 @@ func oipElements(shape []int64, limit int64) (int64, error) {
 // waits for a classification slot (at most the queue timeout), checks
 // and prepares the input (decoding images one at a time), refuses a batch
 // over the memory limit per request (admitBatch) and classifies the rest
-// in runs of at most RunBatch images (classifyChunks), counts and collects the images answered unknown,
-// builds the outputs asked for, and records the model version's
-// statistics. ctx ends the wait and the run early.
+// in runs of at most RunBatch images (classifyChunks), counts and collects
+// the images answered unknown, builds the outputs asked for, and records
+// the model version's statistics. ctx ends the wait and the run early.
 func (s *Server) oipInfer(ctx context.Context, name, version string, req *oipRequest) (*oipResponse, error) {
 	start := time.Now()
 	if !s.ready.Load() {
@@ -388,27 +398,40 @@ func (s *Server) oipInfer(ctx context.Context, name, version string, req *oipReq
 	if err != nil {
 		return nil, err
 	}
-	st := s.stats(name, picked.number)
-	resp, err := s.oipRun(ctx, name, number, req, start, &st)
-	if err != nil {
-		st.fail.add(time.Since(start))
-		return nil, err
+	resp, ran, ph, err := s.oipRun(ctx, name, number, req, start)
+	if ran == nil {
+		ran = picked
 	}
-	st.success.add(time.Since(start))
-	return resp, nil
+	s.stats(name, ran.number).record(ph, time.Since(start), err == nil)
+	return resp, err
 }
 
-// oipRun is oipInfer after the version is found; st is the statistics of
-// the version that runs (a swap may run the request on a successor).
-func (s *Server) oipRun(ctx context.Context, name string, number int64, req *oipRequest, start time.Time, st **inferStats) (*oipResponse, error) {
+// oipFailed counts a request for v that failed in its transport (a body
+// that could not be read) since start, as the core counts its own
+// failures: every request that names a served version and fails is in its
+// fail statistics, whichever transport it came by.
+func (s *Server) oipFailed(v *version, name string, start time.Time) {
+	s.stats(name, v.number).record(inferPhases{}, time.Since(start), false)
+}
+
+// oipRun is oipInfer after the version is found. It returns the version
+// the request ran on (a swap may run it on a successor; nil if it did not
+// run) and the durations of the phases it went through.
+func (s *Server) oipRun(ctx context.Context, name string, number int64, req *oipRequest, start time.Time) (*oipResponse, *version, inferPhases, error) {
+	var ph inferPhases
 	if err := s.acquire(ctx); err != nil {
-		return nil, err
+		return nil, nil, ph, err
 	}
 	defer s.release()
-	(*st).queue.add(time.Since(start))
+	ph.slotted, ph.queue = true, time.Since(start)
+	t0 := time.Now()
+	if req.Decode != nil {
+		if err := req.Decode(req); err != nil {
+			return nil, nil, ph, err
+		}
+	}
 	var results []infer.Result
 	var encoded []imageBytes
-	var inputTime, runTime time.Duration
 	v, err := s.use(name, number, func(m model) error {
 		in, n, err := s.oipInput(req, m)
 		if err == nil {
@@ -417,17 +440,18 @@ func (s *Server) oipRun(ctx context.Context, name string, number int64, req *oip
 		if err != nil {
 			return err
 		}
-		encoded, inputTime, runTime = nil, 0, 0
+		encoded, ph.input, ph.infer, ph.runs = nil, time.Since(t0), 0, 0
 		results, err = classifyChunks(ctx, int(n), func(lo, hi int) ([]infer.Input, error) {
-			t0 := time.Now()
+			t1 := time.Now()
 			inputs, images, err := s.oipInputs(ctx, in, m, lo, hi)
 			encoded = append(encoded, images...)
-			inputTime += time.Since(t0)
+			ph.input += time.Since(t1)
 			return inputs, err
 		}, func(ctx context.Context, inputs []infer.Input) ([]infer.Result, error) {
-			t1 := time.Now()
+			t2 := time.Now()
 			out, err := m.ClassifyInputs(ctx, inputs)
-			runTime += time.Since(t1)
+			ph.infer += time.Since(t2)
+			ph.runs++
 			return out, err
 		})
 		if errors.Is(err, infer.ErrNonFinite) {
@@ -435,18 +459,13 @@ func (s *Server) oipRun(ctx context.Context, name string, number int64, req *oip
 		}
 		return err
 	})
-	if v != nil && v.number != (*st).number {
-		*st = s.stats(name, v.number)
-	}
 	if err != nil {
-		return nil, err
+		return nil, v, ph, err
 	}
-	(*st).computeInput.add(inputTime)
-	(*st).computeInfer.add(runTime)
 	t2 := time.Now()
 	outputs, err := oipOutputs(req, v, results)
 	if err != nil {
-		return nil, err
+		return nil, v, ph, err
 	}
 	for i, res := range results {
 		if res.Unknown {
@@ -456,9 +475,9 @@ func (s *Server) oipRun(ctx context.Context, name string, number int64, req *oip
 			}
 		}
 	}
-	(*st).computeOutput.add(time.Since(t2))
-	(*st).executed(len(results))
-	return &oipResponse{ModelName: name, ModelVersion: strconv.FormatInt(v.number, 10), ID: req.ID, Outputs: outputs}, nil
+	ph.output = time.Since(t2)
+	ph.images = len(results)
+	return &oipResponse{ModelName: name, ModelVersion: strconv.FormatInt(v.number, 10), ID: req.ID, Outputs: outputs}, v, ph, nil
 }
 
 // imageBytes is one encoded image of a request, kept for collection.

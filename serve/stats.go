@@ -41,10 +41,33 @@ type inferStats struct {
 	lastInference          atomic.Int64 // milliseconds since the epoch
 }
 
-// executed records a model run of n images.
-func (st *inferStats) executed(n int) {
-	st.inferences.Add(uint64(n))
-	st.executions.Add(1)
+// inferPhases are the durations of the phases one request went through
+// (zero for those it did not reach), the images it classified and the
+// model runs it took.
+type inferPhases struct {
+	slotted                     bool // got a classification slot
+	queue, input, infer, output time.Duration
+	images, runs                int
+}
+
+// record adds one request that took total, succeeded or failed, with its
+// phases: queue once it got a slot, compute_input, compute_infer and
+// compute_output, the counts and the time of the last inference once it
+// succeeded (Triton counts the compute phases of successful requests).
+func (st *inferStats) record(ph inferPhases, total time.Duration, ok bool) {
+	if ph.slotted {
+		st.queue.add(ph.queue)
+	}
+	if !ok {
+		st.fail.add(total)
+		return
+	}
+	st.success.add(total)
+	st.computeInput.add(ph.input)
+	st.computeInfer.add(ph.infer)
+	st.computeOutput.add(ph.output)
+	st.inferences.Add(uint64(ph.images))
+	st.executions.Add(uint64(ph.runs))
 	st.lastInference.Store(time.Now().UnixMilli())
 }
 
@@ -168,7 +191,7 @@ var (
 		"Images classified through the Open Inference Protocol (the statistics extension's inference_count).",
 		[]string{"model", "version"}, nil)
 	statsExecutionsDesc = prometheus.NewDesc("bicyc_infer_inference_executions_total",
-		"Model runs of Open Inference Protocol requests, one per request (the statistics extension's execution_count).",
+		"Model runs of Open Inference Protocol requests, one per request of up to 64 images (the statistics extension's execution_count).",
 		[]string{"model", "version"}, nil)
 )
 

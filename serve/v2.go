@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bicyc/bicyc/infer"
 )
@@ -109,6 +110,7 @@ func (s *Server) v2Infer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("request body declares %d bytes, more than the limit of %d", r.ContentLength, s.maxBody))
 		return
 	}
+	start := time.Now()
 	name, version := r.PathValue("name"), r.PathValue("version")
 	v, err := s.oipFind(name, version)
 	header := r.Header.Get(headerContentLength)
@@ -122,15 +124,14 @@ func (s *Server) v2Infer(w http.ResponseWriter, r *http.Request) {
 	body, release, err := s.readBody(s.limitBody(w, r))
 	defer release()
 	if err != nil {
-		writeError(w, requestStatus(err), err)
-		return
-	}
-	defer returnMemory(len(body))
-	req, err := decodeInferRequest(body, header, v.model.InputShape(), s.maxBody)
-	if err != nil {
+		s.oipFailed(v, name, start)
 		writeError(w, oipStatus(err), err)
 		return
 	}
+	defer returnMemory(len(body))
+	req := &oipRequest{Decode: func(req *oipRequest) error {
+		return decodeInferRequest(req, body, header, v.model.InputShape(), s.maxBody)
+	}}
 	resp, err := s.oipInfer(r.Context(), name, version, req)
 	if err != nil {
 		writeError(w, oipStatus(err), err)
@@ -174,79 +175,82 @@ type jsonInferRequest struct {
 	} `json:"outputs"`
 }
 
-// decodeInferRequest decodes an inference request body: JSON, or with a
-// header (the Inference-Header-Content-Length value) that many bytes of
-// JSON followed by the binary data of the inputs whose parameters give a
-// binary_data_size, in the order of the inputs. Each input is checked
-// (oipCheckInput) against a model of input shape [C, H, W] before its
-// data is decoded; limit bounds its elements (the largest body).
-func decodeInferRequest(body []byte, header string, shape [3]int, limit int64) (*oipRequest, error) {
+// decodeInferRequest decodes an inference request body into req: JSON, or
+// with a header (the Inference-Header-Content-Length value) that many
+// bytes of JSON followed by the binary data of the inputs whose parameters
+// give a binary_data_size, in the order of the inputs. Each input is
+// checked (oipCheckInput) against a model of input shape [C, H, W] before
+// its data is decoded; limit bounds its elements (the largest body).
+func decodeInferRequest(req *oipRequest, body []byte, header string, shape [3]int, limit int64) error {
 	jsonPart, binaryPart := body, []byte(nil)
 	if header != "" {
 		n, err := strconv.ParseInt(header, 10, 64)
 		if err != nil || n < 0 || n > int64(len(body)) {
-			return nil, badRequestf("%s %q: want the length of the JSON at the start of the body, at most the body's %d bytes", headerContentLength, header, len(body))
+			return badRequestf("%s %q: want the length of the JSON at the start of the body, at most the body's %d bytes", headerContentLength, header, len(body))
 		}
 		jsonPart, binaryPart = body[:n], body[n:]
 	}
 	var j jsonInferRequest
 	if err := json.Unmarshal(jsonPart, &j); err != nil {
-		return nil, badRequestf("inference request: %v", err)
+		return badRequestf("inference request: %v", err)
 	}
-	req := &oipRequest{ID: j.ID, Parameters: j.Parameters}
+	req.ID, req.Parameters = j.ID, j.Parameters
 	if err := checkBinaryFlag(j.Parameters, "binary_data_output", "request"); err != nil {
-		return nil, err
+		return err
 	}
 	offset := 0
 	for _, in := range j.Inputs {
+		if string(bytes.TrimSpace(in.Data)) == "null" {
+			in.Data = nil // "data": null, as some clients send beside binary data
+		}
 		t := oipTensor{Name: in.Name, Datatype: in.Datatype, Shape: in.Shape}
 		count, err := oipCheckInput(&t, shape, limit)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		size, isBinary := in.Parameters["binary_data_size"]
 		switch {
 		case isBinary && header == "":
-			return nil, badRequestf("input %q has a binary_data_size but the request no %s header", in.Name, headerContentLength)
+			return badRequestf("input %q has a binary_data_size but the request no %s header", in.Name, headerContentLength)
 		case isBinary && len(in.Data) > 0:
-			return nil, badRequestf("input %q has both data and a binary_data_size", in.Name)
+			return badRequestf("input %q has both data and a binary_data_size", in.Name)
 		case isBinary:
 			n, ok := size.(float64)
 			if !ok || n < 0 || n != math.Trunc(n) || n > float64(len(binaryPart)-offset) {
-				return nil, badRequestf("input %q: binary_data_size %v: want a whole number of bytes, at most the %d bytes of binary data left", in.Name, size, len(binaryPart)-offset)
+				return badRequestf("input %q: binary_data_size %v: want a whole number of bytes, at most the %d bytes of binary data left", in.Name, size, len(binaryPart)-offset)
 			}
 			raw := binaryPart[offset : offset+int(n)]
 			offset += int(n)
 			if err := decodeBinaryInput(&t, raw, count); err != nil {
-				return nil, err
+				return err
 			}
 		case len(in.Data) == 0:
-			return nil, badRequestf("input %q has no data and no binary_data_size", in.Name)
+			return badRequestf("input %q has no data and no binary_data_size", in.Name)
 		default:
 			if err := decodeJSONInput(&t, in.Data, count); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		req.Inputs = append(req.Inputs, t)
 	}
 	if offset != len(binaryPart) {
-		return nil, badRequestf("%d bytes of binary data after the JSON, the inputs' binary_data_size sum to %d", len(binaryPart), offset)
+		return badRequestf("%d bytes of binary data after the JSON, the inputs' binary_data_size sum to %d", len(binaryPart), offset)
 	}
 	for _, o := range j.Outputs {
 		spec := oipOutputSpec{Name: o.Name, Parameters: o.Parameters}
 		if k, ok := o.Parameters["classification"]; ok {
 			n, err := oipClassification(o.Name, k)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			spec.Classification = n
 		}
 		if err := checkBinaryFlag(o.Parameters, "binary_data", fmt.Sprintf("output %q", o.Name)); err != nil {
-			return nil, err
+			return err
 		}
 		req.Outputs = append(req.Outputs, spec)
 	}
-	return req, nil
+	return nil
 }
 
 // checkBinaryFlag refuses a binary_data or binary_data_output parameter
@@ -307,7 +311,7 @@ func decodeJSONInput(t *oipTensor, raw json.RawMessage, count int64) error {
 	case "FP32":
 		values, err := flattenNumbers(raw, count)
 		if err != nil {
-			return badRequestf("input %q: %v", t.Name, err)
+			return badRequestf("input %q of shape %v: %v", t.Name, t.Shape, err)
 		}
 		t.FP32 = values
 	case "BYTES":

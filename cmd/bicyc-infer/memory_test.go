@@ -23,7 +23,7 @@ import (
 // TestServeMemoryCeiling runs the real server with small limits (two
 // slots, 2 MiB bodies, 8 MiB of them in memory, 1 Mpx images) and sends
 // it the worst request shapes its limits let through, four at once (two
-// classified, two decoded and waiting for a slot): base64 PNGs and 1x1 GIFs
+// classified, two waiting for a slot with their bodies): base64 PNGs and 1x1 GIFs
 // filling a body (thousands of images in one request), an FP32 tensor of
 // zeros filling a body (the most values per byte), and two images of the
 // largest size. Each shape's peak resident set (VmHWM, reset between

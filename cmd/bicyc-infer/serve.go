@@ -65,11 +65,12 @@ laid out DIR/<name>/<version>/), as an HTTP JSON service. The public listener (-
                       a drift signal) and unknown images collected
   /v2/...             the Open Inference Protocol (KServe v2) over REST: GET /v2/health/live,
                       /v2/health/ready, /v2/models/<name>[/versions/<v>] (metadata; the classes
-                      in parameters) and .../ready; POST .../infer with a BYTES tensor "image" of
-                      base64 images or an FP32 tensor "input" [N,C,H,W]; outputs "distance",
-                      "probabilities", "unknown_score", "unknown", and Triton's classification
-                      extension. A --model is served as --model-name, version 1. With a
-                      repository, /v1/classify takes ?model=<name>&version=<v>.
+                      in parameters), .../ready and .../stats; POST .../infer with a BYTES tensor
+                      "image" of encoded images (base64 in JSON) or an FP32 tensor "input"
+                      [N,C,H,W]; outputs "distance", "probabilities", "unknown_score", "unknown";
+                      Triton's binary tensor data, classification and statistics extensions.
+                      A --model is served as --model-name, version 1. With a repository,
+                      /v1/classify takes ?model=<name>&version=<v>.
 
 The admin listener (--admin-addr, by default 127.0.0.1:8081; empty turns it off) answers only:
 
@@ -77,6 +78,7 @@ The admin listener (--admin-addr, by default 127.0.0.1:8081; empty turns it off)
                       manifest and every file, a warm-up run) and serve it from the next request
                       on, if it verifies: 200 {"model", "classes"}, or 500 {"error"} with the
                       previous model serving on (a repository: every loaded model again)
+  GET  /v2            server metadata, with the model_repository extension for a repository
   POST /v2/repository/index, /v2/repository/models/<name>/load and .../unload
                       Triton's repository API: every version and why it is or is not served;
                       load a model's versions (body {"parameters": {"version_policy":
@@ -93,11 +95,11 @@ uploads never hold a slot. Images are decoded inside a slot, so at most --max-co
 decoded at once, each up to about 16 bytes per pixel (256 MiB at the default 16 Mpx); a JPEG of
 more than 100 scans is refused (413), and a client that leaves stops its decoding. A v2 batch is
 classified in runs of at most 64 images; one whose answers would take more than 4 x --max-body
-gets 413 naming the limit. Memory ceiling: about 128 MiB + 4 x --max-buffered (bodies and the
-tensors decoded from them) + --max-concurrent x (16 B x --max-pixels + 4 x --max-body)
-(with the defaults and two cores, 128 + 512 + 2 x (256 + 128) = 1408 MiB; it is set as the Go
-runtime's soft memory limit unless GOMEMLIMIT is set), plus a repository's models, about the size
-of their files each.
+gets 413 naming the limit. Memory ceiling: about 128 MiB + --max-buffered + --max-concurrent x
+(16 B x --max-pixels + 7 x --max-body) (per slot: an image being decoded, the tensors decoded from
+one body and that request's answers; with the defaults and two cores, 128 + 128 + 2 x (256 + 224)
+= 1216 MiB; it is set as the Go runtime's soft memory limit unless GOMEMLIMIT is set), plus a
+repository's models, about the size of their files each.
 --collect-unknown DIR saves every image answered unknown, from the body already read (bounded by
 --collect-max-files and --collect-max-bytes over what DIR holds now: moving labelled files out
 makes room at once, files other processes write count; never overwriting), to be labelled and
