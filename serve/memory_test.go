@@ -5,17 +5,20 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/color"
 	"image/gif"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/internal/jpegbomb"
@@ -208,5 +211,49 @@ func TestClientGoneStopsDecoding(t *testing.T) {
 	t.Logf("decoding takes %v; the slot was free %v after the client left", full, freed)
 	if freed > full/2 {
 		t.Errorf("slot freed %v after the client left, the decoding takes %v: it was not stopped", freed, full)
+	}
+}
+
+// TestBatchBytesEstimate: the estimate admission refuses batches by
+// (batchBytes) covers what a request's answers allocate, from the results
+// as infer returns them (a Prediction per class) through oipOutputs to the
+// JSON response, for a model of 1000 classes (measured: about 106 bytes
+// per image and class against the estimate's 128).
+func TestBatchBytesEstimate(t *testing.T) {
+	dir, _ := testModel(t)
+	ref := openReference(t, dir)
+	const n, k = 300, 1000
+	classes := make([]bundle.Class, k)
+	column := map[int]int{}
+	for i := range classes {
+		classes[i] = bundle.Class{ID: i, Name: fmt.Sprintf("class-%04d", i)}
+		column[i] = i
+	}
+	v := &version{number: 1, model: ref, classes: classes, column: column}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	results := make([]infer.Result, n)
+	for i := range results {
+		p := make([]infer.Prediction, k)
+		for j := range p {
+			p[j] = infer.Prediction{ClassID: j, Name: classes[j].Name, Distance: float32(i*k+j) * 1.2345678}
+		}
+		results[i] = infer.Result{Predictions: p, UnknownScore: 1.5}
+	}
+	req := &oipRequest{Inputs: []oipTensor{{Name: inputImage}}}
+	outputs, err := oipOutputs(req, v, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	writeInferResponse(w, req, &oipResponse{ModelName: "m", ModelVersion: "1", Outputs: outputs})
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(results)
+	perImage := int64(after.TotalAlloc-before.TotalAlloc) / n
+	estimate := batchBytes(n, k, 0) / n
+	t.Logf("%d classes: %d bytes allocated per image (%.0f per class), estimate %d", k, perImage, float64(perImage)/k, estimate)
+	if perImage > estimate {
+		t.Errorf("answers allocate %d bytes per image, more than the estimate of %d", perImage, estimate)
 	}
 }
