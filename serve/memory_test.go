@@ -220,6 +220,9 @@ func TestClientGoneStopsDecoding(t *testing.T) {
 // JSON response, for a model of 1000 classes (measured: about 106 bytes
 // per image and class against the estimate's 128).
 func TestBatchBytesEstimate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's instrumentation allocates more than the server does")
+	}
 	dir, _ := testModel(t)
 	ref := openReference(t, dir)
 	const n, k = 300, 1000
