@@ -289,6 +289,15 @@ func inferCases(t *testing.T, f *confFixture, latest string) []confCase {
 					}
 				}
 			}},
+		// A version named in the path answers with that version's classes.
+		{name: "classification version 1", model: "fmnist", version: "1", req: confRequest{inputs: []confInput{images(1)}, outputs: []confOutput{{name: "distance", classification: 1}}}, status: 200,
+			check: func(t *testing.T, a confAnswer) {
+				_, res := f.want(t, "1")
+				o := a.output(t, "distance")
+				if a.modelVersion != "1" || len(o.bytes) != 1 || !strings.HasSuffix(string(o.bytes[0]), ":"+res[0].Predictions[0].Name) {
+					t.Errorf("version %q: %q, want version 1's class %s", a.modelVersion, o.bytes, res[0].Predictions[0].Name)
+				}
+			}},
 		// Failures: the error object, with the status of its class.
 		{name: "model not served", model: "other", req: confRequest{inputs: []confInput{images(1)}}, status: 404, has: `model "other" is not served`},
 		{name: "version not served", model: "fmnist", version: "7", req: confRequest{inputs: []confInput{images(1)}}, status: 404, has: "version 7 is not served"},

@@ -40,8 +40,8 @@ import (
 //     InvalidArgument, 404 to NotFound, 408 and 504 to DeadlineExceeded,
 //     499 to Canceled, 503 to Unavailable, 500 to Internal.
 //   - A transport that fails a request before calling oipInfer, once it
-//     knows the version (a body it cannot read), counts the failure with
-//     oipFailed.
+//     knows the version (a body it cannot read, a content type it does not
+//     take), counts the failure with oipFailed.
 //   - Model versions are strings as on the wire: "" is the latest version
 //     the server serves, otherwise a positive decimal number.
 
@@ -407,9 +407,9 @@ func (s *Server) oipInfer(ctx context.Context, name, version string, req *oipReq
 }
 
 // oipFailed counts a request for v that failed in its transport (a body
-// that could not be read) since start, as the core counts its own
-// failures: every request that names a served version and fails is in its
-// fail statistics, whichever transport it came by.
+// it could not read, a content type it does not take) since start, as the
+// core counts its own failures: every request that names a served version
+// and fails is in its fail statistics, whichever transport it came by.
 func (s *Server) oipFailed(v *version, name string, start time.Time) {
 	s.stats(name, v.number).record(inferPhases{}, time.Since(start), false)
 }

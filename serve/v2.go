@@ -115,7 +115,9 @@ func (s *Server) v2Infer(w http.ResponseWriter, r *http.Request) {
 	v, err := s.oipFind(name, version)
 	header := r.Header.Get(headerContentLength)
 	if err == nil {
-		err = inferContent(r, header != "")
+		if err = inferContent(r, header != ""); err != nil {
+			s.oipFailed(v, name, start)
+		}
 	}
 	if err != nil {
 		writeError(w, oipStatus(err), err)

@@ -359,3 +359,28 @@ func TestV2StatsAreMetrics(t *testing.T) {
 		t.Errorf("stats %+v, want 3 successes of 6 images and 1 failure", stats[0])
 	}
 }
+
+// FuzzV2InferBinary checks that no request with binary tensor data (a
+// JSON part and any bytes after it) makes the handler panic or answer
+// 500: every bad framing is the client's fault (4xx).
+func FuzzV2InferBinary(f *testing.F) {
+	dir, test := testModel(f)
+	png := encodePNG(f, fashionImage(test, 0))
+	image := bytesElements(png)
+	f.Add(fmt.Sprintf(`{"inputs":[{"name":"image","shape":[1],"datatype":"BYTES","parameters":{"binary_data_size":%d}}],"outputs":[{"name":"distance","parameters":{"binary_data":true}}]}`, len(image)), image)
+	f.Add(`{"inputs":[{"name":"image","shape":[2,1],"datatype":"BYTES","parameters":{"binary_data_size":8}}]}`, []byte{1, 0, 0, 0, 7, 255, 255, 255})
+	f.Add(`{"inputs":[{"name":"input","shape":[40000,1,28,28],"datatype":"FP32","parameters":{"binary_data_size":4}}]}`, []byte{0, 0, 0, 63})
+	f.Add(`{"parameters":{"binary_data_output":true},"inputs":[{"name":"input","shape":[1,1,2,2],"datatype":"FP32","parameters":{"binary_data_size":16}}]}`, make([]byte, 16))
+	cfg := testConfig(dir)
+	cfg.MaxPixels, cfg.MaxBody, cfg.MaxConcurrent = 1<<16, 1<<16, 2
+	s := newTestServer(f, cfg)
+	f.Fuzz(func(t *testing.T, head string, tail []byte) {
+		req := httptest.NewRequest(http.MethodPost, "/v2/models/bicyc/infer", bytes.NewReader(append([]byte(head), tail...)))
+		req.Header.Set("Inference-Header-Content-Length", strconv.Itoa(len(head)))
+		rec := httptest.NewRecorder()
+		s.Public.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK && (rec.Code < 400 || rec.Code > 499) {
+			t.Errorf("status %d: %s", rec.Code, rec.Body)
+		}
+	})
+}
