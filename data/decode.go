@@ -108,7 +108,7 @@ func DecodeImageContext(ctx context.Context, r io.Reader, maxPixels int64) (img 
 			img, err = nil, formatError{fmt.Errorf("corrupt %s image: decoder failed: %v", format, p)}
 		}
 	}()
-	src := &readErrors{r: ctxReader{ctx, r}}
+	src := &readErrors{r: ctxReader{ctx: ctx, r: r}}
 	limited := bounded.NewReader(src, MaxImageBytes(maxPixels))
 	// The header is read through a copy, so the pixels are decoded from
 	// the same bytes without seeking or buffering the whole stream.
@@ -177,7 +177,7 @@ func decodeJPEG(ctx context.Context, header *bytes.Buffer, limited *bounded.Read
 	if unsupported {
 		return decodeUnsupportedJPEG(ctx, encoded, maxPixels, goErr)
 	}
-	img, err := jpeg.Decode(ctxReader{ctx, bytes.NewReader(encoded)})
+	img, err := jpeg.Decode(ctxReader{ctx, bytes.NewReader(encoded), decodeReadChunk})
 	if cerr := ctx.Err(); cerr != nil {
 		return nil, format, fmt.Errorf("decoding %s image: %w", format, cerr)
 	}

@@ -145,19 +145,25 @@ func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // ctxReader passes reads through until ctx is done, then fails with
 // ctx.Err(): a decoder reading from it stops within one read of a
-// cancelled request.
+// cancelled request. A chunk above 0 bounds each read.
 type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
+	ctx   context.Context
+	r     io.Reader
+	chunk int
 }
 
-// ctxReadChunk bounds one read, so a decoder that does much work per byte
-// (a JPEG's scans of a few bytes each) asks again often.
-const ctxReadChunk = 1 << 10
+// decodeReadChunk bounds each read of a JPEG decoded from memory, so a
+// decoder that does much work per byte (a JPEG's scans of a few bytes
+// each) asks again often; reads from the source are not bounded (a file's
+// reads stay as large as its reader makes them).
+const decodeReadChunk = 1 << 10
 
 func (c ctxReader) Read(p []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {
 		return 0, err
 	}
-	return c.r.Read(p[:min(len(p), ctxReadChunk)])
+	if c.chunk > 0 && len(p) > c.chunk {
+		p = p[:c.chunk]
+	}
+	return c.r.Read(p)
 }
