@@ -98,13 +98,15 @@ var errBatchTooLarge = errors.New("batch too large")
 // (batchBytes) is over the server's limit per request, naming the limit.
 func (s *Server) admitBatch(n int64, m model) error {
 	shape := m.InputShape()
-	need := batchBytes(n, int64(len(m.Classes())), int64(shape[0]*shape[1]*shape[2]))
-	if limit := s.cfg.BatchMemory(); need > limit {
-		return &oipError{http.StatusRequestEntityTooLarge, fmt.Errorf(
-			"%w: %d images of %d classes need about %d MiB for their answers, more than the limit of %d MiB per request (%d x the largest body): send at most %d images per request",
-			errBatchTooLarge, n, len(m.Classes()), need>>20, limit>>20, BatchBodies, n*limit/need)}
+	classes, values := int64(len(m.Classes())), int64(shape[0]*shape[1]*shape[2])
+	need, limit := batchBytes(n, classes, values), s.cfg.BatchMemory()
+	if need <= limit {
+		return nil
 	}
-	return nil
+	most := (limit - batchBytes(RunBatch, classes, values) + RunBatch*(resultBytes+classes*classBytes)) / (resultBytes + classes*classBytes)
+	return &oipError{http.StatusRequestEntityTooLarge, fmt.Errorf(
+		"%w: %d images of %d classes need about %d MiB for their answers, more than the limit of %d MiB per request (%d x the largest body): send at most %d images per request",
+		errBatchTooLarge, n, classes, need>>20, limit>>20, BatchBodies, max(most, 0))}
 }
 
 // classifyChunks classifies n images in runs of at most RunBatch images,

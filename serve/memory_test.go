@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,8 +66,9 @@ func TestClassifyChunks(t *testing.T) {
 
 // TestV2BatchOverLimit: a request of more images than the memory limit per
 // request allows (1x1 GIFs filling a body: their answers would take more
-// than BatchBodies x MaxBody) is refused with 413 naming the limit, before
-// any image is decoded; one within it is answered.
+// than BatchBodies x MaxBody) is refused with 413 naming the limit and the
+// most images a request may send, before any image is decoded; that many
+// valid images are answered, one more is refused.
 func TestV2BatchOverLimit(t *testing.T) {
 	dir, test := testModel(t)
 	cfg := testConfig(dir)
@@ -90,10 +92,18 @@ func TestV2BatchOverLimit(t *testing.T) {
 	if code != http.StatusRequestEntityTooLarge || !strings.Contains(ans.Error, "limit of 1 MiB per request") {
 		t.Errorf("%d images: %d %q, want 413 naming the limit", n, code, ans.Error)
 	}
+	// The most images the answer names are answered; one more is not.
+	var most int
+	if _, err := fmt.Sscanf(ans.Error[strings.LastIndex(ans.Error, "send at most "):], "send at most %d images", &most); err != nil || most < 2 {
+		t.Fatalf("%q names no number of images (%v)", ans.Error, err)
+	}
 	valid := base64.StdEncoding.EncodeToString(encodePNG(t, fashionImage(test, 0)))
-	code, ans = postInfer(t, url, map[string]any{"inputs": []any{map[string]any{"name": "image", "shape": []int{2}, "datatype": "BYTES", "data": []string{valid, valid}}}})
-	if code != http.StatusOK {
-		t.Errorf("2 images: %d %q", code, ans.Error)
+	for _, count := range []int{most, most + 1} {
+		items := slices.Repeat([]string{valid}, count)
+		code, ans = postInfer(t, url, map[string]any{"inputs": []any{map[string]any{"name": "image", "shape": []int{count}, "datatype": "BYTES", "data": items}}})
+		if want := map[bool]int{true: http.StatusOK, false: http.StatusRequestEntityTooLarge}[count == most]; code != want {
+			t.Errorf("%d images (the most allowed: %d): %d %q, want %d", count, most, code, ans.Error, want)
+		}
 	}
 }
 
