@@ -30,7 +30,9 @@ import (
 // shapes through /proc/PID/clear_refs) must stay under the ceiling the
 // server documents for its limits (serve.Config.MemoryCeiling); every
 // answer is 200, or 413 naming the limit. After the burst the resident
-// set must fall back (memory returned to the operating system).
+// set must fall back under twice the idle server's (it stayed at 999 MiB,
+// ONNX Runtime's memory for the largest batch, before batches ran in runs
+// of at most serve.RunBatch images).
 func TestServeMemoryCeiling(t *testing.T) {
 	model, d := testModel(t)
 	bin := buildBinary(t)
@@ -40,6 +42,7 @@ func TestServeMemoryCeiling(t *testing.T) {
 	srv := startServer(t, bin, model, "--max-concurrent", "2", "--max-body", strconv.Itoa(maxBody),
 		"--max-buffered", strconv.Itoa(4*maxBody), "--max-pixels", strconv.Itoa(maxPixels), "--queue-timeout", "60s")
 	pid := srv.cmd.Process.Pid
+	idle := residentSet(pid)
 	defer func() {
 		srv.cmd.Process.Kill()
 		srv.cmd.Wait()
@@ -107,9 +110,9 @@ func TestServeMemoryCeiling(t *testing.T) {
 	}
 	time.Sleep(2 * time.Second)
 	after := residentSet(pid)
-	t.Logf("resident set 2 s after the burst: %d MiB", after>>20)
-	if after > ceiling/2 {
-		t.Errorf("resident set %d MiB after the burst, want it handed back under half the ceiling (%d MiB)", after>>20, ceiling>>21)
+	t.Logf("resident set 2 s after the burst: %d MiB (%d MiB idle before it)", after>>20, idle>>20)
+	if after > 2*idle {
+		t.Errorf("resident set %d MiB after the burst, want it handed back under twice the idle server's %d MiB", after>>20, idle>>20)
 	}
 }
 
