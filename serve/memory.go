@@ -22,7 +22,10 @@ const (
 	MemoryBase = 128 << 20
 	// BytesPerPixel is the most memory one image takes per pixel between
 	// decoding and its reduction to the model's input: 8 bytes decoded
-	// (16-bit RGBA) and 8 for preprocessing's opaque 16-bit copy.
+	// (16-bit RGBA) and 8 for preprocessing's opaque 16-bit copy. A JPEG,
+	// at most 4 bytes decoded, is read whole before decoding (data's scan
+	// budget): its encoded bytes, at most 8 per pixel
+	// (data.MaxImageBytes), fit beside it.
 	BytesPerPixel = 16
 	// largeImagePixels is the size (1 Mpx, 8 to 16 MiB decoded) from
 	// which a decoded image's memory is handed back as soon as the image
