@@ -24,11 +24,14 @@ import (
 //
 //   - Requests carry decoded tensors: FP32 data as []float32, BYTES data as
 //     raw element bytes (never base64: a transport that receives base64
-//     decodes it). A transport checks that the data it decodes matches the
-//     declared shape's element count before it sizes any buffer from the
-//     shape (oipElements bounds the count); the core checks names,
-//     datatypes, shapes and counts again, so a transport that skips a
-//     check still gets a correct answer.
+//     decodes it). A transport checks each input with oipCheckInput (name,
+//     datatype and shape against the model, the element count bounded)
+//     and the data it decodes against that count before it sizes any
+//     buffer from the shape; the core checks them all again, so a
+//     transport that skips a check still gets a correct answer. A
+//     transport that decodes its wire form itself (REST) does so in
+//     oipRequest.Decode, which the core calls once the request holds a
+//     classification slot.
 //   - Responses carry typed output data (FP32 as []float32, BOOL as []bool,
 //     BYTES as [][]byte), in the order of the request's outputs, or
 //     oipDefaultOutputs' order when the request names none. Every value is
@@ -563,19 +566,15 @@ func oipDefaultOutputs(calibrated bool) []oipOutputSpec {
 }
 
 // oipOutputs builds the requested output tensors (oipDefaultOutputs when
-// the request names none) from one result per image. A score that is not
-// finite is the input's doing (the model's own images score finitely):
-// 400 naming the input and the image.
+// the request names none) from one result per image. A value of an
+// output that is not finite is the input's doing (the model's own images
+// score finitely): 400 naming the input and the image. (Classification
+// labels are text, any score readable in them.)
 func oipOutputs(req *oipRequest, v *version, results []infer.Result) ([]oipOutput, error) {
 	calibrated := v.model.Calibrated()
 	asked := req.Outputs
 	if len(asked) == 0 {
 		asked = oipDefaultOutputs(calibrated)
-	}
-	for i, res := range results {
-		if math.IsNaN(res.UnknownScore) || math.IsInf(res.UnknownScore, 0) || math.IsNaN(res.Confidence) {
-			return nil, badRequestf("input %q image %d: its values drive the unknown score to %v: send values of the model's preprocessed range", req.Inputs[0].Name, i, res.UnknownScore)
-		}
 	}
 	n, k := len(results), len(v.classes)
 	var out []oipOutput
@@ -629,9 +628,10 @@ func oipOutputs(req *oipRequest, v *version, results []infer.Result) ([]oipOutpu
 		}
 	}
 	for _, o := range out {
+		perImage := max(1, len(o.FP32)/max(1, n))
 		for i, x := range o.FP32 {
 			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-				return nil, badRequestf("input %q: output %q element %d is %v: the input's values drive scores beyond float32; send values of the model's preprocessed range", req.Inputs[0].Name, o.Name, i, x)
+				return nil, badRequestf("input %q image %d: its values drive output %q to %v, beyond float32: send values of the model's preprocessed range", req.Inputs[0].Name, i/perImage, o.Name, x)
 			}
 		}
 	}
