@@ -2,6 +2,7 @@ package data
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"image"
@@ -72,28 +73,42 @@ func IsImageFile(name string) bool {
 // is applied, as browsers and Pillow's ImageOps.exif_transpose do, by a
 // view with bounds at (0, 0) that maps each pixel to the stored one; an
 // unreadable tag is ignored. Other formats are returned as stored. Bounds,
-// checked before memory is committed:
+// checked before memory or time is committed:
 //
 //   - the header is decoded first, and an image whose width*height exceeds
 //     maxPixels is refused without decoding its pixels: a few kilobytes of
 //     PNG can declare a 100000x100000 image, 40 GB decoded;
 //   - at most MaxImageBytes(maxPixels) bytes are read from r, streamed into
-//     the decoder rather than buffered whole.
+//     the decoder rather than buffered whole (except a JPEG's, below);
+//   - a JPEG is read whole first and refused, before any pixel is decoded,
+//     when it has more than MaxJPEGScans scans or its scans sum to more
+//     than MaxJPEGScanPasses passes over maxPixels pixels: a progressive
+//     JPEG of a few hundred kilobytes can repeat its scans thousands of
+//     times, each one a pass over the whole image.
 //
 // Errors are lowercase and say what is wrong (empty data, unknown format,
 // corrupt header, truncated or corrupt pixels, too large); the caller adds
 // the file name. A problem with the content wraps ErrFormat, plus
 // image.ErrFormat for data in no known format and ErrImageTooLarge for a
-// refused size; an error of r is wrapped as it is. DecodeImage never panics
-// on bad data: a decoder panic becomes an error. It is safe for concurrent
-// use.
+// refused size or budget; an error of r is wrapped as it is. DecodeImage
+// never panics on bad data: a decoder panic becomes an error. It is safe
+// for concurrent use.
 func DecodeImage(r io.Reader, maxPixels int64) (img image.Image, format string, err error) {
+	return DecodeImageContext(context.Background(), r, maxPixels)
+}
+
+// DecodeImageContext is DecodeImage, stopped when ctx is done: reading,
+// Go's decoders and libjpeg-turbo stop within a short read or a row of
+// blocks, and the error wraps ctx.Err(). A server decodes a request's
+// images with the request's context, so a client that leaves or a passed
+// deadline frees its decoder.
+func DecodeImageContext(ctx context.Context, r io.Reader, maxPixels int64) (img image.Image, format string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			img, err = nil, formatError{fmt.Errorf("corrupt %s image: decoder failed: %v", format, p)}
 		}
 	}()
-	src := &readErrors{r: r}
+	src := &readErrors{r: ctxReader{ctx: ctx, r: r}}
 	limited := bounded.NewReader(src, MaxImageBytes(maxPixels))
 	// The header is read through a copy, so the pixels are decoded from
 	// the same bytes without seeking or buffering the whole stream.
@@ -102,23 +117,11 @@ func DecodeImage(r io.Reader, maxPixels int64) (img image.Image, format string, 
 	if serr := streamError(limited, src); serr != nil {
 		return nil, format, serr
 	}
-	if format == "jpeg" && isUnsupportedJPEG(err) {
-		return decodeUnsupportedJPEG(&header, limited, src, maxPixels, err)
-	}
-	switch {
-	case err != nil && header.Len() == 0:
-		return nil, "", formatError{errors.New("empty image data")}
-	case errors.Is(err, image.ErrFormat):
-		return nil, "", formatError{fmt.Errorf("unknown image format (want %s): %w", strings.Join(formatNames, ", "), err)}
-	case err != nil:
-		return nil, format, formatError{fmt.Errorf("corrupt %s header: %w", format, err)}
-	}
-	if err := checkSize(format, cfg, maxPixels); err != nil {
-		return nil, format, err
-	}
-	orientation := orientationNormal
 	if format == "jpeg" {
-		orientation = jpegOrientation(header.Bytes())
+		return decodeJPEG(ctx, &header, limited, src, cfg, maxPixels, err)
+	}
+	if err := configError(format, cfg, maxPixels, header.Len(), err); err != nil {
+		return nil, format, err
 	}
 	img, _, err = image.Decode(io.MultiReader(&header, limited))
 	if serr := streamError(limited, src); serr != nil {
@@ -127,7 +130,61 @@ func DecodeImage(r io.Reader, maxPixels int64) (img image.Image, format string, 
 	if err != nil {
 		return nil, format, formatError{fmt.Errorf("truncated or corrupt %s image (%dx%d): %w", format, cfg.Width, cfg.Height, err)}
 	}
-	return orient(img, orientation), format, nil
+	return img, format, nil
+}
+
+// configError is the problem image.DecodeConfig found (err) or the size
+// of the image it read refused (checkSize), nil when there is none; n is
+// the number of bytes it read.
+func configError(format string, cfg image.Config, maxPixels int64, n int, err error) error {
+	switch {
+	case err != nil && n == 0:
+		return formatError{errors.New("empty image data")}
+	case errors.Is(err, image.ErrFormat):
+		return formatError{fmt.Errorf("unknown image format (want %s): %w", strings.Join(formatNames, ", "), err)}
+	case err != nil:
+		return formatError{fmt.Errorf("corrupt %s header: %w", format, err)}
+	}
+	return checkSize(format, cfg, maxPixels)
+}
+
+// decodeJPEG decodes a JPEG whose header, read into header by
+// image.DecodeConfig (cfg, or the error goErr), is followed by the rest
+// of the image in limited. The image is read whole and its scans checked
+// against the budget (checkJPEGBudget) before any pixel is decoded; then
+// Go's image/jpeg decodes it, or libjpeg-turbo (jpegTurbo) when Go's
+// refuses it as unsupported. libjpeg reads the image from memory anyway,
+// and a JPEG's encoded bytes are a small part of its decoded size.
+func decodeJPEG(ctx context.Context, header *bytes.Buffer, limited *bounded.Reader, src *readErrors, cfg image.Config, maxPixels int64, goErr error) (image.Image, string, error) {
+	const format = "jpeg"
+	unsupported := isUnsupportedJPEG(goErr)
+	if !unsupported {
+		if err := configError(format, cfg, maxPixels, header.Len(), goErr); err != nil {
+			return nil, format, err
+		}
+	}
+	_, err := header.ReadFrom(limited)
+	if serr := streamError(limited, src); serr != nil {
+		return nil, format, serr
+	}
+	if err != nil {
+		return nil, format, fmt.Errorf("reading image: %w", err)
+	}
+	encoded := header.Bytes()
+	if err := checkJPEGBudget(encoded, maxPixels); err != nil {
+		return nil, format, formatError{err}
+	}
+	if unsupported {
+		return decodeUnsupportedJPEG(ctx, encoded, maxPixels, goErr)
+	}
+	img, err := jpeg.Decode(ctxReader{ctx, bytes.NewReader(encoded), decodeReadChunk})
+	if cerr := ctx.Err(); cerr != nil {
+		return nil, format, fmt.Errorf("decoding %s image: %w", format, cerr)
+	}
+	if err != nil {
+		return nil, format, formatError{fmt.Errorf("truncated or corrupt %s image (%dx%d): %w", format, cfg.Width, cfg.Height, err)}
+	}
+	return orient(img, jpegOrientation(encoded)), format, nil
 }
 
 // streamError is the problem of the input itself, nil when there is
@@ -143,26 +200,18 @@ func streamError(limited *bounded.Reader, src *readErrors) error {
 	return nil
 }
 
-// decodeUnsupportedJPEG decodes a JPEG whose header Go's image/jpeg
-// refused as unsupported (goErr), the header read into header and the rest
-// to come from limited, with libjpeg-turbo (jpegTurbo). The whole encoded
-// image is held in memory meanwhile (libjpeg reads it from memory); the
-// JPEGs Go decodes are streamed as before.
-func decodeUnsupportedJPEG(header *bytes.Buffer, limited *bounded.Reader, src *readErrors, maxPixels int64, goErr error) (image.Image, string, error) {
+// decodeUnsupportedJPEG decodes the JPEG in encoded, whose header Go's
+// image/jpeg refused as unsupported (goErr), with libjpeg-turbo
+// (jpegTurbo), stopped when ctx is done.
+func decodeUnsupportedJPEG(ctx context.Context, encoded []byte, maxPixels int64, goErr error) (image.Image, string, error) {
 	const format = "jpeg"
-	_, err := header.ReadFrom(limited)
-	if serr := streamError(limited, src); serr != nil {
-		return nil, format, serr
-	}
-	switch {
-	case err != nil:
-		return nil, format, fmt.Errorf("reading image: %w", err)
-	case jpegTurbo == "":
+	if jpegTurbo == "" {
 		return nil, format, formatError{fmt.Errorf("%w: %s image: %v; this build has no fallback decoder (libjpeg-turbo needs cgo, and no -tags nojpegturbo)", ErrUnsupported, format, goErr)}
 	}
-	encoded := header.Bytes()
-	img, err := decodeJPEGTurbo(encoded, maxPixels)
+	img, err := decodeJPEGTurbo(ctx, encoded, maxPixels)
 	switch {
+	case ctx.Err() != nil:
+		return nil, format, fmt.Errorf("decoding %s image: %w", format, ctx.Err())
 	case errors.Is(err, ErrImageTooLarge):
 		return nil, format, formatError{fmt.Errorf("%s %w", format, err)}
 	case err != nil:

@@ -16,8 +16,10 @@
 // resized crops, and ConvertLayout rewrites TinyImageNet and CUB-200-2011
 // into that layout. Open dispatches on a Source. DecodeImage is bicyc's one
 // image decoder, for training's image folders and for inference alike: one
-// pixel limit (MaxImagePixels), a byte limit (MaxImageBytes), JPEGs turned
-// upright by their EXIF orientation, no panics;
+// pixel limit (MaxImagePixels), a byte limit (MaxImageBytes), a budget of
+// JPEG scans (MaxJPEGScans, MaxJPEGScanPasses), a context that stops it
+// (DecodeImageContext), JPEGs turned upright by their EXIF orientation, no
+// panics;
 // ImageFiles is its one directory walk, which never opens a named pipe,
 // device or socket. Loaders never panic on outside data: malformed files
 // return an error that names the file and the problem and wraps one of the

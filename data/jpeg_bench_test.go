@@ -2,6 +2,7 @@ package data
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -29,7 +30,7 @@ func BenchmarkDecodeJPEG(b *testing.B) {
 			for b.Loop() {
 				var err error
 				if c.name == "turbo-420" {
-					_, err = decodeJPEGTurbo(raw, MaxImagePixels)
+					_, err = decodeJPEGTurbo(context.Background(), raw, MaxImagePixels)
 				} else {
 					_, _, err = DecodeImage(bytes.NewReader(raw), MaxImagePixels)
 				}

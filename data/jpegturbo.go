@@ -31,13 +31,38 @@ static void bicyc_jpeg_emit(j_common_ptr c, int level) {
 	}
 }
 
+// A progress monitor that stops a decode once *stop is set (from Go, when
+// the caller's context is done) or the decoder has read more than
+// max_scans scans; libjpeg calls it every few rows of blocks.
+struct bicyc_jpeg_progress {
+	struct jpeg_progress_mgr pub;
+	volatile int *stop;
+	int max_scans;
+};
+
+static void bicyc_jpeg_monitor(j_common_ptr c) {
+	struct bicyc_jpeg_progress *p = (struct bicyc_jpeg_progress *)c->progress;
+	struct bicyc_jpeg_error *e = (struct bicyc_jpeg_error *)c->err;
+	j_decompress_ptr d = (j_decompress_ptr)c;
+	if (*p->stop) {
+		snprintf(e->msg, JMSG_LENGTH_MAX, "stopped");
+		longjmp(e->jump, 1);
+	}
+	if (d->input_scan_number > p->max_scans) {
+		snprintf(e->msg, JMSG_LENGTH_MAX, "more than %d scans", p->max_scans);
+		longjmp(e->jump, 1);
+	}
+}
+
 // bicyc_jpeg_decode reads the header of the JPEG in buf and, when out is
 // not NULL, decodes it into out: width*height bytes (one component) or
-// width*height*4 (RGBA, alpha 255). It returns 0, or -1 with msg set.
+// width*height*4 (RGBA, alpha 255), stopping as bicyc_jpeg_monitor says.
+// It returns 0, or -1 with msg set.
 static int bicyc_jpeg_decode(const unsigned char *buf, unsigned long len, unsigned char *out,
-		int *width, int *height, int *components, char *msg) {
+		int *width, int *height, int *components, volatile int *stop, int max_scans, char *msg) {
 	struct jpeg_decompress_struct d;
 	struct bicyc_jpeg_error e;
+	struct bicyc_jpeg_progress p;
 	d.err = jpeg_std_error(&e.pub);
 	e.pub.error_exit = bicyc_jpeg_fail;
 	e.pub.emit_message = bicyc_jpeg_emit;
@@ -48,6 +73,10 @@ static int bicyc_jpeg_decode(const unsigned char *buf, unsigned long len, unsign
 		return -1;
 	}
 	jpeg_create_decompress(&d);
+	p.pub.progress_monitor = bicyc_jpeg_monitor;
+	p.stop = stop;
+	p.max_scans = max_scans;
+	d.progress = &p.pub;
 	jpeg_mem_src(&d, buf, len);
 	jpeg_read_header(&d, TRUE);
 	*width = d.image_width;
@@ -80,9 +109,11 @@ static int bicyc_jpeg_decode(const unsigned char *buf, unsigned long len, unsign
 import "C"
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"image"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -97,18 +128,35 @@ const jpegTurbo = "libjpeg-turbo"
 
 // decodeJPEGTurbo decodes a whole JPEG with libjpeg-turbo into *image.Gray
 // (one component) or *image.RGBA (three: YCbCr or RGB), refusing one of
-// more than maxPixels pixels before decoding it. Errors are libjpeg's
-// messages.
-func decodeJPEGTurbo(b []byte, maxPixels int64) (image.Image, error) {
+// more than maxPixels pixels before decoding it, and stopping when ctx is
+// done or the decoder reads more than MaxJPEGScans scans (the scans were
+// counted before; libjpeg's own count guards the same budget). Errors are
+// libjpeg's messages.
+func decodeJPEGTurbo(ctx context.Context, b []byte, maxPixels int64) (image.Image, error) {
 	if len(b) == 0 {
 		return nil, errors.New("empty data")
 	}
 	var w, h, comps C.int
 	msg := (*C.char)(C.malloc(C.JMSG_LENGTH_MAX))
 	defer C.free(unsafe.Pointer(msg))
+	// The stop flag is Go memory, which libjpeg reads only during the
+	// calls below (cgo's pointer rules) while Go may set it.
+	stop := new(int32)
+	defer context.AfterFunc(ctx, func() { atomic.StoreInt32(stop, 1) })()
+	if ctx.Err() != nil {
+		// AfterFunc would set it, but from a goroutine of its own.
+		atomic.StoreInt32(stop, 1)
+	}
+	cstop := (*C.int)(unsafe.Pointer(stop))
 	src := (*C.uchar)(unsafe.Pointer(&b[0]))
-	if C.bicyc_jpeg_decode(src, C.ulong(len(b)), nil, &w, &h, &comps, msg) != 0 {
-		return nil, errors.New(C.GoString(msg))
+	decode := func(out *C.uchar) error {
+		if C.bicyc_jpeg_decode(src, C.ulong(len(b)), out, &w, &h, &comps, cstop, MaxJPEGScans, msg) != 0 {
+			return errors.New(C.GoString(msg))
+		}
+		return nil
+	}
+	if err := decode(nil); err != nil {
+		return nil, err
 	}
 	if w <= 0 || h <= 0 {
 		return nil, fmt.Errorf("header declares an empty %dx%d image", w, h)
@@ -129,8 +177,8 @@ func decodeJPEGTurbo(b []byte, maxPixels int64) (image.Image, error) {
 	default:
 		return nil, fmt.Errorf("%d color components (want 1 or 3)", comps)
 	}
-	if C.bicyc_jpeg_decode(src, C.ulong(len(b)), (*C.uchar)(unsafe.Pointer(&pix[0])), &w, &h, &comps, msg) != 0 {
-		return nil, errors.New(C.GoString(msg))
+	if err := decode((*C.uchar)(unsafe.Pointer(&pix[0]))); err != nil {
+		return nil, err
 	}
 	return img, nil
 }

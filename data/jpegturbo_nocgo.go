@@ -3,6 +3,7 @@
 package data
 
 import (
+	"context"
 	"errors"
 	"image"
 )
@@ -13,6 +14,6 @@ const jpegTurbo = ""
 
 // decodeJPEGTurbo is unavailable in this build: the JPEGs Go's image/jpeg
 // refuses stay unsupported (ErrUnsupported).
-func decodeJPEGTurbo([]byte, int64) (image.Image, error) {
+func decodeJPEGTurbo(context.Context, []byte, int64) (image.Image, error) {
 	return nil, errors.New("this build has no libjpeg-turbo (built without cgo)")
 }

@@ -16,7 +16,9 @@ func IsImageFile(name string) bool { return data.IsImageFile(name) }
 
 // DecodeImage reads one image in PNG, JPEG, GIF (first frame), BMP, TIFF or
 // WebP from r, refusing from its header alone an image of more than
-// maxPixels pixels (ErrImageTooLarge), and reading at most
+// maxPixels pixels, and a JPEG over data.MaxJPEGScans scans or
+// data.MaxJPEGScanPasses passes before decoding its pixels
+// (ErrImageTooLarge), and reading at most
 // data.MaxImageBytes(maxPixels) bytes. A JPEG is returned upright by its
 // EXIF Orientation tag. It is data.DecodeImage, the decoder training's
 // image folders use too: corrupt or unknown data wraps ErrImageFormat, a

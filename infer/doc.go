@@ -25,7 +25,8 @@
 //
 // DecodeImage reads PNG, JPEG, GIF, BMP, TIFF and WebP in any colour model
 // and refuses, from the header alone, images larger than WithMaxPixels
-// (decompression bombs), reading at most data.MaxImageBytes; it is
+// (decompression bombs), and JPEGs over data's scan budget (scan bombs),
+// reading at most data.MaxImageBytes; it is
 // data.DecodeImage, the decoder training's image folders use too. A JPEG
 // comes back upright by its EXIF Orientation tag, so a phone's portrait
 // photo, stored sideways, is classified as it is seen. The

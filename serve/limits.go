@@ -188,6 +188,9 @@ func requestStatus(err error) int {
 		return http.StatusUnsupportedMediaType
 	case errors.Is(err, errNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, context.DeadlineExceeded):
+		// The request's deadline passed while its images were decoded.
+		return http.StatusGatewayTimeout
 	case errors.Is(err, context.Canceled):
 		// The client went away and its context stopped the run.
 		return statusClientClosed

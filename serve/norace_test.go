@@ -9,3 +9,6 @@ const (
 	loadQueueTimeout = 10 * time.Second
 	loadMinRequests  = 100
 )
+
+// raceEnabled says whether the race detector instruments the tests.
+const raceEnabled = false

@@ -383,10 +383,11 @@ func oipElements(shape []int64, limit int64) (int64, error) {
 
 // oipInfer answers an inference request for version of model name: it
 // waits for a classification slot (at most the queue timeout), checks
-// and prepares the input (decoding images one at a time), classifies the
-// batch in one run, counts and collects the images answered unknown,
-// builds the outputs asked for, and records the model version's
-// statistics. ctx ends the wait and the run early.
+// and prepares the input (decoding images one at a time), refuses a batch
+// over the memory limit per request (admitBatch) and classifies the rest
+// in runs of at most RunBatch images (classifyChunks), counts and collects
+// the images answered unknown, builds the outputs asked for, and records
+// the model version's statistics. ctx ends the wait and the run early.
 func (s *Server) oipInfer(ctx context.Context, name, version string, req *oipRequest) (*oipResponse, error) {
 	start := time.Now()
 	if !s.ready.Load() {
@@ -435,15 +436,27 @@ func (s *Server) oipRun(ctx context.Context, name string, number int64, req *oip
 	var results []infer.Result
 	var encoded []imageBytes
 	v, err := s.use(name, number, func(m model) error {
-		inputs, images, err := s.oipInputs(req, m)
+		in, n, err := s.oipInput(req, m)
+		if err == nil {
+			err = s.admitBatch(n, m)
+		}
 		if err != nil {
 			return err
 		}
-		encoded = images
-		t1 := time.Now()
-		ph.input = t1.Sub(t0)
-		results, err = m.ClassifyInputs(ctx, inputs)
-		ph.infer = time.Since(t1)
+		encoded, ph.input, ph.infer, ph.runs = nil, time.Since(t0), 0, 0
+		results, err = classifyChunks(ctx, int(n), func(lo, hi int) ([]infer.Input, error) {
+			t1 := time.Now()
+			inputs, images, err := s.oipInputs(ctx, in, m, lo, hi)
+			encoded = append(encoded, images...)
+			ph.input += time.Since(t1)
+			return inputs, err
+		}, func(ctx context.Context, inputs []infer.Input) ([]infer.Result, error) {
+			t2 := time.Now()
+			out, err := m.ClassifyInputs(ctx, inputs)
+			ph.infer += time.Since(t2)
+			ph.runs++
+			return out, err
+		})
 		if errors.Is(err, infer.ErrNonFinite) {
 			return badRequestf("input %q: its values drive a score beyond float32 (%v): send values of the model's preprocessed range", req.Inputs[0].Name, err)
 		}
@@ -476,51 +489,67 @@ type imageBytes struct {
 	format string
 }
 
-// oipInputs turns the request's one input tensor into the model's inputs:
-// an "image" BYTES tensor is decoded image by image (the encoded bytes
-// kept, for collection), an "input" FP32 tensor split image by image.
-func (s *Server) oipInputs(req *oipRequest, m model) ([]infer.Input, []imageBytes, error) {
+// oipInput checks the request's one input tensor against m and returns
+// it with its number of images.
+func (s *Server) oipInput(req *oipRequest, m model) (*oipTensor, int64, error) {
 	if len(req.Inputs) != 1 {
-		return nil, nil, badRequestf("%d input tensors: want one, %q (BYTES, encoded images) or %q (FP32, preprocessed)", len(req.Inputs), inputImage, inputTensor)
+		return nil, 0, badRequestf("%d input tensors: want one, %q (BYTES, encoded images) or %q (FP32, preprocessed)", len(req.Inputs), inputImage, inputTensor)
 	}
 	in := &req.Inputs[0]
 	count, err := oipCheckInput(in, m.InputShape(), s.maxBody)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, err
 	}
 	switch in.Name {
 	case inputImage:
 		if int64(len(in.Bytes)) != count {
-			return nil, nil, badRequestf("input %q has %d elements, its shape %v says %d", in.Name, len(in.Bytes), in.Shape, count)
+			return nil, 0, badRequestf("input %q has %d elements, its shape %v says %d", in.Name, len(in.Bytes), in.Shape, count)
 		}
-		inputs := make([]infer.Input, len(in.Bytes))
-		images := make([]imageBytes, len(in.Bytes))
-		for i, b := range in.Bytes {
-			img, format, err := data.DecodeImage(bytes.NewReader(b), s.maxPixels)
+	default: // inputTensor
+		if int64(len(in.FP32)) != count {
+			return nil, 0, badRequestf("input %q: %d values, the shape says %d", in.Name, len(in.FP32), count)
+		}
+	}
+	return in, in.Shape[0], nil
+}
+
+// oipInputs turns images lo to hi of the input tensor in (checked by
+// oipInput) into the model's inputs: an "image" BYTES tensor is decoded
+// image by image (the encoded bytes kept, for collection; ctx stops the
+// decoding), an "input" FP32 tensor split image by image.
+func (s *Server) oipInputs(ctx context.Context, in *oipTensor, m model, lo, hi int) ([]infer.Input, []imageBytes, error) {
+	switch in.Name {
+	case inputImage:
+		inputs := make([]infer.Input, 0, hi-lo)
+		images := make([]imageBytes, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			b := in.Bytes[i]
+			img, format, err := data.DecodeImageContext(ctx, bytes.NewReader(b), s.maxPixels)
 			if err != nil {
 				// The request's fault: 400, or 413/415 by the wrapped error.
 				return nil, nil, &badRequest{fmt.Errorf("input %q element %d: %w", in.Name, i, err)}
 			}
-			if inputs[i], err = m.Prepare(img); err != nil {
+			input, err := m.Prepare(img)
+			if err != nil {
 				return nil, nil, fmt.Errorf("input %q element %d: %w", in.Name, i, err)
 			}
 			bounds := img.Bounds()
 			img = nil
 			ReleaseImage(bounds)
-			images[i] = imageBytes{b, format}
+			inputs = append(inputs, input)
+			images = append(images, imageBytes{b, format})
 		}
 		return inputs, images, nil
 	default: // inputTensor
 		shape := m.InputShape()
-		if int64(len(in.FP32)) != count {
-			return nil, nil, badRequestf("input %q: %d values, the shape says %d", in.Name, len(in.FP32), count)
-		}
 		size := shape[0] * shape[1] * shape[2]
-		inputs := make([]infer.Input, in.Shape[0])
-		for i := range inputs {
-			if inputs[i], err = m.InputFromTensor(in.FP32[i*size : (i+1)*size]); err != nil {
+		inputs := make([]infer.Input, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			input, err := m.InputFromTensor(in.FP32[i*size : (i+1)*size])
+			if err != nil {
 				return nil, nil, badRequestf("input %q image %d: %v", in.Name, i, err)
 			}
+			inputs = append(inputs, input)
 		}
 		return inputs, nil, nil
 	}

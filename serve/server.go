@@ -563,7 +563,7 @@ func (s *Server) classify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.release()
-	img, format, err := data.DecodeImage(bytes.NewReader(encoded), s.maxPixels)
+	img, format, err := data.DecodeImageContext(r.Context(), bytes.NewReader(encoded), s.maxPixels)
 	if err != nil {
 		writeError(w, requestStatus(err), err)
 		return

@@ -42,11 +42,12 @@ type inferStats struct {
 }
 
 // inferPhases are the durations of the phases one request went through
-// (zero for those it did not reach) and the images it classified.
+// (zero for those it did not reach), the images it classified and the
+// model runs it took.
 type inferPhases struct {
 	slotted                     bool // got a classification slot
 	queue, input, infer, output time.Duration
-	images                      int
+	images, runs                int
 }
 
 // record adds one request that took total, succeeded or failed, with its
@@ -66,7 +67,7 @@ func (st *inferStats) record(ph inferPhases, total time.Duration, ok bool) {
 	st.computeInfer.add(ph.infer)
 	st.computeOutput.add(ph.output)
 	st.inferences.Add(uint64(ph.images))
-	st.executions.Add(1)
+	st.executions.Add(uint64(ph.runs))
 	st.lastInference.Store(time.Now().UnixMilli())
 }
 
@@ -190,7 +191,7 @@ var (
 		"Images classified through the Open Inference Protocol (the statistics extension's inference_count).",
 		[]string{"model", "version"}, nil)
 	statsExecutionsDesc = prometheus.NewDesc("bicyc_infer_inference_executions_total",
-		"Model runs of Open Inference Protocol requests, one per request (the statistics extension's execution_count).",
+		"Model runs of Open Inference Protocol requests, one per request of up to 64 images (the statistics extension's execution_count).",
 		[]string{"model", "version"}, nil)
 )
 

@@ -130,6 +130,7 @@ func (s *Server) v2Infer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, oipStatus(err), err)
 		return
 	}
+	defer returnMemory(len(body))
 	req := &oipRequest{Decode: func(req *oipRequest) error {
 		return decodeInferRequest(req, body, header, v.model.InputShape(), s.maxBody)
 	}}

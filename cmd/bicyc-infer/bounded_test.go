@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bicyc/bicyc/internal/jpegbomb"
 )
 
 // runWithin runs bicyc-infer like runCommand and fails the test if it does
@@ -139,4 +141,29 @@ func TestCollectKeepsBytesRead(t *testing.T) {
 	if len(want) > 0 {
 		t.Errorf("no record for %v:\n%s", want, stdout)
 	}
+}
+
+// TestClassifyScanBomb: a progressive JPEG of 6000 repeated scans among
+// valid images fails at once with an error naming the file and its scans;
+// the other images are classified.
+func TestClassifyScanBomb(t *testing.T) {
+	model, _ := testModel(t)
+	dir, _ := imageTree(t)
+	bomb := filepath.Join(dir, "bomb.jpg")
+	if err := os.WriteFile(bomb, jpegbomb.Progressive(4096, 6000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	stdout, stderr, err := runWithin(t, nil, "--model", model, "--provider", "cpu", dir)
+	took := time.Since(start)
+	if err == nil || err.Error() != "2 of 4 images failed" { // corrupt.png and the bomb
+		t.Errorf("error %v, want 2 of 4 images failed", err)
+	}
+	if want := bomb + ": jpeg has 6001 scans, more than the limit of 100"; !strings.Contains(stderr, want) {
+		t.Errorf("stderr %q lacks %q", stderr, want)
+	}
+	if n := strings.Count(stdout, "Pullover"); n != 2 {
+		t.Errorf("%d images classified, want 2:\n%s", n, stdout)
+	}
+	t.Logf("run of 4 images, the bomb among them, in %v", took)
 }

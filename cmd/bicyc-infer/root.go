@@ -205,7 +205,8 @@ image file, a directory (searched recursively for .png, .jpg, .jpeg, .gif, .bmp,
 and .webp files; hidden entries are passed over, and named pipes, devices and sockets are
 skipped with a message) or - for one image on standard input. Every image is read up to 8 bytes
 per allowed pixel plus 1 MiB (129 MiB at the default --max-pixels of 16 Mpx) and refused if its
-header declares more than --max-pixels; each is reduced to the model's input before the next is
+header declares more than --max-pixels (a JPEG also if it has more than 100 scans, or scans summing
+to more than 32 passes over --max-pixels: a decoding bomb); each is reduced to the model's input before the next is
 decoded, so memory holds one decoded image at a time: at most about 128 MiB + 16 bytes x
 --max-pixels of Go memory (384 MiB at 16 Mpx; set as the Go runtime's soft memory limit unless
 GOMEMLIMIT is set), plus ONNX Runtime's own, about the size of the model.

@@ -105,10 +105,14 @@ A request's body is read whole first (at most --max-body bytes, within --body-ti
 in memory together at most --max-buffered bytes, else 503), and only then does it wait, up to
 --queue-timeout, for one of --max-concurrent classification slots (else 503): slow or stalled
 uploads never hold a slot. Images are decoded inside a slot, so at most --max-concurrent images are
-decoded at once, each up to about 16 bytes per pixel (256 MiB at the default 16 Mpx). Memory
-ceiling: about 128 MiB + --max-buffered + --max-concurrent x 16 B x --max-pixels of Go memory
-(with the defaults and two cores, 128 + 128 + 512 = 768 MiB; it is set as the Go runtime's soft
-memory limit unless GOMEMLIMIT is set), plus ONNX Runtime's own, about the size of the model.
+decoded at once, each up to about 16 bytes per pixel (256 MiB at the default 16 Mpx); a JPEG of
+more than 100 scans is refused (413), and a client that leaves stops its decoding. A v2 batch is
+classified in runs of at most 64 images; one whose answers would take more than 4 x --max-body
+gets 413 naming the limit. Memory ceiling: about 128 MiB + --max-buffered + --max-concurrent x
+(16 B x --max-pixels + 7 x --max-body) (per slot: an image being decoded, the tensors decoded from
+one body and that request's answers; with the defaults and two cores, 128 + 128 + 2 x (256 + 224)
+= 1216 MiB; it is set as the Go runtime's soft memory limit unless GOMEMLIMIT is set), plus a
+repository's models, about the size of their files each.
 --collect-unknown DIR saves every image answered unknown, from the body already read (bounded by
 --collect-max-files and --collect-max-bytes over what DIR holds now: moving labelled files out
 makes room at once, files other processes write count; never overwriting), to be labelled and

@@ -37,11 +37,13 @@ import (
 // only with BICYC_SOAK=1; BICYC_SOAK_DURATION (default 60s) sets the
 // server soak's length. The bounds they check are the ceilings the help
 // and the README document (the Go memory ceiling; ONNX Runtime's own
-// memory for the small test model is a few MiB):
+// memory for the small test model is a few MiB), or tighter:
 //
 //   - soakServerRSS: the server's peak resident set under the mix below,
 //     two classification slots, default limits: 128 MiB + 128 MiB of
-//     bodies + 2 x 16 B x 16 Mpx;
+//     bodies + 2 x 16 B x 16 Mpx (the documented ceiling adds 7 x
+//     --max-body per slot for Open Inference Protocol batches, which this
+//     mix of /v1/classify requests does not send);
 //   - soakValidP99: the 99th percentile latency of a valid small image;
 //   - soakCLIRSS: `bicyc-infer --batch 16` over a folder of 16 images of
 //     4096x4096 16-bit RGBA: 128 MiB + 16 B x 16 Mpx.
