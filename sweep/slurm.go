@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -98,7 +98,7 @@ func (s Slurm) Validate() error {
 		}
 		// sbatch takes any unambiguous prefix of a long option.
 		name, _, _ := strings.Cut(strings.TrimPrefix(e, "--"), "=")
-		for _, r := range sortedKeys(reservedSbatch) {
+		for _, r := range slices.Sorted(maps.Keys(reservedSbatch)) {
 			if name != "" && strings.HasPrefix(r, name) {
 				errs = append(errs, fmt.Errorf("slurm: --sbatch-arg=%s sets --%s, which bicyc sweep sets itself: %s", e, r, reservedSbatch[r]))
 				break
@@ -114,15 +114,6 @@ func (s Slurm) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // WriteSlurm writes the sbatch scripts of the plan's unfinished cells into

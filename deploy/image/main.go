@@ -23,9 +23,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -103,7 +104,7 @@ func run(binDir, ortDir, gpuDir, data, certs, ref, revision, out, epoch string) 
 		{Path: "/lib", Link: "usr/lib"},
 		{Path: interp, Link: imageLibDir + "/" + filepath.Base(interp)},
 	}
-	for _, name := range sortedKeys(libs) {
+	for _, name := range slices.Sorted(maps.Keys(libs)) {
 		system = append(system, ociimage.Entry{Path: imageLibDir + "/" + name, Mode: 0o755, Source: libs[name]})
 	}
 	dataFiles, err := dirEntries(data, data)
@@ -269,13 +270,4 @@ func dirEntries(dir, target string) ([]ociimage.Entry, error) {
 		err = fmt.Errorf("%s: no files", dir)
 	}
 	return entries, err
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
