@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/bicyc/bicyc/bounded"
-	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
@@ -54,7 +54,7 @@ func testModel(t *testing.T) (*Manifest, map[string][]byte) {
 		FeatureDim:        2,
 		Adapter:           "mlp",
 		Classifier:        gauss.ClassifierOptions{Normalize: true, Shrink: 3, TopK: 3},
-		Preprocess: data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.286}, Std: []float32{0.353},
+		Preprocess: imaging.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.286}, Std: []float32{0.353},
 			Resize: "catmull-rom"},
 		Classes: []Class{{ID: 0, Name: "T-shirt/top", Task: 1}, {ID: 1, Name: "Trouser", Task: 1}, {ID: 7, Name: "Sneaker", Task: 2}},
 		Tasks:   [][]int{{0, 1}, {7}},

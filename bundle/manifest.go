@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/names"
 )
 
@@ -80,7 +80,7 @@ type Manifest struct {
 	Adapter    string                  `json:"adapter,omitempty"`
 	Classifier gauss.ClassifierOptions `json:"classifier"`
 	// Preprocess is the test-time preprocessing the backbone expects.
-	Preprocess data.Preprocess `json:"preprocess"`
+	Preprocess imaging.Preprocess `json:"preprocess"`
 
 	Classes []Class `json:"classes"`
 	// Tasks is the task stream: Tasks[t] lists the class IDs of task t in
@@ -183,7 +183,7 @@ func (m *Manifest) UnknownScore() gauss.UnknownScore {
 
 // Validate reports every inconsistency of m, joined, each wrapping
 // ErrManifest: a non-positive feature dim, a classifier option out of range
-// (also wrapping gauss.ErrOptions), an invalid preprocessing (also wrapping data.ErrPreprocess), duplicate class IDs, classes and tasks that disagree, a
+// (also wrapping gauss.ErrOptions), an invalid preprocessing (also wrapping imaging.ErrPreprocess), duplicate class IDs, classes and tasks that disagree, a
 // required file, the adapter file or the shortlist file missing from Files
 // (or listed without its setting), or a file name that
 // is not a plain name in the directory, a calibration that does not fit the

@@ -12,8 +12,8 @@ import (
 
 	"github.com/bicyc/bicyc/bounded"
 	"github.com/bicyc/bicyc/bundle"
-	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/names"
 )
 
@@ -34,7 +34,7 @@ type Classifier struct {
 	dir       string
 	manifest  bundle.Manifest
 	classes   []bundle.Class // infer's own copy: Manifest's callers may write theirs
-	pre       data.Preprocess
+	pre       imaging.Preprocess
 	topK      int
 	maxPixels int64
 	provider  Provider
@@ -309,7 +309,7 @@ func (c *Classifier) Classify(ctx context.Context, img image.Image) (Result, err
 }
 
 // ClassifyBatch preprocesses every image with the manifest's preprocessing
-// (data.Preprocess.Image: alpha onto the background, Catmull-Rom resize by
+// (imaging.Preprocess.Image: alpha onto the background, Catmull-Rom resize by
 // the manifest's resize mode, squash or center crop, channel conversion,
 // normalisation), runs
 // model.onnx once on the [N,C,H,W] batch and returns one Result per image,
@@ -364,15 +364,12 @@ func (c *Classifier) Prepare(img image.Image) (Input, error) {
 	return Input{c.pre.Image(img)}, nil
 }
 
-// PrepareReader decodes one image from r (DecodeImage, with the
-// WithMaxPixels limit) and reduces it to the model's input. It reads r to
-// the end of the image, at most data.MaxImageBytes bytes.
+// PrepareReader decodes one image from r and reduces it to the model's
+// input: DecodePrepare without a context or the format. It reads r to the
+// end of the image, at most imaging.MaxImageBytes bytes.
 func (c *Classifier) PrepareReader(r io.Reader) (Input, error) {
-	img, _, err := DecodeImage(r, c.maxPixels)
-	if err != nil {
-		return Input{}, err
-	}
-	return c.Prepare(img)
+	in, _, err := c.DecodePrepare(context.Background(), r)
+	return in, err
 }
 
 // ClassifyInputs classifies prepared inputs with one run of model.onnx and
@@ -585,12 +582,12 @@ func mirror(batch []float32, shape []int64) []float32 {
 	size := ch * h * w
 	out := make([]float32, len(batch))
 	for i := 0; i+size <= len(batch); i += size {
-		data.FlipHorizontal(batch[i:i+size], out[i:i+size], ch, h, w)
+		imaging.FlipHorizontal(batch[i:i+size], out[i:i+size], ch, h, w)
 	}
 	return out
 }
 
-// ClassifyFile decodes the image file at path (DecodeImage, with the
+// ClassifyFile decodes the image file at path (imaging.DecodeImage, with the
 // WithMaxPixels limit) and classifies it. Only a regular file is read: a
 // named pipe or device is refused at once (ErrNotRegular; use
 // ClassifyReader to read one). Errors name the file.
@@ -623,7 +620,7 @@ func (c *Classifier) PrepareFile(path string) (Input, error) {
 }
 
 // ClassifyReader decodes one image from r (PrepareReader) and classifies
-// it. It reads r to the end of the image, at most data.MaxImageBytes bytes.
+// it. It reads r to the end of the image, at most imaging.MaxImageBytes bytes.
 func (c *Classifier) ClassifyReader(ctx context.Context, r io.Reader) (Result, error) {
 	in, err := c.PrepareReader(r)
 	if err != nil {

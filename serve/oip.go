@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
 )
 
@@ -385,7 +384,7 @@ func oipElements(shape []int64, limit int64) (int64, error) {
 // waits for a classification slot (at most the queue timeout), checks
 // and prepares the input (decoding images one at a time), refuses a batch
 // over the memory limit per request (admitBatch) and classifies the rest
-// in runs of at most RunBatch images (classifyChunks), counts and collects
+// in runs of at most infer.RunBatch images (infer.ClassifyRuns), counts and collects
 // the images answered unknown, builds the outputs asked for, and records
 // the model version's statistics. ctx ends the wait and the run early.
 func (s *Server) oipInfer(ctx context.Context, name, version string, req *oipRequest) (*oipResponse, error) {
@@ -444,7 +443,7 @@ func (s *Server) oipRun(ctx context.Context, name string, number int64, req *oip
 			return err
 		}
 		encoded, ph.input, ph.infer, ph.runs = nil, time.Since(t0), 0, 0
-		results, err = classifyChunks(ctx, int(n), func(lo, hi int) ([]infer.Input, error) {
+		results, err = infer.ClassifyRuns(ctx, int(n), func(lo, hi int) ([]infer.Input, error) {
 			t1 := time.Now()
 			inputs, images, err := s.oipInputs(ctx, in, m, lo, hi)
 			encoded = append(encoded, images...)
@@ -524,18 +523,11 @@ func (s *Server) oipInputs(ctx context.Context, in *oipTensor, m model, lo, hi i
 		images := make([]imageBytes, 0, hi-lo)
 		for i := lo; i < hi; i++ {
 			b := in.Bytes[i]
-			img, format, err := data.DecodeImageContext(ctx, bytes.NewReader(b), s.maxPixels)
+			input, format, err := m.DecodePrepare(ctx, bytes.NewReader(b))
 			if err != nil {
 				// The request's fault: 400, or 413/415 by the wrapped error.
 				return nil, nil, &badRequest{fmt.Errorf("input %q element %d: %w", in.Name, i, err)}
 			}
-			input, err := m.Prepare(img)
-			if err != nil {
-				return nil, nil, fmt.Errorf("input %q element %d: %w", in.Name, i, err)
-			}
-			bounds := img.Bounds()
-			img = nil
-			ReleaseImage(bounds)
 			inputs = append(inputs, input)
 			images = append(images, imageBytes{b, format})
 		}

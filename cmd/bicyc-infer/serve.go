@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/serve"
 )
 
@@ -238,7 +239,7 @@ func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		return err
 	}
 	defer s.Close()
-	serve.LimitMemory(cfg.MemoryCeiling())
+	infer.LimitMemory(cfg.MemoryCeiling())
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)

@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/sys/unix"
 
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/serve"
 )
@@ -163,7 +164,7 @@ func TestImageRuns(t *testing.T) {
 	var images []string
 	all, _ := filepath.Glob("../../data/testdata/exif/*")
 	for _, p := range all {
-		if infer.IsImageFile(p) {
+		if imaging.IsImageFile(p) {
 			images = append(images, p)
 		}
 	}
