@@ -47,7 +47,7 @@ var (
 	// ErrOutputExists: the output directory is the model itself, or exists
 	// and is not empty, or another writer created it meanwhile; a new
 	// version goes into a new directory. It is also fs.ErrExist
-	// (errors.Is), which serve.CreateNextVersion retries on.
+	// (errors.Is), which repository.CreateNextVersion retries on.
 	ErrOutputExists error = existsError("output directory is in the way")
 )
 

@@ -13,6 +13,10 @@ import (
 	"time"
 
 	"github.com/bicyc/bicyc/infer"
+
+	"github.com/bicyc/bicyc/repository"
+
+	"github.com/bicyc/bicyc/names"
 )
 
 // The Open Inference Protocol's core, free of any transport. Each
@@ -172,7 +176,7 @@ func oipVersion(s string) (int64, error) {
 	if s == "" {
 		return 0, nil
 	}
-	n, err := parseVersion(s)
+	n, err := repository.ParseVersion(s)
 	if err != nil {
 		return 0, &badRequest{err}
 	}
@@ -670,13 +674,13 @@ func (s *Server) oipRepositoryIndex(ready bool) ([]indexEntry, error) {
 	if s.name != "" || ready {
 		return nonNil(cat.index()), nil
 	}
-	names, err := repositoryModels(s.cfg.Repository)
+	names, err := repository.Models(s.cfg.Repository)
 	if err != nil {
 		return nil, &oipError{http.StatusInternalServerError, err}
 	}
 	out := []indexEntry{}
 	for _, name := range names {
-		found, err := versionDirs(filepath.Join(s.cfg.Repository, name))
+		found, err := repository.Versions(filepath.Join(s.cfg.Repository, name))
 		if err != nil || len(found) == 0 {
 			out = append(out, indexEntry{Name: name, State: "UNAVAILABLE", Reason: "no version directories"})
 			continue
@@ -723,7 +727,7 @@ func (s *Server) oipRepositoryLoad(name, policy string) ([]string, error) {
 		}
 		return versionStrings((*s.models.Load())[s.name].numbers()), nil
 	}
-	if err := checkName(name); err != nil {
+	if err := names.Model(name); err != nil {
 		return nil, badRequestf("model name %v", err)
 	}
 	m, err := s.load(context.Background(), name, p)

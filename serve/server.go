@@ -20,6 +20,10 @@ import (
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/infer"
+
+	"github.com/bicyc/bicyc/repository"
+
+	"github.com/bicyc/bicyc/names"
 )
 
 // Config says what a Server serves and within which limits. Exactly one of
@@ -169,7 +173,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	} else {
-		names, err := repositoryModels(cfg.Repository)
+		names, err := repository.Models(cfg.Repository)
 		if err != nil {
 			return nil, err
 		}
@@ -208,7 +212,7 @@ func (c Config) Problems() []*ConfigError {
 		out = append(out, &ConfigError{"Model", c.Model, "a model directory or a model repository (Repository " + c.Repository + "), one of the two"})
 	}
 	if c.ModelName != "" {
-		if err := checkName(c.ModelName); err != nil {
+		if err := names.Model(c.ModelName); err != nil {
 			out = append(out, &ConfigError{"ModelName", c.ModelName, "letters, digits, '-', '_' or '.', not starting with '.'"})
 		}
 	}
@@ -609,7 +613,7 @@ func (s *Server) v1Model(r *http.Request) (name string, version int64, err error
 		name = names[0]
 	}
 	if v := q.Get("version"); v != "" {
-		if version, err = parseVersion(v); err != nil {
+		if version, err = repository.ParseVersion(v); err != nil {
 			return "", 0, &badRequest{err}
 		}
 	}

@@ -15,7 +15,8 @@ import (
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/lockfile"
-	"github.com/bicyc/bicyc/serve"
+
+	"github.com/bicyc/bicyc/repository"
 )
 
 // makeRepository copies the test model into a repository as fmnist/1 and
@@ -121,7 +122,7 @@ func TestAddClassesTwoWriters(t *testing.T) {
 	}
 	won := addBoth("Sandal", "Sneaker")
 	won = append(won, addBoth("Bag", "Ankle boot", "--wait", "2m")...)
-	latest, err := serve.LatestVersion(modelDir)
+	latest, err := repository.LatestVersion(modelDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestAddClassesTwoWriters(t *testing.T) {
 	}
 
 	// A holder that is not bicyc-infer: named, and waited for.
-	l, _, _, err := lockfile.Acquire(context.Background(), filepath.Join(modelDir, serve.LockFile), lockfile.Options{})
+	l, _, _, err := lockfile.Acquire(context.Background(), filepath.Join(modelDir, repository.LockFile), lockfile.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
