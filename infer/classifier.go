@@ -97,43 +97,10 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Classifier, error) 
 		fmt.Fprintf(cfg.log, "warning: model %s has no %s (exported by an older bicyc), so its manifest is not verified; export it again to verify it\n", dir, bundle.DigestFile)
 	}
 	m := b.Manifest
-	var classNames []string
-	for _, c := range m.Classes {
-		if c.Name != "" { // unnamed: the ID is shown
-			classNames = append(classNames, c.Name)
-		}
-	}
-	// Names made before names.Class refused them keep working: say so.
-	for _, w := range names.Warnings(classNames) {
-		fmt.Fprintf(cfg.log, "warning: model %s: %s\n", dir, w)
-	}
-	// File, input and output names: the bundle's contract (package bundle).
-	files := [][3]string{
-		{bundle.ModelFile, bundle.TensorImage, bundle.TensorScores},
-		{bundle.BackboneFile, bundle.TensorImage, bundle.TensorFeatures},
-	}
-	if b.Has(bundle.AdapterFile) {
-		files = append(files, [3]string{bundle.AdapterFile, bundle.TensorFeaturesOld, bundle.TensorFeatures})
-	}
-	specs := make([]modelSpec, len(files))
-	for i, f := range files {
-		specs[i] = modelSpec{path: b.Path(f[0]), inputs: f[1:2], outputs: f[2:3]}
-		if specs[i].onnx, err = b.ReadFile(f[0]); err != nil {
-			return nil, err
-		}
-	}
-	if m.ModelFeatures {
-		specs[0].outputs = []string{bundle.TensorScores, bundle.TensorFeatures}
-	}
-	shortlistSize := 0
-	if b.Has(bundle.ShortlistFile) && !cfg.exactScores {
-		shortlistSize = m.ShortlistSize()
-		spec := modelSpec{path: b.Path(bundle.ShortlistFile), inputs: []string{bundle.TensorFeatures},
-			outputs: []string{bundle.TensorShortlistClasses, bundle.TensorShortlistScores, bundle.TensorApproximateScores}}
-		if spec.onnx, err = b.ReadFile(bundle.ShortlistFile); err != nil {
-			return nil, err
-		}
-		specs = append(specs, spec)
+	warnNames(cfg.log, dir, m.Classes)
+	specs, shortlistSize, err := sessionSpecs(b, cfg.exactScores)
+	if err != nil {
+		return nil, err
 	}
 	openSet, err := newOpenSet(b, &cfg)
 	if err != nil {
@@ -170,20 +137,77 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Classifier, error) 
 		c.topK = gauss.DefaultTopK
 	}
 	c.topK = min(c.topK, len(c.classes))
-	if err := c.warmUp(ctx); err != nil {
+	if err := c.verify(ctx, b); err != nil {
 		c.Close()
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("model %s: %w", dir, ctxErr)
+		return nil, err
+	}
+	return c, nil
+}
+
+// warnNames warns on log about class names made before names.Class
+// refused them: they keep working, but the user should know.
+func warnNames(log io.Writer, dir string, classes []bundle.Class) {
+	var classNames []string
+	for _, c := range classes {
+		if c.Name != "" { // unnamed: the ID is shown
+			classNames = append(classNames, c.Name)
 		}
-		return nil, fmt.Errorf("model %s does not match its manifest: %w", dir, err)
+	}
+	for _, w := range names.Warnings(classNames) {
+		fmt.Fprintf(log, "warning: model %s: %s\n", dir, w)
+	}
+}
+
+// sessionSpecs reads the ONNX files of bundle b with their input and
+// output names, the bundle's contract (package bundle): model.onnx,
+// backbone.onnx, adapter.onnx if present, and shortlist.onnx if present
+// and not exactScores, last. shortlistSize is 0 without a shortlist.
+func sessionSpecs(b *bundle.Bundle, exactScores bool) (specs []modelSpec, shortlistSize int, err error) {
+	files := [][3]string{
+		{bundle.ModelFile, bundle.TensorImage, bundle.TensorScores},
+		{bundle.BackboneFile, bundle.TensorImage, bundle.TensorFeatures},
+	}
+	if b.Has(bundle.AdapterFile) {
+		files = append(files, [3]string{bundle.AdapterFile, bundle.TensorFeaturesOld, bundle.TensorFeatures})
+	}
+	specs = make([]modelSpec, len(files))
+	for i, f := range files {
+		specs[i] = modelSpec{path: b.Path(f[0]), inputs: f[1:2], outputs: f[2:3]}
+		if specs[i].onnx, err = b.ReadFile(f[0]); err != nil {
+			return nil, 0, err
+		}
+	}
+	if b.Manifest.ModelFeatures {
+		specs[0].outputs = []string{bundle.TensorScores, bundle.TensorFeatures}
+	}
+	if b.Has(bundle.ShortlistFile) && !exactScores {
+		shortlistSize = b.Manifest.ShortlistSize()
+		spec := modelSpec{path: b.Path(bundle.ShortlistFile), inputs: []string{bundle.TensorFeatures},
+			outputs: []string{bundle.TensorShortlistClasses, bundle.TensorShortlistScores, bundle.TensorApproximateScores}}
+		if spec.onnx, err = b.ReadFile(bundle.ShortlistFile); err != nil {
+			return nil, 0, err
+		}
+		specs = append(specs, spec)
+	}
+	return specs, shortlistSize, nil
+}
+
+// verify runs the model once on a blank batch (warmUp) and, with a
+// shortlist, replays a cheap form of the manifest's shortlist check
+// against b's prototypes; errors name the model directory.
+func (c *Classifier) verify(ctx context.Context, b *bundle.Bundle) error {
+	if err := c.warmUp(ctx); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return fmt.Errorf("model %s: %w", c.dir, ctxErr)
+		}
+		return fmt.Errorf("model %s does not match its manifest: %w", c.dir, err)
 	}
 	if c.shortlist != nil {
 		if err := c.checkShortlist(ctx, b.Prototypes.Means); err != nil {
-			c.Close()
-			return nil, fmt.Errorf("model %s: %w", dir, err)
+			return fmt.Errorf("model %s: %w", c.dir, err)
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // shortlistCheckClasses is how many classes checkShortlist samples.

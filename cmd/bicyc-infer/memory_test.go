@@ -32,7 +32,7 @@ import (
 // answer is 200, or 413 naming the limit. After the burst the resident
 // set must fall back under twice the idle server's (it stayed at 999 MiB,
 // ONNX Runtime's memory for the largest batch, before batches ran in runs
-// of at most serve.RunBatch images).
+// of at most infer.RunBatch images).
 func TestServeMemoryCeiling(t *testing.T) {
 	model, d := testModel(t)
 	bin := buildBinary(t)
