@@ -20,7 +20,7 @@ const (
 	// BytesPerPixel is the most memory one image takes per pixel between
 	// decoding and its reduction to the model's input: 8 bytes decoded
 	// (16-bit RGBA) and 8 for preprocessing's opaque 16-bit copy. A JPEG,
-	// at most 4 bytes decoded, is read whole before decoding (data's scan
+	// at most 4 bytes decoded, is read whole before decoding (imaging's scan
 	// budget): its encoded bytes, at most 8 per pixel
 	// (imaging.MaxImageBytes), fit beside it.
 	BytesPerPixel = 16
