@@ -29,7 +29,7 @@ type BatchOptions struct {
 }
 
 // Batcher streams images of a Dataset in mini-batches of float32 NCHW
-// tensors normalised by Preprocess.Normalize, with their labels.
+// tensors normalised by imaging.Preprocess.Normalize, with their labels.
 //
 // The order of an epoch and its augmentations depend only on (Seed, epoch)
 // and the indices, never on earlier epochs, so a run resumed at epoch e

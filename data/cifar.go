@@ -36,7 +36,7 @@ const (
 // bytes. Class names come from batches.meta.txt (one per non-empty line,
 // exactly 10) when present, else "class_%d".
 //
-// Errors name the file and wrap ErrFormat (a size that is not a positive
+// Errors name the file and wrap imaging.ErrFormat (a size that is not a positive
 // multiple of 3073 bytes, a names file without exactly 10 names),
 // ErrLabelRange (a label >= 10) or fs.ErrNotExist.
 func LoadCIFAR10(dir string) (train, test *Dataset, err error) {

@@ -152,7 +152,7 @@ func (w imageWalk) notes(dir string) []string {
 }
 
 // ImageFiles walks dir recursively in lexical order and returns its image
-// files (IsImageFile), symbolic links to regular files included; dir
+// files (imaging.IsImageFile), symbolic links to regular files included; dir
 // itself may be a link to a folder. Hidden files and folders (name
 // starting with ".") and files of other extensions are passed over.
 // Entries that cannot be read as images are never opened: named pipes,

@@ -52,7 +52,7 @@ var gzipMagic = []byte{0x1f, 0x8b}
 // may be gzip-compressed or plain; the magic bytes decide, not the name. The
 // classes are numbered 0..max(label) and named "class_%d".
 //
-// Errors name the file and wrap ErrFormat (wrong magic, wrong type or
+// Errors name the file and wrap imaging.ErrFormat (wrong magic, wrong type or
 // dimension count, truncated data, trailing bytes, image and label counts
 // that differ, a corrupt gzip stream) or fs.ErrNotExist.
 func LoadIDX(imagesPath, labelsPath string) (*Dataset, error) {

@@ -19,8 +19,8 @@ import (
 // in the layout of torchvision's ImageFolder, as ListClassFolders lists it:
 // the sorted sub-folder names are the class names and their indices the
 // labels; each class folder's images are those ImageFiles finds. Every
-// image is decoded by DecodeImageFile (the format is detected from the
-// content, at most MaxImagePixels) and turned into uint8 CHW by p.Pixels,
+// image is decoded by imaging.DecodeImageFile (the format is detected from the
+// content, at most imaging.MaxImagePixels) and turned into uint8 CHW by p.Pixels,
 // the same conversion inference applies, before the next one is decoded,
 // so memory holds at most one decoded image per CPU. What the listing
 // passed over is reported in the Dataset's Skipped. Only p's Channels,
@@ -28,9 +28,9 @@ import (
 //
 // Every file is tried: the error names every unreadable one (the first 20,
 // then a count; see LoadFolders to train on the rest). Errors name the
-// folder or file and wrap ErrPreprocess (invalid p), ErrEmptyClass (a
+// folder or file and wrap imaging.ErrPreprocess (invalid p), ErrEmptyClass (a
 // class folder without images, or no class folder at all),
-// names.ErrInvalid (a class name out of bounds), ErrFormat (an image that
+// names.ErrInvalid (a class name out of bounds), imaging.ErrFormat (an image that
 // does not decode) or fs.ErrNotExist.
 func LoadImageFolder(root string, p imaging.Preprocess) (*Dataset, error) {
 	classes, skipped, err := ListClassFolders(root)
@@ -225,7 +225,7 @@ func decodeAll(files []string, ds *Dataset, p imaging.Preprocess, loadSide int) 
 	return errs
 }
 
-// CheckImageFiles decodes every file as DecodeImageFile does, with at most
+// CheckImageFiles decodes every file as imaging.DecodeImageFile does, with at most
 // maxPixels pixels, on all CPUs, without keeping the pixels, and returns
 // each file's error (nil where it decodes): a folder is judged whole
 // before any work starts. Unreadable joins the errors into one message.

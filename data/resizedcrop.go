@@ -46,7 +46,7 @@ func DefaultResizedCrop() ResizedCrop {
 func (r ResizedCrop) Enabled() bool { return r != ResizedCrop{} }
 
 // Validate reports a range that is not 0 < lo <= hi and finite, wrapping
-// ErrPreprocess. The zero value (off) is valid.
+// imaging.ErrPreprocess. The zero value (off) is valid.
 func (r ResizedCrop) Validate() error {
 	if !r.Enabled() {
 		return nil

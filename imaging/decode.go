@@ -59,7 +59,7 @@ var ErrUnsupported = errors.New("unsupported image")
 func MaxImageBytes(maxPixels int64) int64 { return 8*maxPixels + 1<<20 }
 
 // ImageExtensions are the file name extensions (lower case, with the dot)
-// of the formats DecodeImage reads; directory walks (ImageFiles) take only
+// of the formats DecodeImage reads; directory walks (package data's ImageFiles) take only
 // files with one of them.
 var ImageExtensions = []string{".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff", ".webp"}
 

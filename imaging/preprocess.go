@@ -244,7 +244,7 @@ func (p Preprocess) PixelsOf(rgba *image.RGBA64, out []uint8) {
 }
 
 // MaxResizeAspect bounds the aspect ratio an image is resized at by its
-// shorter side (center-crop preprocessing, Photos): a longer image is first
+// shorter side (center-crop preprocessing, package data's Photos): a longer image is first
 // cropped around its centre to MaxResizeAspect:1. The resampler allocates
 // the whole resized width (or height) times the source's other side, which
 // for a 100000x10 strip would be gigabytes; the crop keeps it to a few
