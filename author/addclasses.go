@@ -47,7 +47,7 @@ var (
 	// ErrOutputExists: the output directory is the model itself, or exists
 	// and is not empty, or another writer created it meanwhile; a new
 	// version goes into a new directory. It is also fs.ErrExist
-	// (errors.Is), which serve.CreateNextVersion retries on.
+	// (errors.Is), which repository.CreateNextVersion retries on.
 	ErrOutputExists error = existsError("output directory is in the way")
 )
 
@@ -88,7 +88,7 @@ func ReadClassFolders(dir string) (classes []LabelledImages, skipped []string, e
 // will (regular files only, at most maxPixels pixels), so that a folder is
 // judged whole before any work: it returns classes with only the files
 // that decode, and an error naming every one that does not (the first 20,
-// then a count; it wraps each file's error, data.ErrFormat for a bad
+// then a count; it wraps each file's error, imaging.ErrFormat for a bad
 // image), or nil when all decode. It is safe for concurrent use.
 func CheckImages(classes []LabelledImages, maxPixels int64) ([]LabelledImages, error) {
 	var files []string
@@ -139,7 +139,7 @@ type Added struct {
 // Errors: fewer than MinAddImages images (ErrTooFewImages), a name out of
 // bounds (names.Class; names.ErrInvalid), a name repeated or already a
 // class of the model (ErrDuplicateClass), an
-// unreadable image (infer.ErrImageFormat ...) or a named pipe or device
+// unreadable image (imaging.ErrFormat ...) or a named pipe or device
 // (infer.ErrNotRegular), each naming the file, or a modelDir whose manifest
 // changed while the images were embedded (ErrModelChanged).
 func AddClasses(ctx context.Context, modelDir, outDir string, classes []LabelledImages, opts ...infer.Option) (Added, error) {

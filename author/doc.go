@@ -18,5 +18,5 @@
 // class); CheckImages decodes them all first, so a folder is judged whole
 // before any work. Errors wrap sentinels where callers must branch:
 // ErrClassFolder, ErrTooFewImages, ErrDuplicateClass, ErrModelChanged,
-// ErrOutputExists, and infer's for images (infer.ErrImageFormat ...).
+// ErrOutputExists, and infer's for images (imaging.ErrFormat ...).
 package author

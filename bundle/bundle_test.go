@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/bicyc/bicyc/bounded"
-	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
@@ -54,7 +54,7 @@ func testModel(t *testing.T) (*Manifest, map[string][]byte) {
 		FeatureDim:        2,
 		Adapter:           "mlp",
 		Classifier:        gauss.ClassifierOptions{Normalize: true, Shrink: 3, TopK: 3},
-		Preprocess: data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.286}, Std: []float32{0.353},
+		Preprocess: imaging.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.286}, Std: []float32{0.353},
 			Resize: "catmull-rom"},
 		Classes: []Class{{ID: 0, Name: "T-shirt/top", Task: 1}, {ID: 1, Name: "Trouser", Task: 1}, {ID: 7, Name: "Sneaker", Task: 2}},
 		Tasks:   [][]int{{0, 1}, {7}},
@@ -278,11 +278,32 @@ func TestOpenRejectsDamagedModels(t *testing.T) {
 	if err := safetensors.Write(&nanBytes, nanProtos.tensors(), map[string]string{metadataNormalize: "true"}); err != nil {
 		t.Fatal(err)
 	}
-	for i, tc := range []struct {
-		damage   func(t *testing.T, dir string)
-		sentinel error
-		want     string
-	}{
+	for i, tc := range damagedModelCases(nanBytes.Bytes()) {
+		dir := filepath.Join(t.TempDir(), "model")
+		m, files := testModel(t)
+		if err := Write(dir, m, files); err != nil {
+			t.Fatal(err)
+		}
+		tc.damage(t, dir)
+		_, err := Open(dir)
+		if !errors.Is(err, tc.sentinel) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("case %d: Open error\n  %v\nwant %v containing %q", i, err, tc.sentinel, tc.want)
+		}
+	}
+}
+
+// damageCase damages a written model directory; Open must then fail with
+// sentinel and a message containing want.
+type damageCase struct {
+	damage   func(t *testing.T, dir string)
+	sentinel error
+	want     string
+}
+
+// damagedModelCases are TestOpenRejectsDamagedModels' damages; nanBytes
+// is a prototypes file with a NaN covariance.
+func damagedModelCases(nanBytes []byte) []damageCase {
+	return []damageCase{
 		{func(t *testing.T, dir string) {
 			rewriteManifest(t, dir, func(m map[string]any) { m["schema_version"] = SchemaVersion + 1 })
 		}, ErrSchemaVersion, "manifest.json: unsupported manifest schema version: schema_version 7, this build reads 1 to 6"},
@@ -316,7 +337,7 @@ func TestOpenRejectsDamagedModels(t *testing.T) {
 			raw, _ := os.ReadFile(filepath.Join(dir, PrototypesFile))
 			replaceFile(t, dir, PrototypesFile, raw[:len(raw)-9])
 		}, safetensors.ErrFormat, "prototypes.safetensors: invalid prototypes: malformed safetensors data"},
-		{func(t *testing.T, dir string) { replaceFile(t, dir, PrototypesFile, nanBytes.Bytes()) },
+		{func(t *testing.T, dir string) { replaceFile(t, dir, PrototypesFile, nanBytes) },
 			ErrPrototypes, `tensor "covariances_upper" has non-finite value NaN at index 5`},
 		{func(t *testing.T, dir string) {
 			rewriteManifest(t, dir, func(m map[string]any) { m["classifier"].(map[string]any)["normalize"] = false })
@@ -339,17 +360,6 @@ func TestOpenRejectsDamagedModels(t *testing.T) {
 		{func(t *testing.T, dir string) {
 			rewriteManifest(t, dir, func(m map[string]any) { m["classifier"].(map[string]any)["shortlist"] = -0.5 })
 		}, ErrManifest, "classifier shortlist -0.5, want a value in [0, 1]"},
-	} {
-		dir := filepath.Join(t.TempDir(), "model")
-		m, files := testModel(t)
-		if err := Write(dir, m, files); err != nil {
-			t.Fatal(err)
-		}
-		tc.damage(t, dir)
-		_, err := Open(dir)
-		if !errors.Is(err, tc.sentinel) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("case %d: Open error\n  %v\nwant %v containing %q", i, err, tc.sentinel, tc.want)
-		}
 	}
 }
 

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/bicyc/bicyc/bundle"
-	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/imaging"
 )
 
 // A model directory with one task of two classes in two dimensions; the
@@ -34,7 +34,7 @@ func Example() {
 	m := &bundle.Manifest{
 		Backbone: "convnet", FeatureDim: 2,
 		Classifier: gauss.ClassifierOptions{Normalize: true, Shrink: 3, TopK: 2},
-		Preprocess: data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.286}, Std: []float32{0.353}},
+		Preprocess: imaging.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.286}, Std: []float32{0.353}},
 		Classes:    []bundle.Class{{ID: 0, Name: "T-shirt/top", Task: 1}, {ID: 1, Name: "Trouser", Task: 1}},
 		Tasks:      [][]int{{0, 1}},
 	}

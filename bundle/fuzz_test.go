@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/imaging"
 )
 
 // The fuzz targets of this package cover what Open reads from disk: the
@@ -58,8 +58,8 @@ func fuzzModel(tb testing.TB, k, s int, adapter bool) (*Manifest, map[string][]b
 		BicycVersion: "v0.0.0-fuzz", CreatedAt: time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC), MinRuntimeVersion: MinRuntimeVersion,
 		Backbone: "convnet", FeatureDim: s,
 		Classifier: gauss.ClassifierOptions{Normalize: true, Shrink: 1, TopK: 1},
-		Preprocess: data.Preprocess{Channels: 3, Height: 32, Width: 32, Mean: []float32{0.5, 0.5, 0.5},
-			Std: []float32{0.25, 0.25, 0.25}, Resize: data.ResizeCatmullRom, Background: [3]uint8{255, 255, 255}},
+		Preprocess: imaging.Preprocess{Channels: 3, Height: 32, Width: 32, Mean: []float32{0.5, 0.5, 0.5},
+			Std: []float32{0.25, 0.25, 0.25}, Resize: imaging.ResizeCatmullRom, Background: [3]uint8{255, 255, 255}},
 		Config: json.RawMessage(`{"epochs":1}`),
 	}
 	for c := range k {
@@ -321,7 +321,7 @@ func FuzzWriteOpen(f *testing.F) {
 			m.Tasks[task] = append(m.Tasks[task], int(id))
 			m.Classes[i] = Class{ID: int(id), Name: fmt.Sprintf("%s %d", name, i), Task: task + 1}
 		}
-		m.Preprocess = data.Preprocess{Channels: 1, Height: int(h), Width: int(w), Mean: []float32{mean}, Std: []float32{std}}
+		m.Preprocess = imaging.Preprocess{Channels: 1, Height: int(h), Width: int(w), Mean: []float32{mean}, Std: []float32{std}}
 		if rgb {
 			m.Preprocess.Channels, m.Preprocess.Mean, m.Preprocess.Std = 3, []float32{mean, mean, mean}, []float32{std, std, std}
 		}

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/names"
 )
 
@@ -80,7 +80,7 @@ type Manifest struct {
 	Adapter    string                  `json:"adapter,omitempty"`
 	Classifier gauss.ClassifierOptions `json:"classifier"`
 	// Preprocess is the test-time preprocessing the backbone expects.
-	Preprocess data.Preprocess `json:"preprocess"`
+	Preprocess imaging.Preprocess `json:"preprocess"`
 
 	Classes []Class `json:"classes"`
 	// Tasks is the task stream: Tasks[t] lists the class IDs of task t in
@@ -183,16 +183,14 @@ func (m *Manifest) UnknownScore() gauss.UnknownScore {
 
 // Validate reports every inconsistency of m, joined, each wrapping
 // ErrManifest: a non-positive feature dim, a classifier option out of range
-// (also wrapping gauss.ErrOptions), an invalid preprocessing (also wrapping data.ErrPreprocess), duplicate class IDs, classes and tasks that disagree, a
+// (also wrapping gauss.ErrOptions), an invalid preprocessing (also wrapping imaging.ErrPreprocess), duplicate class IDs, classes and tasks that disagree, a
 // required file, the adapter file or the shortlist file missing from Files
 // (or listed without its setting), or a file name that
 // is not a plain name in the directory, a calibration that does not fit the
 // classes (also wrapping gauss.ErrCalibration). It does not look at the disk.
 func (m *Manifest) Validate() error {
 	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrManifest}, args...)...))
-	}
+	bad := func(format string, args ...any) { errs = append(errs, manifestErrorf(format, args...)) }
 	if m.Backbone == "" {
 		bad("no backbone architecture")
 	}
@@ -208,11 +206,31 @@ func (m *Manifest) Validate() error {
 	if len(m.Classes) == 0 {
 		bad("no classes")
 	}
+	classErrs, tasked, distinct := m.classProblems()
+	errs = append(errs, classErrs...)
+	if m.Calibration != nil {
+		if err := m.Calibration.validate(len(m.Classes), m.UnknownScore()); err != nil {
+			errs = append(errs, err)
+		}
+	} else if u := m.Classifier.UnknownScore; u != "" && u != gauss.ScoreNearestDistance {
+		bad("classifier.unknown_score %s needs a calibration; a model without one answers by %s", u, gauss.ScoreNearestDistance)
+	}
+	if tasked != distinct {
+		bad("the task stream has %d classes, classes has %d", tasked, distinct)
+	}
+	errs = append(errs, m.fileProblems()...)
+	return errors.Join(errs...)
+}
+
+// classProblems checks the classes against each other and against the
+// task stream; it returns the problems, the number of classes the stream
+// holds and the number of distinct class IDs.
+func (m *Manifest) classProblems() (errs []error, tasked, distinct int) {
 	taskOf := make(map[int]int, len(m.Classes))
 	for t, ids := range m.Tasks {
 		for _, id := range ids {
 			if _, dup := taskOf[id]; dup {
-				bad("class id %d appears in more than one task", id)
+				errs = append(errs, manifestErrorf("class id %d appears in more than one task", id))
 			}
 			taskOf[id] = t
 		}
@@ -220,7 +238,7 @@ func (m *Manifest) Validate() error {
 	seen := make(map[int]bool, len(m.Classes))
 	for i, c := range m.Classes {
 		if seen[c.ID] {
-			bad("class id %d appears twice in classes", c.ID)
+			errs = append(errs, manifestErrorf("class id %d appears twice in classes", c.ID))
 		}
 		seen[c.ID] = true
 		if c.Name != "" {
@@ -233,48 +251,49 @@ func (m *Manifest) Validate() error {
 			}
 		}
 		if c.AddedImages < 0 {
-			bad("classes[%d] (id %d) has added_images %d, want >= 0", i, c.ID, c.AddedImages)
+			errs = append(errs, manifestErrorf("classes[%d] (id %d) has added_images %d, want >= 0", i, c.ID, c.AddedImages))
 		}
 		if c.Age < 0 || c.Task+c.Age > len(m.Tasks) {
-			bad("classes[%d] (id %d) has age %d, want 0 to the %d tasks after its task %d", i, c.ID, c.Age, len(m.Tasks)-c.Task, c.Task)
+			errs = append(errs, manifestErrorf("classes[%d] (id %d) has age %d, want 0 to the %d tasks after its task %d", i, c.ID, c.Age, len(m.Tasks)-c.Task, c.Task))
 		}
 		if t, ok := taskOf[c.ID]; !ok || t+1 != c.Task {
-			bad("classes[%d] (id %d) says task %d, but the task stream puts it in task %d (0: none)", i, c.ID, c.Task, lookupTask(taskOf, c.ID))
+			errs = append(errs, manifestErrorf("classes[%d] (id %d) says task %d, but the task stream puts it in task %d (0: none)", i, c.ID, c.Task, lookupTask(taskOf, c.ID)))
 		}
 	}
-	if m.Calibration != nil {
-		if err := m.Calibration.validate(len(m.Classes), m.UnknownScore()); err != nil {
-			errs = append(errs, err)
-		}
-	} else if u := m.Classifier.UnknownScore; u != "" && u != gauss.ScoreNearestDistance {
-		bad("classifier.unknown_score %s needs a calibration; a model without one answers by %s", u, gauss.ScoreNearestDistance)
-	}
-	if len(taskOf) != len(seen) {
-		bad("the task stream has %d classes, classes has %d", len(taskOf), len(seen))
-	}
+	return errs, len(taskOf), len(seen)
+}
+
+// fileProblems checks the files the manifest lists: the required ones, the
+// optional ones its settings need, and each name, size and checksum.
+func (m *Manifest) fileProblems() (errs []error) {
 	for _, name := range requiredFiles {
 		if _, ok := m.Files[name]; !ok {
-			bad("files has no %s", name)
+			errs = append(errs, manifestErrorf("files has no %s", name))
 		}
 	}
 	if _, ok := m.Files[AdapterFile]; ok != (m.Adapter != "") {
-		bad("adapter kind %q but %s listed: %v", m.Adapter, AdapterFile, ok)
+		errs = append(errs, manifestErrorf("adapter kind %q but %s listed: %v", m.Adapter, AdapterFile, ok))
 	}
 	if _, ok := m.Files[ShortlistFile]; ok != (m.ShortlistSize() > 0) {
-		bad("shortlist of %d classes but %s listed: %v", m.ShortlistSize(), ShortlistFile, ok)
+		errs = append(errs, manifestErrorf("shortlist of %d classes but %s listed: %v", m.ShortlistSize(), ShortlistFile, ok))
 	}
 	if sl := m.Shortlist; sl != nil && (sl.Size < 0 || sl.Size > len(m.Classes) || sl.CheckSamples < 0 || !(sl.CheckTop1 >= 0 && sl.CheckTop1 <= 1)) {
-		bad("shortlist size %d, check of %d samples, top-1 %v: want a size of 0 to the %d classes, samples >= 0 and a share in [0, 1]", sl.Size, sl.CheckSamples, sl.CheckTop1, len(m.Classes))
+		errs = append(errs, manifestErrorf("shortlist size %d, check of %d samples, top-1 %v: want a size of 0 to the %d classes, samples >= 0 and a share in [0, 1]", sl.Size, sl.CheckSamples, sl.CheckTop1, len(m.Classes)))
 	}
 	for name, f := range m.Files {
 		if err := checkFileName(name); err != nil {
 			errs = append(errs, err)
 		}
 		if _, err := hex.DecodeString(f.SHA256); err != nil || f.Size < 0 || len(f.SHA256) != 64 || strings.ToLower(f.SHA256) != f.SHA256 {
-			bad("files[%q] has size %d and sha256 %q, want a size >= 0 and 64 lower-case hex digits", name, f.Size, f.SHA256)
+			errs = append(errs, manifestErrorf("files[%q] has size %d and sha256 %q, want a size >= 0 and 64 lower-case hex digits", name, f.Size, f.SHA256))
 		}
 	}
-	return errors.Join(errs...)
+	return errs
+}
+
+// manifestErrorf is a problem of a manifest, wrapping ErrManifest.
+func manifestErrorf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrManifest}, args...)...)
 }
 
 // lookupTask returns the task, numbered from 1, that the stream puts class

@@ -3,6 +3,8 @@ package data
 import (
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/bicyc/bicyc/imaging"
 )
 
 // Augment is the training-time augmentation of uint8 CHW images, applied
@@ -74,7 +76,7 @@ func (a Augment) ApplyPhoto(rng *rand.Rand, src []uint8, sh, sw int, dst []uint8
 		shift(src, dst, c, h, w, dx, dy)
 	}
 	if a.HorizontalFlip && rng.IntN(2) == 1 {
-		FlipHorizontal(dst, dst, c, h, w)
+		imaging.FlipHorizontal(dst, dst, c, h, w)
 	}
 	if a.TrivialAugment {
 		TrivialAugmentWide(rng, dst, dst, c, h, w)
@@ -98,28 +100,6 @@ func shift(src, dst []uint8, c, h, w, dx, dy int) {
 			clear(row[:x0])
 			copy(row[x0:x1], srow[x0+dx:x1+dx])
 			clear(row[x1:])
-		}
-	}
-}
-
-// FlipHorizontal writes the left-right mirror of the CHW image src
-// (c x h x w) to dst: dst[ch][y][x] = src[ch][y][w-1-x]. dst may be src (an
-// in-place flip) but must not partially overlap it. It panics if a slice is
-// shorter than c*h*w. Stored images are uint8; a preprocessed one (the
-// test-time flip of infer) is float32.
-func FlipHorizontal[T uint8 | float32](src, dst []T, c, h, w int) {
-	checkImage("FlipHorizontal", src, dst, c, h, w)
-	inPlace := c*h*w > 0 && &src[0] == &dst[0]
-	for r := range c * h {
-		s, d := src[r*w:(r+1)*w], dst[r*w:(r+1)*w]
-		if inPlace {
-			for i, j := 0, w-1; i < j; i, j = i+1, j-1 {
-				d[i], d[j] = d[j], d[i]
-			}
-			continue
-		}
-		for x := range d {
-			d[x] = s[w-1-x]
 		}
 	}
 }

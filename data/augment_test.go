@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/bicyc/bicyc/imaging"
 )
 
 // numbered returns a c x h x w image whose values are 1, 2, 3, ... (mod
@@ -82,17 +84,17 @@ func TestFlipHorizontal(t *testing.T) {
 		c, h, w := shape[0], shape[1], shape[2]
 		src := numbered(c, h, w)
 		once := make([]uint8, len(src))
-		FlipHorizontal(src, once, c, h, w)
+		imaging.FlipHorizontal(src, once, c, h, w)
 		if !slices.Equal(once, shiftedReference(src, c, h, w, 0, 0, true)) {
 			t.Errorf("case %d: flip %v", i, once)
 		}
 		twice := make([]uint8, len(src))
-		FlipHorizontal(once, twice, c, h, w)
+		imaging.FlipHorizontal(once, twice, c, h, w)
 		if !slices.Equal(twice, src) {
 			t.Errorf("case %d: flip twice is not the identity", i)
 		}
 		inPlace := slices.Clone(src)
-		FlipHorizontal(inPlace, inPlace, c, h, w)
+		imaging.FlipHorizontal(inPlace, inPlace, c, h, w)
 		if !slices.Equal(inPlace, once) {
 			t.Errorf("case %d: in-place flip %v, want %v", i, inPlace, once)
 		}
@@ -101,7 +103,7 @@ func TestFlipHorizontal(t *testing.T) {
 		for j, v := range src {
 			floats[j] = float32(v) / 7
 		}
-		FlipHorizontal(floats, flipped, c, h, w)
+		imaging.FlipHorizontal(floats, flipped, c, h, w)
 		for j, v := range once {
 			if flipped[j] != float32(v)/7 {
 				t.Fatalf("case %d: float32 flip %v, want the uint8 flip %v / 7", i, flipped, once)

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/bicyc/bicyc/imaging"
 )
 
 // BatchOptions configure a Batcher.
@@ -23,11 +25,11 @@ type BatchOptions struct {
 	Augment Augment
 	// Preprocess supplies the normalisation (Mean, Std); its Channels,
 	// Height and Width must equal the dataset's.
-	Preprocess Preprocess
+	Preprocess imaging.Preprocess
 }
 
 // Batcher streams images of a Dataset in mini-batches of float32 NCHW
-// tensors normalised by Preprocess.Normalize, with their labels.
+// tensors normalised by imaging.Preprocess.Normalize, with their labels.
 //
 // The order of an epoch and its augmentations depend only on (Seed, epoch)
 // and the indices, never on earlier epochs, so a run resumed at epoch e
@@ -39,7 +41,7 @@ type Batcher struct {
 	ds      *Dataset
 	indices []int
 	opts    BatchOptions
-	norm    normalizer
+	norm    imaging.Normalizer
 	scratch []uint8 // one augmented image
 
 	order []int // this epoch's image order
@@ -95,7 +97,7 @@ func NewBatcher(ds *Dataset, indices []int, opts BatchOptions) *Batcher {
 		ds:      ds,
 		indices: indices,
 		opts:    opts,
-		norm:    p.newNormalizer(),
+		norm:    p.Normalizer(),
 		scratch: make([]uint8, ds.ImageSize()),
 		order:   make([]int, len(indices)),
 	}
@@ -164,7 +166,7 @@ func (b *Batcher) Next(x []float32, labels []int) (n int, ok bool) {
 			aug.ApplyPhoto(b.aug, src, sh, sw, b.scratch, c, h, w)
 			img = b.scratch
 		}
-		b.norm.apply(img, x[j*size:(j+1)*size])
+		b.norm.Apply(img, x[j*size:(j+1)*size])
 		labels[j] = b.ds.Labels[idx]
 	}
 	b.pos += n

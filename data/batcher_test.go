@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/bicyc/bicyc/imaging"
 )
 
 // indexedDataset returns n 1x4x4 images whose label is their index, so a
@@ -19,7 +21,7 @@ func indexedDataset(n int) *Dataset {
 	return ds
 }
 
-var grayUnit = Preprocess{Channels: 1, Height: 4, Width: 4, Mean: []float32{0.5}, Std: []float32{0.25}}
+var grayUnit = imaging.Preprocess{Channels: 1, Height: 4, Width: 4, Mean: []float32{0.5}, Std: []float32{0.25}}
 
 // epochBatches returns the labels of each batch of one epoch, and the
 // batch data flattened.
@@ -173,7 +175,7 @@ func TestNewBatcherPanics(t *testing.T) {
 	}{
 		{nil, BatchOptions{BatchSize: 0, Preprocess: grayUnit}},
 		{nil, BatchOptions{BatchSize: 2}},
-		{nil, BatchOptions{BatchSize: 2, Preprocess: Preprocess{Channels: 1, Height: 5, Width: 4, Mean: []float32{0}, Std: []float32{1}}}},
+		{nil, BatchOptions{BatchSize: 2, Preprocess: imaging.Preprocess{Channels: 1, Height: 5, Width: 4, Mean: []float32{0}, Std: []float32{1}}}},
 		{[]int{0, 3}, BatchOptions{BatchSize: 2, Preprocess: grayUnit}},
 		{nil, BatchOptions{BatchSize: 2, Preprocess: grayUnit, Augment: Augment{CropPadding: -1}}},
 	} {

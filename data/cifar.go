@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/bicyc/bicyc/imaging"
 )
 
 // CIFAR binary layout (Krizhevsky, "Learning Multiple Layers of Features
@@ -34,7 +36,7 @@ const (
 // bytes. Class names come from batches.meta.txt (one per non-empty line,
 // exactly 10) when present, else "class_%d".
 //
-// Errors name the file and wrap ErrFormat (a size that is not a positive
+// Errors name the file and wrap imaging.ErrFormat (a size that is not a positive
 // multiple of 3073 bytes, a names file without exactly 10 names),
 // ErrLabelRange (a label >= 10) or fs.ErrNotExist.
 func LoadCIFAR10(dir string) (train, test *Dataset, err error) {
@@ -111,7 +113,7 @@ func readClassNames(path string, want int) ([]string, error) {
 		}
 	}
 	if len(names) != want {
-		return nil, fmt.Errorf("data: %s: %w: %d class names, want %d", path, ErrFormat, len(names), want)
+		return nil, fmt.Errorf("data: %s: %w: %d class names, want %d", path, imaging.ErrFormat, len(names), want)
 	}
 	return names, nil
 }
@@ -134,7 +136,7 @@ func (f cifarFormat) load(name, dir string, files []string) (*Dataset, error) {
 			return nil, fmt.Errorf("data: %w", err)
 		}
 		if st.Size() == 0 || st.Size()%record != 0 {
-			return nil, fmt.Errorf("data: %s: %w: size %d bytes is not a positive multiple of the %d-byte record (%d label byte(s) + 3x32x32 pixels)", path, ErrFormat, st.Size(), record, f.labelBytes)
+			return nil, fmt.Errorf("data: %s: %w: size %d bytes is not a positive multiple of the %d-byte record (%d label byte(s) + 3x32x32 pixels)", path, imaging.ErrFormat, st.Size(), record, f.labelBytes)
 		}
 		total += int(st.Size() / record)
 	}
@@ -157,7 +159,7 @@ func (f cifarFormat) load(name, dir string, files []string) (*Dataset, error) {
 		next += n
 	}
 	if next != total {
-		return nil, fmt.Errorf("data: %s: %w: files changed while reading (%d records, expected %d)", dir, ErrFormat, next, total)
+		return nil, fmt.Errorf("data: %s: %w: files changed while reading (%d records, expected %d)", dir, imaging.ErrFormat, next, total)
 	}
 	return ds, nil
 }
@@ -180,10 +182,10 @@ func (f cifarFormat) readFile(path string, ds *Dataset, first int) (int, error) 
 			return 0, fmt.Errorf("data: %s: record %d: %w", path, i-first, err)
 		}
 		if i >= ds.Len() {
-			return 0, fmt.Errorf("data: %s: %w: file grew while reading", path, ErrFormat)
+			return 0, fmt.Errorf("data: %s: %w: file grew while reading", path, imaging.ErrFormat)
 		}
 		if _, err := io.ReadFull(r, ds.Pixels[i*cifarImageBytes:(i+1)*cifarImageBytes]); err != nil {
-			return 0, fmt.Errorf("data: %s: %w: record %d: %w", path, ErrFormat, i-first, err)
+			return 0, fmt.Errorf("data: %s: %w: record %d: %w", path, imaging.ErrFormat, i-first, err)
 		}
 		if f.coarseClasses > 0 && int(label[0]) >= f.coarseClasses {
 			return 0, fmt.Errorf("data: %s: %w: record %d has coarse label %d, want < %d", path, ErrLabelRange, i-first, label[0], f.coarseClasses)

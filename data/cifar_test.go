@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bicyc/bicyc/imaging"
 )
 
 // cifarRecords encodes records in the CIFAR binary format: the label bytes,
@@ -146,11 +148,11 @@ func TestLoadCIFARBadInput(t *testing.T) {
 	}{
 		{"missing test batch", false, cifar10, fs.ErrNotExist, "test_batch.bin"},
 		{"missing batch 3", false, with(cifar10, file{"test_batch.bin", rec10(0)}, file{"data_batch_3.bin", "<missing>"}), fs.ErrNotExist, "data_batch_3.bin"},
-		{"size not a multiple", false, with(cifar10, file{"test_batch.bin", rec10(0) + "x"}), ErrFormat, "3073-byte record"},
-		{"empty batch", false, with(cifar10, file{"test_batch.bin", ""}), ErrFormat, "not a positive multiple"},
+		{"size not a multiple", false, with(cifar10, file{"test_batch.bin", rec10(0) + "x"}), imaging.ErrFormat, "3073-byte record"},
+		{"empty batch", false, with(cifar10, file{"test_batch.bin", ""}), imaging.ErrFormat, "not a positive multiple"},
 		{"label 10", false, with(cifar10, file{"test_batch.bin", rec10(0, 10)}), ErrLabelRange, "record 1 has label 10"},
-		{"9 names", false, with(cifar10, file{"test_batch.bin", rec10(0)}, file{"batches.meta.txt", "a\nb\nc\nd\ne\nf\ng\nh\ni\n"}), ErrFormat, "9 class names, want 10"},
-		{"cifar100 record size", true, []file{{"train.bin", rec10(1)}, {"test.bin", rec10(1)}}, ErrFormat, "3074-byte record"},
+		{"9 names", false, with(cifar10, file{"test_batch.bin", rec10(0)}, file{"batches.meta.txt", "a\nb\nc\nd\ne\nf\ng\nh\ni\n"}), imaging.ErrFormat, "9 class names, want 10"},
+		{"cifar100 record size", true, []file{{"train.bin", rec10(1)}, {"test.bin", rec10(1)}}, imaging.ErrFormat, "3074-byte record"},
 		{"cifar100 fine label 100", true, []file{{"train.bin", string(cifarRecords([][]byte{{1, 100}}))}, {"test.bin", string(cifarRecords([][]byte{{1, 1}}))}}, ErrLabelRange, "label 100"},
 		{"cifar100 coarse label 20", true, []file{{"train.bin", string(cifarRecords([][]byte{{20, 1}}))}, {"test.bin", string(cifarRecords([][]byte{{1, 1}}))}}, ErrLabelRange, "coarse label 20"},
 		{"cifar100 missing test", true, []file{{"train.bin", string(cifarRecords([][]byte{{1, 1}}))}}, fs.ErrNotExist, "test.bin"},

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/bicyc/bicyc/bounded"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/names"
 )
 
@@ -63,7 +64,7 @@ func ListClassFolders(root string) (classes []ClassFolder, skipped []string, err
 			continue
 		case !isDir(root, e):
 			skipped = append(skipped, fmt.Sprintf("%s: not a folder, so not a class (images go in one sub-folder per class)", path))
-			if IsImageFile(e.Name()) {
+			if imaging.IsImageFile(e.Name()) {
 				rootImages++
 			}
 			continue
@@ -79,7 +80,7 @@ func ListClassFolders(root string) (classes []ClassFolder, skipped []string, err
 		}
 		skipped = append(skipped, w.notes(path)...)
 		if len(w.files) == 0 {
-			problems = append(problems, fmt.Errorf("%s: %w: no image files (%s)", path, ErrEmptyClass, strings.Join(ImageExtensions, " ")))
+			problems = append(problems, fmt.Errorf("%s: %w: no image files (%s)", path, ErrEmptyClass, strings.Join(imaging.ImageExtensions, " ")))
 			continue
 		}
 		classes = append(classes, ClassFolder{Name: names.NFC(e.Name()), Files: w.files})
@@ -151,7 +152,7 @@ func (w imageWalk) notes(dir string) []string {
 }
 
 // ImageFiles walks dir recursively in lexical order and returns its image
-// files (IsImageFile), symbolic links to regular files included; dir
+// files (imaging.IsImageFile), symbolic links to regular files included; dir
 // itself may be a link to a folder. Hidden files and folders (name
 // starting with ".") and files of other extensions are passed over.
 // Entries that cannot be read as images are never opened: named pipes,
@@ -202,7 +203,7 @@ func walkImages(dir string) (imageWalk, error) {
 			}
 			mode = info.Mode()
 		}
-		if !IsImageFile(path) {
+		if !imaging.IsImageFile(path) {
 			if w.other == 0 {
 				w.example = path
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/names"
 )
 
@@ -16,7 +17,7 @@ import (
 // row 2), and with SkipUnreadable the rest load, the others named in
 // Skipped. Past 20 problems the message counts the rest.
 func TestLoadFoldersJudgedWhole(t *testing.T) {
-	p := Preprocess{Channels: 3, Height: 8, Width: 8}
+	p := imaging.Preprocess{Channels: 3, Height: 8, Width: 8}
 	root := t.TempDir()
 	for _, split := range []string{"train", "test"} {
 		for c, class := range []string{"a", "b"} {
@@ -36,7 +37,7 @@ func TestLoadFoldersJudgedWhole(t *testing.T) {
 	train, test := filepath.Join(root, "train"), filepath.Join(root, "test")
 	_, _, err := LoadFolders(train, test, p, FolderOptions{})
 	t.Logf("%v", err)
-	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "3 of 11 image files are unreadable") {
+	if !errors.Is(err, imaging.ErrFormat) || !strings.Contains(err.Error(), "3 of 11 image files are unreadable") {
 		t.Fatalf("error %v, want ErrFormat counting 3 of 11 unreadable files", err)
 	}
 	for _, path := range bad {

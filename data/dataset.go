@@ -7,12 +7,9 @@ import (
 )
 
 // Sentinel errors wrapped by the loaders, so callers can branch with
-// errors.Is. A missing file wraps fs.ErrNotExist instead.
+// errors.Is. A malformed file (an IDX or CIFAR file as much as an image)
+// wraps imaging.ErrFormat, a missing file fs.ErrNotExist.
 var (
-	// ErrFormat marks a malformed data file: wrong magic bytes, a
-	// truncated or oversized payload, inconsistent counts, a record size
-	// that does not divide the file, or an image that cannot be decoded.
-	ErrFormat = errors.New("malformed data file")
 	// ErrLabelRange marks a label that is not below the number of class
 	// names of the dataset.
 	ErrLabelRange = errors.New("label out of range")

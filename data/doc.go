@@ -1,6 +1,6 @@
 // Package data loads image-classification datasets, splits their classes
-// into class-incremental task streams, and turns images into the float32
-// NCHW tensors the networks consume.
+// into class-incremental task streams, and streams them as the augmented,
+// normalised float32 NCHW batches training consumes.
 //
 // Layout. Every image is stored as uint8 in CHW order (channel, row,
 // column); a Dataset holds N of them back to back (NCHW), and batches are
@@ -14,29 +14,17 @@
 // sub-folder per class (PNG, JPEG, GIF, BMP, TIFF, WebP); LoadPhotoFolders
 // also keeps the training images at load resolution (Photos) for random
 // resized crops, and ConvertLayout rewrites TinyImageNet and CUB-200-2011
-// into that layout. Open dispatches on a Source. DecodeImage is bicyc's one
-// image decoder, for training's image folders and for inference alike: one
-// pixel limit (MaxImagePixels), a byte limit (MaxImageBytes), a budget of
-// JPEG scans (MaxJPEGScans, MaxJPEGScanPasses), a context that stops it
-// (DecodeImageContext), JPEGs turned upright by their EXIF orientation, no
-// panics;
-// ImageFiles is its one directory walk, which never opens a named pipe,
+// into that layout. Open dispatches on a Source. Images are decoded and
+// converted by package imaging (DecodeImageFile, Preprocess.Pixels), the
+// decoder and test-time preprocessing inference uses too; ImageFiles is the
+// one directory walk of image files, which never opens a named pipe,
 // device or socket. Loaders never panic on outside data: malformed files
 // return an error that names the file and the problem and wraps one of the
-// sentinels ErrFormat, ErrLabelRange, ErrEmptyClass, ErrClassMismatch or
-// ErrLayout (or fs.ErrNotExist for a missing file); ErrPreprocess,
-// ErrTaskStream and ErrSource mark invalid configuration. Sizes read from
-// headers are checked against limits and against the data actually present
-// before memory is committed to them.
-//
-// Preprocessing. Preprocess.Image is the one test-time preprocessing
-// function: evaluation during training and the ONNX inference side both call
-// it, so they convert images identically (alpha composited onto Background,
-// ITU-R BT.601 luma or RGB, a Catmull-Rom resize that either squashes the
-// image to the input size, only when the size differs, or resizes its
-// shorter side and crops the centre as torchvision's Resize + CenterCrop,
-// then per-channel normalisation). Preprocess is JSON-marshalable with stable
-// lower_snake field names because it is written into the model manifest.
+// sentinels imaging.ErrFormat, ErrLabelRange, ErrEmptyClass,
+// ErrClassMismatch or ErrLayout (or fs.ErrNotExist for a missing file);
+// imaging.ErrPreprocess, ErrTaskStream and ErrSource mark invalid
+// configuration. Sizes read from headers are checked against limits and
+// against the data actually present before memory is committed to them.
 //
 // Training input. TaskStream assigns classes to tasks (docs/method.md, "Setting":
 // tasks bring disjoint class sets). Batcher streams the images of a task in
@@ -49,6 +37,6 @@
 // torchvision's tensor implementation bit for bit (testdata/trivialaugment).
 //
 // Concurrency. A loaded Dataset is read-only and safe for concurrent reads.
-// Preprocess and TaskStream are values, safe for concurrent use. A Batcher
+// TaskStream is a value, safe for concurrent use. A Batcher
 // is not safe for concurrent use.
 package data

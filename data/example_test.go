@@ -2,8 +2,6 @@ package data_test
 
 import (
 	"fmt"
-	"image"
-	"image/color"
 
 	"github.com/bicyc/bicyc/data"
 )
@@ -38,25 +36,4 @@ func ExampleNewTaskStream() {
 	// task 2: 5 (Sandal), 4 (Coat), 3 (Dress)
 	// task 3: 2 (Pullover), 1 (Trouser), 0 (T-shirt/top)
 	// invalid task stream: 10 classes do not split equally into 3 tasks
-}
-
-func ExamplePreprocess_Image() {
-	mean, std := data.DefaultNormalization(data.KindFashionMNIST)
-	p := data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: mean, Std: std, Resize: data.ResizeCatmullRom}
-	if err := p.Validate(); err != nil {
-		panic(err)
-	}
-	// A 56x56 half-transparent white square: composited onto the black
-	// background, resized to 28x28 with Catmull-Rom, converted to luma,
-	// normalised with Fashion-MNIST's mean and std.
-	img := image.NewNRGBA(image.Rect(0, 0, 56, 56))
-	for y := range 56 {
-		for x := range 56 {
-			img.SetNRGBA(x, y, color.NRGBA{255, 255, 255, 128})
-		}
-	}
-	x := p.Image(img)
-	fmt.Printf("%d values (NCHW 1x1x28x28), pixel %d of 255 -> %.4f\n", len(x), p.Pixels(img)[0], x[0])
-	// Output:
-	// 784 values (NCHW 1x1x28x28), pixel 128 of 255 -> 0.6118
 }

@@ -19,12 +19,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bicyc/bicyc/imaging"
 )
 
 // The fuzz targets of this package cover every reader of outside bytes: IDX
 // files (LoadIDX), CIFAR binary batches (LoadCIFAR10, LoadCIFAR100) and
 // image files (DecodeImageFile, LoadImageFolder, Preprocess.Pixels and
-// Image, and the EXIF orientation of JPEGs). Each compares the loader with a whole-in-memory reference of the
+// Image; package imaging fuzzes the EXIF orientation of JPEGs). Each compares the loader with a whole-in-memory reference of the
 // documented format, so a wrong answer fails as surely as a panic.
 // scripts/fuzz.sh runs them for a fixed time; interesting inputs live in
 // testdata/fuzz.
@@ -98,7 +100,7 @@ func FuzzLoadIDX(f *testing.F) {
 			if err == nil {
 				t.Fatalf("LoadIDX accepted files the reference rejects (images ok %v, labels ok %v)", okImages, okLabels)
 			}
-			if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), dir) {
+			if !errors.Is(err, imaging.ErrFormat) || !strings.Contains(err.Error(), dir) {
 				t.Fatalf("error %q does not wrap ErrFormat or name the file", err)
 			}
 			return
@@ -218,7 +220,7 @@ func FuzzLoadCIFAR(f *testing.F) {
 			if err == nil {
 				t.Fatal("loader accepted files the reference rejects")
 			}
-			if !(errors.Is(err, ErrFormat) || errors.Is(err, ErrLabelRange)) || !strings.Contains(err.Error(), dir) {
+			if !(errors.Is(err, imaging.ErrFormat) || errors.Is(err, ErrLabelRange)) || !strings.Contains(err.Error(), dir) {
 				t.Fatalf("error %q wraps neither ErrFormat nor ErrLabelRange or does not name the file", err)
 			}
 			return
@@ -262,9 +264,10 @@ func imageSeeds(tb testing.TB, fashion *Dataset) [][]byte {
 	for _, name := range []string{"basn0g01", "basn2c16", "basn3p02", "basn4a16", "basn6a08"} {
 		paths = append(paths, filepath.Join(goImage, "png", "testdata", "pngsuite", name+".png"))
 	}
-	// JPEGs Go refuses, decoded by libjpeg-turbo (testdata/sampling/make.sh).
+	// JPEGs Go refuses, decoded by libjpeg-turbo (package imaging's
+	// testdata/sampling/make.sh).
 	for _, name := range []string{"asymmetric", "luma-subsampled", "rgb-blue-subsampled"} {
-		paths = append(paths, filepath.Join("testdata", "sampling", name+".jpg"))
+		paths = append(paths, filepath.Join("..", "imaging", "testdata", "sampling", name+".jpg"))
 	}
 	var seeds [][]byte
 	for _, p := range paths {
@@ -288,7 +291,7 @@ func imageSeeds(tb testing.TB, fashion *Dataset) [][]byte {
 // pixelsReference is steps 1 and 3 of Preprocess (alpha, channels) written
 // directly from the documented formulas over img.At, for an image that
 // needs no resize: the oracle for Pixels' fast paths.
-func pixelsReference(p Preprocess, img image.Image) []uint8 {
+func pixelsReference(p imaging.Preprocess, img image.Image) []uint8 {
 	b := img.Bounds()
 	plane := b.Dx() * b.Dy()
 	out := make([]uint8, p.Channels*plane)
@@ -333,26 +336,26 @@ func FuzzImageFolder(f *testing.F) {
 	f.Fuzz(func(t *testing.T, file []byte, rgb bool, h, w, bg0, bg1, bg2 uint8, keepSize bool) {
 		path := filepath.Join(root, "class", "image.png")
 		writeFile(t, path, file)
-		img, err := DecodeImageFile(path)
+		img, err := imaging.DecodeImageFile(path)
 		if err != nil {
-			if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), path) {
+			if !errors.Is(err, imaging.ErrFormat) || !strings.Contains(err.Error(), path) {
 				t.Fatalf("DecodeImageFile error %q does not wrap ErrFormat or name the file", err)
 			}
-			if _, ferr := LoadImageFolder(root, Preprocess{Channels: 1, Height: 1, Width: 1}); !errors.Is(ferr, ErrFormat) {
+			if _, ferr := LoadImageFolder(root, imaging.Preprocess{Channels: 1, Height: 1, Width: 1}); !errors.Is(ferr, imaging.ErrFormat) {
 				t.Fatalf("LoadImageFolder error %v, want ErrFormat as DecodeImageFile (%v)", ferr, err)
 			}
 			return
 		}
 		b := img.Bounds()
-		if b.Empty() || int64(b.Dx())*int64(b.Dy()) > MaxImagePixels {
+		if b.Empty() || int64(b.Dx())*int64(b.Dy()) > imaging.MaxImagePixels {
 			t.Fatalf("decoded image bounds %v", b)
 		}
-		p := Preprocess{Channels: 1, Height: 1 + int(h)%32, Width: 1 + int(w)%32, Background: [3]uint8{bg0, bg1, bg2},
+		p := imaging.Preprocess{Channels: 1, Height: 1 + int(h)%32, Width: 1 + int(w)%32, Background: [3]uint8{bg0, bg1, bg2},
 			Mean: []float32{0.5}, Std: []float32{0.25}}
 		if rgb {
 			p.Channels, p.Mean, p.Std = 3, []float32{0.485, 0.456, 0.406}, []float32{0.229, 0.224, 0.225}
 		}
-		if keepSize && b.Dx() <= maxPreprocessSide && b.Dy() <= maxPreprocessSide {
+		if keepSize && b.Dx() <= imaging.MaxSide && b.Dy() <= imaging.MaxSide {
 			p.Height, p.Width = b.Dy(), b.Dx()
 		}
 		pix := p.Pixels(img)
@@ -384,7 +387,7 @@ func TestPixelsReferenceAgrees(t *testing.T) {
 	img := image.NewNRGBA(image.Rect(0, 0, 2, 1))
 	img.SetNRGBA(0, 0, color.NRGBA{10, 20, 30, 255})
 	img.SetNRGBA(1, 0, color.NRGBA{200, 100, 0, 128})
-	p := Preprocess{Channels: 3, Height: 1, Width: 2, Background: [3]uint8{255, 255, 255}}
+	p := imaging.Preprocess{Channels: 3, Height: 1, Width: 2, Background: [3]uint8{255, 255, 255}}
 	got := pixelsReference(p, img)
 	// Red 200 at alpha 128 over white, in 16 bits: premultiplied
 	// 51400*32896/65535 = 25800, plus 65535*32639/65535 = 32639 of
@@ -396,48 +399,4 @@ func TestPixelsReferenceAgrees(t *testing.T) {
 	if pix := p.Pixels(img); !bytes.Equal(pix, want) {
 		t.Fatalf("Pixels %v, want %v", pix, want)
 	}
-}
-
-// FuzzDecodeJPEGOrientation decodes fuzzed bytes, seeded with Pillow's
-// JPEGs of every EXIF orientation. Invariants: jpegOrientation gives 1-8;
-// a decoded JPEG has the stored size from image/jpeg, width and height
-// swapped for orientations 5-8, and its top-left pixel is the stored
-// corner the EXIF standard puts there.
-func FuzzDecodeJPEGOrientation(f *testing.F) {
-	for o := 1; o <= 8; o++ {
-		b, err := os.ReadFile(filepath.Join("testdata", "exif", fmt.Sprintf("orient-%d.jpg", o)))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		o := jpegOrientation(b)
-		if o < 1 || o > 8 {
-			t.Fatalf("orientation %d", o)
-		}
-		img, format, err := DecodeImage(bytes.NewReader(b), 1<<16)
-		if err != nil || format != "jpeg" {
-			return
-		}
-		stored, err := jpeg.Decode(bytes.NewReader(b))
-		if err != nil {
-			t.Fatalf("DecodeImage decoded a JPEG that image/jpeg refuses: %v", err)
-		}
-		sb := stored.Bounds()
-		w, h := sb.Dx(), sb.Dy()
-		if o >= 5 {
-			w, h = h, w
-		}
-		if img.Bounds() != image.Rect(0, 0, w, h) {
-			t.Fatalf("orientation %d: bounds %v, stored %v", o, img.Bounds(), sb)
-		}
-		corner := map[int]image.Point{
-			1: {sb.Min.X, sb.Min.Y}, 2: {sb.Max.X - 1, sb.Min.Y}, 3: {sb.Max.X - 1, sb.Max.Y - 1}, 4: {sb.Min.X, sb.Max.Y - 1},
-			5: {sb.Min.X, sb.Min.Y}, 6: {sb.Min.X, sb.Max.Y - 1}, 7: {sb.Max.X - 1, sb.Max.Y - 1}, 8: {sb.Max.X - 1, sb.Min.Y},
-		}[o]
-		if got, want := color.RGBA64Model.Convert(img.At(0, 0)), color.RGBA64Model.Convert(stored.At(corner.X, corner.Y)); got != want {
-			t.Fatalf("orientation %d: top-left %v, stored corner %v is %v", o, got, corner, want)
-		}
-	})
 }

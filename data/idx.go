@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/bicyc/bicyc/imaging"
 )
 
 // FashionMNISTDir is where Debian's dataset-fashion-mnist package installs
@@ -50,7 +52,7 @@ var gzipMagic = []byte{0x1f, 0x8b}
 // may be gzip-compressed or plain; the magic bytes decide, not the name. The
 // classes are numbered 0..max(label) and named "class_%d".
 //
-// Errors name the file and wrap ErrFormat (wrong magic, wrong type or
+// Errors name the file and wrap imaging.ErrFormat (wrong magic, wrong type or
 // dimension count, truncated data, trailing bytes, image and label counts
 // that differ, a corrupt gzip stream) or fs.ErrNotExist.
 func LoadIDX(imagesPath, labelsPath string) (*Dataset, error) {
@@ -132,7 +134,7 @@ func loadIDX(imagesPath, labelsPath string, classNames []string) (*Dataset, erro
 
 	n, h, w := imgFile.dims[0], imgFile.dims[1], imgFile.dims[2]
 	if lblFile.dims[0] != n {
-		return nil, fmt.Errorf("data: %s: %w: %d labels for %d images in %s", labelsPath, ErrFormat, lblFile.dims[0], n, imagesPath)
+		return nil, fmt.Errorf("data: %s: %w: %d labels for %d images in %s", labelsPath, imaging.ErrFormat, lblFile.dims[0], n, imagesPath)
 	}
 	rawLabels, err := lblFile.readPayload()
 	if err != nil {
@@ -202,7 +204,7 @@ func (x *idxFile) init(wantDims int) error {
 	if compressed {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
-			return fmt.Errorf("data: %s: %w: gzip header: %w", x.path, ErrFormat, err)
+			return fmt.Errorf("data: %s: %w: gzip header: %w", x.path, imaging.ErrFormat, err)
 		}
 		x.gz = gz
 		x.r = gz
@@ -290,7 +292,7 @@ func (x *idxFile) Close() error {
 }
 
 func (x *idxFile) formatErr(problem string) error {
-	return fmt.Errorf("data: %s: %w: %s", x.path, ErrFormat, problem)
+	return fmt.Errorf("data: %s: %w: %s", x.path, imaging.ErrFormat, problem)
 }
 
 // readErr classifies a read failure: an early end or a gzip checksum or
@@ -300,11 +302,11 @@ func (x *idxFile) readErr(what string, err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return x.formatErr("truncated while reading " + what)
 	case errors.Is(err, gzip.ErrChecksum), errors.Is(err, gzip.ErrHeader):
-		return fmt.Errorf("data: %s: %w: reading %s: %w", x.path, ErrFormat, what, err)
+		return fmt.Errorf("data: %s: %w: reading %s: %w", x.path, imaging.ErrFormat, what, err)
 	}
 	var corrupt flate.CorruptInputError
 	if errors.As(err, &corrupt) {
-		return fmt.Errorf("data: %s: %w: reading %s: %w", x.path, ErrFormat, what, err)
+		return fmt.Errorf("data: %s: %w: reading %s: %w", x.path, imaging.ErrFormat, what, err)
 	}
 	return fmt.Errorf("data: %s: reading %s: %w", x.path, what, err)
 }

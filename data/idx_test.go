@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bicyc/bicyc/imaging"
 )
 
 func TestLoadFashionMNISTReal(t *testing.T) {
@@ -156,22 +158,22 @@ func TestLoadIDXBadInput(t *testing.T) {
 		want           error
 		msg            string // part of the message, besides the file name
 	}{
-		{"wrong magic", append([]byte{1, 2}, goodImages[2:]...), goodLabels, false, ErrFormat, "magic"},
-		{"png as idx", []byte("\x89PNG\r\n\x1a\n0000000000000000"), goodLabels, false, ErrFormat, "magic"},
-		{"int32 type", idxBytes(0x0c, []uint32{2, 2, 2}, make([]byte, 32)), goodLabels, false, ErrFormat, "data type"},
-		{"labels as images", goodLabels, goodLabels, false, ErrFormat, "dimensions"},
-		{"empty file", nil, goodLabels, false, ErrFormat, "empty"},
-		{"short header", goodImages[:9], goodLabels, false, ErrFormat, "truncated"},
-		{"truncated plain", goodImages[:len(goodImages)-1], goodLabels, false, ErrFormat, "file has 23 bytes"},
-		{"truncated gzip payload", gz(goodImages[:len(goodImages)-1]), goodLabels, false, ErrFormat, "truncated"},
-		{"truncated gzip stream", gz(goodImages)[:30], goodLabels, false, ErrFormat, "truncated"},
-		{"gzip checksum", corruptGzip, goodLabels, false, ErrFormat, "checksum"},
-		{"trailing bytes gzip", gz(append(goodImages, 0)), goodLabels, false, ErrFormat, "trailing"},
-		{"trailing bytes plain", append(goodImages, 0), goodLabels, false, ErrFormat, "file has 25 bytes"},
-		{"zero dimension", idxBytes(8, []uint32{2, 0, 2}, nil), goodLabels, false, ErrFormat, "is 0"},
-		{"count mismatch", goodImages, idxBytes(8, []uint32{3}, []byte{0, 1, 2}), false, ErrFormat, "3 labels for 2 images"},
+		{"wrong magic", append([]byte{1, 2}, goodImages[2:]...), goodLabels, false, imaging.ErrFormat, "magic"},
+		{"png as idx", []byte("\x89PNG\r\n\x1a\n0000000000000000"), goodLabels, false, imaging.ErrFormat, "magic"},
+		{"int32 type", idxBytes(0x0c, []uint32{2, 2, 2}, make([]byte, 32)), goodLabels, false, imaging.ErrFormat, "data type"},
+		{"labels as images", goodLabels, goodLabels, false, imaging.ErrFormat, "dimensions"},
+		{"empty file", nil, goodLabels, false, imaging.ErrFormat, "empty"},
+		{"short header", goodImages[:9], goodLabels, false, imaging.ErrFormat, "truncated"},
+		{"truncated plain", goodImages[:len(goodImages)-1], goodLabels, false, imaging.ErrFormat, "file has 23 bytes"},
+		{"truncated gzip payload", gz(goodImages[:len(goodImages)-1]), goodLabels, false, imaging.ErrFormat, "truncated"},
+		{"truncated gzip stream", gz(goodImages)[:30], goodLabels, false, imaging.ErrFormat, "truncated"},
+		{"gzip checksum", corruptGzip, goodLabels, false, imaging.ErrFormat, "checksum"},
+		{"trailing bytes gzip", gz(append(goodImages, 0)), goodLabels, false, imaging.ErrFormat, "trailing"},
+		{"trailing bytes plain", append(goodImages, 0), goodLabels, false, imaging.ErrFormat, "file has 25 bytes"},
+		{"zero dimension", idxBytes(8, []uint32{2, 0, 2}, nil), goodLabels, false, imaging.ErrFormat, "is 0"},
+		{"count mismatch", goodImages, idxBytes(8, []uint32{3}, []byte{0, 1, 2}), false, imaging.ErrFormat, "3 labels for 2 images"},
 		{"label 10 of 10 classes", goodImages, idxBytes(8, []uint32{2}, []byte{3, 10}), true, ErrLabelRange, "label 10"},
-		{"absurd header", idxBytes(8, []uint32{0xffffffff, 0xffffffff, 0xffffffff}, nil), goodLabels, false, ErrFormat, "limit"},
+		{"absurd header", idxBytes(8, []uint32{0xffffffff, 0xffffffff, 0xffffffff}, nil), goodLabels, false, imaging.ErrFormat, "limit"},
 	}
 	for i, c := range cases {
 		dir := t.TempDir()
@@ -220,7 +222,7 @@ func TestLoadIDXHeaderAllocation(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		_, err := LoadIDX(filepath.Join(dir, "images"), filepath.Join(dir, "labels"))
 		runtime.ReadMemStats(&after)
-		if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "images") {
+		if !errors.Is(err, imaging.ErrFormat) || !strings.Contains(err.Error(), "images") {
 			t.Errorf("case %d (gzip %v): got %v, want ErrFormat for the image file", i, gzipped, err)
 		}
 		alloc := after.TotalAlloc - before.TotalAlloc

@@ -12,14 +12,15 @@ import (
 	"sync"
 
 	"github.com/bicyc/bicyc/bounded"
+	"github.com/bicyc/bicyc/imaging"
 )
 
 // LoadImageFolder reads a dataset stored as one sub-folder of root per class,
 // in the layout of torchvision's ImageFolder, as ListClassFolders lists it:
 // the sorted sub-folder names are the class names and their indices the
 // labels; each class folder's images are those ImageFiles finds. Every
-// image is decoded by DecodeImageFile (the format is detected from the
-// content, at most MaxImagePixels) and turned into uint8 CHW by p.Pixels,
+// image is decoded by imaging.DecodeImageFile (the format is detected from the
+// content, at most imaging.MaxImagePixels) and turned into uint8 CHW by p.Pixels,
 // the same conversion inference applies, before the next one is decoded,
 // so memory holds at most one decoded image per CPU. What the listing
 // passed over is reported in the Dataset's Skipped. Only p's Channels,
@@ -27,11 +28,11 @@ import (
 //
 // Every file is tried: the error names every unreadable one (the first 20,
 // then a count; see LoadFolders to train on the rest). Errors name the
-// folder or file and wrap ErrPreprocess (invalid p), ErrEmptyClass (a
+// folder or file and wrap imaging.ErrPreprocess (invalid p), ErrEmptyClass (a
 // class folder without images, or no class folder at all),
-// names.ErrInvalid (a class name out of bounds), ErrFormat (an image that
+// names.ErrInvalid (a class name out of bounds), imaging.ErrFormat (an image that
 // does not decode) or fs.ErrNotExist.
-func LoadImageFolder(root string, p Preprocess) (*Dataset, error) {
+func LoadImageFolder(root string, p imaging.Preprocess) (*Dataset, error) {
 	classes, skipped, err := ListClassFolders(root)
 	if err != nil {
 		return nil, err
@@ -42,7 +43,7 @@ func LoadImageFolder(root string, p Preprocess) (*Dataset, error) {
 // LoadImageFolders reads a training and a test image folder (see
 // LoadImageFolder). Both must have the same class sub-folders; otherwise
 // the error wraps ErrClassMismatch and names the classes that differ.
-func LoadImageFolders(trainRoot, testRoot string, p Preprocess) (train, test *Dataset, err error) {
+func LoadImageFolders(trainRoot, testRoot string, p imaging.Preprocess) (train, test *Dataset, err error) {
 	return LoadFolders(trainRoot, testRoot, p, FolderOptions{})
 }
 
@@ -51,7 +52,7 @@ func LoadImageFolders(trainRoot, testRoot string, p Preprocess) (train, test *Da
 // loadSide (see Photos for the memory this takes), for random-resized-crop
 // training; loadSide 0 keeps none. The Dataset images of both sets are the
 // test-time views p.Pixels gives, as with LoadImageFolders.
-func LoadPhotoFolders(trainRoot, testRoot string, p Preprocess, loadSide int) (train, test *Dataset, err error) {
+func LoadPhotoFolders(trainRoot, testRoot string, p imaging.Preprocess, loadSide int) (train, test *Dataset, err error) {
 	return LoadFolders(trainRoot, testRoot, p, FolderOptions{LoadSide: loadSide})
 }
 
@@ -69,9 +70,9 @@ type FolderOptions struct {
 
 // LoadFolders reads a training and a test image folder as
 // LoadPhotoFolders does, with the options o.
-func LoadFolders(trainRoot, testRoot string, p Preprocess, o FolderOptions) (train, test *Dataset, err error) {
-	if o.LoadSide < 0 || o.LoadSide > maxPreprocessSide {
-		return nil, nil, fmt.Errorf("data: image folder %s: %w: load side %d, want [0, %d]", trainRoot, ErrPreprocess, o.LoadSide, maxPreprocessSide)
+func LoadFolders(trainRoot, testRoot string, p imaging.Preprocess, o FolderOptions) (train, test *Dataset, err error) {
+	if o.LoadSide < 0 || o.LoadSide > imaging.MaxSide {
+		return nil, nil, fmt.Errorf("data: image folder %s: %w: load side %d, want [0, %d]", trainRoot, imaging.ErrPreprocess, o.LoadSide, imaging.MaxSide)
 	}
 	trainClasses, trainSkipped, err1 := ListClassFolders(trainRoot)
 	testClasses, testSkipped, err2 := ListClassFolders(testRoot)
@@ -121,8 +122,8 @@ func isDir(parent string, e fs.DirEntry) bool {
 
 // loadImageFolder decodes the images of the listed class folders, keeping
 // them at load resolution too when o.LoadSide > 0.
-func loadImageFolder(root string, classes []ClassFolder, skipped []string, p Preprocess, o FolderOptions) (*Dataset, error) {
-	if err := p.checkGeometry(); err != nil {
+func loadImageFolder(root string, classes []ClassFolder, skipped []string, p imaging.Preprocess, o FolderOptions) (*Dataset, error) {
+	if err := p.CheckGeometry(); err != nil {
 		return nil, fmt.Errorf("data: image folder %s: %w", root, err)
 	}
 	ds := &Dataset{
@@ -211,10 +212,10 @@ func unwrapPath(err error) error {
 // decodeAll decodes files[i] into image i of ds (storeImage), on all CPUs,
 // every file whatever the others do, and returns each file's error (nil
 // where it decoded).
-func decodeAll(files []string, ds *Dataset, p Preprocess, loadSide int) []error {
+func decodeAll(files []string, ds *Dataset, p imaging.Preprocess, loadSide int) []error {
 	errs := make([]error, len(files))
 	parallel(len(files), func(i int) {
-		img, err := DecodeImageFile(files[i])
+		img, err := imaging.DecodeImageFile(files[i])
 		if err != nil {
 			errs[i] = err
 			return
@@ -224,7 +225,7 @@ func decodeAll(files []string, ds *Dataset, p Preprocess, loadSide int) []error 
 	return errs
 }
 
-// CheckImageFiles decodes every file as DecodeImageFile does, with at most
+// CheckImageFiles decodes every file as imaging.DecodeImageFile does, with at most
 // maxPixels pixels, on all CPUs, without keeping the pixels, and returns
 // each file's error (nil where it decodes): a folder is judged whole
 // before any work starts. Unreadable joins the errors into one message.
@@ -237,7 +238,7 @@ func CheckImageFiles(files []string, maxPixels int64) []error {
 			return
 		}
 		defer f.Close()
-		if _, _, err := DecodeImage(f, maxPixels); err != nil {
+		if _, _, err := imaging.DecodeImage(f, maxPixels); err != nil {
 			errs[i] = fmt.Errorf("data: %s: %w", files[i], err)
 		}
 	})
@@ -281,24 +282,22 @@ func parallel(n int, f func(i int)) {
 // storeImage writes image i of ds: its test-time view p.Pixels, and, when
 // ds keeps photos, the same image at load resolution (shorter side
 // loadSide).
-func storeImage(ds *Dataset, i int, img image.Image, p Preprocess, loadSide int) {
+func storeImage(ds *Dataset, i int, img image.Image, p imaging.Preprocess, loadSide int) {
 	view := ds.Pixels[i*ds.ImageSize() : (i+1)*ds.ImageSize()]
 	if ds.Photos == nil || img.Bounds().Empty() {
 		copy(view, p.Pixels(img))
 		return
 	}
-	rgba := composite(img, p.Background)
-	photo, win := photoPixels(rgba, p.Channels, loadSide)
+	rgba := imaging.Composite(img, p.Background)
+	photo, win, full := imaging.ResizeShorter(rgba, p.Channels, loadSide, MaxPhotoAspect*loadSide)
 	ds.Photos.Pixels[i], ds.Photos.Sizes[i] = photo, win.Size()
 	// At the test-time resize size the view is a window of the photo: the
 	// same resized pixels, so copying them saves a second resize.
-	if p.ResizeMode == ResizeCenterCrop && loadSide == p.ResizeShorter {
-		full := limitAspect(rgba).Rect.Size()
-		nw, nh := ShorterSideSize(full.X, full.Y, loadSide)
-		if vw := CenterCropWindow(nw, nh, p.Width, p.Height); vw.In(win) {
+	if p.ResizeMode == imaging.ResizeCenterCrop && loadSide == p.ResizeShorter {
+		if vw := imaging.CenterCropWindow(full.X, full.Y, p.Width, p.Height); vw.In(win) {
 			cropCHW(photo, p.Channels, win.Dy(), win.Dx(), vw.Sub(win.Min), view)
 			return
 		}
 	}
-	p.pixelsOf(rgba, view)
+	p.PixelsOf(rgba, view)
 }

@@ -14,51 +14,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bicyc/bicyc/imaging"
 )
-
-// writePNG and writeJPEG encode img into path, creating parent folders.
-func writePNG(t testing.TB, path string, img image.Image) {
-	t.Helper()
-	writeEncoded(t, path, func(f *os.File) error { return png.Encode(f, img) })
-}
-
-func writeJPEG(t testing.TB, path string, img image.Image) {
-	t.Helper()
-	writeEncoded(t, path, func(f *os.File) error { return jpeg.Encode(f, img, &jpeg.Options{Quality: 90}) })
-}
-
-func writeEncoded(t testing.TB, path string, encode func(*os.File) error) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := encode(f); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// gradient returns a w x h RGB image whose colour depends on the position
-// and on seed.
-func gradient(w, h, seed int) *image.RGBA {
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	for y := range h {
-		for x := range w {
-			img.Set(x, y, color.RGBA{uint8(x*7 + seed), uint8(y*5 + 3*seed), uint8(x*y + seed), 255})
-		}
-	}
-	return img
-}
 
 func TestLoadImageFolders(t *testing.T) {
 	root := t.TempDir()
-	p := Preprocess{Channels: 3, Height: 16, Width: 16}
+	p := imaging.Preprocess{Channels: 3, Height: 16, Width: 16}
 	// Class folders sort as cat < dog < zebra; files of dog are PNG, of cat
 	// JPEG in a nested folder, of zebra mixed. Other files are ignored.
 	files := map[string]image.Image{
@@ -103,7 +65,7 @@ func TestLoadImageFolders(t *testing.T) {
 	// Each image equals Preprocess.Pixels of the decoded file: training and
 	// inference share the conversion.
 	for i, name := range wantFiles {
-		img, err := DecodeImageFile(filepath.Join(root, name))
+		img, err := imaging.DecodeImageFile(filepath.Join(root, name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +88,7 @@ func TestLoadImageFolderGray(t *testing.T) {
 		img.Pix[i] = uint8(20 * i)
 	}
 	writePNG(t, filepath.Join(root, "only", "g.png"), img)
-	ds, err := LoadImageFolder(root, Preprocess{Channels: 1, Height: 3, Width: 4})
+	ds, err := LoadImageFolder(root, imaging.Preprocess{Channels: 1, Height: 3, Width: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,12 +98,12 @@ func TestLoadImageFolderGray(t *testing.T) {
 }
 
 func TestLoadImageFolderBadInput(t *testing.T) {
-	p := Preprocess{Channels: 3, Height: 8, Width: 8}
+	p := imaging.Preprocess{Channels: 3, Height: 8, Width: 8}
 	good := func(t *testing.T, path string) { writePNG(t, path, gradient(8, 8, 1)) }
 	cases := []struct {
 		name  string
 		setup func(t *testing.T, root string)
-		p     Preprocess
+		p     imaging.Preprocess
 		want  error
 		msg   string
 	}{
@@ -159,24 +121,24 @@ func TestLoadImageFolderBadInput(t *testing.T) {
 		{"corrupt png", func(t *testing.T, root string) {
 			good(t, filepath.Join(root, "a", "1.png"))
 			writeFile(t, filepath.Join(root, "a", "2.png"), []byte("\x89PNG\r\n\x1a\nbroken"))
-		}, p, ErrFormat, "2.png"},
+		}, p, imaging.ErrFormat, "2.png"},
 		{"truncated jpeg", func(t *testing.T, root string) {
 			good(t, filepath.Join(root, "a", "1.png"))
 			path := filepath.Join(root, "a", "2.jpg")
 			writeJPEG(t, path, gradient(64, 64, 2))
 			raw, _ := os.ReadFile(path)
 			writeFile(t, path, raw[:len(raw)/2])
-		}, p, ErrFormat, "2.jpg"},
+		}, p, imaging.ErrFormat, "2.jpg"},
 		{"text named png", func(t *testing.T, root string) {
 			os.MkdirAll(filepath.Join(root, "a"), 0o755)
 			writeFile(t, filepath.Join(root, "a", ".hidden.png"), nil)
 			writeFile(t, filepath.Join(root, "a", "x.png"), []byte("hello"))
-		}, p, ErrFormat, "x.png"},
+		}, p, imaging.ErrFormat, "x.png"},
 		{"huge png header", func(t *testing.T, root string) {
 			os.MkdirAll(filepath.Join(root, "a"), 0o755)
 			writeFile(t, filepath.Join(root, "a", "big.png"), hugePNGHeader())
-		}, p, ErrFormat, "declares 100000x100000"},
-		{"invalid preprocess", func(t *testing.T, root string) { good(t, filepath.Join(root, "a", "1.png")) }, Preprocess{Channels: 2, Height: 8, Width: 8}, ErrPreprocess, "channels 2"},
+		}, p, imaging.ErrFormat, "declares 100000x100000"},
+		{"invalid preprocess", func(t *testing.T, root string) { good(t, filepath.Join(root, "a", "1.png")) }, imaging.Preprocess{Channels: 2, Height: 8, Width: 8}, imaging.ErrPreprocess, "channels 2"},
 	}
 	for i, c := range cases {
 		root := filepath.Join(t.TempDir(), "root")
@@ -212,8 +174,48 @@ func TestLoadImageFoldersClassMismatch(t *testing.T) {
 	for _, name := range []string{"train/a/1.png", "train/b/1.png", "test/a/1.png", "test/c/1.png"} {
 		writePNG(t, filepath.Join(root, name), gradient(4, 4, 0))
 	}
-	_, _, err := LoadImageFolders(filepath.Join(root, "train"), filepath.Join(root, "test"), Preprocess{Channels: 3, Height: 4, Width: 4})
+	_, _, err := LoadImageFolders(filepath.Join(root, "train"), filepath.Join(root, "test"), imaging.Preprocess{Channels: 3, Height: 4, Width: 4})
 	if !errors.Is(err, ErrClassMismatch) || !strings.Contains(err.Error(), `only in train ["b"], only in test ["c"]`) {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// writePNG and writeJPEG encode img into path, creating parent folders.
+func writePNG(t testing.TB, path string, img image.Image) {
+	t.Helper()
+	writeEncoded(t, path, func(f *os.File) error { return png.Encode(f, img) })
+}
+
+func writeJPEG(t testing.TB, path string, img image.Image) {
+	t.Helper()
+	writeEncoded(t, path, func(f *os.File) error { return jpeg.Encode(f, img, &jpeg.Options{Quality: 90}) })
+}
+
+func writeEncoded(t testing.TB, path string, encode func(*os.File) error) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := encode(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gradient returns a w x h RGB image whose colour depends on the position
+// and on seed.
+func gradient(w, h, seed int) *image.RGBA {
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.Set(x, y, color.RGBA{uint8(x*7 + seed), uint8(y*5 + 3*seed), uint8(x*y + seed), 255})
+		}
+	}
+	return img
 }

@@ -2,7 +2,6 @@ package data
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"image"
 	"math"
@@ -14,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/image/draw"
+	"github.com/bicyc/bicyc/imaging"
 )
 
 // TestTorchvisionGeometry checks ShorterSideSize, CenterCropWindow and the
@@ -41,12 +40,12 @@ func TestTorchvisionGeometry(t *testing.T) {
 		counts[fields[0]]++
 		switch fields[0] {
 		case "resize":
-			if w, h := ShorterSideSize(in(0), in(1), in(2)); w != in(3) || h != in(4) {
+			if w, h := imaging.ShorterSideSize(in(0), in(1), in(2)); w != in(3) || h != in(4) {
 				t.Errorf("line %d: Resize(%d) of %dx%d: got %dx%d, torchvision %dx%d", line, in(2), in(0), in(1), w, h, in(3), in(4))
 			}
 		case "center":
 			want := image.Rect(in(4), in(5), in(4)+in(2), in(5)+in(3))
-			if got := CenterCropWindow(in(0), in(1), in(2), in(3)); got != want {
+			if got := imaging.CenterCropWindow(in(0), in(1), in(2), in(3)); got != want {
 				t.Errorf("line %d: CenterCrop %dx%d of %dx%d: got %v, torchvision %v", line, in(2), in(3), in(0), in(1), got, want)
 			}
 		case "fallback":
@@ -61,88 +60,6 @@ func TestTorchvisionGeometry(t *testing.T) {
 	}
 	if counts["resize"] < 50 || counts["center"] < 30 || counts["fallback"] < 20 {
 		t.Fatalf("geometry.txt has too few cases: %v", counts)
-	}
-}
-
-// TestCenterCropPixels: center-crop preprocessing computes only the window
-// but equals resizing the whole image and cropping; an image already of the
-// resize size is cropped without resampling; and a wide photo is cropped,
-// not squashed.
-func TestCenterCropPixels(t *testing.T) {
-	p := Preprocess{Channels: 3, Height: 24, Width: 20, ResizeMode: ResizeCenterCrop, ResizeShorter: 27}
-	for _, size := range []image.Point{{40, 30}, {56, 72}, {27, 27}, {110, 28}} {
-		src := gradient(size.X, size.Y, 5)
-		got := p.Pixels(src)
-		nw, nh := ShorterSideSize(size.X, size.Y, 27)
-		whole := image.NewRGBA64(image.Rect(0, 0, nw, nh))
-		draw.CatmullRom.Scale(whole, whole.Bounds(), composite(src, [3]uint8{}), src.Bounds(), draw.Src, nil)
-		if size == (image.Point{27, 27}) {
-			whole = composite(src, [3]uint8{})
-		}
-		win := CenterCropWindow(nw, nh, 20, 24)
-		want := make([]uint8, p.ImageSize())
-		toCHW(whole.SubImage(win).(*image.RGBA64), 3, want)
-		if !slices.Equal(got, want) {
-			t.Errorf("%v: window pixels differ from resize-then-crop", size)
-		}
-	}
-	// Squash keeps today's output exactly.
-	src := gradient(40, 30, 1)
-	squash := Preprocess{Channels: 3, Height: 24, Width: 20, ResizeMode: ResizeSquash}
-	if !slices.Equal(squash.Pixels(src), Preprocess{Channels: 3, Height: 24, Width: 20}.Pixels(src)) {
-		t.Error("explicit squash differs from the empty mode")
-	}
-
-	// A 640x480 photo: left and right eighths black, the middle white.
-	// The 32x32 center crop of its 42x32 resize (ratio 0.75) sees white
-	// only; squashing it would bring the black bands in.
-	photo := image.NewGray(image.Rect(0, 0, 640, 480))
-	for i := range photo.Pix {
-		if x := i % 640; x >= 80 && x < 560 {
-			photo.Pix[i] = 255
-		}
-	}
-	crop := Preprocess{Channels: 1, Height: 32, Width: 32, ResizeMode: ResizeCenterCrop, ResizeShorter: CenterCropResize(32, 0.75)}
-	if got := crop.Pixels(photo); slices.Min(got) < 250 {
-		t.Errorf("center crop of the 640x480 photo has a pixel of %d, want only the white middle", slices.Min(got))
-	}
-	if got := (Preprocess{Channels: 1, Height: 32, Width: 32}).Pixels(photo); got[0] != 0 {
-		t.Errorf("squash of the photo: corner %d, want the black band", got[0])
-	}
-}
-
-func TestCenterCropResize(t *testing.T) {
-	for i, c := range []struct {
-		side  int
-		ratio float64
-		want  int
-	}{{224, 0.875, 256}, {64, 0.875, 73}, {64, 1, 64}, {28, 0.875, 32}, {32, 0.875, 36}, {299, 0.875, 341}} {
-		if got := CenterCropResize(c.side, c.ratio); got != c.want {
-			t.Errorf("case %d: CenterCropResize(%d, %v) = %d, want %d", i, c.side, c.ratio, got, c.want)
-		}
-	}
-}
-
-func TestPreprocessResizeModeValidate(t *testing.T) {
-	base := Preprocess{Channels: 1, Height: 24, Width: 20, Mean: []float32{0}, Std: []float32{1}}
-	for i, c := range []struct {
-		mode    string
-		shorter int
-		msg     string // "" means valid
-	}{
-		{"", 0, ""}, {ResizeSquash, 0, ""}, {ResizeCenterCrop, 24, ""}, {ResizeCenterCrop, 8192, ""},
-		{ResizeSquash, 32, "resize_shorter 32 with resize mode squash"},
-		{ResizeCenterCrop, 23, "resize_shorter 23 for a 24x20 center crop"},
-		{ResizeCenterCrop, 0, "resize_shorter 0"},
-		{ResizeCenterCrop, 9000, "resize_shorter 9000"},
-		{"letterbox", 0, `resize mode "letterbox"`},
-	} {
-		p := base
-		p.ResizeMode, p.ResizeShorter = c.mode, c.shorter
-		err := p.Validate()
-		if (c.msg == "") != (err == nil) || (err != nil && (!errors.Is(err, ErrPreprocess) || !strings.Contains(err.Error(), c.msg))) {
-			t.Errorf("case %d: %q %d: got %v, want %q", i, c.mode, c.shorter, err, c.msg)
-		}
 	}
 }
 
@@ -229,7 +146,7 @@ func TestLoadPhotoFolders(t *testing.T) {
 			writeJPEG(t, filepath.Join(root, name), img)
 		}
 	}
-	p := Preprocess{Channels: 3, Height: 24, Width: 24, ResizeMode: ResizeCenterCrop, ResizeShorter: 27}
+	p := imaging.Preprocess{Channels: 3, Height: 24, Width: 24, ResizeMode: imaging.ResizeCenterCrop, ResizeShorter: 27}
 	train, test, err := LoadPhotoFolders(filepath.Join(root, "train"), filepath.Join(root, "test"), p, 32)
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +157,7 @@ func TestLoadPhotoFolders(t *testing.T) {
 	wantSizes := []image.Point{{42, 32}, {32, 41}, {64, 32}, {32, 32}} // a, b, c (capped from 320), d
 	var bytes int64
 	for i, name := range []string{"train/bird/a.jpg", "train/bird/b.png", "train/cat/c.png", "train/cat/d.jpg"} {
-		img, err := DecodeImageFile(filepath.Join(root, name))
+		img, err := imaging.DecodeImageFile(filepath.Join(root, name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,9 +168,9 @@ func TestLoadPhotoFolders(t *testing.T) {
 		if (image.Point{w, h}) != wantSizes[i] || len(pix) != 3*w*h {
 			t.Errorf("%s: photo %dx%d with %d values, want %v", name, w, h, len(pix), wantSizes[i])
 		}
-		want, _ := photoPixels(composite(img, [3]uint8{}), 3, 32)
+		want, _, _ := imaging.ResizeShorter(imaging.Composite(img, [3]uint8{}), 3, 32, MaxPhotoAspect*32)
 		if !slices.Equal(pix, want) {
-			t.Errorf("%s: photo pixels differ from photoPixels", name)
+			t.Errorf("%s: photo pixels differ from imaging.ResizeShorter", name)
 		}
 		bytes += int64(len(pix))
 	}
@@ -269,7 +186,7 @@ func TestLoadPhotoFolders(t *testing.T) {
 	if !slices.Equal(same.Pixels, train.Pixels) {
 		t.Error("with the load side at the resize size, the dataset images differ from the test-time preprocessing")
 	}
-	if _, _, err := LoadPhotoFolders(filepath.Join(root, "train"), filepath.Join(root, "test"), p, -1); !errors.Is(err, ErrPreprocess) {
+	if _, _, err := LoadPhotoFolders(filepath.Join(root, "train"), filepath.Join(root, "test"), p, -1); !errors.Is(err, imaging.ErrPreprocess) {
 		t.Errorf("negative load side: %v", err)
 	}
 	both, err := ConcatPhotos(train.Photos, train.Photos)
@@ -296,7 +213,7 @@ func TestBatcherResizedCrop(t *testing.T) {
 		ds.Photos.Pixels = append(ds.Photos.Pixels, pix)
 		ds.Photos.Sizes = append(ds.Photos.Sizes, image.Point{w, h})
 	}
-	p := Preprocess{Channels: 1, Height: 8, Width: 8, Mean: []float32{0}, Std: []float32{1}}
+	p := imaging.Preprocess{Channels: 1, Height: 8, Width: 8, Mean: []float32{0}, Std: []float32{1}}
 	opts := BatchOptions{BatchSize: 3, Seed: 3, Preprocess: p, Augment: Augment{ResizedCrop: DefaultResizedCrop(), HorizontalFlip: true}}
 	epoch := func(b *Batcher, e int) []float32 {
 		x, labels := make([]float32, 3*64), make([]int, 3)
@@ -329,51 +246,4 @@ func TestBatcherResizedCrop(t *testing.T) {
 // fallback is the window Window returns when every attempt misses.
 func (r ResizedCrop) fallback(w, h int) image.Rectangle {
 	return ResizedCrop{Scale: [2]float64{2, 3}, Ratio: r.Ratio}.Window(rand.New(rand.NewPCG(0, 0)), w, h)
-}
-
-// TestPreprocessJSONModes: center-crop is written with its resize size; an
-// explicit squash is written too; the empty mode (a manifest written
-// before modes existed) reads back as squash's behaviour.
-func TestPreprocessJSONModes(t *testing.T) {
-	p := Preprocess{Channels: 3, Height: 224, Width: 224, Mean: []float32{0.485, 0.456, 0.406}, Std: []float32{0.229, 0.224, 0.225},
-		Resize: ResizeCatmullRom, ResizeMode: ResizeCenterCrop, ResizeShorter: 256}
-	raw, err := json.Marshal(p)
-	if err != nil || !strings.Contains(string(raw), `"resize":"catmull-rom","resize_mode":"center-crop","resize_shorter":256,`) {
-		t.Fatalf("center-crop json %s (%v)", raw, err)
-	}
-	var back Preprocess
-	if err := json.Unmarshal(raw, &back); err != nil || back.ResizeMode != ResizeCenterCrop || back.ResizeShorter != 256 || back.Validate() != nil {
-		t.Fatalf("round trip: %+v %v", back, err)
-	}
-	p.ResizeMode, p.ResizeShorter = ResizeSquash, 0
-	if raw, _ := json.Marshal(p); !strings.Contains(string(raw), `"resize_mode":"squash","background"`) {
-		t.Errorf("squash json %s", raw)
-	}
-}
-
-// TestCenterCropLongStrip: a 20000x5 strip is cropped around its centre
-// to 4:1 (20x5) before the shorter-side resize, so preprocessing it needs a
-// small resampling buffer; here that centre is a uniform band, so the crop
-// is uniform too. Images up to 4:1 are not cropped first.
-func TestCenterCropLongStrip(t *testing.T) {
-	strip := image.NewGray(image.Rect(0, 0, 20000, 5))
-	for i := range strip.Pix {
-		if x := i % 20000; x >= 9990 && x < 10010 {
-			strip.Pix[i] = 200
-		}
-	}
-	p := Preprocess{Channels: 1, Height: 16, Width: 16, ResizeMode: ResizeCenterCrop, ResizeShorter: 256}
-	if got := p.Pixels(strip); slices.Min(got) != 200 || slices.Max(got) != 200 {
-		t.Errorf("strip centre: values %d..%d, want the band's 200", slices.Min(got), slices.Max(got))
-	}
-	for _, c := range []struct{ in, want image.Rectangle }{
-		{image.Rect(0, 0, 20000, 5), image.Rect(9990, 0, 10010, 5)},
-		{image.Rect(3, 4, 13, 104), image.Rect(3, 34, 13, 74)},
-		{image.Rect(0, 0, 40, 10), image.Rect(0, 0, 40, 10)},
-	} {
-		img := image.NewRGBA64(c.in)
-		if got := limitAspect(img).Rect; got != c.want {
-			t.Errorf("limitAspect(%v) = %v, want %v", c.in, got, c.want)
-		}
-	}
 }

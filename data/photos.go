@@ -68,15 +68,3 @@ func ConcatPhotos(a, b *Photos) (*Photos, error) {
 		Sizes:    append(append([]image.Point(nil), a.Sizes...), b.Sizes...),
 	}, nil
 }
-
-// photoPixels converts a composited image into a stored photo of shorter
-// side side (see Photos) and returns it with its size and its window in the
-// coordinates of the whole resized image; bounds need not start at (0, 0).
-func photoPixels(rgba *image.RGBA64, channels, side int) (pix []uint8, win image.Rectangle) {
-	rgba = limitAspect(rgba)
-	nw, nh := ShorterSideSize(rgba.Rect.Dx(), rgba.Rect.Dy(), side)
-	win = CenterCropWindow(nw, nh, min(nw, MaxPhotoAspect*side), min(nh, MaxPhotoAspect*side))
-	pix = make([]uint8, channels*win.Dx()*win.Dy())
-	toCHW(resizeWindow(rgba, nw, nh, win), channels, pix)
-	return pix, win
-}

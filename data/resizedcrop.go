@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 
 	"golang.org/x/image/draw"
+
+	"github.com/bicyc/bicyc/imaging"
 )
 
 // ResizedCrop is random-resized-crop augmentation, torchvision's
@@ -44,7 +46,7 @@ func DefaultResizedCrop() ResizedCrop {
 func (r ResizedCrop) Enabled() bool { return r != ResizedCrop{} }
 
 // Validate reports a range that is not 0 < lo <= hi and finite, wrapping
-// ErrPreprocess. The zero value (off) is valid.
+// imaging.ErrPreprocess. The zero value (off) is valid.
 func (r ResizedCrop) Validate() error {
 	if !r.Enabled() {
 		return nil
@@ -54,7 +56,7 @@ func (r ResizedCrop) Validate() error {
 		v    [2]float64
 	}{{"scale", r.Scale}, {"ratio", r.Ratio}} {
 		if !(rg.v[0] > 0 && rg.v[0] <= rg.v[1]) || math.IsInf(rg.v[1], 0) {
-			return fmt.Errorf("%w: resized crop %s %v, want 0 < low <= high, finite", ErrPreprocess, rg.name, rg.v)
+			return fmt.Errorf("%w: resized crop %s %v, want 0 < low <= high, finite", imaging.ErrPreprocess, rg.name, rg.v)
 		}
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+
+	"github.com/bicyc/bicyc/imaging"
 )
 
 // Dataset kinds accepted by Open and DefaultNormalization.
@@ -71,9 +73,9 @@ func Open(src Source) (train, test *Dataset, err error) {
 			return nil, nil, fmt.Errorf("data: %w: imagefolder needs train_dir and test_dir, or dir holding train/ and test/", ErrSource)
 		}
 		// Loading needs only the geometry; normalisation is applied later.
-		p := Preprocess{Channels: cmp.Or(src.Channels, 3), Height: src.Height, Width: src.Width,
+		p := imaging.Preprocess{Channels: cmp.Or(src.Channels, 3), Height: src.Height, Width: src.Width,
 			ResizeMode: src.ResizeMode, ResizeShorter: src.ResizeShorter}
-		if err := p.checkGeometry(); err != nil {
+		if err := p.CheckGeometry(); err != nil {
 			return nil, nil, fmt.Errorf("data: %w: imagefolder: %w", ErrSource, err)
 		}
 		return LoadFolders(trainDir, testDir, p, FolderOptions{LoadSide: src.LoadSide, SkipUnreadable: src.SkipUnreadable})

@@ -9,10 +9,10 @@ import (
 	"slices"
 
 	"github.com/bicyc/bicyc/bundle"
-	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/export"
 	"github.com/bicyc/bicyc/export/onnxgraph"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
@@ -88,7 +88,7 @@ func ExampleWrite() {
 		Classifier: gauss.ClassifierOptions{Normalize: true, Shrink: 3},
 		Classes:    []bundle.Class{{ID: 0, Name: "T-shirt/top", Task: 1}, {ID: 1, Name: "Trouser", Task: 1}},
 		Tasks:      [][]int{{0, 1}},
-		Preprocess: data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.2860}, Std: []float32{0.3530}},
+		Preprocess: imaging.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.2860}, Std: []float32{0.3530}},
 	}
 	if err := export.Write(dir, in); err != nil {
 		log.Fatal(err)

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/bicyc/bicyc/bundle"
-	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/export/classgraph"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
@@ -41,7 +41,7 @@ type Input struct {
 
 	Classes    []bundle.Class
 	Tasks      [][]int
-	Preprocess data.Preprocess
+	Preprocess imaging.Preprocess
 	// Calibration, fitted on held-out images of Classes (gauss.FitCalibration
 	// on the classifier's scores), goes into the manifest; nil for a run
 	// without held-out images, whose model then never answers "unknown".

@@ -14,6 +14,7 @@ import (
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
@@ -37,8 +38,8 @@ func newExportFixture(t *testing.T) exportFixture {
 	t.Helper()
 	const n, s = 300, 8
 	rng := rand.New(rand.NewPCG(23, 24))
-	pre := data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.2860}, Std: []float32{0.3530},
-		Resize: data.ResizeCatmullRom}
+	pre := imaging.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.2860}, Std: []float32{0.3530},
+		Resize: imaging.ResizeCatmullRom}
 	shape := BackboneShape{Arch: ArchConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: s}
 	state := randomConvNet(rng, 1, s)
 	backbone, err := Backbone(shape, state)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/bicyc/bicyc/bounded"
 	"github.com/bicyc/bicyc/bundle"
-	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/names"
 )
 
@@ -34,7 +34,7 @@ type Classifier struct {
 	dir       string
 	manifest  bundle.Manifest
 	classes   []bundle.Class // infer's own copy: Manifest's callers may write theirs
-	pre       data.Preprocess
+	pre       imaging.Preprocess
 	topK      int
 	maxPixels int64
 	provider  Provider
@@ -97,43 +97,10 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Classifier, error) 
 		fmt.Fprintf(cfg.log, "warning: model %s has no %s (exported by an older bicyc), so its manifest is not verified; export it again to verify it\n", dir, bundle.DigestFile)
 	}
 	m := b.Manifest
-	var classNames []string
-	for _, c := range m.Classes {
-		if c.Name != "" { // unnamed: the ID is shown
-			classNames = append(classNames, c.Name)
-		}
-	}
-	// Names made before names.Class refused them keep working: say so.
-	for _, w := range names.Warnings(classNames) {
-		fmt.Fprintf(cfg.log, "warning: model %s: %s\n", dir, w)
-	}
-	// File, input and output names: the bundle's contract (package bundle).
-	files := [][3]string{
-		{bundle.ModelFile, bundle.TensorImage, bundle.TensorScores},
-		{bundle.BackboneFile, bundle.TensorImage, bundle.TensorFeatures},
-	}
-	if b.Has(bundle.AdapterFile) {
-		files = append(files, [3]string{bundle.AdapterFile, bundle.TensorFeaturesOld, bundle.TensorFeatures})
-	}
-	specs := make([]modelSpec, len(files))
-	for i, f := range files {
-		specs[i] = modelSpec{path: b.Path(f[0]), inputs: f[1:2], outputs: f[2:3]}
-		if specs[i].onnx, err = b.ReadFile(f[0]); err != nil {
-			return nil, err
-		}
-	}
-	if m.ModelFeatures {
-		specs[0].outputs = []string{bundle.TensorScores, bundle.TensorFeatures}
-	}
-	shortlistSize := 0
-	if b.Has(bundle.ShortlistFile) && !cfg.exactScores {
-		shortlistSize = m.ShortlistSize()
-		spec := modelSpec{path: b.Path(bundle.ShortlistFile), inputs: []string{bundle.TensorFeatures},
-			outputs: []string{bundle.TensorShortlistClasses, bundle.TensorShortlistScores, bundle.TensorApproximateScores}}
-		if spec.onnx, err = b.ReadFile(bundle.ShortlistFile); err != nil {
-			return nil, err
-		}
-		specs = append(specs, spec)
+	warnNames(cfg.log, dir, m.Classes)
+	specs, shortlistSize, err := sessionSpecs(b, cfg.exactScores)
+	if err != nil {
+		return nil, err
 	}
 	openSet, err := newOpenSet(b, &cfg)
 	if err != nil {
@@ -170,20 +137,77 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Classifier, error) 
 		c.topK = gauss.DefaultTopK
 	}
 	c.topK = min(c.topK, len(c.classes))
-	if err := c.warmUp(ctx); err != nil {
+	if err := c.verify(ctx, b); err != nil {
 		c.Close()
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("model %s: %w", dir, ctxErr)
+		return nil, err
+	}
+	return c, nil
+}
+
+// warnNames warns on log about class names made before names.Class
+// refused them: they keep working, but the user should know.
+func warnNames(log io.Writer, dir string, classes []bundle.Class) {
+	var classNames []string
+	for _, c := range classes {
+		if c.Name != "" { // unnamed: the ID is shown
+			classNames = append(classNames, c.Name)
 		}
-		return nil, fmt.Errorf("model %s does not match its manifest: %w", dir, err)
+	}
+	for _, w := range names.Warnings(classNames) {
+		fmt.Fprintf(log, "warning: model %s: %s\n", dir, w)
+	}
+}
+
+// sessionSpecs reads the ONNX files of bundle b with their input and
+// output names, the bundle's contract (package bundle): model.onnx,
+// backbone.onnx, adapter.onnx if present, and shortlist.onnx if present
+// and not exactScores, last. shortlistSize is 0 without a shortlist.
+func sessionSpecs(b *bundle.Bundle, exactScores bool) (specs []modelSpec, shortlistSize int, err error) {
+	files := [][3]string{
+		{bundle.ModelFile, bundle.TensorImage, bundle.TensorScores},
+		{bundle.BackboneFile, bundle.TensorImage, bundle.TensorFeatures},
+	}
+	if b.Has(bundle.AdapterFile) {
+		files = append(files, [3]string{bundle.AdapterFile, bundle.TensorFeaturesOld, bundle.TensorFeatures})
+	}
+	specs = make([]modelSpec, len(files))
+	for i, f := range files {
+		specs[i] = modelSpec{path: b.Path(f[0]), inputs: f[1:2], outputs: f[2:3]}
+		if specs[i].onnx, err = b.ReadFile(f[0]); err != nil {
+			return nil, 0, err
+		}
+	}
+	if b.Manifest.ModelFeatures {
+		specs[0].outputs = []string{bundle.TensorScores, bundle.TensorFeatures}
+	}
+	if b.Has(bundle.ShortlistFile) && !exactScores {
+		shortlistSize = b.Manifest.ShortlistSize()
+		spec := modelSpec{path: b.Path(bundle.ShortlistFile), inputs: []string{bundle.TensorFeatures},
+			outputs: []string{bundle.TensorShortlistClasses, bundle.TensorShortlistScores, bundle.TensorApproximateScores}}
+		if spec.onnx, err = b.ReadFile(bundle.ShortlistFile); err != nil {
+			return nil, 0, err
+		}
+		specs = append(specs, spec)
+	}
+	return specs, shortlistSize, nil
+}
+
+// verify runs the model once on a blank batch (warmUp) and, with a
+// shortlist, replays a cheap form of the manifest's shortlist check
+// against b's prototypes; errors name the model directory.
+func (c *Classifier) verify(ctx context.Context, b *bundle.Bundle) error {
+	if err := c.warmUp(ctx); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return fmt.Errorf("model %s: %w", c.dir, ctxErr)
+		}
+		return fmt.Errorf("model %s does not match its manifest: %w", c.dir, err)
 	}
 	if c.shortlist != nil {
 		if err := c.checkShortlist(ctx, b.Prototypes.Means); err != nil {
-			c.Close()
-			return nil, fmt.Errorf("model %s: %w", dir, err)
+			return fmt.Errorf("model %s: %w", c.dir, err)
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // shortlistCheckClasses is how many classes checkShortlist samples.
@@ -309,7 +333,7 @@ func (c *Classifier) Classify(ctx context.Context, img image.Image) (Result, err
 }
 
 // ClassifyBatch preprocesses every image with the manifest's preprocessing
-// (data.Preprocess.Image: alpha onto the background, Catmull-Rom resize by
+// (imaging.Preprocess.Image: alpha onto the background, Catmull-Rom resize by
 // the manifest's resize mode, squash or center crop, channel conversion,
 // normalisation), runs
 // model.onnx once on the [N,C,H,W] batch and returns one Result per image,
@@ -364,15 +388,12 @@ func (c *Classifier) Prepare(img image.Image) (Input, error) {
 	return Input{c.pre.Image(img)}, nil
 }
 
-// PrepareReader decodes one image from r (DecodeImage, with the
-// WithMaxPixels limit) and reduces it to the model's input. It reads r to
-// the end of the image, at most data.MaxImageBytes bytes.
+// PrepareReader decodes one image from r and reduces it to the model's
+// input: DecodePrepare without a context or the format. It reads r to the
+// end of the image, at most imaging.MaxImageBytes bytes.
 func (c *Classifier) PrepareReader(r io.Reader) (Input, error) {
-	img, _, err := DecodeImage(r, c.maxPixels)
-	if err != nil {
-		return Input{}, err
-	}
-	return c.Prepare(img)
+	in, _, err := c.DecodePrepare(context.Background(), r)
+	return in, err
 }
 
 // ClassifyInputs classifies prepared inputs with one run of model.onnx and
@@ -585,12 +606,12 @@ func mirror(batch []float32, shape []int64) []float32 {
 	size := ch * h * w
 	out := make([]float32, len(batch))
 	for i := 0; i+size <= len(batch); i += size {
-		data.FlipHorizontal(batch[i:i+size], out[i:i+size], ch, h, w)
+		imaging.FlipHorizontal(batch[i:i+size], out[i:i+size], ch, h, w)
 	}
 	return out
 }
 
-// ClassifyFile decodes the image file at path (DecodeImage, with the
+// ClassifyFile decodes the image file at path (imaging.DecodeImage, with the
 // WithMaxPixels limit) and classifies it. Only a regular file is read: a
 // named pipe or device is refused at once (ErrNotRegular; use
 // ClassifyReader to read one). Errors name the file.
@@ -623,7 +644,7 @@ func (c *Classifier) PrepareFile(path string) (Input, error) {
 }
 
 // ClassifyReader decodes one image from r (PrepareReader) and classifies
-// it. It reads r to the end of the image, at most data.MaxImageBytes bytes.
+// it. It reads r to the end of the image, at most imaging.MaxImageBytes bytes.
 func (c *Classifier) ClassifyReader(ctx context.Context, r io.Reader) (Result, error) {
 	in, err := c.PrepareReader(r)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
@@ -252,7 +253,7 @@ func TestClassifyFileAndReader(t *testing.T) {
 	}{
 		{filepath.Join(dir, "missing.png"), os.ErrNotExist, "missing.png"},
 		{corrupt, nil, "corrupt.png: truncated or corrupt png image"},
-		{bomb, ErrImageTooLarge, "bomb.png: png header declares 100000x100000"},
+		{bomb, imaging.ErrTooLarge, "bomb.png: png header declares 100000x100000"},
 	}
 	for i, cs := range cases {
 		_, err := c.ClassifyFile(context.Background(), cs.path)

@@ -103,7 +103,7 @@ func (c *Collector) recount() error {
 }
 
 // Save stores one image's bytes as <sha256 prefix>.<format> (format as
-// DecodeImage names it: "png", "jpeg", ...) and returns the file's path
+// imaging.DecodeImage names it: "png", "jpeg", ...) and returns the file's path
 // and whether this call wrote it. An image already collected returns its
 // path and written false; one that would pass a limit, counted afresh,
 // returns ErrCollectionFull.
@@ -146,7 +146,7 @@ func (c *Collector) wouldPass(n int) bool {
 	return c.files+1 > c.maxFiles || c.bytes+int64(n) > c.maxBytes
 }
 
-// extension is the file extension IsImageFile accepts for a format name.
+// extension is the file extension imaging.IsImageFile accepts for a format name.
 func extension(format string) string {
 	switch format {
 	case "jpeg":

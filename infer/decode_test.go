@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/imaging"
 )
 
 // goRoot is the Go installation whose testdata (pngsuite, JPEG kinds) the
@@ -54,12 +54,12 @@ func readFile(t *testing.T, path string) []byte {
 // one resizes every test image to 32x32, the 1-channel one to 28x28 with
 // the Fashion-MNIST normalisation.
 var (
-	rgbPreprocess  = data.Preprocess{Channels: 3, Height: 32, Width: 32, Mean: []float32{0.5, 0.5, 0.5}, Std: []float32{0.25, 0.25, 0.25}, Resize: data.ResizeCatmullRom}
-	grayPreprocess = data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.2860}, Std: []float32{0.3530}, Resize: data.ResizeCatmullRom}
+	rgbPreprocess  = imaging.Preprocess{Channels: 3, Height: 32, Width: 32, Mean: []float32{0.5, 0.5, 0.5}, Std: []float32{0.25, 0.25, 0.25}, Resize: imaging.ResizeCatmullRom}
+	grayPreprocess = imaging.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.2860}, Std: []float32{0.3530}, Resize: imaging.ResizeCatmullRom}
 )
 
 // checkPreprocessed fails unless x is a finite network input for p.
-func checkPreprocessed(t *testing.T, name string, p data.Preprocess, x []float32) {
+func checkPreprocessed(t *testing.T, name string, p imaging.Preprocess, x []float32) {
 	t.Helper()
 	if len(x) != p.ImageSize() {
 		t.Fatalf("%s: preprocessed to %d values, want %d", name, len(x), p.ImageSize())
@@ -86,7 +86,7 @@ func TestDecodePNGSuite(t *testing.T) {
 		t.Fatalf("pngsuite: %d files, %v", len(files), err)
 	}
 	for i, path := range files {
-		img, format, err := DecodeImage(bytes.NewReader(readFile(t, path)), DefaultMaxPixels)
+		img, format, err := imaging.DecodeImage(bytes.NewReader(readFile(t, path)), DefaultMaxPixels)
 		if err != nil {
 			t.Errorf("case %d %s: %v", i, filepath.Base(path), err)
 			continue
@@ -151,7 +151,7 @@ func TestDecodeBrokenFiles(t *testing.T) {
 		{"jpeg header only", jpeg[:200], nil, "jpeg"},
 	}
 	for i, c := range cases {
-		img, _, err := DecodeImage(bytes.NewReader(c.data), DefaultMaxPixels)
+		img, _, err := imaging.DecodeImage(bytes.NewReader(c.data), DefaultMaxPixels)
 		if err == nil {
 			t.Errorf("case %d %s: decoded a %v image, want an error", i, c.name, img.Bounds())
 			continue
@@ -170,7 +170,7 @@ func TestDecodeBrokenFiles(t *testing.T) {
 
 // TestDecodeBombRejectedBeforeDecoding feeds headers that declare huge
 // images and checks they are refused from the header alone: the error wraps
-// ErrImageTooLarge and decoding allocated next to nothing (a decoded
+// imaging.ErrTooLarge and decoding allocated next to nothing (a decoded
 // 100000x100000 RGB image would need 30 GB).
 func TestDecodeBombRejectedBeforeDecoding(t *testing.T) {
 	gifBomb := []byte("GIF89a\xff\xff\xff\xff\x00\x00\x00")
@@ -193,10 +193,10 @@ func TestDecodeBombRejectedBeforeDecoding(t *testing.T) {
 	for i, c := range cases {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		_, _, err := DecodeImage(bytes.NewReader(c.data), DefaultMaxPixels)
+		_, _, err := imaging.DecodeImage(bytes.NewReader(c.data), DefaultMaxPixels)
 		runtime.ReadMemStats(&after)
-		if !errors.Is(err, ErrImageTooLarge) {
-			t.Errorf("case %d %s: error %v, want ErrImageTooLarge", i, c.name, err)
+		if !errors.Is(err, imaging.ErrTooLarge) {
+			t.Errorf("case %d %s: error %v, want imaging.ErrTooLarge", i, c.name, err)
 			continue
 		}
 		if !strings.Contains(err.Error(), "more than the limit") {
@@ -208,11 +208,11 @@ func TestDecodeBombRejectedBeforeDecoding(t *testing.T) {
 	}
 	// The limit is configurable and inclusive.
 	small := encodePNG(t, image.NewGray(image.Rect(0, 0, 10, 10)))
-	if _, _, err := DecodeImage(bytes.NewReader(small), 100); err != nil {
+	if _, _, err := imaging.DecodeImage(bytes.NewReader(small), 100); err != nil {
 		t.Errorf("10x10 with limit 100: %v", err)
 	}
-	if _, _, err := DecodeImage(bytes.NewReader(small), 99); !errors.Is(err, ErrImageTooLarge) {
-		t.Errorf("10x10 with limit 99: %v, want ErrImageTooLarge", err)
+	if _, _, err := imaging.DecodeImage(bytes.NewReader(small), 99); !errors.Is(err, imaging.ErrTooLarge) {
+		t.Errorf("10x10 with limit 99: %v, want imaging.ErrTooLarge", err)
 	}
 }
 
@@ -252,7 +252,7 @@ func TestDecodeFormatsMatchReference(t *testing.T) {
 		{x + "/gopher-doc.with-alpha.lossless.webp", x + "/gopher-doc.with-alpha.png", 0.01},
 	}
 	decode := func(path string) image.Image {
-		img, _, err := DecodeImage(bytes.NewReader(readFile(t, path)), DefaultMaxPixels)
+		img, _, err := imaging.DecodeImage(bytes.NewReader(readFile(t, path)), DefaultMaxPixels)
 		if err != nil {
 			t.Fatalf("%s: %v", filepath.Base(path), err)
 		}
@@ -264,7 +264,7 @@ func TestDecodeFormatsMatchReference(t *testing.T) {
 			t.Errorf("case %d %s: bounds %v, reference %v", i, filepath.Base(c.file), got.Bounds(), want.Bounds())
 			continue
 		}
-		for _, p := range []data.Preprocess{rgbPreprocess, grayPreprocess} {
+		for _, p := range []imaging.Preprocess{rgbPreprocess, grayPreprocess} {
 			a, b := p.Image(got), p.Image(want)
 			checkPreprocessed(t, c.file, p, a)
 			if d := meanAbsDiff(a, b); d > c.tolerance {
@@ -280,7 +280,7 @@ func TestDecodeTruncatedProgressiveJPEG(t *testing.T) {
 	// it has; either outcome is fine as long as it is not a panic and an
 	// image comes back whole or an error names the format.
 	path := filepath.Join(goRoot(t), "src/image/testdata/video-001.progressive.truncated.jpeg")
-	img, _, err := DecodeImage(bytes.NewReader(readFile(t, path)), DefaultMaxPixels)
+	img, _, err := imaging.DecodeImage(bytes.NewReader(readFile(t, path)), DefaultMaxPixels)
 	if err != nil {
 		if !strings.Contains(err.Error(), "jpeg") {
 			t.Errorf("error %q does not name the format", err)
@@ -310,7 +310,7 @@ func TestDecodeColourModels(t *testing.T) {
 		{"alpha16", image.NewAlpha16(r)},
 	}
 	for i, c := range cases {
-		img, _, err := DecodeImage(bytes.NewReader(encodePNG(t, c.img)), DefaultMaxPixels)
+		img, _, err := imaging.DecodeImage(bytes.NewReader(encodePNG(t, c.img)), DefaultMaxPixels)
 		if err != nil {
 			t.Errorf("case %d %s: %v", i, c.name, err)
 			continue
@@ -331,13 +331,13 @@ func TestIsImageFile(t *testing.T) {
 		{"f.tif", true}, {"g.TIFF", true}, {"h.webp", true}, {"notes.txt", false}, {"png", false}, {"archive.png.gz", false},
 	}
 	for i, c := range cases {
-		if got := IsImageFile(c.name); got != c.want {
+		if got := imaging.IsImageFile(c.name); got != c.want {
 			t.Errorf("case %d %s: %v, want %v", i, c.name, got, c.want)
 		}
 	}
 }
 
-// FuzzDecodeImage checks that no byte string makes DecodeImage panic; its
+// FuzzDecodeImage checks that no byte string makes imaging.DecodeImage panic; its
 // seeds run with every `go test`.
 func FuzzDecodeImage(f *testing.F) {
 	f.Add([]byte{})
@@ -348,7 +348,7 @@ func FuzzDecodeImage(f *testing.F) {
 	f.Add([]byte("II*\x00\x08\x00\x00\x00"))
 	f.Add([]byte{0xff, 0xd8, 0xff, 0xc0, 0x00, 0x11, 0x08, 0x00, 0x02, 0x00, 0x02, 0x03})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		img, _, err := DecodeImage(bytes.NewReader(b), 1<<16)
+		img, _, err := imaging.DecodeImage(bytes.NewReader(b), 1<<16)
 		if err == nil && img.Bounds().Empty() {
 			t.Errorf("decoded an empty image without error")
 		}

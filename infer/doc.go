@@ -23,15 +23,18 @@
 //
 // # Images
 //
-// DecodeImage reads PNG, JPEG, GIF, BMP, TIFF and WebP in any colour model
-// and refuses, from the header alone, images larger than WithMaxPixels
-// (decompression bombs), and JPEGs over data's scan budget (scan bombs),
-// reading at most data.MaxImageBytes; it is
-// data.DecodeImage, the decoder training's image folders use too. A JPEG
-// comes back upright by its EXIF Orientation tag, so a phone's portrait
-// photo, stored sideways, is classified as it is seen. The
-// decoded image then goes through the bundle's preprocessing,
-// data.Preprocess.Image: the same function training used for its
+// Images are decoded by package imaging (imaging.DecodeImageContext, the
+// decoder training's image folders use too): PNG, JPEG, GIF, BMP, TIFF and
+// WebP in any colour model, refusing from the header alone images larger
+// than WithMaxPixels (decompression bombs) and JPEGs over its scan budget
+// (scan bombs), reading at most imaging.MaxImageBytes. A JPEG comes back
+// upright by its EXIF Orientation tag, so a phone's portrait photo, stored
+// sideways, is classified as it is seen. DecodePrepare is the one path
+// from encoded bytes to a model input (decode, Prepare, ReleaseImage),
+// used by bicyc-infer's classify and by serve; ClassifyRuns splits a batch
+// into runs of at most RunBatch images, and LimitMemory sets the process's
+// memory limit. The decoded image goes through the bundle's
+// preprocessing, imaging.Preprocess.Image: the same function training used for its
 // test-time input, so the two cannot disagree. Its resize mode comes from
 // the manifest: center-crop resizes the shorter side and crops the centre
 // (a photo of any aspect ratio is cropped, not squashed); squash, or no mode
@@ -70,9 +73,9 @@
 // created, and releases them once ONNX Runtime hands them over.
 //
 // Errors from outside data (images, bundle files, options) are returned,
-// never panics, and wrap sentinels where callers must branch:
-// ErrImageFormat, ErrImageUnsupported, ErrImageTooLarge, ErrNotRegular,
-// ErrNilImage, ErrInputShape, ErrInvalidOptions, ErrProviderUnavailable,
+// never panics, and wrap sentinels where callers must branch (an image's
+// data imaging.ErrFormat, imaging.ErrUnsupported or imaging.ErrTooLarge):
+// ErrNotRegular, ErrNilImage, ErrInputShape, ErrInvalidOptions, ErrProviderUnavailable,
 // ErrRuntimeNotFound, ErrRuntimeTooOld, ErrRuntimeConflict, ErrNoAdapter,
 // ErrClosed, ErrNotCalibrated, ErrCollectionFull.
 //

@@ -4,27 +4,17 @@ import (
 	"errors"
 
 	"github.com/bicyc/bicyc/bounded"
-	"github.com/bicyc/bicyc/data"
 )
 
 // Sentinels of outside input that callers branch on (errors.Is): each
 // error infer returns about an image, an input or the options wraps one of
-// them, with the image's index or file named in the message. The image
-// ones are package data's, re-exported so a caller needs no other import.
+// them, with the image's index or file named in the message. An error
+// about an image's data wraps package imaging's sentinels instead
+// (imaging.ErrFormat, imaging.ErrUnsupported, imaging.ErrTooLarge), which
+// have no second name here.
 // A call stopped by its context wraps the context's error
 // (context.Canceled, context.DeadlineExceeded) instead.
 var (
-	// ErrImageFormat means image data is not an image of a format infer
-	// reads, or is corrupt or truncated (data.ErrFormat).
-	ErrImageFormat = data.ErrFormat
-	// ErrImageUnsupported means an image looks valid but uses a feature no
-	// decoder of this build implements (data.ErrUnsupported).
-	ErrImageUnsupported = data.ErrUnsupported
-	// ErrImageTooLarge means an image header declares more pixels than
-	// allowed (see WithMaxPixels), or its data is longer than
-	// data.MaxImageBytes allows; the image was not decoded
-	// (data.ErrImageTooLarge).
-	ErrImageTooLarge = data.ErrImageTooLarge
 	// ErrNotRegular means a path names a named pipe, device or directory,
 	// not an image file (bounded.ErrNotRegular); read such a source with
 	// ClassifyReader.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/infer"
 )
 
@@ -91,17 +92,6 @@ func ExampleClassifier_Transport() {
 	// Output: 1 row of 8 features
 }
 
-func ExampleDecodeImage() {
-	// A PNG header declaring 100000x100000 pixels: refused before decoding.
-	header := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x00\x01\x86\xa0\x00\x01\x86\xa0\x08\x02\x00\x00\x00\x27\x30\x9c\x9f")
-	_, _, err := infer.DecodeImage(bytes.NewReader(header), infer.DefaultMaxPixels)
-	fmt.Println(errors.Is(err, infer.ErrImageTooLarge))
-	fmt.Println(err)
-	// Output:
-	// true
-	// png header declares 100000x100000 = 10000000000 pixels, more than the limit of 16777216: image too large
-}
-
 // A caller that gives up stops the classification: the request's context
 // reaches ONNX Runtime, and the error says why the call stopped.
 func ExampleClassifier_ClassifyBatch_cancelled() {
@@ -125,7 +115,7 @@ func ExampleClassifier_ClassifyBatch_cancelled() {
 }
 
 // Errors about outside input wrap sentinels to branch on.
-func ExampleErrImageFormat() {
+func ExampleClassifier_ClassifyReader() {
 	modelDir, _ := exampleModel(0)
 	c, err := infer.Open(context.Background(), modelDir, infer.WithProvider(infer.ProviderCPU))
 	if err != nil {
@@ -133,7 +123,7 @@ func ExampleErrImageFormat() {
 	}
 	defer c.Close()
 	_, err = c.ClassifyReader(context.Background(), bytes.NewReader([]byte("not an image")))
-	fmt.Println(errors.Is(err, infer.ErrImageFormat))
+	fmt.Println(errors.Is(err, imaging.ErrFormat))
 	_, err = c.Classify(context.Background(), nil)
 	fmt.Println(errors.Is(err, infer.ErrNilImage))
 	_, err = infer.Open(context.Background(), modelDir, infer.WithAcceptRate(1.5))

@@ -18,11 +18,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/imaging"
 )
 
 // The fuzz targets of this package cover the path of an image from a
-// request to a Result: DecodeImage (checked against the training side's
-// data.DecodeImageFile), preprocessing, and ClassifyReader on a real
+// request to a Result: imaging.DecodeImage (checked against the training side's
+// imaging.DecodeImageFile), preprocessing, and ClassifyReader on a real
 // exported bundle. scripts/fuzz.sh runs them for a fixed time; interesting
 // inputs live in testdata/fuzz.
 
@@ -32,7 +33,7 @@ import (
 // of decode_test.go cover).
 const fuzzMaxPixels = 1 << 20
 
-// fuzzImageSeeds returns small real image files of every format DecodeImage
+// fuzzImageSeeds returns small real image files of every format imaging.DecodeImage
 // reads: files from Go's and golang.org/x/image's test data (PNG suite, GIF,
 // baseline and progressive JPEG, BMP, TIFF, lossy and lossless WebP), and
 // Fashion-MNIST test image 0 as PNG and JPEG.
@@ -99,9 +100,9 @@ func goCommand(tb testing.TB, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// checkErrorText checks the error conventions of DecodeImage: a non-empty,
+// checkErrorText checks the error conventions of imaging.DecodeImage: a non-empty,
 // lowercase message, and image.ErrFormat only for data in no known format
-// (format, when the caller knows it, is the format DecodeImage reported).
+// (format, when the caller knows it, is the format imaging.DecodeImage reported).
 func checkErrorText(t *testing.T, err error, format string) {
 	t.Helper()
 	msg := err.Error()
@@ -113,9 +114,9 @@ func checkErrorText(t *testing.T, err error, format string) {
 	}
 }
 
-// FuzzDecodeAndPreprocess decodes fuzzed bytes with DecodeImage and, from a file,
-// with the training side's data.DecodeImageFile, then preprocesses the
-// image with a fuzzed data.Preprocess. Invariants: DecodeImage never
+// FuzzDecodeAndPreprocess decodes fuzzed bytes with imaging.DecodeImage and, from a file,
+// with the training side's imaging.DecodeImageFile, then preprocesses the
+// image with a fuzzed imaging.Preprocess. Invariants: imaging.DecodeImage never
 // panics and follows its error conventions; both decoders accept the same
 // inputs (below fuzzMaxPixels) and give images that preprocess to the same
 // pixels, so inference sees what training saw; Preprocess.Image returns
@@ -128,10 +129,10 @@ func FuzzDecodeAndPreprocess(f *testing.F) {
 	f.Add(pngHeader(2000, 2000), true, uint8(0), uint8(0))
 	path := filepath.Join(f.TempDir(), "image")
 	f.Fuzz(func(t *testing.T, b []byte, rgb bool, h, w uint8) {
-		img, format, err := DecodeImage(bytes.NewReader(b), fuzzMaxPixels)
+		img, format, err := imaging.DecodeImage(bytes.NewReader(b), fuzzMaxPixels)
 		if err != nil {
 			checkErrorText(t, err, format)
-			if errors.Is(err, ErrImageTooLarge) {
+			if errors.Is(err, imaging.ErrTooLarge) {
 				return
 			}
 		} else if !slices.Contains([]string{"png", "jpeg", "gif", "bmp", "tiff", "webp"}, format) || img.Bounds().Empty() {
@@ -140,19 +141,19 @@ func FuzzDecodeAndPreprocess(f *testing.F) {
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		trained, trainErr := data.DecodeImageFile(path)
+		trained, trainErr := imaging.DecodeImageFile(path)
 		if (err == nil) != (trainErr == nil) {
-			t.Fatalf("DecodeImage error %v, but data.DecodeImageFile error %v", err, trainErr)
+			t.Fatalf("imaging.DecodeImage error %v, but imaging.DecodeImageFile error %v", err, trainErr)
 		}
 		if err != nil {
 			return
 		}
 		if img.Bounds().Size() != trained.Bounds().Size() {
-			t.Fatalf("DecodeImage gives %v, data.DecodeImageFile %v", img.Bounds(), trained.Bounds())
+			t.Fatalf("imaging.DecodeImage gives %v, imaging.DecodeImageFile %v", img.Bounds(), trained.Bounds())
 		}
-		p := data.Preprocess{Channels: 1, Height: 1 + int(h)%32, Width: 1 + int(w)%32, Mean: []float32{0.286}, Std: []float32{0.353}}
+		p := imaging.Preprocess{Channels: 1, Height: 1 + int(h)%32, Width: 1 + int(w)%32, Mean: []float32{0.286}, Std: []float32{0.353}}
 		if rgb {
-			p = data.Preprocess{Channels: 3, Height: p.Height, Width: p.Width, Mean: []float32{0.5, 0.5, 0.5},
+			p = imaging.Preprocess{Channels: 3, Height: p.Height, Width: p.Width, Mean: []float32{0.5, 0.5, 0.5},
 				Std: []float32{0.25, 0.25, 0.25}, Background: [3]uint8{255, 255, 255}}
 		}
 		if !bytes.Equal(p.Pixels(img), p.Pixels(trained)) {

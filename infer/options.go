@@ -6,17 +6,17 @@ import (
 	"io"
 	"math"
 
-	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/imaging"
 )
 
 // DefaultMaxPixels is the largest width*height an image header may declare
-// before infer refuses to decode it: data.MaxImagePixels (16 Mpx, e.g.
+// before infer refuses to decode it: imaging.MaxImagePixels (16 Mpx, e.g.
 // 4096x4096), the limit training's image folders use too. A guard against
 // decompression bombs, whose small files declare huge images; one image of
 // this size peaks near 256 MiB while it is decoded and reduced to the
 // network's input.
-const DefaultMaxPixels = data.MaxImagePixels
+const DefaultMaxPixels = imaging.MaxImagePixels
 
 // DefaultThreads is the default number of ONNX Runtime intra-op threads per
 // session. One thread per call, with calls running in parallel, keeps p99

@@ -24,14 +24,14 @@ func maxDistanceGap(a, b Result) float64 {
 
 // TestClassifyEXIFOrientation classifies data's EXIF fixtures, one picture
 // stored as a camera stores it under each of the eight EXIF orientations
-// (written and checked with Pillow, data/testdata/exif/gen.py): every file
+// (written and checked with Pillow, imaging/testdata/exif/gen.py): every file
 // scores every class as the upright PNG of the picture does, up to JPEG's
 // loss (gaps up to 0.0005 measured; the stored pixels without the tag give
 // 0.0075-0.017), as a phone's portrait photo must.
 func TestClassifyEXIFOrientation(t *testing.T) {
 	f := loadFixture(t)
 	c := openCPU(t, f.twoTasks, WithTopK(10))
-	dir := filepath.Join("..", "data", "testdata", "exif")
+	dir := filepath.Join("..", "imaging", "testdata", "exif")
 	upright, err := c.ClassifyFile(context.Background(), filepath.Join(dir, "upright.png"))
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/bicyc/bicyc/bundle"
-	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/imaging"
 )
 
 // TestOldManifestSquashes opens a model directory whose manifest has no
@@ -39,7 +39,7 @@ func TestOldManifestSquashes(t *testing.T) {
 			wide.Pix[y*56+x] = src.(*image.Gray).Pix[y*28+x/2]
 		}
 	}
-	squash := data.Preprocess{Channels: 1, Height: 28, Width: 28, ResizeMode: data.ResizeSquash}
+	squash := imaging.Preprocess{Channels: 1, Height: 28, Width: 28, ResizeMode: imaging.ResizeSquash}
 	squashed := &image.Gray{Pix: squash.Pixels(wide), Stride: 28, Rect: image.Rect(0, 0, 28, 28)}
 	got, err := c.ClassifyBatch(context.Background(), []image.Image{wide, squashed})
 	if err != nil {

@@ -174,3 +174,16 @@ func check(name string, strict bool) error {
 	}
 	return nil
 }
+
+// Model checks the name of a model in a model repository (package
+// repository), one path element: letters, digits, '-', '_' and '.', not
+// starting with '.' (a hidden entry, such as a writer's lock or a
+// half-written version, is never a model).
+func Model(name string) error {
+	if name == "" || name[0] == '.' || strings.IndexFunc(name, func(r rune) bool {
+		return !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) >= 0 {
+		return fmt.Errorf("%q: want letters, digits, '-', '_' or '.', not starting with '.'", name)
+	}
+	return nil
+}

@@ -78,7 +78,7 @@ func TestLearnReadsFoldersByOneRule(t *testing.T) {
 	}
 	// Valid JPEGs Go's image/jpeg refuses (issue 33, row 2): they train.
 	for _, name := range []string{"asymmetric.jpg", "luma-subsampled.jpg", "rgb-blue-subsampled.jpg"} {
-		must(t, exec.Command("cp", filepath.Join("..", "data", "testdata", "sampling", name), filepath.Join(src, "train", "InvBoot")).Run())
+		must(t, exec.Command("cp", filepath.Join("..", "imaging", "testdata", "sampling", name), filepath.Join(src, "train", "InvBoot")).Run())
 	}
 	bad := filepath.Join(src, "badnames")
 	for _, name := range []string{"new\nline", " lead", "Cl\xffass", "fine"} {

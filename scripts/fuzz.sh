@@ -34,7 +34,7 @@ FUZZTIME=${FUZZTIME:-10s}
 FUZZMINIMIZE=${FUZZMINIMIZE:-100x}
 packages=("$@")
 if [ ${#packages[@]} -eq 0 ]; then
-	packages=(./safetensors ./data ./bundle ./infer ./serve)
+	packages=(./safetensors ./data ./imaging ./bundle ./infer ./serve)
 fi
 
 log=$(mktemp)

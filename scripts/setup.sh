@@ -30,7 +30,7 @@ fi
 
 # Debian packages, installed only when one is missing so repeated runs are fast.
 # libjpeg62-turbo-dev: libjpeg-turbo, linked by cgo, decodes the JPEGs Go's
-# image/jpeg refuses (data/jpegturbo.go); python3-pil and libjxl-testdata: the
+# image/jpeg refuses (imaging/jpegturbo.go); python3-pil and libjxl-testdata: the
 # decoder tests compare every JPEG and PNG of libjxl's test data with Pillow. g++: the tests compile the
 # NVRTC kernels' CUDA C sources on the host (models/cudakernels).
 packages=(dataset-fashion-mnist libopenblas-dev gcc g++ python3-onnx ca-certificates

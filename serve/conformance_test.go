@@ -199,60 +199,75 @@ func (a confAnswer) output(t *testing.T, name string) confTensor {
 }
 
 // inferCases are the inference cases against a server of model "fmnist"
-// whose latest version is latest (its reference in f).
+// whose latest version is latest (its reference in f): the answers, then
+// the failures.
 func inferCases(t *testing.T, f *confFixture, latest string) []confCase {
-	images := func(n int) confInput {
-		return confInput{name: "image", datatype: "BYTES", shape: []int64{int64(n)}, bytes: f.pngs[:n]}
+	return append(inferAnswerCases(f, latest), inferFailureCases(f)...)
+}
+
+// imagesInput is a BYTES tensor "image" of f's first n PNGs.
+func imagesInput(f *confFixture, n int) confInput {
+	return confInput{name: "image", datatype: "BYTES", shape: []int64{int64(n)}, bytes: f.pngs[:n]}
+}
+
+// tensorInput is an FP32 tensor "input" of f's first n preprocessed images.
+func tensorInput(f *confFixture, n int) confInput {
+	return confInput{name: "input", datatype: "FP32", shape: []int64{int64(n), 1, 28, 28}, fp32: f.tensors[:n*784]}
+}
+
+// poisonedInput is tensorInput of one image with value v at pixel 400.
+func poisonedInput(f *confFixture, v float32) confInput {
+	x := tensorInput(f, 1)
+	x.fp32 = slices.Clone(x.fp32)
+	x.fp32[400] = v
+	return x
+}
+
+// outputsNamed asks for the outputs of these names.
+func outputsNamed(names ...string) []confOutput {
+	var o []confOutput
+	for _, n := range names {
+		o = append(o, confOutput{name: n})
 	}
-	tensor := func(n int) confInput {
-		return confInput{name: "input", datatype: "FP32", shape: []int64{int64(n), 1, 28, 28}, fp32: f.tensors[:n*784]}
-	}
-	// distancesOf checks the distance output [N, K] of the first n images
-	// against the reference of version.
-	distancesOf := func(n int, version string) func(*testing.T, confAnswer) {
-		return func(t *testing.T, a confAnswer) {
-			want, _ := f.want(t, version)
-			k := len(f.ref[version].Classes())
-			o := a.output(t, "distance")
-			if o.datatype != "FP32" || fmt.Sprint(o.shape) != fmt.Sprintf("[%d %d]", n, k) || !closeTo(o.fp32, want[:n*k]) {
-				t.Errorf("distance %s %v %v, want FP32 [%d %d] %v", o.datatype, o.shape, o.fp32, n, k, want[:n*k])
-			}
-			if a.model != "fmnist" || a.modelVersion != version {
-				t.Errorf("model %q version %q, want fmnist %s", a.model, a.modelVersion, version)
-			}
+	return o
+}
+
+// distancesOf checks the distance output [N, K] of the first n images
+// against the reference of version.
+func distancesOf(f *confFixture, n int, version string) func(*testing.T, confAnswer) {
+	return func(t *testing.T, a confAnswer) {
+		want, _ := f.want(t, version)
+		k := len(f.ref[version].Classes())
+		o := a.output(t, "distance")
+		if o.datatype != "FP32" || fmt.Sprint(o.shape) != fmt.Sprintf("[%d %d]", n, k) || !closeTo(o.fp32, want[:n*k]) {
+			t.Errorf("distance %s %v %v, want FP32 [%d %d] %v", o.datatype, o.shape, o.fp32, n, k, want[:n*k])
+		}
+		if a.model != "fmnist" || a.modelVersion != version {
+			t.Errorf("model %q version %q, want fmnist %s", a.model, a.modelVersion, version)
 		}
 	}
-	poisoned := func(v float32) confInput {
-		x := tensor(1)
-		x.fp32 = slices.Clone(x.fp32)
-		x.fp32[400] = v
-		return x
-	}
-	lying := confInput{name: "input", datatype: "FP32", shape: []int64{40000, 1, 28, 28}, fp32: []float32{0.5}}
-	out := func(names ...string) []confOutput {
-		var o []confOutput
-		for _, n := range names {
-			o = append(o, confOutput{name: n})
-		}
-		return o
-	}
+}
+
+// inferAnswerCases are the requests answered 200, checked against f's
+// references.
+func inferAnswerCases(f *confFixture, latest string) []confCase {
 	return []confCase{
 		// inference_rest.md, "Inference Request JSON Object": a BYTES batch,
 		// the id echoed, one output asked for.
-		{name: "images", model: "fmnist", req: confRequest{id: "req-1", inputs: []confInput{images(3)}, outputs: out("distance")}, status: 200,
+		{name: "images", model: "fmnist", req: confRequest{id: "req-1", inputs: []confInput{imagesInput(f, 3)}, outputs: outputsNamed("distance")}, status: 200,
 			check: func(t *testing.T, a confAnswer) {
-				distancesOf(3, latest)(t, a)
+				distancesOf(f, 3, latest)(t, a)
 				if a.id != "req-1" || len(a.outputs) != 1 {
 					t.Errorf("id %q, %d outputs: want req-1 and only distance", a.id, len(a.outputs))
 				}
 			}},
-		{name: "images [N,1] nested", model: "fmnist", req: confRequest{inputs: []confInput{{name: "image", datatype: "BYTES", shape: []int64{2, 1}, bytes: f.pngs[:2], nested: true}}, outputs: out("distance")},
-			status: 200, check: distancesOf(2, latest)},
-		{name: "tensor flat", model: "fmnist", version: "1", req: confRequest{inputs: []confInput{tensor(3)}, outputs: out("distance")}, status: 200, check: distancesOf(3, "1")},
-		{name: "tensor nested", model: "fmnist", req: confRequest{inputs: []confInput{{name: "input", datatype: "FP32", shape: []int64{2, 1, 28, 28}, fp32: f.tensors[:2*784], nested: true}}, outputs: out("distance")},
-			status: 200, check: distancesOf(2, latest)},
+		{name: "images [N,1] nested", model: "fmnist", req: confRequest{inputs: []confInput{{name: "image", datatype: "BYTES", shape: []int64{2, 1}, bytes: f.pngs[:2], nested: true}}, outputs: outputsNamed("distance")},
+			status: 200, check: distancesOf(f, 2, latest)},
+		{name: "tensor flat", model: "fmnist", version: "1", req: confRequest{inputs: []confInput{tensorInput(f, 3)}, outputs: outputsNamed("distance")}, status: 200, check: distancesOf(f, 3, "1")},
+		{name: "tensor nested", model: "fmnist", req: confRequest{inputs: []confInput{{name: "input", datatype: "FP32", shape: []int64{2, 1, 28, 28}, fp32: f.tensors[:2*784], nested: true}}, outputs: outputsNamed("distance")},
+			status: 200, check: distancesOf(f, 2, latest)},
 		// "Inference Request JSON Object": no outputs named, every output.
-		{name: "default outputs", model: "fmnist", req: confRequest{inputs: []confInput{images(2)}}, status: 200,
+		{name: "default outputs", model: "fmnist", req: confRequest{inputs: []confInput{imagesInput(f, 2)}}, status: 200,
 			check: func(t *testing.T, a confAnswer) {
 				var got []string
 				for _, o := range a.outputs {
@@ -269,14 +284,14 @@ func inferCases(t *testing.T, f *confFixture, latest string) []confCase {
 					}
 				}
 			}},
-		{name: "output subset", model: "fmnist", req: confRequest{inputs: []confInput{images(1)}, outputs: out("unknown")}, status: 200,
+		{name: "output subset", model: "fmnist", req: confRequest{inputs: []confInput{imagesInput(f, 1)}, outputs: outputsNamed("unknown")}, status: 200,
 			check: func(t *testing.T, a confAnswer) {
 				if len(a.outputs) != 1 || a.outputs[0].name != "unknown" || fmt.Sprint(a.outputs[0].bools) != "[false]" {
 					t.Errorf("outputs %+v", a.outputs)
 				}
 			}},
 		// extension_classification.md: "value:index:label", best first.
-		{name: "classification", model: "fmnist", req: confRequest{inputs: []confInput{images(2)}, outputs: []confOutput{{name: "distance", classification: 2}}}, status: 200,
+		{name: "classification", model: "fmnist", req: confRequest{inputs: []confInput{imagesInput(f, 2)}, outputs: []confOutput{{name: "distance", classification: 2}}}, status: 200,
 			check: func(t *testing.T, a confAnswer) {
 				_, res := f.want(t, latest)
 				o := a.output(t, "distance")
@@ -295,7 +310,7 @@ func inferCases(t *testing.T, f *confFixture, latest string) []confCase {
 				}
 			}},
 		// A version named in the path answers with that version's classes.
-		{name: "classification version 1", model: "fmnist", version: "1", req: confRequest{inputs: []confInput{images(1)}, outputs: []confOutput{{name: "distance", classification: 1}}}, status: 200,
+		{name: "classification version 1", model: "fmnist", version: "1", req: confRequest{inputs: []confInput{imagesInput(f, 1)}, outputs: []confOutput{{name: "distance", classification: 1}}}, status: 200,
 			check: func(t *testing.T, a confAnswer) {
 				_, res := f.want(t, "1")
 				o := a.output(t, "distance")
@@ -303,12 +318,19 @@ func inferCases(t *testing.T, f *confFixture, latest string) []confCase {
 					t.Errorf("version %q: %q, want version 1's class %s", a.modelVersion, o.bytes, res[0].Predictions[0].Name)
 				}
 			}},
+	}
+}
+
+// inferFailureCases are the requests refused: the error object, with the
+// status of its class.
+func inferFailureCases(f *confFixture) []confCase {
+	return []confCase{
 		// Failures: the error object, with the status of its class.
-		{name: "model not served", model: "other", req: confRequest{inputs: []confInput{images(1)}}, status: 404, has: `model "other" is not served`},
-		{name: "version not served", model: "fmnist", version: "7", req: confRequest{inputs: []confInput{images(1)}}, status: 404, has: "version 7 is not served"},
-		{name: "version not a number", model: "fmnist", version: "v1", req: confRequest{inputs: []confInput{images(1)}}, status: 400, has: `version "v1"`},
+		{name: "model not served", model: "other", req: confRequest{inputs: []confInput{imagesInput(f, 1)}}, status: 404, has: `model "other" is not served`},
+		{name: "version not served", model: "fmnist", version: "7", req: confRequest{inputs: []confInput{imagesInput(f, 1)}}, status: 404, has: "version 7 is not served"},
+		{name: "version not a number", model: "fmnist", version: "v1", req: confRequest{inputs: []confInput{imagesInput(f, 1)}}, status: 400, has: `version "v1"`},
 		{name: "no inputs", model: "fmnist", req: confRequest{}, status: 400, has: "0 input tensors"},
-		{name: "two inputs", model: "fmnist", req: confRequest{inputs: []confInput{images(1), tensor(1)}}, status: 400, has: "2 input tensors"},
+		{name: "two inputs", model: "fmnist", req: confRequest{inputs: []confInput{imagesInput(f, 1), tensorInput(f, 1)}}, status: 400, has: "2 input tensors"},
 		{name: "unknown input", model: "fmnist", req: confRequest{inputs: []confInput{{name: "pixels", datatype: "FP32", shape: []int64{1}, fp32: []float32{1}}}}, status: 400, has: `unknown input "pixels"`},
 		{name: "image not BYTES", model: "fmnist", req: confRequest{inputs: []confInput{{name: "image", datatype: "FP32", shape: []int64{1}, fp32: []float32{1}}}}, status: 400, has: "want BYTES"},
 		{name: "tensor not FP32", model: "fmnist", req: confRequest{inputs: []confInput{{name: "input", datatype: "BYTES", shape: []int64{1, 1, 28, 28}, bytes: [][]byte{{1}}}}}, status: 400, has: "want FP32"},
@@ -317,21 +339,21 @@ func inferCases(t *testing.T, f *confFixture, latest string) []confCase {
 		{name: "empty batch", model: "fmnist", req: confRequest{inputs: []confInput{{name: "image", datatype: "BYTES", shape: []int64{0}}}}, status: 400, has: "want positive dimensions"},
 		{name: "fewer images than the shape", model: "fmnist", req: confRequest{inputs: []confInput{{name: "image", datatype: "BYTES", shape: []int64{2}, bytes: f.pngs[:1]}}}, status: 400, has: "says 2"},
 		{name: "fewer values than the shape", model: "fmnist", req: confRequest{inputs: []confInput{{name: "input", datatype: "FP32", shape: []int64{2, 1, 28, 28}, fp32: f.tensors[:784]}}}, status: 400, has: "[2 1 28 28]"},
-		{name: "lying shape", model: "fmnist", req: confRequest{inputs: []confInput{lying}}, status: 400, has: "input"},
+		{name: "lying shape", model: "fmnist", req: confRequest{inputs: []confInput{{name: "input", datatype: "FP32", shape: []int64{40000, 1, 28, 28}, fp32: []float32{0.5}}}}, status: 400, has: "input"},
 		{name: "not an image", model: "fmnist", req: confRequest{inputs: []confInput{{name: "image", datatype: "BYTES", shape: []int64{1}, bytes: [][]byte{[]byte("hello")}}}}, status: 415, has: "unknown image format"},
 		{name: "truncated image", model: "fmnist", req: confRequest{inputs: []confInput{{name: "image", datatype: "BYTES", shape: []int64{1}, bytes: [][]byte{f.pngs[0][:len(f.pngs[0])/2]}}}}, status: 400, has: "png"},
 		{name: "image too large", model: "fmnist", req: confRequest{inputs: []confInput{{name: "image", datatype: "BYTES", shape: []int64{1}, bytes: [][]byte{pngHeader(100000, 100000)}}}}, status: 413, has: "100000x100000"},
-		{name: "unknown output", model: "fmnist", req: confRequest{inputs: []confInput{images(1)}, outputs: out("logits")}, status: 400, has: `unknown output "logits"`},
-		{name: "probabilities uncalibrated", model: "fmnist", req: confRequest{inputs: []confInput{images(1)}, outputs: out("probabilities")}, status: 400, has: "no calibration"},
-		{name: "classification negative", model: "fmnist", req: confRequest{inputs: []confInput{images(1)}, outputs: []confOutput{{name: "distance", classification: -1}}}, status: 400, has: "classification -1"},
+		{name: "unknown output", model: "fmnist", req: confRequest{inputs: []confInput{imagesInput(f, 1)}, outputs: outputsNamed("logits")}, status: 400, has: `unknown output "logits"`},
+		{name: "probabilities uncalibrated", model: "fmnist", req: confRequest{inputs: []confInput{imagesInput(f, 1)}, outputs: outputsNamed("probabilities")}, status: 400, has: "no calibration"},
+		{name: "classification negative", model: "fmnist", req: confRequest{inputs: []confInput{imagesInput(f, 1)}, outputs: []confOutput{{name: "distance", classification: -1}}}, status: 400, has: "classification -1"},
 		// Issue reproducers: a value of 1e25 in a preprocessed input, and
 		// the largest finite float32. The answer is either correct and
 		// readable (the test model's network saturates on 1e25: finite
 		// scores) or, where a score overflows float32, the client's fault
 		// named (400), never a 200 without a body or a 500.
-		{name: "value 1e25", model: "fmnist", req: confRequest{inputs: []confInput{poisoned(1e25)}}, status: 200, check: finiteAnswer},
-		{name: "value 1e25 classification", model: "fmnist", req: confRequest{inputs: []confInput{poisoned(1e25)}, outputs: []confOutput{{name: "distance", classification: 1}}}, status: 200, check: finiteAnswer},
-		{name: "value max float32", model: "fmnist", req: confRequest{inputs: []confInput{poisoned(math.MaxFloat32)}}, status: 400, has: `input "input"`},
+		{name: "value 1e25", model: "fmnist", req: confRequest{inputs: []confInput{poisonedInput(f, 1e25)}}, status: 200, check: finiteAnswer},
+		{name: "value 1e25 classification", model: "fmnist", req: confRequest{inputs: []confInput{poisonedInput(f, 1e25)}, outputs: []confOutput{{name: "distance", classification: 1}}}, status: 200, check: finiteAnswer},
+		{name: "value max float32", model: "fmnist", req: confRequest{inputs: []confInput{poisonedInput(f, math.MaxFloat32)}}, status: 400, has: `input "input"`},
 	}
 }
 

@@ -57,8 +57,10 @@
 // Config.BodyTimeout, all bodies together under Config.MaxBuffered; only
 // then does it wait, at most Config.QueueTimeout, for one of
 // Config.MaxConcurrent classification slots, in which its images are
-// decoded (with the request's context, and JPEGs within data's scan
-// budget) and classified, in runs of at most RunBatch images. A batch
+// decoded and prepared by infer's one path, DecodePrepare (with the
+// request's context, and JPEGs within imaging's scan budget), and
+// classified in runs of at most infer.RunBatch images (infer.ClassifyRuns).
+// A batch
 // whose answers would take more than Config.BatchMemory is refused (413).
 // Slow uploads therefore never hold a slot, and the memory stays under
 // Config.MemoryCeiling whatever the requests.

@@ -26,6 +26,8 @@ import (
 
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/serve/oippb"
+
+	"github.com/bicyc/bicyc/data"
 )
 
 // The gRPC tests play the client of the protocol's gRPC API: a Go client
@@ -121,6 +123,19 @@ func TestGRPCSingleModel(t *testing.T) {
 	defer ref.Close()
 	k := len(ref.Classes())
 
+	checkGRPCMetadata(t, ctx, c, k)
+	encoded := [][]byte{encodePNG(t, fashionImage(test, 11)), encodePNG(t, fashionImage(test, 12))}
+	want := distances(t, ref, encoded)
+	checkGRPCInferImages(t, ctx, c, ref, encoded, want, k)
+	checkGRPCInferTensors(t, ctx, c, ref, test, encoded, want)
+	checkGRPCMalformed(t, ctx, conn, c, encoded)
+	checkGRPCStatistics(t, ctx, c, s)
+	checkGRPCHealth(t, ctx, conn, c, s, imagesTensor(encoded[0]))
+}
+
+// checkGRPCMetadata checks the server's and the model's metadata and
+// readiness, TestGRPCSingleModel's first step.
+func checkGRPCMetadata(t *testing.T, ctx context.Context, c oippb.GRPCInferenceServiceClient, k int) {
 	if r, err := c.ServerLive(ctx, &oippb.ServerLiveRequest{}); err != nil || !r.Live {
 		t.Errorf("ServerLive: %v %v", r, err)
 	}
@@ -161,10 +176,12 @@ func TestGRPCSingleModel(t *testing.T) {
 	if _, err := c.ModelMetadata(ctx, &oippb.ModelMetadataRequest{Name: "other"}); status.Code(err) != codes.NotFound {
 		t.Errorf("ModelMetadata of a model not served: %v, want NotFound", err)
 	}
+}
 
+// checkGRPCInferImages classifies two encoded images in typed and in raw
+// contents: the outputs asked for, equal to the reference's.
+func checkGRPCInferImages(t *testing.T, ctx context.Context, c oippb.GRPCInferenceServiceClient, ref *infer.Classifier, encoded [][]byte, want []float32, k int) {
 	// Two encoded images in typed contents, all outputs.
-	encoded := [][]byte{encodePNG(t, fashionImage(test, 11)), encodePNG(t, fashionImage(test, 12))}
-	want := distances(t, ref, encoded)
 	r, err := c.ModelInfer(ctx, &oippb.ModelInferRequest{ModelName: "fmnist", Id: "req-1", Inputs: []*oippb.ModelInferRequest_InferInputTensor{imagesTensor(encoded...)}})
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +229,11 @@ func TestGRPCSingleModel(t *testing.T) {
 	if got := fromRawFP32(r.RawOutputContents[1]); !closeTo(got, want) {
 		t.Errorf("raw distance %v, want %v", got, want)
 	}
+}
 
+// checkGRPCInferTensors classifies the images preprocessed by the client,
+// typed and raw, and asks for Triton's classification extension.
+func checkGRPCInferTensors(t *testing.T, ctx context.Context, c oippb.GRPCInferenceServiceClient, ref *infer.Classifier, test *data.Dataset, encoded [][]byte, want []float32) {
 	// The images preprocessed by the client, FP32 [2, 1, 28, 28], typed
 	// and raw.
 	var pixels []float32
@@ -243,7 +264,7 @@ func TestGRPCSingleModel(t *testing.T) {
 	}
 
 	// Triton's classification extension: the top 2 classes as strings.
-	r, err = c.ModelInfer(ctx, &oippb.ModelInferRequest{ModelName: "fmnist",
+	r, err := c.ModelInfer(ctx, &oippb.ModelInferRequest{ModelName: "fmnist",
 		Inputs: []*oippb.ModelInferRequest_InferInputTensor{imagesTensor(encoded[0])},
 		Outputs: []*oippb.ModelInferRequest_InferRequestedOutputTensor{{Name: "distance",
 			Parameters: map[string]*oippb.InferParameter{"classification": {ParameterChoice: &oippb.InferParameter_Int64Param{Int64Param: 2}}}}}})
@@ -258,7 +279,11 @@ func TestGRPCSingleModel(t *testing.T) {
 		!strings.HasSuffix(string(o.Contents.BytesContents[0]), ":"+best.Predictions[0].Name) {
 		t.Errorf("classification: %v, want the best class %q first", o, best.Predictions[0].Name)
 	}
+}
 
+// checkGRPCMalformed sends malformed requests: each gets the right code
+// and a message naming the problem, at once.
+func checkGRPCMalformed(t *testing.T, ctx context.Context, conn *grpc.ClientConn, c oippb.GRPCInferenceServiceClient, encoded [][]byte) {
 	// Malformed requests: the right code and a message naming the problem,
 	// at once.
 	good := imagesTensor(encoded[0])
@@ -313,7 +338,11 @@ func TestGRPCSingleModel(t *testing.T) {
 	if _, err := c.RepositoryIndex(ctx, &oippb.RepositoryIndexRequest{}); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("RepositoryIndex on the public listener: %v, want PermissionDenied", err)
 	}
+}
 
+// checkGRPCStatistics checks the model's statistics and the gRPC request
+// counter after the requests of TestGRPCSingleModel's earlier steps.
+func checkGRPCStatistics(t *testing.T, ctx context.Context, c oippb.GRPCInferenceServiceClient, s *Server) {
 	// Statistics: the successful requests above, their images, and the
 	// failed ones that reached the model.
 	stats, err := c.ModelStatistics(ctx, &oippb.ModelStatisticsRequest{Name: "fmnist"})
@@ -351,7 +380,12 @@ func TestGRPCSingleModel(t *testing.T) {
 	if counted != 5 {
 		t.Errorf("bicyc_infer_grpc_requests_total{method=ModelInfer,code=OK} = %v, want 5", counted)
 	}
+}
 
+// checkGRPCHealth checks that the standard health service follows
+// readiness, and that a draining server refuses inference (good is a valid
+// input tensor).
+func checkGRPCHealth(t *testing.T, ctx context.Context, conn *grpc.ClientConn, c oippb.GRPCInferenceServiceClient, s *Server, good *oippb.ModelInferRequest_InferInputTensor) {
 	// The standard health service follows readiness.
 	health := healthpb.NewHealthClient(conn)
 	check := func(service string) (healthpb.HealthCheckResponse_ServingStatus, codes.Code) {
@@ -405,59 +439,27 @@ func TestGRPCRepository(t *testing.T) {
 			t.Errorf("ServerMetadata: %v %v, want model_repository %v", meta, err, tc.want)
 		}
 	}
-	index := func(ready bool) string {
-		t.Helper()
-		r, err := admin.RepositoryIndex(ctx, &oippb.RepositoryIndexRequest{Ready: ready})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, m := range r.Models {
-			out = append(out, m.Name+"/"+m.Version+" "+m.State)
-			if m.State != "READY" && m.Reason == "" {
-				t.Errorf("index: %v without a reason", m)
-			}
-		}
-		return strings.Join(out, ", ")
-	}
-	if got, want := index(false), "broken/1 UNAVAILABLE, fmnist/1 UNAVAILABLE, fmnist/2 READY"; got != want {
+	if got, want := grpcIndex(t, ctx, admin, false), "broken/1 UNAVAILABLE, fmnist/1 UNAVAILABLE, fmnist/2 READY"; got != want {
 		t.Errorf("index: %q, want %q", got, want)
 	}
-	if got, want := index(true), "fmnist/2 READY"; got != want {
+	if got, want := grpcIndex(t, ctx, admin, true), "fmnist/2 READY"; got != want {
 		t.Errorf("index of the ready: %q, want %q", got, want)
 	}
-	// best returns the best class's label of img on a version, or the
-	// error's code.
-	best := func(version string) string {
-		t.Helper()
-		r, err := public.ModelInfer(ctx, &oippb.ModelInferRequest{ModelName: "fmnist", ModelVersion: version,
-			Inputs: []*oippb.ModelInferRequest_InferInputTensor{imagesTensor(img)},
-			Outputs: []*oippb.ModelInferRequest_InferRequestedOutputTensor{{Name: "distance",
-				Parameters: map[string]*oippb.InferParameter{"classification": {ParameterChoice: &oippb.InferParameter_Int64Param{Int64Param: 1}}}}}})
-		if err != nil {
-			return status.Code(err).String()
-		}
-		label := string(r.Outputs[0].Contents.BytesContents[0])
-		return r.ModelVersion + " " + label[strings.LastIndex(label, ":")+1:]
-	}
-	latest := best("")
+	latest := grpcBest(t, ctx, public, img, "")
 	if !strings.HasPrefix(latest, "2 v2-") {
 		t.Fatalf("latest version answers %q, want version 2's renamed classes", latest)
 	}
-	if got := best("1"); got != "NotFound" {
+	if got := grpcBest(t, ctx, public, img, "1"); got != "NotFound" {
 		t.Errorf("version 1 before it is loaded: %q", got)
 	}
 
-	policy := func(p string) map[string]*oippb.ModelRepositoryParameter {
-		return map[string]*oippb.ModelRepositoryParameter{"version_policy": {ParameterChoice: &oippb.ModelRepositoryParameter_StringParam{StringParam: p}}}
-	}
-	if _, err := admin.RepositoryModelLoad(ctx, &oippb.RepositoryModelLoadRequest{ModelName: "fmnist", Parameters: policy("latest:2")}); err != nil {
+	if _, err := admin.RepositoryModelLoad(ctx, &oippb.RepositoryModelLoadRequest{ModelName: "fmnist", Parameters: versionPolicyParam("latest:2")}); err != nil {
 		t.Fatal(err)
 	}
 	if mm, err := public.ModelMetadata(ctx, &oippb.ModelMetadataRequest{Name: "fmnist"}); err != nil || !slices.Equal(mm.Versions, []string{"1", "2"}) {
 		t.Errorf("after latest:2: %v %v", mm, err)
 	}
-	v1 := best("1")
+	v1 := grpcBest(t, ctx, public, img, "1")
 	if !strings.HasPrefix(v1, "1 ") || strings.Contains(v1, "v2-") {
 		t.Errorf("version 1 answers %q, version 2 %q: want version 1's own class names", v1, latest)
 	}
@@ -469,6 +471,70 @@ func TestGRPCRepository(t *testing.T) {
 		t.Errorf("ModelStatistics per version: %v %v", stats, err)
 	}
 
+	checkGRPCLoadFailures(t, ctx, admin, public)
+
+	if _, err := admin.RepositoryModelUnload(ctx, &oippb.RepositoryModelUnloadRequest{ModelName: "fmnist"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := public.ModelReady(ctx, &oippb.ModelReadyRequest{Name: "fmnist"}); status.Code(err) != codes.NotFound {
+		t.Errorf("ModelReady after unload: %v, want NotFound", err)
+	}
+	if got := grpcBest(t, ctx, public, img, ""); got != "NotFound" {
+		t.Errorf("inference after unload: %q, want NotFound", got)
+	}
+	if _, err := admin.RepositoryModelUnload(ctx, &oippb.RepositoryModelUnloadRequest{ModelName: "fmnist"}); status.Code(err) != codes.NotFound {
+		t.Errorf("unload twice: %v, want NotFound", err)
+	}
+	if _, err := admin.RepositoryModelLoad(ctx, &oippb.RepositoryModelLoadRequest{ModelName: "fmnist"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := grpcBest(t, ctx, public, img, ""); got != latest {
+		t.Errorf("after loading again: %q, want %q", got, latest)
+	}
+}
+
+// grpcIndex returns the admin server's repository index (only the ready
+// versions, with ready) as "name/version STATE" items; a version not ready
+// must say why.
+func grpcIndex(t *testing.T, ctx context.Context, admin oippb.GRPCInferenceServiceClient, ready bool) string {
+	t.Helper()
+	r, err := admin.RepositoryIndex(ctx, &oippb.RepositoryIndexRequest{Ready: ready})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range r.Models {
+		out = append(out, m.Name+"/"+m.Version+" "+m.State)
+		if m.State != "READY" && m.Reason == "" {
+			t.Errorf("index: %v without a reason", m)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// grpcBest returns "version label" of the best class of img on a version
+// of model fmnist ("" the latest), or the error's code.
+func grpcBest(t *testing.T, ctx context.Context, public oippb.GRPCInferenceServiceClient, img []byte, version string) string {
+	t.Helper()
+	r, err := public.ModelInfer(ctx, &oippb.ModelInferRequest{ModelName: "fmnist", ModelVersion: version,
+		Inputs: []*oippb.ModelInferRequest_InferInputTensor{imagesTensor(img)},
+		Outputs: []*oippb.ModelInferRequest_InferRequestedOutputTensor{{Name: "distance",
+			Parameters: map[string]*oippb.InferParameter{"classification": {ParameterChoice: &oippb.InferParameter_Int64Param{Int64Param: 1}}}}}})
+	if err != nil {
+		return status.Code(err).String()
+	}
+	label := string(r.Outputs[0].Contents.BytesContents[0])
+	return r.ModelVersion + " " + label[strings.LastIndex(label, ":")+1:]
+}
+
+// versionPolicyParam is a load request's version_policy parameter.
+func versionPolicyParam(p string) map[string]*oippb.ModelRepositoryParameter {
+	return map[string]*oippb.ModelRepositoryParameter{"version_policy": {ParameterChoice: &oippb.ModelRepositoryParameter_StringParam{StringParam: p}}}
+}
+
+// checkGRPCLoadFailures sends load requests that must fail, each with its
+// code and a message naming the problem; the public server loads nothing.
+func checkGRPCLoadFailures(t *testing.T, ctx context.Context, admin, public oippb.GRPCInferenceServiceClient) {
 	for _, tc := range []struct {
 		what string
 		req  *oippb.RepositoryModelLoadRequest
@@ -476,7 +542,7 @@ func TestGRPCRepository(t *testing.T) {
 		msg  string
 	}{
 		{"a version that does not verify", &oippb.RepositoryModelLoadRequest{ModelName: "broken"}, codes.Internal, "broken"},
-		{"a bad policy", &oippb.RepositoryModelLoadRequest{ModelName: "fmnist", Parameters: policy("newest")}, codes.InvalidArgument, "newest"},
+		{"a bad policy", &oippb.RepositoryModelLoadRequest{ModelName: "fmnist", Parameters: versionPolicyParam("newest")}, codes.InvalidArgument, "newest"},
 		{"a parameter bicyc does not read", &oippb.RepositoryModelLoadRequest{ModelName: "fmnist", Parameters: map[string]*oippb.ModelRepositoryParameter{"config": {ParameterChoice: &oippb.ModelRepositoryParameter_StringParam{StringParam: "{}"}}}}, codes.InvalidArgument, "version_policy"},
 		{"a bad name", &oippb.RepositoryModelLoadRequest{ModelName: "../x"}, codes.InvalidArgument, "model name"},
 	} {
@@ -488,24 +554,8 @@ func TestGRPCRepository(t *testing.T) {
 	if _, err := public.RepositoryModelLoad(ctx, &oippb.RepositoryModelLoadRequest{ModelName: "fmnist"}); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("load on the public server: %v, want PermissionDenied", err)
 	}
-
-	if _, err := admin.RepositoryModelUnload(ctx, &oippb.RepositoryModelUnloadRequest{ModelName: "fmnist"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := public.ModelReady(ctx, &oippb.ModelReadyRequest{Name: "fmnist"}); status.Code(err) != codes.NotFound {
-		t.Errorf("ModelReady after unload: %v, want NotFound", err)
-	}
-	if got := best(""); got != "NotFound" {
-		t.Errorf("inference after unload: %q, want NotFound", got)
-	}
-	if _, err := admin.RepositoryModelUnload(ctx, &oippb.RepositoryModelUnloadRequest{ModelName: "fmnist"}); status.Code(err) != codes.NotFound {
-		t.Errorf("unload twice: %v, want NotFound", err)
-	}
-	if _, err := admin.RepositoryModelLoad(ctx, &oippb.RepositoryModelLoadRequest{ModelName: "fmnist"}); err != nil {
-		t.Fatal(err)
-	}
-	if got := best(""); got != latest {
-		t.Errorf("after loading again: %q, want %q", got, latest)
+	if _, err := public.RepositoryModelLoad(ctx, &oippb.RepositoryModelLoadRequest{ModelName: "fmnist"}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("load on the public server: %v, want PermissionDenied", err)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/infer"
 )
 
@@ -178,7 +179,7 @@ func requestStatus(err error) int {
 	var tooBig *http.MaxBytesError
 	var bad *badRequest
 	switch {
-	case errors.As(err, &tooBig), errors.Is(err, infer.ErrImageTooLarge):
+	case errors.As(err, &tooBig), errors.Is(err, imaging.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errBodyTimeout):
 		return http.StatusRequestTimeout

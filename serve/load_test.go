@@ -24,26 +24,27 @@ import (
 	"golang.org/x/image/draw"
 
 	"github.com/bicyc/bicyc/bundle"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/internal/servetest"
 )
 
-// concurrencyProbe records the most Classify calls in flight at once over
-// every model it wraps.
+// concurrencyProbe records the most model runs (ClassifyInputs) in flight
+// at once over every model it wraps.
 type concurrencyProbe struct{ inFlight, peak atomic.Int64 }
 
-// probedModel is a model whose Classify calls the probe counts.
+// probedModel is a model whose ClassifyInputs calls the probe counts.
 type probedModel struct {
 	model
 	probe *concurrencyProbe
 }
 
-func (m probedModel) Classify(ctx context.Context, img image.Image) (infer.Result, error) {
+func (m probedModel) ClassifyInputs(ctx context.Context, inputs []infer.Input) ([]infer.Result, error) {
 	n := m.probe.inFlight.Add(1)
 	defer m.probe.inFlight.Add(-1)
 	for p := m.probe.peak.Load(); n > p && !m.probe.peak.CompareAndSwap(p, n); p = m.probe.peak.Load() {
 	}
-	return m.model.Classify(ctx, img)
+	return m.model.ClassifyInputs(ctx, inputs)
 }
 
 // loadRequest is one request the load test sends, and what must come back:
@@ -99,7 +100,7 @@ func loadRequests(t *testing.T, ref *infer.Classifier) []loadRequest {
 	var reqs []loadRequest
 	// valid adds a request whose image is encoded, sent as body.
 	valid := func(kind, contentType string, body, encoded []byte) {
-		img, _, err := infer.DecodeImage(bytes.NewReader(encoded), infer.DefaultMaxPixels)
+		img, _, err := imaging.DecodeImage(bytes.NewReader(encoded), infer.DefaultMaxPixels)
 		if err != nil {
 			t.Fatal(err)
 		}

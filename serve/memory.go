@@ -1,12 +1,9 @@
 package serve
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"image"
 	"net/http"
-	"os"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -23,14 +20,10 @@ const (
 	// BytesPerPixel is the most memory one image takes per pixel between
 	// decoding and its reduction to the model's input: 8 bytes decoded
 	// (16-bit RGBA) and 8 for preprocessing's opaque 16-bit copy. A JPEG,
-	// at most 4 bytes decoded, is read whole before decoding (data's scan
+	// at most 4 bytes decoded, is read whole before decoding (imaging's scan
 	// budget): its encoded bytes, at most 8 per pixel
-	// (data.MaxImageBytes), fit beside it.
+	// (imaging.MaxImageBytes), fit beside it.
 	BytesPerPixel = 16
-	// largeImagePixels is the size (1 Mpx, 8 to 16 MiB decoded) from
-	// which a decoded image's memory is handed back as soon as the image
-	// is reduced (ReleaseImage).
-	largeImagePixels = 1 << 20
 )
 
 // MemoryCeiling is the memory ceiling of a server with c's limits:
@@ -40,11 +33,11 @@ const (
 //
 // bodies in memory, and per slot one image being decoded, the tensors of
 // one request decoded from its body, and that request's batch
-// (BatchMemory: its answers and one run of at most RunBatch images). It
-// counts the Go memory and ONNX Runtime's for a run of RunBatch images of
+// (BatchMemory: its answers and one run of at most infer.RunBatch images). It
+// counts the Go memory and ONNX Runtime's for a run of infer.RunBatch images of
 // a small model (measured: TestServeMemoryCeiling); models opened in a
 // repository add their ONNX Runtime memory on top, about the size of their
-// files each, and a large model's run of RunBatch images its activations.
+// files each, and a large model's run of infer.RunBatch images its activations.
 func (c *Config) MemoryCeiling() int64 {
 	return MemoryBase + c.MaxBuffered + int64(c.MaxConcurrent)*(BytesPerPixel*c.MaxPixels+DecodedBodies*c.MaxBody+c.BatchMemory())
 }
@@ -60,12 +53,6 @@ const (
 	// MaxBody (BatchMemory): a body holds a bounded number of images, and
 	// each image's answer a bounded number of bytes per class.
 	BatchBodies = 4
-	// RunBatch is the most images one model run takes: a request of more
-	// is classified in runs of at most this many (classifyChunks), so ONNX
-	// Runtime's memory, which grows with the batch and is kept for later
-	// runs, stays that of RunBatch images (a run of 20000 28x28 images
-	// took 2.8 GB).
-	RunBatch = 64
 	// resultBytes and classBytes are the memory of one image's answer from
 	// its run to the response (infer.Result, the output tensors, their
 	// JSON text), per image and per class: at 1000 classes the answers
@@ -90,7 +77,7 @@ func (c *Config) BatchMemory() int64 { return BatchBodies * c.MaxBody }
 // stacked for ONNX Runtime, a mirror for the test-time flip, and ONNX
 // Runtime's copy).
 func batchBytes(n, classes, inputValues int64) int64 {
-	return n*(resultBytes+classes*classBytes) + min(n, RunBatch)*inputValues*4*4
+	return n*(resultBytes+classes*classBytes) + min(n, infer.RunBatch)*inputValues*4*4
 }
 
 // errBatchTooLarge: a request's batch needs more memory than one request
@@ -106,36 +93,10 @@ func (s *Server) admitBatch(n int64, m model) error {
 	if need <= limit {
 		return nil
 	}
-	most := (limit - batchBytes(RunBatch, classes, values) + RunBatch*(resultBytes+classes*classBytes)) / (resultBytes + classes*classBytes)
+	most := (limit - batchBytes(infer.RunBatch, classes, values) + infer.RunBatch*(resultBytes+classes*classBytes)) / (resultBytes + classes*classBytes)
 	return &oipError{http.StatusRequestEntityTooLarge, fmt.Errorf(
 		"%w: %d images of %d classes need about %d MiB for their answers, more than the limit of %d MiB per request (%d x the largest body): send at most %d images per request",
 		errBatchTooLarge, n, classes, need>>20, limit>>20, BatchBodies, max(most, 0))}
-}
-
-// classifyChunks classifies n images in runs of at most RunBatch images,
-// preparing each run's inputs (prepare returns those of images lo to hi)
-// just before it, so a request's prepared inputs and ONNX Runtime's memory
-// are those of one run whatever n. The runs of a batch of more than
-// RunBatch images are of even sizes, at least RunBatch/2, so a batch of at
-// least infer.ShortlistMaxBatch images never runs a smaller one (its
-// scores would come from the shortlist instead).
-func classifyChunks(ctx context.Context, n int, prepare func(lo, hi int) ([]infer.Input, error),
-	classify func(context.Context, []infer.Input) ([]infer.Result, error)) ([]infer.Result, error) {
-	runs := (n + RunBatch - 1) / RunBatch
-	results := make([]infer.Result, 0, n)
-	for r := range runs {
-		lo, hi := r*n/runs, (r+1)*n/runs
-		inputs, err := prepare(lo, hi)
-		if err != nil {
-			return nil, err
-		}
-		out, err := classify(ctx, inputs)
-		if err != nil {
-			return nil, err
-		}
-		results = append(results, out...)
-	}
-	return results, nil
 }
 
 // returnScheduled is set while a hand-back of memory is scheduled.
@@ -158,30 +119,5 @@ func returnMemory(body int) {
 			returnScheduled.Store(false)
 			debug.FreeOSMemory()
 		})
-	}
-}
-
-// LimitMemory sets the Go runtime's soft memory limit to ceiling bytes,
-// unless GOMEMLIMIT sets one: the garbage collector then runs before the
-// heap grows past the ceiling, instead of letting garbage double it.
-// Memory that ONNX Runtime allocates itself comes on top, about the size
-// of the model files.
-func LimitMemory(ceiling int64) {
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(ceiling)
-	}
-}
-
-// ReleaseImage runs the garbage collector and returns free memory to the
-// operating system at once if the image just reduced to the model's input
-// had bounds of at least 1 Mpx; the caller must hold no reference to it
-// any more. Otherwise the collector, which runs only once the heap has
-// grown, lets the next large image be decoded beside the garbage of the
-// last: a folder of 4096x4096 16-bit images peaked at 445-583 MiB resident
-// that way, and at 317 MiB with this (the live memory of one such image is
-// 256 MiB).
-func ReleaseImage(bounds image.Rectangle) {
-	if int64(bounds.Dx())*int64(bounds.Dy()) >= largeImagePixels {
-		debug.FreeOSMemory()
 	}
 }

@@ -20,18 +20,18 @@ import (
 	"time"
 
 	"github.com/bicyc/bicyc/bundle"
-	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/internal/jpegbomb"
 )
 
-// TestClassifyChunks: a batch of more than RunBatch images runs in even
-// runs of RunBatch/2 to RunBatch images (never fewer than
+// TestClassifyChunks: a batch of more than infer.RunBatch images runs in even
+// runs of infer.RunBatch/2 to infer.RunBatch images (never fewer than
 // infer.ShortlistMaxBatch), and the answers are those of one run.
 func TestClassifyChunks(t *testing.T) {
 	dir, test := testModel(t)
 	ref := openReference(t, dir)
-	const n = 2*RunBatch + 2
+	const n = 2*infer.RunBatch + 2
 	inputs := make([]infer.Input, n)
 	for i := range inputs {
 		in, err := ref.Prepare(fashionImage(test, i))
@@ -45,7 +45,7 @@ func TestClassifyChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	var runs []int
-	got, err := classifyChunks(context.Background(), n, func(lo, hi int) ([]infer.Input, error) {
+	got, err := infer.ClassifyRuns(context.Background(), n, func(lo, hi int) ([]infer.Input, error) {
 		return inputs[lo:hi], nil
 	}, func(ctx context.Context, in []infer.Input) ([]infer.Result, error) {
 		runs = append(runs, len(in))
@@ -54,8 +54,8 @@ func TestClassifyChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(runs) != 3 || runs[0] < infer.ShortlistMaxBatch || runs[0] < RunBatch/2 || runs[2] > RunBatch {
-		t.Errorf("runs of %v images, want three of %d to %d", runs, RunBatch/2, RunBatch)
+	if len(runs) != 3 || runs[0] < infer.ShortlistMaxBatch || runs[0] < infer.RunBatch/2 || runs[2] > infer.RunBatch {
+		t.Errorf("runs of %v images, want three of %d to %d", runs, infer.RunBatch/2, infer.RunBatch)
 	}
 	for i := range want {
 		if !equalResults(got[i], want[i]) {
@@ -199,7 +199,7 @@ func TestClientGoneStopsDecoding(t *testing.T) {
 	defer ts.Close()
 	heavy := jpegbomb.Progressive(4096, 30) // 31 scans: within the budget
 	start := time.Now()
-	if _, _, err := data.DecodeImage(bytes.NewReader(heavy), data.MaxImagePixels); err != nil {
+	if _, _, err := imaging.DecodeImage(bytes.NewReader(heavy), imaging.MaxImagePixels); err != nil {
 		t.Fatal(err)
 	}
 	full := time.Since(start)

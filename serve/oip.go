@@ -12,8 +12,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
+
+	"github.com/bicyc/bicyc/repository"
+
+	"github.com/bicyc/bicyc/names"
 )
 
 // The Open Inference Protocol's core, free of any transport. Each
@@ -173,7 +176,7 @@ func oipVersion(s string) (int64, error) {
 	if s == "" {
 		return 0, nil
 	}
-	n, err := parseVersion(s)
+	n, err := repository.ParseVersion(s)
 	if err != nil {
 		return 0, &badRequest{err}
 	}
@@ -385,7 +388,7 @@ func oipElements(shape []int64, limit int64) (int64, error) {
 // waits for a classification slot (at most the queue timeout), checks
 // and prepares the input (decoding images one at a time), refuses a batch
 // over the memory limit per request (admitBatch) and classifies the rest
-// in runs of at most RunBatch images (classifyChunks), counts and collects
+// in runs of at most infer.RunBatch images (infer.ClassifyRuns), counts and collects
 // the images answered unknown, builds the outputs asked for, and records
 // the model version's statistics. ctx ends the wait and the run early.
 func (s *Server) oipInfer(ctx context.Context, name, version string, req *oipRequest) (*oipResponse, error) {
@@ -444,7 +447,7 @@ func (s *Server) oipRun(ctx context.Context, name string, number int64, req *oip
 			return err
 		}
 		encoded, ph.input, ph.infer, ph.runs = nil, time.Since(t0), 0, 0
-		results, err = classifyChunks(ctx, int(n), func(lo, hi int) ([]infer.Input, error) {
+		results, err = infer.ClassifyRuns(ctx, int(n), func(lo, hi int) ([]infer.Input, error) {
 			t1 := time.Now()
 			inputs, images, err := s.oipInputs(ctx, in, m, lo, hi)
 			encoded = append(encoded, images...)
@@ -524,18 +527,11 @@ func (s *Server) oipInputs(ctx context.Context, in *oipTensor, m model, lo, hi i
 		images := make([]imageBytes, 0, hi-lo)
 		for i := lo; i < hi; i++ {
 			b := in.Bytes[i]
-			img, format, err := data.DecodeImageContext(ctx, bytes.NewReader(b), s.maxPixels)
+			input, format, err := m.DecodePrepare(ctx, bytes.NewReader(b))
 			if err != nil {
 				// The request's fault: 400, or 413/415 by the wrapped error.
 				return nil, nil, &badRequest{fmt.Errorf("input %q element %d: %w", in.Name, i, err)}
 			}
-			input, err := m.Prepare(img)
-			if err != nil {
-				return nil, nil, fmt.Errorf("input %q element %d: %w", in.Name, i, err)
-			}
-			bounds := img.Bounds()
-			img = nil
-			ReleaseImage(bounds)
 			inputs = append(inputs, input)
 			images = append(images, imageBytes{b, format})
 		}
@@ -678,13 +674,13 @@ func (s *Server) oipRepositoryIndex(ready bool) ([]indexEntry, error) {
 	if s.name != "" || ready {
 		return nonNil(cat.index()), nil
 	}
-	names, err := repositoryModels(s.cfg.Repository)
+	names, err := repository.Models(s.cfg.Repository)
 	if err != nil {
 		return nil, &oipError{http.StatusInternalServerError, err}
 	}
 	out := []indexEntry{}
 	for _, name := range names {
-		found, err := versionDirs(filepath.Join(s.cfg.Repository, name))
+		found, err := repository.Versions(filepath.Join(s.cfg.Repository, name))
 		if err != nil || len(found) == 0 {
 			out = append(out, indexEntry{Name: name, State: "UNAVAILABLE", Reason: "no version directories"})
 			continue
@@ -731,7 +727,7 @@ func (s *Server) oipRepositoryLoad(name, policy string) ([]string, error) {
 		}
 		return versionStrings((*s.models.Load())[s.name].numbers()), nil
 	}
-	if err := checkName(name); err != nil {
+	if err := names.Model(name); err != nil {
 		return nil, badRequestf("model name %v", err)
 	}
 	m, err := s.load(context.Background(), name, p)

@@ -35,7 +35,7 @@ func TestReloadVerifiesModel(t *testing.T) {
 	var log servetest.SyncBuffer
 	cfg := testConfig(dir)
 	cfg.Log = &log
-	var first model
+	var first *infer.Classifier
 	cfg.open = func(ctx context.Context, dir string) (model, error) {
 		m, err := infer.Open(context.Background(), dir, append(cpuOptions, infer.WithTopK(1<<30))...)
 		if first == nil {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -16,11 +14,13 @@ import (
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/gauss"
+
+	"github.com/bicyc/bicyc/repository"
 )
 
 // errNotFound: the request names a model or version the server does not
 // serve; it answers 404.
-var errNotFound = errors.New("not found")
+var errNotFound = repository.ErrNotFound
 
 // version is one opened, verified model version.
 type version struct {
@@ -230,7 +230,7 @@ func (s *Server) unload(name string) error {
 func (s *Server) openVersions(ctx context.Context, name string, p VersionPolicy) ([]*version, error) {
 	dirs := map[int64]string{1: s.cfg.Model}
 	if s.name == "" {
-		found, err := versionDirs(filepath.Join(s.cfg.Repository, name))
+		found, err := repository.Versions(filepath.Join(s.cfg.Repository, name))
 		if err != nil {
 			return nil, err
 		}
@@ -280,147 +280,6 @@ func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 	}
 }
 
-// Repository layout: DIR/<name>/<version>/, each version a model directory
-// (a bundle, verified when it is opened) named by a positive decimal
-// number without leading zeros. Other entries (hidden directories, such as
-// the ".<n>.new-*" a bundle write leaves while it works, and files) are
-// not models or versions.
-
-// repositoryModels returns the model names in repository dir, sorted.
-func repositoryModels(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("model repository: %w", err)
-	}
-	var names []string
-	for _, e := range entries {
-		if checkName(e.Name()) == nil && isDir(filepath.Join(dir, e.Name())) {
-			names = append(names, e.Name())
-		}
-	}
-	return names, nil
-}
-
-// versionDirs returns the version directories of one repository model.
-func versionDirs(dir string) (map[int64]string, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("no model directory %s in the repository: %w", dir, errNotFound)
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := map[int64]string{}
-	for _, e := range entries {
-		n, err := parseVersion(e.Name())
-		if err == nil && isDir(filepath.Join(dir, e.Name())) {
-			out[n] = filepath.Join(dir, e.Name())
-		}
-	}
-	return out, nil
-}
-
-func isDir(path string) bool {
-	info, err := os.Stat(path)
-	return err == nil && info.IsDir()
-}
-
-// parseVersion parses a version number: a positive decimal integer
-// without sign or leading zeros.
-func parseVersion(s string) (int64, error) {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 1 || strconv.FormatInt(n, 10) != s {
-		return 0, fmt.Errorf("version %q: want a positive whole number", s)
-	}
-	return n, nil
-}
-
-// LatestVersion returns the directory of the highest version of the
-// repository model in modelDir (DIR/<name>).
-func LatestVersion(modelDir string) (string, error) {
-	found, err := versionDirs(modelDir)
-	if err != nil {
-		return "", err
-	}
-	numbers := slices.Sorted(mapKeys(found))
-	if len(numbers) == 0 {
-		return "", fmt.Errorf("%s has no version directories (1/, 2/, ...)", modelDir)
-	}
-	return found[numbers[len(numbers)-1]], nil
-}
-
-// NextVersion returns the directory of the next version of the repository
-// model in modelDir (DIR/<name>): one more than its highest version, or 1.
-// modelDir need not exist yet. CreateNextVersion creates it without a race.
-func NextVersion(modelDir string) (string, error) {
-	found, err := versionDirs(modelDir)
-	if errors.Is(err, errNotFound) {
-		found, err = nil, nil
-	}
-	if err != nil {
-		return "", err
-	}
-	next := int64(1)
-	for n := range found {
-		next = max(next, n+1)
-	}
-	return filepath.Join(modelDir, strconv.FormatInt(next, 10)), nil
-}
-
-// LockFile is the writer lock of a repository model, DIR/<name>/.lock
-// (package lockfile; a hidden entry, so never a version): the tools that
-// write its versions hold it, one at a time. The server only reads.
-const LockFile = ".lock"
-
-// VersionOf reports whether dir names a version of a repository model,
-// DIR/<name>/<n> (n a version number, whether or not it exists yet), and
-// returns the model's directory DIR/<name>, whose LockFile its writers
-// hold.
-func VersionOf(dir string) (modelDir string, ok bool) {
-	dir = filepath.Clean(dir)
-	if _, err := parseVersion(filepath.Base(dir)); err != nil {
-		return "", false
-	}
-	modelDir = filepath.Dir(dir)
-	return modelDir, checkName(filepath.Base(modelDir)) == nil
-}
-
-// maxVersionTries bounds how many numbers CreateNextVersion tries.
-const maxVersionTries = 10
-
-// CreateNextVersion creates the next version of the repository model in
-// modelDir: create must write a whole model directory at the path it is
-// given, never over an existing one (bundle.Create), failing with an error
-// wrapping fs.ErrExist if the directory exists. When it does (another
-// writer took that number meanwhile), the next number is tried, so no
-// version is ever replaced; it returns the version's directory. A model is
-// written there whole or not at all, so a server never sees a version
-// half-written; it serves it once loaded (the repository API's load, or a
-// reload).
-func CreateNextVersion(modelDir string, create func(dir string) error) (string, error) {
-	for range maxVersionTries {
-		dir, err := NextVersion(modelDir)
-		if err != nil {
-			return "", err
-		}
-		if err = create(dir); !errors.Is(err, fs.ErrExist) {
-			return dir, err
-		}
-	}
-	return "", fmt.Errorf("%s: %d versions were created by other writers while this one was written", modelDir, maxVersionTries)
-}
-
-// checkName accepts a model name that is one path element of letters,
-// digits, '-', '_' and '.', not starting with '.'.
-func checkName(name string) error {
-	if name == "" || name[0] == '.' || strings.IndexFunc(name, func(r rune) bool {
-		return !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
-	}) >= 0 {
-		return fmt.Errorf("%q: want letters, digits, '-', '_' or '.', not starting with '.'", name)
-	}
-	return nil
-}
-
 // VersionPolicy selects the versions of a repository model to serve, as
 // Triton's version_policy does: the newest Latest versions, or exactly the
 // pinned Versions. The zero value serves the latest version.
@@ -452,7 +311,7 @@ func ParseVersionPolicy(s string) (VersionPolicy, error) {
 		p.Latest = n
 	case kind == "specific" && arg != "":
 		for _, f := range strings.Split(arg, ",") {
-			n, err := parseVersion(strings.TrimSpace(f))
+			n, err := repository.ParseVersion(strings.TrimSpace(f))
 			if err != nil {
 				return p, fmt.Errorf("version policy %q: %w", s, err)
 			}

@@ -101,63 +101,9 @@ func TestRepository(t *testing.T) {
 	if !strings.HasPrefix(original, "v2-") {
 		t.Errorf("latest version: best class %q, want version 2's renamed classes", original)
 	}
-	if l := log.String(); !strings.Contains(l, "model broken: load failed: version 1: ") || !strings.Contains(l, "broken/1/model.onnx: model file checksum mismatch") {
-		t.Errorf("the log does not say why broken failed:\n%s", log.String())
-	}
-	code, index := adminPost(t, admin.URL+"/v2/repository/index", "")
-	for _, want := range []string{
-		`{"name":"broken","version":"1","state":"UNAVAILABLE","reason":"model broken: load failed: version 1: `,
-		`broken/1/model.onnx: model file checksum mismatch`,
-		`{"name":"fmnist","version":"1","state":"UNAVAILABLE","reason":"not selected by the version policy latest:1"}`,
-		`{"name":"fmnist","version":"2","state":"READY"}`,
-	} {
-		if code != 200 || !strings.Contains(index, want) {
-			t.Errorf("index %d %s lacks %s", code, index, want)
-		}
-	}
-	if strings.Contains(index, `"name":".hidden"`) || strings.Contains(index, `"version":"03"`) || strings.Contains(index, `"version":"latest"`) || strings.Contains(index, `"version":"3"`) {
-		t.Errorf("index lists entries that are not models or versions: %s", index)
-	}
-	if code, body := servetest.GetAny(t, public.URL+"/v2/models/broken/ready"); code != 404 {
-		t.Errorf("broken ready: %d %s", code, body)
-	}
+	checkRepositoryIndex(t, log.String(), public.URL, admin.URL)
 
-	// Roll back to version 1 by pinning it.
-	if code, body := adminPost(t, admin.URL+"/v2/repository/models/fmnist/load", `{"parameters": {"version_policy": "specific:1"}}`); code != 200 || body != "{\"name\":\"fmnist\",\"versions\":[\"1\"]}\n" {
-		t.Fatalf("load specific:1: %d %s", code, body)
-	}
-	if got := bestName(t, public.URL, "", img); strings.HasPrefix(got, "v2-") {
-		t.Errorf("pinned to version 1: best class %q", got)
-	}
-	if got := bestName(t, public.URL, "2", img); !strings.HasPrefix(got, "404") {
-		t.Errorf("version 2 after the pin: %q, want 404", got)
-	}
-	// The pin survives a reload.
-	if code, body := servetest.PostReload(t, admin.URL); code != 200 || !strings.Contains(body, `"version":"1"`) || strings.Contains(body, `"version":"2"`) {
-		t.Errorf("reload after the pin: %d %s", code, body)
-	}
-
-	// Both versions.
-	if code, body := adminPost(t, admin.URL+"/v2/repository/models/fmnist/load", `{"parameters": {"version_policy": "latest:2"}}`); code != 200 || !strings.Contains(body, `["1","2"]`) {
-		t.Fatalf("load latest:2: %d %s", code, body)
-	}
-	if v1, v2 := bestName(t, public.URL, "1", img), bestName(t, public.URL, "2", img); strings.HasPrefix(v1, "v2-") || !strings.HasPrefix(v2, "v2-") {
-		t.Errorf("latest:2: version 1 says %q, version 2 %q", v1, v2)
-	}
-
-	// Unload, then load again with the configured policy.
-	if code, body := adminPost(t, admin.URL+"/v2/repository/models/fmnist/unload", ""); code != 200 {
-		t.Fatalf("unload: %d %s", code, body)
-	}
-	if code, body := servetest.GetAny(t, public.URL+"/v2/models/fmnist/ready"); code != 404 {
-		t.Errorf("ready after unload: %d %s", code, body)
-	}
-	if code, body := adminPost(t, admin.URL+"/v2/repository/models/fmnist/unload", ""); code != 404 {
-		t.Errorf("second unload: %d %s", code, body)
-	}
-	if code, body := adminPost(t, admin.URL+"/v2/repository/models/fmnist/load", `{"parameters": {"version_policy": "latest:1"}}`); code != 200 || !strings.Contains(body, `["2"]`) {
-		t.Fatalf("load again: %d %s", code, body)
-	}
+	checkRepositoryPolicies(t, public.URL, admin.URL, img)
 
 	// A new version that does not verify: the load fails, version 2 serves on.
 	if err := os.CopyFS(filepath.Join(root, "fmnist/3"), os.DirFS(filepath.Join(root, "fmnist/1"))); err != nil {
@@ -172,6 +118,79 @@ func TestRepository(t *testing.T) {
 		t.Errorf("after the failed load: %q, want version 2's %q", got, original)
 	}
 
+	checkRepositoryRefusals(t, public.URL, admin.URL)
+}
+
+// checkRepositoryIndex checks the repository index of TestRepository's
+// server at its start, and that logged says why model broken failed.
+func checkRepositoryIndex(t *testing.T, logged, public, admin string) {
+	if l := logged; !strings.Contains(l, "model broken: load failed: version 1: ") || !strings.Contains(l, "broken/1/model.onnx: model file checksum mismatch") {
+		t.Errorf("the log does not say why broken failed:\n%s", logged)
+	}
+	code, index := adminPost(t, admin+"/v2/repository/index", "")
+	for _, want := range []string{
+		`{"name":"broken","version":"1","state":"UNAVAILABLE","reason":"model broken: load failed: version 1: `,
+		`broken/1/model.onnx: model file checksum mismatch`,
+		`{"name":"fmnist","version":"1","state":"UNAVAILABLE","reason":"not selected by the version policy latest:1"}`,
+		`{"name":"fmnist","version":"2","state":"READY"}`,
+	} {
+		if code != 200 || !strings.Contains(index, want) {
+			t.Errorf("index %d %s lacks %s", code, index, want)
+		}
+	}
+	if strings.Contains(index, `"name":".hidden"`) || strings.Contains(index, `"version":"03"`) || strings.Contains(index, `"version":"latest"`) || strings.Contains(index, `"version":"3"`) {
+		t.Errorf("index lists entries that are not models or versions: %s", index)
+	}
+	if code, body := servetest.GetAny(t, public+"/v2/models/broken/ready"); code != 404 {
+		t.Errorf("broken ready: %d %s", code, body)
+	}
+}
+
+// checkRepositoryPolicies pins version 1, serves both versions, unloads
+// model fmnist and loads it again with policy latest:1.
+func checkRepositoryPolicies(t *testing.T, public, admin string, img []byte) {
+	// Roll back to version 1 by pinning it.
+	if code, body := adminPost(t, admin+"/v2/repository/models/fmnist/load", `{"parameters": {"version_policy": "specific:1"}}`); code != 200 || body != "{\"name\":\"fmnist\",\"versions\":[\"1\"]}\n" {
+		t.Fatalf("load specific:1: %d %s", code, body)
+	}
+	if got := bestName(t, public, "", img); strings.HasPrefix(got, "v2-") {
+		t.Errorf("pinned to version 1: best class %q", got)
+	}
+	if got := bestName(t, public, "2", img); !strings.HasPrefix(got, "404") {
+		t.Errorf("version 2 after the pin: %q, want 404", got)
+	}
+	// The pin survives a reload.
+	if code, body := servetest.PostReload(t, admin); code != 200 || !strings.Contains(body, `"version":"1"`) || strings.Contains(body, `"version":"2"`) {
+		t.Errorf("reload after the pin: %d %s", code, body)
+	}
+
+	// Both versions.
+	if code, body := adminPost(t, admin+"/v2/repository/models/fmnist/load", `{"parameters": {"version_policy": "latest:2"}}`); code != 200 || !strings.Contains(body, `["1","2"]`) {
+		t.Fatalf("load latest:2: %d %s", code, body)
+	}
+	if v1, v2 := bestName(t, public, "1", img), bestName(t, public, "2", img); strings.HasPrefix(v1, "v2-") || !strings.HasPrefix(v2, "v2-") {
+		t.Errorf("latest:2: version 1 says %q, version 2 %q", v1, v2)
+	}
+
+	// Unload, then load again with the configured policy.
+	if code, body := adminPost(t, admin+"/v2/repository/models/fmnist/unload", ""); code != 200 {
+		t.Fatalf("unload: %d %s", code, body)
+	}
+	if code, body := servetest.GetAny(t, public+"/v2/models/fmnist/ready"); code != 404 {
+		t.Errorf("ready after unload: %d %s", code, body)
+	}
+	if code, body := adminPost(t, admin+"/v2/repository/models/fmnist/unload", ""); code != 404 {
+		t.Errorf("second unload: %d %s", code, body)
+	}
+	if code, body := adminPost(t, admin+"/v2/repository/models/fmnist/load", `{"parameters": {"version_policy": "latest:1"}}`); code != 200 || !strings.Contains(body, `["2"]`) {
+		t.Fatalf("load again: %d %s", code, body)
+	}
+}
+
+// checkRepositoryRefusals sends repository requests that must fail, each
+// with its status and a message naming the problem; the public listener
+// has no repository API.
+func checkRepositoryRefusals(t *testing.T, public, admin string) {
 	for i, c := range []struct {
 		path, body string
 		status     int
@@ -183,11 +202,11 @@ func TestRepository(t *testing.T) {
 		{"models/fmnist/load", `{"parameters": `, 400, "request body"},
 		{"models/.x/load", "", 400, "model name"},
 	} {
-		if code, body := adminPost(t, admin.URL+"/v2/repository/"+c.path, c.body); code != c.status || !strings.Contains(body, c.has) {
+		if code, body := adminPost(t, admin+"/v2/repository/"+c.path, c.body); code != c.status || !strings.Contains(body, c.has) {
 			t.Errorf("case %d %s %s: %d %s, want %d naming %q", i, c.path, c.body, code, body, c.status, c.has)
 		}
 	}
-	if code, body := servetest.GetAny(t, public.URL+"/v2/repository/index"); code != 405 && code != 404 {
+	if code, body := servetest.GetAny(t, public+"/v2/repository/index"); code != 405 && code != 404 {
 		t.Errorf("the repository API on the public listener: %d %s", code, body)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
 	"io"
 	"math"
 	"net/http"
@@ -20,8 +19,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/bicyc/bicyc/bundle"
-	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
+
+	"github.com/bicyc/bicyc/repository"
+
+	"github.com/bicyc/bicyc/names"
 )
 
 // Config says what a Server serves and within which limits. Exactly one of
@@ -83,8 +85,7 @@ const DefaultModelName = "bicyc"
 
 // model is what the server needs of *infer.Classifier.
 type model interface {
-	Classify(ctx context.Context, img image.Image) (infer.Result, error)
-	Prepare(img image.Image) (infer.Input, error)
+	DecodePrepare(ctx context.Context, r io.Reader) (infer.Input, string, error)
 	InputFromTensor(values []float32) (infer.Input, error)
 	ClassifyInputs(ctx context.Context, inputs []infer.Input) ([]infer.Result, error)
 	InputShape() [3]int
@@ -172,7 +173,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	} else {
-		names, err := repositoryModels(cfg.Repository)
+		names, err := repository.Models(cfg.Repository)
 		if err != nil {
 			return nil, err
 		}
@@ -211,7 +212,7 @@ func (c Config) Problems() []*ConfigError {
 		out = append(out, &ConfigError{"Model", c.Model, "a model directory or a model repository (Repository " + c.Repository + "), one of the two"})
 	}
 	if c.ModelName != "" {
-		if err := checkName(c.ModelName); err != nil {
+		if err := names.Model(c.ModelName); err != nil {
 			out = append(out, &ConfigError{"ModelName", c.ModelName, "letters, digits, '-', '_' or '.', not starting with '.'"})
 		}
 	}
@@ -563,27 +564,29 @@ func (s *Server) classify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.release()
-	img, format, err := data.DecodeImageContext(r.Context(), bytes.NewReader(encoded), s.maxPixels)
-	if err != nil {
-		writeError(w, requestStatus(err), err)
-		return
-	}
 	var res infer.Result
-	v, err := s.use(name, version, func(m model) (err error) {
-		res, err = m.Classify(r.Context(), img)
+	var format string
+	v, err := s.use(name, version, func(m model) error {
+		in, f, err := m.DecodePrepare(r.Context(), bytes.NewReader(encoded))
+		if err != nil {
+			return &badRequest{err} // 400, or 413/415 by the wrapped error
+		}
+		format = f
+		rs, err := m.ClassifyInputs(r.Context(), []infer.Input{in})
+		if err == nil {
+			res = rs[0]
+		}
 		return err
 	})
-	bounds := img.Bounds()
-	img = nil // no longer referenced, whatever follows
 	if err == nil && res.Unknown {
 		s.unknowns.Inc()
 		s.collect(encoded, format)
 	}
 	encoded = nil
-	ReleaseImage(bounds)
 	if err != nil {
+		var bad *badRequest
 		status := requestStatus(err)
-		if !errors.Is(err, errNotFound) && status == http.StatusBadRequest {
+		if !errors.Is(err, errNotFound) && !errors.As(err, &bad) && status == http.StatusBadRequest {
 			status = http.StatusInternalServerError
 		}
 		writeError(w, status, err)
@@ -610,7 +613,7 @@ func (s *Server) v1Model(r *http.Request) (name string, version int64, err error
 		name = names[0]
 	}
 	if v := q.Get("version"); v != "" {
-		if version, err = parseVersion(v); err != nil {
+		if version, err = repository.ParseVersion(v); err != nil {
 			return "", 0, &badRequest{err}
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"image"
 	"math"
 	"mime/multipart"
 	"net"
@@ -304,17 +303,17 @@ func FuzzClassifyHandler(f *testing.F) {
 	})
 }
 
-// blockingModel is a model whose Classify waits for its context to end,
-// as a long run does when its client goes away.
+// blockingModel is a model whose runs (ClassifyInputs) wait for their
+// context to end, as a long run does when its client goes away.
 type blockingModel struct {
 	model
 	started chan struct{}
 }
 
-func (m blockingModel) Classify(ctx context.Context, img image.Image) (infer.Result, error) {
+func (m blockingModel) ClassifyInputs(ctx context.Context, inputs []infer.Input) ([]infer.Result, error) {
 	m.started <- struct{}{}
 	<-ctx.Done()
-	return infer.Result{}, fmt.Errorf("classify: %w", ctx.Err())
+	return nil, fmt.Errorf("classify: %w", ctx.Err())
 }
 
 // TestClientGoneCancelsClassification checks that the request's context

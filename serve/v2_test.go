@@ -248,9 +248,26 @@ func TestV2InferImages(t *testing.T) {
 		t.Errorf("FP32 input: distances %v (%v), want %v", got, err, want)
 	}
 
-	// Triton's classification extension: the top 2 classes per image as
-	// "value:index:label", closest first.
+	checkV2Classification(t, inferURL, ref, encoded, b64)
+
+	// No outputs named: every output of the model.
 	code, ans = postInfer(t, inferURL, map[string]any{
+		"inputs": []any{map[string]any{"name": "image", "shape": []int{1}, "datatype": "BYTES", "data": b64[:1]}},
+	})
+	var names []string
+	for _, o := range ans.Outputs {
+		names = append(names, fmt.Sprintf("%s %s %v %s", o.Name, o.Datatype, o.Shape, o.Data))
+	}
+	if code != 200 || len(names) != 3 || !strings.HasPrefix(names[0], "distance FP32 [1 3]") || !strings.HasPrefix(names[1], "unknown_score FP32 [1]") || names[2] != "unknown BOOL [1] [false]" {
+		t.Errorf("default outputs: %d %v", code, names)
+	}
+}
+
+// checkV2Classification asks for Triton's classification extension on
+// the encoded images (b64 in base64): the top 2 classes per image as
+// "value:index:label", closest first, as ref classifies them.
+func checkV2Classification(t *testing.T, inferURL string, ref *infer.Classifier, encoded [][]byte, b64 []string) {
+	code, ans := postInfer(t, inferURL, map[string]any{
 		"inputs":  []any{map[string]any{"name": "image", "shape": []int{2, 1}, "datatype": "BYTES", "data": b64}},
 		"outputs": []any{map[string]any{"name": "distance", "parameters": map[string]any{"classification": 2}}},
 	})
@@ -272,18 +289,6 @@ func TestV2InferImages(t *testing.T) {
 				t.Errorf("image %d rank %d: %q, want %v:%d:%s", i, r, labels[i*2+r], p.Distance, p.ClassID, p.Name)
 			}
 		}
-	}
-
-	// No outputs named: every output of the model.
-	code, ans = postInfer(t, inferURL, map[string]any{
-		"inputs": []any{map[string]any{"name": "image", "shape": []int{1}, "datatype": "BYTES", "data": b64[:1]}},
-	})
-	var names []string
-	for _, o := range ans.Outputs {
-		names = append(names, fmt.Sprintf("%s %s %v %s", o.Name, o.Datatype, o.Shape, o.Data))
-	}
-	if code != 200 || len(names) != 3 || !strings.HasPrefix(names[0], "distance FP32 [1 3]") || !strings.HasPrefix(names[1], "unknown_score FP32 [1]") || names[2] != "unknown BOOL [1] [false]" {
-		t.Errorf("default outputs: %d %v", code, names)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/models/ops"
 )
@@ -168,7 +169,7 @@ func (r *Run) newAnchorNets(p featurePairs, batch int) (*anchorNets, error) {
 // anchors searches anchors from the given images of ds toward mean, chunk
 // by chunk, and returns their old features before and after the search
 // and their current features, [len(images),S] each.
-func (n *anchorNets) anchors(ds *data.Dataset, prep data.Preprocess, images []int, mean []float64, steps int, step anchorStep) (before, after, cur []float32, err error) {
+func (n *anchorNets) anchors(ds *data.Dataset, prep imaging.Preprocess, images []int, mean []float64, steps int, step anchorStep) (before, after, cur []float32, err error) {
 	s, size := len(mean), ds.ImageSize()
 	before, after, cur = make([]float32, len(images)*s), make([]float32, len(images)*s), make([]float32, len(images)*s)
 	x := make([]float32, n.batch*size)
@@ -260,7 +261,7 @@ type anchorStep struct {
 	delta, lo, hi   []float32
 }
 
-func newAnchorStep(p data.Preprocess, step float64) anchorStep {
+func newAnchorStep(p imaging.Preprocess, step float64) anchorStep {
 	a := anchorStep{plane: p.Height * p.Width, channels: p.Channels}
 	for c := range p.Channels {
 		a.delta = append(a.delta, float32(step)/p.Std[c])

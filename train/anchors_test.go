@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/bicyc/bicyc/config"
-	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/models"
 )
 
@@ -186,7 +186,7 @@ func TestDriftAnchorsInStage2(t *testing.T) {
 // by step/std per channel, zero gradient unmoved, clipped to the range of
 // normalised pixels 0..1.
 func TestAnchorStepClips(t *testing.T) {
-	p := data.Preprocess{Channels: 1, Height: 1, Width: 4, Mean: []float32{0.5}, Std: []float32{0.25}}
+	p := imaging.Preprocess{Channels: 1, Height: 1, Width: 4, Mean: []float32{0.5}, Std: []float32{0.25}}
 	step := newAnchorStep(p, 0.1)
 	x := []float32{0, 0, 0, 1.9}
 	step.apply(x, []float32{1, -1, 0, -1})

@@ -17,6 +17,7 @@ import (
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/infer"
 )
 
@@ -388,7 +389,7 @@ func mirrorImages(imgs []image.Image) []image.Image {
 	for i, img := range imgs {
 		g := img.(*image.Gray)
 		pix := slices.Clone(g.Pix)
-		data.FlipHorizontal(pix, pix, 1, g.Rect.Dy(), g.Rect.Dx())
+		imaging.FlipHorizontal(pix, pix, 1, g.Rect.Dy(), g.Rect.Dx())
 		out[i] = grayImage(pix, g.Rect.Dx(), g.Rect.Dy())
 	}
 	return out

@@ -16,6 +16,8 @@ import (
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/rundir"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/bicyc/bicyc/imaging"
 )
 
 // Export writes the model directory of the run in runDir, as of its last
@@ -283,16 +285,16 @@ func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.Ra
 // image geometry, resize mode (written out even for squash, so every
 // manifest states it) and normalisation (the dataset's standard values when
 // the config gives none).
-func preprocessFor(cfg config.Config) data.Preprocess {
+func preprocessFor(cfg config.Config) imaging.Preprocess {
 	d := cfg.Data
 	mean, std := toFloat32(d.Mean), toFloat32(d.Std)
 	if len(mean) == 0 {
 		mean, std = data.DefaultNormalization(d.Kind)
 	}
-	p := data.Preprocess{Channels: d.Channels, Height: d.Height, Width: d.Width, Mean: mean, Std: std,
-		Resize: data.ResizeCatmullRom, ResizeMode: d.ResizeMode}
-	if d.ResizeMode == data.ResizeCenterCrop {
-		p.ResizeShorter = data.CenterCropResize(max(d.Height, d.Width), d.CenterCropRatio)
+	p := imaging.Preprocess{Channels: d.Channels, Height: d.Height, Width: d.Width, Mean: mean, Std: std,
+		Resize: imaging.ResizeCatmullRom, ResizeMode: d.ResizeMode}
+	if d.ResizeMode == imaging.ResizeCenterCrop {
+		p.ResizeShorter = imaging.CenterCropResize(max(d.Height, d.Width), d.CenterCropRatio)
 	}
 	return p
 }
@@ -300,7 +302,7 @@ func preprocessFor(cfg config.Config) data.Preprocess {
 // loadSide is the shorter side at which image-folder training images are
 // kept for random-resized crops (data.load_size, by default the test-time
 // resize size), or 0 when they need not be kept.
-func loadSide(cfg config.Config, p data.Preprocess) int {
+func loadSide(cfg config.Config, p imaging.Preprocess) int {
 	d := cfg.Data
 	if !d.RandomResizedCrop || d.Kind != data.KindImageFolder {
 		return 0

@@ -14,7 +14,7 @@ import (
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/config"
-	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/infer"
 )
 
@@ -47,7 +47,7 @@ func TestExportMatchesTraining(t *testing.T) {
 		t.Fatal(err)
 	}
 	model, b := exportBundle(t, dir)
-	if p := b.Manifest.Preprocess; p.ResizeMode != data.ResizeSquash || p.ResizeShorter != 0 {
+	if p := b.Manifest.Preprocess; p.ResizeMode != imaging.ResizeSquash || p.ResizeShorter != 0 {
 		t.Errorf("Fashion-MNIST manifest preprocessing %+v, want squash stated explicitly", p)
 	}
 	var shipped Summary

@@ -7,6 +7,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/models"
 )
 
@@ -52,7 +53,7 @@ func (e *extractor) close() { e.vm.Close() }
 // under backbone b, with the test-time preprocessing p; flipped adds the
 // horizontally flipped copy of every image after the originals (docs/method.md,
 // "Stage II" step 3), doubling the rows.
-func features(b *models.Backbone, ds *data.Dataset, indices []int, p data.Preprocess, batch int, flipped bool) ([]float32, error) {
+func features(b *models.Backbone, ds *data.Dataset, indices []int, p imaging.Preprocess, batch int, flipped bool) ([]float32, error) {
 	if len(indices) == 0 {
 		return nil, nil
 	}
@@ -78,7 +79,7 @@ func features(b *models.Backbone, ds *data.Dataset, indices []int, p data.Prepro
 			for i := 0; i < n; i++ {
 				img := ds.Image(indices[start+i])
 				if pass == 1 {
-					data.FlipHorizontal(img, flip, c, h, w)
+					imaging.FlipHorizontal(img, flip, c, h, w)
 					img = flip
 				}
 				p.Normalize(img, x[i*size:(i+1)*size])

@@ -23,6 +23,7 @@ import (
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/models"
 )
@@ -268,8 +269,8 @@ func checkPhotoRun(t *testing.T, r *Run, files map[string][]string, minTAg, minT
 
 	model, b := exportBundle(t, r.Dir())
 	side := cfg.Data.Height
-	if p := b.Manifest.Preprocess; p.ResizeMode != data.ResizeCenterCrop || p.ResizeShorter != data.CenterCropResize(side, 0.875) || p.Height != side || p.Mean[0] != 0.485 {
-		t.Fatalf("manifest preprocessing %+v, want a %dx%d center crop of the shorter side resized to %d, ImageNet mean", p, side, side, data.CenterCropResize(side, 0.875))
+	if p := b.Manifest.Preprocess; p.ResizeMode != imaging.ResizeCenterCrop || p.ResizeShorter != imaging.CenterCropResize(side, 0.875) || p.Height != side || p.Mean[0] != 0.485 {
+		t.Fatalf("manifest preprocessing %+v, want a %dx%d center crop of the shorter side resized to %d, ImageNet mean", p, side, side, imaging.CenterCropResize(side, 0.875))
 	}
 	clf, err := infer.Open(context.Background(), model, infer.WithLog(io.Discard))
 	if err != nil {

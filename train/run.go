@@ -18,6 +18,7 @@ import (
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/durable"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/kernels"
 	"github.com/bicyc/bicyc/lockfile"
 	"github.com/bicyc/bicyc/models"
@@ -34,7 +35,7 @@ type Run struct {
 	cfg         config.Config
 	train, test *data.Dataset
 	stream      data.TaskStream
-	prep        data.Preprocess
+	prep        imaging.Preprocess
 	augment     data.Augment
 	state       *State
 	log         *logger
@@ -461,7 +462,7 @@ func (r *Run) streamRecord() streamRecord {
 func (r *Run) ClassNames() []string { return r.train.ClassNames }
 
 // Preprocess is the test-time preprocessing of the run.
-func (r *Run) Preprocess() data.Preprocess { return r.prep }
+func (r *Run) Preprocess() imaging.Preprocess { return r.prep }
 
 func toFloat32(v []float64) []float32 {
 	out := make([]float32, len(v))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/train"
 )
@@ -49,7 +50,7 @@ func ExampleStage1Step() {
 	defer step.Close()
 
 	mean, std := data.DefaultNormalization(data.KindFashionMNIST)
-	p := data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: mean, Std: std}
+	p := imaging.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: mean, Std: std}
 	images := make([]float32, batch*28*28)
 	labels := make([]int, batch)
 	for i, j := range ds.Subset([]int{2, 3})[:batch] {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/bicyc/bicyc/bench/compare"
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/internal/testmodel/small"
 )
@@ -388,7 +389,7 @@ func latestBackbone(model string) (string, error) {
 func imageName(i int) string { return fmt.Sprintf("test-%05d.png", i) }
 
 // writeImages writes the first n Fashion-MNIST test images as PNG files
-// into dir and returns them decoded by infer.DecodeImage, the way
+// into dir and returns them decoded by imaging.DecodeImage, the way
 // bicyc-infer decodes files. A zero photo size keeps them 28x28 grayscale;
 // otherwise each is scaled to photo.X x photo.Y and tinted into RGB, so
 // that preprocessing does a photo's work (a shorter side resized down,
@@ -418,7 +419,7 @@ func writeImages(dir string, n int, photo image.Point) ([]image.Image, error) {
 		if err != nil {
 			return nil, err
 		}
-		imgs[i], _, err = infer.DecodeImage(f, infer.DefaultMaxPixels)
+		imgs[i], _, err = imaging.DecodeImage(f, infer.DefaultMaxPixels)
 		f.Close()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/bicyc/bicyc/author"
 	"github.com/bicyc/bicyc/durable"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/infer"
 )
 
@@ -246,7 +247,7 @@ func decodeFile(path string) (image.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	img, _, err := infer.DecodeImage(bytes.NewReader(raw), infer.DefaultMaxPixels)
+	img, _, err := imaging.DecodeImage(bytes.NewReader(raw), infer.DefaultMaxPixels)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

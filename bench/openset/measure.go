@@ -12,6 +12,7 @@ import (
 
 	"github.com/bicyc/bicyc/author"
 	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/train"
 )
@@ -215,7 +216,7 @@ func classifyFolder(c *infer.Classifier, root string) ([]answer, error) {
 				if err != nil {
 					return nil, err
 				}
-				if imgs[i], _, err = infer.DecodeImage(bytes.NewReader(raw), infer.DefaultMaxPixels); err != nil {
+				if imgs[i], _, err = imaging.DecodeImage(bytes.NewReader(raw), infer.DefaultMaxPixels); err != nil {
 					return nil, fmt.Errorf("%s: %w", f, err)
 				}
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/bicyc/bicyc/bench/compare"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/kernels"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/models/ops"
@@ -584,7 +585,7 @@ func (b *benchmark) batches() ([]float32, []int, error) {
 		return nil, nil, fmt.Errorf("%d Fashion-MNIST training images of classes %v, want %d", len(idx), classes, n)
 	}
 	mean, std := data.DefaultNormalization(data.KindFashionMNIST)
-	p := data.Preprocess{Channels: 1, Height: b.side, Width: b.side, Mean: mean, Std: std}
+	p := imaging.Preprocess{Channels: 1, Height: b.side, Width: b.side, Mean: mean, Std: std}
 	for i, j := range idx[:n] {
 		p.Normalize(train.Image(j), images[i*size:(i+1)*size])
 		labels[i] = train.Labels[j]

@@ -14,7 +14,8 @@ import (
 	"github.com/bicyc/bicyc/author"
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/lockfile"
-	"github.com/bicyc/bicyc/serve"
+
+	"github.com/bicyc/bicyc/repository"
 )
 
 // addClassesOptions are the add-classes command's flags.
@@ -24,20 +25,20 @@ type addClassesOptions struct {
 	out   string
 	skip  bool
 	// nextVersion: out is a repository model, DIR/<name>; write its next
-	// version there (serve.CreateNextVersion), holding its lock.
+	// version there (repository.CreateNextVersion), holding its lock.
 	nextVersion bool
 	// wait is how long to wait for the repository model's lock.
 	wait time.Duration
 }
 
 // lockRepository takes the lock of the repository model that out is a
-// version of (serve.VersionOf), for command, waiting up to wait; a nil
+// version of (repository.VersionOf), for command, waiting up to wait; a nil
 // lock when out is not a version. Release it when the version is written.
 func lockRepository(ctx context.Context, command, modelDir string, wait time.Duration, stderr io.Writer) (*lockfile.Lock, error) {
 	if err := os.MkdirAll(modelDir, 0o755); err != nil {
 		return nil, fmt.Errorf("%s: %w", command, err)
 	}
-	lock, _, took, err := lockfile.Acquire(ctx, filepath.Join(modelDir, serve.LockFile), lockfile.Options{Wait: wait, Waiting: func(h lockfile.Owner) {
+	lock, _, took, err := lockfile.Acquire(ctx, filepath.Join(modelDir, repository.LockFile), lockfile.Options{Wait: wait, Waiting: func(h lockfile.Owner) {
 		fmt.Fprintf(stderr, "bicyc-infer: %s: waiting up to %s for %s: %s writes it\n", command, wait, modelDir, h)
 	}})
 	if err != nil {
@@ -51,10 +52,10 @@ func lockRepository(ctx context.Context, command, modelDir string, wait time.Dur
 
 // asRepositoryWriter runs write, which creates the model directory out,
 // holding the lock of the repository model out is a version of
-// (serve.VersionOf), waiting up to wait for it; any other out needs no
+// (repository.VersionOf), waiting up to wait for it; any other out needs no
 // lock (it is created, never replaced) and wait must be 0.
 func asRepositoryWriter(ctx context.Context, command, out string, wait time.Duration, stderr io.Writer, write func() error) error {
-	modelDir, ok := serve.VersionOf(out)
+	modelDir, ok := repository.VersionOf(out)
 	if !ok {
 		if wait != 0 {
 			return fmt.Errorf("%s --wait goes with an --out that is a repository model's version, DIR/<name>/<n> (another --out needs no lock: it is created, never replaced)", command)
@@ -139,7 +140,7 @@ func runAddClasses(ctx context.Context, o *addClassesOptions, stdout, stderr io.
 }
 
 // addNextVersion runs create for the next version of the repository model
-// o.out under its lock (serve.LockFile), from o.model or its highest
+// o.out under its lock (repository.LockFile), from o.model or its highest
 // version.
 func addNextVersion(ctx context.Context, o *addClassesOptions, create func(string) (author.Added, error), stderr io.Writer) (author.Added, error) {
 	lock, err := lockRepository(ctx, "add-classes --next-version", o.out, o.wait, stderr)
@@ -148,12 +149,12 @@ func addNextVersion(ctx context.Context, o *addClassesOptions, create func(strin
 	}
 	defer lock.Release()
 	if o.model.model == "" {
-		if o.model.model, err = serve.LatestVersion(o.out); err != nil {
+		if o.model.model, err = repository.LatestVersion(o.out); err != nil {
 			return author.Added{}, fmt.Errorf("add-classes --next-version without --model: %w", err)
 		}
 	}
 	var added author.Added
-	_, err = serve.CreateNextVersion(o.out, func(dir string) error {
+	_, err = repository.CreateNextVersion(o.out, func(dir string) error {
 		added, err = create(dir)
 		return err
 	})

@@ -12,8 +12,8 @@ import (
 	"os"
 
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/infer"
-	"github.com/bicyc/bicyc/serve"
 )
 
 // classifyOptions are the root command's flags and arguments.
@@ -69,10 +69,10 @@ func runClassify(ctx context.Context, o *classifyOptions, stdin io.Reader, stdou
 		return err
 	}
 	defer c.Close()
-	serve.LimitMemory(classifyCeiling(o.model.maxPixels, collector != nil))
+	infer.LimitMemory(classifyCeiling(o.model.maxPixels, collector != nil))
 
 	out := newPrinter(o.json, stdout, stderr, sources, c)
-	r := &imageReader{c: c, stdin: stdin, maxPixels: o.model.maxPixels, keepBytes: collector != nil}
+	r := &imageReader{ctx: ctx, c: c, stdin: stdin, maxPixels: o.model.maxPixels, keepBytes: collector != nil}
 	failed := 0
 	for start := 0; start < len(sources); {
 		chunk := sources[start:min(start+o.batch, len(sources))]
@@ -113,6 +113,7 @@ type loaded struct {
 
 // imageReader reads sources for classification, one image at a time.
 type imageReader struct {
+	ctx       context.Context // stops a decode
 	c         *infer.Classifier
 	stdin     io.Reader
 	maxPixels int64
@@ -137,8 +138,8 @@ func (r *imageReader) loadBatch(sources []source) []loaded {
 	return batch
 }
 
-// classifyLoaded classifies the loaded images without an error in one run
-// of the model. If the run fails as a whole, it classifies them one by one
+// classifyLoaded classifies the loaded images without an error in runs of
+// at most infer.RunBatch images (infer.ClassifyRuns). If that fails, it classifies them one by one
 // so the error lands on the image that caused it.
 func classifyLoaded(ctx context.Context, c *infer.Classifier, batch []loaded) []infer.Result {
 	var inputs []infer.Input
@@ -150,7 +151,9 @@ func classifyLoaded(ctx context.Context, c *infer.Classifier, batch []loaded) []
 		}
 	}
 	results := make([]infer.Result, len(batch))
-	batchResults, err := c.ClassifyInputs(ctx, inputs)
+	batchResults, err := infer.ClassifyRuns(ctx, len(inputs), func(lo, hi int) ([]infer.Input, error) {
+		return inputs[lo:hi], nil
+	}, c.ClassifyInputs)
 	for j, i := range at {
 		if err == nil {
 			results[i] = batchResults[j]
@@ -213,9 +216,10 @@ func expandPaths(paths []string, stderr io.Writer) []source {
 }
 
 // load decodes one source (standard input for "-") and reduces it to the
-// model's input, releasing a large decoded image at once. A named file is
+// model's input (infer's DecodePrepare, which releases a large decoded
+// image at once). A named file is
 // opened as given, so a pipe named on the command line is read; every
-// source is read through data.DecodeImage's byte and pixel limits, so an
+// source is read through imaging.DecodeImage's byte and pixel limits, so an
 // endless one (/dev/zero) fails at once. With keepBytes the bytes read are
 // kept (keepRest): collection saves them rather than reading the source
 // again, which standard input would not allow.
@@ -236,17 +240,13 @@ func (r *imageReader) load(s source) loaded {
 	if r.keepBytes {
 		src = io.TeeReader(src, &raw)
 	}
-	img, format, err := data.DecodeImage(src, r.maxPixels)
-	if err != nil {
-		return loaded{err: err}
+	var l loaded
+	l.in, l.format, l.err = r.c.DecodePrepare(r.ctx, src)
+	if l.err != nil {
+		return l
 	}
-	l := loaded{format: format}
-	l.in, l.err = r.c.Prepare(img)
-	bounds := img.Bounds()
-	img = nil // no longer referenced, whatever follows
-	serve.ReleaseImage(bounds)
-	if r.keepBytes && l.err == nil {
-		l.raw, l.rawErr = keepRest(src, &raw, data.MaxImageBytes(r.maxPixels))
+	if r.keepBytes {
+		l.raw, l.rawErr = keepRest(src, &raw, imaging.MaxImageBytes(r.maxPixels))
 	}
 	return l
 }

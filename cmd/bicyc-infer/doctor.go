@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/infer"
 )
 
@@ -151,7 +151,7 @@ func decodeFile(path string, maxPixels int64) (image.Image, error) {
 		return nil, err
 	}
 	defer f.Close()
-	img, _, err := data.DecodeImage(f, maxPixels)
+	img, _, err := imaging.DecodeImage(f, maxPixels)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

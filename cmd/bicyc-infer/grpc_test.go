@@ -103,6 +103,38 @@ func TestGRPCurl(t *testing.T) {
 	waitLog(t, &log, grpcLine.MatchString)
 	addr := grpcLine.FindStringSubmatch(log.String())[1]
 
+	checkGRPCHealthTools(t, bin, probe, addr)
+
+	image, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := len(want.Predictions)
+	request := func(outputs string) string {
+		return `{"model_name": "bicyc", "id": "grpcurl-1", "inputs": [{"name": "image", "datatype": "BYTES", "shape": [1],
+			"contents": {"bytes_contents": ["` + base64.StdEncoding.EncodeToString(image) + `"]}}], "outputs": ` + outputs + `}`
+	}
+	var scores, labels grpcurlAnswer
+	out := callGRPC(t, bin, addr, "inference.GRPCInferenceService/ModelInfer",
+		request(`[{"name": "distance"}, {"name": "unknown_score"}, {"name": "unknown"}]`))
+	if err := json.Unmarshal([]byte(out), &scores); err != nil || len(scores.Outputs) != 3 {
+		t.Fatalf("ModelInfer: %v\n%s", err, out)
+	}
+	out = callGRPC(t, bin, addr, "inference.GRPCInferenceService/ModelInfer",
+		request(`[{"name": "distance", "parameters": {"classification": {"int64_param": `+strconv.Itoa(k)+`}}}]`))
+	if err := json.Unmarshal([]byte(out), &labels); err != nil || len(labels.Outputs) != 1 || len(labels.Outputs[0].Contents.BytesContents) != k {
+		t.Fatalf("ModelInfer with classification: %v\n%s", err, out)
+	}
+	if scores.ModelName != "bicyc" || scores.ModelVersion != "1" || scores.ID != "grpcurl-1" {
+		t.Errorf("ModelInfer: model %q version %q id %q", scores.ModelName, scores.ModelVersion, scores.ID)
+	}
+
+	checkGRPCurlAnswer(t, want, scores, labels)
+}
+
+// checkGRPCHealthTools asks the gRPC server at addr for its services
+// (grpcurl at bin) and its health (grpc-health-probe at probe).
+func checkGRPCHealthTools(t *testing.T, bin, probe, addr string) {
 	if got := callGRPC(t, bin, addr, "list", ""); !strings.Contains(got, "inference.GRPCInferenceService") || !strings.Contains(got, "grpc.health.v1.Health") {
 		t.Errorf("grpcurl list: %q", got)
 	}
@@ -118,45 +150,28 @@ func TestGRPCurl(t *testing.T) {
 	if out, err := exec.Command(probe, "-addr", addr, "-service", "other").CombinedOutput(); err == nil {
 		t.Errorf("grpc-health-probe of an unknown service succeeded: %s", out)
 	}
+}
 
-	image, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := len(want.Predictions)
-	request := func(outputs string) string {
-		return `{"model_name": "bicyc", "id": "grpcurl-1", "inputs": [{"name": "image", "datatype": "BYTES", "shape": [1],
-			"contents": {"bytes_contents": ["` + base64.StdEncoding.EncodeToString(image) + `"]}}], "outputs": ` + outputs + `}`
-	}
-	// grpcurl prints the response as protobuf's JSON mapping: camelCase
-	// names, int64 as strings, bytes as base64.
-	type answer struct {
-		ModelName, ModelVersion, ID string
-		Outputs                     []struct {
-			Name, Datatype string
-			Shape          []string
-			Contents       struct {
-				Fp32Contents  []float64
-				BoolContents  []bool
-				BytesContents [][]byte
-			}
+// grpcurlAnswer is a ModelInfer response as grpcurl prints it: protobuf's
+// JSON mapping, with camelCase names, int64 as strings, bytes as base64.
+type grpcurlAnswer struct {
+	ModelName, ModelVersion, ID string
+	Outputs                     []struct {
+		Name, Datatype string
+		Shape          []string
+		Contents       struct {
+			Fp32Contents  []float64
+			BoolContents  []bool
+			BytesContents [][]byte
 		}
 	}
-	var scores, labels answer
-	out := callGRPC(t, bin, addr, "inference.GRPCInferenceService/ModelInfer",
-		request(`[{"name": "distance"}, {"name": "unknown_score"}, {"name": "unknown"}]`))
-	if err := json.Unmarshal([]byte(out), &scores); err != nil || len(scores.Outputs) != 3 {
-		t.Fatalf("ModelInfer: %v\n%s", err, out)
-	}
-	out = callGRPC(t, bin, addr, "inference.GRPCInferenceService/ModelInfer",
-		request(`[{"name": "distance", "parameters": {"classification": {"int64_param": `+strconv.Itoa(k)+`}}}]`))
-	if err := json.Unmarshal([]byte(out), &labels); err != nil || len(labels.Outputs) != 1 || len(labels.Outputs[0].Contents.BytesContents) != k {
-		t.Fatalf("ModelInfer with classification: %v\n%s", err, out)
-	}
-	if scores.ModelName != "bicyc" || scores.ModelVersion != "1" || scores.ID != "grpcurl-1" {
-		t.Errorf("ModelInfer: model %q version %q id %q", scores.ModelName, scores.ModelVersion, scores.ID)
-	}
+}
 
+// checkGRPCurlAnswer compares ModelInfer's answers over grpcurl, all the
+// scores and the classification labels of every class, with want,
+// bicyc-infer --json's answer for the same image.
+func checkGRPCurlAnswer(t *testing.T, want infer.Result, scores, labels grpcurlAnswer) {
+	k := len(want.Predictions)
 	distance := scores.Outputs[0]
 	if distance.Name != "distance" || distance.Datatype != "FP32" || strings.Join(distance.Shape, ",") != "1,"+strconv.Itoa(k) || len(distance.Contents.Fp32Contents) != k {
 		t.Fatalf("distance output: %+v", distance)

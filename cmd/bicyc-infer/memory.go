@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/serve"
 )
 
@@ -14,11 +14,11 @@ const collectHeldBytes = 64 << 20
 // most maxPixels pixels one at a time: serve.MemoryBase and one image
 // between decoding and reduction. Collecting adds the bytes kept for the
 // batch (under collectHeldBytes before its last image) and those of the
-// image being read (at most data.MaxImageBytes).
+// image being read (at most imaging.MaxImageBytes).
 func classifyCeiling(maxPixels int64, collecting bool) int64 {
 	ceiling := serve.MemoryBase + serve.BytesPerPixel*maxPixels
 	if collecting {
-		ceiling += collectHeldBytes + data.MaxImageBytes(maxPixels)
+		ceiling += collectHeldBytes + imaging.MaxImageBytes(maxPixels)
 	}
 	return ceiling
 }

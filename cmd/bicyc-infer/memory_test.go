@@ -32,7 +32,7 @@ import (
 // answer is 200, or 413 naming the limit. After the burst the resident
 // set must fall back under twice the idle server's (it stayed at 999 MiB,
 // ONNX Runtime's memory for the largest batch, before batches ran in runs
-// of at most serve.RunBatch images).
+// of at most infer.RunBatch images).
 func TestServeMemoryCeiling(t *testing.T) {
 	model, d := testModel(t)
 	bin := buildBinary(t)
@@ -53,16 +53,7 @@ func TestServeMemoryCeiling(t *testing.T) {
 	if err := gif.Encode(&tinyGIF, gray, nil); err != nil {
 		t.Fatal(err)
 	}
-	big := image.NewNRGBA64(image.Rect(0, 0, 1024, 1024))
-	for y := range 1024 {
-		for x := range 1024 {
-			big.SetNRGBA64(x, y, color.NRGBA64{uint16(x * 64), uint16(y * 64), uint16((x + y) * 32), 0xffff})
-		}
-	}
-	var bigPNG bytes.Buffer
-	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&bigPNG, big); err != nil {
-		t.Fatal(err)
-	}
+	bigPNG := bytes.NewBuffer(bigPNG16(t))
 	shapes := []struct {
 		name string
 		body []byte
@@ -79,23 +70,7 @@ func TestServeMemoryCeiling(t *testing.T) {
 			t.Fatalf("resetting the peak resident set: %v", err)
 		}
 		start := time.Now()
-		var wg sync.WaitGroup
-		answers := make([]string, 4)
-		for i := range answers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				resp, err := client.Post(url, "application/json", bytes.NewReader(shape.body))
-				if err != nil {
-					answers[i] = err.Error()
-					return
-				}
-				defer resp.Body.Close()
-				b, _ := io.ReadAll(resp.Body)
-				answers[i] = fmt.Sprintf("%d %.200s", resp.StatusCode, b)
-			}()
-		}
-		wg.Wait()
+		answers := postConcurrently(client, url, shape.body, 4)
 		peak := peakRSS(pid)
 		t.Logf("%s (%d KiB): peak RSS %d MiB (ceiling %d MiB) in %v; answers %q", shape.name, len(shape.body)>>10,
 			peak>>20, ceiling>>20, time.Since(start).Round(time.Millisecond), answers)
@@ -114,6 +89,45 @@ func TestServeMemoryCeiling(t *testing.T) {
 	if after > 2*idle {
 		t.Errorf("resident set %d MiB after the burst, want it handed back under twice the idle server's %d MiB", after>>20, idle>>20)
 	}
+}
+
+// bigPNG16 is a 1024x1024 16-bit RGB gradient as a PNG: 1 Mpx that
+// decodes to 8 MiB.
+func bigPNG16(t *testing.T) []byte {
+	big := image.NewNRGBA64(image.Rect(0, 0, 1024, 1024))
+	for y := range 1024 {
+		for x := range 1024 {
+			big.SetNRGBA64(x, y, color.NRGBA64{uint16(x * 64), uint16(y * 64), uint16((x + y) * 32), 0xffff})
+		}
+	}
+	var buf bytes.Buffer
+	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&buf, big); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// postConcurrently posts body as JSON to url n times at once and returns
+// each answer as "status body" (the body cut at 200 bytes) or the error.
+func postConcurrently(client *http.Client, url string, body []byte, n int) []string {
+	var wg sync.WaitGroup
+	answers := make([]string, n)
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+			if err != nil {
+				answers[i] = err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			answers[i] = fmt.Sprintf("%d %.200s", resp.StatusCode, b)
+		}()
+	}
+	wg.Wait()
+	return answers
 }
 
 // imagesBody is an inference request whose BYTES tensor repeats encoded

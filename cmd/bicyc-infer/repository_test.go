@@ -15,7 +15,8 @@ import (
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/lockfile"
-	"github.com/bicyc/bicyc/serve"
+
+	"github.com/bicyc/bicyc/repository"
 )
 
 // makeRepository copies the test model into a repository as fmnist/1 and
@@ -82,53 +83,16 @@ func TestAddClassesTwoWriters(t *testing.T) {
 		classFolder(t, dir, []int{y}, 0, 10)
 		folders[data.FashionMNISTClasses[y]] = dir
 	}
-	addBoth := func(a, b string, extra ...string) []string {
-		t.Helper()
-		outs := make([]string, 2)
-		errs := make([]error, 2)
-		var wg sync.WaitGroup
-		for i, class := range []string{a, b} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				args := append([]string{"add-classes", "--provider", "cpu", "--from", folders[class], "--out", modelDir, "--next-version"}, extra...)
-				out, err := exec.Command(bin, args...).CombinedOutput()
-				outs[i], errs[i] = string(out), err
-			}()
-		}
-		wg.Wait()
-		var won []string
-		for i, class := range []string{a, b} {
-			switch {
-			case errs[i] == nil:
-				won = append(won, class)
-			case len(extra) > 0 || !strings.Contains(outs[i], "held by another writer: pid "):
-				t.Errorf("add-classes %s %v: %v\n%s", class, extra, errs[i], outs[i])
-			}
-		}
-		return won
-	}
-	classesOf := func(version string) []string {
-		b, err := bundle.Open(filepath.Join(modelDir, version))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, c := range b.Manifest.Classes {
-			names = append(names, c.Name)
-		}
-		return names
-	}
-	won := addBoth("Sandal", "Sneaker")
-	won = append(won, addBoth("Bag", "Ankle boot", "--wait", "2m")...)
-	latest, err := serve.LatestVersion(modelDir)
+	won := addClassesAtOnce(t, bin, modelDir, folders, "Sandal", "Sneaker")
+	won = append(won, addClassesAtOnce(t, bin, modelDir, folders, "Bag", "Ankle boot", "--wait", "2m")...)
+	latest, err := repository.LatestVersion(modelDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := strconv.Itoa(1 + len(won)); filepath.Base(latest) != want {
 		t.Errorf("highest version %s after %d successful writers, want %s", latest, len(won), want)
 	}
-	names := classesOf(filepath.Base(latest))
+	names := versionClasses(t, latest)
 	for _, class := range won {
 		if !slices.Contains(names, class) {
 			t.Errorf("the highest version lacks %q, added by a writer that succeeded: %v", class, names)
@@ -139,7 +103,7 @@ func TestAddClassesTwoWriters(t *testing.T) {
 	}
 
 	// A holder that is not bicyc-infer: named, and waited for.
-	l, _, _, err := lockfile.Acquire(context.Background(), filepath.Join(modelDir, serve.LockFile), lockfile.Options{})
+	l, _, _, err := lockfile.Acquire(context.Background(), filepath.Join(modelDir, repository.LockFile), lockfile.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,6 +122,51 @@ func TestAddClassesTwoWriters(t *testing.T) {
 	if out, err := exec.Command(bin, "shortlist", "--model", latest, "--out", next, "--wait", "1m").CombinedOutput(); err != nil {
 		t.Errorf("shortlist into a free version: %v\n%s", err, out)
 	}
+}
+
+// addClassesAtOnce runs two add-classes --next-version writers at once
+// into the repository model modelDir, adding classes a and b (their
+// folders in folders) with the extra flags, and returns the classes whose
+// writer succeeded; without extra flags a writer may only fail on the
+// other's lock.
+func addClassesAtOnce(t *testing.T, bin, modelDir string, folders map[string]string, a, b string, extra ...string) []string {
+	t.Helper()
+	outs := make([]string, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, class := range []string{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			args := append([]string{"add-classes", "--provider", "cpu", "--from", folders[class], "--out", modelDir, "--next-version"}, extra...)
+			out, err := exec.Command(bin, args...).CombinedOutput()
+			outs[i], errs[i] = string(out), err
+		}()
+	}
+	wg.Wait()
+	var won []string
+	for i, class := range []string{a, b} {
+		switch {
+		case errs[i] == nil:
+			won = append(won, class)
+		case len(extra) > 0 || !strings.Contains(outs[i], "held by another writer: pid "):
+			t.Errorf("add-classes %s %v: %v\n%s", class, extra, errs[i], outs[i])
+		}
+	}
+	return won
+}
+
+// versionClasses returns the class names of the model directory dir.
+func versionClasses(t *testing.T, dir string) []string {
+	b, err := bundle.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range b.Manifest.Classes {
+		names = append(names, c.Name)
+	}
+	return names
 }
 
 // TestUnusedModelFlagsRefused: issue 42, row 4. A model flag given to a

@@ -255,8 +255,8 @@ Flags fall back to BICYC_* environment variables (named in each flag's help), th
 // bicyc-infer --help shows them; the tests parse every line with the real
 // command tree.
 const rootExamples = `  # 1. Classify with the model 'make train' exported: a table, or one JSON object per image
-  bicyc-infer --model runs/fmnist-t5-bicyc-s0/model data/testdata/exif/upright.png
-  bicyc-infer -m runs/fmnist-t5-bicyc-s0/model --json data/testdata/exif/ > predictions.jsonl
+  bicyc-infer --model runs/fmnist-t5-bicyc-s0/model imaging/testdata/exif/upright.png
+  bicyc-infer -m runs/fmnist-t5-bicyc-s0/model --json imaging/testdata/exif/ > predictions.jsonl
 
   # 2. Serve a model trained on your photos (bicyc --help shows the training)
   bicyc-infer -m runs/shop/model serve --addr :8080

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/serve"
 )
 
@@ -43,7 +45,20 @@ func newServeCmd(model *modelOptions, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [flags]",
 		Short: "Serve the model, or a model repository, over HTTP and gRPC (bicyc's API and KServe v2)",
-		Long: `serve runs the model (--model DIR), or every model of a repository (--model-repository DIR,
+		Long:  serveHelp,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return runServe(ctx, o, stderr)
+		},
+	}
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+// serveHelp is serve's long help: its endpoints, limits and memory.
+const serveHelp = `serve runs the model (--model DIR), or every model of a repository (--model-repository DIR,
 laid out DIR/<name>/<version>/), as an HTTP JSON and gRPC service. The public listener (--addr, by default
 127.0.0.1:8080: this machine only; give --addr :8080 to serve other machines) answers:
 
@@ -119,15 +134,11 @@ makes room at once, files other processes write count; never overwriting), to be
 added with add-classes; to serve the result, point --model at a symlink, swap it to the new directory and
 reload. SIGHUP reloads the model like POST /admin/reload (a line on stderr says how it went).
 SIGINT or SIGTERM stop accepting connections and finish requests in flight (up to
---shutdown-timeout).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			return runServe(ctx, o, stderr)
-		},
-	}
-	f := cmd.Flags()
+--shutdown-timeout).`
+
+// addFlags defines serve's own flags (the model's are on the root
+// command) on f.
+func (o *serveOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.repository, "model-repository", "", "serve every model of this repository `dir`ectory, DIR/<name>/<version>/ (instead of --model; env BICYC_MODEL_REPOSITORY)")
 	f.StringVar(&o.modelName, "model-name", serve.DefaultModelName, "the --model's `name` on the /v2/models/ paths")
 	f.StringVar(&o.versionPolicy, "version-policy", "latest:1", "versions of each repository model to serve: latest, latest:N or specific:V1,V2,...")
@@ -144,7 +155,6 @@ SIGINT or SIGTERM stop accepting connections and finish requests in flight (up t
 	f.DurationVar(&o.writeTimeout, "write-timeout", 60*time.Second, "time limit from the end of the request headers to the end of the response")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for requests in flight")
 	o.collect.addFlags(f)
-	return cmd
 }
 
 // serveFlags names the flag behind each serve.Config field, for
@@ -238,7 +248,7 @@ func runServe(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		return err
 	}
 	defer s.Close()
-	serve.LimitMemory(cfg.MemoryCeiling())
+	infer.LimitMemory(cfg.MemoryCeiling())
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)

@@ -493,43 +493,13 @@ func TestSoakRepository(t *testing.T) {
 	client := &http.Client{Timeout: 60 * time.Second}
 	tally := map[string]*soakTally{"v1": {}, "v2": {}}
 	deadline := time.Now().Add(duration)
-	send := func(kind string, i int) (int, string) {
-		img := images[i%len(images)]
-		url, contentType, body := url+"/v1/classify?model=fmnist", "image/png", img
-		if kind == "v2" {
-			body, _ = json.Marshal(map[string]any{"inputs": []any{map[string]any{"name": "image", "shape": []int{1}, "datatype": "BYTES",
-				"data": []string{base64.StdEncoding.EncodeToString(img)}}}, "outputs": []any{map[string]any{"name": "distance", "parameters": map[string]any{"classification": 1}}}})
-			url, contentType = strings.Replace(url, "/v1/classify?model=fmnist", "/v2/models/fmnist/infer", 1), "application/json"
-		}
-		resp, err := client.Post(url, contentType, bytes.NewReader(body))
-		if err != nil {
-			return 0, "transport error: " + err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var best string
-		var v1 struct{ Predictions []struct{ Name string } }
-		var v2 struct{ Outputs []struct{ Data []string } }
-		switch {
-		case kind == "v1" && json.Unmarshal(b, &v1) == nil && len(v1.Predictions) > 0:
-			best = v1.Predictions[0].Name
-		case kind == "v2" && json.Unmarshal(b, &v2) == nil && len(v2.Outputs) == 1 && len(v2.Outputs[0].Data) == 1:
-			if parts := strings.SplitN(v2.Outputs[0].Data[0], ":", 3); len(parts) == 3 {
-				best = parts[2]
-			}
-		}
-		if resp.StatusCode != http.StatusOK || !known[best] {
-			return resp.StatusCode, fmt.Sprintf("status %d, answer %s", resp.StatusCode, b)
-		}
-		return resp.StatusCode, ""
-	}
 	var wg sync.WaitGroup
 	for _, kind := range []string{"v1", "v2"} {
 		for c := range 4 {
 			wg.Go(func() {
 				for i := c; time.Now().Before(deadline); i += 4 {
 					start := time.Now()
-					status, problem := send(kind, i)
+					status, problem := soakClassify(client, url, kind, images[i%len(images)], known)
 					tally[kind].add("valid", status, time.Since(start), problem)
 				}
 			})
@@ -562,4 +532,37 @@ func TestSoakRepository(t *testing.T) {
 	if exitErr != nil {
 		t.Errorf("exit: %v; stderr:\n%s", exitErr, srv.stderr.String())
 	}
+}
+
+// soakClassify sends img to the server at base by the v1 or v2 path
+// (kind) for model fmnist and returns the status and, unless the answer
+// is 200 with a best class in known, the problem.
+func soakClassify(client *http.Client, base, kind string, img []byte, known map[string]bool) (int, string) {
+	url, contentType, body := base+"/v1/classify?model=fmnist", "image/png", img
+	if kind == "v2" {
+		body, _ = json.Marshal(map[string]any{"inputs": []any{map[string]any{"name": "image", "shape": []int{1}, "datatype": "BYTES",
+			"data": []string{base64.StdEncoding.EncodeToString(img)}}}, "outputs": []any{map[string]any{"name": "distance", "parameters": map[string]any{"classification": 1}}}})
+		url, contentType = strings.Replace(url, "/v1/classify?model=fmnist", "/v2/models/fmnist/infer", 1), "application/json"
+	}
+	resp, err := client.Post(url, contentType, bytes.NewReader(body))
+	if err != nil {
+		return 0, "transport error: " + err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var best string
+	var v1 struct{ Predictions []struct{ Name string } }
+	var v2 struct{ Outputs []struct{ Data []string } }
+	switch {
+	case kind == "v1" && json.Unmarshal(b, &v1) == nil && len(v1.Predictions) > 0:
+		best = v1.Predictions[0].Name
+	case kind == "v2" && json.Unmarshal(b, &v2) == nil && len(v2.Outputs) == 1 && len(v2.Outputs[0].Data) == 1:
+		if parts := strings.SplitN(v2.Outputs[0].Data[0], ":", 3); len(parts) == 3 {
+			best = parts[2]
+		}
+	}
+	if resp.StatusCode != http.StatusOK || !known[best] {
+		return resp.StatusCode, fmt.Sprintf("status %d, answer %s", resp.StatusCode, b)
+	}
+	return resp.StatusCode, ""
 }

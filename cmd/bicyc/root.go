@@ -94,7 +94,7 @@ func (g *globalOptions) refuse(what string, configGiven bool) error {
 // the tests parse every line with the real command tree.
 const rootExamples = `  # 1. Train Fashion-MNIST (what 'make train' runs), classify, score a classifier setting
   bicyc train --config configs/fmnist-t5.yaml
-  bicyc-infer --model runs/fmnist-t5-bicyc-s0/model data/testdata/exif/upright.png
+  bicyc-infer --model runs/fmnist-t5-bicyc-s0/model imaging/testdata/exif/upright.png
   bicyc eval --run runs/fmnist-t5-bicyc-s0 --split val --shrink 0.5 --test-flip
 
   # 2. Your photo folders (photos/train/<class>/, photos/test/<class>/) from a pretrained

@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/sys/unix"
 
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/serve"
 )
@@ -161,14 +162,14 @@ func TestImageRuns(t *testing.T) {
 	}
 
 	var images []string
-	all, _ := filepath.Glob("../../data/testdata/exif/*")
+	all, _ := filepath.Glob("../../imaging/testdata/exif/*")
 	for _, p := range all {
-		if infer.IsImageFile(p) {
+		if imaging.IsImageFile(p) {
 			images = append(images, p)
 		}
 	}
 	if len(images) < 5 {
-		t.Fatalf("test images: found %d in data/testdata/exif", len(images))
+		t.Fatalf("test images: found %d in imaging/testdata/exif", len(images))
 	}
 	served := serveDistances(t, base, images)
 

@@ -20,6 +20,7 @@ import (
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/export"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
@@ -81,7 +82,7 @@ func Build(root string) (*Models, error) {
 		return nil, err
 	}
 	mean, std := data.DefaultNormalization(data.KindFashionMNIST)
-	pre := data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: mean, Std: std, Resize: data.ResizeCatmullRom}
+	pre := imaging.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: mean, Std: std, Resize: imaging.ResizeCatmullRom}
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	shape := export.BackboneShape{Arch: export.ArchConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: FeatureDim}

@@ -26,6 +26,7 @@ import (
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/export"
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/safetensors"
 )
@@ -137,7 +138,7 @@ func build() (string, *data.Dataset, error) {
 		Arch: export.ArchConvNet, FeatureDim: featureDim, Backbone: randomConvNet(rand.New(rand.NewPCG(3, 4)), featureDim),
 		Classifier: gauss.ClassifierOptions{Normalize: true, Shrink: 3, TopK: 2},
 		Tasks:      [][]int{{0, 1}, {2}},
-		Preprocess: data.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: mean, Std: std, Resize: data.ResizeCatmullRom},
+		Preprocess: imaging.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: mean, Std: std, Resize: imaging.ResizeCatmullRom},
 		Version:    "test",
 	}
 	for id := range classes {

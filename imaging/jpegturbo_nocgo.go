@@ -1,6 +1,6 @@
 //go:build !cgo || nojpegturbo
 
-package data
+package imaging
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package data
+package imaging
 
 import (
 	"errors"
@@ -31,9 +31,9 @@ const (
 	ResizeCenterCrop = "center-crop"
 )
 
-// maxPreprocessSide bounds Height, Width and ResizeShorter so a corrupt
-// manifest cannot ask for a gigantic buffer per image.
-const maxPreprocessSide = 8192
+// MaxSide bounds Height, Width and ResizeShorter (and package data's load
+// side) so a corrupt manifest cannot ask for a gigantic buffer per image.
+const MaxSide = 8192
 
 // ErrPreprocess marks an invalid Preprocess (see Preprocess.Validate).
 var ErrPreprocess = errors.New("invalid preprocessing")
@@ -126,7 +126,7 @@ func (p Preprocess) Validate() error {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrPreprocess}, args...)...))
 	}
-	if err := p.checkGeometry(); err != nil {
+	if err := p.CheckGeometry(); err != nil {
 		errs = append(errs, err)
 	}
 	if len(p.Mean) != p.Channels {
@@ -151,14 +151,16 @@ func (p Preprocess) Validate() error {
 	return errors.Join(errs...)
 }
 
-// checkGeometry validates the fields Pixels needs.
-func (p Preprocess) checkGeometry() error {
+// CheckGeometry validates the fields Pixels needs (Channels, the size and
+// the resize mode), not the normalisation: enough to load images whose
+// normalisation is applied later (package data's image folders).
+func (p Preprocess) CheckGeometry() error {
 	var errs []error
 	if p.Channels != 1 && p.Channels != 3 {
 		errs = append(errs, fmt.Errorf("%w: channels %d, want 1 or 3", ErrPreprocess, p.Channels))
 	}
-	if p.Height < 1 || p.Height > maxPreprocessSide || p.Width < 1 || p.Width > maxPreprocessSide {
-		errs = append(errs, fmt.Errorf("%w: size %dx%d, want each side in [1, %d]", ErrPreprocess, p.Height, p.Width, maxPreprocessSide))
+	if p.Height < 1 || p.Height > MaxSide || p.Width < 1 || p.Width > MaxSide {
+		errs = append(errs, fmt.Errorf("%w: size %dx%d, want each side in [1, %d]", ErrPreprocess, p.Height, p.Width, MaxSide))
 	}
 	switch p.ResizeMode {
 	case "", ResizeSquash:
@@ -166,9 +168,9 @@ func (p Preprocess) checkGeometry() error {
 			errs = append(errs, fmt.Errorf("%w: resize_shorter %d with resize mode squash, want 0", ErrPreprocess, p.ResizeShorter))
 		}
 	case ResizeCenterCrop:
-		if p.ResizeShorter < max(p.Height, p.Width) || p.ResizeShorter > maxPreprocessSide {
+		if p.ResizeShorter < max(p.Height, p.Width) || p.ResizeShorter > MaxSide {
 			errs = append(errs, fmt.Errorf("%w: resize_shorter %d for a %dx%d center crop, want [%d, %d]",
-				ErrPreprocess, p.ResizeShorter, p.Height, p.Width, max(p.Height, p.Width), maxPreprocessSide))
+				ErrPreprocess, p.ResizeShorter, p.Height, p.Width, max(p.Height, p.Width), MaxSide))
 		}
 	default:
 		errs = append(errs, fmt.Errorf("%w: resize mode %q, want %q or %q", ErrPreprocess, p.ResizeMode, ResizeSquash, ResizeCenterCrop))
@@ -215,21 +217,23 @@ func (p Preprocess) ImageSize() int { return p.Channels * p.Height * p.Width }
 // gives an all-zero result. It panics if Channels, Height, Width or the
 // resize mode are invalid (see Validate).
 func (p Preprocess) Pixels(img image.Image) []uint8 {
-	if err := p.checkGeometry(); err != nil {
-		panic("data: Preprocess.Pixels: " + err.Error())
+	if err := p.CheckGeometry(); err != nil {
+		panic("imaging: Preprocess.Pixels: " + err.Error())
 	}
 	out := make([]uint8, p.ImageSize())
 	b := img.Bounds()
 	if b.Empty() {
 		return out
 	}
-	p.pixelsOf(composite(img, p.Background), out)
+	p.PixelsOf(Composite(img, p.Background), out)
 	return out
 }
 
-// pixelsOf runs steps 2-3 on a composited, non-empty image with bounds at
-// (0, 0), writing Channels*Height*Width values to out.
-func (p Preprocess) pixelsOf(rgba *image.RGBA64, out []uint8) {
+// PixelsOf runs steps 2-3 (resize, channels) on rgba, an image composited
+// by Composite (non-empty, bounds at (0, 0)), writing
+// Channels*Height*Width values to out: Pixels after its first step, for a
+// caller that resizes one composited image twice (package data's photos).
+func (p Preprocess) PixelsOf(rgba *image.RGBA64, out []uint8) {
 	nw, nh, window := p.Width, p.Height, image.Rect(0, 0, p.Width, p.Height)
 	if p.ResizeMode == ResizeCenterCrop {
 		rgba = limitAspect(rgba)
@@ -240,7 +244,7 @@ func (p Preprocess) pixelsOf(rgba *image.RGBA64, out []uint8) {
 }
 
 // MaxResizeAspect bounds the aspect ratio an image is resized at by its
-// shorter side (center-crop preprocessing, Photos): a longer image is first
+// shorter side (center-crop preprocessing, package data's Photos): a longer image is first
 // cropped around its centre to MaxResizeAspect:1. The resampler allocates
 // the whole resized width (or height) times the source's other side, which
 // for a 100000x10 strip would be gigabytes; the crop keeps it to a few
@@ -276,6 +280,22 @@ func resizeWindow(src *image.RGBA64, nw, nh int, window image.Rectangle) *image.
 	return dst
 }
 
+// ResizeShorter converts rgba, an image composited by Composite
+// (non-empty, bounds at (0, 0)), as center-crop preprocessing does but at
+// another size: cut to MaxResizeAspect:1, resized so its shorter side is
+// side, and the centre window of at most maxSide x maxSide kept. It
+// returns the window's CHW pixels (channels 1 or 3 as in Preprocess), the
+// window in the coordinates of the whole resized image, and that image's
+// size. It is how package data stores photos at load resolution.
+func ResizeShorter(rgba *image.RGBA64, channels, side, maxSide int) (pix []uint8, win image.Rectangle, size image.Point) {
+	rgba = limitAspect(rgba)
+	nw, nh := ShorterSideSize(rgba.Rect.Dx(), rgba.Rect.Dy(), side)
+	win = CenterCropWindow(nw, nh, min(nw, maxSide), min(nh, maxSide))
+	pix = make([]uint8, channels*win.Dx()*win.Dy())
+	toCHW(resizeWindow(rgba, nw, nh, win), channels, pix)
+	return pix, win, image.Pt(nw, nh)
+}
+
 // toCHW writes step 3 (channels) of img into out, which holds
 // channels*Dy*Dx values: 3 keeps the high bytes of R, G, B; 1 takes the
 // BT.601 luma of Preprocess's doc comment.
@@ -301,9 +321,9 @@ func toCHW(img *image.RGBA64, channels int, out []uint8) {
 	}
 }
 
-// composite returns img composited onto the opaque colour bg, as an opaque
-// RGBA64 image whose bounds start at (0, 0).
-func composite(img image.Image, bg [3]uint8) *image.RGBA64 {
+// Composite returns img composited onto the opaque colour bg, as an opaque
+// RGBA64 image whose bounds start at (0, 0): step 1 (alpha) of Pixels.
+func Composite(img image.Image, bg [3]uint8) *image.RGBA64 {
 	b := img.Bounds()
 	out := image.NewRGBA64(image.Rect(0, 0, b.Dx(), b.Dy()))
 	bg16 := [3]uint32{uint32(bg[0]) * 0x101, uint32(bg[1]) * 0x101, uint32(bg[2]) * 0x101}
@@ -344,11 +364,11 @@ func composite(img image.Image, bg [3]uint8) *image.RGBA64 {
 // Channels*Height*Width; it panics otherwise or if Mean or Std have fewer
 // than Channels values.
 func (p Preprocess) Normalize(pix []uint8, dst []float32) {
-	n := p.newNormalizer()
+	n := p.Normalizer()
 	if len(pix) != len(dst) || len(pix)%p.ImageSize() != 0 {
-		panic(fmt.Sprintf("data: Preprocess.Normalize: %d pixels into %d floats, want equal lengths that are a multiple of %d", len(pix), len(dst), p.ImageSize()))
+		panic(fmt.Sprintf("imaging: Preprocess.Normalize: %d pixels into %d floats, want equal lengths that are a multiple of %d", len(pix), len(dst), p.ImageSize()))
 	}
-	n.apply(pix, dst)
+	n.Apply(pix, dst)
 }
 
 // Image is the test-time preprocessing function: Pixels then Normalize, as
@@ -356,7 +376,7 @@ func (p Preprocess) Normalize(pix []uint8, dst []float32) {
 // Preprocess: call Validate on one read from outside.
 func (p Preprocess) Image(img image.Image) []float32 {
 	if err := p.Validate(); err != nil {
-		panic("data: Preprocess.Image: " + err.Error())
+		panic("imaging: Preprocess.Image: " + err.Error())
 	}
 	pix := p.Pixels(img)
 	dst := make([]float32, len(pix))
@@ -364,19 +384,23 @@ func (p Preprocess) Image(img image.Image) []float32 {
 	return dst
 }
 
-// normalizer holds, per channel, the normalised value of each of the 256
+// Normalizer holds, per channel, the normalised value of each of the 256
 // pixel values, so normalising a batch is a table look-up per pixel and
-// every caller gets bit-identical results.
-type normalizer struct {
+// every caller gets bit-identical results. Make one with
+// Preprocess.Normalizer; it is read-only, safe for concurrent use.
+type Normalizer struct {
 	plane int
 	table [][256]float32
 }
 
-func (p Preprocess) newNormalizer() normalizer {
+// Normalizer returns the look-up tables of step 4 (Normalize) for p, for
+// a caller that normalises many batches (package data's Batcher). It
+// panics if Channels, Height, Width, Mean or Std are invalid.
+func (p Preprocess) Normalizer() Normalizer {
 	if p.Channels < 1 || len(p.Mean) < p.Channels || len(p.Std) < p.Channels || p.Height < 1 || p.Width < 1 {
-		panic(fmt.Sprintf("data: Preprocess: %d channels of %dx%d with %d mean and %d std values", p.Channels, p.Height, p.Width, len(p.Mean), len(p.Std)))
+		panic(fmt.Sprintf("imaging: Preprocess: %d channels of %dx%d with %d mean and %d std values", p.Channels, p.Height, p.Width, len(p.Mean), len(p.Std)))
 	}
-	n := normalizer{plane: p.Height * p.Width, table: make([][256]float32, p.Channels)}
+	n := Normalizer{plane: p.Height * p.Width, table: make([][256]float32, p.Channels)}
 	for c := range n.table {
 		for v := range 256 {
 			n.table[c][v] = (float32(v)/255 - p.Mean[c]) / p.Std[c]
@@ -385,9 +409,9 @@ func (p Preprocess) newNormalizer() normalizer {
 	return n
 }
 
-// apply normalises whole CHW images; len(pix) must be a multiple of
-// len(table)*plane and len(dst) at least len(pix).
-func (n normalizer) apply(pix []uint8, dst []float32) {
+// Apply normalises whole CHW images as Normalize does; len(pix) must be a
+// multiple of Channels*Height*Width and len(dst) at least len(pix).
+func (n Normalizer) Apply(pix []uint8, dst []float32) {
 	dst = dst[:len(pix)]
 	for off := 0; off < len(pix); off += n.plane * len(n.table) {
 		for c := range n.table {

@@ -1,4 +1,4 @@
-package data
+package imaging
 
 import (
 	"bytes"
@@ -33,10 +33,17 @@ import (
 // 256 MiB until it is reduced to the network's input.
 const MaxImagePixels = 16 << 20
 
-// ErrImageTooLarge means an image header declares more pixels than the
+// ErrFormat marks a malformed data file: data in no known image format, a
+// corrupt or truncated image, and, for package data's loaders, wrong magic
+// bytes, a truncated or oversized payload, inconsistent counts or a record
+// size that does not divide the file. It is the one name of this error:
+// infer, serve and the loaders of training data all wrap it.
+var ErrFormat = errors.New("malformed data file")
+
+// ErrTooLarge means an image header declares more pixels than the
 // limit, or its encoded data is longer than MaxImageBytes allows; the image
 // was not decoded.
-var ErrImageTooLarge = errors.New("image too large")
+var ErrTooLarge = errors.New("image too large")
 
 // ErrUnsupported means an image is valid as far as can be told but uses a
 // feature no decoder of this build implements; it is not called corrupt.
@@ -47,12 +54,12 @@ var ErrUnsupported = errors.New("unsupported image")
 // MaxImageBytes is the most encoded bytes DecodeImage reads for an image of
 // at most maxPixels pixels: an uncompressed 16-bit RGBA image of that size
 // (8 bytes per pixel) plus 1 MiB of headers and metadata, 129 MiB at
-// MaxImagePixels. A longer stream is refused (ErrImageTooLarge) without
+// MaxImagePixels. A longer stream is refused (ErrTooLarge) without
 // being read further: an endless input (/dev/zero) ends there.
 func MaxImageBytes(maxPixels int64) int64 { return 8*maxPixels + 1<<20 }
 
 // ImageExtensions are the file name extensions (lower case, with the dot)
-// of the formats DecodeImage reads; directory walks (ImageFiles) take only
+// of the formats DecodeImage reads; directory walks (package data's ImageFiles) take only
 // files with one of them.
 var ImageExtensions = []string{".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff", ".webp"}
 
@@ -89,7 +96,7 @@ func IsImageFile(name string) bool {
 // Errors are lowercase and say what is wrong (empty data, unknown format,
 // corrupt header, truncated or corrupt pixels, too large); the caller adds
 // the file name. A problem with the content wraps ErrFormat, plus
-// image.ErrFormat for data in no known format and ErrImageTooLarge for a
+// image.ErrFormat for data in no known format and ErrTooLarge for a
 // refused size or budget; an error of r is wrapped as it is. DecodeImage
 // never panics on bad data: a decoder panic becomes an error. It is safe
 // for concurrent use.
@@ -212,7 +219,7 @@ func decodeUnsupportedJPEG(ctx context.Context, encoded []byte, maxPixels int64,
 	switch {
 	case ctx.Err() != nil:
 		return nil, format, fmt.Errorf("decoding %s image: %w", format, ctx.Err())
-	case errors.Is(err, ErrImageTooLarge):
+	case errors.Is(err, ErrTooLarge):
 		return nil, format, formatError{fmt.Errorf("%s %w", format, err)}
 	case err != nil:
 		return nil, format, formatError{fmt.Errorf("%w: %s image: Go's decoder: %v; %s: %v", ErrUnsupported, format, goErr, jpegTurbo, err)}
@@ -235,7 +242,7 @@ func checkSize(format string, cfg image.Config, maxPixels int64) error {
 	}
 	if px := int64(cfg.Width) * int64(cfg.Height); px > maxPixels {
 		return formatError{fmt.Errorf("%s header declares %dx%d = %d pixels, more than the limit of %d: %w",
-			format, cfg.Width, cfg.Height, px, maxPixels, ErrImageTooLarge)}
+			format, cfg.Width, cfg.Height, px, maxPixels, ErrTooLarge)}
 	}
 	return nil
 }
@@ -244,17 +251,17 @@ func checkSize(format string, cfg image.Config, maxPixels int64) error {
 // the MaxImagePixels limit. Only a regular file is opened
 // (bounded.OpenRegular): a named pipe or device is refused at once. Errors
 // name the file and wrap ErrFormat when the content does not decode or is
-// too large (then also ErrImageTooLarge), bounded.ErrNotRegular, or the os
+// too large (then also ErrTooLarge), bounded.ErrNotRegular, or the os
 // error (fs.ErrNotExist, ...) when the file cannot be read.
 func DecodeImageFile(path string) (image.Image, error) {
 	f, _, err := bounded.OpenRegular(path)
 	if err != nil {
-		return nil, fmt.Errorf("data: %w", err)
+		return nil, fmt.Errorf("imaging: %w", err)
 	}
 	defer f.Close()
 	img, _, err := DecodeImage(f, MaxImagePixels)
 	if err != nil {
-		return nil, fmt.Errorf("data: %s: %w", path, err)
+		return nil, fmt.Errorf("imaging: %s: %w", path, err)
 	}
 	return img, nil
 }
@@ -276,7 +283,7 @@ func (e *readErrors) Read(p []byte) (int, error) {
 }
 
 func tooLarge(r *bounded.Reader) error {
-	return formatError{fmt.Errorf("image data longer than %d bytes: %w", r.Limit(), ErrImageTooLarge)}
+	return formatError{fmt.Errorf("image data longer than %d bytes: %w", r.Limit(), ErrTooLarge)}
 }
 
 // formatError is a problem with an image's content: it reads as its

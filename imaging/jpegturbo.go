@@ -1,6 +1,6 @@
 //go:build cgo && !nojpegturbo
 
-package data
+package imaging
 
 /*
 #cgo LDFLAGS: -ljpeg
@@ -162,7 +162,7 @@ func decodeJPEGTurbo(ctx context.Context, b []byte, maxPixels int64) (image.Imag
 		return nil, fmt.Errorf("header declares an empty %dx%d image", w, h)
 	}
 	if px := int64(w) * int64(h); px > maxPixels {
-		return nil, fmt.Errorf("header declares %dx%d = %d pixels, more than the limit of %d: %w", w, h, px, maxPixels, ErrImageTooLarge)
+		return nil, fmt.Errorf("header declares %dx%d = %d pixels, more than the limit of %d: %w", w, h, px, maxPixels, ErrTooLarge)
 	}
 	rect := image.Rect(0, 0, int(w), int(h))
 	var img image.Image

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes the JPEGs of data/testdata/sampling: one small photo-like image
+# Makes the JPEGs of imaging/testdata/sampling: one small photo-like image
 # (64x48, a colour gradient with a few sharp edges, drawn below; no
 # outside source) encoded by cjpeg (libjpeg-turbo 2.1.5, Debian's
 # libjpeg-turbo-progs) with sampling factors Go's image/jpeg refuses, as

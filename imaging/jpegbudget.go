@@ -1,4 +1,4 @@
-package data
+package imaging
 
 import (
 	"context"
@@ -35,16 +35,16 @@ type jpegWork struct {
 
 // checkJPEGBudget refuses the JPEG in b when it has more than MaxJPEGScans
 // scans or more work than MaxJPEGScanPasses times maxPixels; the error
-// wraps ErrImageTooLarge.
+// wraps ErrTooLarge.
 func checkJPEGBudget(b []byte, maxPixels int64) error {
 	w := jpegStructure(b)
 	switch {
 	case w.scans > MaxJPEGScans:
 		return fmt.Errorf("jpeg has %d scans, more than the limit of %d (a decoding bomb: each scan is a pass over the image): %w",
-			w.scans, MaxJPEGScans, ErrImageTooLarge)
+			w.scans, MaxJPEGScans, ErrTooLarge)
 	case w.work > MaxJPEGScanPasses*maxPixels:
 		return fmt.Errorf("jpeg's %d scans cover %d component pixels, more than the limit of %d (%d passes over %d pixels): %w",
-			w.scans, w.work, MaxJPEGScanPasses*maxPixels, MaxJPEGScanPasses, maxPixels, ErrImageTooLarge)
+			w.scans, w.work, MaxJPEGScanPasses*maxPixels, MaxJPEGScanPasses, maxPixels, ErrTooLarge)
 	}
 	return nil
 }
