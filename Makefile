@@ -45,7 +45,7 @@ test: setup vet test-slurm
 # the assembly, and, on a processor with AVX-512, the AVX2 assembly in place of
 # the AVX-512 kernels the suite runs there (BICYC_VECTOR=avx2). .ci/run runs it
 # after `make test`.
-TRAIN_PKGS = ./kernels ./models/... ./train ./pretrained ./gauss ./cmd/bicyc ./report ./sweep ./bench/... ./reliability
+TRAIN_PKGS = ./kernels ./models/... ./gpu/... ./train ./pretrained ./gauss ./cmd/bicyc ./report ./sweep ./bench/... ./reliability
 .PHONY: test-kernels
 test-kernels: setup
 	OPENBLAS_CORETYPE=Prescott $(GO) test -count=1 -timeout 30m $(TRAIN_PKGS)

@@ -1,7 +1,7 @@
 // Package cudaops provides gorgonia ops that compute on an NVIDIA GPU through package cuda, each with its
 // gradients: the 2-D convolution, max pooling and training-mode batch norm (cuDNN), the matrix product
 // (cuBLAS), and, through kernels NVRTC compiles at run time from the CUDA C sources of package
-// models/cudakernels, ReLU and GELU, the channel bias add, global average pooling, the evaluation-mode batch
+// gpu/internal/cudakernels, ReLU and GELU, the channel bias add, global average pooling, the evaluation-mode batch
 // norm (optional fused ReLU) and the softmax cross-entropy; and SGD, optim.SGD's update (momentum, weight
 // decay, global-norm clipping) as a gorgonia Solver. They are ordinary gorgonia Ops, built, differentiated
 // (G.Grad) and run on a G.TapeMachine like the CPU ops of models/ops, whose conventions they share: NCHW,

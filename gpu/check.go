@@ -1,7 +1,6 @@
-package cudaops
+package gpu
 
 import (
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -13,7 +12,8 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/bicyc/bicyc/models/cuda"
+	"github.com/bicyc/bicyc/gpu/internal/cuda"
+	"github.com/bicyc/bicyc/gpu/internal/cudaops"
 	"github.com/bicyc/bicyc/models/ops"
 	"github.com/bicyc/bicyc/models/optim"
 )
@@ -215,7 +215,7 @@ func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) (cr CaseRep
 	}
 	defer dev.m.Close()
 	defer func() {
-		if err := Release(dev.g); err != nil && cr.Error == "" {
+		if err := cudaops.Release(dev.g); err != nil && cr.Error == "" {
 			cr.Error = "gpu release: " + err.Error()
 		}
 	}()
@@ -224,9 +224,7 @@ func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) (cr CaseRep
 		cr.Error = "gpu run: " + err.Error()
 		return cr
 	}
-	if op, ok := dev.out.Op().(*convOp); ok && op.s.conv != nil {
-		cr.ConvAlgos = op.s.conv.Algos[:]
-	}
+	cr.ConvAlgos = cudaops.ConvAlgos(dev.out)
 	cr.GPUMillis = ms(gpuDur)
 	cr.GPUImagesPerSec = float64(batch) / gpuDur.Seconds()
 	cr.LossGPU = scalar(dev.loss)
@@ -319,51 +317,51 @@ func buildLayer(c CheckCase, inputs []*tensor.Dense, gpu bool) (*layerRun, error
 			bn.RunningVar[i] = float32(1 + 0.5*math.Cos(float64(i)))
 		}
 		if gpu {
-			out, err = BatchNormEval(bn, first, in[1], in[2], c.ReLU)
+			out, err = cudaops.BatchNormEval(bn, first, in[1], in[2], c.ReLU)
 		} else {
 			out, err = bn.Apply(first, in[1], in[2], false, c.ReLU)
 		}
 	case c.Norm:
 		bn = ops.NewBatchNorm(c.X[1])
 		if gpu {
-			out, err = BatchNorm(bn, first, in[1], in[2])
+			out, err = cudaops.BatchNorm(bn, first, in[1], in[2])
 		} else {
 			out, err = bn.Apply(first, in[1], in[2], true, false)
 		}
 	case c.Pool > 0 && gpu:
-		out, err = MaxPool(first, c.Pool, c.Stride, c.Pad)
+		out, err = cudaops.MaxPool(first, c.Pool, c.Stride, c.Pad)
 	case c.Pool > 0:
 		out, err = ops.MaxPool(first, c.Pool, c.Stride, c.Pad)
 	case c.Func == "relu" && gpu:
-		out, err = ReLU(first)
+		out, err = cudaops.ReLU(first)
 	case c.Func == "relu":
 		out, err = ops.ReLU(first)
 	case c.Func == "gelu" && gpu:
-		out, err = GELU(first)
+		out, err = cudaops.GELU(first)
 	case c.Func == "gelu":
 		out, err = ops.GELU(first)
 	case c.Func == "bias" && gpu:
-		out, err = AddChannelBias(first, in[1])
+		out, err = cudaops.AddChannelBias(first, in[1])
 	case c.Func == "bias":
 		out, err = ops.AddChannelBias(first, in[1])
 	case c.Func == "avgpool" && gpu:
-		out, err = GlobalAvgPool(first)
+		out, err = cudaops.GlobalAvgPool(first)
 	case c.Func == "avgpool":
 		out, err = ops.GlobalAvgPool(first)
 	case c.Func == "crossentropy" && gpu:
-		out, err = CrossEntropy(first, in[1])
+		out, err = cudaops.CrossEntropy(first, in[1])
 	case c.Func == "crossentropy":
 		out, err = ops.CrossEntropy(first, in[1])
 	case c.Func == "mse" && gpu:
-		out, err = MeanSquaredError(first, in[1])
+		out, err = cudaops.MeanSquaredError(first, in[1])
 	case c.Func == "mse":
 		out, err = ops.MeanSquaredError(first, in[1])
 	case c.A != nil && gpu:
-		out, err = MatMul(first, in[1])
+		out, err = cudaops.MatMul(first, in[1])
 	case c.A != nil:
 		out, err = G.Mul(first, in[1])
 	case gpu:
-		out, err = Conv2d(first, in[1], c.Stride, c.Pad)
+		out, err = cudaops.Conv2d(first, in[1], c.Stride, c.Pad)
 	default:
 		out, err = ops.Conv2d(first, in[1], c.Stride, c.Pad)
 	}
@@ -465,9 +463,6 @@ func float32s(v G.Value) ([]float32, bool) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// errUnavailable reports whether err says CUDA could not be used.
-func errUnavailable(err error) bool { return errors.Is(err, cuda.ErrUnavailable) }
-
 // valueGrad is a parameter and its gradient, as a graph hands them to a solver.
 type valueGrad struct{ w, g *tensor.Dense }
 
@@ -544,7 +539,7 @@ func checkSGD(c CheckCase, opt CheckOptions, rng *rand.Rand, gpu bool) (cr CaseR
 		return cr
 	}
 	progress("gpu")
-	dev := &SGD{LR: cpu.LR, Momentum: cpu.Momentum, WeightDecay: cpu.WeightDecay, ClipNorm: cpu.ClipNorm}
+	dev := &cudaops.SGD{LR: cpu.LR, Momentum: cpu.Momentum, WeightDecay: cpu.WeightDecay, ClipNorm: cpu.ClipNorm}
 	defer func() {
 		if err := dev.Free(); err != nil && cr.Error == "" {
 			cr.Error = "gpu release: " + err.Error()
