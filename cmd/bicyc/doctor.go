@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bicyc/bicyc/kernels"
 	"github.com/bicyc/bicyc/gpu"
+	"github.com/bicyc/bicyc/kernels"
 	"github.com/bicyc/bicyc/models/ops"
 )
 
