@@ -19,4 +19,6 @@
 // before any work. Errors wrap sentinels where callers must branch:
 // ErrClassFolder, ErrTooFewImages, ErrDuplicateClass, ErrModelChanged,
 // ErrOutputExists, and infer's for images (infer.ErrImageFormat ...).
+//
+// May import: infer, repository, bundle, export/classgraph, data (class folders), imaging, gauss, names; never gorgonia.
 package author

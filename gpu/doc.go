@@ -11,6 +11,5 @@
 //   - gpu/internal/cudakernels holds the kernels' CUDA C sources, also compiled on the host for the tests;
 //   - gpu/internal/cudamock is the tests' CPU stand-in for the CUDA libraries.
 //
-// May import: models/ops, models/optim, gorgonia, purego (through gpu/internal). Imported by: train (the
-// probe), cmd/bicyc (doctor --gpu), cmd/bicyc-gpucheck.
+// May import: models/ops, models/optim, gorgonia, purego (through gpu/internal); imported by train, cmd/bicyc, cmd/bicyc-gpucheck.
 package gpu

@@ -31,4 +31,6 @@
 // CUBLAS_TF32_TENSOR_OP_MATH) and cuDNN convolutions in CUDNN_FMA_MATH, so float32 stays float32 and results
 // can be compared with the CPU's to about 1e-5 relative; the device check would show TF32 as differences
 // near 1e-3.
+//
+// May import: nothing of bicyc; only gpu/... can import it.
 package cuda

@@ -28,4 +28,6 @@
 // (SGD.Free those of a solver).
 //
 // Concurrency: an op instance owns its buffers; a graph must not be run by two machines at once.
+//
+// May import: gpu/internal/cuda, gpu/internal/cudakernels, models/ops, models/optim; only gpu/... can import it.
 package cudaops
