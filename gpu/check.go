@@ -94,7 +94,7 @@ type CaseReport struct {
 	LossGPU float64         `json:"loss_gpu,omitempty"`
 	Diffs   map[string]Diff `json:"diffs,omitempty"` // "out", then the gradient of each input ("dx", "dw" or "da", "db")
 	// Step times: one RunAll of forward and gradients, the median of Runs. The GPU's includes the copies
-	// between host and device of this first slice (see the package doc).
+	// between host and device of this first slice (see gpu/internal/cudaops's package doc).
 	CPUMillis       float64 `json:"cpu_ms_per_step"`
 	GPUMillis       float64 `json:"gpu_ms_per_step,omitempty"`
 	CPUImagesPerSec float64 `json:"cpu_images_per_second"`
@@ -117,7 +117,7 @@ type CheckReport struct {
 	OK bool `json:"ok"`
 }
 
-// Check runs each case's forward pass and gradients on the CPU (models/ops) and on the GPU (this package)
+// Check runs each case's forward pass and gradients on the CPU (models/ops) and on the GPU (gpu/internal/cudaops)
 // from the same inputs, in float32, and compares them. Without CUDA it still measures the CPU and reports
 // why the GPU could not run.
 func Check(opt CheckOptions) CheckReport {

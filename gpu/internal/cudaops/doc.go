@@ -6,7 +6,7 @@
 // decay, global-norm clipping) as a gorgonia Solver. They are ordinary gorgonia Ops, built, differentiated
 // (G.Grad) and run on a G.TapeMachine like the CPU ops of models/ops, whose conventions they share: NCHW,
 // construction errors wrapping ops.ErrShape, forward and backward in one RunAll. Convolution, pooling and
-// product take float32 or float64; the others float32. Check compares them with the CPU ops (bicyc doctor
+// product take float32 or float64; the others float32. gpu.Check compares them with the CPU ops (bicyc doctor
 // --gpu, bicyc-gpucheck).
 //
 // This is bicyc's own GPU path inside gorgonia graphs, not gorgonia's CUDA backend (build tag cuda), which
