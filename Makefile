@@ -27,6 +27,7 @@ vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run go mod tidy"; exit 1; }
 
 # The test command: setup, format and vet checks, a sweep on a real Slurm
 # (test-slurm), the whole suite, the race
@@ -45,7 +46,7 @@ test: setup vet test-slurm
 # the assembly, and, on a processor with AVX-512, the AVX2 assembly in place of
 # the AVX-512 kernels the suite runs there (BICYC_VECTOR=avx2). .ci/run runs it
 # after `make test`.
-TRAIN_PKGS = ./kernels ./models/... ./train ./pretrained ./gauss ./cmd/bicyc ./report ./sweep ./bench/... ./reliability
+TRAIN_PKGS = ./kernels ./models/... ./gpu/... ./train ./pretrained ./gauss ./cmd/bicyc ./report ./sweep ./bench/... ./reliability
 .PHONY: test-kernels
 test-kernels: setup
 	OPENBLAS_CORETYPE=Prescott $(GO) test -count=1 -timeout 30m $(TRAIN_PKGS)

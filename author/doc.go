@@ -18,5 +18,7 @@
 // class); CheckImages decodes them all first, so a folder is judged whole
 // before any work. Errors wrap sentinels where callers must branch:
 // ErrClassFolder, ErrTooFewImages, ErrDuplicateClass, ErrModelChanged,
-// ErrOutputExists, and infer's for images (imaging.ErrFormat ...).
+// ErrOutputExists, and imaging's for images (imaging.ErrFormat ...).
+//
+// May import: infer, repository, bundle, export/classgraph, data (class folders), imaging, gauss, names; never gorgonia.
 package author

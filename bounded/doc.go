@@ -13,4 +13,6 @@
 //     names what a path is instead, for messages.
 //
 // ReadFile combines the two for whole files read into memory.
+//
+// May import: nothing of bicyc (the ground floor).
 package bounded

@@ -33,4 +33,6 @@
 // errors name the file
 // and wrap ErrSchemaVersion, ErrMissingFile, ErrChecksum, ErrManifest or
 // ErrPrototypes.
+//
+// May import: imaging and the ground floor (gauss, names, bounded, durable, safetensors); never gorgonia, data, export.
 package bundle

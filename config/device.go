@@ -5,7 +5,7 @@ import "slices"
 // The values of train.device.
 const (
 	// DeviceAuto trains on CUDA when the whole training step has a GPU path and CUDA loads, else on the
-	// CPU. Until the GPU step exists (so far some of its ops: packages models/cudaops, models/cudakernels) it
+	// CPU. Until the GPU step exists (so far some of its ops: packages gpu/internal/cudaops, gpu/internal/cudakernels) it
 	// always trains on the CPU.
 	DeviceAuto = "auto"
 	// DeviceCPU trains on the CPU.

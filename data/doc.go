@@ -39,4 +39,6 @@
 // Concurrency. A loaded Dataset is read-only and safe for concurrent reads.
 // TaskStream is a value, safe for concurrent use. A Batcher
 // is not safe for concurrent use.
+//
+// May import: imaging and the ground floor; never models, train, export.
 package data

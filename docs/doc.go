@@ -8,4 +8,6 @@
 // shown in the README or a page (testdata/readme-commands.txt); the tests
 // of cmd/bicyc and cmd/bicyc-infer parse every documented command with the
 // real command tree.
+//
+// May import: nothing of bicyc; its tests read the repository.
 package docs

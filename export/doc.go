@@ -26,4 +26,6 @@
 // The graphs are built with package onnxgraph; the classifier's graph is
 // package classgraph's, the one builder that package author uses too when
 // it adds classes to a model directory.
+//
+// May import: bundle, gauss, imaging, safetensors, export/onnxgraph, export/classgraph; never train (a pure writer).
 package export

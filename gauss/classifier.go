@@ -112,23 +112,42 @@ func NewClassifier(protos []Gaussian, priors []float64, opts ClassifierOptions) 
 		constant:  make([]float64, k),
 		fallbacks: make([]Fallback, k),
 	}
-	means := make([]float64, k*s)
 	if opts.Head == HeadSoftmax {
-		means, bias, err := SoftmaxTables(protos, opts.Normalize)
-		if err != nil {
-			return nil, err
-		}
-		c.quad = newExpansion(k, s, means)
-		identity := make([]float64, s*s)
-		for i := range s {
-			identity[i*s+i] = 1
-		}
-		for cls := range protos {
-			b := bias[cls] + opts.classBias(cls)
-			c.setClass(cls, identity, means[cls*s:(cls+1)*s], b)
-		}
-		return c, nil
+		err = c.setSoftmaxClasses(protos, opts)
+	} else {
+		err = c.setGaussianClasses(protos, logPriors, opts)
 	}
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// setSoftmaxClasses sets every class's tables to those of the linear softmax head (SoftmaxTables):
+// W_c = I, the head's bias plus AgeBias * Ages[c].
+func (c *Classifier) setSoftmaxClasses(protos []Gaussian, opts ClassifierOptions) error {
+	s := c.s
+	means, bias, err := SoftmaxTables(protos, opts.Normalize)
+	if err != nil {
+		return err
+	}
+	c.quad = newExpansion(c.k, s, means)
+	identity := make([]float64, s*s)
+	for i := range s {
+		identity[i*s+i] = 1
+	}
+	for cls := range protos {
+		b := bias[cls] + opts.classBias(cls)
+		c.setClass(cls, identity, means[cls*s:(cls+1)*s], b)
+	}
+	return nil
+}
+
+// setGaussianClasses sets every class's tables from its Gaussian: the (normalised) mean, the whitening
+// W_c = L_c^-1 of the pooled, shrunk (and normalised) covariance, and the bias (NewClassifier's formulas).
+func (c *Classifier) setGaussianClasses(protos []Gaussian, logPriors []float64, opts ClassifierOptions) error {
+	s := c.s
+	means := make([]float64, c.k*s)
 	for cls, p := range protos {
 		mean := means[cls*s : (cls+1)*s]
 		copy(mean, p.Mean)
@@ -136,19 +155,19 @@ func NewClassifier(protos []Gaussian, priors []float64, opts ClassifierOptions) 
 			normalizeL2(mean)
 		}
 	}
-	c.quad = newExpansion(k, s, means)
+	c.quad = newExpansion(c.k, s, means)
 	covs := PoolCovariances(protos, opts.PoolCov)
 	w := blas64.General{Rows: s, Cols: s, Stride: s, Data: make([]float64, s*s)}
 	for cls := range protos {
 		shrunk := ShrinkSeparate(covs[cls], opts.classShrink(cls), opts.OffDiagShrink)
 		if opts.Normalize {
 			if err := toCorrelation(shrunk); err != nil {
-				return nil, fmt.Errorf("gauss: classifier: class %d: %w", cls, err)
+				return fmt.Errorf("gauss: classifier: class %d: %w", cls, err)
 			}
 		}
 		chol, fb, err := Cholesky(shrunk)
 		if err != nil {
-			return nil, fmt.Errorf("gauss: classifier: class %d: %w", cls, err)
+			return fmt.Errorf("gauss: classifier: class %d: %w", cls, err)
 		}
 		c.fallbacks[cls] = fb
 		var l mat.TriDense
@@ -165,7 +184,7 @@ func NewClassifier(protos []Gaussian, priors []float64, opts ClassifierOptions) 
 		bias += opts.classBias(cls)
 		c.setClass(cls, w.Data, means[cls*s:(cls+1)*s], bias)
 	}
-	return c, nil
+	return nil
 }
 
 // setClass writes class cls's tables: whitening matrix w ([S, S]), mean

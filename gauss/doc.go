@@ -25,4 +25,6 @@
 // samples) are returned, wrapping the sentinels ErrTooFewSamples, ErrNonFinite,
 // ErrShape and ErrNotPositiveDefinite; misuse by the programmer (negative
 // sizes, out-of-range class indices) panics with a "gauss: " message.
+//
+// May import: nothing of bicyc (the ground floor).
 package gauss

@@ -81,4 +81,6 @@
 //
 // The package writes nothing to stderr or anywhere else unless the caller
 // passes a writer with WithLog.
+//
+// May import: bundle, imaging and the ground floor; never gorgonia, export, data, models, train (TestForbiddenImports).
 package infer

@@ -15,4 +15,6 @@
 // own checks do); the tests cross-check them against /proc/cpuinfo.
 //
 // Status describes what runs, for run logs, `bicyc doctor` and benchmark headers.
+//
+// May import: nothing of bicyc (the ground floor).
 package kernels

@@ -14,4 +14,6 @@
 // Running(pid, start) tells whether a process of this host is alive, for
 // other litter that records its maker (package durable's temporary
 // directories).
+//
+// May import: nothing of bicyc (the ground floor).
 package lockfile

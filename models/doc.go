@@ -25,4 +25,6 @@
 // SetState copies such tensors back in; WithPrefix renames them to store several models in one file. Training
 // checkpoints (package train) and model bundles (package export) are built from them. A state that does not fit
 // the model gives an error wrapping ErrBadState that names the tensor.
+//
+// May import: models/ops, models/optim, safetensors, kernels; never data, train, export.
 package models

@@ -6,4 +6,6 @@
 // (Class) and compared up to letter case and form (Key, CheckNew); names
 // already in a model or run are read by the older rule (Stored) and
 // reported (Warnings), so old models keep working.
+//
+// May import: nothing of bicyc (the ground floor).
 package names

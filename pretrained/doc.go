@@ -14,4 +14,6 @@
 // Errors wrap one sentinel per problem (ErrNotONNX, ErrFoldedBatchNorm, ErrExternalData, ErrFloat16,
 // ErrArchitecture, ErrTensor), name the file and say how to fix it. The package is for training only: the
 // inference side (infer, bundle, cmd/bicyc-infer) never imports it, so it links neither gorgonia nor onnx-go.
+//
+// May import: models, safetensors.
 package pretrained

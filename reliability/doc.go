@@ -27,4 +27,6 @@
 // BICYC_LONG_TESTS=1 kills at many more points and random moments.
 // The tests link package train, hence gorgonia: build them with
 // CGO_LDFLAGS=-lopenblas.
+//
+// May import: anything it tests (tests only).
 package reliability

@@ -41,4 +41,6 @@
 //
 // Reading and aggregating never modify the runs. Generate and Publish are
 // not safe for concurrent use on the same directory.
+//
+// May import: rundir, config, durable, kernels; never gorgonia, train (TestForbiddenImports).
 package report

@@ -7,4 +7,6 @@
 // reads it without linking the training engine. It also keeps a run to one
 // writer at a time (Lock, LockFile) and clears what a killed writer left
 // (RemoveTemp).
+//
+// May import: bundle, config and the ground floor; never gorgonia, data, models, train (TestForbiddenImports).
 package rundir

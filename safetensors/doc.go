@@ -6,4 +6,6 @@
 // every tensor name to its dtype, shape and byte offsets (plus an optional
 // "__metadata__" map of strings), and then the raw little-endian data.
 // Only the F32 dtype is written; F32 and F64 are read (F64 is narrowed).
+//
+// May import: durable.
 package safetensors

@@ -32,7 +32,7 @@ fi
 # libjpeg62-turbo-dev: libjpeg-turbo, linked by cgo, decodes the JPEGs Go's
 # image/jpeg refuses (imaging/jpegturbo.go); python3-pil and libjxl-testdata: the
 # decoder tests compare every JPEG and PNG of libjxl's test data with Pillow. g++: the tests compile the
-# NVRTC kernels' CUDA C sources on the host (models/cudakernels).
+# NVRTC kernels' CUDA C sources on the host (gpu/internal/cudakernels).
 packages=(dataset-fashion-mnist libopenblas-dev gcc g++ python3-onnx ca-certificates
 	libjpeg62-turbo-dev python3-pil libjxl-testdata)
 command -v npm >/dev/null || packages+=(nodejs npm)

@@ -73,4 +73,6 @@
 // replaced; infer.Classifier.Close waits for the calls in flight, and a
 // request that picked a version just before the swap runs again on its
 // successor.
+//
+// May import: infer, repository, bundle, imaging, gauss, serve/oippb; never gorgonia, export, data, models, train (TestForbiddenImports).
 package serve

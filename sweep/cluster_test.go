@@ -150,12 +150,42 @@ func TestWriteSlurm(t *testing.T) {
 	}
 	s := Slurm{Bicyc: bin, Workdir: "/home/u/bicyc", Partition: "cpu", Time: "1:00:00", CPUsPerTask: 2, Extra: []string{"--qos=short"},
 		MaxParallel: 2, Lease: 3 * time.Minute}
+	markFinished(t, p, 0)
+	submit, skipped, err := WriteSlurm(p, s)
+	if err != nil || len(skipped) > 0 {
+		t.Fatal(err, skipped)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(out, SlurmDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	for i, c := range slurmWants(out, bin) {
+		if text := read(c.file); !strings.Contains(text, c.want) {
+			t.Errorf("case %d: %s lacks %q:\n%s", i, c.file, c.want, text)
+		}
+	}
+	if filepath.Base(submit) != "submit.sh" {
+		t.Errorf("submit script %s", submit)
+	}
+	for _, f := range []string{"submit.sh", "array-2.sbatch", "report.sbatch"} {
+		if err := exec.Command("bash", "-n", filepath.Join(out, SlurmDir, f)).Run(); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+// TestSlurmRefusesBadSettings: a relative binary and a time with spaces are
+// refused; options the scripts set are refused by name, also abbreviated as
+// sbatch accepts them, and a binary that is not there is refused.
+func TestSlurmRefusesBadSettings(t *testing.T) {
+	p := testPlan(t, t.TempDir())
 	if _, _, err := WriteSlurm(p, Slurm{Bicyc: "bicyc", Workdir: "/w", Time: "1 hour"}); err == nil ||
 		!strings.Contains(err.Error(), "absolute") || !strings.Contains(err.Error(), "spaces") {
 		t.Errorf("bad settings: %v", err)
 	}
-	// Options the scripts set are refused by name, also abbreviated as
-	// sbatch accepts them; a binary that is not there is refused.
 	bad := Slurm{Bicyc: "/nonexistent/bicyc", Workdir: "/w",
 		Extra: []string{"--array=0-3%2", "--output=x.log", "--dep=afterok:1", "--chdir=/tmp", "--qos=long"}}
 	err := bad.Validate()
@@ -168,29 +198,27 @@ func TestWriteSlurm(t *testing.T) {
 	if err != nil && strings.Contains(err.Error(), "qos") {
 		t.Errorf("--qos refused: %v", err)
 	}
-	// Cell 0 finished: wave 0 keeps cell 3 only.
-	if err := os.MkdirAll(p.Dir(0), 0o755); err != nil {
+}
+
+// markFinished writes cell's config.yaml and a metrics.json of a finished run.
+func markFinished(t *testing.T, p *Plan, cell int) {
+	t.Helper()
+	if err := os.MkdirAll(p.Dir(cell), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := yaml.Marshal(p.Configs[0])
+	b, _ := yaml.Marshal(p.Configs[cell])
 	for name, text := range map[string][]byte{"config.yaml": b, "metrics.json": []byte(`{"completed_tasks": 5, "tasks": 5}`)} {
-		if err := os.WriteFile(filepath.Join(p.Dir(0), name), text, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(p.Dir(cell), name), text, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	submit, skipped, err := WriteSlurm(p, s)
-	if err != nil || len(skipped) > 0 {
-		t.Fatal(err, skipped)
-	}
-	read := func(name string) string {
-		b, err := os.ReadFile(filepath.Join(out, SlurmDir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
+}
+
+// slurmWants are lines TestWriteSlurm's scripts must hold (file, text),
+// with cell 0 finished, for the sweep in out run with binary bin.
+func slurmWants(out, bin string) []struct{ file, want string } {
 	base := filepath.Base(out)
-	for i, c := range []struct{ file, want string }{
+	return []struct{ file, want string }{
 		// Cell 0 finished: cell 3 alone in wave 0, cell 1 (from cell 0) free.
 		{"array-0.sbatch", "#SBATCH --array=3%2\n"},
 		{"array-0.sbatch", "\n3) cell=3 ;;\n*)"},
@@ -213,18 +241,6 @@ func TestWriteSlurm(t *testing.T) {
 		{"submit.sh", "job3=$(sbatch --parsable --dependency=aftercorr:$job1 --kill-on-invalid-dep=yes array-3.sbatch)\n"},
 		{"submit.sh", "job4=$(sbatch --parsable --dependency=aftercorr:$job2 --kill-on-invalid-dep=yes array-4.sbatch)\n"},
 		{"submit.sh", "report=$(sbatch --parsable --dependency=afterany:$job0:$job1:$job2:$job3:$job4 report.sbatch)\n"},
-	} {
-		if text := read(c.file); !strings.Contains(text, c.want) {
-			t.Errorf("case %d: %s lacks %q:\n%s", i, c.file, c.want, text)
-		}
-	}
-	if filepath.Base(submit) != "submit.sh" {
-		t.Errorf("submit script %s", submit)
-	}
-	for _, f := range []string{"submit.sh", "array-2.sbatch", "report.sbatch"} {
-		if err := exec.Command("bash", "-n", filepath.Join(out, SlurmDir, f)).Run(); err != nil {
-			t.Errorf("%s: %v", f, err)
-		}
 	}
 }
 
@@ -435,11 +451,6 @@ func TestWriteKubernetes(t *testing.T) {
 	k := Kubernetes{Image: "registry.example/bicyc:1", Namespace: "ml", Claim: "sweeps", MountPath: "/sweeps", SweepDir: "/sweeps/s1",
 		ClaimSize: "20Gi", StorageClass: "nfs", CPU: "2", Memory: "4Gi", Parallelism: 1, Lease: 3 * time.Minute,
 		NodeSelector: map[string]string{"pool": "cpu"}, Tolerations: []string{"dedicated=ml:NoSchedule", "spot:NoExecute"}, GPUs: 1}
-	if _, err := WriteKubernetes(p, Kubernetes{Claim: "Bad_Name", MountPath: "/m", SweepDir: "/elsewhere", Tolerations: []string{"dedicated=ml"}}); err == nil ||
-		!strings.Contains(err.Error(), "image") || !strings.Contains(err.Error(), "Bad_Name") || !strings.Contains(err.Error(), "not under") ||
-		!strings.Contains(err.Error(), `toleration "dedicated=ml": want key[=value]:effect`) {
-		t.Errorf("bad settings: %v", err)
-	}
 	files, err := WriteKubernetes(p, k)
 	if err != nil {
 		t.Fatal(err)
@@ -456,48 +467,7 @@ func TestWriteKubernetes(t *testing.T) {
 	for w, cells := range p.Waves() {
 		var job batchv1.Job
 		decodeStrict(t, files[1+w], &job)
-		s := job.Spec
-		if job.APIVersion != "batch/v1" || job.Kind != "Job" || job.Namespace != "ml" || *s.CompletionMode != batchv1.IndexedCompletion ||
-			int(*s.Completions) != len(cells) || *s.Parallelism != 1 {
-			t.Errorf("wave %d: job %s %s/%s: %+v", w, job.APIVersion, job.Kind, job.Name, s)
-			continue
-		}
-		if s.Template.Name != "" || s.Template.Labels["app.kubernetes.io/name"] != "bicyc" {
-			t.Errorf("wave %d: pod template metadata %+v", w, s.Template.ObjectMeta)
-		}
-		pod := s.Template.Spec
-		c := pod.Containers[0]
-		args := strings.Join(c.Args, " ")
-		if want := fmt.Sprintf("sweep --out /sweeps/s1 --wave %d --wave-index $(JOB_COMPLETION_INDEX) --lease 3m0s --wait-held", w); args != want {
-			t.Errorf("wave %d: args %q, want %q", w, args, want)
-		}
-		if c.Env[0].Name != "JOB_COMPLETION_INDEX" || !strings.Contains(c.Env[0].ValueFrom.FieldRef.FieldPath, "job-completion-index") {
-			t.Errorf("wave %d: env %+v", w, c.Env)
-		}
-		if !c.Resources.Requests.Cpu().Equal(resource.MustParse("2")) || !c.Resources.Limits.Cpu().Equal(resource.MustParse("2")) ||
-			!c.Resources.Limits.Memory().Equal(resource.MustParse("4Gi")) || c.Resources.Limits.Name("nvidia.com/gpu", resource.DecimalSI).Value() != 1 {
-			t.Errorf("wave %d: resources %+v", w, c.Resources)
-		}
-		// The threads follow the CPU limit.
-		threads := map[string]bool{}
-		for _, e := range c.Env[1:] {
-			if e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.cpu" {
-				threads[e.Name] = true
-			}
-		}
-		if !threads["GOMAXPROCS"] || !threads["OPENBLAS_NUM_THREADS"] {
-			t.Errorf("wave %d: env %+v: want GOMAXPROCS and OPENBLAS_NUM_THREADS from limits.cpu", w, c.Env)
-		}
-		want := []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "ml", Effect: corev1.TaintEffectNoSchedule},
-			{Key: "spot", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
-		if !reflect.DeepEqual(pod.Tolerations, want) || pod.NodeSelector["pool"] != "cpu" || s.TTLSecondsAfterFinished == nil ||
-			*s.TTLSecondsAfterFinished != int32(JobTTL.Seconds()) {
-			t.Errorf("wave %d: tolerations %+v, node selector %v, ttl %v", w, pod.Tolerations, pod.NodeSelector, s.TTLSecondsAfterFinished)
-		}
-		if pod.RestartPolicy != corev1.RestartPolicyOnFailure || pod.Volumes[0].PersistentVolumeClaim.ClaimName != "sweeps" ||
-			c.VolumeMounts[0].MountPath != "/sweeps" || c.VolumeMounts[0].Name != pod.Volumes[0].Name {
-			t.Errorf("wave %d: pod %+v", w, pod)
-		}
+		checkWaveJob(t, w, len(cells), job)
 		// Completion index i of wave w is the wave's i-th cell.
 		for i, cell := range cells {
 			if got, err := p.WaveCell(w, i); err != nil || got != cell {
@@ -513,6 +483,72 @@ func TestWriteKubernetes(t *testing.T) {
 	var job batchv1.Job
 	if err := k8syaml.UnmarshalStrict([]byte("apiVersion: batch/v1\nkind: Job\nspec:\n  completionModes: Indexed\n"), &job); err == nil {
 		t.Error("the strict decode accepted an unknown field")
+	}
+}
+
+// TestKubernetesRefusesBadSettings: a missing image, a claim name
+// Kubernetes refuses, a sweep directory outside the mount and a toleration
+// without its effect are each named.
+func TestKubernetesRefusesBadSettings(t *testing.T) {
+	p := testPlan(t, t.TempDir())
+	if _, err := WriteKubernetes(p, Kubernetes{Claim: "Bad_Name", MountPath: "/m", SweepDir: "/elsewhere", Tolerations: []string{"dedicated=ml"}}); err == nil ||
+		!strings.Contains(err.Error(), "image") || !strings.Contains(err.Error(), "Bad_Name") || !strings.Contains(err.Error(), "not under") ||
+		!strings.Contains(err.Error(), `toleration "dedicated=ml": want key[=value]:effect`) {
+		t.Errorf("bad settings: %v", err)
+	}
+}
+
+// checkWaveJob checks wave w's Indexed Job of cells completions against
+// TestWriteKubernetes's settings.
+func checkWaveJob(t *testing.T, w, cells int, job batchv1.Job) {
+	t.Helper()
+	s := job.Spec
+	if job.APIVersion != "batch/v1" || job.Kind != "Job" || job.Namespace != "ml" || *s.CompletionMode != batchv1.IndexedCompletion ||
+		int(*s.Completions) != cells || *s.Parallelism != 1 {
+		t.Errorf("wave %d: job %s %s/%s: %+v", w, job.APIVersion, job.Kind, job.Name, s)
+		return
+	}
+	if s.Template.Name != "" || s.Template.Labels["app.kubernetes.io/name"] != "bicyc" {
+		t.Errorf("wave %d: pod template metadata %+v", w, s.Template.ObjectMeta)
+	}
+	pod := s.Template.Spec
+	checkWaveContainer(t, w, pod.Containers[0])
+	want := []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "ml", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "spot", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
+	if !reflect.DeepEqual(pod.Tolerations, want) || pod.NodeSelector["pool"] != "cpu" || s.TTLSecondsAfterFinished == nil ||
+		*s.TTLSecondsAfterFinished != int32(JobTTL.Seconds()) {
+		t.Errorf("wave %d: tolerations %+v, node selector %v, ttl %v", w, pod.Tolerations, pod.NodeSelector, s.TTLSecondsAfterFinished)
+	}
+	if pod.RestartPolicy != corev1.RestartPolicyOnFailure || pod.Volumes[0].PersistentVolumeClaim.ClaimName != "sweeps" ||
+		pod.Containers[0].VolumeMounts[0].MountPath != "/sweeps" || pod.Containers[0].VolumeMounts[0].Name != pod.Volumes[0].Name {
+		t.Errorf("wave %d: pod %+v", w, pod)
+	}
+}
+
+// checkWaveContainer checks a wave's container: its command line, the
+// completion index and threads in its environment, its resources.
+func checkWaveContainer(t *testing.T, w int, c corev1.Container) {
+	t.Helper()
+	args := strings.Join(c.Args, " ")
+	if want := fmt.Sprintf("sweep --out /sweeps/s1 --wave %d --wave-index $(JOB_COMPLETION_INDEX) --lease 3m0s --wait-held", w); args != want {
+		t.Errorf("wave %d: args %q, want %q", w, args, want)
+	}
+	if c.Env[0].Name != "JOB_COMPLETION_INDEX" || !strings.Contains(c.Env[0].ValueFrom.FieldRef.FieldPath, "job-completion-index") {
+		t.Errorf("wave %d: env %+v", w, c.Env)
+	}
+	if !c.Resources.Requests.Cpu().Equal(resource.MustParse("2")) || !c.Resources.Limits.Cpu().Equal(resource.MustParse("2")) ||
+		!c.Resources.Limits.Memory().Equal(resource.MustParse("4Gi")) || c.Resources.Limits.Name("nvidia.com/gpu", resource.DecimalSI).Value() != 1 {
+		t.Errorf("wave %d: resources %+v", w, c.Resources)
+	}
+	// The threads follow the CPU limit.
+	threads := map[string]bool{}
+	for _, e := range c.Env[1:] {
+		if e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.cpu" {
+			threads[e.Name] = true
+		}
+	}
+	if !threads["GOMAXPROCS"] || !threads["OPENBLAS_NUM_THREADS"] {
+		t.Errorf("wave %d: env %+v: want GOMAXPROCS and OPENBLAS_NUM_THREADS from limits.cpu", w, c.Env)
 	}
 }
 

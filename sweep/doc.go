@@ -27,4 +27,6 @@
 // Workers may run cells of one directory concurrently; the locks keep a
 // cell to one worker. Writing the plan, and one-process runs, should not
 // race with another process writing the plan of the same directory.
+//
+// May import: train (it runs cells), rundir, config, durable, lockfile.
 package sweep

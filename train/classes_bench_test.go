@@ -58,144 +58,174 @@ func BenchmarkLearnClasses(b *testing.B) {
 	b.Logf("kernels: %s", kernels.Current())
 	for _, k := range sizes {
 		fx := newClassesFixture(b, k)
-		step := func(name string, classes int, f func(b *testing.B)) {
-			b.Run(fmt.Sprintf("K=%d/%s", k, name), func(b *testing.B) {
-				b.ReportAllocs()
-				cpu := processCPU(b)
-				f(b)
-				b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/float64(classes)*1000, "s/1000classes")
-				// CPU time (the copies made outside the timer included): other
-				// processes on a shared machine distort it far less than wall time.
-				b.ReportMetric((processCPU(b)-cpu)/float64(b.N), "cpu-s/op")
-			})
-		}
-		step("transport-linear", k, func(b *testing.B) {
-			for range b.N {
-				b.StopTimer()
-				protos := fx.oldPrototypes(k)
-				b.StartTimer()
-				if err := transportAffine(fx.affine, protos); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		n := min(k, maxTransport)
-		step("transport-adapter", n, func(b *testing.B) {
-			aMap, done, err := mapperFunc(fx.run.state.Adapter, fx.s, 1000)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer done()
-			for range b.N {
-				b.StopTimer()
-				protos := fx.oldPrototypes(n)
-				b.StartTimer()
-				if err := fx.run.transport(1, aMap, protos); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		last := len(fx.run.stream.Tasks) - 1
-		step("classifier", k+10, func(b *testing.B) {
-			for range b.N {
-				if _, err := fx.run.classifier(fx.run.stream.Order, last); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		step("evaluate", k+10, func(b *testing.B) {
-			for range b.N {
-				ev, err := fx.run.evaluateSplit(fx.run.state.Backbone, last, SplitTest)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(ev.Predictions) != 2*(k+10) {
-					b.Fatalf("%d predictions, want %d", len(ev.Predictions), 2*(k+10))
-				}
-			}
-		})
-		// Which test images each task has, for a test set of 100 images per
-		// class (labels only): per task, as evaluation did before, and in
-		// one pass, as it does now.
-		labels := &Run{cfg: fx.run.cfg, stream: fx.run.stream, test: &data.Dataset{ClassNames: fx.run.test.ClassNames}}
-		for c := range k + 10 {
-			for range 100 {
-				labels.test.Labels = append(labels.test.Labels, c)
-			}
-		}
-		step("indices-per-task", k+10, func(b *testing.B) {
-			for range b.N {
-				for _, classes := range labels.stream.Tasks {
-					labels.testIndices(classes)
-				}
-			}
-		})
-		step("indices-one-pass", k+10, func(b *testing.B) {
-			for range b.N {
-				for _, sub := range labels.test.Subsets(labels.stream.Tasks) {
-					labels.testSubset(sub)
-				}
-			}
-		})
-		step("checkpoint-save", k+10, func(b *testing.B) {
-			for range b.N {
-				if err := saveCheckpoint(fx.run.dir, fx.run.state); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		step("checkpoint-load", k+10, func(b *testing.B) {
-			for range b.N {
-				st, err := loadLatestCheckpoint(fx.run.dir, fx.run.cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(st.Prototypes) != k+10 {
-					b.Fatalf("%d prototypes, want %d", len(st.Prototypes), k+10)
-				}
-			}
-		})
-		step("metrics", k+10, func(b *testing.B) {
-			for range b.N {
-				if err := fx.run.writeMetrics(); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		step("export", k+10, func(b *testing.B) {
-			for range b.N {
-				if err := exportRun(fx.run.dir, filepath.Join(fx.run.dir, "model"), nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		step("export-calibrated", k+10, func(b *testing.B) {
-			// With a validation split (1 of each class's 2 images) export
-			// also fits the calibration on the held-out images of every class.
-			cal := *fx.run
-			cal.dir = b.TempDir()
-			cal.cfg.Data.ValPerClass = 1
-			if err := writeYAML(filepath.Join(cal.dir, "config.yaml"), cal.cfg); err != nil {
-				b.Fatal(err)
-			}
-			if err := durable.WriteJSON(filepath.Join(cal.dir, "stream.json"), cal.streamRecord()); err != nil {
-				b.Fatal(err)
-			}
-			if err := saveCheckpoint(cal.dir, cal.state); err != nil {
-				b.Fatal(err)
-			}
-			b.ResetTimer()
-			for range b.N {
-				if err := exportRun(cal.dir, filepath.Join(cal.dir, "model"), &cal); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		benchTransport(b, fx, k, maxTransport)
+		benchClassify(b, fx, k)
+		benchTestIndices(b, fx, k)
+		benchCheckpoint(b, fx, k)
+		benchExport(b, fx, k)
 		ckpt := checkpointDir(fx.run.dir, fx.run.state.Completed)
 		b.Logf("K=%d: checkpoint %s (state.json %s, %d task reports), metrics.json %s, acc_tag.csv %s, model directory %s", k, dirSize(b, ckpt),
 			dirSize(b, filepath.Join(ckpt, "state.json")), len(fx.run.state.Reports), dirSize(b, filepath.Join(fx.run.dir, "metrics.json")),
 			dirSize(b, filepath.Join(fx.run.dir, "acc_tag.csv")), dirSize(b, filepath.Join(fx.run.dir, "model")))
 	}
+}
+
+// benchStep runs f as the sub-benchmark K=k/name and reports its seconds
+// per 1000 of classes and its CPU seconds per operation.
+func benchStep(b *testing.B, k int, name string, classes int, f func(b *testing.B)) {
+	b.Run(fmt.Sprintf("K=%d/%s", k, name), func(b *testing.B) {
+		b.ReportAllocs()
+		cpu := processCPU(b)
+		f(b)
+		b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/float64(classes)*1000, "s/1000classes")
+		// CPU time (the copies made outside the timer included): other
+		// processes on a shared machine distort it far less than wall time.
+		b.ReportMetric((processCPU(b)-cpu)/float64(b.N), "cpu-s/op")
+	})
+}
+
+// benchTransport: the K old classes through the affine map, and at most
+// maxTransport of them through the adapter.
+func benchTransport(b *testing.B, fx *classesFixture, k, maxTransport int) {
+	benchStep(b, k, "transport-linear", k, func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			protos := fx.oldPrototypes(k)
+			b.StartTimer()
+			if err := transportAffine(fx.affine, protos); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	n := min(k, maxTransport)
+	benchStep(b, k, "transport-adapter", n, func(b *testing.B) {
+		aMap, done, err := mapperFunc(fx.run.state.Adapter, fx.s, 1000)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer done()
+		for range b.N {
+			b.StopTimer()
+			protos := fx.oldPrototypes(n)
+			b.StartTimer()
+			if err := fx.run.transport(1, aMap, protos); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// benchClassify: the classifier over all K+10 classes, and the evaluation
+// on the test set.
+func benchClassify(b *testing.B, fx *classesFixture, k int) {
+	last := len(fx.run.stream.Tasks) - 1
+	benchStep(b, k, "classifier", k+10, func(b *testing.B) {
+		for range b.N {
+			if _, err := fx.run.classifier(fx.run.stream.Order, last); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	benchStep(b, k, "evaluate", k+10, func(b *testing.B) {
+		for range b.N {
+			ev, err := fx.run.evaluateSplit(fx.run.state.Backbone, last, SplitTest)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(ev.Predictions) != 2*(k+10) {
+				b.Fatalf("%d predictions, want %d", len(ev.Predictions), 2*(k+10))
+			}
+		}
+	})
+}
+
+// benchTestIndices: which test images each task has, for a test set of 100
+// images per class (labels only): per task, as evaluation did before, and
+// in one pass, as it does now.
+func benchTestIndices(b *testing.B, fx *classesFixture, k int) {
+	labels := &Run{cfg: fx.run.cfg, stream: fx.run.stream, test: &data.Dataset{ClassNames: fx.run.test.ClassNames}}
+	for c := range k + 10 {
+		for range 100 {
+			labels.test.Labels = append(labels.test.Labels, c)
+		}
+	}
+	benchStep(b, k, "indices-per-task", k+10, func(b *testing.B) {
+		for range b.N {
+			for _, classes := range labels.stream.Tasks {
+				labels.testIndices(classes)
+			}
+		}
+	})
+	benchStep(b, k, "indices-one-pass", k+10, func(b *testing.B) {
+		for range b.N {
+			for _, sub := range labels.test.Subsets(labels.stream.Tasks) {
+				labels.testSubset(sub)
+			}
+		}
+	})
+}
+
+// benchCheckpoint: saving and loading the checkpoint, and writing the metrics.
+func benchCheckpoint(b *testing.B, fx *classesFixture, k int) {
+	benchStep(b, k, "checkpoint-save", k+10, func(b *testing.B) {
+		for range b.N {
+			if err := saveCheckpoint(fx.run.dir, fx.run.state); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	benchStep(b, k, "checkpoint-load", k+10, func(b *testing.B) {
+		for range b.N {
+			st, err := loadLatestCheckpoint(fx.run.dir, fx.run.cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(st.Prototypes) != k+10 {
+				b.Fatalf("%d prototypes, want %d", len(st.Prototypes), k+10)
+			}
+		}
+	})
+	benchStep(b, k, "metrics", k+10, func(b *testing.B) {
+		for range b.N {
+			if err := fx.run.writeMetrics(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// benchExport: exporting the model directory, without and with a
+// validation split to calibrate on.
+func benchExport(b *testing.B, fx *classesFixture, k int) {
+	benchStep(b, k, "export", k+10, func(b *testing.B) {
+		for range b.N {
+			if err := exportRun(fx.run.dir, filepath.Join(fx.run.dir, "model"), nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	benchStep(b, k, "export-calibrated", k+10, func(b *testing.B) {
+		// With a validation split (1 of each class's 2 images) export
+		// also fits the calibration on the held-out images of every class.
+		cal := *fx.run
+		cal.dir = b.TempDir()
+		cal.cfg.Data.ValPerClass = 1
+		if err := writeYAML(filepath.Join(cal.dir, "config.yaml"), cal.cfg); err != nil {
+			b.Fatal(err)
+		}
+		if err := durable.WriteJSON(filepath.Join(cal.dir, "stream.json"), cal.streamRecord()); err != nil {
+			b.Fatal(err)
+		}
+		if err := saveCheckpoint(cal.dir, cal.state); err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		for range b.N {
+			if err := exportRun(cal.dir, filepath.Join(cal.dir, "model"), &cal); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // classesFixture is a run after K old classes and a new task of 10, saved

@@ -7,33 +7,33 @@ import (
 	"testing"
 
 	"github.com/bicyc/bicyc/config"
-	"github.com/bicyc/bicyc/models/cuda"
+	"github.com/bicyc/bicyc/gpu"
 )
 
 // TestTrainingDevice: auto and cpu train on the CPU without loading CUDA; cuda is refused, naming the
 // setting, with the loader's account of what is missing when CUDA does not load, and with the device's name
 // when it does (the step has no whole GPU path yet).
 func TestTrainingDevice(t *testing.T) {
-	defer func(f func() (*cuda.Runtime, error)) { openCUDA = f }(openCUDA)
-	missing := &cuda.LoadError{Problems: []string{"cuBLAS (libcublas.so.13 from /x): lacks cublasSgemm_v2"}}
+	defer func(f func() (string, error)) { probeGPU = f }(probeGPU)
+	missing := errors.New("cuda: cannot load cuBLAS (libcublas.so.13 from /x): lacks cublasSgemm_v2")
 	for i, tc := range []struct {
 		setting, device string
-		open            func() (*cuda.Runtime, error)
+		open            func() (string, error)
 		errHas          []string
 	}{
 		{setting: config.DeviceAuto, device: "cpu"},
 		{setting: config.DeviceCPU, device: "cpu"},
-		{setting: config.DeviceCUDA, open: func() (*cuda.Runtime, error) { return nil, missing },
+		{setting: config.DeviceCUDA, open: func() (string, error) { return "", missing },
 			errHas: []string{"train.device cuda: cuda: cannot load cuBLAS (libcublas.so.13 from /x): lacks cublasSgemm_v2", "set train.device to cpu or auto"}},
-		{setting: config.DeviceCUDA, open: func() (*cuda.Runtime, error) { return &cuda.Runtime{Device: cuda.Device{Name: "NVIDIA H100"}}, nil },
+		{setting: config.DeviceCUDA, open: func() (string, error) { return "NVIDIA H100", nil },
 			errHas: []string{"CUDA loads (NVIDIA H100), but the training step has no whole GPU path yet"}},
 	} {
 		loaded := false
-		openCUDA = func() (*cuda.Runtime, error) {
+		probeGPU = func() (string, error) {
 			loaded = true
 			if tc.open == nil {
 				t.Errorf("case %d %s: CUDA loaded", i, tc.setting)
-				return nil, missing
+				return "", missing
 			}
 			return tc.open()
 		}
@@ -74,11 +74,11 @@ func TestNewRefusesCUDA(t *testing.T) {
 	if _, statErr := os.Stat(dir); !os.IsNotExist(statErr) {
 		t.Errorf("the refused run left %s behind (%v)", dir, statErr)
 	}
-	if _, cudaErr := cuda.Open(); cudaErr == nil {
+	if _, cudaErr := gpu.Probe(); cudaErr == nil {
 		return // a GPU machine: TestTrainingDevice covers the message
 	}
-	if !errors.Is(err, cuda.ErrUnavailable) {
-		t.Errorf("error %v does not wrap cuda.ErrUnavailable", err)
+	if !errors.Is(err, gpu.ErrUnavailable) {
+		t.Errorf("error %v does not wrap gpu.ErrUnavailable", err)
 	}
 	for _, lib := range []string{"libcudart.so.13", "libcublas.so.13", "libcudnn.so.9", "libnvrtc.so.13", "BICYC_CUDA_LIB_PATH"} {
 		if !strings.Contains(err.Error(), lib) && !strings.Contains(err.Error(), "lacks") {

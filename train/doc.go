@@ -29,4 +29,6 @@
 // Stage I, a fresh A after the task) and finetune (no distillation, no
 // transport). Gaussian math lives in package gauss, networks and custom ops
 // in package models, metrics in package train/metrics.
+//
+// May import: the training side (config, data, models, gpu, pretrained, export) and the formats (bundle, rundir).
 package train

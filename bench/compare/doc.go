@@ -7,4 +7,6 @@
 // It is benchmark tooling, never imported by bicyc itself; PyTorch is
 // never a runtime dependency. Nothing here is safe for concurrent use
 // unless its doc comment says so.
+//
+// May import: the standard library only; benchmarks import it.
 package compare

@@ -93,16 +93,10 @@ func runClasses(o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := infer.InitRuntime(o.ortLib); err != nil {
-		return err
-	}
-	base, err := infer.Open(context.Background(), o.model, infer.WithProvider(infer.ProviderCPU), infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
+	have, err := baseClasses(o)
 	if err != nil {
 		return err
 	}
-	have := len(base.Classes())
-	base.Close()
-
 	var rows []*classCount
 	var shortRows []shortlistRow
 	current := o.model
@@ -117,39 +111,15 @@ func runClasses(o options, out io.Writer) error {
 			dir = filepath.Join(tmp, fmt.Sprintf("model-%d", k))
 			fmt.Fprintf(os.Stderr, "adding %d classes to %d\n", k-have, have)
 			classes := syntheticClasses(imageDir, labels, have, k)
-			start := time.Now()
-			if o.addBin != "" {
-				err = addWithBinary(o.addBin, current, dir, filepath.Join(tmp, fmt.Sprintf("classes-%d", k)), classes)
-			} else {
-				_, err = author.AddClasses(context.Background(), current, dir, classes, infer.WithProvider(infer.ProviderCPU), infer.WithThreads(o.threads),
-					infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
-			}
-			if err != nil {
+			if row.addSeconds, err = growModel(o, current, dir, filepath.Join(tmp, fmt.Sprintf("classes-%d", k)), classes); err != nil {
 				return err
 			}
-			row.addSeconds = time.Since(start).Seconds()
 		}
-		if err := row.measure(o, dir, imgs, filepath.Join(imageDir, imageName(0))); err != nil {
-			return fmt.Errorf("%d classes: %w", k, err)
+		counted, shortlisted, err := measureCount(o, row, dir, imgs, filepath.Join(imageDir, imageName(0)))
+		if err != nil {
+			return err
 		}
-		rows = append(rows, row)
-		if row.shortlist > 0 && !o.exactScores {
-			exact := &classCount{classes: k, exact: true}
-			if err := exact.measure(o, dir, imgs, filepath.Join(imageDir, imageName(0))); err != nil {
-				return fmt.Errorf("%d classes, exact scores: %w", k, err)
-			}
-			rows = append(rows, exact)
-		}
-		for _, n := range o.shortlist {
-			if k < classgraph.ExpandedMinClasses {
-				break
-			}
-			r, err := measureShortlist(o, dir, imgs, n)
-			if err != nil {
-				return fmt.Errorf("%d classes, shortlist %d: %w", k, n, err)
-			}
-			shortRows = append(shortRows, r)
-		}
+		rows, shortRows = append(rows, counted...), append(shortRows, shortlisted...)
 		current, have = dir, k
 	}
 	writeClasses(out, o, rows)
@@ -160,6 +130,63 @@ func runClasses(o options, out io.Writer) error {
 		return writeClassesCSV(o.csv, rows)
 	}
 	return nil
+}
+
+// baseClasses loads ONNX Runtime and returns the number of classes of o.model.
+func baseClasses(o options) (int, error) {
+	if _, err := infer.InitRuntime(o.ortLib); err != nil {
+		return 0, err
+	}
+	base, err := infer.Open(context.Background(), o.model, infer.WithProvider(infer.ProviderCPU), infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
+	if err != nil {
+		return 0, err
+	}
+	defer base.Close()
+	return len(base.Classes()), nil
+}
+
+// growModel adds classes to the model in current, writing dir: with
+// o.addBin's add-classes (class folders written to folder) if set, else
+// with author.AddClasses. It returns the seconds it took.
+func growModel(o options, current, dir, folder string, classes []author.LabelledImages) (float64, error) {
+	start := time.Now()
+	var err error
+	if o.addBin != "" {
+		err = addWithBinary(o.addBin, current, dir, folder, classes)
+	} else {
+		_, err = author.AddClasses(context.Background(), current, dir, classes, infer.WithProvider(infer.ProviderCPU), infer.WithThreads(o.threads),
+			infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
+	}
+	return time.Since(start).Seconds(), err
+}
+
+// measureCount measures the model in dir (row, then the exact scores
+// where row used the shortlist, then each of o.shortlist's lengths).
+func measureCount(o options, row *classCount, dir string, imgs []image.Image, one string) ([]*classCount, []shortlistRow, error) {
+	k := row.classes
+	if err := row.measure(o, dir, imgs, one); err != nil {
+		return nil, nil, fmt.Errorf("%d classes: %w", k, err)
+	}
+	rows := []*classCount{row}
+	if row.shortlist > 0 && !o.exactScores {
+		exact := &classCount{classes: k, exact: true}
+		if err := exact.measure(o, dir, imgs, one); err != nil {
+			return nil, nil, fmt.Errorf("%d classes, exact scores: %w", k, err)
+		}
+		rows = append(rows, exact)
+	}
+	var shortRows []shortlistRow
+	for _, n := range o.shortlist {
+		if k < classgraph.ExpandedMinClasses {
+			break
+		}
+		r, err := measureShortlist(o, dir, imgs, n)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%d classes, shortlist %d: %w", k, n, err)
+		}
+		shortRows = append(shortRows, r)
+	}
+	return rows, shortRows, nil
 }
 
 // addWithBinary adds classes to the model current with another

@@ -50,4 +50,6 @@
 // DIR/../checkpoints/<latest>/backbone.safetensors. Python is Debian's
 // /usr/bin/python3 with python3-torch and python3-pil
 // (bench/install-torch.sh).
+//
+// May import: anything it measures (a command; nothing imports it).
 package main

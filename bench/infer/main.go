@@ -166,23 +166,12 @@ func run(o options, out io.Writer) error {
 	defer os.RemoveAll(tmp)
 	imageDir := filepath.Join(tmp, "images")
 	if o.agreement > 0 {
-		imgs, err := writeImages(imageDir, o.agreement, o.photo)
-		if err != nil {
-			return err
-		}
-		a, err := measureAgreement(o, imgs)
-		if err != nil {
-			return err
-		}
-		writeAgreement(out, a)
-		return nil
+		return runAgreement(o, imageDir, out)
 	}
 	imgs, err := writeImages(imageDir, o.batch, o.photo)
 	if err != nil {
 		return err
 	}
-	one := filepath.Join(imageDir, imageName(0))
-
 	loadStart, err := compare.LoadAverage()
 	if err != nil {
 		return err
@@ -211,6 +200,36 @@ func run(o options, out io.Writer) error {
 	}
 
 	ours := &side{name: "bicyc (ONNX Runtime " + ortVersion + ")"}
+	if err := measureSides(o, c, imgs, filepath.Join(imageDir, imageName(0)), ours, torch); err != nil {
+		return err
+	}
+	loadEnd, err := compare.LoadAverage()
+	if err != nil {
+		return err
+	}
+	writeReport(out, o, c, reportRun{ours: ours, torch: torch, images: len(imgs), load: [2]string{loadStart, loadEnd}})
+	return nil
+}
+
+// runAgreement writes o.agreement test images to imageDir and reports how
+// often bicyc's answers agree with PyTorch's on them.
+func runAgreement(o options, imageDir string, out io.Writer) error {
+	imgs, err := writeImages(imageDir, o.agreement, o.photo)
+	if err != nil {
+		return err
+	}
+	a, err := measureAgreement(o, imgs)
+	if err != nil {
+		return err
+	}
+	writeAgreement(out, a)
+	return nil
+}
+
+// measureSides measures both sides in o.rounds interleaved rounds, then
+// ours's peak RSS, then o.procs whole-process runs of each on the image
+// file one. A nil torch (no PyTorch side) measures nothing.
+func measureSides(o options, c *infer.Classifier, imgs []image.Image, one string, ours *side, torch *torchSide) error {
 	for r := range o.rounds {
 		fmt.Fprintf(os.Stderr, "round %d/%d\n", r+1, o.rounds)
 		if err := ours.measure(c, imgs, o); err != nil {
@@ -220,6 +239,7 @@ func run(o options, out io.Writer) error {
 			return err
 		}
 	}
+	var err error
 	if ours.peakRSS, err = compare.PeakRSS(); err != nil {
 		return err
 	}
@@ -232,11 +252,6 @@ func run(o options, out io.Writer) error {
 			return err
 		}
 	}
-	loadEnd, err := compare.LoadAverage()
-	if err != nil {
-		return err
-	}
-	writeReport(out, o, c, reportRun{ours: ours, torch: torch, images: len(imgs), load: [2]string{loadStart, loadEnd}})
 	return nil
 }
 

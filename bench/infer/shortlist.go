@@ -46,33 +46,11 @@ func measureShortlist(o options, dir string, imgs []image.Image, n int) (shortli
 	if row.load, err = compare.LoadAverage(); err != nil {
 		return row, err
 	}
-	b, err := bundle.Open(dir)
+	tables, short, exact, err := shortlistGraphs(dir, n)
 	if err != nil {
 		return row, err
 	}
-	raw, err := b.ReadFile(bundle.PrototypesFile)
-	if err != nil {
-		return row, err
-	}
-	p, err := bundle.DecodePrototypes(raw)
-	if err != nil {
-		return row, err
-	}
-	clf, err := gauss.NewClassifier(p.Gaussians(), nil, b.Manifest.Classifier.WithAges(bundle.Ages(b.Manifest.Classes)))
-	if err != nil {
-		return row, err
-	}
-	tables := clf.Tables()
-	copy(tables.Bias, p.Bias)
 	row.classes = tables.K
-	short, err := classgraph.Shortlist(tables, n)
-	if err != nil {
-		return row, err
-	}
-	exact, err := b.ReadFile(bundle.ClassifierFile)
-	if err != nil {
-		return row, err
-	}
 	ctx := context.Background()
 	c, err := infer.Open(ctx, dir, infer.WithProvider(infer.ProviderCPU), infer.WithThreads(o.threads),
 		infer.WithLibraryPath(o.ortLib), infer.WithLog(io.Discard))
@@ -84,54 +62,128 @@ func measureShortlist(o options, dir string, imgs []image.Image, n int) (shortli
 	if err != nil {
 		return row, err
 	}
-	opts, err := ort.NewSessionOptions()
+	ss, err := newShortlistSessions(o, dir, exact, short, tables.K, tables.S, n)
 	if err != nil {
 		return row, err
 	}
-	defer opts.Destroy()
-	if err := opts.SetIntraOpNumThreads(o.threads); err != nil {
+	defer ss.destroy()
+	if err := ss.compareStages(feats, &row); err != nil {
 		return row, err
 	}
-	if err := opts.AddSessionConfigEntry("session.model_external_initializers_file_folder_path", dir); err != nil {
-		return row, err
-	}
-	exactSess, err := ort.NewDynamicAdvancedSessionWithONNXData(exact, []string{bundle.TensorFeatures}, []string{bundle.TensorScores}, opts)
+	fmt.Fprintf(os.Stderr, "%d classes, shortlist of %d: %d images\n", tables.K, ss.n, len(feats))
+	row.exactWholeP50, row.shortWholeP50, err = ss.compareWhole(ctx, c, imgs[:min(wholeImages, len(imgs))])
+	return row, err
+}
+
+// shortlistGraphs reads the model in dir and returns its classifier tables, the ONNX graph of a
+// shortlist of n built from them (classgraph.Shortlist) and the exact classifier's graph.
+func shortlistGraphs(dir string, n int) (tables gauss.ClassifierTables, short, exact []byte, err error) {
+	b, err := bundle.Open(dir)
 	if err != nil {
-		return row, err
+		return tables, nil, nil, err
 	}
-	defer exactSess.Destroy()
-	shortSess, err := ort.NewDynamicAdvancedSessionWithONNXData(short, []string{bundle.TensorFeatures},
-		[]string{bundle.TensorShortlistScores, bundle.TensorShortlistClasses}, opts)
+	raw, err := b.ReadFile(bundle.PrototypesFile)
 	if err != nil {
-		return row, err
+		return tables, nil, nil, err
 	}
-	defer shortSess.Destroy()
-	k, s := tables.K, tables.S
-	n = min(n, k)
-	x, _ := ort.NewEmptyTensor[float32](ort.NewShape(1, int64(s)))
-	defer x.Destroy()
-	scores, _ := ort.NewEmptyTensor[float32](ort.NewShape(1, int64(k)))
-	defer scores.Destroy()
-	sScores, _ := ort.NewEmptyTensor[float32](ort.NewShape(1, int64(n)))
-	defer sScores.Destroy()
-	sClasses, _ := ort.NewEmptyTensor[int64](ort.NewShape(1, int64(n)))
-	defer sClasses.Destroy()
+	p, err := bundle.DecodePrototypes(raw)
+	if err != nil {
+		return tables, nil, nil, err
+	}
+	clf, err := gauss.NewClassifier(p.Gaussians(), nil, b.Manifest.Classifier.WithAges(bundle.Ages(b.Manifest.Classes)))
+	if err != nil {
+		return tables, nil, nil, err
+	}
+	tables = clf.Tables()
+	copy(tables.Bias, p.Bias)
+	if short, err = classgraph.Shortlist(tables, n); err != nil {
+		return tables, nil, nil, err
+	}
+	exact, err = b.ReadFile(bundle.ClassifierFile)
+	return tables, short, exact, err
+}
+
+// shortlistSessions are ONNX Runtime sessions of the exact classifier and
+// of the shortlist, with their input and output tensors for one image.
+type shortlistSessions struct {
+	n                  int // the shortlist's length, at most the classes
+	exact, short       *ort.DynamicAdvancedSession
+	x, scores, sScores *ort.Tensor[float32]
+	sClasses           *ort.Tensor[int64]
+	opts               *ort.SessionOptions
+}
+
+func newShortlistSessions(o options, dir string, exact, short []byte, k, s, n int) (_ *shortlistSessions, err error) {
+	ss := &shortlistSessions{n: min(n, k)}
+	defer func() {
+		if err != nil {
+			ss.destroy()
+		}
+	}()
+	if ss.opts, err = ort.NewSessionOptions(); err != nil {
+		return nil, err
+	}
+	if err := ss.opts.SetIntraOpNumThreads(o.threads); err != nil {
+		return nil, err
+	}
+	if err := ss.opts.AddSessionConfigEntry("session.model_external_initializers_file_folder_path", dir); err != nil {
+		return nil, err
+	}
+	ss.exact, err = ort.NewDynamicAdvancedSessionWithONNXData(exact, []string{bundle.TensorFeatures}, []string{bundle.TensorScores}, ss.opts)
+	if err != nil {
+		return nil, err
+	}
+	ss.short, err = ort.NewDynamicAdvancedSessionWithONNXData(short, []string{bundle.TensorFeatures},
+		[]string{bundle.TensorShortlistScores, bundle.TensorShortlistClasses}, ss.opts)
+	if err != nil {
+		return nil, err
+	}
+	ss.x, _ = ort.NewEmptyTensor[float32](ort.NewShape(1, int64(s)))
+	ss.scores, _ = ort.NewEmptyTensor[float32](ort.NewShape(1, int64(k)))
+	ss.sScores, _ = ort.NewEmptyTensor[float32](ort.NewShape(1, int64(ss.n)))
+	ss.sClasses, _ = ort.NewEmptyTensor[int64](ort.NewShape(1, int64(ss.n)))
+	return ss, nil
+}
+
+// destroy frees what newShortlistSessions made; it accepts a half-made one.
+func (ss *shortlistSessions) destroy() {
+	for _, t := range []*ort.Tensor[float32]{ss.x, ss.scores, ss.sScores} {
+		if t != nil {
+			t.Destroy()
+		}
+	}
+	if ss.sClasses != nil {
+		ss.sClasses.Destroy()
+	}
+	for _, s := range []*ort.DynamicAdvancedSession{ss.short, ss.exact} {
+		if s != nil {
+			s.Destroy()
+		}
+	}
+	if ss.opts != nil {
+		ss.opts.Destroy()
+	}
+}
+
+// compareStages times the classifier stage alone over feats, exact then
+// shortlist, and counts the images whose top-1 and top-5 agree.
+func (ss *shortlistSessions) compareStages(feats [][]float32, row *shortlistRow) error {
 	// The exact pass over every image, then the shortlist pass: a service
 	// runs one of the two, and interleaving them let the exact graph's
 	// table evict the shortlist's from the cache before every call.
 	wants := make([][]int64, len(feats))
-	exactWall, exactCPU, err := timeCalls(feats, x, func() error {
-		return exactSess.Run([]ort.Value{x}, []ort.Value{scores})
+	exactWall, exactCPU, err := timeCalls(feats, ss.x, func() error {
+		return ss.exact.Run([]ort.Value{ss.x}, []ort.Value{ss.scores})
 	}, func(i int) {
-		wants[i] = best(scores.GetData(), nil, 5)
+		wants[i] = best(ss.scores.GetData(), nil, 5)
 	})
 	if err != nil {
-		return row, err
+		return err
 	}
-	shortWall, shortCPU, err := timeCalls(feats, x, func() error {
-		return shortSess.Run([]ort.Value{x}, []ort.Value{sScores, sClasses})
+	shortWall, shortCPU, err := timeCalls(feats, ss.x, func() error {
+		return ss.short.Run([]ort.Value{ss.x}, []ort.Value{ss.sScores, ss.sClasses})
 	}, func(i int) {
-		got := best(sScores.GetData(), sClasses.GetData(), 5)
+		got := best(ss.sScores.GetData(), ss.sClasses.GetData(), 5)
 		if wants[i][0] == got[0] {
 			row.top1++
 		}
@@ -140,40 +192,41 @@ func measureShortlist(o options, dir string, imgs []image.Image, n int) (shortli
 		}
 	})
 	if err != nil {
-		return row, err
+		return err
 	}
-	fmt.Fprintf(os.Stderr, "%d classes, shortlist of %d: %d images\n", k, n, len(feats))
-	// Image to top-5, one image per call: Classify (model.onnx, exact)
-	// against Embed (backbone.onnx) then the shortlist, on the first
-	// wholeImages images, each side in its own pass.
-	whole := min(wholeImages, len(imgs))
-	var exactWhole, shortWhole []float64
-	for i := range whole {
-		start := time.Now()
-		if _, err := c.Classify(ctx, imgs[i]); err != nil {
-			return row, err
-		}
-		exactWhole = append(exactWhole, float64(time.Since(start).Microseconds()))
-	}
-	for i := range whole {
-		start := time.Now()
-		f, err := c.Embed(ctx, imgs[i:i+1])
-		if err != nil {
-			return row, err
-		}
-		copy(x.GetData(), f[0])
-		if err := shortSess.Run([]ort.Value{x}, []ort.Value{sScores, sClasses}); err != nil {
-			return row, err
-		}
-		best(sScores.GetData(), sClasses.GetData(), 5)
-		shortWhole = append(shortWhole, float64(time.Since(start).Microseconds()))
-	}
-	row.exactWholeP50, row.shortWholeP50 = compare.Median(exactWhole), compare.Median(shortWhole)
 	row.images = len(feats)
 	row.exactP50, row.shortP50 = compare.Median(exactWall), compare.Median(shortWall)
 	row.exactCPU = float64(exactCPU.Microseconds()) / float64(len(feats))
 	row.shortCPU = float64(shortCPU.Microseconds()) / float64(len(feats))
-	return row, nil
+	return nil
+}
+
+// compareWhole times image to top-5, one image per call: Classify
+// (model.onnx, exact) against Embed (backbone.onnx) then the shortlist,
+// each side in its own pass, and returns the median microseconds of each.
+func (ss *shortlistSessions) compareWhole(ctx context.Context, c *infer.Classifier, imgs []image.Image) (exactP50, shortP50 float64, err error) {
+	var exactWhole, shortWhole []float64
+	for _, img := range imgs {
+		start := time.Now()
+		if _, err := c.Classify(ctx, img); err != nil {
+			return 0, 0, err
+		}
+		exactWhole = append(exactWhole, float64(time.Since(start).Microseconds()))
+	}
+	for i := range imgs {
+		start := time.Now()
+		f, err := c.Embed(ctx, imgs[i:i+1])
+		if err != nil {
+			return 0, 0, err
+		}
+		copy(ss.x.GetData(), f[0])
+		if err := ss.short.Run([]ort.Value{ss.x}, []ort.Value{ss.sScores, ss.sClasses}); err != nil {
+			return 0, 0, err
+		}
+		best(ss.sScores.GetData(), ss.sClasses.GetData(), 5)
+		shortWhole = append(shortWhole, float64(time.Since(start).Microseconds()))
+	}
+	return compare.Median(exactWhole), compare.Median(shortWhole), nil
 }
 
 // timeCalls copies each feature row i into x, calls run and then check(i),

@@ -47,4 +47,6 @@
 // Usage (from the repository root):
 //
 //	CGO_LDFLAGS=-lopenblas go run ./bench/openset --out docs/results/openset [--seeds 0,1,2] [--add 10,50,200] [--config bench/openset/quick1000.yaml] [--quick] [--learn=true] [--kinds=true] [--work DIR [--reuse]] [--render]
+//
+// May import: anything it measures (a command; nothing imports it).
 package main

@@ -82,34 +82,11 @@ func measureKinds(l layout, seed int, acceptRate float64) (scoreKinds, error) {
 		return res, err
 	}
 	defer c.Close()
-	known, err := readFolderImages(filepath.Join(l.data, "test"))
-	if err != nil {
-		return res, err
-	}
-	near, err := readFolderImages(l.unknownTest)
-	if err != nil {
-		return res, err
-	}
-	var knownHalf [2][]image.Image
-	for i, img := range known {
-		knownHalf[i%2] = append(knownHalf[i%2], img)
-	}
-	photos, skipped, err := outsideImages()
+	sets, skipped, err := imageSets(l, seed)
 	if err != nil {
 		return res, err
 	}
 	res.Skipped = skipped
-	splits := []string{splitValidation, splitTest}
-	var sets []imageSet
-	for h, split := range splits {
-		sets = append(sets,
-			imageSet{split, "known", knownHalf[h]},
-			imageSet{split, kindShifted, shifted(knownHalf[h], seed)},
-			imageSet{split, kindFarPhotos, photos[h]},
-			imageSet{split, kindFarSynthetic, synthetic(uint64(seed)*2 + uint64(h))})
-	}
-	sets = append(sets, imageSet{splitTest, kindNear, near})
-	all := gauss.UnknownScores()
 	values := map[[2]string][][]float64{} // {split, kind} -> [image][score]
 	for _, s := range sets {
 		v, err := unknownScores(c, s.images)
@@ -122,7 +99,7 @@ func measureKinds(l layout, seed int, acceptRate float64) (scoreKinds, error) {
 		}
 		res.Images[s.split][s.kind] = len(v)
 	}
-	for _, split := range splits {
+	for _, split := range kindSplits {
 		values[[2]string{split, kindFar}] = slices.Concat(values[[2]string{split, kindFarPhotos}], values[[2]string{split, kindFarSynthetic}])
 		res.Images[split][kindFar] = len(values[[2]string{split, kindFar}])
 	}
@@ -130,41 +107,87 @@ func measureKinds(l layout, seed int, acceptRate float64) (scoreKinds, error) {
 		return res, err
 	}
 	cal := c.Manifest().Calibration.Gauss()
-	for j, u := range all {
-		column := func(rows [][]float64) []float64 {
-			out := make([]float64, len(rows))
-			for i, r := range rows {
-				out[i] = r[j]
-			}
-			return out
-		}
-		name := string(u)
-		res.Scores[name] = map[string]map[string]detection{}
+	for j, u := range gauss.UnknownScores() {
 		threshold, err := cal.ThresholdOf(u, acceptRate)
 		if err != nil {
 			return res, err
 		}
-		res.Rejected[name] = map[string]float64{}
-		for _, split := range splits {
-			res.Scores[name][split] = map[string]detection{}
-			knownScores := column(values[[2]string{split, "known"}])
-			for _, kind := range []string{kindNear, kindShifted, kindFarPhotos, kindFarSynthetic, kindFar} {
-				rows, ok := values[[2]string{split, kind}]
-				if !ok {
-					continue
-				}
-				unknown := column(rows)
-				res.Scores[name][split][kind] = detect(knownScores, unknown)
-				if split == splitTest {
-					res.Rejected[name][kind] = fractionAbove(unknown, threshold)
-				}
-			}
-			if split == splitTest {
-				res.Accepted[name] = 1 - fractionAbove(knownScores, threshold)
-			}
-		}
+		res.addScore(string(u), threshold, scoreColumn(values, j))
 	}
 	return res, nil
+}
+
+// kindSplits are the halves of the known test images (and of the outside
+// ones): the validation half to choose on, the test half to report.
+var kindSplits = []string{splitValidation, splitTest}
+
+// imageSets reads the known and near-unknown test images of l and the
+// outside photos, and makes each split's sets of every kind (the shifted
+// and synthetic ones from seed); skipped names the outside files that do
+// not decode.
+func imageSets(l layout, seed int) (sets []imageSet, skipped []string, err error) {
+	known, err := readFolderImages(filepath.Join(l.data, "test"))
+	if err != nil {
+		return nil, nil, err
+	}
+	near, err := readFolderImages(l.unknownTest)
+	if err != nil {
+		return nil, nil, err
+	}
+	var knownHalf [2][]image.Image
+	for i, img := range known {
+		knownHalf[i%2] = append(knownHalf[i%2], img)
+	}
+	photos, skipped, err := outsideImages()
+	if err != nil {
+		return nil, nil, err
+	}
+	for h, split := range kindSplits {
+		sets = append(sets,
+			imageSet{split, "known", knownHalf[h]},
+			imageSet{split, kindShifted, shifted(knownHalf[h], seed)},
+			imageSet{split, kindFarPhotos, photos[h]},
+			imageSet{split, kindFarSynthetic, synthetic(uint64(seed)*2 + uint64(h))})
+	}
+	return append(sets, imageSet{splitTest, kindNear, near}), skipped, nil
+}
+
+// scoreColumn is score j of every image, per {split, kind}.
+func scoreColumn(values map[[2]string][][]float64, j int) map[[2]string][]float64 {
+	out := map[[2]string][]float64{}
+	for key, rows := range values {
+		col := make([]float64, len(rows))
+		for i, r := range rows {
+			col[i] = r[j]
+		}
+		out[key] = col
+	}
+	return out
+}
+
+// addScore records how well the unknown score name separates the known
+// images from each kind of unknown one (per split), and, on the test split,
+// the fractions above threshold: unknown ones rejected, known ones not accepted.
+func (res *scoreKinds) addScore(name string, threshold float64, scores map[[2]string][]float64) {
+	res.Scores[name] = map[string]map[string]detection{}
+	res.Rejected[name] = map[string]float64{}
+	for _, split := range kindSplits {
+		res.Scores[name][split] = map[string]detection{}
+		knownScores := scores[[2]string{split, "known"}]
+		for _, kind := range []string{kindNear, kindShifted, kindFarPhotos, kindFarSynthetic, kindFar} {
+			unknown, ok := scores[[2]string{split, kind}]
+			if !ok {
+				continue
+			}
+			res.Scores[name][split][kind] = detect(knownScores, unknown)
+			if split == splitTest {
+				res.Rejected[name][kind] = fractionAbove(unknown, threshold)
+			}
+		}
+		if split == splitTest {
+			res.Accepted[name] = 1 - fractionAbove(knownScores, threshold)
+		}
+	}
 }
 
 // unknownScores returns every score of every image, in batches.

@@ -23,8 +23,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -32,14 +30,12 @@ import (
 	"image/png"
 	"io"
 	"log"
-	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -137,162 +133,168 @@ func (p *path) send(client *http.Client, i int) (time.Duration, error) {
 
 // run serves o.model and measures every path, printing the tables to w.
 func run(w io.Writer, o options) error {
+	pngs, tensors, chw, err := testInputs(o)
+	if err != nil {
+		return err
+	}
+	srv, err := startServers(o.model)
+	if err != nil {
+		return err
+	}
+	defer srv.close()
+	enc := encoder{chw: chw}
+	single := singlePaths(srv, enc, pngs[:64], tensors[:64])
+	batched := batchedPaths(srv, enc, pngs[:o.batch], tensors[:o.batch])
+	client := &http.Client{}
+	load0 := loadAverage()
+	if err := measure(client, single, o.warmup, o.requests); err != nil {
+		return err
+	}
+	if err := measure(client, batched, 1, o.batches); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "model %s; one request at a time, paths interleaved; GOMAXPROCS %d, %s\n", o.model, runtime.GOMAXPROCS(0), cpuModel())
+	fmt.Fprintf(w, "load average before %s, after %s\n\n", load0, loadAverage())
+	printSingle(w, o.requests, single)
+	printBatched(w, o.batch, o.batches, batched)
+	return nil
+}
+
+// testInputs returns max(64, o.batch) Fashion-MNIST test images as PNG files and as the tensors the
+// model's manifest preprocesses them into, and the tensors' channels, height and width.
+func testInputs(o options) (pngs [][]byte, tensors [][]float32, chw [3]int, err error) {
 	fm := data.FashionMNISTDir
 	test, err := data.LoadIDX(fm+"/t10k-images-idx3-ubyte.gz", fm+"/t10k-labels-idx1-ubyte.gz")
 	if err != nil {
-		return err
+		return nil, nil, chw, err
 	}
-	s, err := serve.New(context.Background(), serve.Config{Model: o.model, ModelName: "m",
-		Options: []infer.Option{infer.WithProvider(infer.ProviderCPU), infer.WithThreads(1)},
-		MaxBody: 64 << 20, MaxConcurrent: 2, QueueTimeout: time.Minute})
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	ts := httptest.NewServer(s.Public)
-	defer ts.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	gs := s.NewGRPC(serve.Timeouts{Read: time.Minute, Write: time.Minute}, false)
-	go gs.Serve(ln)
-	defer gs.Stop()
-	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	rpc := oippb.NewGRPCInferenceServiceClient(conn)
 	c, err := infer.Open(context.Background(), o.model, infer.WithProvider(infer.ProviderCPU))
 	if err != nil {
-		return err
+		return nil, nil, chw, err
 	}
 	pre := c.Manifest().Preprocess
 	c.Close()
-
-	var pngs [][]byte
-	var tensors [][]float32
 	for i := range max(64, o.batch) {
 		img := &image.Gray{Pix: test.Image(i), Stride: test.Width, Rect: image.Rect(0, 0, test.Width, test.Height)}
 		pngs = append(pngs, testPNG(img))
 		tensors = append(tensors, pre.Image(img))
 	}
-	shape := func(n int) []int { return []int{n, pre.Channels, pre.Height, pre.Width} }
-	inferURL := ts.URL + "/v2/models/m/infer"
-	jsonHeader := http.Header{"Content-Type": {"application/json"}}
-	// jsonImages and jsonTensor are the protocol's JSON requests (images
-	// base64), binaryImages and binaryTensor Triton's binary tensor data
-	// (raw PNG bytes, little-endian float32) with the distances asked for
-	// as binary data too, as Triton's clients do by default.
-	jsonImages := func(imgs [][]byte) request {
-		b64 := make([]string, len(imgs))
-		for i, b := range imgs {
-			b64[i] = base64.StdEncoding.EncodeToString(b)
-		}
-		return request{mustJSON(map[string]any{"inputs": []any{map[string]any{
-			"name": "image", "shape": []int{len(imgs)}, "datatype": "BYTES", "data": b64}}, "outputs": []any{map[string]any{"name": "distance"}}}), jsonHeader}
-	}
-	jsonTensor := func(xs [][]float32) request {
-		return request{mustJSON(map[string]any{"inputs": []any{map[string]any{
-			"name": "input", "shape": shape(len(xs)), "datatype": "FP32", "data": slices.Concat(xs...)}}, "outputs": []any{map[string]any{"name": "distance"}}}), jsonHeader}
-	}
-	framed := func(input map[string]any, tail []byte) request {
-		input["parameters"] = map[string]any{"binary_data_size": len(tail)}
-		head := mustJSON(map[string]any{"inputs": []any{input}, "outputs": []any{map[string]any{"name": "distance", "parameters": map[string]any{"binary_data": true}}}})
-		return request{append(head, tail...), http.Header{"Content-Type": {"application/octet-stream"}, "Inference-Header-Content-Length": {strconv.Itoa(len(head))}}}
-	}
-	binaryImages := func(imgs [][]byte) request {
-		var tail []byte
-		for _, b := range imgs {
-			tail = binary.LittleEndian.AppendUint32(tail, uint32(len(b)))
-			tail = append(tail, b...)
-		}
-		return framed(map[string]any{"name": "image", "shape": []int{len(imgs)}, "datatype": "BYTES"}, tail)
-	}
-	binaryTensor := func(xs [][]float32) request {
-		var tail []byte
-		for _, x := range slices.Concat(xs...) {
-			tail = binary.LittleEndian.AppendUint32(tail, math.Float32bits(x))
-		}
-		return framed(map[string]any{"name": "input", "shape": shape(len(xs)), "datatype": "FP32"}, tail)
-	}
-	// grpcImages and grpcTensor are ModelInfer messages with the tensor in
-	// raw_input_contents, laid out as the binary data above.
-	distance := []*oippb.ModelInferRequest_InferRequestedOutputTensor{{Name: "distance"}}
-	grpcImages := func(imgs [][]byte) *oippb.ModelInferRequest {
-		var raw []byte
-		for _, b := range imgs {
-			raw = binary.LittleEndian.AppendUint32(raw, uint32(len(b)))
-			raw = append(raw, b...)
-		}
-		return &oippb.ModelInferRequest{ModelName: "m", Outputs: distance, RawInputContents: [][]byte{raw},
-			Inputs: []*oippb.ModelInferRequest_InferInputTensor{{Name: "image", Datatype: "BYTES", Shape: []int64{int64(len(imgs))}}}}
-	}
-	grpcTensor := func(xs [][]float32) *oippb.ModelInferRequest {
-		var raw []byte
-		for _, x := range slices.Concat(xs...) {
-			raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(x))
-		}
-		dims := shape(len(xs))
-		return &oippb.ModelInferRequest{ModelName: "m", Outputs: distance, RawInputContents: [][]byte{raw},
-			Inputs: []*oippb.ModelInferRequest_InferInputTensor{{Name: "input", Datatype: "FP32", Shape: []int64{int64(dims[0]), int64(dims[1]), int64(dims[2]), int64(dims[3])}}}}
-	}
+	return pngs, tensors, [3]int{pre.Channels, pre.Height, pre.Width}, nil
+}
 
+// servers are the model served over HTTP (httptest) and gRPC on loopback, and a gRPC client of it.
+type servers struct {
+	s        *serve.Server
+	ts       *httptest.Server
+	gs       *grpc.Server
+	conn     *grpc.ClientConn
+	rpc      oippb.GRPCInferenceServiceClient
+	inferURL string // the protocol's REST infer URL of model "m"
+}
+
+// startServers serves model as "m".
+func startServers(model string) (_ *servers, err error) {
+	srv := &servers{}
+	defer func() {
+		if err != nil {
+			srv.close()
+		}
+	}()
+	srv.s, err = serve.New(context.Background(), serve.Config{Model: model, ModelName: "m",
+		Options: []infer.Option{infer.WithProvider(infer.ProviderCPU), infer.WithThreads(1)},
+		MaxBody: 64 << 20, MaxConcurrent: 2, QueueTimeout: time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	srv.ts = httptest.NewServer(srv.s.Public)
+	srv.inferURL = srv.ts.URL + "/v2/models/m/infer"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv.gs = srv.s.NewGRPC(serve.Timeouts{Read: time.Minute, Write: time.Minute}, false)
+	go srv.gs.Serve(ln)
+	srv.conn, err = grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		return nil, err
+	}
+	srv.rpc = oippb.NewGRPCInferenceServiceClient(srv.conn)
+	return srv, nil
+}
+
+// close stops what startServers started, in reverse order.
+func (srv *servers) close() {
+	if srv.conn != nil {
+		srv.conn.Close()
+	}
+	if srv.gs != nil {
+		srv.gs.Stop()
+	}
+	if srv.ts != nil {
+		srv.ts.Close()
+	}
+	if srv.s != nil {
+		srv.s.Close()
+	}
+}
+
+// singlePaths are the batch-1 paths, each with one request per image.
+func singlePaths(srv *servers, enc encoder, pngs [][]byte, tensors [][]float32) []*path {
 	single := []*path{
-		{name: "v1 /v1/classify (PNG body)", url: ts.URL + "/v1/classify"},
-		{name: "v2 JSON BYTES (base64 PNG)", url: inferURL},
-		{name: "v2 binary BYTES (PNG)", url: inferURL},
-		{name: "v2 JSON FP32 [1,C,H,W]", url: inferURL},
-		{name: "v2 binary FP32 [1,C,H,W]", url: inferURL},
-		{name: "gRPC raw BYTES (PNG)", rpc: rpc},
-		{name: "gRPC raw FP32 [1,C,H,W]", rpc: rpc},
+		{name: "v1 /v1/classify (PNG body)", url: srv.ts.URL + "/v1/classify"},
+		{name: "v2 JSON BYTES (base64 PNG)", url: srv.inferURL},
+		{name: "v2 binary BYTES (PNG)", url: srv.inferURL},
+		{name: "v2 JSON FP32 [1,C,H,W]", url: srv.inferURL},
+		{name: "v2 binary FP32 [1,C,H,W]", url: srv.inferURL},
+		{name: "gRPC raw BYTES (PNG)", rpc: srv.rpc},
+		{name: "gRPC raw FP32 [1,C,H,W]", rpc: srv.rpc},
 	}
-	for i := range 64 {
+	for i := range pngs {
 		single[0].bodies = append(single[0].bodies, request{pngs[i], http.Header{"Content-Type": {"image/png"}}})
-		single[1].bodies = append(single[1].bodies, jsonImages(pngs[i:i+1]))
-		single[2].bodies = append(single[2].bodies, binaryImages(pngs[i:i+1]))
-		single[3].bodies = append(single[3].bodies, jsonTensor(tensors[i:i+1]))
-		single[4].bodies = append(single[4].bodies, binaryTensor(tensors[i:i+1]))
-		single[5].messages = append(single[5].messages, grpcImages(pngs[i:i+1]))
-		single[6].messages = append(single[6].messages, grpcTensor(tensors[i:i+1]))
+		single[1].bodies = append(single[1].bodies, enc.jsonImages(pngs[i:i+1]))
+		single[2].bodies = append(single[2].bodies, enc.binaryImages(pngs[i:i+1]))
+		single[3].bodies = append(single[3].bodies, enc.jsonTensor(tensors[i:i+1]))
+		single[4].bodies = append(single[4].bodies, enc.binaryTensor(tensors[i:i+1]))
+		single[5].messages = append(single[5].messages, enc.grpcImages(pngs[i:i+1]))
+		single[6].messages = append(single[6].messages, enc.grpcTensor(tensors[i:i+1]))
 	}
-	n := o.batch
-	batched := []*path{
-		{name: fmt.Sprintf("v2 JSON BYTES [%d]", n), url: inferURL, bodies: []request{jsonImages(pngs[:n])}},
-		{name: fmt.Sprintf("v2 binary BYTES [%d]", n), url: inferURL, bodies: []request{binaryImages(pngs[:n])}},
-		{name: fmt.Sprintf("v2 JSON FP32 [%d,C,H,W]", n), url: inferURL, bodies: []request{jsonTensor(tensors[:n])}},
-		{name: fmt.Sprintf("v2 binary FP32 [%d,C,H,W]", n), url: inferURL, bodies: []request{binaryTensor(tensors[:n])}},
-		{name: fmt.Sprintf("gRPC raw BYTES [%d]", n), rpc: rpc, messages: []*oippb.ModelInferRequest{grpcImages(pngs[:n])}},
-		{name: fmt.Sprintf("gRPC raw FP32 [%d,C,H,W]", n), rpc: rpc, messages: []*oippb.ModelInferRequest{grpcTensor(tensors[:n])}},
-	}
+	return single
+}
 
-	client := &http.Client{}
-	load0 := loadAverage()
-	measure := func(paths []*path, warmup, count int) error {
-		for i := range warmup + count {
-			for _, p := range paths {
-				took, err := p.send(client, i)
-				if err != nil {
-					return err
-				}
-				if i >= warmup {
-					p.took = append(p.took, took)
-				}
+// batchedPaths are the throughput paths, each one request of all the images.
+func batchedPaths(srv *servers, enc encoder, pngs [][]byte, tensors [][]float32) []*path {
+	n := len(pngs)
+	return []*path{
+		{name: fmt.Sprintf("v2 JSON BYTES [%d]", n), url: srv.inferURL, bodies: []request{enc.jsonImages(pngs)}},
+		{name: fmt.Sprintf("v2 binary BYTES [%d]", n), url: srv.inferURL, bodies: []request{enc.binaryImages(pngs)}},
+		{name: fmt.Sprintf("v2 JSON FP32 [%d,C,H,W]", n), url: srv.inferURL, bodies: []request{enc.jsonTensor(tensors)}},
+		{name: fmt.Sprintf("v2 binary FP32 [%d,C,H,W]", n), url: srv.inferURL, bodies: []request{enc.binaryTensor(tensors)}},
+		{name: fmt.Sprintf("gRPC raw BYTES [%d]", n), rpc: srv.rpc, messages: []*oippb.ModelInferRequest{enc.grpcImages(pngs)}},
+		{name: fmt.Sprintf("gRPC raw FP32 [%d,C,H,W]", n), rpc: srv.rpc, messages: []*oippb.ModelInferRequest{enc.grpcTensor(tensors)}},
+	}
+}
+
+// measure sends warmup then count requests on every path, the paths interleaved request by request, and
+// keeps the times of the counted ones.
+func measure(client *http.Client, paths []*path, warmup, count int) error {
+	for i := range warmup + count {
+		for _, p := range paths {
+			took, err := p.send(client, i)
+			if err != nil {
+				return err
+			}
+			if i >= warmup {
+				p.took = append(p.took, took)
 			}
 		}
-		return nil
 	}
-	if err := measure(single, o.warmup, o.requests); err != nil {
-		return err
-	}
-	if err := measure(batched, 1, o.batches); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "model %s; one request at a time, paths interleaved; GOMAXPROCS %d, %s\n", o.model, runtime.GOMAXPROCS(0), cpuModel())
-	fmt.Fprintf(w, "load average before %s, after %s\n\n", load0, loadAverage())
-	fmt.Fprintf(w, "batch 1, %d requests per path:\n", o.requests)
+	return nil
+}
+
+// printSingle prints the batch-1 table: latency quantiles and mean.
+func printSingle(w io.Writer, requests int, single []*path) {
+	fmt.Fprintf(w, "batch 1, %d requests per path:\n", requests)
 	fmt.Fprintf(w, "%-30s %10s %10s %10s %10s %9s\n", "path", "p50", "p90", "p99", "mean", "body")
 	for _, p := range single {
 		slices.Sort(p.took)
@@ -300,14 +302,17 @@ func run(w io.Writer, o options) error {
 		fmt.Fprintf(w, "%-30s %10v %10v %10v %10v %8dB\n", p.name, q(0.5).Round(time.Microsecond), q(0.9).Round(time.Microsecond),
 			q(0.99).Round(time.Microsecond), mean(p.took).Round(time.Microsecond), p.size())
 	}
-	fmt.Fprintf(w, "\nbatch %d, %d requests per path:\n", n, o.batches)
+}
+
+// printBatched prints the throughput table: median, mean and images per second.
+func printBatched(w io.Writer, n, batches int, batched []*path) {
+	fmt.Fprintf(w, "\nbatch %d, %d requests per path:\n", n, batches)
 	fmt.Fprintf(w, "%-30s %10s %10s %12s %11s\n", "path", "p50", "mean", "images/s", "body")
 	for _, p := range batched {
 		slices.Sort(p.took)
 		fmt.Fprintf(w, "%-30s %10v %10v %12.0f %10dB\n", p.name, p.took[len(p.took)/2].Round(time.Microsecond), mean(p.took).Round(time.Microsecond),
 			float64(n)/mean(p.took).Seconds(), p.size())
 	}
-	return nil
 }
 
 func mean(ds []time.Duration) time.Duration {

@@ -38,4 +38,6 @@
 // first):
 //
 //	CGO_LDFLAGS=-lopenblas go run ./bench/train [--threads 2] [--rounds 5] [--models convnet,resnet18,resnet18-224,resnet18-224-last]
+//
+// May import: anything it measures (a command; nothing imports it).
 package main

@@ -19,7 +19,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/bicyc/bicyc/models/cudaops"
+	"github.com/bicyc/bicyc/gpu"
 )
 
 func main() {
@@ -30,7 +30,7 @@ func main() {
 	names := flag.String("cases", "", "comma-separated names of the cases to run (see --list); all of the set if empty")
 	list := flag.Bool("list", false, "print the case names of the set and exit")
 	flag.Parse()
-	opt := cudaops.CheckOptions{Runs: *runs, Tolerance: *maxRel, Progress: os.Stderr, Cases: cudaops.DefaultCheckCases}
+	opt := gpu.CheckOptions{Runs: *runs, Tolerance: *maxRel, Progress: os.Stderr, Cases: gpu.DefaultCheckCases}
 	if *small {
 		opt.Cases = smallCases
 	}
@@ -41,9 +41,9 @@ func main() {
 		return
 	}
 	if *names != "" {
-		var picked []cudaops.CheckCase
+		var picked []gpu.CheckCase
 		for _, name := range strings.Split(*names, ",") {
-			i := slices.IndexFunc(opt.Cases, func(c cudaops.CheckCase) bool { return c.Name == name })
+			i := slices.IndexFunc(opt.Cases, func(c gpu.CheckCase) bool { return c.Name == name })
 			if i < 0 {
 				fmt.Fprintf(os.Stderr, "bicyc-gpucheck: no case %q (see --list)\n", name)
 				os.Exit(2)
@@ -52,7 +52,7 @@ func main() {
 		}
 		opt.Cases = picked
 	}
-	rep := cudaops.Check(opt)
+	rep := gpu.Check(opt)
 	rep.CPUBLAS = fmt.Sprintf("%s, GOMAXPROCS %d", blas, runtime.GOMAXPROCS(0))
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
@@ -66,7 +66,7 @@ func main() {
 }
 
 // smallCases run in seconds on any machine: the first try of each kind of CUDA call.
-var smallCases = []cudaops.CheckCase{
+var smallCases = []gpu.CheckCase{
 	{Name: "small-conv3x3", X: []int{8, 16, 14, 14}, W: []int{32, 16, 3, 3}, Stride: 1, Pad: 1},
 	{Name: "small-conv7x7s2", X: []int{4, 3, 32, 32}, W: []int{16, 3, 7, 7}, Stride: 2, Pad: 3},
 	{Name: "small-matmul", A: []int{16, 64}, B: []int{64, 10}},

@@ -212,7 +212,24 @@ func TestSweepCells(t *testing.T) {
 		}
 	}
 
-	// 1. Two workers on cell 0 at once.
+	twoWorkersOneCell(t, ctx, out)
+	killedWorkerResumes(t, ctx, out)
+	failedCellReported(t, ctx, out)
+	forksInParallel(t, ctx, out)
+	status, _, err := bicyc(ctx, "sweep", "--out", out, "--status")
+	if err != nil || !strings.Contains(status, "4 cells: 4 finished") {
+		t.Errorf("status: %v\n%s", err, status)
+	}
+	if _, _, err := bicyc(ctx, "report", out); err != nil {
+		t.Fatal(err)
+	}
+	checkSameNumbers(t, ref, out)
+}
+
+// twoWorkersOneCell (TestSweepCells, step 1): two workers start cell 0 at once; exactly one
+// trains it, the other is refused naming the holder.
+func twoWorkersOneCell(t *testing.T, ctx context.Context, out string) {
+	t.Helper()
 	var logs [2]bytes.Buffer
 	var errs [2]error
 	var wg sync.WaitGroup
@@ -236,8 +253,12 @@ func TestSweepCells(t *testing.T) {
 	if trained != 1 {
 		t.Fatalf("%d workers trained cell 0, want exactly 1", trained)
 	}
+}
 
-	// 2. A worker on cell 2 killed in task 2.
+// killedWorkerResumes (TestSweepCells, step 2): a worker on cell 2 killed in task 2 leaves it
+// stopped; the next worker takes over its lock and resumes after task 1.
+func killedWorkerResumes(t *testing.T, ctx context.Context, out string) {
+	t.Helper()
 	killed := worker(t, ctx, "sweep", "--out", out, "--cell", "2")
 	stderr, err := killed.StderrPipe()
 	if err != nil {
@@ -272,9 +293,12 @@ func TestSweepCells(t *testing.T) {
 	if err != nil || !strings.Contains(log, want) || !strings.Contains(log, "cell 2 bicyc-s1: resuming after task 1") {
 		t.Fatalf("the next worker on cell 2: %v, want %q and a resume:\n%s", err, want, tail(log))
 	}
+}
 
-	// 3. A cell that fails (its data directory is missing) shows as failed
-	// in --status and the report, and runs once the cause is fixed.
+// failedCellReported (TestSweepCells, step 3): a cell that fails (its data directory is
+// missing) shows as failed in --status and the report, and runs once the cause is fixed.
+func failedCellReported(t *testing.T, ctx context.Context, out string) {
+	t.Helper()
 	frozen := filepath.Join(out, sweep.CellsDir, "finetune-s1.yaml")
 	good, err := os.ReadFile(frozen)
 	if err != nil {
@@ -304,8 +328,12 @@ func TestSweepCells(t *testing.T) {
 	if err := os.WriteFile(frozen, good, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	// 4. The forks, in parallel.
+// forksInParallel (TestSweepCells, step 4): the forks, cells 1 and 3, run in parallel.
+func forksInParallel(t *testing.T, ctx context.Context, out string) {
+	t.Helper()
+	var wg sync.WaitGroup
 	for _, cell := range []string{"1", "3"} {
 		cmd := worker(t, ctx, "sweep", "--out", out, "--cell", cell)
 		wg.Add(1)
@@ -317,14 +345,6 @@ func TestSweepCells(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	status, _, err = bicyc(ctx, "sweep", "--out", out, "--status")
-	if err != nil || !strings.Contains(status, "4 cells: 4 finished") {
-		t.Errorf("status: %v\n%s", err, status)
-	}
-	if _, _, err := bicyc(ctx, "report", out); err != nil {
-		t.Fatal(err)
-	}
-	checkSameNumbers(t, ref, out)
 }
 
 // TestSweepOnSlurm submits the smoke sweep to a real Slurm cluster
@@ -460,6 +480,46 @@ func TestSweepFailuresOnSlurm(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "smoke")
+	jobs := submitWithFailingCell(t, ctx, dir, out)
+	// Cell 4 waits for its turn behind cell 0 (--max-parallel 1).
+	if b, err := exec.CommandContext(ctx, "scancel", jobs[0]+"_4").CombinedOutput(); err != nil {
+		t.Fatalf("scancel %s_4: %v %s", jobs[0], err, b)
+	}
+	// Cell 1 starts once cell 0 has trained: by then its data directory
+	// is missing, so bicyc records its failure.
+	frozen := filepath.Join(out, sweep.CellsDir, "finetune-s0.yaml")
+	good, err := os.ReadFile(frozen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(frozen, []byte(strings.Replace(string(good), "/fashion-mnist\n", "/fashion-mnist-missing\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the jobs "+strings.Join(jobs, ", "), 7*time.Minute, func() bool {
+		b, err := exec.CommandContext(ctx, "squeue", "-h", "-j", strings.Join(jobs, ",")).Output()
+		return err == nil && strings.TrimSpace(string(b)) == ""
+	})
+	checkFailedCells(t, ctx, out, jobs)
+	// --max-parallel 1: cell 2's task started after cell 0's ended.
+	s0, e0 := cellSpan(out, 0)
+	s2, e2 := cellSpan(out, 2)
+	if s0 == "" || e0 == "" || s2 == "" || e2 == "" || (s2 < e0 && s0 < e2) {
+		t.Errorf("with --max-parallel 1, cell 0 ran %s-%s and cell 2 %s-%s", s0, e0, s2, e2)
+	}
+	report, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil || !strings.Contains(string(report), "bicyc-s1") {
+		b, _ := os.ReadFile(filepath.Join(out, sweep.LogsDir, "report.log"))
+		t.Errorf("report job: report.md %v\nlogs/report.log:\n%s", err, b)
+	}
+}
+
+// submitWithFailingCell (TestSweepFailuresOnSlurm): a --bicyc that does
+// not exist is refused; then the smoke sweep with 3 seeds is submitted
+// through a wrapper in dir that runs this test binary, except for cell 2,
+// which gets a binary that does not exist. It returns the job ids: the two
+// arrays and the report job.
+func submitWithFailingCell(t *testing.T, ctx context.Context, dir, out string) []string {
+	t.Helper()
 	if _, _, err := bicyc(ctx, "sweep", "--sweep", smokeSweep, "--out", out, "--submit", "slurm", "--bicyc", "/nonexistent/bicyc"); err == nil ||
 		!strings.Contains(err.Error(), "/nonexistent/bicyc") {
 		t.Fatalf("--bicyc /nonexistent/bicyc: %v", err)
@@ -484,25 +544,14 @@ func TestSweepFailuresOnSlurm(t *testing.T) {
 	if len(jobs) != 3 || !strings.Contains(stdout, "wave 0 cells 0,2,4: job "+jobs[0]) || !strings.Contains(stdout, "wave 1 cells 1,3,5: job "+jobs[1]) {
 		t.Fatalf("submitted %v, want two job arrays and the report job:\n%s", jobs, stdout)
 	}
-	// Cell 4 waits for its turn behind cell 0 (--max-parallel 1).
-	if b, err := exec.CommandContext(ctx, "scancel", jobs[0]+"_4").CombinedOutput(); err != nil {
-		t.Fatalf("scancel %s_4: %v %s", jobs[0], err, b)
-	}
-	// Cell 1 starts once cell 0 has trained: by then its data directory
-	// is missing, so bicyc records its failure.
-	frozen := filepath.Join(out, sweep.CellsDir, "finetune-s0.yaml")
-	good, err := os.ReadFile(frozen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(frozen, []byte(strings.Replace(string(good), "/fashion-mnist\n", "/fashion-mnist-missing\n", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the jobs "+strings.Join(jobs, ", "), 7*time.Minute, func() bool {
-		b, err := exec.CommandContext(ctx, "squeue", "-h", "-j", strings.Join(jobs, ",")).Output()
-		return err == nil && strings.TrimSpace(string(b)) == ""
-	})
+	return jobs
+}
 
+// checkFailedCells (TestSweepFailuresOnSlurm): --status lists cells 1 and
+// 2 as failed with their job, cause and log, the others pending, and
+// exits with an error; cell 1's record names the task it ran as.
+func checkFailedCells(t *testing.T, ctx context.Context, out string, jobs []string) {
+	t.Helper()
 	status, _, err := bicyc(ctx, "sweep", "--out", out, "--status")
 	if err == nil || !strings.Contains(err.Error(), "2 of 6 cells failed") {
 		t.Errorf("--status with failed cells: error %v", err)
@@ -529,30 +578,21 @@ func TestSweepFailuresOnSlurm(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(out, sweep.CellsDir, "finetune-s0.json")); err != nil || json.Unmarshal(b, &o) != nil || o.SlurmJob != jobs[1]+"_0" {
 		t.Errorf("cells/finetune-s0.json: slurm job %q, want %s_0 (the task of its source's id) (%v)", o.SlurmJob, jobs[1], err)
 	}
-	// --max-parallel 1: cell 2's task started after cell 0's ended.
-	span := func(i int) (start, end string) {
-		b, _ := os.ReadFile(filepath.Join(out, sweep.CellLog(i)))
-		for _, line := range strings.Split(string(b), "\n") {
-			f := strings.Fields(line)
-			switch {
-			case len(f) > 2 && f[0] == "==" && strings.Contains(line, " job "):
-				start = f[1]
-			case len(f) > 2 && f[0] == "==" && strings.Contains(line, "exit status"):
-				end = f[1]
-			}
+}
+
+// cellSpan returns the times cell i's log says its task started and ended.
+func cellSpan(out string, i int) (start, end string) {
+	b, _ := os.ReadFile(filepath.Join(out, sweep.CellLog(i)))
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) > 2 && f[0] == "==" && strings.Contains(line, " job "):
+			start = f[1]
+		case len(f) > 2 && f[0] == "==" && strings.Contains(line, "exit status"):
+			end = f[1]
 		}
-		return start, end
 	}
-	s0, e0 := span(0)
-	s2, e2 := span(2)
-	if s0 == "" || e0 == "" || s2 == "" || e2 == "" || (s2 < e0 && s0 < e2) {
-		t.Errorf("with --max-parallel 1, cell 0 ran %s-%s and cell 2 %s-%s", s0, e0, s2, e2)
-	}
-	report, err := os.ReadFile(filepath.Join(out, "report.md"))
-	if err != nil || !strings.Contains(string(report), "bicyc-s1") {
-		b, _ := os.ReadFile(filepath.Join(out, sweep.LogsDir, "report.log"))
-		t.Errorf("report job: report.md %v\nlogs/report.log:\n%s", err, b)
-	}
+	return start, end
 }
 
 // TestClusterDocKubernetes runs the command of docs/cluster.md's

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bicyc/bicyc/gpu"
 	"github.com/bicyc/bicyc/kernels"
-	"github.com/bicyc/bicyc/models/cudaops"
 	"github.com/bicyc/bicyc/models/ops"
 )
 
@@ -21,7 +21,7 @@ type doctorReport struct {
 }
 
 func newDoctorCmd() *cobra.Command {
-	var asJSON, gpu bool
+	var asJSON, checkGPU bool
 	var gpuRuns int
 	var maxRelDiff float64
 	cmd := &cobra.Command{
@@ -39,9 +39,9 @@ per layer the largest relative differences and each device's step time. It exits
 layer ran on both devices within --max-rel-diff.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if gpu {
+			if checkGPU {
 				ops.UseOpenBLAS()
-				rep := cudaops.Check(cudaops.CheckOptions{Runs: gpuRuns, Tolerance: maxRelDiff})
+				rep := gpu.Check(gpu.CheckOptions{Runs: gpuRuns, Tolerance: maxRelDiff})
 				rep.CPUBLAS = "OpenBLAS, " + kernels.Current().Kernels + " kernels"
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -77,7 +77,7 @@ layer ran on both devices within --max-rel-diff.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().BoolVar(&gpu, "gpu", false, "compare layers run on the GPU (CUDA) with the CPU, as JSON")
+	cmd.Flags().BoolVar(&checkGPU, "gpu", false, "compare layers run on the GPU (CUDA) with the CPU, as JSON")
 	cmd.Flags().IntVar(&gpuRuns, "gpu-runs", 3, "with --gpu: timed steps per layer and device")
 	cmd.Flags().Float64Var(&maxRelDiff, "max-rel-diff", 1e-4, "with --gpu: largest relative difference accepted")
 	return cmd

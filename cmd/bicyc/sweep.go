@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/lockfile"
@@ -57,7 +58,21 @@ func newSweepCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sweep [--sweep <file>] [--config <file>] [--seeds <n>] [--methods <list>] [--ablation] [--out <dir>] [--set <key=value>]... [--quick] [--plan | --cell <n> | --wave <w> --wave-index <i> | --status | --submit slurm [--dry-run] | --emit k8s]",
 		Short: "Train a grid of runs (seeds x methods, optional L_bi x L_cyc ablation), then write the report",
-		Long: `sweep trains every run of a grid one after another: seeds 0..n-1 x methods, and with
+		Long:  sweepLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runSweepCmd(ctx, g, opts, cmd)
+		},
+	}
+	addSweepFlags(cmd.Flags(), opts)
+	cmd.MarkFlagsMutuallyExclusive(sweepModes...)
+	cmd.MarkFlagsRequiredTogether("wave", "wave-index")
+	return cmd
+}
+
+const sweepLong = `sweep trains every run of a grid one after another: seeds 0..n-1 x methods, and with
 --ablation the bicyc runs with loss.bi and/or loss.cyc off. Run i lives in
 <out>/<method>[-nobi|-nocyc|-nobi-nocyc]-s<seed>. A finished run is skipped and a started
 one resumed, so a sweep can be interrupted (Ctrl-C) and started again with the same
@@ -86,15 +101,11 @@ runs from their directories. Examples:
   bicyc sweep --out /shared/smoke --cell 2
   bicyc sweep --sweep configs/sweeps/smoke.yaml --out /shared/smoke --submit slurm --partition cpu --time 1:00:00 --cpus-per-task 2
   bicyc sweep --out /shared/smoke --status
-  bicyc sweep --sweep configs/sweeps/smoke.yaml --out /shared/smoke --emit k8s --image registry/bicyc:1 --claim sweeps`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return runSweepCmd(ctx, g, opts, cmd)
-		},
-	}
-	f := cmd.Flags()
+  bicyc sweep --sweep configs/sweeps/smoke.yaml --out /shared/smoke --emit k8s --image registry/bicyc:1 --claim sweeps`
+
+// addSweepFlags defines sweep's flags into opts: the grid, the mode (plan, cell, wave, status, submit,
+// emit), then Slurm's options and Kubernetes'.
+func addSweepFlags(f *pflag.FlagSet, opts *sweepOptions) {
 	f.StringVar(&opts.file, "sweep", "", "sweep definition `file` (configs/sweeps/)")
 	f.IntVar(&opts.seeds, "seeds", 3, "number of seeds `n` (seeds 0..n-1)")
 	f.StringSliceVar(&opts.methods, "methods", methodsFlag(config.Methods()), "comma-separated `methods`")
@@ -133,9 +144,6 @@ runs from their directories. Examples:
 	f.StringToStringVar(&opts.k8s.NodeSelector, "node-selector", nil, "Kubernetes: run the pods on nodes with this label, `key=value` (repeatable)")
 	f.StringArrayVar(&opts.k8s.Tolerations, "toleration", nil, "Kubernetes: tolerate the taint `key[=value]:effect` (repeatable)")
 	f.IntVar(&opts.k8s.GPUs, "gpus", 0, "Kubernetes: `n` GPUs per cell (nvidia.com/gpu)")
-	cmd.MarkFlagsMutuallyExclusive(sweepModes...)
-	cmd.MarkFlagsRequiredTogether("wave", "wave-index")
-	return cmd
 }
 
 // runSweepCmd does what the flags ask: run every cell here, or one of the

@@ -111,8 +111,32 @@ func TestImageRuns(t *testing.T) {
 	if *imageFlag == "" {
 		t.Skip("needs -image (make test-image)")
 	}
-	// docs/cluster.md's commands name the file and reference make image
-	// writes by default, as this test loads them.
+	checkDocsLoadImage(t)
+	out := podman(t, "load", "-i", *imageFlag)
+	if !strings.Contains(out, *refFlag) {
+		t.Fatalf("podman load did not load %s:\n%s", *refFlag, out)
+	}
+	if user := strings.TrimSpace(podman(t, "image", "inspect", "--format", "{{.Config.User}}", *refFlag)); user != "10001:10001" {
+		t.Fatalf("image user %q, want the non-root 10001:10001", user)
+	}
+	model := trainInContainer(t)
+	base := serveFromContainer(t, model)
+	images := exifImages(t)
+	served := serveDistances(t, base, images)
+	local := localResults(t, model, images)
+	for i, r := range local {
+		for _, p := range r.Predictions {
+			if got := served[i][p.ClassID]; got != p.Distance {
+				t.Errorf("%s, class %d: served from the image %v, on this machine %v", images[i], p.ClassID, got, p.Distance)
+			}
+		}
+	}
+}
+
+// checkDocsLoadImage: docs/cluster.md's commands name the file and
+// reference make image writes by default, as TestImageRuns loads them.
+func checkDocsLoadImage(t *testing.T) {
+	t.Helper()
 	md, err := os.ReadFile("../../docs/cluster.md")
 	if err != nil {
 		t.Fatal(err)
@@ -121,14 +145,12 @@ func TestImageRuns(t *testing.T) {
 		!strings.Contains(string(md), "\npodman load -i build/image/bicyc.tar ") || !strings.Contains(string(md), "`localhost/bicyc:dev`") {
 		t.Errorf("docs/cluster.md does not load %s as %s", *imageFlag, *refFlag)
 	}
-	out := podman(t, "load", "-i", *imageFlag)
-	if !strings.Contains(out, *refFlag) {
-		t.Fatalf("podman load did not load %s:\n%s", *refFlag, out)
-	}
-	if user := strings.TrimSpace(podman(t, "image", "inspect", "--format", "{{.Config.User}}", *refFlag)); user != "10001:10001" {
-		t.Fatalf("image user %q, want the non-root 10001:10001", user)
-	}
+}
 
+// trainInContainer trains a small quick run inside the image and returns
+// its model directory on this machine.
+func trainInContainer(t *testing.T) string {
+	t.Helper()
 	work := t.TempDir()
 	if err := os.Chmod(work, 0o777); err != nil { // the container's user writes the run there
 		t.Fatal(err)
@@ -144,8 +166,13 @@ func TestImageRuns(t *testing.T) {
 	if !strings.Contains(log, "task 2 done") {
 		t.Fatalf("training in the container did not finish its second task:\n%s", log)
 	}
-	model := filepath.Join(work, "runs", "m", "model")
+	return filepath.Join(work, "runs", "m", "model")
+}
 
+// serveFromContainer serves model from the image and returns the server's
+// base URL once it is ready and its gRPC health answers.
+func serveFromContainer(t *testing.T, model string) string {
+	t.Helper()
 	// The server runs as KServe would start it: the ClusterServingRuntime's
 	// command and arguments, the model mounted where KServe's storage
 	// initializer puts it, only the ports moved to free ones on this host.
@@ -160,7 +187,12 @@ func TestImageRuns(t *testing.T) {
 	if out, err := exec.Command(probe, "-addr", fmt.Sprintf("127.0.0.1:%d", grpcPort)).CombinedOutput(); err != nil {
 		t.Errorf("gRPC health of the served image (%s, installed by scripts/setup.sh): %v\n%s", probe, err, out)
 	}
+	return base
+}
 
+// exifImages are the decoder tests' EXIF-oriented images.
+func exifImages(t *testing.T) []string {
+	t.Helper()
 	var images []string
 	all, _ := filepath.Glob("../../imaging/testdata/exif/*")
 	for _, p := range all {
@@ -171,8 +203,12 @@ func TestImageRuns(t *testing.T) {
 	if len(images) < 5 {
 		t.Fatalf("test images: found %d in imaging/testdata/exif", len(images))
 	}
-	served := serveDistances(t, base, images)
+	return images
+}
 
+// localResults classifies images with model on this machine.
+func localResults(t *testing.T, model string, images []string) []infer.Result {
+	t.Helper()
 	c, err := infer.Open(context.Background(), model)
 	if err != nil {
 		t.Fatal(err)
@@ -190,13 +226,7 @@ func TestImageRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, r := range results {
-		for _, p := range r.Predictions {
-			if got := served[i][p.ClassID]; got != p.Distance {
-				t.Errorf("%s, class %d: served from the image %v, on this machine %v", images[i], p.ClassID, got, p.Distance)
-			}
-		}
-	}
+	return results
 }
 
 // runtimeCommand is the command of deploy/kserve/clusterservingruntime.yaml's

@@ -66,15 +66,10 @@ func main() {
 }
 
 func run(binDir, ortDir, gpuDir, data, certs, ref, revision, out, epoch string) error {
-	created := time.Unix(0, 0).UTC()
-	if epoch != "" {
-		s, err := strconv.ParseInt(epoch, 10, 64)
-		if err != nil {
-			return fmt.Errorf("--epoch %q: want seconds since 1970", epoch)
-		}
-		created = time.Unix(s, 0).UTC()
+	created, err := createdTime(epoch)
+	if err != nil {
+		return err
 	}
-
 	bins := []string{filepath.Join(binDir, "bicyc"), filepath.Join(binDir, "bicyc-infer")}
 	ortLib, err := filepath.EvalSymlinks(filepath.Join(ortDir, "libonnxruntime.so"))
 	if err != nil {
@@ -86,7 +81,54 @@ func run(binDir, ortDir, gpuDir, data, certs, ref, revision, out, epoch string) 
 	if err != nil {
 		return err
 	}
+	dataFiles, err := dirEntries(data, data)
+	if err != nil {
+		return err
+	}
+	var layers []ociimage.Layer
+	for _, l := range []struct {
+		entries []ociimage.Entry
+		comment string
+	}{
+		{systemEntries(certs, interp, libs), "system: user bicyc, CA certificates, shared libraries"},
+		{dataFiles, "data: Fashion-MNIST"},
+		{appEntries(bins, ortLib), "bicyc, bicyc-infer, ONNX Runtime"},
+	} {
+		layer, err := ociimage.BuildLayer(l.entries, created, l.comment)
+		if err != nil {
+			return err
+		}
+		layers = append(layers, layer)
+	}
+	cfg := imageConfig(revision)
+	images := []ociimage.Image{{Ref: ref, Layers: layers, Config: cfg}}
+	if gpuDir != "" {
+		gpu, err := gpuImage(gpuDir, ref, layers, cfg, created)
+		if err != nil {
+			return err
+		}
+		images = append(images, gpu)
+	}
+	return writeArchive(out, images, created)
+}
 
+// createdTime is the images' creation time and every file's: epoch (seconds since 1970), or 1970 itself
+// when empty.
+func createdTime(epoch string) (time.Time, error) {
+	if epoch == "" {
+		return time.Unix(0, 0).UTC(), nil
+	}
+	s, err := strconv.ParseInt(epoch, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--epoch %q: want seconds since 1970", epoch)
+	}
+	return time.Unix(s, 0).UTC(), nil
+}
+
+// systemEntries are the system layer's files: the user, name service and CA certificates (from certs), a
+// machine-id, /tmp and the home directory, and the shared libraries libs (image name to file) with the
+// loader interp.
+func systemEntries(certs, interp string, libs map[string]string) []ociimage.Entry {
 	system := []ociimage.Entry{
 		{Path: "/etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/sbin/nologin\nbicyc:x:10001:10001:bicyc:/home/bicyc:/sbin/nologin\n")},
 		{Path: "/etc/group", Mode: 0o644, Data: []byte("root:x:0:\nbicyc:x:10001:\n")},
@@ -107,32 +149,22 @@ func run(binDir, ortDir, gpuDir, data, certs, ref, revision, out, epoch string) 
 	for _, name := range slices.Sorted(maps.Keys(libs)) {
 		system = append(system, ociimage.Entry{Path: imageLibDir + "/" + name, Mode: 0o755, Source: libs[name]})
 	}
-	dataFiles, err := dirEntries(data, data)
-	if err != nil {
-		return err
-	}
-	app := []ociimage.Entry{
+	return system
+}
+
+// appEntries are the application layer's files: bicyc and bicyc-infer (bins) and ONNX Runtime (ortLib)
+// where infer looks for it.
+func appEntries(bins []string, ortLib string) []ociimage.Entry {
+	return []ociimage.Entry{
 		{Path: "/usr/local/bin/bicyc", Mode: 0o755, Source: bins[0]},
 		{Path: "/usr/local/bin/bicyc-infer", Mode: 0o755, Source: bins[1]},
 		{Path: infer.InstalledLibraryPath, Link: filepath.Base(ortLib)},
 		{Path: filepath.Dir(infer.InstalledLibraryPath) + "/" + filepath.Base(ortLib), Mode: 0o644, Source: ortLib},
 	}
+}
 
-	var layers []ociimage.Layer
-	for _, l := range []struct {
-		entries []ociimage.Entry
-		comment string
-	}{
-		{system, "system: user bicyc, CA certificates, shared libraries"},
-		{dataFiles, "data: Fashion-MNIST"},
-		{app, "bicyc, bicyc-infer, ONNX Runtime"},
-	} {
-		layer, err := ociimage.BuildLayer(l.entries, created, l.comment)
-		if err != nil {
-			return err
-		}
-		layers = append(layers, layer)
-	}
+// imageConfig is the image's user, environment, command and labels (the commit revision when known).
+func imageConfig(revision string) ociimage.Config {
 	labels := map[string]string{
 		"org.opencontainers.image.title":       "bicyc",
 		"org.opencontainers.image.description": "bicyc (training, sweeps) and bicyc-infer (classification, serving) with ONNX Runtime and Fashion-MNIST",
@@ -140,29 +172,32 @@ func run(binDir, ortDir, gpuDir, data, certs, ref, revision, out, epoch string) 
 	if revision != "" {
 		labels["org.opencontainers.image.revision"] = revision
 	}
-	cfg := ociimage.Config{
+	return ociimage.Config{
 		User:       fmt.Sprintf("%d:%d", uid, uid),
 		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home},
 		Cmd:        []string{"bicyc", "--help"},
 		WorkingDir: home,
 		Labels:     labels,
 	}
-	images := []ociimage.Image{{Ref: ref, Layers: layers, Config: cfg}}
+}
 
-	if gpuDir != "" {
-		gpu, err := dirEntries(gpuDir, filepath.Dir(infer.InstalledLibraryPath)+"/gpu")
-		if err != nil {
-			return err
-		}
-		layer, err := ociimage.BuildLayer(gpu, created, "ONNX Runtime's CUDA and TensorRT providers")
-		if err != nil {
-			return err
-		}
-		gcfg := cfg
-		gcfg.Env = append(append([]string(nil), cfg.Env...), "BICYC_ORT_LIB="+filepath.Dir(infer.InstalledLibraryPath)+"/gpu/libonnxruntime.so")
-		images = append(images, ociimage.Image{Ref: ref + "-gpu", Layers: append(append([]ociimage.Layer(nil), layers...), layer), Config: gcfg})
+// gpuImage is the image ref-gpu: layers and one more with ONNX Runtime's GPU providers from gpuDir, and
+// cfg with BICYC_ORT_LIB naming the GPU build.
+func gpuImage(gpuDir, ref string, layers []ociimage.Layer, cfg ociimage.Config, created time.Time) (ociimage.Image, error) {
+	gpu, err := dirEntries(gpuDir, filepath.Dir(infer.InstalledLibraryPath)+"/gpu")
+	if err != nil {
+		return ociimage.Image{}, err
 	}
+	layer, err := ociimage.BuildLayer(gpu, created, "ONNX Runtime's CUDA and TensorRT providers")
+	if err != nil {
+		return ociimage.Image{}, err
+	}
+	cfg.Env = append(append([]string(nil), cfg.Env...), "BICYC_ORT_LIB="+filepath.Dir(infer.InstalledLibraryPath)+"/gpu/libonnxruntime.so")
+	return ociimage.Image{Ref: ref + "-gpu", Layers: append(append([]ociimage.Layer(nil), layers...), layer), Config: cfg}, nil
+}
 
+// writeArchive writes the images' archive to out.tmp, then renames it to out.
+func writeArchive(out string, images []ociimage.Image, created time.Time) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}

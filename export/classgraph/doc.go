@@ -14,4 +14,6 @@
 //
 // Errors about the tables wrap ErrTables; about a backbone.onnx that
 // cannot be extended, ErrONNX.
+//
+// May import: export/onnxgraph, export/onnxpb, bundle, gauss.
 package classgraph

@@ -11,4 +11,6 @@
 // not exist yet, an initializer whose shape and data disagree) panics
 // with an "onnxgraph: " message: the graphs are built from code, never
 // from outside data.
+//
+// May import: export/onnxpb.
 package onnxgraph

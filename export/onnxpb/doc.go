@@ -10,4 +10,6 @@
 // longer collides with this one, which would panic at start.
 //
 // Do not edit onnx.pb.go by hand; rerun the script.
+//
+// May import: nothing of bicyc (generated protobuf).
 package onnxpb

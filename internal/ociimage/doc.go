@@ -10,4 +10,6 @@
 // The formats are the OCI Image Format Specification v1.1 (image layout,
 // manifest, configuration) and the docker-archive manifest.json that
 // `docker save` writes beside it.
+//
+// May import: nothing of bicyc.
 package ociimage

@@ -52,43 +52,12 @@ func WriteArchive(w io.Writer, images []Image, created time.Time) error {
 	var index []descriptor
 	var docker []map[string]any
 	for _, img := range images {
-		if !strings.Contains(img.Ref, ":") {
-			return fmt.Errorf("ociimage: reference %q has no tag", img.Ref)
-		}
-		cfg, err := json.Marshal(configFile(img, created))
+		man, dockerEntry, err := addImage(blobs, img, created)
 		if err != nil {
 			return err
 		}
-		cfgDigest := digest(cfg)
-		blobs[cfgDigest] = cfg
-		m := map[string]any{
-			"schemaVersion": 2, "mediaType": mediaManifest,
-			"config": descriptor{MediaType: mediaConfig, Digest: cfgDigest, Size: len(cfg)},
-		}
-		var layers []descriptor
-		var dockerLayers []string
-		for _, l := range img.Layers {
-			blobs[l.Digest] = l.Blob
-			layers = append(layers, descriptor{MediaType: mediaLayer, Digest: l.Digest, Size: len(l.Blob)})
-			dockerLayers = append(dockerLayers, blobPath(l.Digest))
-		}
-		m["layers"] = layers
-		man, err := json.Marshal(m)
-		if err != nil {
-			return err
-		}
-		manDigest := digest(man)
-		blobs[manDigest] = man
-		index = append(index, descriptor{
-			MediaType: mediaManifest, Digest: manDigest, Size: len(man),
-			Annotations: map[string]string{
-				"io.containerd.image.name":          img.Ref,
-				"org.opencontainers.image.ref.name": img.Ref[strings.LastIndex(img.Ref, ":")+1:],
-			},
-		})
-		docker = append(docker, map[string]any{
-			"Config": blobPath(cfgDigest), "RepoTags": []string{img.Ref}, "Layers": dockerLayers,
-		})
+		index = append(index, man)
+		docker = append(docker, dockerEntry)
 	}
 	idx, err := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": mediaIndex, "manifests": index})
 	if err != nil {
@@ -98,7 +67,62 @@ func WriteArchive(w io.Writer, images []Image, created time.Time) error {
 	if err != nil {
 		return err
 	}
+	return writeTar(w, blobs, created, []namedFile{
+		{"oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)},
+		{"index.json", idx},
+		{"manifest.json", dm},
+	})
+}
 
+// addImage adds img's config, layers and manifest to blobs (digest to content) and returns the manifest's
+// descriptor for the OCI index and the image's entry of docker-archive's manifest.json.
+func addImage(blobs map[string][]byte, img Image, created time.Time) (descriptor, map[string]any, error) {
+	if !strings.Contains(img.Ref, ":") {
+		return descriptor{}, nil, fmt.Errorf("ociimage: reference %q has no tag", img.Ref)
+	}
+	cfg, err := json.Marshal(configFile(img, created))
+	if err != nil {
+		return descriptor{}, nil, err
+	}
+	cfgDigest := digest(cfg)
+	blobs[cfgDigest] = cfg
+	m := map[string]any{
+		"schemaVersion": 2, "mediaType": mediaManifest,
+		"config": descriptor{MediaType: mediaConfig, Digest: cfgDigest, Size: len(cfg)},
+	}
+	var layers []descriptor
+	var dockerLayers []string
+	for _, l := range img.Layers {
+		blobs[l.Digest] = l.Blob
+		layers = append(layers, descriptor{MediaType: mediaLayer, Digest: l.Digest, Size: len(l.Blob)})
+		dockerLayers = append(dockerLayers, blobPath(l.Digest))
+	}
+	m["layers"] = layers
+	man, err := json.Marshal(m)
+	if err != nil {
+		return descriptor{}, nil, err
+	}
+	manDigest := digest(man)
+	blobs[manDigest] = man
+	d := descriptor{
+		MediaType: mediaManifest, Digest: manDigest, Size: len(man),
+		Annotations: map[string]string{
+			"io.containerd.image.name":          img.Ref,
+			"org.opencontainers.image.ref.name": img.Ref[strings.LastIndex(img.Ref, ":")+1:],
+		},
+	}
+	return d, map[string]any{"Config": blobPath(cfgDigest), "RepoTags": []string{img.Ref}, "Layers": dockerLayers}, nil
+}
+
+// namedFile is a file at the archive's top level.
+type namedFile struct {
+	name string
+	data []byte
+}
+
+// writeTar writes the archive: the blob directories, the blobs in digest order, then files, every entry
+// dated created.
+func writeTar(w io.Writer, blobs map[string][]byte, created time.Time, files []namedFile) error {
 	tw := tar.NewWriter(w)
 	put := func(name string, b []byte) error {
 		h := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(b)), ModTime: created, Typeflag: tar.TypeReg}
@@ -123,14 +147,7 @@ func WriteArchive(w io.Writer, images []Image, created time.Time) error {
 			return err
 		}
 	}
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{
-		{"oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)},
-		{"index.json", idx},
-		{"manifest.json", dm},
-	} {
+	for _, f := range files {
 		if err := put(f.name, f.data); err != nil {
 			return err
 		}

@@ -206,7 +206,7 @@ func (bn *BatchNorm) CheckStats() error {
 
 // EvalAffine returns the evaluation mode as one affine map per channel, y = a·x + b with a = γ/σ and
 // b = β − a·μ from the running statistics, and 1/σ, each computed in float64 as Apply computes them; or
-// CheckStats's error. The GPU's evaluation-mode batch norm (models/cudaops) applies them.
+// CheckStats's error. The GPU's evaluation-mode batch norm (gpu/internal/cudaops) applies them.
 func (bn *BatchNorm) EvalAffine(gamma, beta []float32) (a, b []float32, invStd []float64, err error) {
 	if len(gamma) != bn.Channels || len(beta) != bn.Channels || len(bn.RunningMean) != bn.Channels || len(bn.RunningVar) != bn.Channels {
 		return nil, nil, nil, fmt.Errorf("batch norm: %d, %d parameters and %d, %d running statistics for %d channels: %w",

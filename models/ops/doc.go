@@ -41,4 +41,6 @@
 // winners, the batch-norm statistics, GELU's derivative), so a graph must run forward and backward in one
 // RunAll and must not be run by two machines at the same time. The package-level functions are safe for
 // concurrent use.
+//
+// May import: models/ops/internal/vector, kernels; never data, train, export.
 package ops

@@ -1,6 +1,6 @@
 // Package optim holds the optimiser bicyc trains with: SGD with momentum, weight decay and global
 // gradient-norm clipping, as a gorgonia Solver on the CPU. Its clipping rule (ClipScale) is shared with the
-// GPU's SGD of package models/cudaops, whose update kernel computes the same per-element arithmetic.
+// GPU's SGD of package gpu/internal/cudaops, whose update kernel computes the same per-element arithmetic.
 package optim
 
 import (

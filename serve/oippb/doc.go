@@ -15,4 +15,6 @@
 // binary (another module's generated client, say) collides with this one
 // in the protobuf registry, which panics at start unless
 // GOLANG_PROTOBUF_REGISTRATION_CONFLICT=warn is set.
+//
+// May import: nothing of bicyc (generated protobuf and gRPC).
 package oippb

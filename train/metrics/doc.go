@@ -16,4 +16,6 @@
 // Tasks and steps are numbered from 0 (the paper numbers them from 1).
 // Functions never modify their arguments; a Matrix is not safe for concurrent
 // mutation, but concurrent reads are fine.
+//
+// May import: nothing of bicyc (the ground floor).
 package metrics

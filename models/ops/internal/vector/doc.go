@@ -9,4 +9,6 @@
 // run their AVX2 version. Results may differ from the Go versions, and between the two widths, by
 // rounding: the kernels fuse multiply-adds and sum in eight or sixteen lanes. The kernels read and write
 // only the slices they are given and are safe for concurrent use on disjoint slices.
+//
+// May import: nothing of bicyc.
 package vector

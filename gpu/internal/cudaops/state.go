@@ -5,7 +5,7 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"github.com/bicyc/bicyc/models/cuda"
+	"github.com/bicyc/bicyc/gpu/internal/cuda"
 	"github.com/bicyc/bicyc/models/ops"
 )
 

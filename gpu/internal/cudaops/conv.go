@@ -10,7 +10,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/bicyc/bicyc/models/cuda"
+	"github.com/bicyc/bicyc/gpu/internal/cuda"
 	"github.com/bicyc/bicyc/models/ops"
 )
 
@@ -101,6 +101,15 @@ func (s *convState) ready() error {
 		}
 	}
 	s.conv = c
+	return nil
+}
+
+// ConvAlgos returns the cuDNN algorithms the convolution n (a Conv2d output) ran with: forward, data gradient,
+// filter gradient; nil for another node or before its first run.
+func ConvAlgos(n *G.Node) []int32 {
+	if op, ok := n.Op().(*convOp); ok && op.s.conv != nil {
+		return op.s.conv.Algos[:]
+	}
 	return nil
 }
 

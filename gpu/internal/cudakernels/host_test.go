@@ -13,7 +13,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"github.com/bicyc/bicyc/models/cuda"
+	"github.com/bicyc/bicyc/gpu/internal/cuda"
 )
 
 // host is the host build of the kernels (HostLibrary), loaded once by TestMain.

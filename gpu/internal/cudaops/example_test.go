@@ -6,7 +6,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/bicyc/bicyc/models/cudaops"
+	"github.com/bicyc/bicyc/gpu/internal/cudaops"
 )
 
 // A convolution layer on the GPU inside an ordinary gorgonia graph: building and differentiating it needs

@@ -1,4 +1,4 @@
-package cudaops
+package gpu
 
 import (
 	"encoding/json"
@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bicyc/bicyc/models/internal/cudamock"
+	"github.com/bicyc/bicyc/gpu/internal/cudamock"
 )
 
 // mockChildEnv marks the child process of TestCheckOnMock.
-const mockChildEnv = "BICYC_CUDAOPS_MOCK_CHILD"
+const mockChildEnv = "BICYC_GPU_MOCK_CHILD"
 
 // TestCheckOnMock runs the device check with the CPU stand-in for the CUDA libraries (package
-// models/internal/cudamock) in a child process (cuda.Open loads once per process): every GPU op must then match
+// gpu/internal/cudamock) in a child process (cuda.Open loads once per process): every GPU op must then match
 // the CPU op to 1e-4, which checks the ops' wiring — which device buffer feeds which cuDNN, cuBLAS or kernel
 // argument, the gradients' buffers, uploads shared by two gradient ops — but not CUDA itself.
 func TestCheckOnMock(t *testing.T) {

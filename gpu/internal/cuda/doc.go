@@ -1,7 +1,7 @@
 // Package cuda loads NVIDIA's CUDA libraries at run time and calls the few functions bicyc's GPU ops need:
 // device memory (the CUDA runtime), matrix products (cuBLAS), convolutions, max pooling and batch norm
 // (cuDNN 9's legacy API), and kernels compiled at run time (NVRTC; their sources are in package
-// models/cudakernels) and launched through the driver API.
+// gpu/internal/cudakernels) and launched through the driver API.
 //
 // Nothing here links against CUDA: the libraries are opened with dlopen (github.com/ebitengine/purego, which
 // also works in binaries built with CGO_ENABLED=0), so every bicyc binary builds and runs on a machine
@@ -31,4 +31,6 @@
 // CUBLAS_TF32_TENSOR_OP_MATH) and cuDNN convolutions in CUDNN_FMA_MATH, so float32 stays float32 and results
 // can be compared with the CPU's to about 1e-5 relative; the device check would show TF32 as differences
 // near 1e-3.
+//
+// May import: nothing of bicyc; only gpu/... can import it.
 package cuda

@@ -9,7 +9,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/bicyc/bicyc/models/cuda"
+	"github.com/bicyc/bicyc/gpu/internal/cuda"
 	"github.com/bicyc/bicyc/models/ops"
 )
 

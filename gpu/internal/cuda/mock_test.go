@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bicyc/bicyc/models/cudakernels"
-	"github.com/bicyc/bicyc/models/internal/cudamock"
+	"github.com/bicyc/bicyc/gpu/internal/cudakernels"
+	"github.com/bicyc/bicyc/gpu/internal/cudamock"
 )
 
-// openMock loads the CPU stand-in for the CUDA libraries (package models/internal/cudamock) into a
+// openMock loads the CPU stand-in for the CUDA libraries (package gpu/internal/cudamock) into a
 // Runtime of its own.
 func openMock(t *testing.T) *Runtime {
 	t.Helper()

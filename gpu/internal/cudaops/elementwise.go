@@ -9,13 +9,13 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/bicyc/bicyc/models/cuda"
-	"github.com/bicyc/bicyc/models/cudakernels"
+	"github.com/bicyc/bicyc/gpu/internal/cuda"
+	"github.com/bicyc/bicyc/gpu/internal/cudakernels"
 	"github.com/bicyc/bicyc/models/ops"
 )
 
 // elementwise is a float32 op computed by two kernels NVRTC compiles at run time (their sources in package
-// models/cudakernels): forward(x, y, n) and backward(saved, dy, dx, n), where saved is the forward's input x
+// gpu/internal/cudakernels): forward(x, y, n) and backward(saved, dy, dx, n), where saved is the forward's input x
 // or output y, left on the device by the forward op.
 type elementwise struct {
 	name                  string // "relu"

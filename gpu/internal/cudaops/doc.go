@@ -1,12 +1,12 @@
 // Package cudaops provides gorgonia ops that compute on an NVIDIA GPU through package cuda, each with its
 // gradients: the 2-D convolution, max pooling and training-mode batch norm (cuDNN), the matrix product
 // (cuBLAS), and, through kernels NVRTC compiles at run time from the CUDA C sources of package
-// models/cudakernels, ReLU and GELU, the channel bias add, global average pooling, the evaluation-mode batch
+// gpu/internal/cudakernels, ReLU and GELU, the channel bias add, global average pooling, the evaluation-mode batch
 // norm (optional fused ReLU) and the softmax cross-entropy; and SGD, optim.SGD's update (momentum, weight
 // decay, global-norm clipping) as a gorgonia Solver. They are ordinary gorgonia Ops, built, differentiated
 // (G.Grad) and run on a G.TapeMachine like the CPU ops of models/ops, whose conventions they share: NCHW,
 // construction errors wrapping ops.ErrShape, forward and backward in one RunAll. Convolution, pooling and
-// product take float32 or float64; the others float32. Check compares them with the CPU ops (bicyc doctor
+// product take float32 or float64; the others float32. gpu.Check compares them with the CPU ops (bicyc doctor
 // --gpu, bicyc-gpucheck).
 //
 // This is bicyc's own GPU path inside gorgonia graphs, not gorgonia's CUDA backend (build tag cuda), which
@@ -28,4 +28,6 @@
 // (SGD.Free those of a solver).
 //
 // Concurrency: an op instance owns its buffers; a graph must not be run by two machines at once.
+//
+// May import: gpu/internal/cuda, gpu/internal/cudakernels, models/ops, models/optim; only gpu/... can import it.
 package cudaops

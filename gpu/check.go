@@ -1,7 +1,6 @@
-package cudaops
+package gpu
 
 import (
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -13,7 +12,8 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/bicyc/bicyc/models/cuda"
+	"github.com/bicyc/bicyc/gpu/internal/cuda"
+	"github.com/bicyc/bicyc/gpu/internal/cudaops"
 	"github.com/bicyc/bicyc/models/ops"
 	"github.com/bicyc/bicyc/models/optim"
 )
@@ -94,7 +94,7 @@ type CaseReport struct {
 	LossGPU float64         `json:"loss_gpu,omitempty"`
 	Diffs   map[string]Diff `json:"diffs,omitempty"` // "out", then the gradient of each input ("dx", "dw" or "da", "db")
 	// Step times: one RunAll of forward and gradients, the median of Runs. The GPU's includes the copies
-	// between host and device of this first slice (see the package doc).
+	// between host and device of this first slice (see gpu/internal/cudaops's package doc).
 	CPUMillis       float64 `json:"cpu_ms_per_step"`
 	GPUMillis       float64 `json:"gpu_ms_per_step,omitempty"`
 	CPUImagesPerSec float64 `json:"cpu_images_per_second"`
@@ -117,7 +117,7 @@ type CheckReport struct {
 	OK bool `json:"ok"`
 }
 
-// Check runs each case's forward pass and gradients on the CPU (models/ops) and on the GPU (this package)
+// Check runs each case's forward pass and gradients on the CPU (models/ops) and on the GPU (gpu/internal/cudaops)
 // from the same inputs, in float32, and compares them. Without CUDA it still measures the CPU and reports
 // why the GPU could not run.
 func Check(opt CheckOptions) CheckReport {
@@ -167,28 +167,12 @@ func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) (cr CaseRep
 	if len(c.SGD) > 0 {
 		return checkSGD(c, opt, rng, gpu)
 	}
-	inShapes, batch, err := c.shapes()
+	inputs, batch, err := caseInputs(c, rng)
 	if err != nil {
 		cr.Error = err.Error()
 		return cr
 	}
-	inputs := make([]*tensor.Dense, len(inShapes))
-	for i, s := range inShapes {
-		inputs[i] = randomTensor(rng, s, 1/math.Sqrt(float64(fanIn(c, i, s))))
-	}
-	if c.Func == "crossentropy" { // logits of a few units, one-hot targets
-		inputs[0] = randomTensor(rng, inShapes[0], 4)
-		inputs[1] = tensor.New(tensor.Of(tensor.Float32), tensor.WithShape(inShapes[1]...))
-		for b := 0; b < c.X[0]; b++ {
-			inputs[1].Float32s()[b*c.X[1]+rng.IntN(c.X[1])] = 1
-		}
-	}
-	progress := func(format string, args ...any) {
-		if opt.Progress != nil {
-			fmt.Fprintf(opt.Progress, "check %s: "+format+"\n", append([]any{c.Name}, args...)...)
-		}
-	}
-	progress("cpu")
+	progress(opt, c, "cpu")
 	cpu, err := buildLayer(c, inputs, false)
 	if err != nil {
 		cr.Error = "cpu graph: " + err.Error()
@@ -207,7 +191,7 @@ func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) (cr CaseRep
 		cr.Error = "gpu: not run (cuda unavailable)"
 		return cr
 	}
-	progress("gpu")
+	progress(opt, c, "gpu")
 	dev, err := buildLayer(c, inputs, true)
 	if err != nil {
 		cr.Error = "gpu graph: " + err.Error()
@@ -215,7 +199,7 @@ func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) (cr CaseRep
 	}
 	defer dev.m.Close()
 	defer func() {
-		if err := Release(dev.g); err != nil && cr.Error == "" {
+		if err := cudaops.Release(dev.g); err != nil && cr.Error == "" {
 			cr.Error = "gpu release: " + err.Error()
 		}
 	}()
@@ -224,12 +208,46 @@ func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) (cr CaseRep
 		cr.Error = "gpu run: " + err.Error()
 		return cr
 	}
-	if op, ok := dev.out.Op().(*convOp); ok && op.s.conv != nil {
-		cr.ConvAlgos = op.s.conv.Algos[:]
-	}
+	cr.ConvAlgos = cudaops.ConvAlgos(dev.out)
 	cr.GPUMillis = ms(gpuDur)
 	cr.GPUImagesPerSec = float64(batch) / gpuDur.Seconds()
 	cr.LossGPU = scalar(dev.loss)
+	cr.compareLayers(cpu, dev)
+	cr.WithinTolerance = cr.MaxRelDiff <= opt.Tolerance
+	return cr
+}
+
+// progress writes a line to opt.Progress, if set, before a device of case c runs.
+func progress(opt CheckOptions, c CheckCase, device string) {
+	if opt.Progress != nil {
+		fmt.Fprintf(opt.Progress, "check %s: %s\n", c.Name, device)
+	}
+}
+
+// caseInputs draws the case's inputs from rng, scaled to unit-sized outputs, and returns its batch size.
+func caseInputs(c CheckCase, rng *rand.Rand) ([]*tensor.Dense, int, error) {
+	inShapes, batch, err := c.shapes()
+	if err != nil {
+		return nil, 0, err
+	}
+	inputs := make([]*tensor.Dense, len(inShapes))
+	for i, s := range inShapes {
+		inputs[i] = randomTensor(rng, s, 1/math.Sqrt(float64(fanIn(c, i, s))))
+	}
+	if c.Func == "crossentropy" { // logits of a few units, one-hot targets
+		inputs[0] = randomTensor(rng, inShapes[0], 4)
+		inputs[1] = tensor.New(tensor.Of(tensor.Float32), tensor.WithShape(inShapes[1]...))
+		for b := 0; b < c.X[0]; b++ {
+			inputs[1].Float32s()[b*c.X[1]+rng.IntN(c.X[1])] = 1
+		}
+	}
+	return inputs, batch, nil
+}
+
+// compareLayers sets the diffs of the output, each input's gradient and, for a batch norm, the running
+// statistics, and the largest relative one.
+func (cr *CaseReport) compareLayers(cpu, dev *layerRun) {
+	c := cr.CheckCase
 	names := []string{"out", "dx", "dw"}
 	if c.Norm {
 		names = []string{"out", "dx", "dgamma", "dbeta"}
@@ -245,22 +263,15 @@ func checkCase(c CheckCase, opt CheckOptions, seed uint64, gpu bool) (cr CaseRep
 	pairs := append(G.Nodes{cpu.out}, cpu.grads...)
 	gpuPairs := append(G.Nodes{dev.out}, dev.grads...)
 	for i, name := range names {
-		d := compare(pairs[i].Value(), gpuPairs[i].Value())
-		cr.Diffs[name] = d
-		cr.MaxRelDiff = math.Max(cr.MaxRelDiff, d.MaxRel)
+		cr.Diffs[name] = compare(pairs[i].Value(), gpuPairs[i].Value())
 	}
 	if c.Norm {
-		for _, st := range []struct {
-			name     string
-			cpu, gpu []float32
-		}{{"running_mean", cpu.bn.RunningMean, dev.bn.RunningMean}, {"running_var", cpu.bn.RunningVar, dev.bn.RunningVar}} {
-			d := compare(tensor.New(tensor.WithBacking(st.cpu)), tensor.New(tensor.WithBacking(st.gpu)))
-			cr.Diffs[st.name] = d
-			cr.MaxRelDiff = math.Max(cr.MaxRelDiff, d.MaxRel)
-		}
+		cr.Diffs["running_mean"] = compare(tensor.New(tensor.WithBacking(cpu.bn.RunningMean)), tensor.New(tensor.WithBacking(dev.bn.RunningMean)))
+		cr.Diffs["running_var"] = compare(tensor.New(tensor.WithBacking(cpu.bn.RunningVar)), tensor.New(tensor.WithBacking(dev.bn.RunningVar)))
 	}
-	cr.WithinTolerance = cr.MaxRelDiff <= opt.Tolerance
-	return cr
+	for _, d := range cr.Diffs {
+		cr.MaxRelDiff = math.Max(cr.MaxRelDiff, d.MaxRel)
+	}
 }
 
 // shapes returns the case's input shapes and its batch size (images, or rows of a).
@@ -309,64 +320,12 @@ func buildLayer(c CheckCase, inputs []*tensor.Dense, gpu bool) (*layerRun, error
 	if err != nil {
 		return nil, err
 	}
-	var out *G.Node
-	var bn *ops.BatchNorm
-	switch {
-	case c.Norm && c.Eval:
-		bn = ops.NewBatchNorm(c.X[1])
-		for i := range bn.RunningMean { // fixed, channel-dependent running statistics
-			bn.RunningMean[i] = float32(0.1 * math.Sin(float64(i)))
-			bn.RunningVar[i] = float32(1 + 0.5*math.Cos(float64(i)))
-		}
-		if gpu {
-			out, err = BatchNormEval(bn, first, in[1], in[2], c.ReLU)
-		} else {
-			out, err = bn.Apply(first, in[1], in[2], false, c.ReLU)
-		}
-	case c.Norm:
-		bn = ops.NewBatchNorm(c.X[1])
-		if gpu {
-			out, err = BatchNorm(bn, first, in[1], in[2])
-		} else {
-			out, err = bn.Apply(first, in[1], in[2], true, false)
-		}
-	case c.Pool > 0 && gpu:
-		out, err = MaxPool(first, c.Pool, c.Stride, c.Pad)
-	case c.Pool > 0:
-		out, err = ops.MaxPool(first, c.Pool, c.Stride, c.Pad)
-	case c.Func == "relu" && gpu:
-		out, err = ReLU(first)
-	case c.Func == "relu":
-		out, err = ops.ReLU(first)
-	case c.Func == "gelu" && gpu:
-		out, err = GELU(first)
-	case c.Func == "gelu":
-		out, err = ops.GELU(first)
-	case c.Func == "bias" && gpu:
-		out, err = AddChannelBias(first, in[1])
-	case c.Func == "bias":
-		out, err = ops.AddChannelBias(first, in[1])
-	case c.Func == "avgpool" && gpu:
-		out, err = GlobalAvgPool(first)
-	case c.Func == "avgpool":
-		out, err = ops.GlobalAvgPool(first)
-	case c.Func == "crossentropy" && gpu:
-		out, err = CrossEntropy(first, in[1])
-	case c.Func == "crossentropy":
-		out, err = ops.CrossEntropy(first, in[1])
-	case c.Func == "mse" && gpu:
-		out, err = MeanSquaredError(first, in[1])
-	case c.Func == "mse":
-		out, err = ops.MeanSquaredError(first, in[1])
-	case c.A != nil && gpu:
-		out, err = MatMul(first, in[1])
-	case c.A != nil:
-		out, err = G.Mul(first, in[1])
-	case gpu:
-		out, err = Conv2d(first, in[1], c.Stride, c.Pad)
-	default:
-		out, err = ops.Conv2d(first, in[1], c.Stride, c.Pad)
+	bn := caseBatchNorm(c)
+	layer := cpuLayer
+	if gpu {
+		layer = gpuLayer
 	}
+	out, err := layer(c, bn, first, in)
 	if err != nil {
 		return nil, err
 	}
@@ -393,6 +352,75 @@ func buildLayer(c CheckCase, inputs []*tensor.Dense, gpu bool) (*layerRun, error
 		return nil, err
 	}
 	return &layerRun{g: g, bn: bn, m: G.NewTapeMachine(g), out: out, loss: loss, grads: grads}, nil
+}
+
+// caseBatchNorm returns the batch norm layer of a Norm case, nil for another: in evaluation mode with
+// fixed, channel-dependent running statistics.
+func caseBatchNorm(c CheckCase) *ops.BatchNorm {
+	if !c.Norm {
+		return nil
+	}
+	bn := ops.NewBatchNorm(c.X[1])
+	if c.Eval {
+		for i := range bn.RunningMean {
+			bn.RunningMean[i] = float32(0.1 * math.Sin(float64(i)))
+			bn.RunningVar[i] = float32(1 + 0.5*math.Cos(float64(i)))
+		}
+	}
+	return bn
+}
+
+// cpuLayer applies the case's layer with the CPU ops of models/ops (and gorgonia's product) to first, the
+// first input, and in, all of them.
+func cpuLayer(c CheckCase, bn *ops.BatchNorm, first *G.Node, in G.Nodes) (*G.Node, error) {
+	switch {
+	case c.Norm:
+		return bn.Apply(first, in[1], in[2], !c.Eval, c.Eval && c.ReLU)
+	case c.Pool > 0:
+		return ops.MaxPool(first, c.Pool, c.Stride, c.Pad)
+	case c.Func == "relu":
+		return ops.ReLU(first)
+	case c.Func == "gelu":
+		return ops.GELU(first)
+	case c.Func == "bias":
+		return ops.AddChannelBias(first, in[1])
+	case c.Func == "avgpool":
+		return ops.GlobalAvgPool(first)
+	case c.Func == "crossentropy":
+		return ops.CrossEntropy(first, in[1])
+	case c.Func == "mse":
+		return ops.MeanSquaredError(first, in[1])
+	case c.A != nil:
+		return G.Mul(first, in[1])
+	}
+	return ops.Conv2d(first, in[1], c.Stride, c.Pad)
+}
+
+// gpuLayer is cpuLayer with the GPU ops.
+func gpuLayer(c CheckCase, bn *ops.BatchNorm, first *G.Node, in G.Nodes) (*G.Node, error) {
+	switch {
+	case c.Norm && c.Eval:
+		return cudaops.BatchNormEval(bn, first, in[1], in[2], c.ReLU)
+	case c.Norm:
+		return cudaops.BatchNorm(bn, first, in[1], in[2])
+	case c.Pool > 0:
+		return cudaops.MaxPool(first, c.Pool, c.Stride, c.Pad)
+	case c.Func == "relu":
+		return cudaops.ReLU(first)
+	case c.Func == "gelu":
+		return cudaops.GELU(first)
+	case c.Func == "bias":
+		return cudaops.AddChannelBias(first, in[1])
+	case c.Func == "avgpool":
+		return cudaops.GlobalAvgPool(first)
+	case c.Func == "crossentropy":
+		return cudaops.CrossEntropy(first, in[1])
+	case c.Func == "mse":
+		return cudaops.MeanSquaredError(first, in[1])
+	case c.A != nil:
+		return cudaops.MatMul(first, in[1])
+	}
+	return cudaops.Conv2d(first, in[1], c.Stride, c.Pad)
 }
 
 // timeRuns runs m once untimed, then runs times, and returns the median duration.
@@ -465,9 +493,6 @@ func float32s(v G.Value) ([]float32, bool) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// errUnavailable reports whether err says CUDA could not be used.
-func errUnavailable(err error) bool { return errors.Is(err, cuda.ErrUnavailable) }
-
 // valueGrad is a parameter and its gradient, as a graph hands them to a solver.
 type valueGrad struct{ w, g *tensor.Dense }
 
@@ -480,9 +505,44 @@ func (p valueGrad) Grad() (G.Value, error) { return p.g, nil }
 // hold the sum of the final weights.
 func checkSGD(c CheckCase, opt CheckOptions, rng *rand.Rand, gpu bool) (cr CaseReport) {
 	cr = CaseReport{CheckCase: c}
-	steps := opt.Runs + 1
-	w0 := make([]*tensor.Dense, len(c.SGD))
-	grads := make([][]*tensor.Dense, steps)
+	w0, grads := sgdInputs(c, opt.Runs+1, rng)
+	progress(opt, c, "cpu")
+	cpu := &optim.SGD{LR: 0.1, Momentum: 0.9, WeightDecay: 5e-4, ClipNorm: 1}
+	cpuW, cpuNorms, cpuDur, err := runSolver(cpu, func() float64 { return cpu.LastNorm }, w0, grads)
+	if err != nil {
+		cr.Error = "cpu run: " + err.Error()
+		return cr
+	}
+	cr.CPUMillis, cr.LossCPU = ms(cpuDur), sumAll(cpuW)
+	if !gpu {
+		cr.Error = "gpu: not run (cuda unavailable)"
+		return cr
+	}
+	progress(opt, c, "gpu")
+	dev := &cudaops.SGD{LR: cpu.LR, Momentum: cpu.Momentum, WeightDecay: cpu.WeightDecay, ClipNorm: cpu.ClipNorm}
+	defer func() {
+		if err := dev.Free(); err != nil && cr.Error == "" {
+			cr.Error = "gpu release: " + err.Error()
+		}
+	}()
+	devW, devNorms, devDur, err := runSolver(dev, func() float64 { return dev.LastNorm }, w0, grads)
+	if err != nil {
+		cr.Error = "gpu run: " + err.Error()
+		return cr
+	}
+	cr.GPUMillis, cr.LossGPU = ms(devDur), sumAll(devW)
+	cr.Diffs = map[string]Diff{"w": compare(concat(cpuW), concat(devW)), "norm": compare(float32Tensor(cpuNorms), float32Tensor(devNorms))}
+	for _, d := range cr.Diffs {
+		cr.MaxRelDiff = math.Max(cr.MaxRelDiff, d.MaxRel)
+	}
+	cr.WithinTolerance = cr.MaxRelDiff <= opt.Tolerance
+	return cr
+}
+
+// sgdInputs draws the weights of an SGD case and each step's gradients.
+func sgdInputs(c CheckCase, steps int, rng *rand.Rand) (w0 []*tensor.Dense, grads [][]*tensor.Dense) {
+	w0 = make([]*tensor.Dense, len(c.SGD))
+	grads = make([][]*tensor.Dense, steps)
 	for i, n := range c.SGD {
 		w0[i] = randomTensor(rng, tensor.Shape{n}, 1)
 	}
@@ -492,88 +552,62 @@ func checkSGD(c CheckCase, opt CheckOptions, rng *rand.Rand, gpu bool) (cr CaseR
 			grads[k] = append(grads[k], randomTensor(rng, tensor.Shape{n}, float64(k+1)/float64(steps)))
 		}
 	}
-	run := func(solver G.Solver, norm func() float64) ([]*tensor.Dense, []float64, time.Duration, error) {
-		ws := make([]*tensor.Dense, len(w0))
-		model := make([]G.ValueGrad, len(w0))
-		for i, w := range w0 {
-			ws[i] = w.Clone().(*tensor.Dense)
-			model[i] = valueGrad{w: ws[i], g: tensor.New(tensor.Of(tensor.Float32), tensor.WithShape(c.SGD[i]))}
+	return w0, grads
+}
+
+// runSolver steps solver over copies of w0, one step per entry of grads, and returns the weights after,
+// each step's gradient norm (norm) and the median time of the steps after the first.
+func runSolver(solver G.Solver, norm func() float64, w0 []*tensor.Dense, grads [][]*tensor.Dense) ([]*tensor.Dense, []float64, time.Duration, error) {
+	ws := make([]*tensor.Dense, len(w0))
+	model := make([]G.ValueGrad, len(w0))
+	for i, w := range w0 {
+		ws[i] = w.Clone().(*tensor.Dense)
+		model[i] = valueGrad{w: ws[i], g: tensor.New(tensor.Of(tensor.Float32), tensor.WithShape(w.Shape()...))}
+	}
+	var norms []float64
+	var ds []time.Duration
+	for k := range grads {
+		for i := range model {
+			copy(model[i].(valueGrad).g.Float32s(), grads[k][i].Float32s())
 		}
-		var norms []float64
-		var ds []time.Duration
-		for k := range steps {
-			for i := range model {
-				copy(model[i].(valueGrad).g.Float32s(), grads[k][i].Float32s())
-			}
-			start := time.Now()
-			if err := solver.Step(model); err != nil {
-				return nil, nil, 0, err
-			}
-			if k > 0 {
-				ds = append(ds, time.Since(start))
-			}
-			norms = append(norms, norm())
+		start := time.Now()
+		if err := solver.Step(model); err != nil {
+			return nil, nil, 0, err
 		}
-		slices.Sort(ds)
-		return ws, norms, ds[len(ds)/2], nil
-	}
-	sum := func(ws []*tensor.Dense) float64 {
-		var t float64
-		for _, w := range ws {
-			for _, v := range w.Float32s() {
-				t += float64(v)
-			}
+		if k > 0 {
+			ds = append(ds, time.Since(start))
 		}
-		return t
+		norms = append(norms, norm())
 	}
-	progress := func(device string) {
-		if opt.Progress != nil {
-			fmt.Fprintf(opt.Progress, "check %s: %s\n", c.Name, device)
+	slices.Sort(ds)
+	return ws, norms, ds[len(ds)/2], nil
+}
+
+// sumAll is the sum of all values of ws.
+func sumAll(ws []*tensor.Dense) float64 {
+	var t float64
+	for _, w := range ws {
+		for _, v := range w.Float32s() {
+			t += float64(v)
 		}
 	}
-	progress("cpu")
-	cpu := &optim.SGD{LR: 0.1, Momentum: 0.9, WeightDecay: 5e-4, ClipNorm: 1}
-	cpuW, cpuNorms, cpuDur, err := run(cpu, func() float64 { return cpu.LastNorm })
-	if err != nil {
-		cr.Error = "cpu run: " + err.Error()
-		return cr
+	return t
+}
+
+// concat joins the values of ws into one vector.
+func concat(ws []*tensor.Dense) *tensor.Dense {
+	var all []float32
+	for _, w := range ws {
+		all = append(all, w.Float32s()...)
 	}
-	cr.CPUMillis, cr.LossCPU = ms(cpuDur), sum(cpuW)
-	if !gpu {
-		cr.Error = "gpu: not run (cuda unavailable)"
-		return cr
+	return tensor.New(tensor.WithBacking(all))
+}
+
+// float32Tensor is v as a float32 vector.
+func float32Tensor(v []float64) *tensor.Dense {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
 	}
-	progress("gpu")
-	dev := &SGD{LR: cpu.LR, Momentum: cpu.Momentum, WeightDecay: cpu.WeightDecay, ClipNorm: cpu.ClipNorm}
-	defer func() {
-		if err := dev.Free(); err != nil && cr.Error == "" {
-			cr.Error = "gpu release: " + err.Error()
-		}
-	}()
-	devW, devNorms, devDur, err := run(dev, func() float64 { return dev.LastNorm })
-	if err != nil {
-		cr.Error = "gpu run: " + err.Error()
-		return cr
-	}
-	cr.GPUMillis, cr.LossGPU = ms(devDur), sum(devW)
-	cat := func(ws []*tensor.Dense) *tensor.Dense {
-		var all []float32
-		for _, w := range ws {
-			all = append(all, w.Float32s()...)
-		}
-		return tensor.New(tensor.WithBacking(all))
-	}
-	f32 := func(v []float64) *tensor.Dense {
-		out := make([]float32, len(v))
-		for i, x := range v {
-			out[i] = float32(x)
-		}
-		return tensor.New(tensor.WithBacking(out))
-	}
-	cr.Diffs = map[string]Diff{"w": compare(cat(cpuW), cat(devW)), "norm": compare(f32(cpuNorms), f32(devNorms))}
-	for _, d := range cr.Diffs {
-		cr.MaxRelDiff = math.Max(cr.MaxRelDiff, d.MaxRel)
-	}
-	cr.WithinTolerance = cr.MaxRelDiff <= opt.Tolerance
-	return cr
+	return tensor.New(tensor.WithBacking(out))
 }

@@ -1,5 +1,5 @@
 // Package cudakernels holds the CUDA C source of every kernel bicyc compiles at run time with NVRTC (package
-// models/cudaops), one file per kernel named after its function (relu_forward.cu holds relu_forward), and a
+// gpu/internal/cudaops), one file per kernel named after its function (relu_forward.cu holds relu_forward), and a
 // shim (shim.h) under which the host C++ compiler compiles the same files, so that tests on machines without
 // a GPU run each kernel, its grid as loops, and compare it with the CPU op. NVRTC and the host compiler read
 // the same text: there is no second copy of a kernel.

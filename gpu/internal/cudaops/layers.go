@@ -8,7 +8,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/bicyc/bicyc/models/cuda"
+	"github.com/bicyc/bicyc/gpu/internal/cuda"
 	"github.com/bicyc/bicyc/models/ops"
 )
 
@@ -248,129 +248,24 @@ func GlobalAvgPool(x *G.Node) (*G.Node, error) {
 // channel_affine applies), then the ReLU if relu; and its gradients with respect to x
 // (bn_eval_backward_data) and γ and β (bn_eval_backward_params, both in one launch).
 func BatchNormEval(bn *ops.BatchNorm, x, gamma, beta *G.Node, relu bool) (*G.Node, error) {
-	xs := x.Shape()
-	switch {
-	case (xs.Dims() != 4 && xs.Dims() != 2) || x.Dtype() != tensor.Float32 || xs.TotalSize() == 0:
-		return nil, fmt.Errorf("cuda batch norm: input %q is %v %v, want float32 [N,C,H,W] or [N,C]: %w", x.Name(), xs, x.Dtype(), ops.ErrShape)
-	case xs[1] != bn.Channels:
-		return nil, fmt.Errorf("cuda batch norm: input %q has %d channels, layer has %d: %w", x.Name(), xs[1], bn.Channels, ops.ErrShape)
+	if err := checkBatchNormEval(bn, x, gamma, beta); err != nil {
+		return nil, err
 	}
-	cs := tensor.Shape{bn.Channels}
-	for _, p := range []*G.Node{gamma, beta} {
-		if !p.Shape().Eq(cs) || p.Dtype() != tensor.Float32 {
-			return nil, fmt.Errorf("cuda batch norm: parameter %q is %v %v, want [%d] float32: %w", p.Name(), p.Shape(), p.Dtype(), bn.Channels, ops.ErrShape)
-		}
-	}
-	var (
-		affine, data, params                *cuda.Kernel
-		xd, ad, bd, meanD, invD, yd, dy, dx deviceTensor
-		dgamma, dbeta                       deviceTensor
-		run, paramsRun                      uint64
-	)
-	n, c, sp := planes(xs)
-	total := xs.TotalSize()
-	flag := int32(0)
+	s := &bnEval{bn: bn, xs: x.Shape(), cs: tensor.Shape{bn.Channels}, id: serial.Add(1)}
+	s.n, s.c, s.sp = planes(s.xs)
 	if relu {
-		flag = 1
+		s.flag = 1
 	}
-	id := serial.Add(1)
-	free := func() error {
-		affine, data, params = nil, nil, nil
-		return freeAll(&xd, &ad, &bd, &meanD, &invD, &yd, &dy, &dx, &dgamma, &dbeta)
-	}
-	ready := func() error {
-		if affine != nil {
-			return nil
-		}
-		r, err := cuda.Open()
-		if err != nil {
-			return err
-		}
-		if err := invD.alloc(r, tensor.Float64, cs); err != nil {
-			return err
-		}
-		err = kernelsAndBuffers([]string{"channel_affine", "bn_eval_backward_data", "bn_eval_backward_params"},
-			[]**cuda.Kernel{&affine, &data, &params},
-			[]*deviceTensor{&xd, &ad, &bd, &meanD, &yd, &dy, &dx, &dgamma, &dbeta}, []tensor.Shape{xs, cs, cs, cs, xs, xs, xs, cs, cs})
-		if err != nil {
-			affine = nil
-		}
-		return err
-	}
-	upload := func(d *deviceTensor, v any, shape tensor.Shape) error {
-		return d.upload(tensor.New(tensor.WithShape(shape...), tensor.WithBacking(v)), run)
-	}
-	paramGrads := func(in []*tensor.Dense) error {
-		if paramsRun == run {
-			return nil
-		}
-		if err := dy.upload(in[1], run); err != nil {
-			return fmt.Errorf("dy: %w", err)
-		}
-		if err := params.Launch(c, xd.buf, yd.buf, dy.buf, meanD.buf, invD.buf, dgamma.buf, dbeta.buf, int32(n), int32(c), int32(sp), flag); err != nil {
-			return err
-		}
-		paramsRun = run
-		return nil
-	}
-	grad := func(name string, out tensor.Shape, do func(in []*tensor.Dense) (*tensor.Dense, error)) *kernelOp {
-		return &kernelOp{name: name, inShapes: []tensor.Shape{xs, xs}, out: out, serial: id, free: free,
-			do: func(in []*tensor.Dense) (*tensor.Dense, error) {
-				if affine == nil || run == 0 {
-					return nil, fmt.Errorf("the forward batch norm has not run")
-				}
-				return do(in)
-			}}
-	}
-	gradX := grad("cuda batch norm (evaluation) dx", xs, func(in []*tensor.Dense) (*tensor.Dense, error) {
-		if err := dy.upload(in[1], run); err != nil {
-			return nil, fmt.Errorf("dy: %w", err)
-		}
-		if err := data.Launch(total, dy.buf, yd.buf, ad.buf, dx.buf, int32(total), int32(c), int32(sp), flag); err != nil {
-			return nil, err
-		}
-		return dx.download(xs)
+	gradX := s.gradOp("cuda batch norm (evaluation) dx", s.xs, s.gradX)
+	gradGamma := s.gradOp("cuda batch norm (evaluation) dgamma", s.cs, func(in []*tensor.Dense) (*tensor.Dense, error) {
+		return s.paramGrad(in, &s.dgamma)
 	})
-	gradGamma := grad("cuda batch norm (evaluation) dgamma", cs, func(in []*tensor.Dense) (*tensor.Dense, error) {
-		if err := paramGrads(in); err != nil {
-			return nil, err
-		}
-		return dgamma.download(cs)
+	gradBeta := s.gradOp("cuda batch norm (evaluation) dbeta", s.cs, func(in []*tensor.Dense) (*tensor.Dense, error) {
+		return s.paramGrad(in, &s.dbeta)
 	})
-	gradBeta := grad("cuda batch norm (evaluation) dbeta", cs, func(in []*tensor.Dense) (*tensor.Dense, error) {
-		if err := paramGrads(in); err != nil {
-			return nil, err
-		}
-		return dbeta.download(cs)
-	})
-	fwd := &kernelOp{name: "cuda batch norm (evaluation)", inShapes: []tensor.Shape{xs, cs, cs}, out: xs, serial: id, free: free,
+	fwd := &kernelOp{name: "cuda batch norm (evaluation)", inShapes: []tensor.Shape{s.xs, s.cs, s.cs}, out: s.xs, serial: s.id, free: s.free,
 		diffWRT: []bool{true, true, true},
-		do: func(in []*tensor.Dense) (*tensor.Dense, error) {
-			a, b, inv, err := bn.EvalAffine(in[1].Float32s(), in[2].Float32s())
-			if err != nil {
-				return nil, err
-			}
-			if err := ready(); err != nil {
-				return nil, err
-			}
-			run++
-			if err := xd.upload(in[0], run); err != nil {
-				return nil, fmt.Errorf("x: %w", err)
-			}
-			for _, u := range []struct {
-				d    *deviceTensor
-				v    any
-				what string
-			}{{&ad, a, "scale"}, {&bd, b, "shift"}, {&meanD, bn.RunningMean, "running mean"}, {&invD, inv, "1/σ"}} {
-				if err := upload(u.d, u.v, cs); err != nil {
-					return nil, fmt.Errorf("%s: %w", u.what, err)
-				}
-			}
-			if err := affine.Launch(total, xd.buf, ad.buf, bd.buf, yd.buf, int32(total), int32(c), int32(sp), flag); err != nil {
-				return nil, err
-			}
-			return yd.download(xs)
-		},
+		do:      s.forward,
 		diff: func(y, g *G.Node) (G.Nodes, error) {
 			var out G.Nodes
 			for _, op := range []*kernelOp{gradX, gradGamma, gradBeta} {
@@ -383,4 +278,128 @@ func BatchNormEval(bn *ops.BatchNorm, x, gamma, beta *G.Node, relu bool) (*G.Nod
 			return out, nil
 		}}
 	return G.ApplyOp(fwd, x, gamma, beta)
+}
+
+// checkBatchNormEval refuses the inputs BatchNormEval cannot take, wrapping ops.ErrShape.
+func checkBatchNormEval(bn *ops.BatchNorm, x, gamma, beta *G.Node) error {
+	xs := x.Shape()
+	switch {
+	case (xs.Dims() != 4 && xs.Dims() != 2) || x.Dtype() != tensor.Float32 || xs.TotalSize() == 0:
+		return fmt.Errorf("cuda batch norm: input %q is %v %v, want float32 [N,C,H,W] or [N,C]: %w", x.Name(), xs, x.Dtype(), ops.ErrShape)
+	case xs[1] != bn.Channels:
+		return fmt.Errorf("cuda batch norm: input %q has %d channels, layer has %d: %w", x.Name(), xs[1], bn.Channels, ops.ErrShape)
+	}
+	cs := tensor.Shape{bn.Channels}
+	for _, p := range []*G.Node{gamma, beta} {
+		if !p.Shape().Eq(cs) || p.Dtype() != tensor.Float32 {
+			return fmt.Errorf("cuda batch norm: parameter %q is %v %v, want [%d] float32: %w", p.Name(), p.Shape(), p.Dtype(), bn.Channels, ops.ErrShape)
+		}
+	}
+	return nil
+}
+
+// bnEval is the device state one BatchNormEval shares with its gradient ops: the kernels, the device
+// buffers, and the run counters that let the two parameter gradients share one launch.
+type bnEval struct {
+	bn                                  *ops.BatchNorm
+	xs, cs                              tensor.Shape
+	n, c, sp                            int
+	flag                                int32 // 1: the ReLU is fused
+	id                                  uint64
+	affine, data, params                *cuda.Kernel
+	xd, ad, bd, meanD, invD, yd, dy, dx deviceTensor
+	dgamma, dbeta                       deviceTensor
+	run, paramsRun                      uint64
+}
+
+func (s *bnEval) free() error {
+	s.affine, s.data, s.params = nil, nil, nil
+	return freeAll(&s.xd, &s.ad, &s.bd, &s.meanD, &s.invD, &s.yd, &s.dy, &s.dx, &s.dgamma, &s.dbeta)
+}
+
+// ready compiles the kernels and allocates the buffers on the first run.
+func (s *bnEval) ready() error {
+	if s.affine != nil {
+		return nil
+	}
+	r, err := cuda.Open()
+	if err != nil {
+		return err
+	}
+	if err := s.invD.alloc(r, tensor.Float64, s.cs); err != nil {
+		return err
+	}
+	xs, cs := s.xs, s.cs
+	err = kernelsAndBuffers([]string{"channel_affine", "bn_eval_backward_data", "bn_eval_backward_params"},
+		[]**cuda.Kernel{&s.affine, &s.data, &s.params},
+		[]*deviceTensor{&s.xd, &s.ad, &s.bd, &s.meanD, &s.yd, &s.dy, &s.dx, &s.dgamma, &s.dbeta}, []tensor.Shape{xs, cs, cs, cs, xs, xs, xs, cs, cs})
+	if err != nil {
+		s.affine = nil
+	}
+	return err
+}
+
+// forward uploads x and the per-channel map from the running statistics, and applies it.
+func (s *bnEval) forward(in []*tensor.Dense) (*tensor.Dense, error) {
+	a, b, inv, err := s.bn.EvalAffine(in[1].Float32s(), in[2].Float32s())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	s.run++
+	if err := s.xd.upload(in[0], s.run); err != nil {
+		return nil, fmt.Errorf("x: %w", err)
+	}
+	for _, u := range []struct {
+		d    *deviceTensor
+		v    any
+		what string
+	}{{&s.ad, a, "scale"}, {&s.bd, b, "shift"}, {&s.meanD, s.bn.RunningMean, "running mean"}, {&s.invD, inv, "1/σ"}} {
+		if err := u.d.upload(tensor.New(tensor.WithShape(s.cs...), tensor.WithBacking(u.v)), s.run); err != nil {
+			return nil, fmt.Errorf("%s: %w", u.what, err)
+		}
+	}
+	total := s.xs.TotalSize()
+	if err := s.affine.Launch(total, s.xd.buf, s.ad.buf, s.bd.buf, s.yd.buf, int32(total), int32(s.c), int32(s.sp), s.flag); err != nil {
+		return nil, err
+	}
+	return s.yd.download(s.xs)
+}
+
+// gradOp is a gradient op of the forward run: inputs y and dy.
+func (s *bnEval) gradOp(name string, out tensor.Shape, do func(in []*tensor.Dense) (*tensor.Dense, error)) *kernelOp {
+	return &kernelOp{name: name, inShapes: []tensor.Shape{s.xs, s.xs}, out: out, serial: s.id, free: s.free,
+		do: func(in []*tensor.Dense) (*tensor.Dense, error) {
+			if s.affine == nil || s.run == 0 {
+				return nil, fmt.Errorf("the forward batch norm has not run")
+			}
+			return do(in)
+		}}
+}
+
+func (s *bnEval) gradX(in []*tensor.Dense) (*tensor.Dense, error) {
+	if err := s.dy.upload(in[1], s.run); err != nil {
+		return nil, fmt.Errorf("dy: %w", err)
+	}
+	total := s.xs.TotalSize()
+	if err := s.data.Launch(total, s.dy.buf, s.yd.buf, s.ad.buf, s.dx.buf, int32(total), int32(s.c), int32(s.sp), s.flag); err != nil {
+		return nil, err
+	}
+	return s.dx.download(s.xs)
+}
+
+// paramGrad returns dγ or dβ (d), launching the kernel that computes both once per run.
+func (s *bnEval) paramGrad(in []*tensor.Dense, d *deviceTensor) (*tensor.Dense, error) {
+	if s.paramsRun != s.run {
+		if err := s.dy.upload(in[1], s.run); err != nil {
+			return nil, fmt.Errorf("dy: %w", err)
+		}
+		if err := s.params.Launch(s.c, s.xd.buf, s.yd.buf, s.dy.buf, s.meanD.buf, s.invD.buf, s.dgamma.buf, s.dbeta.buf, int32(s.n), int32(s.c), int32(s.sp), s.flag); err != nil {
+			return nil, err
+		}
+		s.paramsRun = s.run
+	}
+	return d.download(s.cs)
 }

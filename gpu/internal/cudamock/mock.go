@@ -3,7 +3,7 @@
 // computed on the CPU, installed under the file name of each library. It checks bicyc's side of the calls
 // (argument order, which buffer is which, cuBLAS's column-major layout, kernel parameters), not CUDA: the
 // first GPU checks that (docs/gpu.md). Kernel launches run the host build of the very sources NVRTC compiles
-// (package models/cudakernels), and a program whose source differs from that build's is refused.
+// (package gpu/internal/cudakernels), and a program whose source differs from that build's is refused.
 package cudamock
 
 import (
@@ -13,7 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/bicyc/bicyc/models/cudakernels"
+	"github.com/bicyc/bicyc/gpu/internal/cudakernels"
 )
 
 //go:embed mockcuda.c.in

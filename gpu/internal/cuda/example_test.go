@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/bicyc/bicyc/models/cuda"
+	"github.com/bicyc/bicyc/gpu/internal/cuda"
 )
 
 // Open loads the CUDA libraries once per process; without them the error says which are missing and where

@@ -8,7 +8,7 @@ import (
 )
 
 // Kernel is one CUDA C function compiled by NVRTC at run time for this device and loaded with the driver
-// API. bicyc's kernel sources live in package models/cudakernels, whose tests compile and run the same text
+// API. bicyc's kernel sources live in package gpu/internal/cudakernels, whose tests compile and run the same text
 // on the host; NVRTC itself first compiles them on the first GPU they meet (the device check runs every
 // kernel).
 type Kernel struct {

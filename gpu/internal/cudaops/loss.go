@@ -8,7 +8,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/bicyc/bicyc/models/cuda"
+	"github.com/bicyc/bicyc/gpu/internal/cuda"
 	"github.com/bicyc/bicyc/models/ops"
 )
 
@@ -171,88 +171,12 @@ func MeanSquaredError(a, b *G.Node) (*G.Node, error) {
 	if !b.Shape().Eq(as) || b.Dtype() != tensor.Float32 {
 		return nil, fmt.Errorf("cuda mean squared error: %q is %v %v, want float32 %v as %q: %w", b.Name(), b.Shape(), b.Dtype(), as, a.Name(), ops.ErrShape)
 	}
-	var (
-		sum, back        *cuda.Kernel
-		ad, bd, da, db   deviceTensor
-		partial          deviceTensor
-		run, backwardRun uint64
-	)
-	n := as.TotalSize()
-	threads := min(n, sumSquaresThreads)
-	id := serial.Add(1)
-	free := func() error { sum, back = nil, nil; return freeAll(&ad, &bd, &da, &db, &partial) }
-	ready := func() error {
-		if sum != nil {
-			return nil
-		}
-		r, err := cuda.Open()
-		if err != nil {
-			return err
-		}
-		if err := partial.alloc(r, tensor.Float64, tensor.Shape{threads}); err != nil {
-			return err
-		}
-		err = kernelsAndBuffers([]string{"squared_difference_sum", "squared_difference_backward"}, []**cuda.Kernel{&sum, &back},
-			[]*deviceTensor{&ad, &bd, &da, &db}, []tensor.Shape{as, as, as, as})
-		if err != nil {
-			sum = nil
-		}
-		return err
-	}
-	fwd := &mseOp{name: "cuda mean squared error", shape: as, serial: id, free: free,
-		do: func(vals []G.Value) (G.Value, error) {
-			in := make([]*tensor.Dense, 2)
-			for i, v := range vals {
-				d, err := denseInput("input", i, v, tensor.Float32, as)
-				if err != nil {
-					return nil, err
-				}
-				in[i] = d
-			}
-			if err := ready(); err != nil {
-				return nil, err
-			}
-			run++
-			for i, d := range []*deviceTensor{&ad, &bd} {
-				if err := d.upload(in[i], run); err != nil {
-					return nil, err
-				}
-			}
-			if err := sum.Launch(threads, ad.buf, bd.buf, partial.buf, int32(n), int32(threads)); err != nil {
-				return nil, err
-			}
-			sums, err := partial.download(tensor.Shape{threads})
-			if err != nil {
-				return nil, err
-			}
-			var total float64
-			for _, v := range sums.Float64s() {
-				total += v
-			}
-			return G.NewF32(float32(total / float64(n))), nil
-		}}
-	grad := func(name string, out *deviceTensor) *mseOp {
-		return &mseOp{name: name, shape: as, serial: id, free: free, grad: true,
-			do: func(vals []G.Value) (G.Value, error) {
-				g, ok := vals[1].Data().(float32)
-				if !ok {
-					return nil, fmt.Errorf("the loss's gradient is %T, want a float32 scalar: %w", vals[1].Data(), ops.ErrShape)
-				}
-				if sum == nil || run == 0 {
-					return nil, fmt.Errorf("the loss has not run")
-				}
-				if backwardRun != run {
-					if err := back.Launch(n, ad.buf, bd.buf, da.buf, db.buf, int32(n), 2*g/float32(n)); err != nil {
-						return nil, err
-					}
-					backwardRun = run
-				}
-				return out.download(as)
-			}}
-	}
+	s := &mseState{shape: as, n: as.TotalSize(), id: serial.Add(1)}
+	s.threads = min(s.n, sumSquaresThreads)
+	fwd := &mseOp{name: "cuda mean squared error", shape: as, serial: s.id, free: s.free, do: s.forward}
 	fwd.diff = func(a, g *G.Node) (G.Nodes, error) {
 		var out G.Nodes
-		for _, op := range []*mseOp{grad("cuda mean squared error da", &da), grad("cuda mean squared error db", &db)} {
+		for _, op := range []*mseOp{s.gradOp("cuda mean squared error da", &s.da), s.gradOp("cuda mean squared error db", &s.db)} {
 			d, err := G.ApplyOp(op, a, g)
 			if err != nil {
 				return nil, err
@@ -262,6 +186,97 @@ func MeanSquaredError(a, b *G.Node) (*G.Node, error) {
 		return out, nil
 	}
 	return G.ApplyOp(fwd, a, b)
+}
+
+// mseState is the device state one MeanSquaredError shares with its gradient ops; the run counters let
+// the two gradients share one launch.
+type mseState struct {
+	shape            tensor.Shape
+	n, threads       int
+	id               uint64
+	sum, back        *cuda.Kernel
+	ad, bd, da, db   deviceTensor
+	partial          deviceTensor // the threads' partial sums, in double
+	run, backwardRun uint64
+}
+
+func (s *mseState) free() error {
+	s.sum, s.back = nil, nil
+	return freeAll(&s.ad, &s.bd, &s.da, &s.db, &s.partial)
+}
+
+// ready compiles the kernels and allocates the buffers on the first run.
+func (s *mseState) ready() error {
+	if s.sum != nil {
+		return nil
+	}
+	r, err := cuda.Open()
+	if err != nil {
+		return err
+	}
+	if err := s.partial.alloc(r, tensor.Float64, tensor.Shape{s.threads}); err != nil {
+		return err
+	}
+	err = kernelsAndBuffers([]string{"squared_difference_sum", "squared_difference_backward"}, []**cuda.Kernel{&s.sum, &s.back},
+		[]*deviceTensor{&s.ad, &s.bd, &s.da, &s.db}, []tensor.Shape{s.shape, s.shape, s.shape, s.shape})
+	if err != nil {
+		s.sum = nil
+	}
+	return err
+}
+
+// forward uploads a and b, and adds the kernel's partial sums on the host.
+func (s *mseState) forward(vals []G.Value) (G.Value, error) {
+	in := make([]*tensor.Dense, 2)
+	for i, v := range vals {
+		d, err := denseInput("input", i, v, tensor.Float32, s.shape)
+		if err != nil {
+			return nil, err
+		}
+		in[i] = d
+	}
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	s.run++
+	for i, d := range []*deviceTensor{&s.ad, &s.bd} {
+		if err := d.upload(in[i], s.run); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.sum.Launch(s.threads, s.ad.buf, s.bd.buf, s.partial.buf, int32(s.n), int32(s.threads)); err != nil {
+		return nil, err
+	}
+	sums, err := s.partial.download(tensor.Shape{s.threads})
+	if err != nil {
+		return nil, err
+	}
+	var total float64
+	for _, v := range sums.Float64s() {
+		total += v
+	}
+	return G.NewF32(float32(total / float64(s.n))), nil
+}
+
+// gradOp is the gradient op of a (out da) or b (out db): inputs a and the loss's scalar gradient.
+func (s *mseState) gradOp(name string, out *deviceTensor) *mseOp {
+	return &mseOp{name: name, shape: s.shape, serial: s.id, free: s.free, grad: true,
+		do: func(vals []G.Value) (G.Value, error) {
+			g, ok := vals[1].Data().(float32)
+			if !ok {
+				return nil, fmt.Errorf("the loss's gradient is %T, want a float32 scalar: %w", vals[1].Data(), ops.ErrShape)
+			}
+			if s.sum == nil || s.run == 0 {
+				return nil, fmt.Errorf("the loss has not run")
+			}
+			if s.backwardRun != s.run {
+				if err := s.back.Launch(s.n, s.ad.buf, s.bd.buf, s.da.buf, s.db.buf, int32(s.n), 2*g/float32(s.n)); err != nil {
+					return nil, err
+				}
+				s.backwardRun = s.run
+			}
+			return out.download(s.shape)
+		}}
 }
 
 // mseOp is the mean squared error (inputs a and b, a scalar out) or one of its gradients (inputs a, which
