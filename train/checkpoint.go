@@ -26,6 +26,11 @@ import (
 //	backbone.safetensors    backbone weights and BatchNorm running statistics
 //	adapter.safetensors     the last task's adapter A (absent before task 2)
 //	prototypes.safetensors  "classes" [K], "means" [K,S], "covariances" [K,S,S]
+//	heldout.safetensors     "features" [N,S] ([2N,S] with test_flip: then the
+//	                        mirrors'), "classes" [N]: the held-out images'
+//	                        features an export is calibrated on (absent
+//	                        without a validation split, and from checkpoints
+//	                        written before they were stored)
 //	state.json              completed tasks, class counts, per-task reports
 //
 // It is built in a hidden sibling directory, every file synced, and moved
@@ -36,6 +41,64 @@ import (
 // seed, the task and the epoch (Run.rng, data.Batcher.Epoch).
 
 const latestFile = rundir.LatestFile
+
+// heldOutFile is the checkpoint's file of held-out features, and
+// metadataTestFlip its metadata key saying whether they hold the mirrors'
+// ("true" or "false").
+const (
+	heldOutFile      = "heldout.safetensors"
+	metadataTestFlip = "test_flip"
+)
+
+// heldOut are the backbone features of a checkpoint's held-out images
+// (Run.heldOutFeatures), stored with it so that an export is calibrated
+// without loading the run's data or its networks.
+type heldOut struct {
+	features []float32 // [N,S], with mirrored [2N,S]: the images', then their mirrors'
+	classIDs []int     // [N]
+	mirrored bool
+}
+
+func (h *heldOut) tensors(s int) []safetensors.Tensor {
+	ids := make([]float32, len(h.classIDs))
+	for i, c := range h.classIDs {
+		ids[i] = float32(c)
+	}
+	return []safetensors.Tensor{
+		{Name: "features", Shape: []int{len(h.features) / s, s}, Data: h.features},
+		{Name: "classes", Shape: []int{len(ids)}, Data: ids},
+	}
+}
+
+// readHeldOut reads a checkpoint's heldout.safetensors of features of
+// dimension s; nil when the checkpoint has none.
+func readHeldOut(path string, s int) (*heldOut, error) {
+	ts, meta, err := safetensors.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	features, ok1 := safetensors.Find(ts, "features")
+	classes, ok2 := safetensors.Find(ts, "classes")
+	flip, ok3 := map[string]bool{"true": true, "false": false}[meta[metadataTestFlip]]
+	if !ok1 || !ok2 || !ok3 {
+		return nil, fmt.Errorf("checkpoint %s: want tensors features and classes and metadata %s true or false", path, metadataTestFlip)
+	}
+	rows := len(classes.Data)
+	if flip {
+		rows *= 2
+	}
+	if len(features.Data) != rows*s {
+		return nil, fmt.Errorf("checkpoint %s: %d classes need features [%d,%d], got %v", path, len(classes.Data), rows, s, features.Shape)
+	}
+	h := &heldOut{features: features.Data, classIDs: make([]int, len(classes.Data)), mirrored: flip}
+	for i, c := range classes.Data {
+		h.classIDs[i] = int(c)
+	}
+	return h, nil
+}
 
 type checkpointState struct {
 	Completed   int          `json:"completed"`
@@ -74,6 +137,13 @@ func saveCheckpoint(runDir string, st *State) error {
 	}
 	if err := safetensors.WriteFile(filepath.Join(tmp, "prototypes.safetensors"), prototypeTensors(st.Prototypes), nil); err != nil {
 		return err
+	}
+	if h := st.heldOut; h != nil {
+		if err := safetensors.WriteFile(filepath.Join(tmp, heldOutFile), h.tensors(st.Backbone.FeatureDim()), map[string]string{
+			metadataTestFlip: fmt.Sprint(h.mirrored),
+		}); err != nil {
+			return err
+		}
 	}
 	b, err := json.MarshalIndent(cs, "", "  ")
 	if err != nil {
@@ -147,6 +217,9 @@ func LoadCheckpoint(dir string, cfg config.Config) (*State, error) {
 	}
 	if st.Prototypes, err = prototypesFromTensors(ts, cfg.Model.FeatureDim); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	if st.heldOut, err = readHeldOut(filepath.Join(dir, heldOutFile), cfg.Model.FeatureDim); err != nil {
+		return nil, err
 	}
 	return st, nil
 }

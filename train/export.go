@@ -3,9 +3,9 @@ package train
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,16 +15,15 @@ import (
 	"github.com/bicyc/bicyc/export"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/rundir"
-	"gonum.org/v1/gonum/mat"
 )
 
 // Export writes the model directory of the run in runDir, as of its last
 // completed task, to outDir (see package export): backbone, adapter,
 // classifier and fused ONNX models plus the prototype bundle. The manifest's
-// metrics are those of that checkpoint. With a validation split it also
-// reads the training data, to calibrate confidence and "unknown" on the
-// held-out images (see calibration); without one it needs only the run
-// directory.
+// metrics are those of that checkpoint, and its calibration of confidence
+// and "unknown" is fitted on the held-out features the checkpoint stores
+// (exportHeldOut): it reads only the run directory, never the training
+// data, and runs no network.
 //
 // An export in place (outDir inside runDir, or the run's own model
 // directory, ModelDir: <run>/model or export.dir) holds the run's lock
@@ -59,13 +58,16 @@ func inside(dir, path string) bool {
 }
 
 // exportRun is Export; live, when not nil, is the run in runDir as it stands
-// after its last checkpoint, whose data calibration then uses instead of
-// loading them again.
+// after its last checkpoint, which computes the held-out features of a
+// checkpoint written before checkpoints stored them.
 func exportRun(runDir, outDir string, live *Run) error {
 	cfg, err := config.ReadRun(filepath.Join(runDir, "config.yaml"))
 	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
+	// The calibration's linear algebra (gonum) on the BLAS training uses,
+	// so that an export gives the same bytes in any process.
+	useCPU(cfg.Threads)
 	var rec streamRecord
 	if err := readJSON(filepath.Join(runDir, "stream.json"), &rec); err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
@@ -87,12 +89,11 @@ func exportRun(runDir, outDir string, live *Run) error {
 	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
-	in, clf, err := exportInput(cfg, rec, st, metrics)
+	in, err := exportInput(cfg, rec, st, metrics)
 	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
-	protos := storedGaussians(in.Means, in.Covariances, in.FeatureDim)
-	if in.Calibration, err = calibration(runDir, cfg, in.Classes, protos, clf, live); err != nil {
+	if in.HeldOut, err = exportHeldOut(runDir, cfg, st, live); err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
 	return export.Write(outDir, in)
@@ -129,59 +130,69 @@ func ExportAfterTraining(r *Run) (string, error) {
 		return "", nil
 	}
 	dir := ModelDir(cfg, r.Dir())
-	// The run has just trained: its data are loaded and its state is the
-	// last checkpoint's.
+	// The run has just trained (or was resumed after its last task): its
+	// state is the last checkpoint's.
 	if err := exportRun(r.Dir(), dir, r); err != nil {
 		return "", fmt.Errorf("export: %w", err)
 	}
 	return dir, nil
 }
 
-// calibration fits the exported model's calibration (export.FitCalibration)
-// on the run's validation split: the backbone's features of the held-out
-// training images of every exported class, which training never saw. A run
-// without a validation split (data.val_per_class 0), or with fewer than
-// gauss.MinCalibrationImages such images, exports no calibration: its
-// model then never answers "unknown" unless given a threshold. r is the
-// run with its data loaded, or nil to resume it from runDir.
-func calibration(runDir string, cfg config.Config, classes []bundle.Class, protos []gauss.Gaussian, clf *gauss.Classifier, r *Run) (*bundle.Calibration, error) {
+// exportHeldOut is what calibrates the export of checkpoint st
+// (export.HeldOut): the held-out features the checkpoint holds
+// (heldOutFeatures). A run without a validation split (data.val_per_class
+// 0), or with fewer than gauss.MinCalibrationImages such images, exports no
+// calibration: its model then never answers "unknown" unless given a
+// threshold. A checkpoint written before checkpoints held the features is
+// an error, unless live, the run in runDir loaded as it stands after that
+// checkpoint, computes them.
+func exportHeldOut(runDir string, cfg config.Config, st *State, live *Run) (*export.HeldOut, error) {
 	if cfg.Data.ValPerClass == 0 {
 		return nil, nil
 	}
-	if r == nil {
+	h := st.heldOut
+	if h == nil && live != nil {
 		var err error
-		if r, err = Open(runDir, Options{Log: io.Discard}); err != nil {
+		if h, err = live.heldOutFeatures(st); err != nil {
 			return nil, err
 		}
-		defer r.Close()
 	}
-	ids := make([]int, len(classes))
-	for i, c := range classes {
-		ids[i] = c.ID
+	dir := checkpointDir(runDir, st.Completed)
+	if h == nil {
+		return nil, fmt.Errorf("checkpoint %s has no %s, the held-out features its calibration is fitted on (it was written before checkpoints held them): `bicyc train --resume %s` exports the run from its data (with export.enabled)",
+			dir, heldOutFile, runDir)
 	}
-	idx := calibrationSample(r.valIndices(ids), len(classes), cfg.Seed)
-	if len(idx) < gauss.MinCalibrationImages {
+	if h.mirrored != cfg.Classifier.TestFlip {
+		return nil, fmt.Errorf("checkpoint %s: %s holds features with test_flip %t, the run's classifier.test_flip is %t", dir, heldOutFile, h.mirrored, cfg.Classifier.TestFlip)
+	}
+	if len(h.classIDs) < gauss.MinCalibrationImages {
 		return nil, nil
 	}
-	flip := cfg.Classifier.TestFlip
-	z, err := features(r.state.Backbone, r.train, idx, r.prep, r.cfg.Train.EvalBatch, flip)
+	return &export.HeldOut{Features: h.features, ClassIDs: h.classIDs, AcceptRate: cfg.Export.AcceptRate}, nil
+}
+
+// heldOutFeatures returns the held-out features a calibration of st's
+// classes, those of its completed tasks, is fitted on: the backbone's
+// features of the run's validation images of those classes, which training
+// never saw (of more than gauss.MaxCalibrationPairs/K, calibrationSample's
+// share), with classifier.test_flip those of their mirrors after them. It
+// returns nil for a run without a validation split.
+func (r *Run) heldOutFeatures(st *State) (*heldOut, error) {
+	if r.cfg.Data.ValPerClass == 0 {
+		return nil, nil
+	}
+	ids := slices.Concat(r.stream.Tasks[:st.Completed]...)
+	idx := calibrationSample(r.valIndices(ids), len(ids), r.cfg.Seed)
+	flip := r.cfg.Classifier.TestFlip
+	z, err := features(st.Backbone, r.train, idx, r.prep, r.cfg.Train.EvalBatch, flip)
 	if err != nil {
-		return nil, fmt.Errorf("calibration features: %w", err)
+		return nil, fmt.Errorf("held-out features: %w", err)
 	}
-	n, k, s := len(idx), clf.Classes(), clf.Dim()
-	var scores []float32
-	if flip {
-		all := clf.Scores(z, 2*n)
-		scores = gauss.MeanScores(all[:n*k], all[n*k:])
-		z = gauss.MeanScores(z[:n*s], z[n*s:]) // the feature a reader averages too
-	} else {
-		scores = clf.Scores(z, n)
-	}
-	labels := make([]int, len(idx))
+	h := &heldOut{features: z, classIDs: make([]int, len(idx)), mirrored: flip}
 	for i, j := range idx {
-		labels[i] = r.train.Labels[j]
+		h.classIDs[i] = r.train.Labels[j]
 	}
-	return export.FitCalibration(clf, cfg.Classifier, classes, protos, scores, z, labels, cfg.Export.AcceptRate)
+	return h, nil
 }
 
 // calibrationSample is idx reduced to the held-out images a calibration
@@ -199,32 +210,10 @@ func calibrationSample(idx []int, k int, seed int64) []int {
 	return out
 }
 
-// storedGaussians are the class Gaussians as the bundle stores them
-// (float32 means and covariances, [K,S] and [K,S,S]), so that the held-out
-// quantiles of the feature scores are those a reader computes.
-func storedGaussians(means, covs []float32, s int) []gauss.Gaussian {
-	k := len(means) / s
-	out := make([]gauss.Gaussian, k)
-	for c := range k {
-		mean := make([]float64, s)
-		for i := range s {
-			mean[i] = float64(means[c*s+i])
-		}
-		cov := mat.NewSymDense(s, nil)
-		for a := range s {
-			for b := a; b < s; b++ {
-				cov.SetSym(a, b, float64(covs[(c*s+a)*s+b]))
-			}
-		}
-		out[c] = gauss.Gaussian{Mean: mean, Cov: cov}
-	}
-	return out
-}
-
 // exportInput assembles the export of state st: every class seen in the
-// completed tasks, in task order, with its prototype and classifier tables,
-// and returns the classifier the tables come from.
-func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.RawMessage) (export.Input, *gauss.Classifier, error) {
+// completed tasks, in task order, with its prototype and prior (its count
+// of training images).
+func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.RawMessage) (export.Input, error) {
 	var classes []bundle.Class
 	var protos []gauss.Gaussian
 	var priors []float64
@@ -232,7 +221,7 @@ func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.Ra
 		for _, c := range rec.Tasks[t] {
 			p, ok := st.Prototypes[c]
 			if !ok {
-				return export.Input{}, nil, fmt.Errorf("no prototype for class %d", c)
+				return export.Input{}, fmt.Errorf("no prototype for class %d", c)
 			}
 			name := ""
 			if c < len(rec.ClassNames) {
@@ -244,39 +233,20 @@ func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.Ra
 			priors = append(priors, float64(st.ClassCounts[c]))
 		}
 	}
-	opts := cfg.Classifier
-	clf, err := gauss.NewClassifier(protos, priors, opts.WithAges(bundle.Ages(classes)))
-	if err != nil {
-		return export.Input{}, nil, err
-	}
-	s := cfg.Model.FeatureDim
-	means := make([]float32, 0, len(protos)*s)
-	covs := make([]float32, 0, len(protos)*s*s)
-	for _, p := range protos {
-		for _, v := range p.Mean {
-			means = append(means, float32(v))
-		}
-		for a := 0; a < s; a++ {
-			for b := 0; b < s; b++ {
-				covs = append(covs, float32(p.Cov.At(a, b)))
-			}
-		}
-	}
 	cfgJSON, err := json.Marshal(cfg)
 	if err != nil {
-		return export.Input{}, nil, err
+		return export.Input{}, err
 	}
 	in := export.Input{
-		Arch: cfg.Model.Backbone, FeatureDim: s, Backbone: st.Backbone.State(),
-		Means: means, Covariances: covs, Tables: clf.Tables(),
-		Classifier: opts,
-		Classes:    classes, Tasks: rec.Tasks[:st.Completed], Preprocess: preprocessFor(cfg),
+		Arch: cfg.Model.Backbone, FeatureDim: cfg.Model.FeatureDim, Backbone: st.Backbone.State(),
+		Prototypes: protos, Priors: priors, Classifier: cfg.Classifier,
+		Classes: classes, Tasks: rec.Tasks[:st.Completed], Preprocess: preprocessFor(cfg),
 		Config: cfgJSON, Metrics: metrics,
 	}
 	if st.Adapter != nil {
 		in.AdapterKind, in.Adapter = st.Adapter.Kind(), st.Adapter.State()
 	}
-	return in, clf, nil
+	return in, nil
 }
 
 // preprocessFor is the test-time preprocessing of a configuration: its
