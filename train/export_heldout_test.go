@@ -140,4 +140,3 @@ func manifestOf(t *testing.T, b []byte) string {
 	}
 	return string(out)
 }
-
