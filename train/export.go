@@ -57,31 +57,39 @@ func inside(dir, path string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
-// exportRun is Export; live, when not nil, is the run in runDir as it stands
-// after its last checkpoint, which computes the held-out features of a
-// checkpoint written before checkpoints stored them.
-func exportRun(runDir, outDir string, live *Run) error {
+// exportRun is Export. It reads the checkpoint's files as stored and
+// builds no network; fallback, when not nil, are the held-out features of
+// a checkpoint written before checkpoints stored them (ExportAfterTraining
+// computes them from the run it has loaded).
+func exportRun(runDir, outDir string, fallback *heldOut) error {
 	cfg, err := config.ReadRun(filepath.Join(runDir, "config.yaml"))
 	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
-	// The calibration's linear algebra (gonum) on the BLAS training uses,
+	// The calibration's linear algebra (gonum) on the BLAS as training
+	// sets it up (OpenBLAS, on one thread: its rounding depends on both),
 	// so that an export gives the same bytes in any process.
 	useCPU(cfg.Threads)
 	var rec streamRecord
 	if err := readJSON(filepath.Join(runDir, "stream.json"), &rec); err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
-	st, err := loadLatestCheckpoint(runDir, cfg)
+	dir, err := latestCheckpoint(runDir)
 	if err != nil {
 		return err
 	}
-	if st == nil || st.Completed == 0 {
+	var ck *checkpointFiles
+	if dir != "" {
+		if ck, err = readCheckpoint(dir, cfg.Model.FeatureDim); err != nil {
+			return err
+		}
+	}
+	if ck == nil || ck.state.Completed == 0 {
 		return fmt.Errorf("export %s: the run has no completed task yet", runDir)
 	}
 	// The metrics come from the checkpoint, not metrics.json, which a kill
 	// between the two writes can leave one task behind.
-	s, err := summarize(cfg, rec.Tasks, st)
+	s, err := summarize(cfg, rec.Tasks, &State{Completed: ck.state.Completed, Reports: ck.state.Reports})
 	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
@@ -89,11 +97,14 @@ func exportRun(runDir, outDir string, live *Run) error {
 	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
-	in, err := exportInput(cfg, rec, st, metrics)
+	in, err := exportInput(cfg, rec, ck, metrics)
 	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
-	if in.HeldOut, err = exportHeldOut(runDir, cfg, st, live); err != nil {
+	if ck.heldOut == nil {
+		ck.heldOut = fallback
+	}
+	if in.HeldOut, err = exportHeldOut(runDir, cfg, ck); err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
 	return export.Write(outDir, in)
@@ -131,39 +142,40 @@ func ExportAfterTraining(r *Run) (string, error) {
 	}
 	dir := ModelDir(cfg, r.Dir())
 	// The run has just trained (or was resumed after its last task): its
-	// state is the last checkpoint's.
-	if err := exportRun(r.Dir(), dir, r); err != nil {
+	// state is the last checkpoint's, whose held-out features it computes
+	// when that checkpoint was written before checkpoints stored them.
+	h := r.state.heldOut
+	if h == nil {
+		var err error
+		if h, err = r.heldOutFeatures(r.state); err != nil {
+			return "", fmt.Errorf("export: %w", err)
+		}
+	}
+	if err := exportRun(r.Dir(), dir, h); err != nil {
 		return "", fmt.Errorf("export: %w", err)
 	}
 	return dir, nil
 }
 
-// exportHeldOut is what calibrates the export of checkpoint st
-// (export.HeldOut): the held-out features the checkpoint holds
-// (heldOutFeatures). A run without a validation split (data.val_per_class
-// 0), or with fewer than gauss.MinCalibrationImages such images, exports no
-// calibration: its model then never answers "unknown" unless given a
-// threshold. A checkpoint written before checkpoints held the features is
-// an error, unless live, the run in runDir loaded as it stands after that
-// checkpoint, computes them.
-func exportHeldOut(runDir string, cfg config.Config, st *State, live *Run) (*export.HeldOut, error) {
+// exportHeldOut is what calibrates the export of checkpoint ck
+// (export.HeldOut): the held-out features it holds (Run.heldOutFeatures).
+// A run without a validation split (data.val_per_class 0), or with fewer
+// than gauss.MinCalibrationImages such images, exports no calibration: its
+// model then never answers "unknown" unless given a threshold. A
+// checkpoint without them (written before checkpoints held them) is an
+// error naming the way out.
+func exportHeldOut(runDir string, cfg config.Config, ck *checkpointFiles) (*export.HeldOut, error) {
 	if cfg.Data.ValPerClass == 0 {
 		return nil, nil
 	}
-	h := st.heldOut
-	if h == nil && live != nil {
-		var err error
-		if h, err = live.heldOutFeatures(st); err != nil {
-			return nil, err
-		}
-	}
-	dir := checkpointDir(runDir, st.Completed)
+	h := ck.heldOut
 	if h == nil {
 		return nil, fmt.Errorf("checkpoint %s has no %s, the held-out features its calibration is fitted on (it was written before checkpoints held them): `bicyc train --resume %s` exports the run from its data (with export.enabled)",
-			dir, heldOutFile, runDir)
+			ck.dir, heldOutFile, runDir)
 	}
 	if h.mirrored != cfg.Classifier.TestFlip {
-		return nil, fmt.Errorf("checkpoint %s: %s holds features with test_flip %t, the run's classifier.test_flip is %t", dir, heldOutFile, h.mirrored, cfg.Classifier.TestFlip)
+		return nil, fmt.Errorf("checkpoint %s: %s holds the held-out features with test_flip %t, the run's classifier.test_flip is %t: evaluate the run again under its classifier options (train.Rescore, as bicyc sweep does for a classifier variant), which stores them anew",
+			ck.dir, heldOutFile, h.mirrored, cfg.Classifier.TestFlip)
 	}
 	if len(h.classIDs) < gauss.MinCalibrationImages {
 		return nil, nil
@@ -210,16 +222,17 @@ func calibrationSample(idx []int, k int, seed int64) []int {
 	return out
 }
 
-// exportInput assembles the export of state st: every class seen in the
-// completed tasks, in task order, with its prototype and prior (its count
-// of training images).
-func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.RawMessage) (export.Input, error) {
+// exportInput assembles the export of checkpoint ck: every class seen in
+// the completed tasks, in task order, with its prototype and prior (its
+// count of training images), and the networks' weights as stored.
+func exportInput(cfg config.Config, rec streamRecord, ck *checkpointFiles, metrics json.RawMessage) (export.Input, error) {
+	completed := ck.state.Completed
 	var classes []bundle.Class
 	var protos []gauss.Gaussian
 	var priors []float64
-	for t := 0; t < st.Completed; t++ {
+	for t := 0; t < completed; t++ {
 		for _, c := range rec.Tasks[t] {
-			p, ok := st.Prototypes[c]
+			p, ok := ck.prototypes[c]
 			if !ok {
 				return export.Input{}, fmt.Errorf("no prototype for class %d", c)
 			}
@@ -228,9 +241,9 @@ func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.Ra
 				// Folder names need not be UTF-8; the manifest is JSON.
 				name = strings.ToValidUTF8(rec.ClassNames[c], "\uFFFD")
 			}
-			classes = append(classes, bundle.Class{ID: c, Name: name, Task: t + 1, Age: st.Completed - 1 - t})
+			classes = append(classes, bundle.Class{ID: c, Name: name, Task: t + 1, Age: completed - 1 - t})
 			protos = append(protos, p)
-			priors = append(priors, float64(st.ClassCounts[c]))
+			priors = append(priors, float64(ck.classCounts[c]))
 		}
 	}
 	cfgJSON, err := json.Marshal(cfg)
@@ -238,13 +251,11 @@ func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.Ra
 		return export.Input{}, err
 	}
 	in := export.Input{
-		Arch: cfg.Model.Backbone, FeatureDim: cfg.Model.FeatureDim, Backbone: st.Backbone.State(),
+		Arch: cfg.Model.Backbone, FeatureDim: cfg.Model.FeatureDim, Backbone: ck.backbone,
+		AdapterKind: ck.state.AdapterKind, Adapter: ck.adapter,
 		Prototypes: protos, Priors: priors, Classifier: cfg.Classifier,
-		Classes: classes, Tasks: rec.Tasks[:st.Completed], Preprocess: preprocessFor(cfg),
+		Classes: classes, Tasks: rec.Tasks[:completed], Preprocess: preprocessFor(cfg),
 		Config: cfgJSON, Metrics: metrics,
-	}
-	if st.Adapter != nil {
-		in.AdapterKind, in.Adapter = st.Adapter.Kind(), st.Adapter.State()
 	}
 	return in, nil
 }
