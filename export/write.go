@@ -89,7 +89,7 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, nil, err
 	}
-	clf, err := classifier(in)
+	clf, err := newClassifier(in)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -155,9 +155,9 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 	return files, m, nil
 }
 
-// classifier builds the classifier of in's prototypes, after checking that
+// newClassifier builds the classifier of in's prototypes, after checking that
 // there is one of dimension FeatureDim per class.
-func classifier(in Input) (*gauss.Classifier, error) {
+func newClassifier(in Input) (*gauss.Classifier, error) {
 	if len(in.Classes) == 0 || len(in.Prototypes) != len(in.Classes) || (in.Priors != nil && len(in.Priors) != len(in.Classes)) {
 		return nil, fmt.Errorf("%w: %d prototypes and %d priors for %d classes", ErrState, len(in.Prototypes), len(in.Priors), len(in.Classes))
 	}
