@@ -46,19 +46,12 @@ func Calibrate(ctx context.Context, modelDir, outDir string, heldOut []LabelledI
 	if err != nil {
 		return nil, err
 	}
-	fit, err := gauss.FitCalibration(scores, len(labels), len(b.Manifest.Classes), labels, b.Prototypes.Bias)
-	if err != nil {
-		return nil, fmt.Errorf("calibrate %s: %w", modelDir, err)
-	}
-	if fit.References, err = scoreReferences(b, fit, scores, features, len(labels)); err != nil {
-		return nil, fmt.Errorf("calibrate %s: %w", modelDir, err)
-	}
 	m := b.Manifest
-	if m.Classifier.UnknownScore == "" {
-		// Calibrated anew, the model holds every score's quantiles.
-		m.Classifier.UnknownScore = gauss.DefaultUnknownScore
-	}
-	if m.Calibration, err = bundle.NewCalibration(fit, len(labels), acceptRate, m.Classifier.UnknownScore); err != nil {
+	// Calibrated anew, the model holds every score's quantiles: one of a
+	// manifest without a score answers by the default one.
+	m.Calibration, m.Classifier.UnknownScore, err = bundle.FitCalibration(m.Classes, b.Prototypes, m.Classifier,
+		bundle.HeldOut{Scores: scores, Features: features, Columns: labels}, acceptRate)
+	if err != nil {
 		return nil, fmt.Errorf("calibrate %s: %w", modelDir, err)
 	}
 	files := make(map[string][]byte, len(m.Files))
@@ -129,26 +122,6 @@ func sampleHeldOut(heldOut []LabelledImages, k int) []LabelledImages {
 		}
 	}
 	return out
-}
-
-// scoreReferences returns the held-out quantiles of every unknown score
-// but gauss.ScoreMahalanobis (fit.Reference), over the background of the
-// model's trained classes (as infer.Classifier builds it).
-func scoreReferences(b *bundle.Bundle, fit gauss.Calibration, scores, features []float32, n int) (map[gauss.UnknownScore][]float64, error) {
-	protos := b.Prototypes.Gaussians()
-	var trained []gauss.Gaussian
-	for i, cl := range b.Manifest.Classes {
-		if cl.AddedImages == 0 {
-			trained = append(trained, protos[i])
-		}
-	}
-	o, err := gauss.NewOpenSet(protos, trained, b.Prototypes.Bias, fit, b.Manifest.Classifier)
-	if err != nil {
-		return nil, err
-	}
-	refs := o.References(scores, features, n)
-	delete(refs, gauss.ScoreMahalanobis)
-	return refs, nil
 }
 
 // scoreClasses returns model.onnx's scores [n, K] and the backbone's

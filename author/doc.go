@@ -2,7 +2,8 @@
 // retraining and without keeping images (exemplar-free): AddClasses adds
 // classes estimated from a few labelled images each, Calibrate fits the
 // classifier's calibration (a confidence and an "unknown" answer) on
-// held-out images of its classes. It is model authoring, apart from the
+// held-out images of its classes, with bundle.FitCalibration, the fit an
+// export makes. It is model authoring, apart from the
 // runtime: it runs the model through package infer, builds the classifier
 // over old and new prototypes with package gauss, writes its ONNX graph
 // with package classgraph (the one builder of it, which export uses too) and the

@@ -85,6 +85,18 @@ func TestShortlistOfGrownModel(t *testing.T) {
 		t.Fatalf("shortlist %+v, %s listed %v: want size %d and the file", *sl, bundle.ShortlistFile, b.Has(bundle.ShortlistFile), gauss.ShortlistMinSize)
 	}
 
+	checkShortlistAnswers(t, f, grown, *sl)
+	checkShortlistRewrites(t, f, grown, *sl)
+	foreignShortlistRefused(t, b)
+}
+
+// checkShortlistAnswers classifies 2000 test images none of the grown
+// model's classes was estimated from through infer, with its shortlist sl
+// and with exact scores, and checks that the shortlisted answers'
+// distances are the exact scores of their classes and their top-1 and
+// verdict the exact ones.
+func checkShortlistAnswers(t *testing.T, f *fixture, grown string, sl bundle.Shortlist) {
+	t.Helper()
 	ctx := context.Background()
 	open := func(exact bool) *infer.Classifier {
 		c, err := infer.Open(ctx, grown, infer.WithProvider(infer.ProviderCPU), infer.WithExactScores(exact))
@@ -101,6 +113,7 @@ func TestShortlistOfGrownModel(t *testing.T) {
 	const first, images = 2000, 2000
 	inputs := make([]infer.Input, images)
 	for i := range inputs {
+		var err error
 		if inputs[i], err = short.Prepare(fashionImage(f.test, first+i)); err != nil {
 			t.Fatal(err)
 		}
@@ -122,31 +135,7 @@ func TestShortlistOfGrownModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	column := map[int]int{}
-	for i, c := range exact.Classes() {
-		column[c.ID] = i
-	}
-	top1, verdicts := 0, 0
-	var worst, unknownWorst float64
-	for i := range images {
-		scale := 0.0
-		for _, v := range scores[i] {
-			scale = max(scale, math.Abs(float64(v)))
-		}
-		for j, p := range got[i].Predictions {
-			worst = max(worst, math.Abs(float64(p.Distance)-float64(scores[i][column[p.ClassID]]))/scale)
-			if j > 0 && p.Distance < got[i].Predictions[j-1].Distance {
-				t.Fatalf("image %d: predictions out of order: %+v", first+i, got[i].Predictions)
-			}
-		}
-		if got[i].Predictions[0].ClassID == want[i].Predictions[0].ClassID {
-			top1++
-		}
-		if got[i].Unknown == want[i].Unknown {
-			verdicts++
-		}
-		unknownWorst = max(unknownWorst, math.Abs(got[i].UnknownScore-want[i].UnknownScore)/max(math.Abs(want[i].UnknownScore), 1e-12))
-	}
+	top1, verdicts, worst, unknownWorst := compareShortlisted(t, got, want, scores, exact.Classes(), first)
 	t.Logf("%d images: unknown score %s within %.3g relative of the exact one", images, got[0].UnknownScoreName, unknownWorst)
 	t.Logf("%d images: top-1 equal to the exact one on %d, unknown verdict on %d; shortlisted distances within %.3g of the exact scores (relative to each image's largest)", images, top1, verdicts, worst)
 	// Measured: all 2000 equal, distances within 1.1e-7. The bars leave
@@ -165,14 +154,53 @@ func TestShortlistOfGrownModel(t *testing.T) {
 	if worst > 1e-4 || top1 < images*99/100 || verdicts < images*99/100 {
 		t.Errorf("shortlist answers: distances within %.3g (want <= 1e-4), top-1 equal on %d and verdicts on %d of %d images (want >= 99 %% each)", worst, top1, verdicts, images)
 	}
+}
 
+// compareShortlisted compares the shortlisted answers got with the exact
+// answers want and scores of the same images (test images from first on):
+// how many agree in top-1 and in verdict, and the worst relative
+// differences of the distances (to each image's largest score) and of the
+// unknown scores. Predictions out of order fail the test.
+func compareShortlisted(t *testing.T, got, want []infer.Result, scores [][]float32, classes []bundle.Class, first int) (top1, verdicts int, worst, unknownWorst float64) {
+	t.Helper()
+	column := map[int]int{}
+	for i, c := range classes {
+		column[c.ID] = i
+	}
+	for i := range got {
+		scale := 0.0
+		for _, v := range scores[i] {
+			scale = max(scale, math.Abs(float64(v)))
+		}
+		for j, p := range got[i].Predictions {
+			worst = max(worst, math.Abs(float64(p.Distance)-float64(scores[i][column[p.ClassID]]))/scale)
+			if j > 0 && p.Distance < got[i].Predictions[j-1].Distance {
+				t.Fatalf("image %d: predictions out of order: %+v", first+i, got[i].Predictions)
+			}
+		}
+		if got[i].Predictions[0].ClassID == want[i].Predictions[0].ClassID {
+			top1++
+		}
+		if got[i].Unknown == want[i].Unknown {
+			verdicts++
+		}
+		unknownWorst = max(unknownWorst, math.Abs(got[i].UnknownScore-want[i].UnknownScore)/max(math.Abs(want[i].UnknownScore), 1e-12))
+	}
+	return top1, verdicts, worst, unknownWorst
+}
+
+// checkShortlistRewrites checks what Shortlist writes from the grown model
+// with shortlist sl: the same plan for the default share, none for 0 or
+// for a model of fewer than gauss.ShortlistMinClasses classes.
+func checkShortlistRewrites(t *testing.T, f *fixture, grown string, sl bundle.Shortlist) {
+	t.Helper()
 	again := filepath.Join(t.TempDir(), "again")
 	replanned, err := Shortlist(grown, again, gauss.DefaultShortlist)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if replanned == nil || *replanned != *sl {
-		t.Errorf("Shortlist with the default share planned %+v, AddClasses %+v: want the same", replanned, *sl)
+	if replanned == nil || *replanned != sl {
+		t.Errorf("Shortlist with the default share planned %+v, AddClasses %+v: want the same", replanned, sl)
 	}
 	exactDir := filepath.Join(t.TempDir(), "exact")
 	if none, err := Shortlist(grown, exactDir, 0); err != nil || none != nil {
@@ -189,7 +217,6 @@ func TestShortlistOfGrownModel(t *testing.T) {
 	if none, err := Shortlist(f.twoTasks, small, gauss.DefaultShortlist); err != nil || none != nil {
 		t.Errorf("Shortlist of a 10-class model: %+v, %v; want none (fewer than %d classes)", none, err, gauss.ShortlistMinClasses)
 	}
-	foreignShortlistRefused(t, b)
 }
 
 // foreignShortlistRefused: issue 42, row 7. A shortlist.onnx written for

@@ -50,6 +50,17 @@ func TestUnknownScoreOption(t *testing.T) {
 			test = append(test, fashionImage(f.test, i))
 		}
 	}
+	checkEveryScore(t, calibrated, test)
+	checkScoresAfterAddClasses(t, f, root, calibrated, test)
+	checkManifestBeforeScores(t, f, root, calibrated, test)
+}
+
+// checkEveryScore checks, for every unknown score chosen with
+// WithUnknownScore on the calibrated model, that Results name the score,
+// that UnknownScores agrees with Classify, and that the known images test
+// are accepted at the asked 0.95 within 2 points.
+func checkEveryScore(t *testing.T, calibrated string, test []image.Image) {
+	t.Helper()
 	for j, u := range gauss.UnknownScores() {
 		c := openCPU(t, calibrated, infer.WithUnknownScore(string(u)))
 		if c.UnknownScore() != u {
@@ -73,9 +84,13 @@ func TestUnknownScoreOption(t *testing.T) {
 			t.Errorf("%s: result names %q with %v; UnknownScores gives %v", u, r.UnknownScoreName, r.UnknownScore, all[0][j])
 		}
 	}
+}
 
-	// add-classes: the new classes' images do not move the background, so
-	// every score keeps accepting the old classes' images at the asked rate.
+// checkScoresAfterAddClasses adds two classes to the calibrated model and
+// checks that every feature score keeps accepting the old classes' images
+// test at the asked rate.
+func checkScoresAfterAddClasses(t *testing.T, f *fixture, root, calibrated string, test []image.Image) {
+	t.Helper()
 	writeClassFolder(t, f, filepath.Join(root, "new"), []int{5, 6}, 0, fixturePerClass)
 	newClasses, _, err := ReadClassFolders(filepath.Join(root, "new"))
 	if err != nil {
@@ -92,8 +107,13 @@ func TestUnknownScoreOption(t *testing.T) {
 			t.Errorf("%s after add-classes: accepted %.3f of the old classes' images, asked 0.95", u, got)
 		}
 	}
+}
 
-	// A manifest written before scores could be chosen.
+// checkManifestBeforeScores rewrites the calibrated model's manifest as
+// one written before scores could be chosen and checks that it answers by
+// the mahalanobis score and refuses the others.
+func checkManifestBeforeScores(t *testing.T, f *fixture, root, calibrated string, test []image.Image) {
+	t.Helper()
 	b, err := bundle.Open(calibrated)
 	if err != nil {
 		t.Fatal(err)

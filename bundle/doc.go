@@ -25,6 +25,10 @@
 // package; models written before them also had top-k outputs, which
 // readers ignore.
 //
+// FitCalibration is the one fit of a model's Calibration (export and
+// package author both call it), and NewOpenSet the one rule for the
+// background of its unknown scores, which infer uses too.
+//
 // Write replaces a directory only once the new one is complete and synced,
 // so an interrupted export never leaves a half-written model that looks
 // valid and never destroys the previous one. Open verifies the manifest

@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/bicyc/bicyc/bounded"
+	"github.com/bicyc/bicyc/gauss"
 )
 
 // addedKeys are the keys added after run directories were first written,
@@ -52,8 +53,8 @@ var addedKeys = map[string]func(*Config){
 	"classifier.age_bias":        func(c *Config) { c.Classifier.AgeBias = 0 },
 	"classifier.pool_cov":        func(c *Config) { c.Classifier.PoolCov = 0 },
 	"classifier.test_flip":       func(c *Config) { c.Classifier.TestFlip = false },
-	// Unknown score: runs before the choice answered by mahalanobis (empty).
-	"classifier.unknown_score": func(c *Config) { c.Classifier.UnknownScore = "" },
+	// Unknown score: runs before the choice answered by mahalanobis.
+	"classifier.unknown_score": func(c *Config) { c.Classifier.UnknownScore = gauss.ScoreMahalanobis },
 	// Shortlist: every class scored exactly, as every model before it.
 	"classifier.shortlist": func(c *Config) { c.Classifier.Shortlist = 0 },
 	// Classifier head: the Gaussian one, as every run before the choice.

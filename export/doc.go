@@ -23,6 +23,12 @@
 // classgraph.ErrTables; the functions keep no state and are safe for
 // concurrent use.
 //
+// Write is a pure writer of typed input (Input): the class Gaussians and
+// their priors, from which it builds the classifier and the stored
+// prototypes once, and the held-out images' backbone features (HeldOut),
+// on which it fits the calibration with bundle.FitCalibration, the fit
+// package author refits with. It never trains or runs a network.
+//
 // The graphs are built with package onnxgraph; the classifier's graph is
 // package classgraph's, the one builder that package author uses too when
 // it adds classes to a model directory.

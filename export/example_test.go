@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/export"
 	"github.com/bicyc/bicyc/export/onnxgraph"
@@ -79,12 +81,14 @@ func ExampleWrite() {
 	dir := filepath.Join(tmp, "fmnist")
 
 	const s = 2
-	identity := []float32{1, 0, 0, 1, 1, 0, 0, 1}
+	unit := func(i int) gauss.Gaussian {
+		g := gauss.Gaussian{Mean: make([]float64, s), Cov: mat.NewSymDense(s, []float64{1, 0, 0, 1})}
+		g.Mean[i] = 1
+		return g
+	}
 	in := export.Input{
 		Arch: export.ArchConvNet, FeatureDim: s, Backbone: zeroConvNet(s),
-		Means: []float32{1, 0, 0, 1}, Covariances: identity,
-		Tables: gauss.ClassifierTables{K: 2, S: s, Means: []float32{1, 0, 0, 1}, Whiten: identity,
-			Bias: []float32{0, 0}, Normalize: true},
+		Prototypes: []gauss.Gaussian{unit(0), unit(1)},
 		Classifier: gauss.ClassifierOptions{Normalize: true, Shrink: 3},
 		Classes:    []bundle.Class{{ID: 0, Name: "T-shirt/top", Task: 1}, {ID: 1, Name: "Trouser", Task: 1}},
 		Tasks:      [][]int{{0, 1}},

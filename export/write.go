@@ -32,20 +32,23 @@ type Input struct {
 	AdapterKind string
 	Adapter     []safetensors.Tensor
 
-	// Means [K,S] and Covariances [K,S,S] (full, row-major) are the raw
-	// Gaussian prototypes; Tables are gauss.Classifier.Tables() built from
-	// them with the options in Classifier.
-	Means, Covariances []float32
-	Tables             gauss.ClassifierTables
-	Classifier         gauss.ClassifierOptions // TopK 0 means gauss.DefaultTopK
+	// Prototypes are the class Gaussians, Prototypes[c] that of
+	// Classes[c], and Priors their training image counts (nil: equal
+	// priors). Write builds the classifier from them (gauss.NewClassifier
+	// with Classifier and the classes' ages) and stores them in float32
+	// (bundle.NewPrototypes).
+	Prototypes []gauss.Gaussian
+	Priors     []float64
+	Classifier gauss.ClassifierOptions // TopK 0 means gauss.DefaultTopK
 
 	Classes    []bundle.Class
 	Tasks      [][]int
 	Preprocess imaging.Preprocess
-	// Calibration, fitted on held-out images of Classes (gauss.FitCalibration
-	// on the classifier's scores), goes into the manifest; nil for a run
-	// without held-out images, whose model then never answers "unknown".
-	Calibration *bundle.Calibration
+	// HeldOut, backbone features of held-out images of Classes that the
+	// model never trained on, calibrates confidence and "unknown" (see
+	// HeldOut); nil for a run without held-out images, whose model then
+	// never answers "unknown".
+	HeldOut *HeldOut
 
 	// Config and Metrics are stored verbatim in the manifest.
 	Config, Metrics json.RawMessage
@@ -82,23 +85,26 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 		return nil, nil, err
 	}
 	k := len(in.Classes)
-	if in.Tables.K != k || in.Tables.S != in.FeatureDim {
-		return nil, nil, fmt.Errorf("%w: classifier tables are for K=%d, S=%d, the model has %d classes of dim %d",
-			ErrState, in.Tables.K, in.Tables.S, k, in.FeatureDim)
-	}
-	if in.Tables.Normalize != in.Classifier.Normalize {
-		return nil, nil, fmt.Errorf("%w: classifier tables have normalize=%v, the options say %v",
-			ErrState, in.Tables.Normalize, in.Classifier.Normalize)
-	}
 	opts := in.Classifier
 	if err := opts.Validate(); err != nil {
 		return nil, nil, err
 	}
+	clf, err := newClassifier(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	tables := clf.Tables()
+	protos := bundle.NewPrototypes(in.Prototypes, tables.Bias, tables.Normalize)
 	if opts.TopK == 0 {
 		opts.TopK = gauss.DefaultTopK
 	}
 	opts.TopK = min(opts.TopK, k)
-	if in.Calibration == nil {
+	var cal *bundle.Calibration
+	if in.HeldOut != nil {
+		if cal, opts.UnknownScore, err = calibrate(*in.HeldOut, clf, in.Classes, protos, opts); err != nil {
+			return nil, nil, err
+		}
+	} else {
 		// Without held-out quantiles only the nearest distance is known.
 		opts.UnknownScore = ""
 	}
@@ -106,7 +112,6 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 	shape := BackboneShape{Arch: in.Arch, InChannels: in.Preprocess.Channels,
 		Height: in.Preprocess.Height, Width: in.Preprocess.Width, FeatureDim: in.FeatureDim}
 	files := map[string][]byte{}
-	var err error
 	if files[bundle.BackboneFile], err = Backbone(shape, in.Backbone); err != nil {
 		return nil, nil, err
 	}
@@ -117,15 +122,10 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 			return nil, nil, err
 		}
 	}
-	if len(in.Covariances) != k*in.FeatureDim*in.FeatureDim {
-		return nil, nil, fmt.Errorf("%w: %d covariance values for %d classes of dim %d", ErrState, len(in.Covariances), k, in.FeatureDim)
-	}
-	protos := bundle.Prototypes{K: k, S: in.FeatureDim, Means: in.Means,
-		Covariances: bundle.PackCovariances(in.Covariances, k, in.FeatureDim), Bias: in.Tables.Bias, Normalize: in.Tables.Normalize}
 	if files[bundle.PrototypesFile], err = protos.Encode(); err != nil {
 		return nil, nil, err
 	}
-	shortlist, classifier, err := classgraph.ModelFiles(in.Tables, protos.Gaussians(), files[bundle.BackboneFile], opts.ShortlistSize(k))
+	shortlist, classifier, err := classgraph.ModelFiles(tables, protos.Gaussians(), files[bundle.BackboneFile], opts.ShortlistSize(k))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -146,13 +146,31 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 		Preprocess:        in.Preprocess,
 		Classes:           in.Classes,
 		Tasks:             in.Tasks,
-		Calibration:       in.Calibration,
+		Calibration:       cal,
 		Shortlist:         shortlist,
 		ModelFeatures:     true,
 		Config:            in.Config,
 		Metrics:           in.Metrics,
 	}
 	return files, m, nil
+}
+
+// newClassifier builds the classifier of in's prototypes, after checking that
+// there is one of dimension FeatureDim per class.
+func newClassifier(in Input) (*gauss.Classifier, error) {
+	if len(in.Classes) == 0 || len(in.Prototypes) != len(in.Classes) || (in.Priors != nil && len(in.Priors) != len(in.Classes)) {
+		return nil, fmt.Errorf("%w: %d prototypes and %d priors for %d classes", ErrState, len(in.Prototypes), len(in.Priors), len(in.Classes))
+	}
+	for c, g := range in.Prototypes {
+		if g.Dim() != in.FeatureDim {
+			return nil, fmt.Errorf("%w: the prototype of class %d has dimension %d, the model %d", ErrState, in.Classes[c].ID, g.Dim(), in.FeatureDim)
+		}
+	}
+	clf, err := gauss.NewClassifier(in.Prototypes, in.Priors, in.Classifier.WithAges(bundle.Ages(in.Classes)))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrState, err)
+	}
+	return clf, nil
 }
 
 // version returns v, or the main module's version when v is empty

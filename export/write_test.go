@@ -71,19 +71,13 @@ func newExportFixture(t *testing.T) exportFixture {
 			}
 			protos = append(protos, g)
 			classes = append(classes, bundle.Class{ID: id, Name: data.FashionMNISTClasses[id], Task: task + 1})
-			for i := range s {
-				in.Means = append(in.Means, float32(g.Mean[i]))
-				for j := range s {
-					in.Covariances = append(in.Covariances, float32(g.Cov.At(i, j)))
-				}
-			}
 		}
 	}
 	c, err := gauss.NewClassifier(protos, nil, gauss.ClassifierOptions{Shrink: 3, Normalize: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.Classes, in.Tables = classes, c.Tables()
+	in.Classes, in.Prototypes = classes, protos
 	in.AdapterKind = AdapterMLP
 	in.Adapter = []safetensors.Tensor{
 		randomTensor(rng, "fc1.weight", []int{32 * s, s}, 0.3, false), randomTensor(rng, "fc1.bias", []int{32 * s}, 0.1, false),
@@ -111,8 +105,9 @@ func TestWriteExportsAWorkingModel(t *testing.T) {
 		m.Classes[7].Name != "Sneaker" || m.Preprocess.Height != 28 {
 		t.Fatalf("manifest: %+v", m)
 	}
-	if !slices.Equal(b.Prototypes.Means, fx.in.Means) || !slices.Equal(b.Prototypes.Bias, fx.in.Tables.Bias) ||
-		!slices.Equal(b.Prototypes.Covariances, bundle.PackCovariances(fx.in.Covariances, 10, 8)) {
+	want := bundle.NewPrototypes(fx.in.Prototypes, fx.classifier.Tables().Bias, true)
+	if !slices.Equal(b.Prototypes.Means, want.Means) || !slices.Equal(b.Prototypes.Bias, want.Bias) ||
+		!slices.Equal(b.Prototypes.Covariances, want.Covariances) || !b.Prototypes.Normalize {
 		t.Fatal("prototypes differ from the exported ones")
 	}
 
@@ -130,14 +125,14 @@ func TestWriteExportsAWorkingModel(t *testing.T) {
 		[]string{bundle.TensorFeatures})[0].([]float32)
 	outs := runModelIn(t, dir, models[bundle.ModelFile], []string{bundle.TensorImage}, [][]float32{images}, [][]int64{{n, 1, 28, 28}},
 		[]string{bundle.TensorScores})
-	want := make([]float64, n*10)
+	wantScores := make([]float64, n*10)
 	for i, v := range fx.classifier.Scores(feats, n) {
-		want[i] = float64(v)
+		wantScores[i] = float64(v)
 	}
-	checkScores(t, "model.onnx vs gauss", outs, want, n, 10)
+	checkScores(t, "model.onnx vs gauss", outs, wantScores, n, 10)
 	outs = runModelIn(t, dir, models[bundle.ClassifierFile], []string{bundle.TensorFeatures}, [][]float32{feats}, [][]int64{{n, 8}},
 		[]string{bundle.TensorScores})
-	checkScores(t, "classifier.onnx vs gauss", outs, want, n, 10)
+	checkScores(t, "classifier.onnx vs gauss", outs, wantScores, n, 10)
 	pred := fx.classifier.Predict(feats, n, nil)
 	scores := outs[0].([]float32)
 	for r := range n {
@@ -174,10 +169,19 @@ func TestWriteRejectsInconsistentInput(t *testing.T) {
 		edit func(*Input)
 		want string
 	}{
-		{func(in *Input) { in.Classes = in.Classes[:9] }, "classifier tables are for K=10, S=8, the model has 9 classes of dim 8"},
-		{func(in *Input) { in.Classifier.Normalize = false }, "classifier tables have normalize=true, the options say false"},
+		{func(in *Input) { in.Classes = in.Classes[:9] }, "10 prototypes and 0 priors for 9 classes"},
+		{func(in *Input) { in.Priors = []float64{1, 2} }, "10 prototypes and 2 priors for 10 classes"},
+		{func(in *Input) { in.Prototypes[3] = gauss.Gaussian{Mean: make([]float64, 4)} }, "the prototype of class 3 has dimension 4, the model 8"},
 		{func(in *Input) { in.Classifier.TopK = -1 }, "top_k -1"},
-		{func(in *Input) { in.Covariances = in.Covariances[:10] }, "10 covariance values for 10 classes of dim 8"},
+		{func(in *Input) {
+			in.HeldOut = &HeldOut{Features: make([]float32, 8), ClassIDs: []int{12}, AcceptRate: 0.95}
+		}, "held-out image 0 has class 12, which the model does not have"},
+		{func(in *Input) {
+			in.HeldOut = &HeldOut{Features: make([]float32, 7), ClassIDs: []int{2}, AcceptRate: 0.95}
+		}, "7 feature values for 1 held-out images of dimension 8"},
+		{func(in *Input) {
+			in.HeldOut = &HeldOut{Features: make([]float32, 8), ClassIDs: []int{2}, AcceptRate: 0.95}
+		}, "1 held-out images, want at least 20"},
 		{func(in *Input) { in.AdapterKind = "attention" }, `unknown adapter kind "attention"`},
 		{func(in *Input) { in.Backbone = in.Backbone[1:] }, `backbone tensor "conv1.weight" is missing`},
 		{func(in *Input) { in.Preprocess.Channels = 2 }, "channels 2, want 1 or 3"},

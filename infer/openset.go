@@ -70,14 +70,7 @@ func newOpenSet(b *bundle.Bundle, cfg *config) (openSet, error) {
 		}
 		o.rate = cfg.acceptRate
 	}
-	var trained []gauss.Gaussian
-	protos := b.Prototypes.Gaussians()
-	for i, cl := range b.Manifest.Classes {
-		if cl.AddedImages == 0 {
-			trained = append(trained, protos[i])
-		}
-	}
-	if o.scorer, err = gauss.NewOpenSet(protos, trained, o.bias, c, b.Manifest.Classifier); err != nil {
+	if o.scorer, err = bundle.NewOpenSet(b.Manifest.Classes, b.Prototypes, c, b.Manifest.Classifier); err != nil {
 		return openSet{}, fmt.Errorf("model %s: %w", b.Dir, err)
 	}
 	return o, nil

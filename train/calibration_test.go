@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bicyc/bicyc/author"
@@ -163,13 +164,42 @@ func checkSoftmaxHeadExport(t *testing.T, r *Run, imgs []image.Image) {
 	}
 }
 
-// checkTestFlipExport re-exports the run with classifier.test_flip on
-// (reexport) and checks that an image and its mirror then get the same
-// predictions at the same distances (the mean of the two scores is
-// symmetric) and that add-classes mirrors the new class's images.
+// checkTestFlipExport exports the run with classifier.test_flip on and
+// checks that an image and its mirror then get the same predictions at the
+// same distances (the mean of the two scores is symmetric) and that
+// add-classes mirrors the new class's images. Switched on by hand in
+// config.yaml, the export is refused: the checkpoints' held-out features
+// have no mirrors; the run evaluated again under it (Rescore, as a sweep
+// does) exports.
 func checkTestFlipExport(t *testing.T, r *Run, imgs []image.Image) {
 	t.Helper()
-	clf, model := reexport(t, r, imgs, "test_flip", func(c *gauss.ClassifierOptions) { c.TestFlip = true })
+	cfg := r.Config()
+	cfg.Classifier.TestFlip = true
+	path := filepath.Join(r.Dir(), "config.yaml")
+	saved, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeYAML(path, cfg); err != nil {
+		t.Fatal(err)
+	}
+	err = Export(r.Dir(), filepath.Join(t.TempDir(), "model"), 0)
+	if err == nil || !strings.Contains(err.Error(), "classifier.test_flip is true") || !strings.Contains(err.Error(), "train.Rescore") {
+		t.Errorf("export with test_flip switched on by hand: error %v, want one naming test_flip and train.Rescore", err)
+	}
+	if err := os.WriteFile(path, saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	flipped, err := Rescore(r.Dir(), cfg, t.TempDir(), Options{Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer flipped.Close()
+	ev, err := flipped.Evaluate(cfg.Classifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clf, model := exportAgrees(t, flipped.Dir(), ev, imgs)
 	if !clf.Manifest().Classifier.TestFlip {
 		t.Error("manifest test_flip is off")
 	}
@@ -256,8 +286,16 @@ func reexport(t *testing.T, r *Run, imgs []image.Image, what string, edit func(*
 	if slices.Equal(base.Predictions, ev.Predictions) {
 		t.Errorf("%s changed no prediction of %d", what, len(ev.Predictions))
 	}
+	return exportAgrees(t, r.Dir(), ev, imgs)
+}
+
+// exportAgrees exports the run in dir and checks that ONNX Runtime through
+// package infer gives the evaluation ev's predictions on imgs. It returns
+// the opened model and its directory.
+func exportAgrees(t *testing.T, dir string, ev Evaluation, imgs []image.Image) (*infer.Classifier, string) {
+	t.Helper()
 	model := filepath.Join(t.TempDir(), "model")
-	if err := Export(r.Dir(), model, 0); err != nil {
+	if err := Export(dir, model, 0); err != nil {
 		t.Fatal(err)
 	}
 	clf, err := infer.Open(context.Background(), model, infer.WithLog(io.Discard))

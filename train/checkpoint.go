@@ -26,6 +26,11 @@ import (
 //	backbone.safetensors    backbone weights and BatchNorm running statistics
 //	adapter.safetensors     the last task's adapter A (absent before task 2)
 //	prototypes.safetensors  "classes" [K], "means" [K,S], "covariances" [K,S,S]
+//	heldout.safetensors     "features" [N,S] ([2N,S] with test_flip: then the
+//	                        mirrors'), "classes" [N]: the held-out images'
+//	                        features an export is calibrated on (absent
+//	                        without a validation split, and from checkpoints
+//	                        written before they were stored)
 //	state.json              completed tasks, class counts, per-task reports
 //
 // It is built in a hidden sibling directory, every file synced, and moved
@@ -36,6 +41,64 @@ import (
 // seed, the task and the epoch (Run.rng, data.Batcher.Epoch).
 
 const latestFile = rundir.LatestFile
+
+// heldOutFile is the checkpoint's file of held-out features, and
+// metadataTestFlip its metadata key saying whether they hold the mirrors'
+// ("true" or "false").
+const (
+	heldOutFile      = "heldout.safetensors"
+	metadataTestFlip = "test_flip"
+)
+
+// heldOut are the backbone features of a checkpoint's held-out images
+// (Run.heldOutFeatures), stored with it so that an export is calibrated
+// without loading the run's data or its networks.
+type heldOut struct {
+	features []float32 // [N,S], with mirrored [2N,S]: the images', then their mirrors'
+	classIDs []int     // [N]
+	mirrored bool
+}
+
+func (h *heldOut) tensors(s int) []safetensors.Tensor {
+	ids := make([]float32, len(h.classIDs))
+	for i, c := range h.classIDs {
+		ids[i] = float32(c)
+	}
+	return []safetensors.Tensor{
+		{Name: "features", Shape: []int{len(h.features) / s, s}, Data: h.features},
+		{Name: "classes", Shape: []int{len(ids)}, Data: ids},
+	}
+}
+
+// readHeldOut reads a checkpoint's heldout.safetensors of features of
+// dimension s; nil when the checkpoint has none.
+func readHeldOut(path string, s int) (*heldOut, error) {
+	ts, meta, err := safetensors.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	features, ok1 := safetensors.Find(ts, "features")
+	classes, ok2 := safetensors.Find(ts, "classes")
+	flip, ok3 := map[string]bool{"true": true, "false": false}[meta[metadataTestFlip]]
+	if !ok1 || !ok2 || !ok3 {
+		return nil, fmt.Errorf("checkpoint %s: want tensors features and classes and metadata %s true or false", path, metadataTestFlip)
+	}
+	rows := len(classes.Data)
+	if flip {
+		rows *= 2
+	}
+	if len(features.Data) != rows*s {
+		return nil, fmt.Errorf("checkpoint %s: %d classes need features [%d,%d], got %v", path, len(classes.Data), rows, s, features.Shape)
+	}
+	h := &heldOut{features: features.Data, classIDs: make([]int, len(classes.Data)), mirrored: flip}
+	for i, c := range classes.Data {
+		h.classIDs[i] = int(c)
+	}
+	return h, nil
+}
 
 type checkpointState struct {
 	Completed   int          `json:"completed"`
@@ -75,6 +138,13 @@ func saveCheckpoint(runDir string, st *State) error {
 	if err := safetensors.WriteFile(filepath.Join(tmp, "prototypes.safetensors"), prototypeTensors(st.Prototypes), nil); err != nil {
 		return err
 	}
+	if h := st.heldOut; h != nil {
+		if err := safetensors.WriteFile(filepath.Join(tmp, heldOutFile), h.tensors(st.Backbone.FeatureDim()), map[string]string{
+			metadataTestFlip: fmt.Sprint(h.mirrored),
+		}); err != nil {
+			return err
+		}
+	}
 	b, err := json.MarshalIndent(cs, "", "  ")
 	if err != nil {
 		return err
@@ -89,64 +159,97 @@ func saveCheckpoint(runDir string, st *State) error {
 	return durable.WriteFile(filepath.Join(filepath.Dir(final), latestFile), []byte(filepath.Base(final)+"\n"))
 }
 
+// latestCheckpoint returns the directory of the checkpoint named by
+// checkpoints/latest, or "" when the run has none yet.
+func latestCheckpoint(runDir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(runDir, "checkpoints", latestFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(runDir, "checkpoints", strings.TrimSpace(string(b))), nil
+}
+
 // loadLatestCheckpoint reads the checkpoint named by checkpoints/latest, or
 // returns nil when the run has none yet.
 func loadLatestCheckpoint(runDir string, cfg config.Config) (*State, error) {
-	b, err := os.ReadFile(filepath.Join(runDir, "checkpoints", latestFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	dir, err := latestCheckpoint(runDir)
+	if dir == "" || err != nil {
 		return nil, err
 	}
-	return LoadCheckpoint(filepath.Join(runDir, "checkpoints", strings.TrimSpace(string(b))), cfg)
+	return LoadCheckpoint(dir, cfg)
 }
 
-// LoadCheckpoint reads one checkpoint directory of a run with configuration cfg.
-func LoadCheckpoint(dir string, cfg config.Config) (*State, error) {
-	var cs checkpointState
-	if err := readJSON(filepath.Join(dir, "state.json"), &cs); err != nil {
+// checkpointFiles are the contents of a checkpoint's files as stored,
+// before any network is built from them: what an export reads.
+type checkpointFiles struct {
+	dir         string
+	state       checkpointState
+	backbone    []safetensors.Tensor
+	adapter     []safetensors.Tensor // nil when state.AdapterKind is empty
+	prototypes  map[int]gauss.Gaussian
+	heldOut     *heldOut
+	classCounts map[int]int
+}
+
+// readCheckpoint reads the files of one checkpoint directory of a run
+// whose features have dimension s.
+func readCheckpoint(dir string, s int) (*checkpointFiles, error) {
+	c := &checkpointFiles{dir: dir}
+	if err := readJSON(filepath.Join(dir, "state.json"), &c.state); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	st := &State{Completed: cs.Completed, ClassCounts: cs.ClassCounts, Reports: cs.Reports}
-	if st.ClassCounts == nil {
-		st.ClassCounts = map[int]int{}
+	c.classCounts = c.state.ClassCounts
+	if c.classCounts == nil {
+		c.classCounts = map[int]int{}
 	}
-	bb, err := newBackbone(cfg, placeholderRand())
-	if err != nil {
-		return nil, err
+	var err error
+	if c.backbone, _, err = safetensors.ReadFile(filepath.Join(dir, "backbone.safetensors")); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	path := filepath.Join(dir, "backbone.safetensors")
+	if c.state.AdapterKind != "" {
+		if c.adapter, _, err = safetensors.ReadFile(filepath.Join(dir, "adapter.safetensors")); err != nil {
+			return nil, fmt.Errorf("checkpoint: %w", err)
+		}
+	}
+	path := filepath.Join(dir, "prototypes.safetensors")
 	ts, _, err := safetensors.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	if err := bb.SetState(ts); err != nil {
+	if c.prototypes, err = prototypesFromTensors(ts, s); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	st.Backbone = bb
-	if cs.AdapterKind != "" {
-		path := filepath.Join(dir, "adapter.safetensors")
-		ts, _, err := safetensors.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("checkpoint: %w", err)
-		}
-		a, err := models.NewMapper(cs.AdapterKind, cfg.Model.FeatureDim, cfg.Model.HiddenMult, placeholderRand())
-		if err != nil {
+	if c.heldOut, err = readHeldOut(filepath.Join(dir, heldOutFile), s); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// LoadCheckpoint reads one checkpoint directory of a run with configuration
+// cfg and builds its networks.
+func LoadCheckpoint(dir string, cfg config.Config) (*State, error) {
+	c, err := readCheckpoint(dir, cfg.Model.FeatureDim)
+	if err != nil {
+		return nil, err
+	}
+	st := &State{Completed: c.state.Completed, ClassCounts: c.classCounts, Reports: c.state.Reports,
+		Prototypes: c.prototypes, heldOut: c.heldOut}
+	if st.Backbone, err = newBackbone(cfg, placeholderRand()); err != nil {
+		return nil, err
+	}
+	if err := st.Backbone.SetState(c.backbone); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", filepath.Join(dir, "backbone.safetensors"), err)
+	}
+	if c.adapter != nil {
+		if st.Adapter, err = models.NewMapper(c.state.AdapterKind, cfg.Model.FeatureDim, cfg.Model.HiddenMult, placeholderRand()); err != nil {
 			return nil, err
 		}
-		if err := a.SetState(ts); err != nil {
-			return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+		if err := st.Adapter.SetState(c.adapter); err != nil {
+			return nil, fmt.Errorf("checkpoint %s: %w", filepath.Join(dir, "adapter.safetensors"), err)
 		}
-		st.Adapter = a
-	}
-	path = filepath.Join(dir, "prototypes.safetensors")
-	ts, _, err = safetensors.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint: %w", err)
-	}
-	if st.Prototypes, err = prototypesFromTensors(ts, cfg.Model.FeatureDim); err != nil {
-		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	return st, nil
 }

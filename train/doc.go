@@ -13,7 +13,9 @@
 //	          every seen task's test set (TAg) and within each task (TAw)
 //
 // and then writes an atomic checkpoint, so a killed run resumes after its
-// last completed task. Prototypes (one Gaussian per class) are the only
+// last completed task; the checkpoint also holds the backbone's features of
+// the validation images, on which an export fits its calibration, so that
+// Export reads only the run directory and runs no network. Prototypes (one Gaussian per class) are the only
 // memory of old tasks: no image of an old task is kept.
 //
 // Entry points: New starts a run, Resume continues one, Fork starts one from

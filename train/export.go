@@ -3,9 +3,9 @@ package train
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,7 +15,6 @@ import (
 	"github.com/bicyc/bicyc/export"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/rundir"
-	"gonum.org/v1/gonum/mat"
 
 	"github.com/bicyc/bicyc/imaging"
 )
@@ -23,10 +22,10 @@ import (
 // Export writes the model directory of the run in runDir, as of its last
 // completed task, to outDir (see package export): backbone, adapter,
 // classifier and fused ONNX models plus the prototype bundle. The manifest's
-// metrics are those of that checkpoint. With a validation split it also
-// reads the training data, to calibrate confidence and "unknown" on the
-// held-out images (see calibration); without one it needs only the run
-// directory.
+// metrics are those of that checkpoint, and its calibration of confidence
+// and "unknown" is fitted on the held-out features the checkpoint stores
+// (exportHeldOut): it reads only the run directory, never the training
+// data, and runs no network.
 //
 // An export in place (outDir inside runDir, or the run's own model
 // directory, ModelDir: <run>/model or export.dir) holds the run's lock
@@ -60,28 +59,39 @@ func inside(dir, path string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
-// exportRun is Export; live, when not nil, is the run in runDir as it stands
-// after its last checkpoint, whose data calibration then uses instead of
-// loading them again.
-func exportRun(runDir, outDir string, live *Run) error {
+// exportRun is Export. It reads the checkpoint's files as stored and
+// builds no network; fallback, when not nil, are the held-out features of
+// a checkpoint written before checkpoints stored them (ExportAfterTraining
+// computes them from the run it has loaded).
+func exportRun(runDir, outDir string, fallback *heldOut) error {
 	cfg, err := config.ReadRun(filepath.Join(runDir, "config.yaml"))
 	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
+	// The calibration's linear algebra (gonum) on the BLAS as training
+	// sets it up (OpenBLAS, on one thread: its rounding depends on both),
+	// so that an export gives the same bytes in any process.
+	useCPU(cfg.Threads)
 	var rec streamRecord
 	if err := readJSON(filepath.Join(runDir, "stream.json"), &rec); err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
-	st, err := loadLatestCheckpoint(runDir, cfg)
+	dir, err := latestCheckpoint(runDir)
 	if err != nil {
 		return err
 	}
-	if st == nil || st.Completed == 0 {
+	var ck *checkpointFiles
+	if dir != "" {
+		if ck, err = readCheckpoint(dir, cfg.Model.FeatureDim); err != nil {
+			return err
+		}
+	}
+	if ck == nil || ck.state.Completed == 0 {
 		return fmt.Errorf("export %s: the run has no completed task yet", runDir)
 	}
 	// The metrics come from the checkpoint, not metrics.json, which a kill
 	// between the two writes can leave one task behind.
-	s, err := summarize(cfg, rec.Tasks, st)
+	s, err := summarize(cfg, rec.Tasks, &State{Completed: ck.state.Completed, Reports: ck.state.Reports})
 	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
@@ -89,12 +99,14 @@ func exportRun(runDir, outDir string, live *Run) error {
 	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
-	in, clf, err := exportInput(cfg, rec, st, metrics)
+	in, err := exportInput(cfg, rec, ck, metrics)
 	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
-	protos := storedGaussians(in.Means, in.Covariances, in.FeatureDim)
-	if in.Calibration, err = calibration(runDir, cfg, in.Classes, protos, clf, live); err != nil {
+	if ck.heldOut == nil {
+		ck.heldOut = fallback
+	}
+	if in.HeldOut, err = exportHeldOut(runDir, cfg, ck); err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
 	return export.Write(outDir, in)
@@ -131,59 +143,70 @@ func ExportAfterTraining(r *Run) (string, error) {
 		return "", nil
 	}
 	dir := ModelDir(cfg, r.Dir())
-	// The run has just trained: its data are loaded and its state is the
-	// last checkpoint's.
-	if err := exportRun(r.Dir(), dir, r); err != nil {
+	// The run has just trained (or was resumed after its last task): its
+	// state is the last checkpoint's, whose held-out features it computes
+	// when that checkpoint was written before checkpoints stored them.
+	h := r.state.heldOut
+	if h == nil {
+		var err error
+		if h, err = r.heldOutFeatures(r.state); err != nil {
+			return "", fmt.Errorf("export: %w", err)
+		}
+	}
+	if err := exportRun(r.Dir(), dir, h); err != nil {
 		return "", fmt.Errorf("export: %w", err)
 	}
 	return dir, nil
 }
 
-// calibration fits the exported model's calibration (export.FitCalibration)
-// on the run's validation split: the backbone's features of the held-out
-// training images of every exported class, which training never saw. A run
-// without a validation split (data.val_per_class 0), or with fewer than
-// gauss.MinCalibrationImages such images, exports no calibration: its
-// model then never answers "unknown" unless given a threshold. r is the
-// run with its data loaded, or nil to resume it from runDir.
-func calibration(runDir string, cfg config.Config, classes []bundle.Class, protos []gauss.Gaussian, clf *gauss.Classifier, r *Run) (*bundle.Calibration, error) {
+// exportHeldOut is what calibrates the export of checkpoint ck
+// (export.HeldOut): the held-out features it holds (Run.heldOutFeatures).
+// A run without a validation split (data.val_per_class 0), or with fewer
+// than gauss.MinCalibrationImages such images, exports no calibration: its
+// model then never answers "unknown" unless given a threshold. A
+// checkpoint without them (written before checkpoints held them) is an
+// error naming the way out.
+func exportHeldOut(runDir string, cfg config.Config, ck *checkpointFiles) (*export.HeldOut, error) {
 	if cfg.Data.ValPerClass == 0 {
 		return nil, nil
 	}
-	if r == nil {
-		var err error
-		if r, err = Open(runDir, Options{Log: io.Discard}); err != nil {
-			return nil, err
-		}
-		defer r.Close()
+	h := ck.heldOut
+	if h == nil {
+		return nil, fmt.Errorf("checkpoint %s has no %s, the held-out features its calibration is fitted on (it was written before checkpoints held them): `bicyc train --resume %s` exports the run from its data (with export.enabled)",
+			ck.dir, heldOutFile, runDir)
 	}
-	ids := make([]int, len(classes))
-	for i, c := range classes {
-		ids[i] = c.ID
+	if h.mirrored != cfg.Classifier.TestFlip {
+		return nil, fmt.Errorf("checkpoint %s: %s holds the held-out features with test_flip %t, the run's classifier.test_flip is %t: evaluate the run again under its classifier options (train.Rescore, as bicyc sweep does for a classifier variant), which stores them anew",
+			ck.dir, heldOutFile, h.mirrored, cfg.Classifier.TestFlip)
 	}
-	idx := calibrationSample(r.valIndices(ids), len(classes), cfg.Seed)
-	if len(idx) < gauss.MinCalibrationImages {
+	if len(h.classIDs) < gauss.MinCalibrationImages {
 		return nil, nil
 	}
-	flip := cfg.Classifier.TestFlip
-	z, err := features(r.state.Backbone, r.train, idx, r.prep, r.cfg.Train.EvalBatch, flip)
+	return &export.HeldOut{Features: h.features, ClassIDs: h.classIDs, AcceptRate: cfg.Export.AcceptRate}, nil
+}
+
+// heldOutFeatures returns the held-out features a calibration of st's
+// classes, those of its completed tasks, is fitted on: the backbone's
+// features of the run's validation images of those classes, which training
+// never saw (of more than gauss.MaxCalibrationPairs/K, calibrationSample's
+// share), with classifier.test_flip those of their mirrors after them. It
+// returns nil for a run without a validation split.
+func (r *Run) heldOutFeatures(st *State) (*heldOut, error) {
+	if r.cfg.Data.ValPerClass == 0 {
+		return nil, nil
+	}
+	ids := slices.Concat(r.stream.Tasks[:st.Completed]...)
+	idx := calibrationSample(r.valIndices(ids), len(ids), r.cfg.Seed)
+	flip := r.cfg.Classifier.TestFlip
+	z, err := features(st.Backbone, r.train, idx, r.prep, r.cfg.Train.EvalBatch, flip)
 	if err != nil {
-		return nil, fmt.Errorf("calibration features: %w", err)
+		return nil, fmt.Errorf("held-out features: %w", err)
 	}
-	n, k, s := len(idx), clf.Classes(), clf.Dim()
-	var scores []float32
-	if flip {
-		all := clf.Scores(z, 2*n)
-		scores = gauss.MeanScores(all[:n*k], all[n*k:])
-		z = gauss.MeanScores(z[:n*s], z[n*s:]) // the feature a reader averages too
-	} else {
-		scores = clf.Scores(z, n)
-	}
-	labels := make([]int, len(idx))
+	h := &heldOut{features: z, classIDs: make([]int, len(idx)), mirrored: flip}
 	for i, j := range idx {
-		labels[i] = r.train.Labels[j]
+		h.classIDs[i] = r.train.Labels[j]
 	}
-	return export.FitCalibration(clf, cfg.Classifier, classes, protos, scores, z, labels, cfg.Export.AcceptRate)
+	return h, nil
 }
 
 // calibrationSample is idx reduced to the held-out images a calibration
@@ -201,84 +224,42 @@ func calibrationSample(idx []int, k int, seed int64) []int {
 	return out
 }
 
-// storedGaussians are the class Gaussians as the bundle stores them
-// (float32 means and covariances, [K,S] and [K,S,S]), so that the held-out
-// quantiles of the feature scores are those a reader computes.
-func storedGaussians(means, covs []float32, s int) []gauss.Gaussian {
-	k := len(means) / s
-	out := make([]gauss.Gaussian, k)
-	for c := range k {
-		mean := make([]float64, s)
-		for i := range s {
-			mean[i] = float64(means[c*s+i])
-		}
-		cov := mat.NewSymDense(s, nil)
-		for a := range s {
-			for b := a; b < s; b++ {
-				cov.SetSym(a, b, float64(covs[(c*s+a)*s+b]))
-			}
-		}
-		out[c] = gauss.Gaussian{Mean: mean, Cov: cov}
-	}
-	return out
-}
-
-// exportInput assembles the export of state st: every class seen in the
-// completed tasks, in task order, with its prototype and classifier tables,
-// and returns the classifier the tables come from.
-func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.RawMessage) (export.Input, *gauss.Classifier, error) {
+// exportInput assembles the export of checkpoint ck: every class seen in
+// the completed tasks, in task order, with its prototype and prior (its
+// count of training images), and the networks' weights as stored.
+func exportInput(cfg config.Config, rec streamRecord, ck *checkpointFiles, metrics json.RawMessage) (export.Input, error) {
+	completed := ck.state.Completed
 	var classes []bundle.Class
 	var protos []gauss.Gaussian
 	var priors []float64
-	for t := 0; t < st.Completed; t++ {
+	for t := 0; t < completed; t++ {
 		for _, c := range rec.Tasks[t] {
-			p, ok := st.Prototypes[c]
+			p, ok := ck.prototypes[c]
 			if !ok {
-				return export.Input{}, nil, fmt.Errorf("no prototype for class %d", c)
+				return export.Input{}, fmt.Errorf("no prototype for class %d", c)
 			}
 			name := ""
 			if c < len(rec.ClassNames) {
 				// Folder names need not be UTF-8; the manifest is JSON.
 				name = strings.ToValidUTF8(rec.ClassNames[c], "\uFFFD")
 			}
-			classes = append(classes, bundle.Class{ID: c, Name: name, Task: t + 1, Age: st.Completed - 1 - t})
+			classes = append(classes, bundle.Class{ID: c, Name: name, Task: t + 1, Age: completed - 1 - t})
 			protos = append(protos, p)
-			priors = append(priors, float64(st.ClassCounts[c]))
-		}
-	}
-	opts := cfg.Classifier
-	clf, err := gauss.NewClassifier(protos, priors, opts.WithAges(bundle.Ages(classes)))
-	if err != nil {
-		return export.Input{}, nil, err
-	}
-	s := cfg.Model.FeatureDim
-	means := make([]float32, 0, len(protos)*s)
-	covs := make([]float32, 0, len(protos)*s*s)
-	for _, p := range protos {
-		for _, v := range p.Mean {
-			means = append(means, float32(v))
-		}
-		for a := 0; a < s; a++ {
-			for b := 0; b < s; b++ {
-				covs = append(covs, float32(p.Cov.At(a, b)))
-			}
+			priors = append(priors, float64(ck.classCounts[c]))
 		}
 	}
 	cfgJSON, err := json.Marshal(cfg)
 	if err != nil {
-		return export.Input{}, nil, err
+		return export.Input{}, err
 	}
 	in := export.Input{
-		Arch: cfg.Model.Backbone, FeatureDim: s, Backbone: st.Backbone.State(),
-		Means: means, Covariances: covs, Tables: clf.Tables(),
-		Classifier: opts,
-		Classes:    classes, Tasks: rec.Tasks[:st.Completed], Preprocess: preprocessFor(cfg),
+		Arch: cfg.Model.Backbone, FeatureDim: cfg.Model.FeatureDim, Backbone: ck.backbone,
+		AdapterKind: ck.state.AdapterKind, Adapter: ck.adapter,
+		Prototypes: protos, Priors: priors, Classifier: cfg.Classifier,
+		Classes: classes, Tasks: rec.Tasks[:completed], Preprocess: preprocessFor(cfg),
 		Config: cfgJSON, Metrics: metrics,
 	}
-	if st.Adapter != nil {
-		in.AdapterKind, in.Adapter = st.Adapter.Kind(), st.Adapter.State()
-	}
-	return in, clf, nil
+	return in, nil
 }
 
 // preprocessFor is the test-time preprocessing of a configuration: its

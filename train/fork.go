@@ -119,6 +119,9 @@ func Fork(src string, cfg config.Config, dir string, opts Options) (*Run, error)
 	if err := durable.WriteJSON(filepath.Join(dir, "stream.json"), r.streamRecord()); err != nil {
 		return r.fail(err)
 	}
+	if st.heldOut, err = r.heldOutFeatures(st); err != nil {
+		return r.fail(err)
+	}
 	if err := saveCheckpoint(dir, st); err != nil {
 		return r.fail(err)
 	}

@@ -92,6 +92,9 @@ func (r *Run) rescoreTasks(src string, last *State) error {
 			reports[t].TrainedIn = src
 		}
 		st.Reports = slices.Clone(reports[:t+1])
+		if st.heldOut, err = r.heldOutFeatures(st); err != nil {
+			return fmt.Errorf("task %d: %w", t+1, err)
+		}
 		if err := saveCheckpoint(r.dir, st); err != nil {
 			return err
 		}

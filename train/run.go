@@ -65,6 +65,10 @@ type State struct {
 	ClassCounts map[int]int
 	// Reports holds one entry per completed task.
 	Reports []TaskReport
+	// heldOut are the held-out features the checkpoint stores for the
+	// export's calibration (Run.heldOutFeatures); nil without a
+	// validation split.
+	heldOut *heldOut
 }
 
 // Options are the run-time settings that are not part of the
@@ -356,6 +360,9 @@ func (r *Run) Execute(ctx context.Context) error {
 		// the same way makes a resumed run continue from exactly the state
 		// an uninterrupted one has.
 		roundPrototypes(r.state.Prototypes)
+		if r.state.heldOut, err = r.heldOutFeatures(r.state); err != nil {
+			return fmt.Errorf("checkpoint after task %d: %w", t+1, err)
+		}
 		if err := saveCheckpoint(r.dir, r.state); err != nil {
 			return fmt.Errorf("checkpoint after task %d: %w", t+1, err)
 		}

@@ -27,6 +27,10 @@ manifest itself (bicyc-infer refuses a changed manifest like a changed model fil
 interrupted export leaves the previous model directory as it was. It is also the repair of a
 model directory left older than its run by a train or learn killed before their export.
 
+export only writes: it reads the checkpoint, never the dataset, and runs no network; the
+calibration is fitted on the validation features the checkpoint holds. A checkpoint written
+before checkpoints held them is refused, naming the file: train --resume exports such a run.
+
 An export in place (into the run, or to its own model directory: <run>/model or export.dir)
 holds the run's lock: while another process trains or learns on the run it fails naming that
 process, or waits with --wait. An export elsewhere (--out) only reads the run and writes

@@ -163,22 +163,9 @@ func embed(backbone []byte, batch []float32, n int) ([]float32, error) {
 // = protos[c], named from data.FashionMNISTClasses) with export.Write, as
 // the trainer does.
 func writeBundle(dir string, in export.Input, protos []gauss.Gaussian, opts gauss.ClassifierOptions, tasks [][]int) error {
-	cls, err := gauss.NewClassifier(protos, nil, opts)
-	if err != nil {
-		return err
-	}
-	in.Tables = cls.Tables()
+	in.Prototypes = protos
 	in.Classifier = opts
 	in.Classifier.TopK = TopK
-	s := in.FeatureDim
-	for _, g := range protos {
-		for i := range s {
-			in.Means = append(in.Means, float32(g.Mean[i]))
-			for j := range s {
-				in.Covariances = append(in.Covariances, float32(g.Cov.At(i, j)))
-			}
-		}
-	}
 	in.Tasks = tasks
 	for t, ids := range tasks {
 		for _, id := range ids {

@@ -185,21 +185,7 @@ func build() (string, *data.Dataset, error) {
 }
 
 func writeModel(dir string, in export.Input, protos []gauss.Gaussian) error {
-	opts := gauss.ClassifierOptions{Normalize: in.Classifier.Normalize, Shrink: in.Classifier.Shrink}
-	cls, err := gauss.NewClassifier(protos, nil, opts)
-	if err != nil {
-		return err
-	}
-	in.Tables = cls.Tables()
-	s := in.FeatureDim
-	for _, g := range protos {
-		for i := range s {
-			in.Means = append(in.Means, float32(g.Mean[i]))
-			for j := range s {
-				in.Covariances = append(in.Covariances, float32(g.Cov.At(i, j)))
-			}
-		}
-	}
+	in.Prototypes = protos
 	return export.Write(dir, in)
 }
 
