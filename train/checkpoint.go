@@ -38,10 +38,10 @@ import (
 const latestFile = rundir.LatestFile
 
 type checkpointState struct {
-	Completed   int          `json:"completed"`
-	ClassCounts map[int]int  `json:"class_counts"`
-	Reports     []TaskReport `json:"reports"`
-	AdapterKind string       `json:"adapter_kind,omitempty"`
+	Completed   int                 `json:"completed"`
+	ClassCounts map[int]int         `json:"class_counts"`
+	Reports     []rundir.TaskReport `json:"reports"`
+	AdapterKind string              `json:"adapter_kind,omitempty"`
 }
 
 func checkpointDir(runDir string, completed int) string {

@@ -20,6 +20,7 @@ import (
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/kernels"
 	"github.com/bicyc/bicyc/models"
+	"github.com/bicyc/bicyc/rundir"
 )
 
 // BenchmarkLearnClasses measures what learning one more task costs a run
@@ -255,10 +256,10 @@ func newClassesFixture(b *testing.B, k int) *classesFixture {
 		counts[c] = 6000
 	}
 	roundPrototypes(protos)
-	reports := make([]TaskReport, len(tasks))
+	reports := make([]rundir.TaskReport, len(tasks))
 	for t := range tasks {
-		reports[t] = TaskReport{Task: t + 1, Classes: tasks[t], TAg: make([]float64, t+1), TAw: make([]float64, t+1),
-			Losses: map[string]float64{"ce": 0.1, "ac": 0.1}, Transport: &TransportChoice{Map: MapLinear}}
+		reports[t] = rundir.TaskReport{Task: t + 1, Classes: tasks[t], TAg: make([]float64, t+1), TAw: make([]float64, t+1),
+			Losses: map[string]float64{"ce": 0.1, "ac": 0.1}, Transport: &rundir.TransportChoice{Map: MapLinear}}
 	}
 	dir := b.TempDir()
 	r := &Run{dir: dir, cfg: cfg, train: test, test: test, prep: preprocessFor(cfg),

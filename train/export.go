@@ -62,12 +62,12 @@ func inside(dir, path string) bool {
 // after its last checkpoint, whose data calibration then uses instead of
 // loading them again.
 func exportRun(runDir, outDir string, live *Run) error {
-	cfg, err := config.ReadRun(filepath.Join(runDir, "config.yaml"))
+	cfg, err := config.ReadRun(filepath.Join(runDir, rundir.ConfigFile))
 	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
-	var rec streamRecord
-	if err := readJSON(filepath.Join(runDir, "stream.json"), &rec); err != nil {
+	rec, err := rundir.ReadStream(runDir)
+	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
 	st, err := loadLatestCheckpoint(runDir, cfg)
@@ -111,7 +111,7 @@ func ModelDir(cfg config.Config, runDir string) string {
 // DefaultModelDir is ModelDir of the run in runDir, read from its
 // config.yaml: where `bicyc export` writes without --out.
 func DefaultModelDir(runDir string) (string, error) {
-	cfg, err := config.ReadRun(filepath.Join(runDir, "config.yaml"))
+	cfg, err := config.ReadRun(filepath.Join(runDir, rundir.ConfigFile))
 	if err != nil {
 		return "", fmt.Errorf("export %s: %w", runDir, err)
 	}
@@ -224,7 +224,7 @@ func storedGaussians(means, covs []float32, s int) []gauss.Gaussian {
 // exportInput assembles the export of state st: every class seen in the
 // completed tasks, in task order, with its prototype and classifier tables,
 // and returns the classifier the tables come from.
-func exportInput(cfg config.Config, rec streamRecord, st *State, metrics json.RawMessage) (export.Input, *gauss.Classifier, error) {
+func exportInput(cfg config.Config, rec rundir.Stream, st *State, metrics json.RawMessage) (export.Input, *gauss.Classifier, error) {
 	var classes []bundle.Class
 	var protos []gauss.Gaussian
 	var priors []float64

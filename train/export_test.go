@@ -16,6 +16,7 @@ import (
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
+	"github.com/bicyc/bicyc/rundir"
 )
 
 // TestExportMatchesTraining trains all of Fashion-MNIST in two tasks (quick
@@ -50,7 +51,7 @@ func TestExportMatchesTraining(t *testing.T) {
 	if p := b.Manifest.Preprocess; p.ResizeMode != data.ResizeSquash || p.ResizeShorter != 0 {
 		t.Errorf("Fashion-MNIST manifest preprocessing %+v, want squash stated explicitly", p)
 	}
-	var shipped Summary
+	var shipped rundir.Summary
 	if err := json.Unmarshal(b.Manifest.Metrics, &shipped); err != nil {
 		t.Fatal(err)
 	}
