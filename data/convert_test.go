@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bicyc/bicyc/arch"
 )
 
 // writeTinyImageNet writes a 3-class tiny-imagenet-200 tree in the layout
@@ -60,7 +62,7 @@ func writeCUB200(t *testing.T, root string) {
 // TestConvertLayouts converts both layouts and loads the result as image
 // folders: every image lands in its class and split.
 func TestConvertLayouts(t *testing.T) {
-	p := Preprocess{Channels: 3, Height: 32, Width: 32, ResizeMode: ResizeCenterCrop, ResizeShorter: 36}
+	p := Preprocess{Channels: 3, Height: 32, Width: 32, ResizeMode: arch.CenterCrop, ResizeShorter: 36}
 	for i, c := range []struct {
 		layout      string
 		write       func(*testing.T, string)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bounded"
 )
 
@@ -292,7 +293,7 @@ func storeImage(ds *Dataset, i int, img image.Image, p Preprocess, loadSide int)
 	ds.Photos.Pixels[i], ds.Photos.Sizes[i] = photo, win.Size()
 	// At the test-time resize size the view is a window of the photo: the
 	// same resized pixels, so copying them saves a second resize.
-	if p.ResizeMode == ResizeCenterCrop && loadSide == p.ResizeShorter {
+	if p.ResizeMode == arch.CenterCrop && loadSide == p.ResizeShorter {
 		full := limitAspect(rgba).Rect.Size()
 		nw, nh := ShorterSideSize(full.X, full.Y, loadSide)
 		if vw := CenterCropWindow(nw, nh, p.Width, p.Height); vw.In(win) {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/export"
@@ -56,7 +57,7 @@ func zeroConvNet(s int) []safetensors.Tensor {
 
 // The Fashion-MNIST backbone: 28x28 grayscale in, 64 features out.
 func ExampleBackbone() {
-	shape := export.BackboneShape{Arch: export.ArchConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: 64}
+	shape := export.BackboneShape{Arch: arch.ConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: 64}
 	model, err := export.Backbone(shape, zeroConvNet(64))
 	if err != nil {
 		log.Fatal(err)
@@ -81,7 +82,7 @@ func ExampleWrite() {
 	const s = 2
 	identity := []float32{1, 0, 0, 1, 1, 0, 0, 1}
 	in := export.Input{
-		Arch: export.ArchConvNet, FeatureDim: s, Backbone: zeroConvNet(s),
+		Arch: arch.ConvNet, FeatureDim: s, Backbone: zeroConvNet(s),
 		Means: []float32{1, 0, 0, 1}, Covariances: identity,
 		Tables: gauss.ClassifierTables{K: 2, S: s, Means: []float32{1, 0, 0, 1}, Whiten: identity,
 			Bias: []float32{0, 0}, Normalize: true},

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/export/classgraph"
@@ -19,17 +20,17 @@ import (
 // Covariances, Tables and the ONNX scores is Classes[c]. Write does not
 // modify or keep any slice.
 type Input struct {
-	// Arch is ArchConvNet, ArchResNet18 or ArchResNet18ImageNet; Backbone its state dict (see
+	// Arch is arch.ConvNet, arch.ResNet18 or arch.ResNet18ImageNet; Backbone its state dict (see
 	// Backbone for the tensor names). The image geometry comes from
 	// Preprocess (Channels, Height, Width).
-	Arch       string
+	Arch       arch.Backbone
 	FeatureDim int
 	Backbone   []safetensors.Tensor
 
-	// AdapterKind (AdapterMLP, AdapterLinear) and Adapter, the last task's
+	// AdapterKind (arch.MLP, arch.Linear) and Adapter, the last task's
 	// old-to-new map; Adapter is nil after the first task, and then no
 	// adapter.onnx is written.
-	AdapterKind string
+	AdapterKind arch.Mapper
 	Adapter     []safetensors.Tensor
 
 	// Means [K,S] and Covariances [K,S,S] (full, row-major) are the raw
@@ -112,7 +113,7 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 	}
 	adapterKind := ""
 	if in.Adapter != nil {
-		adapterKind = in.AdapterKind
+		adapterKind = string(in.AdapterKind)
 		if files[bundle.AdapterFile], err = Adapter(in.AdapterKind, in.FeatureDim, in.Adapter); err != nil {
 			return nil, nil, err
 		}
@@ -139,7 +140,7 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 		BicycVersion:      version(in.Version),
 		CreatedAt:         created.UTC(),
 		MinRuntimeVersion: bundle.MinRuntimeVersion,
-		Backbone:          in.Arch,
+		Backbone:          string(in.Arch),
 		FeatureDim:        in.FeatureDim,
 		Adapter:           adapterKind,
 		Classifier:        opts,

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/durable"
 	"github.com/bicyc/bicyc/gauss"
@@ -41,7 +42,7 @@ type checkpointState struct {
 	Completed   int                 `json:"completed"`
 	ClassCounts map[int]int         `json:"class_counts"`
 	Reports     []rundir.TaskReport `json:"reports"`
-	AdapterKind string              `json:"adapter_kind,omitempty"`
+	AdapterKind arch.Mapper         `json:"adapter_kind,omitempty"`
 }
 
 func checkpointDir(runDir string, completed int) string {
@@ -61,14 +62,14 @@ func saveCheckpoint(runDir string, st *State) error {
 	}
 	defer os.RemoveAll(tmp)
 	if err := safetensors.WriteFile(filepath.Join(tmp, "backbone.safetensors"), st.Backbone.State(), map[string]string{
-		"arch": st.Backbone.Arch(), "feature_dim": fmt.Sprint(st.Backbone.FeatureDim()), "in_channels": fmt.Sprint(st.Backbone.InChannels()),
+		"arch": string(st.Backbone.Arch()), "feature_dim": fmt.Sprint(st.Backbone.FeatureDim()), "in_channels": fmt.Sprint(st.Backbone.InChannels()),
 	}); err != nil {
 		return err
 	}
 	cs := checkpointState{Completed: st.Completed, ClassCounts: st.ClassCounts, Reports: st.Reports}
 	if st.Adapter != nil {
 		cs.AdapterKind = st.Adapter.Kind()
-		if err := safetensors.WriteFile(filepath.Join(tmp, "adapter.safetensors"), st.Adapter.State(), map[string]string{"kind": st.Adapter.Kind()}); err != nil {
+		if err := safetensors.WriteFile(filepath.Join(tmp, "adapter.safetensors"), st.Adapter.State(), map[string]string{"kind": string(st.Adapter.Kind())}); err != nil {
 			return err
 		}
 	}

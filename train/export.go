@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
@@ -291,7 +292,7 @@ func preprocessFor(cfg config.Config) data.Preprocess {
 	}
 	p := data.Preprocess{Channels: d.Channels, Height: d.Height, Width: d.Width, Mean: mean, Std: std,
 		Resize: data.ResizeCatmullRom, ResizeMode: d.ResizeMode}
-	if d.ResizeMode == data.ResizeCenterCrop {
+	if d.ResizeMode == arch.CenterCrop {
 		p.ResizeShorter = data.CenterCropResize(max(d.Height, d.Width), d.CenterCropRatio)
 	}
 	return p

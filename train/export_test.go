@@ -12,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/config"
-	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/rundir"
 )
@@ -48,7 +48,7 @@ func TestExportMatchesTraining(t *testing.T) {
 		t.Fatal(err)
 	}
 	model, b := exportBundle(t, dir)
-	if p := b.Manifest.Preprocess; p.ResizeMode != data.ResizeSquash || p.ResizeShorter != 0 {
+	if p := b.Manifest.Preprocess; p.ResizeMode != arch.Squash || p.ResizeShorter != 0 {
 		t.Errorf("Fashion-MNIST manifest preprocessing %+v, want squash stated explicitly", p)
 	}
 	var shipped rundir.Summary
