@@ -95,10 +95,7 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, nil, err
 	}
-	if opts.TopK == 0 {
-		opts.TopK = gauss.DefaultTopK
-	}
-	opts.TopK = min(opts.TopK, k)
+	opts.TopK = gauss.ResolveTopK(k, opts.TopK)
 	if in.Calibration == nil {
 		// Without held-out quantiles only the nearest distance is known.
 		opts.UnknownScore = ""
