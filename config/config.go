@@ -605,7 +605,7 @@ func (c Config) RunFolder(configName string) (string, error) {
 	if name == "" {
 		name = c.DefaultRunName(configName)
 		if err := names.Run(name); err != nil {
-			return "", fmt.Errorf("run name from config file name %q: %w; set run_name (--name)", configName, err)
+			return "", fmt.Errorf("run name from config file name %q: %w; set run_name", configName, err)
 		}
 	} else if err := names.Run(name); err != nil {
 		return "", fmt.Errorf("run_name: %w", err)

@@ -152,7 +152,7 @@ func loadImageFolder(root string, classes []ClassFolder, skipped []string, p Pre
 	case err == nil:
 		return ds, nil
 	case !o.SkipUnreadable:
-		return nil, fmt.Errorf("data: image folder %s (data.skip_unreadable or --skip-unreadable trains on the rest): %w", root, err)
+		return nil, fmt.Errorf("data: image folder %s (data.skip_unreadable trains on the rest): %w", root, err)
 	}
 	for _, err := range errs {
 		if err != nil {

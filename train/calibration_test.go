@@ -245,7 +245,7 @@ func reexport(t *testing.T, r *Run, imgs []image.Image, what string, edit func(*
 		t.Fatal(err)
 	}
 	edit(&cfg.Classifier)
-	if err := writeYAML(filepath.Join(r.Dir(), "config.yaml"), cfg); err != nil {
+	if err := writeConfig(filepath.Join(r.Dir(), "config.yaml"), cfg); err != nil {
 		t.Fatal(err)
 	}
 	ev, err := r.Evaluate(cfg.Classifier)

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/bicyc/bicyc/arch"
@@ -250,8 +249,9 @@ func isCheckpoint(dir string) bool {
 	return err == nil
 }
 
-func writeYAML(path string, v any) error {
-	b, err := yaml.Marshal(v)
+// writeConfig writes cfg as the run's config.yaml at path.
+func writeConfig(path string, cfg config.Config) error {
+	b, err := cfg.YAML()
 	if err != nil {
 		return err
 	}

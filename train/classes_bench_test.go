@@ -176,7 +176,7 @@ func BenchmarkLearnClasses(b *testing.B) {
 			cal := *fx.run
 			cal.dir = b.TempDir()
 			cal.cfg.Data.ValPerClass = 1
-			if err := writeYAML(filepath.Join(cal.dir, "config.yaml"), cal.cfg); err != nil {
+			if err := writeConfig(filepath.Join(cal.dir, "config.yaml"), cal.cfg); err != nil {
 				b.Fatal(err)
 			}
 			if err := durable.WriteJSON(filepath.Join(cal.dir, "stream.json"), cal.streamRecord()); err != nil {
@@ -265,7 +265,7 @@ func newClassesFixture(b *testing.B, k int) *classesFixture {
 	r := &Run{dir: dir, cfg: cfg, train: test, test: test, prep: preprocessFor(cfg),
 		stream: data.TaskStream{Order: order, Tasks: tasks},
 		state:  &State{Completed: len(tasks), Backbone: backbone, Adapter: adapter, Prototypes: protos, ClassCounts: counts, Reports: reports}}
-	if err := writeYAML(filepath.Join(dir, "config.yaml"), cfg); err != nil {
+	if err := writeConfig(filepath.Join(dir, "config.yaml"), cfg); err != nil {
 		b.Fatal(err)
 	}
 	if err := durable.WriteJSON(filepath.Join(dir, "stream.json"), r.streamRecord()); err != nil {

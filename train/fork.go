@@ -67,7 +67,7 @@ func Fork(src string, cfg config.Config, dir string, opts Options) (*Run, error)
 	if err := saveCheckpoint(dir, st); err != nil {
 		return r.fail(err)
 	}
-	if err := writeYAML(filepath.Join(dir, rundir.ConfigFile), cfg); err != nil {
+	if err := writeConfig(filepath.Join(dir, rundir.ConfigFile), cfg); err != nil {
 		return r.fail(err)
 	}
 	r.log.printf("run %s: %s on %s, %d tasks, seed %d, task 1 taken from %s", dir, cfg.Method, cfg.Data.Kind, len(r.stream.Tasks), cfg.Seed, src)

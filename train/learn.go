@@ -55,8 +55,8 @@ const (
 // set, so the original test data must still be readable.
 func (r *Run) Learn(ctx context.Context, trainDir, testDir string, opts LearnOptions) error {
 	if r.state.Completed != len(r.stream.Tasks) {
-		return fmt.Errorf("%s: the run has finished %d of %d tasks (a train or learn was interrupted): resume it with `bicyc train --resume %s`, which also exports it, before learning a new task",
-			r.dir, r.state.Completed, len(r.stream.Tasks), r.dir)
+		return fmt.Errorf("%s: the run has finished %d of %d tasks (a train or learn was interrupted): resume it (train.Resume), which also exports it, before learning a new task",
+			r.dir, r.state.Completed, len(r.stream.Tasks))
 	}
 	if err := r.refuseBehindModel(trainDir); err != nil {
 		return err
@@ -165,7 +165,7 @@ func (r *Run) checkLearnData(train *data.Dataset, allowDuplicates bool) error {
 	if err := names.CheckNew(existing, train.ClassNames); err != nil {
 		hint := ""
 		if errors.Is(err, names.ErrLookalike) && !allowDuplicates {
-			hint = " (--allow-duplicate-names learns a class named like one the run has)"
+			hint = " (LearnOptions.AllowDuplicateNames learns a class named like one the run has)"
 		}
 		errs = append(errs, fmt.Errorf("%s: %w%s", train.Source, err, hint))
 	}

@@ -55,7 +55,7 @@ func Rescore(src string, cfg config.Config, dir string, opts Options) (*Run, err
 	}
 	// As in Fork, config.yaml comes after the checkpoints: it marks a run
 	// that can be resumed, and a rescore killed before it is started again.
-	if err := writeYAML(filepath.Join(dir, rundir.ConfigFile), cfg); err != nil {
+	if err := writeConfig(filepath.Join(dir, rundir.ConfigFile), cfg); err != nil {
 		return r.fail(err)
 	}
 	return r, r.writeMetrics()

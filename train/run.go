@@ -119,7 +119,7 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 	if err := durable.WriteJSON(filepath.Join(dir, rundir.StreamFile), r.streamRecord()); err != nil {
 		return r.fail(err)
 	}
-	if err := writeYAML(filepath.Join(dir, rundir.ConfigFile), cfg); err != nil {
+	if err := writeConfig(filepath.Join(dir, rundir.ConfigFile), cfg); err != nil {
 		return r.fail(err)
 	}
 	r.log.printf("run %s: %s on %s, %d tasks, seed %d", dir, cfg.Method, cfg.Data.Kind, len(stream.Tasks), cfg.Seed)
@@ -138,7 +138,7 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 // else is known to work.
 func prepareRun(cfg config.Config, dir string, opts Options) (*Run, error) {
 	if _, err := os.Stat(filepath.Join(dir, rundir.ConfigFile)); err == nil {
-		return nil, fmt.Errorf("%s already holds a run: resume it with --resume, or choose another run name", dir)
+		return nil, fmt.Errorf("%s already holds a run: resume it (train.Resume), or choose another run name (run_name)", dir)
 	}
 	if _, _, err := trainingDevice(cfg); err != nil {
 		return nil, err
@@ -164,7 +164,7 @@ func (r *Run) createDir(opts Options) error {
 	}
 	if _, err := os.Stat(filepath.Join(r.dir, rundir.ConfigFile)); err == nil {
 		r.Close()
-		return fmt.Errorf("%s already holds a run: resume it with --resume, or choose another run name", r.dir)
+		return fmt.Errorf("%s already holds a run: resume it (train.Resume), or choose another run name (run_name)", r.dir)
 	}
 	if err := r.openLog(opts.Log); err != nil {
 		r.Close()
