@@ -35,8 +35,6 @@ import (
 // Random state needs no saving: every random source is derived from the
 // seed, the task and the epoch (Run.rng, data.Batcher.Epoch).
 
-const latestFile = rundir.LatestFile
-
 type checkpointState struct {
 	Completed   int                 `json:"completed"`
 	ClassCounts map[int]int         `json:"class_counts"`
@@ -86,20 +84,20 @@ func saveCheckpoint(runDir string, st *State) error {
 	if err := durable.ReplaceDir(tmp, final); err != nil {
 		return err
 	}
-	return durable.WriteFile(filepath.Join(filepath.Dir(final), latestFile), []byte(filepath.Base(final)+"\n"))
+	return durable.WriteFile(filepath.Join(filepath.Dir(final), rundir.LatestFile), []byte(filepath.Base(final)+"\n"))
 }
 
 // loadLatestCheckpoint reads the checkpoint named by checkpoints/latest, or
 // returns nil when the run has none yet.
 func loadLatestCheckpoint(runDir string, cfg config.Config) (*State, error) {
-	b, err := os.ReadFile(filepath.Join(runDir, "checkpoints", latestFile))
+	b, err := os.ReadFile(filepath.Join(runDir, rundir.CheckpointsDir, rundir.LatestFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return LoadCheckpoint(filepath.Join(runDir, "checkpoints", strings.TrimSpace(string(b))), cfg)
+	return LoadCheckpoint(filepath.Join(runDir, rundir.CheckpointsDir, strings.TrimSpace(string(b))), cfg)
 }
 
 // LoadCheckpoint reads one checkpoint directory of a run with configuration cfg.

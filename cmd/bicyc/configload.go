@@ -39,6 +39,7 @@ func messageFlags() flagmap.Map {
 	m := flagmap.Map{
 		"train.Resume":                     "bicyc train --resume",
 		"LearnOptions.AllowDuplicateNames": "--allow-duplicate-names",
+		"Options.Wait":                     "--wait <duration>",
 	}
 	for flag, key := range flagKeys {
 		if strings.ContainsAny(key, "._") {
