@@ -150,6 +150,9 @@ func RunCell(ctx context.Context, plan *Plan, i int, opts Options) error {
 }
 
 func runCell(ctx context.Context, plan *Plan, i int, opts Options, prefix string) error {
+	if opts.Train == nil {
+		return errors.New("sweep: Options.Train is not set: nothing can train the cell")
+	}
 	status := opts.Status
 	if status == nil {
 		status = io.Discard
