@@ -9,8 +9,9 @@ import (
 // The YAML of configurations is read and written here alone: ReadRun
 // decodes a run's config.yaml straight into a Config, ParseFile turns a
 // user's config file into the tree the CLI's front end (viper) layers under
-// the environment, the flags and --set, and YAML writes the config.yaml of
-// a run. viper parses no file itself.
+// the environment, the flags and --set, and YAML writes a run's
+// config.yaml and a sweep's cells/<run>.yaml, which ReadRun reads back.
+// viper parses no file itself.
 
 // ParseFile reads the configuration file at path (ReadFile) and parses it
 // into a tree of YAML mappings, for the front end to merge with its other

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/durable"
 )
@@ -147,7 +145,7 @@ func (p *Plan) Write() error {
 		return err
 	}
 	for i, c := range p.Cells {
-		b, err := yaml.Marshal(p.Configs[i])
+		b, err := p.Configs[i].YAML()
 		if err != nil {
 			return err
 		}
