@@ -444,6 +444,7 @@ func (r *Run) seed(purpose string, task int) int64 {
 	return int64(h.Sum64() >> 1)
 }
 
+// streamRecord is the run's stream.json.
 func (r *Run) streamRecord() rundir.Stream {
 	return rundir.Stream{Order: r.stream.Order, Tasks: r.stream.Tasks, ClassNames: r.train.ClassNames, Learned: r.learned}
 }
