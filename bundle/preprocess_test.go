@@ -9,7 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/bicyc/bicyc/imaging"
+	"github.com/bicyc/bicyc/arch"
 )
 
 // TestManifestBeforeResizeMode decodes, as Open does, a manifest.json that
@@ -44,12 +44,12 @@ func TestManifestBeforeResizeMode(t *testing.T) {
 		img.Pix[i] = uint8(i * 13)
 	}
 	squash := p
-	squash.ResizeMode = imaging.ResizeSquash
+	squash.ResizeMode = arch.Squash
 	if !slices.Equal(p.Pixels(img), squash.Pixels(img)) {
 		t.Error("an old manifest does not squash")
 	}
 	crop := p
-	crop.ResizeMode, crop.ResizeShorter = imaging.ResizeCenterCrop, 32
+	crop.ResizeMode, crop.ResizeShorter = arch.CenterCrop, 32
 	if slices.Equal(p.Pixels(img), crop.Pixels(img)) {
 		t.Error("squash and center crop agree on a 40x30 image: the test image shows nothing")
 	}

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/names"
 )
@@ -62,28 +62,28 @@ const maxEnsemble = 32
 
 // Data selects the dataset, its preprocessing and its augmentation.
 type Data struct {
-	Kind              string    `mapstructure:"kind" yaml:"kind" doc:"Dataset format: fashion-mnist, mnist, cifar10, cifar100 or imagefolder."`
-	Dir               string    `mapstructure:"dir" yaml:"dir" doc:"Directory holding the dataset files (IDX or CIFAR binary)."`
-	TrainDir          string    `mapstructure:"train_dir" yaml:"train_dir" doc:"imagefolder only: root of the training images, one sub-folder per class."`
-	TestDir           string    `mapstructure:"test_dir" yaml:"test_dir" doc:"imagefolder only: root of the test images, same class folders as train_dir."`
-	Channels          int       `mapstructure:"channels" yaml:"channels" doc:"Image channels the network sees (1 gray, 3 RGB); imagefolder converts to it."`
-	Height            int       `mapstructure:"height" yaml:"height" doc:"Image height the network sees; imagefolder converts to it as data.resize_mode says."`
-	Width             int       `mapstructure:"width" yaml:"width" doc:"Image width the network sees; imagefolder converts to it as data.resize_mode says."`
-	ResizeMode        string    `mapstructure:"resize_mode" yaml:"resize_mode" doc:"How an image of another size becomes height x width, at test time, in the exported model and for image folders: squash (resize the whole image, aspect ratio lost; images already of the size pass unchanged) or center-crop (resize the shorter side to max(height, width)/center_crop_ratio, then crop the centre, as torchvision's Resize + CenterCrop)."`
-	CenterCropRatio   float64   `mapstructure:"center_crop_ratio" yaml:"center_crop_ratio" doc:"center-crop only: the crop's share of the resized shorter side; the shorter side is resized to floor(max(height, width)/ratio): 0.875 gives torchvision's ImageNet evaluation (256, then 224), 1 crops the whole shorter side."`
-	LoadSize          int       `mapstructure:"load_size" yaml:"load_size" doc:"imagefolder with random_resized_crop: shorter side of the training images kept in memory to crop from (about 3*load_size^2*aspect bytes each, at most twice as long as wide); 0 means the center-crop resize size (max(height, width) with squash)."`
-	RandomResizedCrop bool      `mapstructure:"random_resized_crop" yaml:"random_resized_crop" doc:"Training augmentation: torchvision's RandomResizedCrop to height x width (10 attempts, then the centre crop), cut from the image at load resolution (imagefolder) or from the stored image; replaces crop_padding, which must be 0."`
-	ResizedCropScale  []float64 `mapstructure:"resized_crop_scale" yaml:"resized_crop_scale" doc:"random_resized_crop: range of the crop's fraction of the image area (torchvision: 0.08 to 1)."`
-	ResizedCropRatio  []float64 `mapstructure:"resized_crop_ratio" yaml:"resized_crop_ratio" doc:"random_resized_crop: range of the crop's aspect ratio width/height, sampled log-uniformly (torchvision: 3/4 to 4/3)."`
-	Mean              []float64 `mapstructure:"mean" yaml:"mean" doc:"Per-channel normalisation mean (of pixel/255); empty means the dataset's standard value."`
-	Std               []float64 `mapstructure:"std" yaml:"std" doc:"Per-channel normalisation standard deviation; empty means the dataset's standard value."`
-	CropPadding       int       `mapstructure:"crop_padding" yaml:"crop_padding" doc:"Training augmentation: random crop back to full size after zero padding by this many pixels; 0 turns it off."`
-	HorizontalFlip    bool      `mapstructure:"horizontal_flip" yaml:"horizontal_flip" doc:"Training augmentation: random horizontal flip; also adds flipped copies to new-class statistics."`
-	TrivialAugment    bool      `mapstructure:"trivial_augment" yaml:"trivial_augment" doc:"Training augmentation: TrivialAugmentWide after crop and flip, as torchvision's (31 magnitude bins, nearest, fill 0) on uint8 tensors (docs/method.md, Augmentation); needs 1 or 3 channels."`
-	TrainPerClass     int       `mapstructure:"train_per_class" yaml:"train_per_class" doc:"Use at most this many training images per class (first ones in file order); 0 means all."`
-	TestPerClass      int       `mapstructure:"test_per_class" yaml:"test_per_class" doc:"Use at most this many test images per class; 0 means all."`
-	SkipUnreadable    bool      `mapstructure:"skip_unreadable" yaml:"skip_unreadable" doc:"imagefolder (train, learn): leave out the images that do not decode, naming each in the run log, and train on the rest; false (default) checks every image first and refuses the folder, naming every unreadable file (the first 20, then a count). A class left without images is refused either way."`
-	ValPerClass       int       `mapstructure:"val_per_class" yaml:"val_per_class" doc:"Validation split: this many training images of every class, drawn with the run's seed, are held out and never trained on (at most half of a class); -1 means 10% of each class, rounded down (the authors' code also trains on 90%); 0 means none. It checks the adapter (adapter.select), scores settings (bicyc eval --split val) and calibrates exported models."`
+	Kind              string          `mapstructure:"kind" yaml:"kind" doc:"Dataset format: fashion-mnist, mnist, cifar10, cifar100 or imagefolder."`
+	Dir               string          `mapstructure:"dir" yaml:"dir" doc:"Directory holding the dataset files (IDX or CIFAR binary)."`
+	TrainDir          string          `mapstructure:"train_dir" yaml:"train_dir" doc:"imagefolder only: root of the training images, one sub-folder per class."`
+	TestDir           string          `mapstructure:"test_dir" yaml:"test_dir" doc:"imagefolder only: root of the test images, same class folders as train_dir."`
+	Channels          int             `mapstructure:"channels" yaml:"channels" doc:"Image channels the network sees (1 gray, 3 RGB); imagefolder converts to it."`
+	Height            int             `mapstructure:"height" yaml:"height" doc:"Image height the network sees; imagefolder converts to it as data.resize_mode says."`
+	Width             int             `mapstructure:"width" yaml:"width" doc:"Image width the network sees; imagefolder converts to it as data.resize_mode says."`
+	ResizeMode        arch.ResizeMode `mapstructure:"resize_mode" yaml:"resize_mode" doc:"How an image of another size becomes height x width, at test time, in the exported model and for image folders: squash (resize the whole image, aspect ratio lost; images already of the size pass unchanged) or center-crop (resize the shorter side to max(height, width)/center_crop_ratio, then crop the centre, as torchvision's Resize + CenterCrop)."`
+	CenterCropRatio   float64         `mapstructure:"center_crop_ratio" yaml:"center_crop_ratio" doc:"center-crop only: the crop's share of the resized shorter side; the shorter side is resized to floor(max(height, width)/ratio): 0.875 gives torchvision's ImageNet evaluation (256, then 224), 1 crops the whole shorter side."`
+	LoadSize          int             `mapstructure:"load_size" yaml:"load_size" doc:"imagefolder with random_resized_crop: shorter side of the training images kept in memory to crop from (about 3*load_size^2*aspect bytes each, at most twice as long as wide); 0 means the center-crop resize size (max(height, width) with squash)."`
+	RandomResizedCrop bool            `mapstructure:"random_resized_crop" yaml:"random_resized_crop" doc:"Training augmentation: torchvision's RandomResizedCrop to height x width (10 attempts, then the centre crop), cut from the image at load resolution (imagefolder) or from the stored image; replaces crop_padding, which must be 0."`
+	ResizedCropScale  []float64       `mapstructure:"resized_crop_scale" yaml:"resized_crop_scale" doc:"random_resized_crop: range of the crop's fraction of the image area (torchvision: 0.08 to 1)."`
+	ResizedCropRatio  []float64       `mapstructure:"resized_crop_ratio" yaml:"resized_crop_ratio" doc:"random_resized_crop: range of the crop's aspect ratio width/height, sampled log-uniformly (torchvision: 3/4 to 4/3)."`
+	Mean              []float64       `mapstructure:"mean" yaml:"mean" doc:"Per-channel normalisation mean (of pixel/255); empty means the dataset's standard value."`
+	Std               []float64       `mapstructure:"std" yaml:"std" doc:"Per-channel normalisation standard deviation; empty means the dataset's standard value."`
+	CropPadding       int             `mapstructure:"crop_padding" yaml:"crop_padding" doc:"Training augmentation: random crop back to full size after zero padding by this many pixels; 0 turns it off."`
+	HorizontalFlip    bool            `mapstructure:"horizontal_flip" yaml:"horizontal_flip" doc:"Training augmentation: random horizontal flip; also adds flipped copies to new-class statistics."`
+	TrivialAugment    bool            `mapstructure:"trivial_augment" yaml:"trivial_augment" doc:"Training augmentation: TrivialAugmentWide after crop and flip, as torchvision's (31 magnitude bins, nearest, fill 0) on uint8 tensors (docs/method.md, Augmentation); needs 1 or 3 channels."`
+	TrainPerClass     int             `mapstructure:"train_per_class" yaml:"train_per_class" doc:"Use at most this many training images per class (first ones in file order); 0 means all."`
+	TestPerClass      int             `mapstructure:"test_per_class" yaml:"test_per_class" doc:"Use at most this many test images per class; 0 means all."`
+	SkipUnreadable    bool            `mapstructure:"skip_unreadable" yaml:"skip_unreadable" doc:"imagefolder (train, learn): leave out the images that do not decode, naming each in the run log, and train on the rest; false (default) checks every image first and refuses the folder, naming every unreadable file (the first 20, then a count). A class left without images is refused either way."`
+	ValPerClass       int             `mapstructure:"val_per_class" yaml:"val_per_class" doc:"Validation split: this many training images of every class, drawn with the run's seed, are held out and never trained on (at most half of a class); -1 means 10% of each class, rounded down (the authors' code also trains on 90%); 0 means none. It checks the adapter (adapter.select), scores settings (bicyc eval --split val) and calibrates exported models."`
 }
 
 // Stream splits the classes into tasks.
@@ -96,11 +96,11 @@ type Stream struct {
 
 // Model chooses the networks.
 type Model struct {
-	Backbone   string `mapstructure:"backbone" yaml:"backbone" doc:"Feature extractor: convnet (28x28 default), resnet18 (CIFAR stem: 3x3 stride-1 conv, no max-pool; 32x32 RGB, docs/method.md; the authors' code uses it for TinyImageNet's 64x64 too) or resnet18-imagenet (torchvision's stem: 7x7 stride-2 conv and 3x3 stride-2 max-pool; 224x224 ImageNet-100 and CUB-200 in the authors' code, and any photo size from 32x32)."`
-	FeatureDim int    `mapstructure:"feature_dim" yaml:"feature_dim" doc:"Feature dimension S of the prototypes (docs/method.md: 64)."`
-	Mapper     string `mapstructure:"mapper" yaml:"mapper" doc:"Architecture of the distiller D and adapter A: mlp (S -> hidden_mult*S -> S with exact GELU, the paper's), linear (S x S), or residual-mlp (x + mlp(x) with the last layer starting at zero, so an untrained map is the identity)."`
-	HiddenMult int    `mapstructure:"hidden_mult" yaml:"hidden_mult" doc:"Hidden width of the mlp mapper as a multiple of S (docs/method.md: 32)."`
-	LinearBias bool   `mapstructure:"linear_bias" yaml:"linear_bias" doc:"With model.mapper linear, D and A add a bias, y = x W^T + b, as the nn.Linear of the authors' code does; false is docs/method.md's S x S map without bias. The bias is trained, checkpointed and exported (adapter.onnx). Needs model.mapper linear."`
+	Backbone   arch.Backbone `mapstructure:"backbone" yaml:"backbone" doc:"Feature extractor: convnet (28x28 default), resnet18 (CIFAR stem: 3x3 stride-1 conv, no max-pool; 32x32 RGB, docs/method.md; the authors' code uses it for TinyImageNet's 64x64 too) or resnet18-imagenet (torchvision's stem: 7x7 stride-2 conv and 3x3 stride-2 max-pool; 224x224 ImageNet-100 and CUB-200 in the authors' code, and any photo size from 32x32)."`
+	FeatureDim int           `mapstructure:"feature_dim" yaml:"feature_dim" doc:"Feature dimension S of the prototypes (docs/method.md: 64)."`
+	Mapper     arch.Mapper   `mapstructure:"mapper" yaml:"mapper" doc:"Architecture of the distiller D and adapter A: mlp (S -> hidden_mult*S -> S with exact GELU, the paper's), linear (S x S), or residual-mlp (x + mlp(x) with the last layer starting at zero, so an untrained map is the identity)."`
+	HiddenMult int           `mapstructure:"hidden_mult" yaml:"hidden_mult" doc:"Hidden width of the mlp mapper as a multiple of S (docs/method.md: 32)."`
+	LinearBias bool          `mapstructure:"linear_bias" yaml:"linear_bias" doc:"With model.mapper linear, D and A add a bias, y = x W^T + b, as the nn.Linear of the authors' code does; false is docs/method.md's S x S map without bias. The bias is trained, checkpointed and exported (adapter.onnx). Needs model.mapper linear."`
 
 	// Pretrained ResNets and fine-tuning (docs/training.md, "Pretrained backbones for photos").
 	Width        int    `mapstructure:"width" yaml:"width" doc:"Channels of a ResNet's first stage, its stages having 1, 2, 4 and 8 times as many; 0 means 64, the standard ResNet-18 (a pretrained file must match). Narrower ResNets train faster; must be 0 for the convnet."`
@@ -192,6 +192,14 @@ type Quick struct {
 	MinSteps         int  `mapstructure:"min_steps" yaml:"min_steps" doc:"Quick profile: train.min_steps_first and adapter.min_steps (0 turns the floors off, which keeps the profile to minutes; adapter.select still guards the transport)."`
 }
 
+// FashionMNISTDir is the default data.dir: where Debian's
+// dataset-fashion-mnist package (scripts/setup.sh) installs the four
+// Fashion-MNIST IDX files. Package data reads from the same place when
+// given no directory (data.FashionMNISTDir; a test keeps the two equal),
+// which spares this package, imported by every reader of a run, the
+// dataset code.
+const FashionMNISTDir = "/usr/share/datasets/fashion-mnist"
+
 // Default returns the defaults: Fashion-MNIST in 5 tasks of 2 classes with the
 // convnet backbone, sized to finish in about 15 minutes on 2 CPU cores, and
 // the loss weights and classifier options of docs/method.md.
@@ -202,15 +210,15 @@ func Default() Config {
 		RunDir:  "runs",
 		Threads: 0,
 		Data: Data{
-			Kind: "fashion-mnist", Dir: data.FashionMNISTDir,
+			Kind: "fashion-mnist", Dir: FashionMNISTDir,
 			Channels: 1, Height: 28, Width: 28,
 			Mean: []float64{0.2860}, Std: []float64{0.3530},
-			ResizeMode: "squash", CenterCropRatio: 0.875,
+			ResizeMode: arch.Squash, CenterCropRatio: 0.875,
 			ResizedCropScale: []float64{0.08, 1}, ResizedCropRatio: []float64{3.0 / 4, 4.0 / 3},
 			CropPadding: 2, HorizontalFlip: true, ValPerClass: -1,
 		},
 		Stream: Stream{Tasks: 5, OrderSeed: -1},
-		Model:  Model{Backbone: "convnet", FeatureDim: 64, Mapper: "mlp", HiddenMult: 32},
+		Model:  Model{Backbone: arch.ConvNet, FeatureDim: 64, Mapper: arch.MLP, HiddenMult: 32},
 		Train: Train{
 			EpochsFirst: 4, Epochs: 3, BatchSize: 128,
 			LRFirst: 0.1, LR: 0.01, BackboneLRScale: 1, Momentum: 0.9, WeightDecay: 5e-4,
@@ -439,10 +447,8 @@ func (c Config) validateModel(bad problem) {
 	if c.Model.FeatureDim < 2 {
 		bad("model.feature_dim", "must be >= 2, got %d", c.Model.FeatureDim)
 	}
-	switch c.Model.Mapper {
-	case "mlp", "linear", "residual-mlp":
-	default:
-		bad("model.mapper", "%q is not one of mlp, linear, residual-mlp", c.Model.Mapper)
+	if err := c.Model.Mapper.Check(); err != nil {
+		bad("model.mapper", "%v", err)
 	}
 	if c.Model.HiddenMult < 1 {
 		bad("model.hidden_mult", "must be >= 1, got %d", c.Model.HiddenMult)
@@ -562,10 +568,8 @@ func (c Config) validateStages(bad problem) {
 
 // validatePhoto checks the resize mode and the random resized crop.
 func (d Data) validatePhoto(bad problem) {
-	switch d.ResizeMode {
-	case "squash", "center-crop":
-	default:
-		bad("data.resize_mode", "%q is not one of squash, center-crop", d.ResizeMode)
+	if err := d.ResizeMode.Check(); err != nil {
+		bad("data.resize_mode", "%v", err)
 	}
 	if !(d.CenterCropRatio > 0 && d.CenterCropRatio <= 1) {
 		bad("data.center_crop_ratio", "must lie in (0, 1], got %g", d.CenterCropRatio)
@@ -601,7 +605,7 @@ func (c Config) RunFolder(configName string) (string, error) {
 	if name == "" {
 		name = c.DefaultRunName(configName)
 		if err := names.Run(name); err != nil {
-			return "", fmt.Errorf("run name from config file name %q: %w; set run_name (--name)", configName, err)
+			return "", fmt.Errorf("run name from config file name %q: %w; set run_name", configName, err)
 		}
 	} else if err := names.Run(name); err != nil {
 		return "", fmt.Errorf("run_name: %w", err)
@@ -613,15 +617,14 @@ func (c Config) RunFolder(configName string) (string, error) {
 func (c Config) validateBackbone(bad func(key, format string, args ...any)) {
 	m := c.Model
 	stages := 5 // stem and four residual stages
-	switch m.Backbone {
-	case "convnet":
+	if err := m.Backbone.Check(); err != nil {
+		bad("model.backbone", "%v", err)
+	}
+	if m.Backbone == arch.ConvNet {
 		stages = 3
 		if m.Width != 0 {
 			bad("model.width", "the convnet has a fixed width; set 0, got %d", m.Width)
 		}
-	case "resnet18", "resnet18-imagenet":
-	default:
-		bad("model.backbone", "%q is not one of convnet, resnet18, resnet18-imagenet", m.Backbone)
 	}
 	if m.Width < 0 {
 		bad("model.width", "must be >= 0, got %d", m.Width)
@@ -632,7 +635,7 @@ func (c Config) validateBackbone(bad func(key, format string, args ...any)) {
 	if m.Pretrained == "" {
 		return
 	}
-	if m.Backbone != "resnet18-imagenet" {
+	if m.Backbone != arch.ResNet18ImageNet {
 		bad("model.pretrained", "needs model.backbone resnet18-imagenet (torchvision's ResNet-18), got %s", m.Backbone)
 	}
 	if c.Data.Channels != 3 {

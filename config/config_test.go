@@ -4,11 +4,21 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/bicyc/bicyc/data"
 )
 
 func TestDefaultIsValid(t *testing.T) {
 	if err := Default().Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFashionMNISTDir: the default data.dir is where package data looks
+// for Fashion-MNIST when given no directory.
+func TestFashionMNISTDir(t *testing.T) {
+	if FashionMNISTDir != data.FashionMNISTDir {
+		t.Errorf("config.FashionMNISTDir %q, data.FashionMNISTDir %q", FashionMNISTDir, data.FashionMNISTDir)
 	}
 }
 

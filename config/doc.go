@@ -2,7 +2,9 @@
 // default, and its one-line meaning, in one place (the Config struct and
 // Default). The CLI loads it with viper (file, BICYC_* environment
 // variables, flags); the training, export and inference packages receive
-// plain structs and never see viper.
+// plain structs and never see viper. YAML is parsed and written by this
+// package alone (ParseFile, ReadRun, Config.YAML); viper layers the parsed
+// file under the environment and the flags and decodes the result.
 //
 // Precedence, highest first: flags, environment, config file, defaults.
 // An environment variable is the key upper-cased with dots replaced by

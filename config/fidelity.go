@@ -1,6 +1,10 @@
 package config
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/bicyc/bicyc/arch"
+)
 
 // Values of the fidelity switches: keys that choose between this project's
 // behaviour and the authors' code where docs/method.md leaves it open or
@@ -52,7 +56,7 @@ func (c Config) validateFidelity(bad problem) {
 			bad("adapter.milestones", "fractions must lie in (0,1), got %g", m)
 		}
 	}
-	if c.Model.LinearBias && c.Model.Mapper != "linear" {
+	if c.Model.LinearBias && c.Model.Mapper != arch.Linear {
 		bad("model.linear_bias", "applies to model.mapper linear only (the other mappers have biases), got mapper %s", c.Model.Mapper)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bounded"
 	"github.com/bicyc/bicyc/gauss"
 )
@@ -31,7 +32,7 @@ var addedKeys = map[string]func(*Config){
 	"data.trivial_augment":       func(c *Config) { c.Data.TrivialAugment = false },
 	"train.rotation_split_batch": func(c *Config) { c.Train.RotationSplitBatch = false },
 	// Photo preprocessing: runs before it squashed and cropped with padding.
-	"data.resize_mode":         func(c *Config) { c.Data.ResizeMode = "squash" },
+	"data.resize_mode":         func(c *Config) { c.Data.ResizeMode = arch.Squash },
 	"data.center_crop_ratio":   func(c *Config) { c.Data.CenterCropRatio = 0.875 },
 	"data.load_size":           func(c *Config) { c.Data.LoadSize = 0 },
 	"data.random_resized_crop": func(c *Config) { c.Data.RandomResizedCrop = false },

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/imaging"
 )
 
@@ -62,7 +63,7 @@ func writeCUB200(t *testing.T, root string) {
 // TestConvertLayouts converts both layouts and loads the result as image
 // folders: every image lands in its class and split.
 func TestConvertLayouts(t *testing.T) {
-	p := imaging.Preprocess{Channels: 3, Height: 32, Width: 32, ResizeMode: imaging.ResizeCenterCrop, ResizeShorter: 36}
+	p := imaging.Preprocess{Channels: 3, Height: 32, Width: 32, ResizeMode: arch.CenterCrop, ResizeShorter: 36}
 	for i, c := range []struct {
 		layout      string
 		write       func(*testing.T, string)

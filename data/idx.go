@@ -18,6 +18,8 @@ import (
 
 // FashionMNISTDir is where Debian's dataset-fashion-mnist package installs
 // the four Fashion-MNIST IDX files; LoadFashionMNIST("") reads from here.
+// It is config.FashionMNISTDir, the default data.dir, too (config's tests
+// keep the two equal; config does not import this package).
 const FashionMNISTDir = "/usr/share/datasets/fashion-mnist"
 
 // FashionMNISTClasses are the official Fashion-MNIST class names, indexed by

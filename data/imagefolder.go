@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bounded"
 	"github.com/bicyc/bicyc/imaging"
 )
@@ -152,7 +153,7 @@ func loadImageFolder(root string, classes []ClassFolder, skipped []string, p ima
 	case err == nil:
 		return ds, nil
 	case !o.SkipUnreadable:
-		return nil, fmt.Errorf("data: image folder %s (data.skip_unreadable or --skip-unreadable trains on the rest): %w", root, err)
+		return nil, fmt.Errorf("data: image folder %s (data.skip_unreadable trains on the rest): %w", root, err)
 	}
 	for _, err := range errs {
 		if err != nil {
@@ -293,7 +294,7 @@ func storeImage(ds *Dataset, i int, img image.Image, p imaging.Preprocess, loadS
 	ds.Photos.Pixels[i], ds.Photos.Sizes[i] = photo, win.Size()
 	// At the test-time resize size the view is a window of the photo: the
 	// same resized pixels, so copying them saves a second resize.
-	if p.ResizeMode == imaging.ResizeCenterCrop && loadSide == p.ResizeShorter {
+	if p.ResizeMode == arch.CenterCrop && loadSide == p.ResizeShorter {
 		if vw := imaging.CenterCropWindow(full.X, full.Y, p.Width, p.Height); vw.In(win) {
 			cropCHW(photo, p.Channels, win.Dy(), win.Dx(), vw.Sub(win.Min), view)
 			return

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/imaging"
 )
 
@@ -146,7 +147,7 @@ func TestLoadPhotoFolders(t *testing.T) {
 			writeJPEG(t, filepath.Join(root, name), img)
 		}
 	}
-	p := imaging.Preprocess{Channels: 3, Height: 24, Width: 24, ResizeMode: imaging.ResizeCenterCrop, ResizeShorter: 27}
+	p := imaging.Preprocess{Channels: 3, Height: 24, Width: 24, ResizeMode: arch.CenterCrop, ResizeShorter: 27}
 	train, test, err := LoadPhotoFolders(filepath.Join(root, "train"), filepath.Join(root, "test"), p, 32)
 	if err != nil {
 		t.Fatal(err)

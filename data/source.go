@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/imaging"
 )
 
@@ -32,16 +33,16 @@ var ErrSource = errors.New("invalid data source")
 // ResizeShorter how (see Preprocess), and LoadSide > 0 keeps the training
 // images at load resolution too (LoadPhotoFolders).
 type Source struct {
-	Kind          string `json:"kind"`
-	Dir           string `json:"dir,omitempty"`
-	TrainDir      string `json:"train_dir,omitempty"`
-	TestDir       string `json:"test_dir,omitempty"`
-	Channels      int    `json:"channels,omitempty"`
-	Height        int    `json:"height,omitempty"`
-	Width         int    `json:"width,omitempty"`
-	ResizeMode    string `json:"resize_mode,omitempty"`
-	ResizeShorter int    `json:"resize_shorter,omitempty"`
-	LoadSide      int    `json:"load_side,omitempty"`
+	Kind          string          `json:"kind"`
+	Dir           string          `json:"dir,omitempty"`
+	TrainDir      string          `json:"train_dir,omitempty"`
+	TestDir       string          `json:"test_dir,omitempty"`
+	Channels      int             `json:"channels,omitempty"`
+	Height        int             `json:"height,omitempty"`
+	Width         int             `json:"width,omitempty"`
+	ResizeMode    arch.ResizeMode `json:"resize_mode,omitempty"`
+	ResizeShorter int             `json:"resize_shorter,omitempty"`
+	LoadSide      int             `json:"load_side,omitempty"`
 	// SkipUnreadable: imagefolder leaves out images that do not decode
 	// (FolderOptions.SkipUnreadable).
 	SkipUnreadable bool `json:"skip_unreadable,omitempty"`

@@ -4,24 +4,16 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/export/onnxgraph"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
-// Adapter kinds (docs/method.md, "Networks"); the names and the tensor names are
-// a contract with package models.
-const (
-	AdapterMLP         = "mlp"
-	AdapterLinear      = "linear"
-	AdapterLinearBias  = "linear-bias"
-	AdapterResidualMLP = "residual-mlp"
-)
-
 // Adapter returns adapter.onnx, the old-to-new feature map A:
 // input bundle.TensorFeaturesOld [N,S] -> output bundle.TensorFeatures [N,S].
 //
-// Kind AdapterMLP reads fc1.weight [H,S], fc1.bias [H], fc2.weight [S,H],
+// Kind arch.MLP reads fc1.weight [H,S], fc1.bias [H], fc2.weight [S,H],
 // fc2.bias [S] (H = 32S in package models) and computes, with the exact
 // GELU built from Erf (the Gelu operator needs opset 20):
 //
@@ -29,12 +21,12 @@ const (
 //	g = h * 0.5 * (1 + erf(h / sqrt(2)))
 //	y = g fc2.weight^T + fc2.bias
 //
-// Kind AdapterResidualMLP reads the same tensors and adds the input:
-// y = x + (the AdapterMLP output). Kind AdapterLinear reads weight [S,S]
-// and computes y = x weight^T; AdapterLinearBias also reads bias [S] and
+// Kind arch.ResidualMLP reads the same tensors and adds the input:
+// y = x + (the arch.MLP output). Kind arch.Linear reads weight [S,S]
+// and computes y = x weight^T; arch.LinearBias also reads bias [S] and
 // computes y = x weight^T + bias.
 // Errors wrap ErrState.
-func Adapter(kind string, featureDim int, state []safetensors.Tensor) ([]byte, error) {
+func Adapter(kind arch.Mapper, featureDim int, state []safetensors.Tensor) ([]byte, error) {
 	if featureDim < 1 {
 		return nil, fmt.Errorf("%w: adapter feature dim %d, want >= 1", ErrState, featureDim)
 	}
@@ -46,17 +38,17 @@ func Adapter(kind string, featureDim int, state []safetensors.Tensor) ([]byte, e
 	x := g.Input(bundle.TensorFeaturesOld, onnxgraph.Float, onnxgraph.BatchDim, featureDim)
 	var y string
 	switch kind {
-	case AdapterMLP:
+	case arch.MLP:
 		y, err = addMLP(g, x, s, featureDim, bundle.TensorFeatures)
-	case AdapterResidualMLP:
+	case arch.ResidualMLP:
 		var m string
 		if m, err = addMLP(g, x, s, featureDim, "mlp"); err == nil {
 			y = g.Op("Add", bundle.TensorFeatures, []string{x, m})
 		}
-	case AdapterLinear, AdapterLinearBias:
-		y, err = addLinear(g, x, s, featureDim, kind == AdapterLinearBias)
+	case arch.Linear, arch.LinearBias:
+		y, err = addLinear(g, x, s, featureDim, kind == arch.LinearBias)
 	default:
-		err = fmt.Errorf("%w: unknown adapter kind %q (want %q, %q, %q or %q)", ErrState, kind, AdapterMLP, AdapterLinear, AdapterLinearBias, AdapterResidualMLP)
+		err = fmt.Errorf("%w: unknown adapter kind %w", ErrState, kind.CheckTrained())
 	}
 	if err != nil {
 		return nil, err

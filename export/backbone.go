@@ -4,17 +4,10 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/export/onnxgraph"
 	"github.com/bicyc/bicyc/safetensors"
-)
-
-// Backbone architectures; the names and the tensor names below are a
-// contract with package models.
-const (
-	ArchConvNet          = "convnet"
-	ArchResNet18         = "resnet18"
-	ArchResNet18ImageNet = "resnet18-imagenet"
 )
 
 // bnEpsilon is the BatchNorm variance epsilon of package models (PyTorch's
@@ -25,7 +18,7 @@ const bnEpsilon = 1e-5
 // is [N, InChannels, Height, Width] (NCHW, already normalised, N dynamic)
 // and the output is [N, FeatureDim].
 type BackboneShape struct {
-	Arch          string
+	Arch          arch.Backbone
 	InChannels    int
 	Height, Width int
 	FeatureDim    int
@@ -34,13 +27,13 @@ type BackboneShape struct {
 func (s BackboneShape) validate() error {
 	minSide := 1
 	switch s.Arch {
-	case ArchConvNet:
+	case arch.ConvNet:
 		minSide = 4 // two 2x2 max-pools must leave at least one pixel
-	case ArchResNet18:
-	case ArchResNet18ImageNet:
+	case arch.ResNet18:
+	case arch.ResNet18ImageNet:
 		minSide = 32 // the stem and the pool halve the image, then three strided stages
 	default:
-		return fmt.Errorf("%w: unknown backbone architecture %q (want %q, %q or %q)", ErrState, s.Arch, ArchConvNet, ArchResNet18, ArchResNet18ImageNet)
+		return fmt.Errorf("%w: unknown backbone architecture %w", ErrState, s.Arch.Check())
 	}
 	if s.InChannels < 1 || s.FeatureDim < 1 || s.Height < minSide || s.Width < minSide {
 		return fmt.Errorf("%w: %s backbone needs channels >= 1, feature dim >= 1 and image sides >= %d; got %d channels, %dx%d, dim %d",
@@ -99,10 +92,10 @@ func addBackbone(g *onnxgraph.Graph, image string, shape BackboneShape, tensors 
 	var x string
 	var channels int // of the last stage, the input of the reduction
 	switch shape.Arch {
-	case ArchConvNet:
+	case arch.ConvNet:
 		x, err = b.convNet(image, shape.InChannels)
 		channels = 128
-	case ArchResNet18, ArchResNet18ImageNet:
+	case arch.ResNet18, arch.ResNet18ImageNet:
 		x, channels, err = b.resNet18(image, shape)
 	}
 	if err != nil {
@@ -155,7 +148,7 @@ func (b backboneBuilder) resNet18(x string, shape BackboneShape) (string, int, e
 		return "", 0, fmt.Errorf("%w: backbone tensor \"conv1.weight\" has shape %v, want [width,C,k,k]", ErrState, stem)
 	}
 	width, k, stride, pad := stem[0], 3, 1, 1
-	if shape.Arch == ArchResNet18ImageNet {
+	if shape.Arch == arch.ResNet18ImageNet {
 		k, stride, pad = 7, 2, 3
 	}
 	y, err := b.convBN(x, "conv1", "bn1", width, shape.InChannels, k, stride, pad)
@@ -163,7 +156,7 @@ func (b backboneBuilder) resNet18(x string, shape BackboneShape) (string, int, e
 		return "", 0, err
 	}
 	x = b.g.Op("Relu", "relu", []string{y})
-	if shape.Arch == ArchResNet18ImageNet {
+	if shape.Arch == arch.ResNet18ImageNet {
 		x = b.g.Op("MaxPool", "maxpool", []string{x}, onnxgraph.AttrInts("kernel_shape", 3, 3),
 			onnxgraph.AttrInts("strides", 2, 2), onnxgraph.AttrInts("pads", 1, 1, 1, 1))
 	}

@@ -10,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/export"
 	"github.com/bicyc/bicyc/export/onnxgraph"
@@ -58,7 +59,7 @@ func zeroConvNet(s int) []safetensors.Tensor {
 
 // The Fashion-MNIST backbone: 28x28 grayscale in, 64 features out.
 func ExampleBackbone() {
-	shape := export.BackboneShape{Arch: export.ArchConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: 64}
+	shape := export.BackboneShape{Arch: arch.ConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: 64}
 	model, err := export.Backbone(shape, zeroConvNet(64))
 	if err != nil {
 		log.Fatal(err)
@@ -87,7 +88,7 @@ func ExampleWrite() {
 		return g
 	}
 	in := export.Input{
-		Arch: export.ArchConvNet, FeatureDim: s, Backbone: zeroConvNet(s),
+		Arch: arch.ConvNet, FeatureDim: s, Backbone: zeroConvNet(s),
 		Prototypes: []gauss.Gaussian{unit(0), unit(1)},
 		Classifier: gauss.ClassifierOptions{Normalize: true, Shrink: 3},
 		Classes:    []bundle.Class{{ID: 0, Name: "T-shirt/top", Task: 1}, {ID: 1, Name: "Trouser", Task: 1}},

@@ -8,6 +8,7 @@ import (
 
 	ort "github.com/yalue/onnxruntime_go"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/export/classgraph"
 	"github.com/bicyc/bicyc/export/onnxgraph"
@@ -38,7 +39,7 @@ func fashionFeatures(t *testing.T, opts gauss.ClassifierOptions) ([]float32, []i
 	const n, s = 10000, 64
 	rng := rand.New(rand.NewPCG(34, 35))
 	state := randomConvNet(rng, 1, s)
-	backbone, err := Backbone(BackboneShape{Arch: ArchConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: s}, state)
+	backbone, err := Backbone(BackboneShape{Arch: arch.ConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: s}, state)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/export/classgraph"
 	"github.com/bicyc/bicyc/export/onnxpb"
 )
@@ -14,7 +15,7 @@ import (
 // TestModelFromBackboneMatchesModel: extending backbone.onnx with a
 // classifier gives the same graph as Model built from the weights.
 func TestModelFromBackboneMatchesModel(t *testing.T) {
-	shape := BackboneShape{Arch: ArchConvNet, InChannels: 1, Height: 8, Width: 8, FeatureDim: 4}
+	shape := BackboneShape{Arch: arch.ConvNet, InChannels: 1, Height: 8, Width: 8, FeatureDim: 4}
 	rng := rand.New(rand.NewPCG(7, 8))
 	weights := randomConvNet(rng, 1, 4)
 	backbone, err := Backbone(shape, weights)

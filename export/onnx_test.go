@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/export/classgraph"
 	"github.com/bicyc/bicyc/export/onnxgraph"
@@ -27,7 +28,7 @@ func TestBackboneConvNetMatchesReference(t *testing.T) {
 	const n, s = 3, 16
 	rng := rand.New(rand.NewPCG(1, 2))
 	state := randomConvNet(rng, 1, s)
-	shape := BackboneShape{Arch: ArchConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: s}
+	shape := BackboneShape{Arch: arch.ConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: s}
 	model, err := Backbone(shape, state)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +59,7 @@ func TestBackboneResNet18MatchesReference(t *testing.T) {
 	const n, c, hw, s = 2, 3, 16, 8
 	rng := rand.New(rand.NewPCG(3, 4))
 	state := randomResNet18(rng, c, s)
-	shape := BackboneShape{Arch: ArchResNet18, InChannels: c, Height: hw, Width: hw, FeatureDim: s}
+	shape := BackboneShape{Arch: arch.ResNet18, InChannels: c, Height: hw, Width: hw, FeatureDim: s}
 	model, err := Backbone(shape, state)
 	if err != nil {
 		t.Fatal(err)
@@ -113,20 +114,20 @@ func TestAdapterMatchesReference(t *testing.T) {
 		return y
 	}
 	for i, tc := range []struct {
-		kind  string
+		kind  arch.Mapper
 		state []safetensors.Tensor
 		ref   func([]float64) []float64
 	}{
-		{AdapterMLP, mlp, func(z []float64) []float64 { return refMLP(z, mlp) }},
-		{AdapterResidualMLP, mlp, func(z []float64) []float64 {
+		{arch.MLP, mlp, func(z []float64) []float64 { return refMLP(z, mlp) }},
+		{arch.ResidualMLP, mlp, func(z []float64) []float64 {
 			y := refMLP(z, mlp)
 			for c := range y {
 				y[c] += z[c]
 			}
 			return y
 		}},
-		{AdapterLinear, linear, func(z []float64) []float64 { return refLinear(z, false) }},
-		{AdapterLinearBias, linearBias, func(z []float64) []float64 { return refLinear(z, true) }},
+		{arch.Linear, linear, func(z []float64) []float64 { return refLinear(z, false) }},
+		{arch.LinearBias, linearBias, func(z []float64) []float64 { return refLinear(z, true) }},
 	} {
 		model, err := Adapter(tc.kind, s, tc.state)
 		if err != nil {
@@ -218,7 +219,7 @@ func TestModelFusesBackboneAndClassifier(t *testing.T) {
 	const n, s, classes = 4, 12, 10
 	rng := rand.New(rand.NewPCG(9, 10))
 	state := randomConvNet(rng, 1, s)
-	shape := BackboneShape{Arch: ArchConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: s}
+	shape := BackboneShape{Arch: arch.ConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: s}
 	tables := randomTables(rng, classes, s, true)
 	model, err := Model(shape, state, tables)
 	if err != nil {
@@ -243,8 +244,8 @@ func TestModelFusesBackboneAndClassifier(t *testing.T) {
 func TestCheckerAcceptsEveryModel(t *testing.T) {
 	const s = 8
 	rng := rand.New(rand.NewPCG(11, 12))
-	conv := BackboneShape{Arch: ArchConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: s}
-	res := BackboneShape{Arch: ArchResNet18, InChannels: 3, Height: 32, Width: 32, FeatureDim: s}
+	conv := BackboneShape{Arch: arch.ConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: s}
+	res := BackboneShape{Arch: arch.ResNet18, InChannels: 3, Height: 32, Width: 32, FeatureDim: s}
 	convState, resState := randomConvNet(rng, 1, s), randomResNet18(rng, 3, s)
 	tables := randomTables(rng, 4, s, true)
 	models := map[string][]byte{}
@@ -260,13 +261,13 @@ func TestCheckerAcceptsEveryModel(t *testing.T) {
 	add("backbone_resnet18.onnx", b, err)
 	// The ImageNet stem: the same tensors with a 7x7 conv1, then a padded MaxPool.
 	imageNetState := append([]safetensors.Tensor{randomTensor(rng, "conv1.weight", []int{64, 3, 7, 7}, 0.1, false)}, resState[1:]...)
-	b, err = Backbone(BackboneShape{Arch: ArchResNet18ImageNet, InChannels: 3, Height: 64, Width: 48, FeatureDim: s}, imageNetState)
+	b, err = Backbone(BackboneShape{Arch: arch.ResNet18ImageNet, InChannels: 3, Height: 64, Width: 48, FeatureDim: s}, imageNetState)
 	add("backbone_resnet18_imagenet.onnx", b, err)
-	b, err = Adapter(AdapterMLP, s, []safetensors.Tensor{
+	b, err = Adapter(arch.MLP, s, []safetensors.Tensor{
 		randomTensor(rng, "fc1.weight", []int{32 * s, s}, 1, false), randomTensor(rng, "fc1.bias", []int{32 * s}, 1, false),
 		randomTensor(rng, "fc2.weight", []int{s, 32 * s}, 1, false), randomTensor(rng, "fc2.bias", []int{s}, 1, false)})
 	add("adapter_mlp.onnx", b, err)
-	b, err = Adapter(AdapterLinear, s, []safetensors.Tensor{randomTensor(rng, "weight", []int{s, s}, 1, false)})
+	b, err = Adapter(arch.Linear, s, []safetensors.Tensor{randomTensor(rng, "weight", []int{s, s}, 1, false)})
 	add("adapter_linear.onnx", b, err)
 	b, err = classgraph.Classifier(tables)
 	add("classifier.onnx", b, err)
@@ -291,7 +292,7 @@ func TestCheckerAcceptsEveryModel(t *testing.T) {
 
 func TestExportIsDeterministicAndDeclaresBatchDim(t *testing.T) {
 	const s = 4
-	shape := BackboneShape{Arch: ArchConvNet, InChannels: 1, Height: 8, Width: 8, FeatureDim: s}
+	shape := BackboneShape{Arch: arch.ConvNet, InChannels: 1, Height: 8, Width: 8, FeatureDim: s}
 	state := randomConvNet(rand.New(rand.NewPCG(13, 14)), 1, s)
 	tables := randomTables(rand.New(rand.NewPCG(15, 16)), 3, s, true)
 	a, err := Model(shape, state, tables)
@@ -329,7 +330,7 @@ func TestExportIsDeterministicAndDeclaresBatchDim(t *testing.T) {
 
 func TestBadStateIsRejected(t *testing.T) {
 	const s = 4
-	shape := BackboneShape{Arch: ArchConvNet, InChannels: 1, Height: 8, Width: 8, FeatureDim: s}
+	shape := BackboneShape{Arch: arch.ConvNet, InChannels: 1, Height: 8, Width: 8, FeatureDim: s}
 	good := func() []safetensors.Tensor { return randomConvNet(rand.New(rand.NewPCG(17, 18)), 1, s) }
 	edit := func(name string, f func(*safetensors.Tensor)) []safetensors.Tensor {
 		ts := good()
@@ -352,8 +353,8 @@ func TestBadStateIsRejected(t *testing.T) {
 		{shape, edit("conv1.weight", func(t *safetensors.Tensor) { t.Data = t.Data[:5] }), `"conv1.weight" has 5 values, want 288`},
 		{shape, append(good(), good()[0]), `"conv1.weight" appears twice`},
 		{BackboneShape{Arch: "vgg", InChannels: 1, Height: 8, Width: 8, FeatureDim: s}, good(), `unknown backbone architecture "vgg"`},
-		{BackboneShape{Arch: ArchConvNet, InChannels: 1, Height: 3, Width: 8, FeatureDim: s}, good(), "image sides >= 4"},
-		{BackboneShape{Arch: ArchConvNet, InChannels: 3, Height: 8, Width: 8, FeatureDim: s}, good(), `"conv1.weight" has shape [32 1 3 3], want [32 3 3 3]`},
+		{BackboneShape{Arch: arch.ConvNet, InChannels: 1, Height: 3, Width: 8, FeatureDim: s}, good(), "image sides >= 4"},
+		{BackboneShape{Arch: arch.ConvNet, InChannels: 3, Height: 8, Width: 8, FeatureDim: s}, good(), `"conv1.weight" has shape [32 1 3 3], want [32 3 3 3]`},
 	} {
 		_, err := Backbone(tc.shape, tc.state)
 		if !errors.Is(err, ErrState) || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {

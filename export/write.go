@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/export/classgraph"
 	"github.com/bicyc/bicyc/gauss"
@@ -19,17 +20,17 @@ import (
 // Covariances, Tables and the ONNX scores is Classes[c]. Write does not
 // modify or keep any slice.
 type Input struct {
-	// Arch is ArchConvNet, ArchResNet18 or ArchResNet18ImageNet; Backbone its state dict (see
+	// Arch is arch.ConvNet, arch.ResNet18 or arch.ResNet18ImageNet; Backbone its state dict (see
 	// Backbone for the tensor names). The image geometry comes from
 	// Preprocess (Channels, Height, Width).
-	Arch       string
+	Arch       arch.Backbone
 	FeatureDim int
 	Backbone   []safetensors.Tensor
 
-	// AdapterKind (AdapterMLP, AdapterLinear) and Adapter, the last task's
+	// AdapterKind (arch.MLP, arch.Linear) and Adapter, the last task's
 	// old-to-new map; Adapter is nil after the first task, and then no
 	// adapter.onnx is written.
-	AdapterKind string
+	AdapterKind arch.Mapper
 	Adapter     []safetensors.Tensor
 
 	// Prototypes are the class Gaussians, Prototypes[c] that of
@@ -95,10 +96,7 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 	}
 	tables := clf.Tables()
 	protos := bundle.NewPrototypes(in.Prototypes, tables.Bias, tables.Normalize)
-	if opts.TopK == 0 {
-		opts.TopK = gauss.DefaultTopK
-	}
-	opts.TopK = min(opts.TopK, k)
+	opts.TopK = gauss.ResolveTopK(k, opts.TopK)
 	var cal *bundle.Calibration
 	if in.HeldOut != nil {
 		if cal, opts.UnknownScore, err = calibrate(*in.HeldOut, clf, in.Classes, protos, opts); err != nil {
@@ -117,7 +115,7 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 	}
 	adapterKind := ""
 	if in.Adapter != nil {
-		adapterKind = in.AdapterKind
+		adapterKind = string(in.AdapterKind)
 		if files[bundle.AdapterFile], err = Adapter(in.AdapterKind, in.FeatureDim, in.Adapter); err != nil {
 			return nil, nil, err
 		}
@@ -139,7 +137,7 @@ func build(in Input) (map[string][]byte, *bundle.Manifest, error) {
 		BicycVersion:      version(in.Version),
 		CreatedAt:         created.UTC(),
 		MinRuntimeVersion: bundle.MinRuntimeVersion,
-		Backbone:          in.Arch,
+		Backbone:          string(in.Arch),
 		FeatureDim:        in.FeatureDim,
 		Adapter:           adapterKind,
 		Classifier:        opts,

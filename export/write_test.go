@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
@@ -40,7 +41,7 @@ func newExportFixture(t *testing.T) exportFixture {
 	rng := rand.New(rand.NewPCG(23, 24))
 	pre := imaging.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: []float32{0.2860}, Std: []float32{0.3530},
 		Resize: imaging.ResizeCatmullRom}
-	shape := BackboneShape{Arch: ArchConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: s}
+	shape := BackboneShape{Arch: arch.ConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: s}
 	state := randomConvNet(rng, 1, s)
 	backbone, err := Backbone(shape, state)
 	if err != nil {
@@ -52,7 +53,7 @@ func newExportFixture(t *testing.T) exportFixture {
 	tasks := [][]int{{0, 1, 2, 3, 4}, {5, 6, 7, 8, 9}}
 	var classes []bundle.Class
 	var protos []gauss.Gaussian
-	in := Input{Arch: ArchConvNet, FeatureDim: s, Backbone: state, Preprocess: pre, Tasks: tasks,
+	in := Input{Arch: arch.ConvNet, FeatureDim: s, Backbone: state, Preprocess: pre, Tasks: tasks,
 		Classifier: gauss.ClassifierOptions{Normalize: true, Shrink: 3},
 		Config:     json.RawMessage(`{"dataset":"fashion-mnist","seed":23}`),
 		Metrics:    json.RawMessage(`{"a_last":0.1}`),
@@ -78,7 +79,7 @@ func newExportFixture(t *testing.T) exportFixture {
 		t.Fatal(err)
 	}
 	in.Classes, in.Prototypes = classes, protos
-	in.AdapterKind = AdapterMLP
+	in.AdapterKind = arch.MLP
 	in.Adapter = []safetensors.Tensor{
 		randomTensor(rng, "fc1.weight", []int{32 * s, s}, 0.3, false), randomTensor(rng, "fc1.bias", []int{32 * s}, 0.1, false),
 		randomTensor(rng, "fc2.weight", []int{s, 32 * s}, 0.1, false), randomTensor(rng, "fc2.bias", []int{s}, 0.1, false)}
@@ -100,7 +101,7 @@ func TestWriteExportsAWorkingModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := b.Manifest
-	if m.Backbone != ArchConvNet || m.FeatureDim != 8 || m.Adapter != AdapterMLP || m.Classifier.TopK != gauss.DefaultTopK ||
+	if m.Backbone != string(arch.ConvNet) || m.FeatureDim != 8 || m.Adapter != string(arch.MLP) || m.Classifier.TopK != gauss.DefaultTopK ||
 		m.BicycVersion != "v0.1.0-test" || m.MinRuntimeVersion != bundle.MinRuntimeVersion || len(m.Classes) != 10 ||
 		m.Classes[7].Name != "Sneaker" || m.Preprocess.Height != 28 {
 		t.Fatalf("manifest: %+v", m)

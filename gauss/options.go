@@ -32,6 +32,22 @@ const ShortlistMinSize = 128
 // ClassifierOptions.TopK is 0.
 const DefaultTopK = 5
 
+// ResolveTopK is how many predictions per image a reader of k classes
+// reports: the first of choices that is not 0 (a reader's own choice
+// first, then the model's classifier.top_k), DefaultTopK when every one is
+// 0, and never more than k. The exporter and the runtime both resolve
+// top-k through it.
+func ResolveTopK(k int, choices ...int) int {
+	topK := DefaultTopK
+	for _, c := range choices {
+		if c != 0 {
+			topK = c
+			break
+		}
+	}
+	return min(topK, k)
+}
+
 // ErrOptions is wrapped by every error about classifier options or an
 // acceptance rate out of range.
 var ErrOptions = errors.New("invalid classifier options")

@@ -1,6 +1,8 @@
 package imaging
 
 import (
+	"github.com/bicyc/bicyc/arch"
+
 	"encoding/json"
 	"errors"
 	"image"
@@ -16,7 +18,7 @@ import (
 // resize size is cropped without resampling; and a wide photo is cropped,
 // not squashed.
 func TestCenterCropPixels(t *testing.T) {
-	p := Preprocess{Channels: 3, Height: 24, Width: 20, ResizeMode: ResizeCenterCrop, ResizeShorter: 27}
+	p := Preprocess{Channels: 3, Height: 24, Width: 20, ResizeMode: arch.CenterCrop, ResizeShorter: 27}
 	for _, size := range []image.Point{{40, 30}, {56, 72}, {27, 27}, {110, 28}} {
 		src := gradient(size.X, size.Y, 5)
 		got := p.Pixels(src)
@@ -35,7 +37,7 @@ func TestCenterCropPixels(t *testing.T) {
 	}
 	// Squash keeps today's output exactly.
 	src := gradient(40, 30, 1)
-	squash := Preprocess{Channels: 3, Height: 24, Width: 20, ResizeMode: ResizeSquash}
+	squash := Preprocess{Channels: 3, Height: 24, Width: 20, ResizeMode: arch.Squash}
 	if !slices.Equal(squash.Pixels(src), Preprocess{Channels: 3, Height: 24, Width: 20}.Pixels(src)) {
 		t.Error("explicit squash differs from the empty mode")
 	}
@@ -49,7 +51,7 @@ func TestCenterCropPixels(t *testing.T) {
 			photo.Pix[i] = 255
 		}
 	}
-	crop := Preprocess{Channels: 1, Height: 32, Width: 32, ResizeMode: ResizeCenterCrop, ResizeShorter: CenterCropResize(32, 0.75)}
+	crop := Preprocess{Channels: 1, Height: 32, Width: 32, ResizeMode: arch.CenterCrop, ResizeShorter: CenterCropResize(32, 0.75)}
 	if got := crop.Pixels(photo); slices.Min(got) < 250 {
 		t.Errorf("center crop of the 640x480 photo has a pixel of %d, want only the white middle", slices.Min(got))
 	}
@@ -73,15 +75,15 @@ func TestCenterCropResize(t *testing.T) {
 func TestPreprocessResizeModeValidate(t *testing.T) {
 	base := Preprocess{Channels: 1, Height: 24, Width: 20, Mean: []float32{0}, Std: []float32{1}}
 	for i, c := range []struct {
-		mode    string
+		mode    arch.ResizeMode
 		shorter int
 		msg     string // "" means valid
 	}{
-		{"", 0, ""}, {ResizeSquash, 0, ""}, {ResizeCenterCrop, 24, ""}, {ResizeCenterCrop, 8192, ""},
-		{ResizeSquash, 32, "resize_shorter 32 with resize mode squash"},
-		{ResizeCenterCrop, 23, "resize_shorter 23 for a 24x20 center crop"},
-		{ResizeCenterCrop, 0, "resize_shorter 0"},
-		{ResizeCenterCrop, 9000, "resize_shorter 9000"},
+		{"", 0, ""}, {arch.Squash, 0, ""}, {arch.CenterCrop, 24, ""}, {arch.CenterCrop, 8192, ""},
+		{arch.Squash, 32, "resize_shorter 32 with resize mode squash"},
+		{arch.CenterCrop, 23, "resize_shorter 23 for a 24x20 center crop"},
+		{arch.CenterCrop, 0, "resize_shorter 0"},
+		{arch.CenterCrop, 9000, "resize_shorter 9000"},
 		{"letterbox", 0, `resize mode "letterbox"`},
 	} {
 		p := base
@@ -98,16 +100,16 @@ func TestPreprocessResizeModeValidate(t *testing.T) {
 // before modes existed) reads back as squash's behaviour.
 func TestPreprocessJSONModes(t *testing.T) {
 	p := Preprocess{Channels: 3, Height: 224, Width: 224, Mean: []float32{0.485, 0.456, 0.406}, Std: []float32{0.229, 0.224, 0.225},
-		Resize: ResizeCatmullRom, ResizeMode: ResizeCenterCrop, ResizeShorter: 256}
+		Resize: ResizeCatmullRom, ResizeMode: arch.CenterCrop, ResizeShorter: 256}
 	raw, err := json.Marshal(p)
 	if err != nil || !strings.Contains(string(raw), `"resize":"catmull-rom","resize_mode":"center-crop","resize_shorter":256,`) {
 		t.Fatalf("center-crop json %s (%v)", raw, err)
 	}
 	var back Preprocess
-	if err := json.Unmarshal(raw, &back); err != nil || back.ResizeMode != ResizeCenterCrop || back.ResizeShorter != 256 || back.Validate() != nil {
+	if err := json.Unmarshal(raw, &back); err != nil || back.ResizeMode != arch.CenterCrop || back.ResizeShorter != 256 || back.Validate() != nil {
 		t.Fatalf("round trip: %+v %v", back, err)
 	}
-	p.ResizeMode, p.ResizeShorter = ResizeSquash, 0
+	p.ResizeMode, p.ResizeShorter = arch.Squash, 0
 	if raw, _ := json.Marshal(p); !strings.Contains(string(raw), `"resize_mode":"squash","background"`) {
 		t.Errorf("squash json %s", raw)
 	}
@@ -124,7 +126,7 @@ func TestCenterCropLongStrip(t *testing.T) {
 			strip.Pix[i] = 200
 		}
 	}
-	p := Preprocess{Channels: 1, Height: 16, Width: 16, ResizeMode: ResizeCenterCrop, ResizeShorter: 256}
+	p := Preprocess{Channels: 1, Height: 16, Width: 16, ResizeMode: arch.CenterCrop, ResizeShorter: 256}
 	if got := p.Pixels(strip); slices.Min(got) != 200 || slices.Max(got) != 200 {
 		t.Errorf("strip centre: values %d..%d, want the band's 200", slices.Min(got), slices.Max(got))
 	}

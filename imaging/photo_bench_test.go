@@ -1,6 +1,8 @@
 package imaging
 
 import (
+	"github.com/bicyc/bicyc/arch"
+
 	"bytes"
 	"fmt"
 	"image/jpeg"
@@ -12,10 +14,10 @@ import (
 func BenchmarkPixelsPhoto(b *testing.B) {
 	photo := gradient(640, 480, 1)
 	for _, p := range []Preprocess{
-		{Channels: 3, Height: 224, Width: 224, ResizeMode: ResizeSquash},
-		{Channels: 3, Height: 224, Width: 224, ResizeMode: ResizeCenterCrop, ResizeShorter: 256},
+		{Channels: 3, Height: 224, Width: 224, ResizeMode: arch.Squash},
+		{Channels: 3, Height: 224, Width: 224, ResizeMode: arch.CenterCrop, ResizeShorter: 256},
 	} {
-		b.Run(p.ResizeMode, func(b *testing.B) {
+		b.Run(string(p.ResizeMode), func(b *testing.B) {
 			for range b.N {
 				p.Pixels(photo)
 			}
@@ -36,7 +38,7 @@ func BenchmarkPixelsOrientedPhoto(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := Preprocess{Channels: 3, Height: 224, Width: 224, ResizeMode: ResizeCenterCrop, ResizeShorter: 256}
+	p := Preprocess{Channels: 3, Height: 224, Width: 224, ResizeMode: arch.CenterCrop, ResizeShorter: 256}
 	for _, o := range []int{1, 6, 3} {
 		b.Run(fmt.Sprintf("orientation-%d", o), func(b *testing.B) {
 			img := orient(decoded, o)

@@ -6,6 +6,7 @@ import (
 	"image"
 	"math"
 
+	"github.com/bicyc/bicyc/arch"
 	"golang.org/x/image/draw"
 )
 
@@ -14,22 +15,6 @@ import (
 // applied to 16-bit premultiplied colour. It is the only filter offered, so
 // training and inference cannot disagree about it.
 const ResizeCatmullRom = "catmull-rom"
-
-// Resize modes of Preprocess (step 2, size).
-const (
-	// ResizeSquash resizes the whole image to Height x Width, whatever its
-	// aspect ratio: the behaviour of every model directory written before
-	// the mode was recorded (an empty ResizeMode means squash), and the
-	// right one for datasets whose images all have the model's size
-	// (Fashion-MNIST, CIFAR), which it leaves untouched.
-	ResizeSquash = "squash"
-	// ResizeCenterCrop keeps the aspect ratio: it resizes the shorter side
-	// to ResizeShorter and crops the centre Height x Width, as torchvision's
-	// Resize(ResizeShorter) followed by CenterCrop((Height, Width)), the
-	// standard ImageNet evaluation transform. A 640x480 photo is cropped,
-	// never squashed.
-	ResizeCenterCrop = "center-crop"
-)
 
 // MaxSide bounds Height, Width and ResizeShorter (and package data's load
 // side) so a corrupt manifest cannot ask for a gigantic buffer per image.
@@ -56,9 +41,9 @@ var ErrPreprocess = errors.New("invalid preprocessing")
 //
 // Step 2, size, by ResizeMode, always with Catmull-Rom (ResizeCatmullRom),
 // whose support widens when shrinking, so downscaling is antialiased.
-// Squash (ResizeSquash, or empty) resizes to Height x Width only when the
+// Squash (arch.Squash, or empty) resizes to Height x Width only when the
 // image size differs; an image of the right size is not resampled. The
-// aspect ratio is not preserved. Center-crop (ResizeCenterCrop) resizes a
+// aspect ratio is not preserved. Center-crop (arch.CenterCrop) resizes a
 // w x h image so that its shorter side is s = ResizeShorter, the longer one
 // truncated as torchvision's Resize(s) does (no resampling when the size
 // is already that):
@@ -102,10 +87,10 @@ type Preprocess struct {
 	Mean     []float32 `json:"mean"`
 	Std      []float32 `json:"std"`
 	Resize   string    `json:"resize"`
-	// ResizeMode is ResizeSquash or ResizeCenterCrop (step 2). The trainer
+	// ResizeMode is arch.Squash or arch.CenterCrop (step 2). The trainer
 	// always states it; empty, as in manifests written before it existed,
 	// means squash.
-	ResizeMode string `json:"resize_mode,omitempty"`
+	ResizeMode arch.ResizeMode `json:"resize_mode,omitempty"`
 	// ResizeShorter is, for center-crop, the length the shorter side is
 	// resized to before the crop, at least max(Height, Width) (ImageNet
 	// evaluation: 256 for a 224 crop, see CenterCropResize); 0 for squash.
@@ -163,17 +148,17 @@ func (p Preprocess) CheckGeometry() error {
 		errs = append(errs, fmt.Errorf("%w: size %dx%d, want each side in [1, %d]", ErrPreprocess, p.Height, p.Width, MaxSide))
 	}
 	switch p.ResizeMode {
-	case "", ResizeSquash:
+	case "", arch.Squash:
 		if p.ResizeShorter != 0 {
 			errs = append(errs, fmt.Errorf("%w: resize_shorter %d with resize mode squash, want 0", ErrPreprocess, p.ResizeShorter))
 		}
-	case ResizeCenterCrop:
+	case arch.CenterCrop:
 		if p.ResizeShorter < max(p.Height, p.Width) || p.ResizeShorter > MaxSide {
 			errs = append(errs, fmt.Errorf("%w: resize_shorter %d for a %dx%d center crop, want [%d, %d]",
 				ErrPreprocess, p.ResizeShorter, p.Height, p.Width, max(p.Height, p.Width), MaxSide))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("%w: resize mode %q, want %q or %q", ErrPreprocess, p.ResizeMode, ResizeSquash, ResizeCenterCrop))
+		errs = append(errs, fmt.Errorf("%w: resize mode %w", ErrPreprocess, p.ResizeMode.Check()))
 	}
 	return errors.Join(errs...)
 }
@@ -235,7 +220,7 @@ func (p Preprocess) Pixels(img image.Image) []uint8 {
 // caller that resizes one composited image twice (package data's photos).
 func (p Preprocess) PixelsOf(rgba *image.RGBA64, out []uint8) {
 	nw, nh, window := p.Width, p.Height, image.Rect(0, 0, p.Width, p.Height)
-	if p.ResizeMode == ResizeCenterCrop {
+	if p.ResizeMode == arch.CenterCrop {
 		rgba = limitAspect(rgba)
 		nw, nh = ShorterSideSize(rgba.Rect.Dx(), rgba.Rect.Dy(), p.ResizeShorter)
 		window = CenterCropWindow(nw, nh, p.Width, p.Height)

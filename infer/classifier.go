@@ -130,13 +130,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Classifier, error) 
 	if shortlistSize > 0 {
 		c.shortlist, c.shortlistSize = sessions[len(sessions)-1], shortlistSize
 	}
-	if c.topK == 0 {
-		c.topK = m.Classifier.TopK
-	}
-	if c.topK == 0 {
-		c.topK = gauss.DefaultTopK
-	}
-	c.topK = min(c.topK, len(c.classes))
+	c.topK = gauss.ResolveTopK(len(c.classes), c.topK, m.Classifier.TopK)
 	if err := c.verify(ctx, b); err != nil {
 		c.Close()
 		return nil, err

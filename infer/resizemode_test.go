@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/imaging"
 )
@@ -39,7 +40,7 @@ func TestOldManifestSquashes(t *testing.T) {
 			wide.Pix[y*56+x] = src.(*image.Gray).Pix[y*28+x/2]
 		}
 	}
-	squash := imaging.Preprocess{Channels: 1, Height: 28, Width: 28, ResizeMode: imaging.ResizeSquash}
+	squash := imaging.Preprocess{Channels: 1, Height: 28, Width: 28, ResizeMode: arch.Squash}
 	squashed := &image.Gray{Pix: squash.Pixels(wide), Stride: 28, Rect: image.Rect(0, 0, 28, 28)}
 	got, err := c.ClassifyBatch(context.Background(), []image.Image{wide, squashed})
 	if err != nil {

@@ -6,32 +6,11 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/models/ops"
 	"github.com/bicyc/bicyc/safetensors"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
-)
-
-// Backbone architectures accepted by NewBackbone.
-const (
-	// ArchConvNet is the small default backbone for 28x28 grayscale inputs (docs/method.md, "Networks": conv blocks,
-	// then the linear S-dim reduction, then global average pooling):
-	//
-	//	conv3x3 C->32 pad 1, BN, ReLU, maxpool 2
-	//	conv3x3 32->64 pad 1, BN, ReLU, maxpool 2
-	//	conv3x3 64->128 pad 1, BN, ReLU
-	//	conv1x1 128->S with bias (no BN, no ReLU), global average pool -> [N,S]
-	ArchConvNet = "convnet"
-	// ArchResNet18 is the CIFAR ResNet-18 of docs/method.md ("Networks"): a 3x3 stride-1 stem conv 64 + BN + ReLU without max-pool,
-	// BasicBlocks [2,2,2,2] at 64, 128, 256, 512 channels with strides 1, 2, 2, 2 (1x1 conv + BN downsample where
-	// the shape changes), then a 1x1 conv 512->S with bias (no BN, no ReLU) and global average pooling.
-	ArchResNet18 = "resnet18"
-	// ArchResNet18ImageNet is torchvision's ImageNet ResNet-18 with the same reduction and pooling: a 7x7
-	// stride-2 stem conv 64 (pad 3) + BN + ReLU, a 3x3 stride-2 max-pool (pad 1), then ArchResNet18's stages,
-	// 1x1 conv 512->S with bias and global average pooling. Its tensor names are torchvision's, so a
-	// torchvision state dict (without fc) loads into it. It takes any square or rectangular input of at least
-	// 32x32 pixels: 224x224 for ImageNet and CUB-200 (the features are 7x7 before pooling), 64x64 for small photos.
-	ArchResNet18ImageNet = "resnet18-imagenet"
 )
 
 // ResNetWidth is the channel count of the first stage of a standard ResNet-18; its stages have 1, 2, 4 and 8
@@ -50,7 +29,7 @@ const bnEps = 1e-5
 // solver step through one graph is seen by all (see Build). A Backbone is not safe for concurrent use: do not run
 // two of its graphs, or a graph and SetState, at the same time.
 type Backbone struct {
-	arch       string
+	arch       arch.Backbone
 	inChannels int
 	featureDim int
 	width      int         // first-stage channels of the ResNets; 0 for the convnet
@@ -84,7 +63,7 @@ func (u *convUnit) params() []namedParam {
 	return ps
 }
 
-// NewBackbone returns a backbone of the given architecture (ArchConvNet, ArchResNet18 or ArchResNet18ImageNet)
+// NewBackbone returns a backbone of the given architecture (arch.ConvNet, arch.ResNet18 or arch.ResNet18ImageNet)
 // for images with inChannels channels, producing featureDim (S) features, initialised as docs/method.md
 // ("Networks") states:
 //
@@ -93,18 +72,18 @@ func (u *convUnit) params() []namedParam {
 //
 // The ResNets have the standard width, ResNetWidth. It returns an error for an unknown architecture or
 // non-positive sizes, and panics if rng is nil.
-func NewBackbone(arch string, inChannels, featureDim int, rng *rand.Rand) (*Backbone, error) {
-	return NewBackboneWidth(arch, 0, inChannels, featureDim, rng)
+func NewBackbone(a arch.Backbone, inChannels, featureDim int, rng *rand.Rand) (*Backbone, error) {
+	return NewBackboneWidth(a, 0, inChannels, featureDim, rng)
 }
 
 // NewBackboneWidth is NewBackbone with the channels of a ResNet's first stage: its stages have width, 2*width,
 // 4*width and 8*width channels, and 0 means ResNetWidth. Narrower ResNets train faster and make small test
 // fixtures; a pretrained file must have the same width. The convnet has no width option: width must be 0.
-func NewBackboneWidth(arch string, width, inChannels, featureDim int, rng *rand.Rand) (*Backbone, error) {
+func NewBackboneWidth(a arch.Backbone, width, inChannels, featureDim int, rng *rand.Rand) (*Backbone, error) {
 	if rng == nil {
 		panic("models: NewBackbone with a nil rng")
 	}
-	b, err := newBackbone(arch, width, inChannels, featureDim)
+	b, err := newBackbone(a, width, inChannels, featureDim)
 	if err != nil {
 		return nil, err
 	}
@@ -120,16 +99,16 @@ func NewBackboneWidth(arch string, width, inChannels, featureDim int, rng *rand.
 }
 
 // newBackbone returns a backbone with zero conv weights and biases, BN gamma 1 and beta 0.
-func newBackbone(arch string, width, inChannels, featureDim int) (*Backbone, error) {
+func newBackbone(a arch.Backbone, width, inChannels, featureDim int) (*Backbone, error) {
 	if inChannels <= 0 || featureDim <= 0 || width < 0 {
 		return nil, fmt.Errorf("backbone: %d input channels, feature dimension %d and width %d: want positive sizes", inChannels, featureDim, width)
 	}
-	b := &Backbone{arch: arch, inChannels: inChannels, featureDim: featureDim,
+	b := &Backbone{arch: a, inChannels: inChannels, featureDim: featureDim,
 		byName: make(map[string]*convUnit), nodePrefix: newNodePrefix("backbone")}
-	switch arch {
-	case ArchConvNet:
+	switch a {
+	case arch.ConvNet:
 		if width != 0 {
-			return nil, fmt.Errorf("backbone: %s has a fixed width, got width %d", arch, width)
+			return nil, fmt.Errorf("backbone: %s has a fixed width, got width %d", a, width)
 		}
 		for i, out := range []int{32, 64, 128} {
 			n := strconv.Itoa(i + 1)
@@ -137,12 +116,12 @@ func newBackbone(arch string, width, inChannels, featureDim int) (*Backbone, err
 			inChannels = out
 		}
 		b.addReduce(3, 128)
-	case ArchResNet18:
+	case arch.ResNet18:
 		b.addResNet18(width, 3, 1, 1)
-	case ArchResNet18ImageNet:
+	case arch.ResNet18ImageNet:
 		b.addResNet18(width, 7, 2, 3)
 	default:
-		return nil, fmt.Errorf("backbone: unknown architecture %q, want %q, %q or %q", arch, ArchConvNet, ArchResNet18, ArchResNet18ImageNet)
+		return nil, fmt.Errorf("backbone: unknown architecture: %w", a.Check())
 	}
 	return b, nil
 }
@@ -200,8 +179,8 @@ func (b *Backbone) addUnit(u *convUnit) {
 	b.byName[u.conv] = u
 }
 
-// Arch returns the architecture name, ArchConvNet or ArchResNet18.
-func (b *Backbone) Arch() string { return b.arch }
+// Arch returns the architecture name, arch.ConvNet or arch.ResNet18.
+func (b *Backbone) Arch() arch.Backbone { return b.arch }
 
 // InChannels returns the number of image channels C the backbone expects.
 func (b *Backbone) InChannels() int { return b.inChannels }
@@ -309,9 +288,9 @@ func (b *Backbone) Build(g *G.ExprGraph, x *G.Node, training bool) (*Built, erro
 	var feat *G.Node
 	var err error
 	switch b.arch {
-	case ArchConvNet:
+	case arch.ConvNet:
 		feat, err = f.convNet(x)
-	case ArchResNet18, ArchResNet18ImageNet:
+	case arch.ResNet18, arch.ResNet18ImageNet:
 		feat, err = f.resNet18(x)
 	}
 	if err != nil {
@@ -351,7 +330,7 @@ func (f backboneGraph) resNet18(x *G.Node) (*G.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f.b.arch == ArchResNet18ImageNet {
+	if f.b.arch == arch.ResNet18ImageNet {
 		if x, err = ops.MaxPool(x, 3, 2, 1); err != nil {
 			return nil, fmt.Errorf("stem max pool: %w", err)
 		}
@@ -456,7 +435,7 @@ func (b *Backbone) State() []safetensors.Tensor {
 // non-negative), and no other tensor may be present (use TrimPrefix for files holding several models). On error,
 // wrapping ErrBadState and naming every bad tensor, the backbone is unchanged.
 func (b *Backbone) SetState(tensors []safetensors.Tensor) error {
-	r := newStateReader("backbone "+b.arch, tensors, "")
+	r := newStateReader("backbone "+string(b.arch), tensors, "")
 	for _, u := range b.units {
 		r.readParams("", u.params())
 		if u.stats != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/safetensors"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -25,9 +26,9 @@ func randomImages(rng *rand.Rand, n, c, h, w int) *tensor.Dense {
 	return tensor.New(tensor.WithShape(n, c, h, w), tensor.WithBacking(data))
 }
 
-func mustBackbone(t testing.TB, arch string, c, s int, seed uint64) *Backbone {
+func mustBackbone(t testing.TB, a arch.Backbone, c, s int, seed uint64) *Backbone {
 	t.Helper()
-	b, err := NewBackbone(arch, c, s, rand.New(rand.NewPCG(seed, 1)))
+	b, err := NewBackbone(a, c, s, rand.New(rand.NewPCG(seed, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,16 +38,16 @@ func mustBackbone(t testing.TB, arch string, c, s int, seed uint64) *Backbone {
 func TestBackboneOutputShapes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	cases := []struct {
-		arch     string
+		arch     arch.Backbone
 		c, s     int
 		x        *tensor.Dense
 		training bool
 	}{
-		{ArchConvNet, 1, 64, fashionBatch(t, 8), true},
-		{ArchConvNet, 1, 64, fashionBatch(t, 8), false},
-		{ArchConvNet, 3, 16, randomImages(rng, 2, 3, 32, 32), false},
+		{arch.ConvNet, 1, 64, fashionBatch(t, 8), true},
+		{arch.ConvNet, 1, 64, fashionBatch(t, 8), false},
+		{arch.ConvNet, 3, 16, randomImages(rng, 2, 3, 32, 32), false},
 		// ResNet-18 only at batch 2 on 32x32x3: it is the slow one.
-		{ArchResNet18, 3, 64, randomImages(rng, 2, 3, 32, 32), false},
+		{arch.ResNet18, 3, 64, randomImages(rng, 2, 3, 32, 32), false},
 	}
 	for i, c := range cases {
 		b := mustBackbone(t, c.arch, c.c, c.s, 3)
@@ -76,15 +77,15 @@ func TestBackboneOutputShapes(t *testing.T) {
 
 func TestBackboneParamCounts(t *testing.T) {
 	cases := []struct {
-		arch          string
+		arch          arch.Backbone
 		c, s          int
 		params, state int
 	}{
 		// conv1 32*1*9 + bn1 2*32 + conv2 64*32*9 + bn2 2*64 + conv3 128*64*9 + bn3 2*128 + reduce 64*128 + 64
 		// = 288 + 64 + 18432 + 128 + 73728 + 256 + 8256.
-		{ArchConvNet, 1, 64, 101152, 17},
+		{arch.ConvNet, 1, 64, 101152, 17},
 		// CIFAR ResNet-18 without its fc (11,168,832, torchvision's count less fc) plus reduce 512*64 + 64.
-		{ArchResNet18, 3, 64, 11168832 + 32832, 102},
+		{arch.ResNet18, 3, 64, 11168832 + 32832, 102},
 	}
 	for i, c := range cases {
 		b := mustBackbone(t, c.arch, c.c, c.s, 1)
@@ -114,7 +115,7 @@ func stateShapes(ts []safetensors.Tensor) map[string]string {
 }
 
 func TestConvNetStateNames(t *testing.T) {
-	got := stateShapes(mustBackbone(t, ArchConvNet, 1, 64, 1).State())
+	got := stateShapes(mustBackbone(t, arch.ConvNet, 1, 64, 1).State())
 	want := map[string]string{
 		"conv1.weight": "[32 1 3 3]", "conv2.weight": "[64 32 3 3]", "conv3.weight": "[128 64 3 3]",
 		"reduce.weight": "[64 128 1 1]", "reduce.bias": "[64]",
@@ -130,7 +131,7 @@ func TestConvNetStateNames(t *testing.T) {
 }
 
 func TestResNet18StateNames(t *testing.T) {
-	got := stateShapes(mustBackbone(t, ArchResNet18, 3, 64, 1).State())
+	got := stateShapes(mustBackbone(t, arch.ResNet18, 3, 64, 1).State())
 	cases := []struct{ name, shape string }{
 		{"conv1.weight", "[64 3 3 3]"},
 		{"bn1.running_var", "[64]"},
@@ -158,7 +159,7 @@ func TestResNet18StateNames(t *testing.T) {
 }
 
 func TestBackboneInit(t *testing.T) {
-	b := mustBackbone(t, ArchConvNet, 1, 64, 7)
+	b := mustBackbone(t, arch.ConvNet, 1, 64, 7)
 	state := b.State()
 	for i, c := range []struct {
 		name string
@@ -197,7 +198,7 @@ func TestBackboneInit(t *testing.T) {
 // uses them: evaluation features of an image do not depend on the rest of the batch, and change when the
 // statistics change.
 func TestBatchNormRunningStats(t *testing.T) {
-	b := mustBackbone(t, ArchConvNet, 1, 8, 5)
+	b := mustBackbone(t, arch.ConvNet, 1, 8, 5)
 	x8 := fashionBatch(t, 8)
 	x1 := tensor.New(tensor.WithShape(1, 1, 28, 28), tensor.WithBacking(append([]float32(nil), x8.Data().([]float32)[:784]...)))
 	before := stateShapesData(b.State())
@@ -274,7 +275,7 @@ func trainStep(t testing.TB, b *Backbone, x *tensor.Dense) {
 }
 
 func TestBackboneCloneIsDeep(t *testing.T) {
-	b := mustBackbone(t, ArchConvNet, 1, 16, 9)
+	b := mustBackbone(t, arch.ConvNet, 1, 16, 9)
 	x := fashionBatch(t, 4)
 	trainStep(t, b, x)
 	c := b.Clone()
@@ -306,7 +307,7 @@ func TestBackboneCloneIsDeep(t *testing.T) {
 // TestCloneInSameGraph builds a backbone and its frozen clone into one graph, as Stage I does: they must get
 // distinct nodes (gorgonia merges input nodes of equal name) and the clone must need no gradient.
 func TestCloneInSameGraph(t *testing.T) {
-	b := mustBackbone(t, ArchConvNet, 1, 8, 11)
+	b := mustBackbone(t, arch.ConvNet, 1, 8, 11)
 	trainStep(t, b, fashionBatch(t, 4))
 	old := b.Clone()
 	trainStep(t, b, fashionBatch(t, 4))
@@ -364,7 +365,7 @@ func TestSolverStepSharedAcrossGraphs(t *testing.T) {
 	}
 	x8, x3 := fashionBatch(t, 8), fashionBatch(t, 3)
 	for i, s := range solvers {
-		b := mustBackbone(t, ArchConvNet, 1, 8, 13)
+		b := mustBackbone(t, arch.ConvNet, 1, 8, 13)
 		train := buildBackboneRun(t, b, x8.Shape(), true, true)
 		eval := buildBackboneRun(t, b, x3.Shape(), false, false)
 		before := eval.run(t, x3)
@@ -399,7 +400,7 @@ func TestSolverStepSharedAcrossGraphs(t *testing.T) {
 }
 
 func TestBackboneSaveLoad(t *testing.T) {
-	b := mustBackbone(t, ArchConvNet, 1, 32, 17)
+	b := mustBackbone(t, arch.ConvNet, 1, 32, 17)
 	x := fashionBatch(t, 16)
 	trainStep(t, b, x)
 	path := filepath.Join(t.TempDir(), "backbone.safetensors")
@@ -410,7 +411,7 @@ func TestBackboneSaveLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Arch() != ArchConvNet || l.InChannels() != 1 || l.FeatureDim() != 32 {
+	if l.Arch() != arch.ConvNet || l.InChannels() != 1 || l.FeatureDim() != 32 {
 		t.Fatalf("loaded %s C=%d S=%d", l.Arch(), l.InChannels(), l.FeatureDim())
 	}
 	want := buildBackboneRun(t, b, x.Shape(), false, false)
@@ -423,12 +424,12 @@ func TestBackboneSaveLoad(t *testing.T) {
 }
 
 func TestResNet18StateRoundTrip(t *testing.T) {
-	trained, err := NewBackboneWidth(ArchResNet18ImageNet, 8, 3, 16, rand.New(rand.NewPCG(5, 1)))
+	trained, err := NewBackboneWidth(arch.ResNet18ImageNet, 8, 3, 16, rand.New(rand.NewPCG(5, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	trainStep(t, trained, randomImages(rand.New(rand.NewPCG(6, 7)), 2, 3, 32, 32))
-	for i, b := range []*Backbone{mustBackbone(t, ArchResNet18, 3, 64, 19), trained} {
+	for i, b := range []*Backbone{mustBackbone(t, arch.ResNet18, 3, 64, 19), trained} {
 		path := filepath.Join(t.TempDir(), "resnet.safetensors")
 		if err := b.Save(path); err != nil {
 			t.Fatal(err)
@@ -482,10 +483,10 @@ func TestBackboneSetStateErrors(t *testing.T) {
 			return append(ts, ts[0])
 		}, `tensor "conv1.weight" appears twice`},
 	}
-	b := mustBackbone(t, ArchConvNet, 1, 8, 21)
+	b := mustBackbone(t, arch.ConvNet, 1, 8, 21)
 	want := fmt.Sprint(b.State())
 	for i, c := range cases {
-		donor := mustBackbone(t, ArchConvNet, 1, 8, 22)
+		donor := mustBackbone(t, arch.ConvNet, 1, 8, 22)
 		err := b.SetState(c.mutate(donor.State()))
 		if !errors.Is(err, ErrBadState) || !strings.Contains(fmt.Sprint(err), c.want) {
 			t.Errorf("case %d (%s): error %v, want ErrBadState containing %s", i, c.name, err, c.want)
@@ -494,7 +495,7 @@ func TestBackboneSetStateErrors(t *testing.T) {
 			t.Errorf("case %d (%s): failed SetState changed the backbone", i, c.name)
 		}
 	}
-	if err := b.SetState(mustBackbone(t, ArchResNet18, 1, 8, 1).State()); !errors.Is(err, ErrBadState) {
+	if err := b.SetState(mustBackbone(t, arch.ResNet18, 1, 8, 1).State()); !errors.Is(err, ErrBadState) {
 		t.Errorf("resnet18 state into a convnet: error %v, want ErrBadState", err)
 	}
 }
@@ -502,7 +503,7 @@ func TestBackboneSetStateErrors(t *testing.T) {
 func TestLoadBackboneErrors(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.safetensors")
-	b := mustBackbone(t, ArchConvNet, 1, 8, 23)
+	b := mustBackbone(t, arch.ConvNet, 1, 8, 23)
 	if err := b.Save(good); err != nil {
 		t.Fatal(err)
 	}
@@ -524,7 +525,7 @@ func TestLoadBackboneErrors(t *testing.T) {
 		}
 		return p
 	}
-	m, err := NewMapper(MapperLinear, 8, 0, rand.New(rand.NewPCG(1, 1)))
+	m, err := NewMapper(arch.Linear, 8, 0, rand.New(rand.NewPCG(1, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -556,9 +557,9 @@ func TestLoadBackboneErrors(t *testing.T) {
 func TestNewBackboneErrors(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	cases := []struct {
-		arch string
+		arch arch.Backbone
 		c, s int
-	}{{"vgg", 1, 8}, {ArchConvNet, 0, 8}, {ArchResNet18, 3, 0}}
+	}{{"vgg", 1, 8}, {arch.ConvNet, 0, 8}, {arch.ResNet18, 3, 0}}
 	for i, c := range cases {
 		if _, err := NewBackbone(c.arch, c.c, c.s, rng); err == nil {
 			t.Errorf("case %d: NewBackbone(%q, %d, %d): got nil error", i, c.arch, c.c, c.s)
@@ -566,7 +567,7 @@ func TestNewBackboneErrors(t *testing.T) {
 	}
 	g := G.NewGraph()
 	x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(2, 3, 28, 28), G.WithName("x"))
-	if _, err := mustBackbone(t, ArchConvNet, 1, 8, 1).Build(g, x, false); err == nil {
+	if _, err := mustBackbone(t, arch.ConvNet, 1, 8, 1).Build(g, x, false); err == nil {
 		t.Error("Build with 3 channels for a 1-channel backbone: got nil error")
 	}
 }
@@ -574,7 +575,7 @@ func TestNewBackboneErrors(t *testing.T) {
 // TestConvLayersImageNet checks the geometry a benchmark counts work from: torchvision's ResNet-18 at 224x224
 // has 1.814 G multiply-adds, of which the fc layer (not here) 0.5 M; the reduction here adds 512·64·7·7.
 func TestConvLayersImageNet(t *testing.T) {
-	b, err := NewBackbone(ArchResNet18ImageNet, 3, 64, rand.New(rand.NewPCG(1, 2)))
+	b, err := NewBackbone(arch.ResNet18ImageNet, 3, 64, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,10 @@
 package models
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/bicyc/bicyc/arch"
+)
 
 // ConvLayer is the geometry of one convolution of a backbone run on images of a given size (see
 // Backbone.ConvLayers): what a benchmark needs to count the work of a training step analytically.
@@ -35,7 +39,7 @@ func (b *Backbone) ConvLayers(height, width int) []ConvLayer {
 		ws := u.weight.Shape()
 		l := ConvLayer{Name: u.conv, In: ws[1], Out: ws[0], Kernel: ws[2], Stride: u.stride, Pad: u.pad, Frozen: b.isFrozen(u)}
 		inH, inW, inTrainable := h, w, trainableBefore
-		if b.arch != ArchConvNet && strings.HasPrefix(u.conv, "layer") {
+		if b.arch != arch.ConvNet && strings.HasPrefix(u.conv, "layer") {
 			if strings.HasSuffix(u.conv, ".conv1") {
 				blockH, blockW, blockTrainable = h, w, trainableBefore
 			}
@@ -55,9 +59,9 @@ func (b *Backbone) ConvLayers(height, width int) []ConvLayer {
 		h, w = l.OutHeight, l.OutWidth
 		trainableBefore = inTrainable || !l.Frozen
 		switch {
-		case b.arch == ArchConvNet && (u.conv == "conv1" || u.conv == "conv2"):
+		case b.arch == arch.ConvNet && (u.conv == "conv1" || u.conv == "conv2"):
 			h, w = h/2, w/2
-		case b.arch == ArchResNet18ImageNet && u.conv == "conv1":
+		case b.arch == arch.ResNet18ImageNet && u.conv == "conv1":
 			h, w = (h+2-3)/2+1, (w+2-3)/2+1
 		}
 	}

@@ -1,5 +1,5 @@
 // Package models holds bicyc's trainable networks as gorgonia graph builders: the feature extractor Backbone
-// (ArchConvNet for 28x28 grayscale inputs, ArchResNet18 for 32x32 RGB), the per-task Linear head, and the
+// (arch.ConvNet for 28x28 grayscale inputs, arch.ResNet18 for 32x32 RGB), the per-task Linear head, and the
 // Mapper used for the distiller D and the adapter A (docs/method.md, "Networks").
 //
 // # Layout and dtype

@@ -5,13 +5,14 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/models"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
 func ExampleNewBackbone() {
-	b, err := models.NewBackbone(models.ArchConvNet, 1, 64, rand.New(rand.NewPCG(1, 2)))
+	b, err := models.NewBackbone(arch.ConvNet, 1, 64, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -81,7 +82,7 @@ func Example_sharedWeights() {
 }
 
 func ExampleNewMapper() {
-	d, err := models.NewMapper(models.MapperMLP, 64, models.DefaultHiddenMult, rand.New(rand.NewPCG(5, 6)))
+	d, err := models.NewMapper(arch.MLP, 64, models.DefaultHiddenMult, rand.New(rand.NewPCG(5, 6)))
 	if err != nil {
 		fmt.Println(err)
 		return

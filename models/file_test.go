@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
@@ -18,7 +19,7 @@ import (
 // Save writes State to a safetensors file at path, atomically, with the architecture and sizes (a ResNet's
 // width too) in the metadata so that LoadBackbone can rebuild the backbone. Frozen stages are not recorded.
 func (b *Backbone) Save(path string) error {
-	meta := map[string]string{"arch": b.arch, "in_channels": strconv.Itoa(b.inChannels), "feature_dim": strconv.Itoa(b.featureDim)}
+	meta := map[string]string{"arch": string(b.arch), "in_channels": strconv.Itoa(b.inChannels), "feature_dim": strconv.Itoa(b.featureDim)}
 	if b.width != 0 {
 		meta["width"] = strconv.Itoa(b.width)
 	}
@@ -50,12 +51,13 @@ func LoadBackbone(path string) (*Backbone, error) {
 	if width != 0 {
 		stem = width
 	}
-	switch meta["arch"] {
-	case ArchConvNet:
+	a := arch.Backbone(meta["arch"])
+	switch a {
+	case arch.ConvNet:
 		stem = 32
-	case ArchResNet18ImageNet:
+	case arch.ResNet18ImageNet:
 		k = 7
-	case ArchResNet18:
+	case arch.ResNet18:
 	default:
 		return nil, fmt.Errorf("%s: unknown backbone architecture %q: %w", path, meta["arch"], ErrBadState)
 	}
@@ -65,7 +67,7 @@ func LoadBackbone(path string) (*Backbone, error) {
 	if err := requireShape(path, tensors, "reduce.bias", s); err != nil {
 		return nil, err
 	}
-	b, err := newBackbone(meta["arch"], width, in, s)
+	b, err := newBackbone(a, width, in, s)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -115,7 +117,7 @@ func LoadLinear(path string) (*Linear, error) {
 // LoadMapper can rebuild the mapper.
 func (m *Mapper) Save(path string) error {
 	return writeModelFile(path, "mapper", m.State(), map[string]string{
-		"kind": m.kind, "dim": strconv.Itoa(m.dim), "hidden_mult": strconv.Itoa(m.hiddenMult)})
+		"kind": string(m.kind), "dim": strconv.Itoa(m.dim), "hidden_mult": strconv.Itoa(m.hiddenMult)})
 }
 
 // LoadMapper reads a mapper written by Save. Errors name the file; a file that is not a mapper's, or whose
@@ -129,14 +131,14 @@ func LoadMapper(path string) (*Mapper, error) {
 	if err != nil {
 		return nil, err
 	}
-	kind, hiddenMult := meta["kind"], 0
+	kind, hiddenMult := arch.Mapper(meta["kind"]), 0
 	switch kind {
-	case MapperMLP, MapperResidualMLP:
+	case arch.MLP, arch.ResidualMLP:
 		if hiddenMult, err = metaInt(path, meta, "hidden_mult"); err != nil {
 			return nil, err
 		}
 		err = requireShape(path, tensors, "fc1.weight", hiddenMult*s, s)
-	case MapperLinear, MapperLinearBias:
+	case arch.Linear, arch.LinearBias:
 		err = requireShape(path, tensors, "weight", s, s)
 	default:
 		err = fmt.Errorf("%s: unknown mapper kind %q: %w", path, kind, ErrBadState)

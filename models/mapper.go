@@ -4,29 +4,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/models/ops"
 	"github.com/bicyc/bicyc/safetensors"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
 
-// Mapper kinds accepted by NewMapper.
-const (
-	// MapperMLP is Linear(S -> h*S) -> exact GELU -> Linear(h*S -> S), both with bias and no normalisation
-	// (docs/method.md, "Networks", h = 32).
-	MapperMLP = "mlp"
-	// MapperLinear is a single S x S matrix without bias, y = x W^T (docs/method.md, "Networks": the ablation variant).
-	MapperLinear = "linear"
-	// MapperLinearBias is an S x S matrix with a bias, y = x W^T + b, as the authors' code's nn.Linear (config
-	// model.linear_bias; docs/method.md, "Fidelity switches").
-	MapperLinearBias = "linear-bias"
-	// MapperResidualMLP is x + MLP(x), MLP as in MapperMLP, with fc2 starting at zero: an untrained map is the
-	// identity, so a map that gets few training steps (a small task) moves old prototypes little instead of
-	// scrambling them. Not in the paper; the tensors are MapperMLP's.
-	MapperResidualMLP = "residual-mlp"
-)
-
-// DefaultHiddenMult is the hidden width of MapperMLP in multiples of S (docs/method.md: Linear(S -> 32S)).
+// DefaultHiddenMult is the hidden width of arch.MLP in multiples of S (docs/method.md: Linear(S -> 32S)).
 const DefaultHiddenMult = 32
 
 // Mapper is a map between two S-dimensional feature spaces: the distiller D (new -> old) and the adapter A
@@ -35,19 +20,19 @@ const DefaultHiddenMult = 32
 // Its tensors are float32 and owned by the Mapper; every graph built from it binds the same tensors, so a
 // solver step through one graph is seen by all of them. A Mapper is not safe for concurrent use.
 type Mapper struct {
-	kind       string
+	kind       arch.Mapper
 	dim        int
-	hiddenMult int       // MapperMLP and MapperResidualMLP only
-	layers     []*Linear // fc1, fc2 for MapperMLP and MapperResidualMLP; the single map for the linear kinds
+	hiddenMult int       // arch.MLP and arch.ResidualMLP only
+	layers     []*Linear // fc1, fc2 for arch.MLP and arch.ResidualMLP; the single map for the linear kinds
 	prefixes   []string  // state name prefix of each layer: "fc1.", "fc2." or ""
 }
 
-// NewMapper returns a mapper of the given kind on s features. For MapperMLP the hidden layer has hiddenMult*s
-// units (DefaultHiddenMult in the paper); MapperLinear and MapperLinearBias ignore hiddenMult. Layers are
-// initialised as PyTorch's nn.Linear (see NewLinear; MapperLinearBias draws the weight as MapperLinear does, then
-// the bias), except MapperResidualMLP's fc2, which starts at zero. It returns an error for an unknown kind or
+// NewMapper returns a mapper of the given kind on s features. For arch.MLP the hidden layer has hiddenMult*s
+// units (DefaultHiddenMult in the paper); arch.Linear and arch.LinearBias ignore hiddenMult. Layers are
+// initialised as PyTorch's nn.Linear (see NewLinear; arch.LinearBias draws the weight as arch.Linear does, then
+// the bias), except arch.ResidualMLP's fc2, which starts at zero. It returns an error for an unknown kind or
 // non-positive sizes, and panics if rng is nil.
-func NewMapper(kind string, s, hiddenMult int, rng *rand.Rand) (*Mapper, error) {
+func NewMapper(kind arch.Mapper, s, hiddenMult int, rng *rand.Rand) (*Mapper, error) {
 	if rng == nil {
 		panic("models: NewMapper with a nil rng")
 	}
@@ -57,50 +42,51 @@ func NewMapper(kind string, s, hiddenMult int, rng *rand.Rand) (*Mapper, error) 
 	m := newMapper(kind, s, hiddenMult, func(in, out int, bias bool) *Linear {
 		return NewLinear(in, out, bias, rng)
 	})
-	if kind == MapperResidualMLP {
+	if kind == arch.ResidualMLP {
 		m.layers[1] = newLinear(hiddenMult*s, s, true)
 	}
 	return m, nil
 }
 
 // newMapper assembles a mapper of valid sizes from layers made by newLayer.
-func newMapper(kind string, s, hiddenMult int, newLayer func(in, out int, bias bool) *Linear) *Mapper {
+func newMapper(kind arch.Mapper, s, hiddenMult int, newLayer func(in, out int, bias bool) *Linear) *Mapper {
 	m := &Mapper{kind: kind, dim: s}
 	switch kind {
-	case MapperMLP, MapperResidualMLP:
+	case arch.MLP, arch.ResidualMLP:
 		m.hiddenMult = hiddenMult
 		m.layers = []*Linear{newLayer(s, hiddenMult*s, true), newLayer(hiddenMult*s, s, true)}
 		m.prefixes = []string{"fc1.", "fc2."}
-	case MapperLinear, MapperLinearBias:
-		m.layers = []*Linear{newLayer(s, s, kind == MapperLinearBias)}
+	case arch.Linear, arch.LinearBias:
+		m.layers = []*Linear{newLayer(s, s, kind == arch.LinearBias)}
 		m.prefixes = []string{""}
 	}
 	return m
 }
 
-func checkMapperSizes(kind string, s, hiddenMult int) error {
+func checkMapperSizes(kind arch.Mapper, s, hiddenMult int) error {
+	if err := kind.CheckTrained(); err != nil {
+		return fmt.Errorf("mapper: unknown kind: %w", err)
+	}
 	switch {
-	case kind != MapperMLP && kind != MapperLinear && kind != MapperLinearBias && kind != MapperResidualMLP:
-		return fmt.Errorf("mapper: unknown kind %q, want %q, %q, %q or %q", kind, MapperMLP, MapperLinear, MapperLinearBias, MapperResidualMLP)
 	case s <= 0:
 		return fmt.Errorf("mapper: feature dimension %d must be positive", s)
-	case kind != MapperLinear && kind != MapperLinearBias && hiddenMult <= 0:
+	case kind.Hidden() && hiddenMult <= 0:
 		return fmt.Errorf("mapper: hidden multiple %d must be positive", hiddenMult)
 	}
 	return nil
 }
 
-// Kind returns MapperMLP, MapperLinear, MapperLinearBias or MapperResidualMLP.
-func (m *Mapper) Kind() string { return m.kind }
+// Kind returns arch.MLP, arch.Linear, arch.LinearBias or arch.ResidualMLP.
+func (m *Mapper) Kind() arch.Mapper { return m.kind }
 
 // Dim returns S, the feature dimension of input and output.
 func (m *Mapper) Dim() int { return m.dim }
 
-// HiddenMult returns the hidden width in multiples of S (0 for MapperLinear and MapperLinearBias).
+// HiddenMult returns the hidden width in multiples of S (0 for arch.Linear and arch.LinearBias).
 func (m *Mapper) HiddenMult() int { return m.hiddenMult }
 
 // Params returns the mapper's own trainable tensors (not copies), in the order of Built.Params: fc1.weight,
-// fc1.bias, fc2.weight, fc2.bias for MapperMLP; weight for MapperLinear; weight, bias for MapperLinearBias.
+// fc1.bias, fc2.weight, fc2.bias for arch.MLP; weight for arch.Linear; weight, bias for arch.LinearBias.
 func (m *Mapper) Params() []*tensor.Dense {
 	var out []*tensor.Dense
 	for _, l := range m.layers {
@@ -109,8 +95,8 @@ func (m *Mapper) Params() []*tensor.Dense {
 	return out
 }
 
-// NumParams returns the number of trainable scalars: 2*h*S*S + h*S + S for MapperMLP, S*S for MapperLinear,
-// S*S + S for MapperLinearBias.
+// NumParams returns the number of trainable scalars: 2*h*S*S + h*S + S for arch.MLP, S*S for arch.Linear,
+// S*S + S for arch.LinearBias.
 func (m *Mapper) NumParams() int {
 	n := 0
 	for _, l := range m.layers {
@@ -141,7 +127,7 @@ func (m *Mapper) Build(g *G.ExprGraph, x *G.Node) (*Built, error) {
 		built.Output = lb.Output
 		built.Params = append(built.Params, lb.Params...)
 	}
-	if m.kind == MapperResidualMLP {
+	if m.kind == arch.ResidualMLP {
 		out, err := G.Add(x, built.Output)
 		if err != nil {
 			return nil, fmt.Errorf("mapper skip: %w", err)
@@ -152,7 +138,7 @@ func (m *Mapper) Build(g *G.ExprGraph, x *G.Node) (*Built, error) {
 }
 
 // State returns copies of the mapper's tensors: fc1.weight [h*S,S], fc1.bias [h*S], fc2.weight [S,h*S],
-// fc2.bias [S] for MapperMLP; weight [S,S] for MapperLinear; weight [S,S], bias [S] for MapperLinearBias.
+// fc2.bias [S] for arch.MLP; weight [S,S] for arch.Linear; weight [S,S], bias [S] for arch.LinearBias.
 func (m *Mapper) State() []safetensors.Tensor {
 	var out []safetensors.Tensor
 	for i, l := range m.layers {
@@ -165,7 +151,7 @@ func (m *Mapper) State() []safetensors.Tensor {
 // the new values. Every tensor must be present with State's shape and finite values, and no other tensor may be
 // present. On error, wrapping ErrBadState and naming every bad tensor, the mapper is unchanged.
 func (m *Mapper) SetState(tensors []safetensors.Tensor) error {
-	r := newStateReader("mapper "+m.kind, tensors, "")
+	r := newStateReader("mapper "+string(m.kind), tensors, "")
 	for i, l := range m.layers {
 		r.readParams(m.prefixes[i], l.params())
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bicyc/bicyc/arch"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -16,7 +17,7 @@ import (
 // fashionFeatures returns convnet features [n,s] of n Fashion-MNIST images from a fresh backbone.
 func fashionFeatures(t testing.TB, n, s int) *tensor.Dense {
 	t.Helper()
-	b := mustBackbone(t, ArchConvNet, 1, s, 31)
+	b := mustBackbone(t, arch.ConvNet, 1, s, 31)
 	r := buildBackboneRun(t, b, tensor.Shape{n, 1, 28, 28}, false, false)
 	defer r.vm.Close()
 	return tensor.New(tensor.WithShape(n, s), tensor.WithBacking(r.run(t, fashionBatch(t, n))))
@@ -25,7 +26,7 @@ func fashionFeatures(t testing.TB, n, s int) *tensor.Dense {
 // TestMapperMLPMatchesReference compares the MLP mapper with fc2(gelu(fc1 x)) computed here in float64.
 func TestMapperMLPMatchesReference(t *testing.T) {
 	const n, s, h = 5, 8, 4
-	m, err := NewMapper(MapperMLP, s, h, rand.New(rand.NewPCG(1, 2)))
+	m, err := NewMapper(arch.MLP, s, h, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestMapperMLPMatchesReference(t *testing.T) {
 // with MLP the plain mapper's.
 func TestResidualMapperStartsAsIdentity(t *testing.T) {
 	const n, s, h = 6, 8, 4
-	m, err := NewMapper(MapperResidualMLP, s, h, rand.New(rand.NewPCG(1, 2)))
+	m, err := NewMapper(arch.ResidualMLP, s, h, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestResidualMapperStartsAsIdentity(t *testing.T) {
 	for i := range fc2 {
 		fc2[i] = float32(i%7) / 10
 	}
-	plain := newMapper(MapperMLP, s, h, newLinear)
+	plain := newMapper(arch.MLP, s, h, newLinear)
 	if err := plain.SetState(m.State()); err != nil {
 		t.Fatal(err)
 	}
@@ -90,15 +91,15 @@ func TestResidualMapperStartsAsIdentity(t *testing.T) {
 func TestMapperState(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	cases := []struct {
-		kind   string
+		kind   arch.Mapper
 		s, h   int
 		state  string
 		params int
 	}{
-		{MapperMLP, 4, 32, "[fc1.weight [128 4] fc1.bias [128] fc2.weight [4 128] fc2.bias [4]]", 2*32*4*4 + 32*4 + 4},
-		{MapperMLP, 64, DefaultHiddenMult, "[fc1.weight [2048 64] fc1.bias [2048] fc2.weight [64 2048] fc2.bias [64]]", 2*2048*64 + 2048 + 64},
-		{MapperLinear, 4, 0, "[weight [4 4]]", 16},
-		{MapperLinearBias, 4, 0, "[weight [4 4] bias [4]]", 20},
+		{arch.MLP, 4, 32, "[fc1.weight [128 4] fc1.bias [128] fc2.weight [4 128] fc2.bias [4]]", 2*32*4*4 + 32*4 + 4},
+		{arch.MLP, 64, DefaultHiddenMult, "[fc1.weight [2048 64] fc1.bias [2048] fc2.weight [64 2048] fc2.bias [64]]", 2*2048*64 + 2048 + 64},
+		{arch.Linear, 4, 0, "[weight [4 4]]", 16},
+		{arch.LinearBias, 4, 0, "[weight [4 4] bias [4]]", 20},
 	}
 	for i, c := range cases {
 		m, err := NewMapper(c.kind, c.s, c.h, rng)
@@ -121,7 +122,7 @@ func TestMapperState(t *testing.T) {
 func TestMapperSaveLoad(t *testing.T) {
 	const n, s = 16, 8
 	x := fashionFeatures(t, n, s)
-	for i, kind := range []string{MapperMLP, MapperLinear, MapperLinearBias, MapperResidualMLP} {
+	for i, kind := range []arch.Mapper{arch.MLP, arch.Linear, arch.LinearBias, arch.ResidualMLP} {
 		m, err := NewMapper(kind, s, 4, rand.New(rand.NewPCG(5, uint64(i))))
 		if err != nil {
 			t.Fatal(err)
@@ -152,7 +153,7 @@ func TestMapperSaveLoad(t *testing.T) {
 // mapper, and not its clone.
 func TestMapperSolverAndClone(t *testing.T) {
 	const s = 8
-	m, err := NewMapper(MapperMLP, s, 2, rand.New(rand.NewPCG(6, 7)))
+	m, err := NewMapper(arch.MLP, s, 2, rand.New(rand.NewPCG(6, 7)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,9 +191,9 @@ func TestMapperSolverAndClone(t *testing.T) {
 func TestNewMapperErrors(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	cases := []struct {
-		kind string
+		kind arch.Mapper
 		s, h int
-	}{{"moe", 8, 32}, {MapperMLP, 0, 32}, {MapperMLP, 8, 0}, {MapperLinear, -1, 0}}
+	}{{"moe", 8, 32}, {arch.MLP, 0, 32}, {arch.MLP, 8, 0}, {arch.Linear, -1, 0}}
 	for i, c := range cases {
 		if _, err := NewMapper(c.kind, c.s, c.h, rng); err == nil {
 			t.Errorf("case %d: NewMapper(%q, %d, %d): got nil error", i, c.kind, c.s, c.h)
@@ -200,16 +201,16 @@ func TestNewMapperErrors(t *testing.T) {
 	}
 }
 
-// TestLinearBiasMapper checks that MapperLinearBias is MapperLinear plus a trained bias: from the same rng the
-// weight is the same, and on Fashion-MNIST features its output is MapperLinear's plus the bias on every row.
+// TestLinearBiasMapper checks that arch.LinearBias is arch.Linear plus a trained bias: from the same rng the
+// weight is the same, and on Fashion-MNIST features its output is arch.Linear's plus the bias on every row.
 func TestLinearBiasMapper(t *testing.T) {
 	const n, s = 16, 8
 	x := fashionFeatures(t, n, s)
-	plain, err := NewMapper(MapperLinear, s, 0, rand.New(rand.NewPCG(3, 4)))
+	plain, err := NewMapper(arch.Linear, s, 0, rand.New(rand.NewPCG(3, 4)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	biased, err := NewMapper(MapperLinearBias, s, 0, rand.New(rand.NewPCG(3, 4)))
+	biased, err := NewMapper(arch.LinearBias, s, 0, rand.New(rand.NewPCG(3, 4)))
 	if err != nil {
 		t.Fatal(err)
 	}

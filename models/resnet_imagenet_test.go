@@ -7,12 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bicyc/bicyc/arch"
 	"gorgonia.org/tensor"
 )
 
-func mustBackboneWidth(t testing.TB, arch string, width, c, s int, seed uint64) *Backbone {
+func mustBackboneWidth(t testing.TB, a arch.Backbone, width, c, s int, seed uint64) *Backbone {
 	t.Helper()
-	b, err := NewBackboneWidth(arch, width, c, s, rand.New(rand.NewPCG(seed, 1)))
+	b, err := NewBackboneWidth(a, width, c, s, rand.New(rand.NewPCG(seed, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +21,7 @@ func mustBackboneWidth(t testing.TB, arch string, width, c, s int, seed uint64) 
 }
 
 func TestResNet18ImageNetShapes(t *testing.T) {
-	b := mustBackbone(t, ArchResNet18ImageNet, 3, 64, 1)
+	b := mustBackbone(t, arch.ResNet18ImageNet, 3, 64, 1)
 	// torchvision's resnet18 has 11,689,512 parameters; fc is 512*1000 + 1000 of them; reduce adds 512*64 + 64.
 	if got, want := b.NumParams(), 11689512-513000+32832; got != want {
 		t.Errorf("NumParams %d, want %d", got, want)
@@ -31,7 +32,7 @@ func TestResNet18ImageNetShapes(t *testing.T) {
 	}
 	// Any input size: 64x64 and a non-square 40x56 (stem 20x28, pool 10x14, ... layer4 2x1).
 	rng := rand.New(rand.NewPCG(2, 3))
-	narrow := mustBackboneWidth(t, ArchResNet18ImageNet, 8, 3, 16, 4)
+	narrow := mustBackboneWidth(t, arch.ResNet18ImageNet, 8, 3, 16, 4)
 	for i, x := range []*tensor.Dense{randomImages(rng, 1, 3, 64, 64), randomImages(rng, 2, 3, 40, 56)} {
 		r := buildBackboneRun(t, narrow, x.Shape(), false, false)
 		got := r.run(t, x)
@@ -53,7 +54,7 @@ func TestResNet18ImageNetShapes(t *testing.T) {
 // TestFreezeStages trains a backbone with its stem and layer1 frozen: their weights and BN running statistics
 // stay exactly as they were, while layer2's change.
 func TestFreezeStages(t *testing.T) {
-	b := mustBackboneWidth(t, ArchResNet18ImageNet, 8, 3, 16, 8)
+	b := mustBackboneWidth(t, arch.ResNet18ImageNet, 8, 3, 16, 8)
 	all := b.NumParams()
 	if err := b.FreezeStages(2); err != nil {
 		t.Fatal(err)
@@ -87,7 +88,7 @@ func TestFreezeStages(t *testing.T) {
 // stages: gorgonia would run them in every step and discard them.
 func TestFrozenStagesBuildNoInputGradient(t *testing.T) {
 	for frozen, want := range map[int]int{4: 4, 0: 20} {
-		b := mustBackboneWidth(t, ArchResNet18ImageNet, 4, 3, 8, 8)
+		b := mustBackboneWidth(t, arch.ResNet18ImageNet, 4, 3, 8, 8)
 		if err := b.FreezeStages(frozen); err != nil {
 			t.Fatal(err)
 		}

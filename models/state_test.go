@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/safetensors"
 )
 
@@ -13,9 +14,9 @@ import (
 // with TrimPrefix and a Linear state prefix.
 func TestCombinedCheckpoint(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	b := mustBackbone(t, ArchConvNet, 1, 8, 3)
+	b := mustBackbone(t, arch.ConvNet, 1, 8, 3)
 	head := NewLinear(8, 10, true, rng)
-	adapter, err := NewMapper(MapperMLP, 8, 2, rng)
+	adapter, err := NewMapper(arch.MLP, 8, 2, rng)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,9 +33,9 @@ func TestCombinedCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b2 := mustBackbone(t, ArchConvNet, 1, 8, 4)
+	b2 := mustBackbone(t, arch.ConvNet, 1, 8, 4)
 	head2 := NewLinear(8, 10, true, rng)
-	adapter2, err := NewMapper(MapperMLP, 8, 2, rng)
+	adapter2, err := NewMapper(arch.MLP, 8, 2, rng)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/export/onnxpb"
 	"github.com/bicyc/bicyc/models"
 )
@@ -67,7 +68,7 @@ func TestResNet18BadFiles(t *testing.T) {
 	cases := []struct {
 		path  string
 		width int
-		arch  string
+		arch  arch.Backbone
 		want  error
 		words []string
 	}{
@@ -106,7 +107,7 @@ func TestResNet18BadFiles(t *testing.T) {
 			copy(byName["layer1.0.bn1.running_var"].RawData, []byte{0, 0, 0xc0, 0x7f}) // a float32 NaN
 		}), want: models.ErrBadState, words: []string{"layer1.0.bn1.running_var"}},
 		{path: "testdata/resnet34_w2.onnx", width: 2, want: ErrArchitecture, words: []string{"layer1.2.", "resnet18 only"}},
-		{path: fixture, arch: models.ArchResNet18, want: ErrArchitecture, words: []string{"resnet18-imagenet"}},
+		{path: fixture, arch: arch.ResNet18, want: ErrArchitecture, words: []string{"resnet18-imagenet"}},
 	}
 	for i, c := range cases {
 		checkBadFile(t, i, c.path, c.width, c.arch, c.want, c.words)
@@ -117,15 +118,15 @@ func TestResNet18BadFiles(t *testing.T) {
 // the fixture's 4) and architecture ("": resnet18-imagenet) and checks that
 // the error wraps want, names the file and every word, and that the
 // backbone is unchanged.
-func checkBadFile(t *testing.T, i int, path string, width int, arch string, want error, words []string) {
+func checkBadFile(t *testing.T, i int, path string, width int, a arch.Backbone, want error, words []string) {
 	t.Helper()
 	if width == 0 {
 		width = 4
 	}
-	if arch == "" {
-		arch = models.ArchResNet18ImageNet
+	if a == "" {
+		a = arch.ResNet18ImageNet
 	}
-	b, err := models.NewBackboneWidth(arch, width, 3, 16, rand.New(rand.NewPCG(5, 6)))
+	b, err := models.NewBackboneWidth(a, width, 3, 16, rand.New(rand.NewPCG(5, 6)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/owulveryck/onnx-go/backend/x/gorgonnx"
 	"gorgonia.org/tensor"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/safetensors"
 )
@@ -39,7 +40,7 @@ const exportFix = "export with torch.onnx.export(model, x, path, opset_version=1
 	"training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False)"
 
 // ResNet18 copies the weights of the torchvision ResNet-18 in the ONNX file at path into b, which must be a
-// models.ArchResNet18ImageNet backbone with 3 input channels and the file's width (64 for torchvision's
+// arch.ResNet18ImageNet backbone with 3 input channels and the file's width (64 for torchvision's
 // resnet18). Every tensor of b's State except the 1x1 reduction's (reduce.weight, reduce.bias) comes from the
 // file under the same name: conv1.weight, bn1.{weight,bias,running_mean,running_var}, layer1.0.conv1.weight,
 // ... layer4.0.downsample.1.running_var. The reduction keeps the values b has (NewBackbone's initialisation:
@@ -50,9 +51,9 @@ const exportFix = "export with torch.onnx.export(model, x, path, opset_version=1
 // On error b is unchanged. Errors name path, wrap one of the package's sentinels (or models.ErrBadState for
 // non-finite values) and say how to fix the file; several tensor problems are joined into one error.
 func ResNet18(path string, b *models.Backbone) error {
-	if b.Arch() != models.ArchResNet18ImageNet {
+	if b.Arch() != arch.ResNet18ImageNet {
 		return fmt.Errorf("pretrained %s: the backbone is %s; a torchvision ResNet-18 needs model.backbone %s (7x7 stem and max-pool): %w",
-			path, b.Arch(), models.ArchResNet18ImageNet, ErrArchitecture)
+			path, b.Arch(), arch.ResNet18ImageNet, ErrArchitecture)
 	}
 	raw, err := os.ReadFile(path)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/export"
 	"github.com/bicyc/bicyc/export/onnxpb"
 	"github.com/bicyc/bicyc/infer"
@@ -44,7 +45,7 @@ const featureTolerance = 1e-4
 // channels, so that its features are the pooled features of the last stage, the input of torchvision's fc.
 func newBackbone(t *testing.T, width int) *models.Backbone {
 	t.Helper()
-	b, err := models.NewBackboneWidth(models.ArchResNet18ImageNet, width, 3, 8*width, rand.New(rand.NewPCG(1, 2)))
+	b, err := models.NewBackboneWidth(arch.ResNet18ImageNet, width, 3, 8*width, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func checkImport(t *testing.T, path string, width, side int) {
 	if d > featureTolerance || slices.Equal(want[:8*width], want[8*width:]) {
 		t.Fatalf("imported features differ from ONNX Runtime's by %g > %g (or the two photos gave equal features)", d, featureTolerance)
 	}
-	shape := export.BackboneShape{Arch: export.ArchResNet18ImageNet, InChannels: 3, Height: side, Width: side, FeatureDim: 8 * width}
+	shape := export.BackboneShape{Arch: arch.ResNet18ImageNet, InChannels: 3, Height: side, Width: side, FeatureDim: 8 * width}
 	exported, err := export.Backbone(shape, b.State())
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +227,7 @@ func TestFullResNet18MatchesOnnxRuntime(t *testing.T) {
 // TestResNet18KeepsReduction checks that the import leaves the 1x1 reduction as it was and fills every other
 // tensor from the file.
 func TestResNet18KeepsReduction(t *testing.T) {
-	b, err := models.NewBackboneWidth(models.ArchResNet18ImageNet, 4, 3, 16, rand.New(rand.NewPCG(3, 4)))
+	b, err := models.NewBackboneWidth(arch.ResNet18ImageNet, 4, 3, 16, rand.New(rand.NewPCG(3, 4)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/rundir"
 	"github.com/bicyc/bicyc/train"
 )
 
@@ -48,7 +49,7 @@ func TestDegenerateTrainingData(t *testing.T) {
 		if v.Latest != 2 || !v.Model {
 			t.Fatalf("case %d %s: %+v, want 2 tasks and a model", i, c.name, v)
 		}
-		var s train.Summary
+		var s rundir.Summary
 		if err := readJSONFile(filepath.Join(dir, "metrics.json"), &s); err != nil {
 			t.Fatal(err)
 		}

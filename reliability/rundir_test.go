@@ -18,6 +18,7 @@ import (
 
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/rundir"
 	"github.com/bicyc/bicyc/train"
 )
 
@@ -110,7 +111,7 @@ func checkRunDir(dir string) (runView, error) {
 		v.Latest = n
 	}
 	if _, err := os.Stat(filepath.Join(dir, "metrics.json")); err == nil {
-		var s train.Summary
+		var s rundir.Summary
 		if err := readJSONFile(filepath.Join(dir, "metrics.json"), &s); err != nil {
 			return v, err
 		}

@@ -5,8 +5,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/bicyc/bicyc/rundir"
 	"github.com/bicyc/bicyc/sweep"
-	"github.com/bicyc/bicyc/train"
 )
 
 // Stat is the mean and spread of one number over the seeds of a variant.
@@ -45,7 +45,7 @@ func NewStat(values []float64) Stat {
 }
 
 // MetricStats aggregates one classifier's metrics (TAg or TAw) over seeds;
-// values are fractions in [0, 1] like train.MetricSet's.
+// values are fractions in [0, 1] like rundir.MetricSet's.
 type MetricStats struct {
 	ALast Stat `json:"a_last"`
 	AInc  Stat `json:"a_inc"`
@@ -54,7 +54,7 @@ type MetricStats struct {
 	Steps []Stat `json:"a_last_per_step"`
 }
 
-// DriftStats aggregates the drift diagnostics (train.Drift) after every
+// DriftStats aggregates the drift diagnostics (rundir.Drift) after every
 // step over seeds. ADPercent[0] has N = 0: AD-% needs an old backbone.
 type DriftStats struct {
 	MeanL2       []Stat `json:"mu_l2"`
@@ -74,7 +74,7 @@ type Group struct {
 	ClassCounts []int       `json:"class_counts"`
 	TAg         MetricStats `json:"tag"`
 	TAw         MetricStats `json:"taw"`
-	// Val is TAg on the validation split (train.Summary.Validation), nil
+	// Val is TAg on the validation split (rundir.Summary.Validation), nil
 	// unless every run has one: the numbers to choose between variants by.
 	Val *MetricStats `json:"val_tag,omitempty"`
 	// MeanTAg is the TAg accuracy matrix averaged over seeds, row t holding
@@ -119,8 +119,8 @@ func Aggregate(runs []*Run) ([]Group, error) {
 		for _, r := range g.Runs {
 			g.Seeds = append(g.Seeds, r.Summary.Seed)
 		}
-		g.TAg = metricStats(g.Runs, func(s *train.Summary) train.MetricSet { return s.TAg })
-		g.TAw = metricStats(g.Runs, func(s *train.Summary) train.MetricSet { return s.TAw })
+		g.TAg = metricStats(g.Runs, func(s *rundir.Summary) rundir.MetricSet { return s.TAg })
+		g.TAw = metricStats(g.Runs, func(s *rundir.Summary) rundir.MetricSet { return s.TAw })
 		g.Val = validationStats(g.Runs)
 		g.MeanTAg = meanMatrix(g.Runs, g.Tasks)
 		g.Drift = driftStats(g.Runs, g.Tasks)
@@ -138,7 +138,7 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-func metricStats(runs []*Run, pick func(*train.Summary) train.MetricSet) MetricStats {
+func metricStats(runs []*Run, pick func(*rundir.Summary) rundir.MetricSet) MetricStats {
 	var last, inc, forget []float64
 	for _, r := range runs {
 		m := pick(&r.Summary)
@@ -164,7 +164,7 @@ func validationStats(runs []*Run) *MetricStats {
 			return nil
 		}
 	}
-	ms := metricStats(runs, func(s *train.Summary) train.MetricSet {
+	ms := metricStats(runs, func(s *rundir.Summary) rundir.MetricSet {
 		v, _ := s.Validation()
 		return v
 	})
@@ -283,7 +283,7 @@ func GainOf(a, b *Group) (Gain, error) {
 // than the noise between seeds. metric reports false for a run without the
 // number (validation metrics of a run without a split); such seeds are
 // left out. A zero Stat means no seed pairs.
-func PairedDifference(a, b *Group, metric func(*train.Summary) (float64, bool)) Stat {
+func PairedDifference(a, b *Group, metric func(*rundir.Summary) (float64, bool)) Stat {
 	var diffs []float64
 	for _, ra := range a.Runs {
 		for _, rb := range b.Runs {

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bicyc/bicyc/rundir"
 	"github.com/bicyc/bicyc/sweep"
-	"github.com/bicyc/bicyc/train"
 )
 
 func TestNewStat(t *testing.T) {
@@ -123,7 +123,7 @@ func TestAggregateSkipsUnfinishedAndRejectsMixedStreams(t *testing.T) {
 	}
 	if _, err := Aggregate(append(runs, r)); err == nil {
 		t.Fatal("runs with 2+2+2 and 4+2 classes per task aggregated without an error")
-	} else if errors.Is(err, ErrInvalidRun) {
+	} else if errors.Is(err, rundir.ErrInvalidRun) {
 		t.Fatalf("mixed streams reported as a corrupt run: %v", err)
 	}
 }
@@ -139,7 +139,7 @@ func TestPairedDifference(t *testing.T) {
 			if !ok {
 				continue
 			}
-			r := &Run{Summary: train.Summary{Seed: seed, TAg: train.MetricSet{FLast: f}}}
+			r := &Run{Summary: rundir.Summary{Seed: seed, TAg: rundir.MetricSet{FLast: f}}}
 			if !slices.Contains(noVal, seed) {
 				r.Summary.Completed = 1
 			}
@@ -149,7 +149,7 @@ func TestPairedDifference(t *testing.T) {
 	}
 	a := group(map[int64]float64{0: 0.10, 1: 0.20, 2: 0.40, 3: 0.9}, 2)
 	b := group(map[int64]float64{0: 0.11, 1: 0.17, 2: 0.30})
-	forget := func(s *train.Summary) (float64, bool) { return s.TAg.FLast, s.Completed == 1 }
+	forget := func(s *rundir.Summary) (float64, bool) { return s.TAg.FLast, s.Completed == 1 }
 	d := PairedDifference(a, b, forget)
 	// Seed 3 has no partner and seed 2 no number in a: pairs 0 and 1 only.
 	if d.N != 2 || math.Abs(d.Mean-0.01) > 1e-12 || math.Abs(d.Std-math.Sqrt(0.0008)) > 1e-12 {

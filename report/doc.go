@@ -1,7 +1,8 @@
 // Package report turns run directories into reports: the paper's tables
 // and figures from the files `bicyc train` writes (config.yaml,
-// metrics.json) and, for a sweep, its record (sweep.json, package sweep).
-// It reads runs and never trains them.
+// metrics.json, read through package rundir) and, for a sweep, its record
+// (sweep.json, package sweep). It reads runs and never trains them, and
+// links no training code.
 //
 // A report (Generate) covers a run, a sweep, or a directory of runs. It
 // groups finished runs by sweep.Variant (method and ablated losses), aggregates

@@ -12,7 +12,7 @@ import (
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/report"
-	"github.com/bicyc/bicyc/train"
+	"github.com/bicyc/bicyc/rundir"
 	"github.com/bicyc/bicyc/train/metrics"
 )
 
@@ -39,8 +39,8 @@ func ExampleAggregate() {
 				panic(err)
 			}
 		}
-		r.Summary = train.Summary{Method: config.MethodBicyc, Seed: int64(seed), Completed: 2, Tasks: 2, MatrixTAg: tag, MatrixTAw: tag,
-			TAg: train.MetricSet{ALast: metrics.ALast(tag), AInc: metrics.AInc(tag), FLast: metrics.FLast(tag, metrics.OldTasks),
+		r.Summary = rundir.Summary{Method: config.MethodBicyc, Seed: int64(seed), Completed: 2, Tasks: 2, MatrixTAg: tag, MatrixTAw: tag,
+			TAg: rundir.MetricSet{ALast: metrics.ALast(tag), AInc: metrics.AInc(tag), FLast: metrics.FLast(tag, metrics.OldTasks),
 				Steps: []float64{metrics.ALastAt(tag, 0), metrics.ALastAt(tag, 1)}}}
 		runs = append(runs, r)
 	}
@@ -154,7 +154,7 @@ func writeRunFiles(dir string, cfg config.Config, tagRows, tawRows [][]float64) 
 	}
 	tag, _ := metrics.NewMatrix(counts)
 	taw, _ := metrics.NewMatrix(counts)
-	s := train.Summary{Method: cfg.Method, Seed: cfg.Seed, Completed: len(tagRows), Tasks: len(tagRows), MatrixTAg: tag, MatrixTAw: taw}
+	s := rundir.Summary{Method: cfg.Method, Seed: cfg.Seed, Completed: len(tagRows), Tasks: len(tagRows), MatrixTAg: tag, MatrixTAw: taw}
 	for i := range tagRows {
 		if err := tag.AddStep(tagRows[i]); err != nil {
 			panic(err)
@@ -162,13 +162,13 @@ func writeRunFiles(dir string, cfg config.Config, tagRows, tawRows [][]float64) 
 		if err := taw.AddStep(tawRows[i]); err != nil {
 			panic(err)
 		}
-		s.Reports = append(s.Reports, train.TaskReport{Task: i + 1, TAg: tagRows[i], TAw: tawRows[i], Stage1Seconds: 30, EvaluationSeconds: 2})
+		s.Reports = append(s.Reports, rundir.TaskReport{Task: i + 1, TAg: tagRows[i], TAw: tawRows[i], Stage1Seconds: 30, EvaluationSeconds: 2})
 	}
 	for _, m := range []struct {
 		mat *metrics.Matrix
-		set *train.MetricSet
+		set *rundir.MetricSet
 	}{{tag, &s.TAg}, {taw, &s.TAw}} {
-		*m.set = train.MetricSet{ALast: metrics.ALast(m.mat), AInc: metrics.AInc(m.mat), FLast: metrics.FLast(m.mat, metrics.OldTasks)}
+		*m.set = rundir.MetricSet{ALast: metrics.ALast(m.mat), AInc: metrics.AInc(m.mat), FLast: metrics.FLast(m.mat, metrics.OldTasks)}
 		for t := range tagRows {
 			m.set.Steps = append(m.set.Steps, metrics.ALastAt(m.mat, t))
 		}

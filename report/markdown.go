@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/rundir"
 	"github.com/bicyc/bicyc/sweep"
-	"github.com/bicyc/bicyc/train"
 )
 
 // summaryFile is summary.json: the numbers of report.md for programs.
@@ -104,7 +104,7 @@ func mdHeader(b *strings.Builder, set *Set, groups []Group, opts Options) {
 	p("Accuracies are in %%: A_last after the last task, A_inc the mean of A_last over the steps, F_last the class-count-weighted forgetting of the old tasks (docs/method.md, \"Metrics\"); mean ± sample std over seeds. TAg classifies among all classes seen, TAw within the task's own classes.\n\n")
 }
 
-// trainedWith says which BLAS kernels trained the set's tasks (train.TaskReport.Kernels): kernel sets
+// trainedWith says which BLAS kernels trained the set's tasks (rundir.TaskReport.Kernels): kernel sets
 // round differently, and runs from before they were recorded say nothing.
 func trainedWith(set *Set) string {
 	var seen []string
@@ -332,9 +332,9 @@ func selectionLine(b *strings.Builder, c Choice, limit string) {
 // the forgetting limit's seed by seed (PairedDifference): a mean gap
 // within a standard error or two of 0 is a tie, whichever side it falls on.
 func pairedLine(b *strings.Builder, sel, ref *Group) {
-	valF := func(s *train.Summary) (float64, bool) { v, ok := s.Validation(); return v.FLast, ok }
-	testF := func(s *train.Summary) (float64, bool) { return s.TAg.FLast, true }
-	testA := func(s *train.Summary) (float64, bool) { return s.TAg.ALast, true }
+	valF := func(s *rundir.Summary) (float64, bool) { v, ok := s.Validation(); return v.FLast, ok }
+	testF := func(s *rundir.Summary) (float64, bool) { return s.TAg.FLast, true }
+	testA := func(s *rundir.Summary) (float64, bool) { return s.TAg.ALast, true }
 	d := PairedDifference(sel, ref, testF)
 	if d.N < 2 {
 		return

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,17 +10,13 @@ import (
 	"strings"
 
 	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/rundir"
 	"github.com/bicyc/bicyc/sweep"
-	"github.com/bicyc/bicyc/train"
 )
 
 // ErrNoRuns is returned (wrapped) by Load when a directory holds neither a
 // run nor a sweep nor run directories.
 var ErrNoRuns = errors.New("no runs found")
-
-// ErrInvalidRun is wrapped by every error about a run directory whose files
-// are unreadable, corrupt or inconsistent.
-var ErrInvalidRun = errors.New("invalid run directory")
 
 // Run is one training run as its directory records it: the resolved
 // config.yaml and the metrics.json that train writes after every task.
@@ -33,7 +28,7 @@ type Run struct {
 	// Config is the run's resolved configuration (config.yaml).
 	Config config.Config
 	// Summary is the run's metrics.json.
-	Summary train.Summary
+	Summary rundir.Summary
 	// WallSeconds is the wall-clock time a sweep spent on the run (all its
 	// sessions together); 0 when unknown, e.g. for a run trained with
 	// `bicyc train`.
@@ -102,7 +97,7 @@ func (r *Run) StageSeconds() float64 {
 
 // stageSeconds is the time one task spent in Stage I, Stage II, transport
 // and evaluation.
-func stageSeconds(t train.TaskReport) float64 {
+func stageSeconds(t rundir.TaskReport) float64 {
 	return t.Stage1Seconds + t.Stage2Seconds + t.TransportSeconds + t.EvaluationSeconds
 }
 
@@ -120,88 +115,25 @@ func (r *Run) HasDrift() bool {
 	return true
 }
 
-// LoadRun reads the run in dir: config.yaml and metrics.json. A run that
-// has not finished its first task has no metrics.json; LoadRun then returns
-// an error wrapping fs.ErrNotExist. Corrupt or inconsistent files give
-// errors wrapping ErrInvalidRun that name the file.
+// LoadRun reads the run in dir: config.yaml and metrics.json
+// (rundir.ReadConfig, rundir.ReadSummary). A run that has not finished its
+// first task has no metrics.json; LoadRun then returns an error wrapping
+// fs.ErrNotExist. Corrupt or inconsistent files give errors wrapping
+// rundir.ErrInvalidRun that name the file.
 func LoadRun(dir string) (*Run, error) {
 	r := &Run{Dir: dir, Name: runName(dir)}
-	if err := readConfig(filepath.Join(dir, "config.yaml"), &r.Config); err != nil {
+	var err error
+	if r.Config, err = rundir.ReadConfig(dir); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, "metrics.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
+	if r.Summary, err = rundir.ReadSummary(dir); err != nil {
 		return nil, err
-	}
-	if err := json.Unmarshal(b, &r.Summary); err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalidRun, err)
-	}
-	if err := checkSummary(&r.Summary); err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalidRun, err)
 	}
 	if r.Summary.Method != r.Config.Method || r.Summary.Seed != r.Config.Seed {
 		return nil, fmt.Errorf("%s: %w: method %q seed %d, but config.yaml says method %q seed %d",
-			path, ErrInvalidRun, r.Summary.Method, r.Summary.Seed, r.Config.Method, r.Config.Seed)
+			filepath.Join(dir, rundir.MetricsFile), rundir.ErrInvalidRun, r.Summary.Method, r.Summary.Seed, r.Config.Method, r.Config.Seed)
 	}
 	return r, nil
-}
-
-// readConfig reads a run's config.yaml (config.ReadRun: keys it predates
-// take their defaults, or the value that reproduces the run where the
-// default changed training) and validates it.
-func readConfig(path string, c *config.Config) error {
-	cfg, err := config.ReadRun(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidRun, err)
-	}
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("%s: %w: %w", path, ErrInvalidRun, err)
-	}
-	*c = cfg
-	return nil
-}
-
-// checkSummary verifies that a decoded metrics.json is complete and agrees
-// with itself: the report trusts these invariants when it indexes.
-func checkSummary(s *train.Summary) error {
-	if s.MatrixTAg == nil || s.MatrixTAw == nil {
-		return errors.New("acc_tag or acc_taw missing")
-	}
-	if s.Tasks < 1 || s.Completed < 0 || s.Completed > s.Tasks {
-		return fmt.Errorf("completed_tasks %d of tasks %d", s.Completed, s.Tasks)
-	}
-	for name, m := range map[string]interface{ Tasks() int }{"acc_tag": s.MatrixTAg, "acc_taw": s.MatrixTAw} {
-		if m.Tasks() != s.Tasks {
-			return fmt.Errorf("%s has %d tasks, tasks is %d", name, m.Tasks(), s.Tasks)
-		}
-	}
-	if s.MatrixTAg.Steps() != s.Completed || s.MatrixTAw.Steps() != s.Completed || len(s.Reports) != s.Completed {
-		return fmt.Errorf("completed_tasks %d, but %d acc_tag rows, %d acc_taw rows and %d reports",
-			s.Completed, s.MatrixTAg.Steps(), s.MatrixTAw.Steps(), len(s.Reports))
-	}
-	if s.Completed > 0 && (len(s.TAg.Steps) != s.Completed || len(s.TAw.Steps) != s.Completed) {
-		return fmt.Errorf("a_last_per_step has %d (tag) and %d (taw) entries, want %d", len(s.TAg.Steps), len(s.TAw.Steps), s.Completed)
-	}
-	for i, rep := range s.Reports {
-		if rep.Drift == nil {
-			continue
-		}
-		d := rep.Drift
-		vals := []float64{d.MeanL2, d.CovFrobenius, d.SymmetricKL}
-		if d.ADPercent != nil {
-			vals = append(vals, *d.ADPercent)
-		}
-		for _, v := range vals {
-			if !(v >= 0) {
-				return fmt.Errorf("task %d: drift value %v is not a non-negative number", i+1, v)
-			}
-		}
-	}
-	return nil
 }
 
 // Set is what a report covers: one run, or the runs of a sweep or of a
@@ -295,7 +227,7 @@ func Load(dir string) (*Set, error) {
 			set.Runs = append(set.Runs, r)
 		}
 	case errors.Is(err, sweep.ErrInvalidRecord):
-		return nil, fmt.Errorf("%w: %w", ErrInvalidRun, err)
+		return nil, fmt.Errorf("%w: %w", rundir.ErrInvalidRun, err)
 	default:
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bicyc/bicyc/rundir"
 	"github.com/bicyc/bicyc/sweep"
 )
 
@@ -19,23 +20,23 @@ func TestLoadRunRejectsBadFiles(t *testing.T) {
 		want    error
 		mention string // the error must name this file
 	}{
-		{"truncated metrics", func(dir string) { truncate(t, filepath.Join(dir, "metrics.json")) }, ErrInvalidRun, "metrics.json"},
-		{"truncated config", func(dir string) { truncate(t, filepath.Join(dir, "config.yaml")) }, ErrInvalidRun, "config.yaml"},
+		{"truncated metrics", func(dir string) { truncate(t, filepath.Join(dir, "metrics.json")) }, rundir.ErrInvalidRun, "metrics.json"},
+		{"truncated config", func(dir string) { truncate(t, filepath.Join(dir, "config.yaml")) }, rundir.ErrInvalidRun, "config.yaml"},
 		{"unknown config key", func(dir string) {
 			appendFile(t, filepath.Join(dir, "config.yaml"), "colour: blue\n")
-		}, ErrInvalidRun, "config.yaml"},
+		}, rundir.ErrInvalidRun, "config.yaml"},
 		{"accuracy above 1", func(dir string) {
 			replaceIn(t, filepath.Join(dir, "metrics.json"), `"acc": [`, `"acc": [[1.5],`)
-		}, ErrInvalidRun, "metrics.json"},
+		}, rundir.ErrInvalidRun, "metrics.json"},
 		{"completed count disagrees", func(dir string) {
 			replaceIn(t, filepath.Join(dir, "metrics.json"), `"completed_tasks": 3`, `"completed_tasks": 2`)
-		}, ErrInvalidRun, "metrics.json"},
+		}, rundir.ErrInvalidRun, "metrics.json"},
 		{"negative drift", func(dir string) {
 			replaceIn(t, filepath.Join(dir, "metrics.json"), `"mu_l2": 0.5`, `"mu_l2": -0.5`)
-		}, ErrInvalidRun, "metrics.json"},
+		}, rundir.ErrInvalidRun, "metrics.json"},
 		{"method differs from config", func(dir string) {
 			replaceIn(t, filepath.Join(dir, "metrics.json"), `"method": "bicyc"`, `"method": "finetune"`)
-		}, ErrInvalidRun, "metrics.json"},
+		}, rundir.ErrInvalidRun, "metrics.json"},
 		{"no metrics yet", func(dir string) { os.Remove(filepath.Join(dir, "metrics.json")) }, fs.ErrNotExist, "metrics.json"},
 	}
 	for i, c := range cases {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/durable"
+	"github.com/bicyc/bicyc/rundir"
 	"github.com/bicyc/bicyc/sweep"
-	"github.com/bicyc/bicyc/train"
 	"github.com/bicyc/bicyc/train/metrics"
 )
 
@@ -50,14 +50,14 @@ func (f fakeRun) config(out string) config.Config {
 }
 
 // summary builds metrics.json the way train.Run.Summary does.
-func (f fakeRun) summary(t *testing.T) train.Summary {
+func (f fakeRun) summary(t *testing.T) rundir.Summary {
 	t.Helper()
 	tag, err := metrics.NewMatrix(f.counts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	taw, _ := metrics.NewMatrix(f.counts)
-	s := train.Summary{Method: f.variant.Method, Seed: f.seed, Completed: len(f.tag), Tasks: len(f.counts), MatrixTAg: tag, MatrixTAw: taw}
+	s := rundir.Summary{Method: f.variant.Method, Seed: f.seed, Completed: len(f.tag), Tasks: len(f.counts), MatrixTAg: tag, MatrixTAw: taw}
 	for i := range f.tag {
 		if err := tag.AddStep(f.tag[i]); err != nil {
 			t.Fatal(err)
@@ -65,7 +65,7 @@ func (f fakeRun) summary(t *testing.T) train.Summary {
 		if err := taw.AddStep(f.taw[i]); err != nil {
 			t.Fatal(err)
 		}
-		rep := train.TaskReport{Task: i + 1, TAg: f.tag[i], TAw: f.taw[i], Stage1Seconds: 10, Stage2Seconds: 2, EvaluationSeconds: 1}
+		rep := rundir.TaskReport{Task: i + 1, TAg: f.tag[i], TAw: f.taw[i], Stage1Seconds: 10, Stage2Seconds: 2, EvaluationSeconds: 1}
 		if i == 0 {
 			rep.TrainedIn = f.trainedIn
 		}
@@ -76,7 +76,7 @@ func (f fakeRun) summary(t *testing.T) train.Summary {
 			rep.ValTAg = f.val[i]
 		}
 		if f.drift {
-			d := &train.Drift{MeanL2: 0.5 * float64(i+1), CovFrobenius: 0.2 * float64(i+1), SymmetricKL: 10 * float64(i+1) * float64(i+1)}
+			d := &rundir.Drift{MeanL2: 0.5 * float64(i+1), CovFrobenius: 0.2 * float64(i+1), SymmetricKL: 10 * float64(i+1) * float64(i+1)}
 			if i > 0 {
 				ad := 50 + float64(f.seed)
 				d.ADPercent = &ad
@@ -91,8 +91,8 @@ func (f fakeRun) summary(t *testing.T) train.Summary {
 	return s
 }
 
-func metricSetOf(m *metrics.Matrix) train.MetricSet {
-	ms := train.MetricSet{ALast: metrics.ALast(m), AInc: metrics.AInc(m), FLast: metrics.FLast(m, metrics.OldTasks)}
+func metricSetOf(m *metrics.Matrix) rundir.MetricSet {
+	ms := rundir.MetricSet{ALast: metrics.ALast(m), AInc: metrics.AInc(m), FLast: metrics.FLast(m, metrics.OldTasks)}
 	for t := 0; t < m.Steps(); t++ {
 		ms.Steps = append(ms.Steps, metrics.ALastAt(m, t))
 	}

@@ -3,14 +3,14 @@ package report
 import (
 	"testing"
 
-	"github.com/bicyc/bicyc/train"
+	"github.com/bicyc/bicyc/rundir"
 )
 
 func TestTrainedWith(t *testing.T) {
 	run := func(kernels ...string) *Run {
 		r := &Run{}
 		for _, k := range kernels {
-			r.Summary.Reports = append(r.Summary.Reports, train.TaskReport{Kernels: k})
+			r.Summary.Reports = append(r.Summary.Reports, rundir.TaskReport{Kernels: k})
 		}
 		return r
 	}

@@ -53,7 +53,7 @@ func Lock(runDir string, wait time.Duration, status io.Writer) (*lockfile.Lock, 
 	}}
 	l, ctx, took, err := lockfile.Acquire(context.Background(), path, opts)
 	if errors.Is(err, lockfile.ErrHeld) {
-		hint := "wait for it with --wait <duration>, or stop it"
+		hint := "wait for it (Options.Wait), or stop it"
 		if wait > 0 {
 			hint = fmt.Sprintf("waited %s", wait)
 		}

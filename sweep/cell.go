@@ -8,11 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/durable"
-	"github.com/bicyc/bicyc/train"
 )
 
 // CellsDir is the directory of a sweep that holds, per cell, its frozen
@@ -73,11 +70,11 @@ func planOf(spec Spec, configs []config.Config) *Plan {
 	for i, r := range runs {
 		c := Cell{Index: i, Run: r, WaitsFor: -1}
 		for j := range i {
-			if len(train.RescoreDifferences(configs[j], configs[i])) == 0 {
+			if len(config.RescoreDifferences(configs[j], configs[i])) == 0 {
 				c.WaitsFor, c.Rescore = j, true
 				break
 			}
-			if c.WaitsFor < 0 && len(train.FirstTaskDifferences(configs[j], configs[i])) == 0 {
+			if c.WaitsFor < 0 && len(config.FirstTaskDifferences(configs[j], configs[i])) == 0 {
 				c.WaitsFor = j
 			}
 		}
@@ -148,7 +145,7 @@ func (p *Plan) Write() error {
 		return err
 	}
 	for i, c := range p.Cells {
-		b, err := yaml.Marshal(p.Configs[i])
+		b, err := p.Configs[i].YAML()
 		if err != nil {
 			return err
 		}

@@ -88,7 +88,7 @@ func TestRunCellStates(t *testing.T) {
 	if err := p.Write(); err != nil {
 		t.Fatal(err)
 	}
-	err := RunCell(context.Background(), p, 1, Options{})
+	err := RunCell(context.Background(), p, 1, Options{Train: trainRun})
 	if !errors.Is(err, ErrWaiting) || !strings.Contains(err.Error(), "cell 0 bicyc-s0, which is pending") {
 		t.Fatalf("cell 1 before cell 0: %v", err)
 	}
@@ -114,7 +114,7 @@ func TestRunCellStates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release()
-	if err := RunCell(context.Background(), p, 0, Options{}); !errors.Is(err, lockfile.ErrHeld) {
+	if err := RunCell(context.Background(), p, 0, Options{Train: trainRun}); !errors.Is(err, lockfile.ErrHeld) {
 		t.Errorf("a held cell ran: %v", err)
 	}
 	rec, err := ReadStatus(out)
@@ -371,14 +371,14 @@ func TestRunCellWaitHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := RunCell(context.Background(), p, 0, Options{}); !errors.Is(err, lockfile.ErrHeld) {
+	if err := RunCell(context.Background(), p, 0, Options{Train: trainRun}); !errors.Is(err, lockfile.ErrHeld) {
 		t.Fatalf("without WaitHeld: %v, want lockfile.ErrHeld", err)
 	}
 	var status strings.Builder
 	done := make(chan error, 1)
 	// An 8 s lease: the waiting worker tries the lock every second.
 	go func() {
-		done <- RunCell(context.Background(), p, 0, Options{WaitHeld: true, Lease: 8 * time.Second, Status: &status})
+		done <- RunCell(context.Background(), p, 0, Options{Train: trainRun, WaitHeld: true, Lease: 8 * time.Second, Status: &status})
 	}()
 	select {
 	case err := <-done:

@@ -24,6 +24,11 @@
 // aftercorr) and a report job, and
 // SubmitSlurm submits them; WriteKubernetes writes Kubernetes Indexed Jobs.
 //
+// The package plans, records and reads sweeps without linking the
+// training engine: RunCell and Run train through the Trainer in Options
+// (train.Complete, wired by bicyc sweep), and a run's progress is read from
+// its records (package rundir).
+//
 // Workers may run cells of one directory concurrently; the locks keep a
 // cell to one worker. Writing the plan, and one-process runs, should not
 // race with another process writing the plan of the same directory.

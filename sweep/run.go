@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,7 @@ import (
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/durable"
 	"github.com/bicyc/bicyc/lockfile"
-	"github.com/bicyc/bicyc/train"
+	"github.com/bicyc/bicyc/rundir"
 )
 
 // ErrConfigChanged is wrapped when a sweep directory already holds a run
@@ -26,8 +25,8 @@ var ErrConfigChanged = errors.New("run configuration changed")
 // Options are the settings of Run and RunCell that are not part of the
 // definition.
 type Options struct {
-	// Train is passed to every run (log and progress writers).
-	Train train.Options
+	// Train brings every run to its end; it must be set.
+	Train Trainer
 	// Status receives one line per run as the sweep reaches it; nil means
 	// none.
 	Status io.Writer
@@ -45,6 +44,17 @@ type Options struct {
 	// requeued on another node waits out its dead predecessor's lease.
 	WaitHeld bool
 }
+
+// Trainer brings the run in dir to its end and exports it as bicyc train
+// does, from wherever it stopped: a started run resumes, a finished one is
+// exported only when export is enabled and its model directory is missing
+// (a sweep killed between training and export). A run not started yet
+// starts from the run in from ("" for none): from all of from's completed
+// tasks when rescore (a classifier variant, train.Rescore), otherwise from
+// its first task (train.Fork). train.Complete is one; taking it as a
+// function keeps this package, and the report that reads sweeps, apart
+// from the training engine.
+type Trainer func(ctx context.Context, dir string, cfg config.Config, from string, rescore bool) error
 
 // Run runs the plan of spec in spec.Out, one cell at a time in plan order,
 // each as RunCell would: a finished run is skipped, a started one resumed
@@ -140,6 +150,9 @@ func RunCell(ctx context.Context, plan *Plan, i int, opts Options) error {
 }
 
 func runCell(ctx context.Context, plan *Plan, i int, opts Options, prefix string) error {
+	if opts.Train == nil {
+		return errors.New("sweep: Options.Train is not set: nothing can train the cell")
+	}
 	status := opts.Status
 	if status == nil {
 		status = io.Discard
@@ -192,7 +205,7 @@ func runCell(ctx context.Context, plan *Plan, i int, opts Options, prefix string
 	}
 	announceRun(status, prefix, state, done, from)
 	start := time.Now()
-	err = trainRun(lctx, dir, plan.Configs[i], state, from, opts.Train)
+	err = opts.Train(lctx, dir, plan.Configs[i], from.dir, from.rescore)
 	o := cellOutcome{Status: StatusFinished, WallSeconds: prev}
 	// A skipped run's wall time stays what training it took (0 for a
 	// run trained elsewhere and adopted, see runTotals).
@@ -247,30 +260,19 @@ func announceRun(status io.Writer, prefix, state string, done int, from source) 
 	}
 }
 
-// runState tells how far the run in dir got: pending (no run yet),
-// started (with done completed tasks) or finished.
+// runState tells how far the run in dir got (rundir.ReadProgress): pending
+// (no run yet), started (with done completed tasks) or finished.
 func runState(dir string) (state string, done int, err error) {
-	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); errors.Is(err, fs.ErrNotExist) {
-		return StatusPending, 0, nil
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "metrics.json"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return StatusRunning, 0, nil
-	}
-	if err != nil {
+	p, err := rundir.ReadProgress(dir)
+	switch {
+	case err != nil:
 		return "", 0, err
+	case !p.Started:
+		return StatusPending, 0, nil
+	case p.Finished():
+		return StatusFinished, p.Completed, nil
 	}
-	var s struct {
-		Completed int `json:"completed_tasks"`
-		Tasks     int `json:"tasks"`
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return "", 0, fmt.Errorf("%s: invalid run directory: %w", filepath.Join(dir, "metrics.json"), err)
-	}
-	if s.Tasks > 0 && s.Completed == s.Tasks {
-		return StatusFinished, s.Completed, nil
-	}
-	return StatusRunning, s.Completed, nil
+	return StatusRunning, p.Completed, nil
 }
 
 // source is the earlier run of the plan a pending run starts from: dir is
@@ -281,53 +283,11 @@ type source struct {
 	rescore bool
 }
 
-// trainRun brings the run in dir to its end from the given state and
-// exports it as bicyc train does (train.ExportAfterTraining). A pending run
-// starts from the run in from when it has one (see source). A
-// finished run does not train again; it is exported only when export is
-// enabled and its model directory is missing (a sweep killed between
-// training and export).
-func trainRun(ctx context.Context, dir string, cfg config.Config, state string, from source, opts train.Options) error {
-	if state == StatusFinished {
-		model := train.ModelDir(cfg, dir)
-		if _, err := os.Stat(model); !cfg.Export.Enabled || err == nil {
-			return nil
-		}
-		if err := train.Export(dir, model, 0); err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
-		return nil
-	}
-	var run *train.Run
-	var err error
-	switch {
-	case state == StatusPending && from.rescore:
-		run, err = train.Rescore(from.dir, cfg, dir, opts)
-	case state == StatusPending && from.dir != "":
-		run, err = train.Fork(from.dir, cfg, dir, opts)
-	case state == StatusPending:
-		run, err = train.New(cfg, dir, opts)
-	default:
-		run, err = train.Resume(dir, opts)
-	}
-	if err != nil {
-		return err
-	}
-	err = run.Execute(ctx)
-	if err == nil {
-		_, err = train.ExportAfterTraining(run)
-	}
-	if cerr := run.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // sameConfig returns an error wrapping ErrConfigChanged, naming the keys
 // that differ, when dir holds a run whose config.yaml is not cfg; nil when
 // it holds none.
 func sameConfig(dir string, cfg config.Config) error {
-	path := filepath.Join(dir, "config.yaml")
+	path := filepath.Join(dir, rundir.ConfigFile)
 	have, err := config.ReadRun(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

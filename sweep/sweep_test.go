@@ -15,7 +15,13 @@ import (
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/durable"
+	"github.com/bicyc/bicyc/train"
 )
+
+// trainRun is the Trainer of bicyc sweep, without log or progress.
+func trainRun(ctx context.Context, dir string, cfg config.Config, from string, rescore bool) error {
+	return train.Complete(ctx, dir, cfg, from, rescore, train.Options{})
+}
 
 func TestPlan(t *testing.T) {
 	cases := []struct {
@@ -224,7 +230,7 @@ func TestRunSweepSkipsFinishedRuns(t *testing.T) {
 	}
 	var status bytes.Buffer
 	finished := false
-	rec, err := Run(context.Background(), spec, fakeConfigure(dir, runs), Options{Status: &status, Finish: func() error { finished = true; return nil }})
+	rec, err := Run(context.Background(), spec, fakeConfigure(dir, runs), Options{Train: trainRun, Status: &status, Finish: func() error { finished = true; return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +264,7 @@ func TestRunSweepRefusesChangedConfig(t *testing.T) {
 		c.Train.Epochs = 9
 		return c, err
 	}
-	_, err := Run(context.Background(), spec, configure, Options{})
+	_, err := Run(context.Background(), spec, configure, Options{Train: trainRun})
 	if !errors.Is(err, ErrConfigChanged) || !strings.Contains(err.Error(), "train.epochs: 3 -> 9") {
 		t.Fatalf("error %v, want ErrConfigChanged naming train.epochs", err)
 	}
@@ -268,7 +274,7 @@ func TestRunSweepRefusesChangedConfig(t *testing.T) {
 		c.Threads, c.RunDir = 1, c.RunDir+"/"
 		return c, err
 	}
-	if _, err := Run(context.Background(), spec, configure, Options{}); err != nil {
+	if _, err := Run(context.Background(), spec, configure, Options{Train: trainRun}); err != nil {
 		t.Fatalf("threads and run_dir changes refused: %v", err)
 	}
 }

@@ -19,35 +19,8 @@ import (
 	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/models/ops"
+	"github.com/bicyc/bicyc/rundir"
 )
-
-// AnchorReport records the drift anchors of one task (anchors.per_class;
-// docs/method.md, "Drift anchors"): how close the signed-gradient search
-// brought them to the old class means in the old feature space.
-type AnchorReport struct {
-	// PerClass is the number of anchors made for each old class.
-	PerClass int `json:"per_class"`
-	// Rows is the number of anchor pairs added to the Stage II fit.
-	Rows int `json:"rows"`
-	// Before and After are the mean over old classes of the mean distance
-	// ||f_{t-1}(x) - mu_c|| of the class's anchors at the start and at the
-	// end of the search; Spread is the mean over old classes of
-	// sqrt(tr Sigma_c), the typical distance of a class member from its mean.
-	Before float64 `json:"distance_before"`
-	After  float64 `json:"distance_after"`
-	Spread float64 `json:"class_spread"`
-	// Classes holds the same three numbers for every old class.
-	Classes []AnchorClass `json:"classes"`
-	Seconds float64       `json:"seconds"`
-}
-
-// AnchorClass is one old class's line of an AnchorReport.
-type AnchorClass struct {
-	Class  int     `json:"class"`
-	Before float64 `json:"distance_before"`
-	After  float64 `json:"distance_after"`
-	Spread float64 `json:"class_spread"`
-}
 
 // anchorSet holds the anchors of one task: for each old class in classes,
 // count rows of features under the old (zOld) and the current (zNew)
@@ -96,7 +69,7 @@ func (a anchorSet) shiftMeans(protos map[int]gauss.Gaussian, s int) {
 // features, originals first) and takes anchors.steps signed-gradient steps
 // through the old backbone toward the class mean. It returns no anchors
 // when anchors.per_class is 0.
-func (r *Run) driftAnchors(t int, p featurePairs, zOld []float32, protos map[int]gauss.Gaussian) (anchorSet, *AnchorReport, error) {
+func (r *Run) driftAnchors(t int, p featurePairs, zOld []float32, protos map[int]gauss.Gaussian) (anchorSet, *rundir.AnchorReport, error) {
 	cfg := r.cfg.Anchors
 	k := min(cfg.PerClass, len(p.idx))
 	if k == 0 || len(protos) == 0 {
@@ -112,7 +85,7 @@ func (r *Run) driftAnchors(t int, p featurePairs, zOld []float32, protos map[int
 	step := newAnchorStep(r.prep, cfg.Step)
 	rng := r.rng("anchors", t)
 	set := anchorSet{classes: sortedClasses(protos), count: k, means: map[int][]float64{}}
-	rep := &AnchorReport{PerClass: k}
+	rep := &rundir.AnchorReport{PerClass: k}
 	for _, c := range set.classes {
 		g := protos[c]
 		set.means[c] = slices.Clone(g.Mean)
@@ -127,7 +100,7 @@ func (r *Run) driftAnchors(t int, p featurePairs, zOld []float32, protos map[int
 		}
 		set.zOld = append(set.zOld, after...)
 		set.zNew = append(set.zNew, zNew...)
-		rep.Classes = append(rep.Classes, AnchorClass{Class: c, Before: meanDistance(before, g.Mean), After: meanDistance(after, g.Mean), Spread: math.Sqrt(mat.Trace(g.Cov))})
+		rep.Classes = append(rep.Classes, rundir.AnchorClass{Class: c, Before: meanDistance(before, g.Mean), After: meanDistance(after, g.Mean), Spread: math.Sqrt(mat.Trace(g.Cov))})
 	}
 	for _, cl := range rep.Classes {
 		n := float64(len(rep.Classes))
@@ -207,7 +180,7 @@ func (n *anchorNets) close() {
 	}
 }
 
-func anchorClassString(classes []AnchorClass) string {
+func anchorClassString(classes []rundir.AnchorClass) string {
 	parts := make([]string, len(classes))
 	for i, c := range classes {
 		parts[i] = fmt.Sprintf("%d: %.2f->%.2f/%.2f", c.Class, c.Before, c.After, c.Spread)

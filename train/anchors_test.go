@@ -11,6 +11,7 @@ import (
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/models"
+	"github.com/bicyc/bicyc/rundir"
 )
 
 // anchorFixture is task 2 of a quick two-task Fashion-MNIST run, as Stage
@@ -53,7 +54,7 @@ func newAnchorFixture(t *testing.T) anchorFixture {
 // initialised the same way every time, on a copy of the stored prototypes.
 // It returns the task's report, the prototypes after the transport and the
 // adapter the run keeps.
-func (f anchorFixture) stage2(t *testing.T, cfg config.Config) (TaskReport, map[int]gauss.Gaussian, *models.Mapper) {
+func (f anchorFixture) stage2(t *testing.T, cfg config.Config) (rundir.TaskReport, map[int]gauss.Gaussian, *models.Mapper) {
 	t.Helper()
 	f.r.cfg = cfg
 	m := cfg.Model
@@ -62,7 +63,7 @@ func (f anchorFixture) stage2(t *testing.T, cfg config.Config) (TaskReport, map[
 		t.Fatal(err)
 	}
 	protos := maps.Clone(f.protos)
-	var rep TaskReport
+	var rep rundir.TaskReport
 	kept, err := f.r.stage2(1, f.p, adapt, protos, &rep)
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +142,7 @@ func TestDriftAnchors(t *testing.T) {
 func TestDriftAnchorsInStage2(t *testing.T) {
 	f := newAnchorFixture(t)
 	base := f.r.cfg
-	stage2 := func(a config.Anchors) (TaskReport, map[int]gauss.Gaussian) {
+	stage2 := func(a config.Anchors) (rundir.TaskReport, map[int]gauss.Gaussian) {
 		t.Helper()
 		cfg := base
 		cfg.Anchors = a
@@ -165,7 +166,7 @@ func TestDriftAnchorsInStage2(t *testing.T) {
 	on.PerClass = 20
 	onRep, onProtos := stage2(on)
 	t.Logf("held-out MSE without anchors %v (%s), with %v (%s)", offRep.Transport.HeldOutMSE, offRep.Transport.Map, onRep.Transport.HeldOutMSE, onRep.Transport.Map)
-	mse := func(rep TaskReport, m string) float64 { return rep.Transport.HeldOutMSE[m] }
+	mse := func(rep rundir.TaskReport, m string) float64 { return rep.Transport.HeldOutMSE[m] }
 	if onRep.Anchors == nil || onRep.Anchors.Rows != 40 {
 		t.Fatalf("anchors on: report %+v", onRep.Anchors)
 	}

@@ -180,7 +180,7 @@ func checkTestFlipExport(t *testing.T, r *Run, imgs []image.Image) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeYAML(path, cfg); err != nil {
+	if err := writeConfig(path, cfg); err != nil {
 		t.Fatal(err)
 	}
 	err = Export(r.Dir(), filepath.Join(t.TempDir(), "model"), 0)
@@ -276,7 +276,7 @@ func reexport(t *testing.T, r *Run, imgs []image.Image, what string, edit func(*
 		t.Fatal(err)
 	}
 	edit(&cfg.Classifier)
-	if err := writeYAML(filepath.Join(r.Dir(), "config.yaml"), cfg); err != nil {
+	if err := writeConfig(filepath.Join(r.Dir(), "config.yaml"), cfg); err != nil {
 		t.Fatal(err)
 	}
 	ev, err := r.Evaluate(cfg.Classifier)

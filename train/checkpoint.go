@@ -10,9 +10,9 @@ import (
 	"sort"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/durable"
 	"github.com/bicyc/bicyc/gauss"
@@ -39,8 +39,6 @@ import (
 // A crash therefore leaves either the previous checkpoint or the new one.
 // Random state needs no saving: every random source is derived from the
 // seed, the task and the epoch (Run.rng, data.Batcher.Epoch).
-
-const latestFile = rundir.LatestFile
 
 // heldOutFile is the checkpoint's file of held-out features, and
 // metadataTestFlip its metadata key saying whether they hold the mirrors'
@@ -101,10 +99,10 @@ func readHeldOut(path string, s int) (*heldOut, error) {
 }
 
 type checkpointState struct {
-	Completed   int          `json:"completed"`
-	ClassCounts map[int]int  `json:"class_counts"`
-	Reports     []TaskReport `json:"reports"`
-	AdapterKind string       `json:"adapter_kind,omitempty"`
+	Completed   int                 `json:"completed"`
+	ClassCounts map[int]int         `json:"class_counts"`
+	Reports     []rundir.TaskReport `json:"reports"`
+	AdapterKind arch.Mapper         `json:"adapter_kind,omitempty"`
 }
 
 func checkpointDir(runDir string, completed int) string {
@@ -124,14 +122,14 @@ func saveCheckpoint(runDir string, st *State) error {
 	}
 	defer os.RemoveAll(tmp)
 	if err := safetensors.WriteFile(filepath.Join(tmp, "backbone.safetensors"), st.Backbone.State(), map[string]string{
-		"arch": st.Backbone.Arch(), "feature_dim": fmt.Sprint(st.Backbone.FeatureDim()), "in_channels": fmt.Sprint(st.Backbone.InChannels()),
+		"arch": string(st.Backbone.Arch()), "feature_dim": fmt.Sprint(st.Backbone.FeatureDim()), "in_channels": fmt.Sprint(st.Backbone.InChannels()),
 	}); err != nil {
 		return err
 	}
 	cs := checkpointState{Completed: st.Completed, ClassCounts: st.ClassCounts, Reports: st.Reports}
 	if st.Adapter != nil {
 		cs.AdapterKind = st.Adapter.Kind()
-		if err := safetensors.WriteFile(filepath.Join(tmp, "adapter.safetensors"), st.Adapter.State(), map[string]string{"kind": st.Adapter.Kind()}); err != nil {
+		if err := safetensors.WriteFile(filepath.Join(tmp, "adapter.safetensors"), st.Adapter.State(), map[string]string{"kind": string(st.Adapter.Kind())}); err != nil {
 			return err
 		}
 	}
@@ -156,20 +154,20 @@ func saveCheckpoint(runDir string, st *State) error {
 	if err := durable.ReplaceDir(tmp, final); err != nil {
 		return err
 	}
-	return durable.WriteFile(filepath.Join(filepath.Dir(final), latestFile), []byte(filepath.Base(final)+"\n"))
+	return durable.WriteFile(filepath.Join(filepath.Dir(final), rundir.LatestFile), []byte(filepath.Base(final)+"\n"))
 }
 
 // latestCheckpoint returns the directory of the checkpoint named by
 // checkpoints/latest, or "" when the run has none yet.
 func latestCheckpoint(runDir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(runDir, "checkpoints", latestFile))
+	b, err := os.ReadFile(filepath.Join(runDir, rundir.CheckpointsDir, rundir.LatestFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(runDir, "checkpoints", strings.TrimSpace(string(b))), nil
+	return filepath.Join(runDir, rundir.CheckpointsDir, strings.TrimSpace(string(b))), nil
 }
 
 // loadLatestCheckpoint reads the checkpoint named by checkpoints/latest, or
@@ -352,8 +350,9 @@ func isCheckpoint(dir string) bool {
 	return err == nil
 }
 
-func writeYAML(path string, v any) error {
-	b, err := yaml.Marshal(v)
+// writeConfig writes cfg as the run's config.yaml at path.
+func writeConfig(path string, cfg config.Config) error {
+	b, err := cfg.YAML()
 	if err != nil {
 		return err
 	}

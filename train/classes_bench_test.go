@@ -20,6 +20,7 @@ import (
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/kernels"
 	"github.com/bicyc/bicyc/models"
+	"github.com/bicyc/bicyc/rundir"
 )
 
 // BenchmarkLearnClasses measures what learning one more task costs a run
@@ -211,7 +212,7 @@ func benchExport(b *testing.B, fx *classesFixture, k int) {
 		cal := *fx.run
 		cal.dir = b.TempDir()
 		cal.cfg.Data.ValPerClass = 1
-		if err := writeYAML(filepath.Join(cal.dir, "config.yaml"), cal.cfg); err != nil {
+		if err := writeConfig(filepath.Join(cal.dir, "config.yaml"), cal.cfg); err != nil {
 			b.Fatal(err)
 		}
 		if err := durable.WriteJSON(filepath.Join(cal.dir, "stream.json"), cal.streamRecord()); err != nil {
@@ -291,16 +292,16 @@ func newClassesFixture(b *testing.B, k int) *classesFixture {
 		counts[c] = 6000
 	}
 	roundPrototypes(protos)
-	reports := make([]TaskReport, len(tasks))
+	reports := make([]rundir.TaskReport, len(tasks))
 	for t := range tasks {
-		reports[t] = TaskReport{Task: t + 1, Classes: tasks[t], TAg: make([]float64, t+1), TAw: make([]float64, t+1),
-			Losses: map[string]float64{"ce": 0.1, "ac": 0.1}, Transport: &TransportChoice{Map: MapLinear}}
+		reports[t] = rundir.TaskReport{Task: t + 1, Classes: tasks[t], TAg: make([]float64, t+1), TAw: make([]float64, t+1),
+			Losses: map[string]float64{"ce": 0.1, "ac": 0.1}, Transport: &rundir.TransportChoice{Map: MapLinear}}
 	}
 	dir := b.TempDir()
 	r := &Run{dir: dir, cfg: cfg, train: test, test: test, prep: preprocessFor(cfg),
 		stream: data.TaskStream{Order: order, Tasks: tasks},
 		state:  &State{Completed: len(tasks), Backbone: backbone, Adapter: adapter, Prototypes: protos, ClassCounts: counts, Reports: reports}}
-	if err := writeYAML(filepath.Join(dir, "config.yaml"), cfg); err != nil {
+	if err := writeConfig(filepath.Join(dir, "config.yaml"), cfg); err != nil {
 		b.Fatal(err)
 	}
 	if err := durable.WriteJSON(filepath.Join(dir, "stream.json"), r.streamRecord()); err != nil {

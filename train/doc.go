@@ -20,10 +20,13 @@
 //
 // Entry points: New starts a run, Resume continues one, Fork starts one from
 // another run's first task (task 1 does not depend on the method or the
-// later-task settings, see LaterTaskKeys), Learn adds a task of new classes
+// later-task settings, see config.LaterTaskKeys), Learn adds a task of new classes
 // to a finished run, Export writes its ONNX model directory, Open reads a
 // run without writing into it (evaluation). A run has one writer at a time:
 // New, Resume, Fork and Rescore hold its lock (rundir.Lock) until Close.
+// Complete brings a sweep's cell to its end from wherever it stopped.
+// The records a run writes (metrics.json, stream.json) are package
+// rundir's types, so that readers need not link this package.
 // Stage1Step is one Stage I training step, the graph Run trains with,
 // exported for benchmarks.
 //

@@ -5,22 +5,9 @@ import (
 
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/models"
+	"github.com/bicyc/bicyc/rundir"
 	"github.com/bicyc/bicyc/train/metrics"
 )
-
-// Drift holds the drift diagnostics after one task (paper appendix A.3):
-// how far the stored prototypes of the first task's classes are from the
-// statistics of those classes' test features under the current backbone
-// (mean over classes), and how close the transport is to an isometry.
-type Drift struct {
-	MeanL2       float64 `json:"mu_l2"`
-	CovFrobenius float64 `json:"sigma_frobenius"`
-	SymmetricKL  float64 `json:"sym_kl"`
-	// ADPercent is the fraction of singular values of A_hat D_hat in
-	// [0.9, 1.1], with A_hat, D_hat least-squares maps between the old and
-	// new features of this task's held-out (test) images; absent on task 1.
-	ADPercent *float64 `json:"ad_percent,omitempty"`
-}
 
 // driftEpsilon regularises both covariances of the symmetric KL (the
 // paper's "small eps"), relative to the stored covariance's mean variance:
@@ -28,9 +15,9 @@ type Drift struct {
 // let those dominate the KL (values near 1e6).
 const driftEpsilon = 1e-2
 
-func (r *Run) drift(t int, old, cur *models.Backbone) (*Drift, error) {
+func (r *Run) drift(t int, old, cur *models.Backbone) (*rundir.Drift, error) {
 	s := r.cfg.Model.FeatureDim
-	var d Drift
+	var d rundir.Drift
 	first := r.stream.Tasks[0]
 	for _, c := range first {
 		idx := r.testIndices([]int{c})

@@ -18,6 +18,7 @@ import (
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
+	"github.com/bicyc/bicyc/rundir"
 )
 
 // quickConfig is the quick profile on the real Fashion-MNIST files.
@@ -44,7 +45,7 @@ func trainRun(t *testing.T, cfg config.Config, dir string, stopAfter int) *Run {
 	return r
 }
 
-func summary(t *testing.T, r *Run) Summary {
+func summary(t *testing.T, r *Run) rundir.Summary {
 	t.Helper()
 	s, err := r.Summary()
 	if err != nil {
@@ -61,7 +62,7 @@ func TestTwoTasksBicycVersusFinetune(t *testing.T) {
 		t.Skip("trains on Fashion-MNIST")
 	}
 	acc := map[config.Method]float64{}
-	runs := map[config.Method]Summary{}
+	runs := map[config.Method]rundir.Summary{}
 	var bicycDir string
 	for _, method := range []config.Method{config.MethodBicyc, config.MethodFinetune} {
 		r := trainRun(t, quickConfig(method, 0), t.TempDir(), 2)
@@ -127,7 +128,7 @@ func TestTwoTasksBicycVersusFinetune(t *testing.T) {
 // checkForkNewClassifier: a fork with another classifier shares task 1 and
 // records task 1's accuracies under its own classifier, the ones Evaluate
 // gives it, not the source's.
-func checkForkNewClassifier(t *testing.T, src string, srcSummary Summary) {
+func checkForkNewClassifier(t *testing.T, src string, srcSummary rundir.Summary) {
 	t.Helper()
 	cfg := quickConfig(config.MethodBicyc, 0)
 	cfg.Classifier.Shrink, cfg.Classifier.Normalize = 0.01, false

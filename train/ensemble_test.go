@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/rundir"
 )
 
 // TestMeanMap checks the ensemble's output against the mean written out.
@@ -40,7 +41,7 @@ func TestMeanMap(t *testing.T) {
 func TestAdapterEnsembleInStage2(t *testing.T) {
 	f := newAnchorFixture(t)
 	base := f.r.cfg
-	stage2 := func(ensemble int, selects bool) (TaskReport, map[int]gauss.Gaussian, []float32) {
+	stage2 := func(ensemble int, selects bool) (rundir.TaskReport, map[int]gauss.Gaussian, []float32) {
 		t.Helper()
 		cfg := base
 		cfg.Adapter.Ensemble, cfg.Adapter.Select = ensemble, selects

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
@@ -64,7 +65,7 @@ func inside(dir, path string) bool {
 // a checkpoint written before checkpoints stored them (ExportAfterTraining
 // computes them from the run it has loaded).
 func exportRun(runDir, outDir string, fallback *heldOut) error {
-	cfg, err := config.ReadRun(filepath.Join(runDir, "config.yaml"))
+	cfg, err := config.ReadRun(filepath.Join(runDir, rundir.ConfigFile))
 	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
@@ -72,8 +73,8 @@ func exportRun(runDir, outDir string, fallback *heldOut) error {
 	// sets it up (OpenBLAS, on one thread: its rounding depends on both),
 	// so that an export gives the same bytes in any process.
 	useCPU(cfg.Threads)
-	var rec streamRecord
-	if err := readJSON(filepath.Join(runDir, "stream.json"), &rec); err != nil {
+	rec, err := rundir.ReadStream(runDir)
+	if err != nil {
 		return fmt.Errorf("export %s: %w", runDir, err)
 	}
 	dir, err := latestCheckpoint(runDir)
@@ -125,7 +126,7 @@ func ModelDir(cfg config.Config, runDir string) string {
 // DefaultModelDir is ModelDir of the run in runDir, read from its
 // config.yaml: where `bicyc export` writes without --out.
 func DefaultModelDir(runDir string) (string, error) {
-	cfg, err := config.ReadRun(filepath.Join(runDir, "config.yaml"))
+	cfg, err := config.ReadRun(filepath.Join(runDir, rundir.ConfigFile))
 	if err != nil {
 		return "", fmt.Errorf("export %s: %w", runDir, err)
 	}
@@ -227,7 +228,7 @@ func calibrationSample(idx []int, k int, seed int64) []int {
 // exportInput assembles the export of checkpoint ck: every class seen in
 // the completed tasks, in task order, with its prototype and prior (its
 // count of training images), and the networks' weights as stored.
-func exportInput(cfg config.Config, rec streamRecord, ck *checkpointFiles, metrics json.RawMessage) (export.Input, error) {
+func exportInput(cfg config.Config, rec rundir.Stream, ck *checkpointFiles, metrics json.RawMessage) (export.Input, error) {
 	completed := ck.state.Completed
 	var classes []bundle.Class
 	var protos []gauss.Gaussian
@@ -274,7 +275,7 @@ func preprocessFor(cfg config.Config) imaging.Preprocess {
 	}
 	p := imaging.Preprocess{Channels: d.Channels, Height: d.Height, Width: d.Width, Mean: mean, Std: std,
 		Resize: imaging.ResizeCatmullRom, ResizeMode: d.ResizeMode}
-	if d.ResizeMode == imaging.ResizeCenterCrop {
+	if d.ResizeMode == arch.CenterCrop {
 		p.ResizeShorter = imaging.CenterCropResize(max(d.Height, d.Width), d.CenterCropRatio)
 	}
 	return p

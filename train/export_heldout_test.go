@@ -55,7 +55,7 @@ func TestExportReadsOnlyTheRunDirectory(t *testing.T) {
 	}
 	moved := cfg
 	moved.Data.Dir = filepath.Join(t.TempDir(), "absent")
-	if err := writeYAML(cfgPath, moved); err != nil {
+	if err := writeConfig(cfgPath, moved); err != nil {
 		t.Fatal(err)
 	}
 	standalone := filepath.Join(t.TempDir(), "model")

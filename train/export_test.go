@@ -12,10 +12,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/config"
-	"github.com/bicyc/bicyc/imaging"
 	"github.com/bicyc/bicyc/infer"
+	"github.com/bicyc/bicyc/rundir"
 )
 
 // TestExportMatchesTraining trains all of Fashion-MNIST in two tasks (quick
@@ -47,10 +48,10 @@ func TestExportMatchesTraining(t *testing.T) {
 		t.Fatal(err)
 	}
 	model, b := exportBundle(t, dir)
-	if p := b.Manifest.Preprocess; p.ResizeMode != imaging.ResizeSquash || p.ResizeShorter != 0 {
+	if p := b.Manifest.Preprocess; p.ResizeMode != arch.Squash || p.ResizeShorter != 0 {
 		t.Errorf("Fashion-MNIST manifest preprocessing %+v, want squash stated explicitly", p)
 	}
-	var shipped Summary
+	var shipped rundir.Summary
 	if err := json.Unmarshal(b.Manifest.Metrics, &shipped); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/infer"
 	"github.com/bicyc/bicyc/models"
@@ -32,16 +33,16 @@ func TestLinearBiasTrainedSavedExported(t *testing.T) {
 		t.Skip("trains on Fashion-MNIST")
 	}
 	cfg := smallQuick(config.MethodBicyc)
-	cfg.Model.Mapper, cfg.Model.LinearBias = models.MapperLinear, true
+	cfg.Model.Mapper, cfg.Model.LinearBias = arch.Linear, true
 	cfg.Export.Enabled = false
 	dir := t.TempDir()
 	r := trainRun(t, cfg, dir, 2)
 	a := r.State().Adapter
-	if a == nil || a.Kind() != models.MapperLinearBias {
-		t.Fatalf("adapter %v, want kind %s", a, models.MapperLinearBias)
+	if a == nil || a.Kind() != arch.LinearBias {
+		t.Fatalf("adapter %v, want kind %s", a, arch.LinearBias)
 	}
 	s := cfg.Model.FeatureDim
-	initial, err := models.NewMapper(models.MapperLinearBias, s, 0, r.rng("adapter", 1))
+	initial, err := models.NewMapper(arch.LinearBias, s, 0, r.rng("adapter", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,12 +54,12 @@ func TestLinearBiasTrainedSavedExported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Adapter.Kind() != models.MapperLinearBias || !slices.EqualFunc(st.Adapter.State(), a.State(), equalTensor) {
+	if st.Adapter.Kind() != arch.LinearBias || !slices.EqualFunc(st.Adapter.State(), a.State(), equalTensor) {
 		t.Error("the checkpoint's adapter differs from the trained one")
 	}
 	model, b := exportBundle(t, dir)
-	if b.Manifest.Adapter != models.MapperLinearBias {
-		t.Errorf("manifest adapter %q, want %q", b.Manifest.Adapter, models.MapperLinearBias)
+	if b.Manifest.Adapter != string(arch.LinearBias) {
+		t.Errorf("manifest adapter %q, want %q", b.Manifest.Adapter, arch.LinearBias)
 	}
 	clf, err := infer.Open(context.Background(), model, infer.WithLog(io.Discard))
 	if err != nil {

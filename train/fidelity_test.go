@@ -7,6 +7,7 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/models"
 )
@@ -93,7 +94,7 @@ func adapterAfter(t *testing.T, epochs int, ms []float64, decay float64) []float
 	for i := range zOld {
 		zOld[i], zNew[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
 	}
-	a, err := models.NewMapper(models.MapperLinear, s, 1, rand.New(rand.NewPCG(5, 6)))
+	a, err := models.NewMapper(arch.Linear, s, 1, rand.New(rand.NewPCG(5, 6)))
 	if err != nil {
 		t.Fatal(err)
 	}

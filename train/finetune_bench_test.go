@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/models/ops"
@@ -39,7 +40,7 @@ func BenchmarkFineTune224(b *testing.B) {
 	for _, task := range []int{1, 2} {
 		for _, frozen := range []int{0, 4} {
 			b.Run(fmt.Sprintf("task%d/frozen%d", task, frozen), func(b *testing.B) {
-				backbone, err := models.NewBackbone(models.ArchResNet18ImageNet, 3, s, rng)
+				backbone, err := models.NewBackbone(arch.ResNet18ImageNet, 3, s, rng)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -49,10 +50,10 @@ func BenchmarkFineTune224(b *testing.B) {
 				nets := train.Stage1Nets{Backbone: backbone, Head: models.NewLinear(s, classes, true, rng)}
 				if task > 1 {
 					nets.Old = backbone.Clone()
-					if nets.Distiller, err = models.NewMapper(models.MapperMLP, s, 32, rng); err != nil {
+					if nets.Distiller, err = models.NewMapper(arch.MLP, s, 32, rng); err != nil {
 						b.Fatal(err)
 					}
-					if nets.Adapter, err = models.NewMapper(models.MapperMLP, s, 32, rng); err != nil {
+					if nets.Adapter, err = models.NewMapper(arch.MLP, s, 32, rng); err != nil {
 						b.Fatal(err)
 					}
 				}

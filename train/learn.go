@@ -16,24 +16,11 @@ import (
 	"github.com/bicyc/bicyc/rundir"
 )
 
-// LearnedTask records a task added to a finished run by Learn: its class
-// ids and the image folders its classes came from, so that a resumed or
-// re-evaluated run can load them again.
-type LearnedTask struct {
-	Task     int    `json:"task"` // 0-based index into the task stream
-	TrainDir string `json:"train_dir"`
-	TestDir  string `json:"test_dir"`
-	Classes  []int  `json:"classes"`
-	// Config is the configuration the task was learned with, when it
-	// differed from the run's (LearnOptions.Config); nil means the run's.
-	Config *config.Config `json:"config,omitempty"`
-}
-
 // LearnKeys are the configuration keys Learn may change for the new task:
-// LaterTaskKeys and the optimisation settings of the new task's own
+// config.LaterTaskKeys and the optimisation settings of the new task's own
 // training. The others (data, model, stream, seed, classifier, ...) shaped
 // the tasks already learned.
-var LearnKeys = append(slices.Clone(LaterTaskKeys),
+var LearnKeys = append(slices.Clone(config.LaterTaskKeys),
 	"train.batch_size", "train.momentum", "train.weight_decay", "train.milestones", "train.milestone_rounding",
 	"train.lr_decay", "train.clip_norm", "train.eval_batch", "data.skip_unreadable",
 	"loss.anti_collapse", "loss.alpha", "loss.beta", "loss.ac_shrink", "loss.ac_jitter")
@@ -68,15 +55,15 @@ const (
 // set, so the original test data must still be readable.
 func (r *Run) Learn(ctx context.Context, trainDir, testDir string, opts LearnOptions) error {
 	if r.state.Completed != len(r.stream.Tasks) {
-		return fmt.Errorf("%s: the run has finished %d of %d tasks (a train or learn was interrupted): resume it with `bicyc train --resume %s`, which also exports it, before learning a new task",
-			r.dir, r.state.Completed, len(r.stream.Tasks), r.dir)
+		return fmt.Errorf("%s: the run has finished %d of %d tasks (a train or learn was interrupted): resume it (train.Resume), which also exports it, before learning a new task",
+			r.dir, r.state.Completed, len(r.stream.Tasks))
 	}
 	if err := r.refuseBehindModel(trainDir); err != nil {
 		return err
 	}
-	task := LearnedTask{Task: len(r.stream.Tasks), TrainDir: trainDir, TestDir: testDir}
+	task := rundir.LearnedTask{Task: len(r.stream.Tasks), TrainDir: trainDir, TestDir: testDir}
 	if opts.Config != nil {
-		if keys := differencesOutside(r.cfg, *opts.Config, LearnKeys); len(keys) > 0 {
+		if keys := config.DifferencesOutside(r.cfg, *opts.Config, LearnKeys); len(keys) > 0 {
 			return fmt.Errorf("%s: learn: %w: %s can only change when the run starts", r.dir, ErrForkMismatch, strings.Join(keys, ", "))
 		}
 		if err := opts.Config.Validate(); err != nil {
@@ -109,7 +96,7 @@ func (r *Run) Learn(ctx context.Context, trainDir, testDir string, opts LearnOpt
 	r.learned = append(r.learned, task)
 	// The stream is saved before training: if learning is interrupted, the
 	// run resumes with the new task, like any other unfinished task.
-	if err := durable.WriteJSON(filepath.Join(r.dir, "stream.json"), r.streamRecord()); err != nil {
+	if err := durable.WriteJSON(filepath.Join(r.dir, rundir.StreamFile), r.streamRecord()); err != nil {
 		return err
 	}
 	r.log.printf("learning task %d: %d new classes %v from %s", task.Task+1, len(task.Classes), train.ClassNames, trainDir)
@@ -156,7 +143,7 @@ func sameFolder(a, b string) bool {
 
 // loadLearned reads a learned task's image folders with the run's
 // preprocessing and the task's own data.skip_unreadable.
-func (r *Run) loadLearned(task LearnedTask) (train, test *data.Dataset, err error) {
+func (r *Run) loadLearned(task rundir.LearnedTask) (train, test *data.Dataset, err error) {
 	cfg := r.cfg
 	if task.Config != nil {
 		cfg = *task.Config
@@ -178,7 +165,7 @@ func (r *Run) checkLearnData(train *data.Dataset, allowDuplicates bool) error {
 	if err := names.CheckNew(existing, train.ClassNames); err != nil {
 		hint := ""
 		if errors.Is(err, names.ErrLookalike) && !allowDuplicates {
-			hint = " (--allow-duplicate-names learns a class named like one the run has)"
+			hint = " (LearnOptions.AllowDuplicateNames learns a class named like one the run has)"
 		}
 		errs = append(errs, fmt.Errorf("%s: %w%s", train.Source, err, hint))
 	}
@@ -195,7 +182,7 @@ func (r *Run) checkLearnData(train *data.Dataset, allowDuplicates bool) error {
 
 // appendLearned adds a learned task's images (labels offset to its class
 // ids) to the run's datasets and its classes to the stream.
-func (r *Run) appendLearned(task LearnedTask, train, test *data.Dataset) error {
+func (r *Run) appendLearned(task rundir.LearnedTask, train, test *data.Dataset) error {
 	if len(train.ClassNames) != len(task.Classes) {
 		return fmt.Errorf("%s: %d class folders, the run recorded %d classes for task %d", task.TrainDir, len(train.ClassNames), len(task.Classes), task.Task+1)
 	}

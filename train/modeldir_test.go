@@ -19,7 +19,7 @@ func TestModelDir(t *testing.T) {
 		run := t.TempDir()
 		cfg := config.Default()
 		cfg.Export.Dir = c.exportDir
-		if err := writeYAML(filepath.Join(run, "config.yaml"), cfg); err != nil {
+		if err := writeConfig(filepath.Join(run, "config.yaml"), cfg); err != nil {
 			t.Fatal(err)
 		}
 		want := c.want

@@ -5,6 +5,7 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/pretrained"
@@ -55,9 +56,9 @@ func buildLinear(l *models.Linear, g *G.ExprGraph, x *G.Node) (*G.Node, G.Nodes,
 
 // mapperKind is the models mapper kind of D and A: model.mapper, with
 // model.linear_bias choosing the linear map with a bias.
-func mapperKind(m config.Model) string {
-	if m.Mapper == models.MapperLinear && m.LinearBias {
-		return models.MapperLinearBias
+func mapperKind(m config.Model) arch.Mapper {
+	if m.Mapper == arch.Linear && m.LinearBias {
+		return arch.LinearBias
 	}
 	return m.Mapper
 }

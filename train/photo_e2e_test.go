@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/image/draw"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
@@ -158,7 +159,7 @@ func pretrainedPhotoConfig(root string) config.Config {
 	c := photoConfig(root)
 	c.Data.Height, c.Data.Width = 32, 32
 	c.Train.LR, c.Train.BackboneLRScale, c.Train.MinSteps = 0.1, 0.1, 100
-	c.Model.Backbone, c.Model.Width, c.Model.FreezeStages = models.ArchResNet18ImageNet, 4, 2
+	c.Model.Backbone, c.Model.Width, c.Model.FreezeStages = arch.ResNet18ImageNet, 4, 2
 	c.Model.Pretrained = filepath.Join("..", "pretrained", "testdata", "resnet18_w4.onnx")
 	return c
 }
@@ -269,7 +270,7 @@ func checkPhotoRun(t *testing.T, r *Run, files map[string][]string, minTAg, minT
 
 	model, b := exportBundle(t, r.Dir())
 	side := cfg.Data.Height
-	if p := b.Manifest.Preprocess; p.ResizeMode != imaging.ResizeCenterCrop || p.ResizeShorter != imaging.CenterCropResize(side, 0.875) || p.Height != side || p.Mean[0] != 0.485 {
+	if p := b.Manifest.Preprocess; p.ResizeMode != arch.CenterCrop || p.ResizeShorter != imaging.CenterCropResize(side, 0.875) || p.Height != side || p.Mean[0] != 0.485 {
 		t.Fatalf("manifest preprocessing %+v, want a %dx%d center crop of the shorter side resized to %d, ImageNet mean", p, side, side, imaging.CenterCropResize(side, 0.875))
 	}
 	clf, err := infer.Open(context.Background(), model, infer.WithLog(io.Discard))

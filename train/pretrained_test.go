@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/pretrained"
@@ -23,7 +24,7 @@ func TestPretrainedFrozenFineTune(t *testing.T) {
 	cfg := config.Default()
 	cfg.Data = cifarData(dir)
 	cfg.Stream.Tasks = 2
-	cfg.Model.Backbone, cfg.Model.Width, cfg.Model.FreezeStages = models.ArchResNet18ImageNet, 4, 4
+	cfg.Model.Backbone, cfg.Model.Width, cfg.Model.FreezeStages = arch.ResNet18ImageNet, 4, 4
 	cfg.Model.Pretrained = filepath.Join("..", "pretrained", "testdata", "resnet18_w4.onnx")
 	cfg.Model.HiddenMult = 2
 	cfg.Train.BackboneLRScale = 0.1
@@ -92,7 +93,7 @@ func importedState(t *testing.T, cfg config.Config) map[string][]float32 {
 
 // TestBackboneLRScale checks the split: every trainable backbone tensor but the reduction's at the factor.
 func TestBackboneLRScale(t *testing.T) {
-	b, err := models.NewBackboneWidth(models.ArchResNet18ImageNet, 4, 3, 8, rand.New(rand.NewPCG(2, 2)))
+	b, err := models.NewBackboneWidth(arch.ResNet18ImageNet, 4, 3, 8, rand.New(rand.NewPCG(2, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/models"
+	"github.com/bicyc/bicyc/rundir"
 )
 
 func rehearsalParams(rh *Rehearsal) []*tensor.Dense {
@@ -153,7 +154,7 @@ func TestRehearsalSwitch(t *testing.T) {
 	base.Train.EpochsFirst, base.Train.Epochs = 1, 2
 	base.Adapter.TransportSamples = 100
 	src := trainRun(t, base, t.TempDir(), 1).Dir()
-	fork := func(lambda float64, on bool) (Summary, string) {
+	fork := func(lambda float64, on bool) (rundir.Summary, string) {
 		cfg := base
 		cfg.Loss.Rehearsal.Enabled, cfg.Loss.Rehearsal.Lambda = on, lambda
 		var log strings.Builder

@@ -9,91 +9,39 @@ import (
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/durable"
+	"github.com/bicyc/bicyc/rundir"
 	"github.com/bicyc/bicyc/train/metrics"
 )
 
-// Summary is the run's metrics.json: the paper's metrics for the
-// task-agnostic (TAg) and task-aware (TAw) classifiers, the accuracy
-// matrices, and the per-task reports.
-type Summary struct {
-	Method    config.Method   `json:"method"`
-	Seed      int64           `json:"seed"`
-	Completed int             `json:"completed_tasks"`
-	Tasks     int             `json:"tasks"`
-	TAg       MetricSet       `json:"tag"`
-	TAw       MetricSet       `json:"taw"`
-	Reports   []TaskReport    `json:"reports"`
-	MatrixTAg *metrics.Matrix `json:"acc_tag"`
-	MatrixTAw *metrics.Matrix `json:"acc_taw"`
-}
-
-// MetricSet holds A_last, A_inc and F_last (fractions in [0,1]; docs/method.md,
-// "Metrics") after the last completed task, and A_last after every step.
-type MetricSet struct {
-	ALast float64   `json:"a_last"`
-	AInc  float64   `json:"a_inc"`
-	FLast float64   `json:"f_last"`
-	Steps []float64 `json:"a_last_per_step"`
-}
-
 // Summary computes the run's metrics from the reports of the completed tasks.
-func (r *Run) Summary() (Summary, error) { return summarize(r.cfg, r.stream.Tasks, r.state) }
+func (r *Run) Summary() (rundir.Summary, error) { return summarize(r.cfg, r.stream.Tasks, r.state) }
 
 // summarize computes the metrics of state st, whose reports are the first
 // st.Completed tasks of tasks.
-func summarize(cfg config.Config, tasks [][]int, st *State) (Summary, error) {
+func summarize(cfg config.Config, tasks [][]int, st *State) (rundir.Summary, error) {
 	counts := make([]int, len(tasks))
 	for i, t := range tasks {
 		counts[i] = len(t)
 	}
 	tag, err := metrics.NewMatrix(counts)
 	if err != nil {
-		return Summary{}, err
+		return rundir.Summary{}, err
 	}
 	taw, _ := metrics.NewMatrix(counts)
 	for _, rep := range st.Reports {
 		if err := tag.AddStep(rep.TAg); err != nil {
-			return Summary{}, err
+			return rundir.Summary{}, err
 		}
 		if err := taw.AddStep(rep.TAw); err != nil {
-			return Summary{}, err
+			return rundir.Summary{}, err
 		}
 	}
-	s := Summary{Method: cfg.Method, Seed: cfg.Seed, Completed: st.Completed, Tasks: len(tasks),
+	s := rundir.Summary{Method: cfg.Method, Seed: cfg.Seed, Completed: st.Completed, Tasks: len(tasks),
 		Reports: st.Reports, MatrixTAg: tag, MatrixTAw: taw}
 	if tag.Steps() > 0 {
-		s.TAg, s.TAw = metricSet(tag), metricSet(taw)
+		s.TAg, s.TAw = rundir.MetricsOf(tag), rundir.MetricsOf(taw)
 	}
 	return s, nil
-}
-
-// Validation returns the task-agnostic metrics on the validation split
-// (data.val_per_class): the same A_last, A_inc and F_last as TAg, computed
-// from every completed task's ValTAg. ok is false when a completed task
-// has no validation accuracies (a run without a validation split). Choose
-// settings on these numbers; the test metrics are read once at the end.
-func (s Summary) Validation() (ms MetricSet, ok bool) {
-	if s.MatrixTAg == nil || len(s.Reports) == 0 {
-		return MetricSet{}, false
-	}
-	m, err := metrics.NewMatrix(s.MatrixTAg.ClassCounts())
-	if err != nil {
-		return MetricSet{}, false
-	}
-	for _, rep := range s.Reports {
-		if len(rep.ValTAg) == 0 || m.AddStep(rep.ValTAg) != nil {
-			return MetricSet{}, false
-		}
-	}
-	return metricSet(m), true
-}
-
-func metricSet(m *metrics.Matrix) MetricSet {
-	ms := MetricSet{ALast: metrics.ALast(m), AInc: metrics.AInc(m), FLast: metrics.FLast(m, metrics.OldTasks)}
-	for t := 0; t < m.Steps(); t++ {
-		ms.Steps = append(ms.Steps, metrics.ALastAt(m, t))
-	}
-	return ms
 }
 
 // writeMetrics writes metrics.json, metrics.csv (one row per task) and the
@@ -103,7 +51,7 @@ func (r *Run) writeMetrics() error {
 	if err != nil {
 		return err
 	}
-	if err := durable.WriteJSON(filepath.Join(r.dir, "metrics.json"), s); err != nil {
+	if err := durable.WriteJSON(filepath.Join(r.dir, rundir.MetricsFile), s); err != nil {
 		return err
 	}
 	for name, m := range map[string]*metrics.Matrix{"acc_tag.csv": s.MatrixTAg, "acc_taw.csv": s.MatrixTAw} {

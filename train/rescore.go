@@ -8,24 +8,13 @@ import (
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/durable"
+	"github.com/bicyc/bicyc/rundir"
 )
 
-// RescoreDifferences lists the keys in which a and b differ other than
-// ClassifierKeys and those that do not change what a run computes (its name
-// and directory, threads, export.*): the reasons a run of b cannot be
-// rescored from a run of a.
-func RescoreDifferences(a, b config.Config) []string {
-	return differencesOutside(a, b, slices.Concat(ClassifierKeys, bookkeepingKeys))
-}
-
-// bookkeepingKeys change where a run is and what it writes at its end, not
-// what it trains or measures.
-var bookkeepingKeys = []string{"run_dir", "run_name", "threads", "export.enabled", "export.dir", "export.accept_rate"}
-
 // Rescore creates the run directory dir for cfg from the run in src without
-// training: cfg may differ from src's configuration only in ClassifierKeys,
+// training: cfg may differ from src's configuration only in config.ClassifierKeys,
 // which act only when a task is evaluated, and in keys that change nothing
-// a run computes (RescoreDifferences), so every task src completed trains
+// a run computes (config.RescoreDifferences), so every task src completed trains
 // exactly the same under cfg. Rescore takes src's task stream and,
 // for each completed task, its checkpoint, evaluates the task again (test
 // set and validation split) with cfg's classifier, and writes the
@@ -41,7 +30,7 @@ var bookkeepingKeys = []string{"run_dir", "run_name", "threads", "export.enabled
 // returned run continues with Execute as a resumed one would. Nothing in src
 // is modified.
 func Rescore(src string, cfg config.Config, dir string, opts Options) (*Run, error) {
-	_, rec, err := readSource(src, cfg, RescoreDifferences)
+	_, rec, err := readSource(src, cfg, config.RescoreDifferences)
 	if err != nil {
 		return nil, fmt.Errorf("rescore %s (only classifier.* may differ): %w", src, err)
 	}
@@ -56,7 +45,7 @@ func Rescore(src string, cfg config.Config, dir string, opts Options) (*Run, err
 	if err != nil {
 		return nil, err
 	}
-	if err := durable.WriteJSON(filepath.Join(dir, "stream.json"), r.streamRecord()); err != nil {
+	if err := durable.WriteJSON(filepath.Join(dir, rundir.StreamFile), r.streamRecord()); err != nil {
 		return r.fail(err)
 	}
 	r.log.printf("run %s: %s on %s, %d tasks, seed %d, tasks 1-%d taken from %s and evaluated again with this run's classifier",
@@ -66,7 +55,7 @@ func Rescore(src string, cfg config.Config, dir string, opts Options) (*Run, err
 	}
 	// As in Fork, config.yaml comes after the checkpoints: it marks a run
 	// that can be resumed, and a rescore killed before it is started again.
-	if err := writeYAML(filepath.Join(dir, "config.yaml"), cfg); err != nil {
+	if err := writeConfig(filepath.Join(dir, rundir.ConfigFile), cfg); err != nil {
 		return r.fail(err)
 	}
 	return r, r.writeMetrics()

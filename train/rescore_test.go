@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bicyc/bicyc/config"
 )
 
 // TestRescoreMatchesTraining rescores a run stopped after 2 tasks with
@@ -58,7 +60,7 @@ func TestRescoreMatchesTraining(t *testing.T) {
 
 	other := cal
 	other.RunName, other.Threads, other.Export.Enabled = "elsewhere", 1, !cal.Export.Enabled
-	if keys := RescoreDifferences(cal, other); len(keys) != 0 {
+	if keys := config.RescoreDifferences(cal, other); len(keys) != 0 {
 		t.Errorf("run name, threads and export keys reported as differences: %v", keys)
 	}
 	other.Train.Epochs = 2

@@ -42,7 +42,7 @@ type Run struct {
 	progress    io.Writer
 	stopAfter   int
 	// learned are the tasks added by Learn, in order.
-	learned []LearnedTask
+	learned []rundir.LearnedTask
 	// lock is the run's writer lock (rundir.Lock), nil for a run opened
 	// read-only (Open); lockCtx is cancelled if another process takes it
 	// over.
@@ -64,7 +64,7 @@ type State struct {
 	// ClassCounts maps a class id to its number of training images.
 	ClassCounts map[int]int
 	// Reports holds one entry per completed task.
-	Reports []TaskReport
+	Reports []rundir.TaskReport
 	// heldOut are the held-out features the checkpoint stores for the
 	// export's calibration (Run.heldOutFeatures); nil without a
 	// validation split.
@@ -121,10 +121,10 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 		return nil, err
 	}
 	// stream.json first: config.yaml marks a run that can be resumed.
-	if err := durable.WriteJSON(filepath.Join(dir, "stream.json"), r.streamRecord()); err != nil {
+	if err := durable.WriteJSON(filepath.Join(dir, rundir.StreamFile), r.streamRecord()); err != nil {
 		return r.fail(err)
 	}
-	if err := writeYAML(filepath.Join(dir, "config.yaml"), cfg); err != nil {
+	if err := writeConfig(filepath.Join(dir, rundir.ConfigFile), cfg); err != nil {
 		return r.fail(err)
 	}
 	r.log.printf("run %s: %s on %s, %d tasks, seed %d", dir, cfg.Method, cfg.Data.Kind, len(stream.Tasks), cfg.Seed)
@@ -142,8 +142,8 @@ func New(cfg config.Config, dir string, opts Options) (*Run, error) {
 // nothing: the start New and Fork share. createDir comes once everything
 // else is known to work.
 func prepareRun(cfg config.Config, dir string, opts Options) (*Run, error) {
-	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); err == nil {
-		return nil, fmt.Errorf("%s already holds a run: resume it with --resume, or choose another run name", dir)
+	if _, err := os.Stat(filepath.Join(dir, rundir.ConfigFile)); err == nil {
+		return nil, fmt.Errorf("%s already holds a run: resume it (train.Resume), or choose another run name (run_name)", dir)
 	}
 	if _, _, err := trainingDevice(cfg); err != nil {
 		return nil, err
@@ -167,9 +167,9 @@ func (r *Run) createDir(opts Options) error {
 	if err := r.takeLock(opts); err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(r.dir, "config.yaml")); err == nil {
+	if _, err := os.Stat(filepath.Join(r.dir, rundir.ConfigFile)); err == nil {
 		r.Close()
-		return fmt.Errorf("%s already holds a run: resume it with --resume, or choose another run name", r.dir)
+		return fmt.Errorf("%s already holds a run: resume it (train.Resume), or choose another run name (run_name)", r.dir)
 	}
 	if err := r.openLog(opts.Log); err != nil {
 		r.Close()
@@ -232,7 +232,7 @@ func Open(dir string, opts Options) (*Run, error) {
 }
 
 func openRun(dir string, opts Options, write bool) (_ *Run, err error) {
-	cfg, err := config.ReadRun(filepath.Join(dir, "config.yaml"))
+	cfg, err := config.ReadRun(filepath.Join(dir, rundir.ConfigFile))
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", dir, err)
 	}
@@ -264,8 +264,8 @@ func openRun(dir string, opts Options, write bool) (_ *Run, err error) {
 		}
 	}
 	r.logDevice()
-	var rec streamRecord
-	if err := readJSON(filepath.Join(dir, "stream.json"), &rec); err != nil {
+	rec, err := rundir.ReadStream(dir)
+	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", dir, err)
 	}
 	r.stream = data.TaskStream{Order: rec.Order, Tasks: rec.Tasks}
@@ -385,7 +385,7 @@ func (r *Run) lockLost() error {
 
 // learnTaskWith runs learnTask under the configuration task t was learned
 // with (LearnOptions.Config), when it has one of its own.
-func (r *Run) learnTaskWith(ctx context.Context, t int) (TaskReport, error) {
+func (r *Run) learnTaskWith(ctx context.Context, t int) (rundir.TaskReport, error) {
 	for _, l := range r.learned {
 		if l.Task == t && l.Config != nil {
 			saved := r.cfg
@@ -452,17 +452,9 @@ func (r *Run) seed(purpose string, task int) int64 {
 	return int64(h.Sum64() >> 1)
 }
 
-// streamRecord is stream.json: the task stream, the class names, and the
-// tasks added after the fact by Learn.
-type streamRecord struct {
-	Order      []int         `json:"order"`
-	Tasks      [][]int       `json:"tasks"`
-	ClassNames []string      `json:"class_names"`
-	Learned    []LearnedTask `json:"learned,omitempty"`
-}
-
-func (r *Run) streamRecord() streamRecord {
-	return streamRecord{Order: r.stream.Order, Tasks: r.stream.Tasks, ClassNames: r.train.ClassNames, Learned: r.learned}
+// streamRecord is the run's stream.json.
+func (r *Run) streamRecord() rundir.Stream {
+	return rundir.Stream{Order: r.stream.Order, Tasks: r.stream.Tasks, ClassNames: r.train.ClassNames, Learned: r.learned}
 }
 
 // ClassNames are the dataset's class names, indexed by class id.

@@ -111,8 +111,8 @@ func TestLearnRefusesBadNewClasses(t *testing.T) {
 		opts LearnOptions
 		want string
 	}{
-		{"dup", LearnOptions{}, `class name "Bag": class names that look alike: it is "Bag", an existing class (--allow`},
-		{"alike", LearnOptions{}, `class name "bag": class names that look alike: it is "Bag", an existing class up to letter case or Unicode form (--allow-duplicate-names`},
+		{"dup", LearnOptions{}, `class name "Bag": class names that look alike: it is "Bag", an existing class (LearnOptions.AllowDuplicateNames`},
+		{"alike", LearnOptions{}, `class name "bag": class names that look alike: it is "Bag", an existing class up to letter case or Unicode form (LearnOptions.AllowDuplicateNames`},
 		{"few", LearnOptions{}, `has 1 training images, need at least 2`},
 		{"few", LearnOptions{AllowDuplicateNames: true}, `need at least 2`},
 		{"dup", LearnOptions{Config: &changed}, "seed"},

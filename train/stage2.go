@@ -14,6 +14,7 @@ import (
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/models/ops"
 	"github.com/bicyc/bicyc/models/optim"
+	"github.com/bicyc/bicyc/rundir"
 )
 
 // adapterGraph trains A on cached feature pairs (docs/method.md, Stage II step 1):
@@ -175,23 +176,6 @@ type featurePairs struct {
 	flips    bool
 }
 
-// TransportChoice records which map carried the old classes into the new
-// feature space after a task (adapter.select) and the held-out MSE of each
-// candidate on the validation images of the task's classes.
-type TransportChoice struct {
-	// Map is "adapter" (A), "ensemble" (the mean of A and the
-	// adapter.ensemble members), "identity" (prototypes kept as they were)
-	// or "linear" (the ridge least-squares affine map, gauss.FitAffine).
-	Map string `json:"map"`
-	// HeldOutMSE maps each candidate to MSE(map(z_old), z_new) on the
-	// validation images; empty when the choice was not scored.
-	HeldOutMSE map[string]float64 `json:"held_out_mse,omitempty"`
-	// Images is the number of validation images scored.
-	Images int `json:"images"`
-	// Reason says why A was used without scoring, when it was.
-	Reason string `json:"reason,omitempty"`
-}
-
 // Transport maps, in the order a tie prefers them: A is the method's own.
 const (
 	MapAdapter  = "adapter"
@@ -208,7 +192,7 @@ const affineRidge = 1e-2
 // trains a fresh one), picks the transport map (adapter.select) and moves
 // every old prototype in protos into the new feature space. It returns the
 // adapter the run keeps.
-func (r *Run) stage2(t int, p featurePairs, adapt *models.Mapper, protos map[int]gauss.Gaussian, rep *TaskReport) (*models.Mapper, error) {
+func (r *Run) stage2(t int, p featurePairs, adapt *models.Mapper, protos map[int]gauss.Gaussian, rep *rundir.TaskReport) (*models.Mapper, error) {
 	cfg := r.cfg
 	s := cfg.Model.FeatureDim
 	zOld, err := features(p.old, r.train, p.idx, r.prep, cfg.Train.EvalBatch, p.flips)
@@ -285,33 +269,33 @@ func (r *Run) stage2(t int, p featurePairs, adapt *models.Mapper, protos map[int
 // and returns the best, with the affine map when it wins. Without
 // adapter.select or validation images it returns the ensemble, or A,
 // unscored.
-func (r *Run) chooseTransport(t int, p featurePairs, zOld []float32, aMap, ensemble gauss.FeatureMap) (TransportChoice, gauss.Affine, error) {
+func (r *Run) chooseTransport(t int, p featurePairs, zOld []float32, aMap, ensemble gauss.FeatureMap) (rundir.TransportChoice, gauss.Affine, error) {
 	unscored := MapAdapter
 	if ensemble != nil {
 		unscored = MapEnsemble
 	}
 	if !r.cfg.Adapter.Select {
-		return TransportChoice{Map: unscored, Reason: "adapter.select is off"}, gauss.Affine{}, nil
+		return rundir.TransportChoice{Map: unscored, Reason: "adapter.select is off"}, gauss.Affine{}, nil
 	}
 	val := r.valIndices(r.stream.Tasks[t])
 	if len(val) < 2 {
 		r.log.printf("task %d transport: through %s, unchecked: %d validation images of the new classes (data.val_per_class)", t+1, unscored, len(val))
-		return TransportChoice{Map: unscored, Images: len(val), Reason: "fewer than 2 validation images"}, gauss.Affine{}, nil
+		return rundir.TransportChoice{Map: unscored, Images: len(val), Reason: "fewer than 2 validation images"}, gauss.Affine{}, nil
 	}
 	s := r.cfg.Model.FeatureDim
 	vOld, err := features(p.old, r.train, val, r.prep, r.cfg.Train.EvalBatch, false)
 	if err != nil {
-		return TransportChoice{}, gauss.Affine{}, err
+		return rundir.TransportChoice{}, gauss.Affine{}, err
 	}
 	vNew, err := features(p.cur, r.train, val, r.prep, r.cfg.Train.EvalBatch, false)
 	if err != nil {
-		return TransportChoice{}, gauss.Affine{}, err
+		return rundir.TransportChoice{}, gauss.Affine{}, err
 	}
 	affine, err := gauss.FitAffine(zOld, p.zNew, p.rows, s, affineRidge)
 	if err != nil {
-		return TransportChoice{}, gauss.Affine{}, fmt.Errorf("linear transport map: %w", err)
+		return rundir.TransportChoice{}, gauss.Affine{}, fmt.Errorf("linear transport map: %w", err)
 	}
-	choice := TransportChoice{Images: len(val), HeldOutMSE: map[string]float64{MapIdentity: gauss.MeanSquaredError(vOld, vNew)}}
+	choice := rundir.TransportChoice{Images: len(val), HeldOutMSE: map[string]float64{MapIdentity: gauss.MeanSquaredError(vOld, vNew)}}
 	candidates := map[string]gauss.FeatureMap{MapAdapter: aMap, MapLinear: affine.Map}
 	if ensemble != nil {
 		candidates[MapEnsemble] = ensemble
@@ -319,7 +303,7 @@ func (r *Run) chooseTransport(t int, p featurePairs, zOld []float32, aMap, ensem
 	for name, f := range candidates {
 		out, err := f(vOld, len(val))
 		if err != nil {
-			return TransportChoice{}, gauss.Affine{}, fmt.Errorf("transport map %s: %w", name, err)
+			return rundir.TransportChoice{}, gauss.Affine{}, fmt.Errorf("transport map %s: %w", name, err)
 		}
 		choice.HeldOutMSE[name] = gauss.MeanSquaredError(out, vNew)
 	}

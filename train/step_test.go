@@ -11,6 +11,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/imaging"
@@ -29,15 +30,15 @@ func ExampleStage1Step() {
 	}
 	const batch, s = 32, 64
 	rng := rand.New(rand.NewPCG(1, 2))
-	old, err := models.NewBackbone(models.ArchConvNet, 1, s, rng)
+	old, err := models.NewBackbone(arch.ConvNet, 1, s, rng)
 	if err != nil {
 		log.Fatal(err)
 	}
-	d, err := models.NewMapper(models.MapperMLP, s, models.DefaultHiddenMult, rng)
+	d, err := models.NewMapper(arch.MLP, s, models.DefaultHiddenMult, rng)
 	if err != nil {
 		log.Fatal(err)
 	}
-	a, err := models.NewMapper(models.MapperMLP, s, models.DefaultHiddenMult, rng)
+	a, err := models.NewMapper(arch.MLP, s, models.DefaultHiddenMult, rng)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -77,15 +78,15 @@ func ExampleStage1Step() {
 func smallNets(t *testing.T, headOut int) train.Stage1Nets {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
-	old, err := models.NewBackbone(models.ArchConvNet, 1, 8, rng)
+	old, err := models.NewBackbone(arch.ConvNet, 1, 8, rng)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := models.NewMapper(models.MapperMLP, 8, 2, rng)
+	d, err := models.NewMapper(arch.MLP, 8, 2, rng)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := models.NewMapper(models.MapperMLP, 8, 2, rng)
+	a, err := models.NewMapper(arch.MLP, 8, 2, rng)
 	if err != nil {
 		t.Fatal(err)
 	}

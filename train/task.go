@@ -13,65 +13,20 @@ import (
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/kernels"
 	"github.com/bicyc/bicyc/models"
+	"github.com/bicyc/bicyc/rundir"
 )
-
-// TaskReport records what happened in one task: its accuracy row, the last
-// epoch's loss terms, and where the time went.
-type TaskReport struct {
-	Task    int       `json:"task"` // 1-based
-	Classes []int     `json:"classes"`
-	TAg     []float64 `json:"tag"` // accuracy on the test set of each task so far
-	TAw     []float64 `json:"taw"`
-	// Losses are the mean unweighted Stage I loss terms of the last epoch.
-	Losses map[string]float64 `json:"losses"`
-	// AdapterLoss is the last Stage II epoch's mean MSE(A(z_old), z_new).
-	AdapterLoss float64 `json:"adapter_loss,omitempty"`
-	// Seconds spent in each stage, and Stage I training images per second.
-	Stage1Seconds     float64 `json:"stage1_seconds"`
-	Stage1ImagesPerS  float64 `json:"stage1_images_per_second"`
-	Stage2Seconds     float64 `json:"stage2_seconds"`
-	TransportSeconds  float64 `json:"transport_seconds"`
-	EvaluationSeconds float64 `json:"evaluation_seconds"`
-	// Transport says which map carried the old classes into this task's
-	// feature space (adapter.select); nil for task 1 and finetune.
-	Transport *TransportChoice `json:"transport,omitempty"`
-	// Anchors records the drift anchors added to Stage II's fit
-	// (anchors.per_class); nil when there were none.
-	Anchors *AnchorReport `json:"anchors,omitempty"`
-	// ValTAg is the task-agnostic accuracy on each task's validation
-	// images (data.val_per_class); empty when a task has none.
-	ValTAg []float64 `json:"val_tag,omitempty"`
-	// Drift holds the drift diagnostics when eval.drift is on.
-	Drift *Drift `json:"drift,omitempty"`
-	// Build is the bicyc build that trained this task: the Go version and,
-	// for a binary built in a git work tree, the commit ("-dirty" with
-	// uncommitted changes). Engine changes can alter float rounding, so runs
-	// compared side by side should say which build made them. Empty in runs
-	// from before it was recorded.
-	Build string `json:"build,omitempty"`
-	// Kernels names the BLAS kernels that trained this task and who chose them
-	// (kernels.Status): kernel sets round differently, and their speeds differ
-	// several-fold. Empty in runs from before it was recorded.
-	Kernels string `json:"kernels,omitempty"`
-	// Device is where this task trained (train.device): "cpu" so far. Empty in runs from before it was
-	// recorded, all of which trained on the CPU.
-	Device string `json:"device,omitempty"`
-	// TrainedIn is the directory of the run that trained this task when
-	// the run took it from another (Fork); empty when it trained it itself.
-	TrainedIn string `json:"trained_in,omitempty"`
-}
 
 // learnTask runs Stage I, Stage II and evaluation for task t (0-based) and
 // updates the run state.
-func (r *Run) learnTask(ctx context.Context, t int) (TaskReport, error) {
+func (r *Run) learnTask(ctx context.Context, t int) (rundir.TaskReport, error) {
 	cfg := r.cfg
 	classes := r.stream.Tasks[t]
 	idx := r.trainIndices(classes)
 	device, _, err := trainingDevice(cfg)
 	if err != nil {
-		return TaskReport{}, err
+		return rundir.TaskReport{}, err
 	}
-	rep := TaskReport{Task: t + 1, Classes: classes, Build: trainingBuild(), Kernels: kernels.Current().String(), Device: device}
+	rep := rundir.TaskReport{Task: t + 1, Classes: classes, Build: trainingBuild(), Kernels: kernels.Current().String(), Device: device}
 	r.log.printf("task %d/%d: classes %v, %d training images", t+1, len(r.stream.Tasks), classes, len(idx))
 
 	old := r.state.Backbone
@@ -142,7 +97,7 @@ func (r *Run) newMappers(t int, distil bool) (dist, adapt *models.Mapper, err er
 
 // evaluateTask fills rep with the accuracies after task t on the test set
 // and the validation split, and the drift diagnostics when eval.drift is on.
-func (r *Run) evaluateTask(t int, old *models.Backbone, rep *TaskReport) error {
+func (r *Run) evaluateTask(t int, old *models.Backbone, rep *rundir.TaskReport) error {
 	start := time.Now()
 	if err := r.scoreTask(t, rep); err != nil {
 		return err
@@ -162,7 +117,7 @@ func (r *Run) evaluateTask(t int, old *models.Backbone, rep *TaskReport) error {
 // scoreTask sets rep's accuracies after task t, on the test set and on the
 // validation split (none without one), with the current state and
 // classifier.
-func (r *Run) scoreTask(t int, rep *TaskReport) error {
+func (r *Run) scoreTask(t int, rep *rundir.TaskReport) error {
 	ev, err := r.evaluate(r.state.Backbone, t)
 	if err != nil {
 		return err

@@ -3,14 +3,14 @@
 // with the same number of threads (2 by default), in one invocation:
 //
 //   - convnet: the BiCyc Stage I step of a task t > 1 at batch 128 on
-//     Fashion-MNIST (models.ArchConvNet backbone, a 2-class head, the frozen
+//     Fashion-MNIST (arch.ConvNet backbone, a 2-class head, the frozen
 //     old backbone's forward, D and A mappers 64 -> 2048 -> 64 with exact
 //     GELU, CE + L_ac + L_n2o + L_o2n + L_cyc + L_pair with config.Default's
 //     weights, SGD momentum 0.9, weight decay 5e-4, clipping at 1.0);
 //   - resnet18: backbone + head + CE step of the CIFAR ResNet-18 at
 //     3x32x32, batch 64;
 //   - resnet18-224 and resnet18-224-last: the same step of the ImageNet-stem
-//     ResNet-18 (models.ArchResNet18ImageNet) at 3x224x224, batch 16, all
+//     ResNet-18 (arch.ResNet18ImageNet) at 3x224x224, batch 16, all
 //     trainable, and with the stem and layer1-3 frozen
 //     (models.Backbone.FreezeStages(4); requires_grad off and evaluation-mode
 //     BatchNorm on PyTorch's side).

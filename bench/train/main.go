@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bench/compare"
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/data"
@@ -85,7 +86,7 @@ func main() {
 type benchmark struct {
 	name           string
 	key            string // the --models name
-	arch           string
+	arch           arch.Backbone
 	bicyc          bool // the full BiCyc Stage I step, else backbone + CE
 	freeze         int  // leading backbone stages frozen (models.Backbone.FreezeStages)
 	steps, batch   int
@@ -116,16 +117,16 @@ func benchmarks(o options) ([]*benchmark, error) {
 		switch name {
 		case "convnet":
 			benches = append(benches, &benchmark{name: fmt.Sprintf("convnet BiCyc Stage I step, 1x28x28, batch %d", o.convBatch),
-				arch: models.ArchConvNet, bicyc: true, steps: o.convSteps, batch: o.convBatch, classes: o.convClasses, channels: 1, side: 28})
+				arch: arch.ConvNet, bicyc: true, steps: o.convSteps, batch: o.convBatch, classes: o.convClasses, channels: 1, side: 28})
 		case "resnet18":
 			benches = append(benches, &benchmark{name: fmt.Sprintf("ResNet-18 + CE, 3x32x32, batch %d", o.resnetBatch),
-				arch: models.ArchResNet18, steps: o.resnetSteps, batch: o.resnetBatch, classes: o.resnetClasses, channels: 3, side: 32})
+				arch: arch.ResNet18, steps: o.resnetSteps, batch: o.resnetBatch, classes: o.resnetClasses, channels: 3, side: 32})
 		case "resnet18-224":
 			benches = append(benches, &benchmark{name: fmt.Sprintf("ResNet-18 ImageNet stem + CE, 3x224x224, batch %d, all trainable", o.imagenetBatch),
-				arch: models.ArchResNet18ImageNet, steps: o.imagenetSteps, batch: o.imagenetBatch, classes: o.resnetClasses, channels: 3, side: 224})
+				arch: arch.ResNet18ImageNet, steps: o.imagenetSteps, batch: o.imagenetBatch, classes: o.resnetClasses, channels: 3, side: 224})
 		case "resnet18-224-last":
 			benches = append(benches, &benchmark{name: fmt.Sprintf("ResNet-18 ImageNet stem + CE, 3x224x224, batch %d, layer4 trainable", o.imagenetBatch),
-				arch: models.ArchResNet18ImageNet, freeze: 4, steps: o.imagenetSteps, batch: o.imagenetBatch, classes: o.resnetClasses, channels: 3, side: 224})
+				arch: arch.ResNet18ImageNet, freeze: 4, steps: o.imagenetSteps, batch: o.imagenetBatch, classes: o.resnetClasses, channels: 3, side: 224})
 		default:
 			return nil, fmt.Errorf("--models: unknown benchmark %q, want convnet, resnet18, resnet18-224 or resnet18-224-last", name)
 		}
@@ -386,7 +387,7 @@ func (b *benchmark) writeInputs(o options, dir string, n train.Stage1Nets, image
 	}, nil); err != nil {
 		return nil, err
 	}
-	args := []string{o.script, "serve", "--arch", b.arch, "--state", statePath, "--batches", batchPath,
+	args := []string{o.script, "serve", "--arch", string(b.arch), "--state", statePath, "--batches", batchPath,
 		"--batch", fmt.Sprint(b.batch), "--threads", fmt.Sprint(o.threads), "--freeze", fmt.Sprint(b.freeze)}
 	if b.bicyc {
 		args = append(args, "--bicyc")
@@ -531,10 +532,10 @@ func (b *benchmark) newNets() (train.Stage1Nets, error) {
 	if n.Old, err = models.NewBackbone(b.arch, b.channels, featureDim, rng); err != nil {
 		return n, err
 	}
-	if n.Distiller, err = models.NewMapper(models.MapperMLP, featureDim, models.DefaultHiddenMult, rng); err != nil {
+	if n.Distiller, err = models.NewMapper(arch.MLP, featureDim, models.DefaultHiddenMult, rng); err != nil {
 		return n, err
 	}
-	n.Adapter, err = models.NewMapper(models.MapperMLP, featureDim, models.DefaultHiddenMult, rng)
+	n.Adapter, err = models.NewMapper(arch.MLP, featureDim, models.DefaultHiddenMult, rng)
 	return n, err
 }
 
@@ -562,7 +563,7 @@ func (b *benchmark) batches() ([]float32, []int, error) {
 	size := b.channels * b.side * b.side
 	images := make([]float32, n*size)
 	labels := make([]int, n)
-	if b.arch != models.ArchConvNet {
+	if b.arch != arch.ConvNet {
 		rng := rand.New(rand.NewPCG(3, 4))
 		for i := range images {
 			images[i] = float32(rng.NormFloat64())

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/infer"
+	"github.com/bicyc/bicyc/internal/flagmap"
 	"github.com/bicyc/bicyc/rundir"
 )
 
@@ -248,8 +249,13 @@ Flags fall back to BICYC_* environment variables (named in each flag's help), th
 	opts.collect.addFlags(cmd.Flags())
 	cmd.AddCommand(newServeCmd(&opts.model, stderr), newAddClassesCmd(&opts.model, stdout), newCalibrateCmd(&opts.model, stdout), newShortlistCmd(&opts.model, stdout),
 		newDoctorCmd(&opts.model, stdout, stderr))
+	messageFlags.Commands(cmd)
 	return cmd
 }
+
+// messageFlags maps the names that library errors use to this command's
+// flags (package flagmap).
+var messageFlags = flagmap.Map{"data.skip_unreadable": "data.skip_unreadable or --skip-unreadable"}
 
 // rootExamples are the README's journeys from the inference side, as
 // bicyc-infer --help shows them; the tests parse every line with the real

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/bicyc/bicyc/config"
 )
@@ -28,7 +27,7 @@ func newConfigShowCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out, err := yaml.Marshal(cfg)
+			out, err := cfg.YAML()
 			if err != nil {
 				return err
 			}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/internal/flagmap"
 )
 
 // flagKeys maps command-line flags to the config keys they override; only
@@ -31,9 +31,28 @@ var flagKeys = map[string]string{
 	"skip-unreadable": "data.skip_unreadable",
 }
 
+// messageFlags maps the names that library errors use to what a user of
+// bicyc types (package flagmap): the settings of flagKeys whose names read
+// as identifiers (a single word such as seed or method reads as a plain
+// word in a message), and the entry points that flags reach.
+func messageFlags() flagmap.Map {
+	m := flagmap.Map{
+		"train.Resume":                     "bicyc train --resume",
+		"LearnOptions.AllowDuplicateNames": "--allow-duplicate-names",
+		"Options.Wait":                     "--wait <duration>",
+	}
+	for flag, key := range flagKeys {
+		if strings.ContainsAny(key, "._") {
+			m[key] = key + " or --" + flag
+		}
+	}
+	return m
+}
+
 // loadConfig builds the effective configuration from, in increasing
-// precedence, the defaults, the config file, BICYC_* environment variables,
-// the bound flags of fs, and --set overrides. Unknown keys and values of the
+// precedence, the defaults, the config file (parsed by config.ParseFile:
+// viper layers, it parses no YAML), BICYC_* environment variables, the
+// bound flags of fs, and --set overrides. Unknown keys and values of the
 // wrong type are errors that name the key.
 func loadConfig(opts *globalOptions, fs *pflag.FlagSet) (config.Config, error) {
 	return loadConfigOver(config.Default(), opts, fs)
@@ -53,12 +72,11 @@ func loadConfigOver(base config.Config, opts *globalOptions, fs *pflag.FlagSet) 
 		}
 	}
 	if opts.configFile != "" {
-		raw, err := config.ReadFile(opts.configFile)
+		tree, err := config.ParseFile(opts.configFile)
 		if err != nil {
 			return config.Config{}, err
 		}
-		v.SetConfigType("yaml")
-		if err := v.ReadConfig(bytes.NewReader(raw)); err != nil {
+		if err := v.MergeConfigMap(tree); err != nil {
 			return config.Config{}, fmt.Errorf("config %s: %w", opts.configFile, err)
 		}
 	}

@@ -41,6 +41,7 @@ Configuration: --config FILE (YAML, see configs/), BICYC_* environment variables
 	cmd.AddCommand(configReader(newLearnCmd(opts)))
 	cmd.AddCommand(newConvertDatasetCmd())
 	cmd.AddCommand(newDoctorCmd())
+	messageFlags().Commands(cmd)
 	return cmd
 }
 

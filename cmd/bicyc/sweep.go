@@ -154,7 +154,11 @@ func runSweepCmd(ctx context.Context, g *globalOptions, opts *sweepOptions, cmd 
 	if opts.dryRun && !changed("submit") {
 		return fmt.Errorf("sweep: --dry-run goes with --submit")
 	}
-	workerOpts := sweep.Options{Train: train.Options{Log: errOut, Progress: progressWriter(cmd)}, Status: errOut, Lease: opts.lease, WaitHeld: opts.waitHeld}
+	trainOpts := train.Options{Log: errOut, Progress: progressWriter(cmd)}
+	trainer := func(ctx context.Context, dir string, cfg config.Config, from string, rescore bool) error {
+		return train.Complete(ctx, dir, cfg, from, rescore, trainOpts)
+	}
+	workerOpts := sweep.Options{Train: trainer, Status: errOut, Lease: opts.lease, WaitHeld: opts.waitHeld}
 	switch {
 	case changed("status"), changed("cell"), changed("wave"):
 		if err := g.refuse("sweep --status, --cell and --wave read the plan frozen in the sweep directory", cmd.Flag("config").Changed); err != nil {

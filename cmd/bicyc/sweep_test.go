@@ -16,8 +16,8 @@ import (
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/report"
+	"github.com/bicyc/bicyc/rundir"
 	"github.com/bicyc/bicyc/sweep"
-	"github.com/bicyc/bicyc/train"
 )
 
 func TestSweepSpecFromFlags(t *testing.T) {
@@ -324,13 +324,13 @@ func readMetrics(t *testing.T, dir string) metricsFile {
 
 // metricsFile is the part of a run's metrics.json the test compares.
 // readSummary reads a run's metrics.json in full.
-func readSummary(t *testing.T, dir string) train.Summary {
+func readSummary(t *testing.T, dir string) rundir.Summary {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "metrics.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s train.Summary
+	var s rundir.Summary
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}

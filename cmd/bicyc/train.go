@@ -44,7 +44,7 @@ it was started with.
 --fork DIR starts a new run from the first task of the run in DIR instead of training it
 again: task 1 (CE, rotation, anti-collapse) is the same for every method and for every
 setting of the later-task keys (method, loss weights and switches, adapter.*, train.epochs,
-train.lr; see train.LaterTaskKeys). The configuration is DIR/config.yaml unless --config is
+train.lr; see config.LaterTaskKeys). The configuration is DIR/config.yaml unless --config is
 given, changed by flags and --set as usual; give the new run its own --name. Example:
 
   bicyc train --fork runs/fmnist-t5-e10-bicyc-s0 --name e10-a0 --set adapter.alpha=0`,

@@ -16,6 +16,7 @@ import (
 
 	ort "github.com/yalue/onnxruntime_go"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/export"
@@ -85,7 +86,7 @@ func Build(root string) (*Models, error) {
 	pre := imaging.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: mean, Std: std, Resize: imaging.ResizeCatmullRom}
 
 	rng := rand.New(rand.NewPCG(1, 2))
-	shape := export.BackboneShape{Arch: export.ArchConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: FeatureDim}
+	shape := export.BackboneShape{Arch: arch.ConvNet, InChannels: 1, Height: 28, Width: 28, FeatureDim: FeatureDim}
 	weights := randomConvNet(rng, 1, FeatureDim)
 	backbone, err := export.Backbone(shape, weights)
 	if err != nil {
@@ -122,8 +123,8 @@ func Build(root string) (*Models, error) {
 	for i := range classes {
 		classes[i] = i
 	}
-	in := export.Input{Arch: export.ArchConvNet, FeatureDim: FeatureDim, Backbone: weights,
-		AdapterKind: export.AdapterMLP, Adapter: m.Adapter, Preprocess: pre, Version: "test"}
+	in := export.Input{Arch: arch.ConvNet, FeatureDim: FeatureDim, Backbone: weights,
+		AdapterKind: arch.MLP, Adapter: m.Adapter, Preprocess: pre, Version: "test"}
 	if err := writeBundle(m.TwoTasks, in, protos, opts, [][]int{classes[:5], classes[5:]}); err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/bundle"
 	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/export"
@@ -135,7 +136,7 @@ func build() (string, *data.Dataset, error) {
 	}
 	mean, std := data.DefaultNormalization(data.KindFashionMNIST)
 	in := export.Input{
-		Arch: export.ArchConvNet, FeatureDim: featureDim, Backbone: randomConvNet(rand.New(rand.NewPCG(3, 4)), featureDim),
+		Arch: arch.ConvNet, FeatureDim: featureDim, Backbone: randomConvNet(rand.New(rand.NewPCG(3, 4)), featureDim),
 		Classifier: gauss.ClassifierOptions{Normalize: true, Shrink: 3, TopK: 2},
 		Tasks:      [][]int{{0, 1}, {2}},
 		Preprocess: imaging.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: mean, Std: std, Resize: imaging.ResizeCatmullRom},
@@ -152,7 +153,7 @@ func build() (string, *data.Dataset, error) {
 	if err := writeModel(dir, in, unit); err != nil {
 		return "", nil, err
 	}
-	meta := map[string]string{"arch": in.Arch, "in_channels": fmt.Sprint(in.Preprocess.Channels), "feature_dim": fmt.Sprint(featureDim)}
+	meta := map[string]string{"arch": string(in.Arch), "in_channels": fmt.Sprint(in.Preprocess.Channels), "feature_dim": fmt.Sprint(featureDim)}
 	if err := safetensors.WriteFile(filepath.Join(root, "backbone.safetensors"), in.Backbone, meta); err != nil {
 		return "", nil, err
 	}
