@@ -35,7 +35,7 @@ var readingSide = []string{
 	module + "/export/...",
 	module + "/data/...",
 	module + "/models/...",
-	module + "/train", // train/metrics is plain arithmetic, on the ground floor
+	module + "/train/...",
 	module + "/gpu/...",
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/report"
 	"github.com/bicyc/bicyc/rundir"
-	"github.com/bicyc/bicyc/train/metrics"
+	"github.com/bicyc/bicyc/metrics"
 )
 
 func ExampleNewStat() {

@@ -12,7 +12,7 @@ import (
 	"github.com/bicyc/bicyc/durable"
 	"github.com/bicyc/bicyc/rundir"
 	"github.com/bicyc/bicyc/sweep"
-	"github.com/bicyc/bicyc/train/metrics"
+	"github.com/bicyc/bicyc/metrics"
 )
 
 // fakeRun describes a hand-made run directory: what train would have

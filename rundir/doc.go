@@ -13,5 +13,5 @@
 // CheckModel). It also keeps a run to one writer at a time (Lock,
 // LockFile) and clears what a killed writer left (RemoveTemp).
 //
-// May import: config, train/metrics, bundle (file names), bounded, durable, lockfile; never gorgonia, data, models, train, export (TestForbiddenImports).
+// May import: config, metrics, bundle (file names), bounded, durable, lockfile; never gorgonia, data, models, train, export (TestForbiddenImports).
 package rundir

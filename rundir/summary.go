@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/bicyc/bicyc/config"
-	"github.com/bicyc/bicyc/train/metrics"
+	"github.com/bicyc/bicyc/metrics"
 )
 
 // Summary is the run's metrics.json: the paper's metrics for the

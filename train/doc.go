@@ -33,7 +33,7 @@
 // The method is chosen by config: bicyc (default), adagauss (one-way: D in
 // Stage I, a fresh A after the task) and finetune (no distillation, no
 // transport). Gaussian math lives in package gauss, networks and custom ops
-// in package models, metrics in package train/metrics.
+// in package models, metrics in package metrics.
 //
 // May import: the training side (config, data, models, gpu, pretrained, export) and the formats (bundle, rundir).
 package train

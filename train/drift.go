@@ -6,7 +6,7 @@ import (
 	"github.com/bicyc/bicyc/gauss"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/rundir"
-	"github.com/bicyc/bicyc/train/metrics"
+	"github.com/bicyc/bicyc/metrics"
 )
 
 // driftEpsilon regularises both covariances of the symmetric KL (the

@@ -10,7 +10,7 @@ import (
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/durable"
 	"github.com/bicyc/bicyc/rundir"
-	"github.com/bicyc/bicyc/train/metrics"
+	"github.com/bicyc/bicyc/metrics"
 )
 
 // Summary computes the run's metrics from the reports of the completed tasks.

@@ -24,7 +24,7 @@ import (
 	"strings"
 
 	"github.com/bicyc/bicyc/train"
-	"github.com/bicyc/bicyc/train/metrics"
+	"github.com/bicyc/bicyc/metrics"
 )
 
 // Result is one variant on one run: accuracy matrices (fractions) and the

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/bicyc/bicyc/train/metrics"
+	"github.com/bicyc/bicyc/metrics"
 	"gonum.org/v1/gonum/mat"
 )
 
