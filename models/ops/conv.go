@@ -502,7 +502,7 @@ func (op *convFilterGradOp) String() string        { return fmt.Sprintf("Conv2dF
 
 func (op *convFilterGradOp) Do(vals ...G.Value) (G.Value, error) {
 	if profileLabels.Load() {
-		defer labelOp(fmt.Sprintf("%v {%v}", op, op.geo))()
+		defer labelOp(fmt.Sprintf("%v{%v}", op, op.geo))()
 	}
 	g := op.geo
 	x, err := denseOf("conv2d filter gradient", 0, vals[0], vals[0].Dtype(), g.inShape())
@@ -625,7 +625,7 @@ func (op *convInputGradOp) String() string        { return fmt.Sprintf("Conv2dIn
 
 func (op *convInputGradOp) Do(vals ...G.Value) (G.Value, error) {
 	if profileLabels.Load() {
-		defer labelOp(fmt.Sprintf("%v {%v}", op, op.geo))()
+		defer labelOp(fmt.Sprintf("%v{%v}", op, op.geo))()
 	}
 	g := op.geo
 	w, err := denseOf("conv2d input gradient", 0, vals[0], vals[0].Dtype(), g.filterShape())

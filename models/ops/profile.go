@@ -11,7 +11,7 @@ var profileLabels atomic.Bool
 
 // SetProfileLabels makes the convolution, batch-norm and max-pooling ops label their work for CPU profiles
 // while on: each op's goroutine, and every goroutine it starts, carries the pprof label "op" naming the op
-// and its geometry (for instance "Conv2dFilterGrad#12 {x[64 64 32 32] w[64 64 3 3] stride 1 pad 1}") for
+// and its geometry (for instance "Conv2dFilterGrad#12{x(64, 64, 32, 32) w(64, 64, 3, 3) stride 1 pad 1}") for
 // the length of its Do, so that `go tool pprof -tags` splits a training step's CPU time by layer and pass,
 // and `-tagfocus` profiles one of them. Off by default: labelling formats a string per op call. Safe for
 // concurrent use; it replaces any labels the calling goroutine had, for the length of the op.
