@@ -140,7 +140,8 @@ func TestSGDStepSplit(t *testing.T) {
 					vs[i][j] = float32(s.Momentum)*vs[i][j] + d
 					w[j] -= lr * vs[i][j]
 					if got[j] != w[j] || gs[i][j] != 0 {
-						t.Fatalf("threads %d, step %d, parameter %d[%d]: w %v, want %v; gradient %v, want 0", threads, step+1, i, j, got[j], w[j], gs[i][j])
+						t.Fatalf("threads %d, step %d, parameter %d[%d]: w %v, want %v; gradient %v, want 0",
+							threads, step+1, i, j, got[j], w[j], gs[i][j])
 					}
 				}
 			}
