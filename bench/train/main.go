@@ -61,7 +61,7 @@ func main() {
 	var o options
 	flag.StringVar(&o.script, "script", "bench/train_torch.py", "the PyTorch side")
 	flag.StringVar(&o.ompWait, "omp-wait-policy", "PASSIVE,"+defaultPolicy, "comma-separated OMP_WAIT_POLICY values, one PyTorch worker each (PASSIVE: no spinning at OpenMP barriers; ACTIVE; default: unset, libgomp's default, what a PyTorch user gets); bicyc is compared with the fastest")
-	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of bicyc's timed steps to this `file` (go tool pprof)")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of bicyc's timed steps to this `file`.N, one per round (go tool pprof; its samples carry the op label of each convolution, batch norm and max pooling, which -tags sums)")
 	flag.StringVar(&o.memProfile, "memprofile", "", "write a heap profile (in use after the last round) of each benchmark to this `file`.<model> (go tool pprof -sample_index=inuse_space)")
 	flag.IntVar(&o.threads, "threads", 2, "threads of both sides (bicyc ops and torch intra-op)")
 	flag.IntVar(&o.rounds, "rounds", 5, "interleaved rounds (medians are over rounds)")
@@ -152,6 +152,8 @@ func run(o options, out io.Writer) error {
 	policies := strings.Split(o.ompWait, ",")
 	ops.UseOpenBLAS()
 	ops.SetThreads(o.threads)
+	// Per-layer shares of the profile: go tool pprof -tags.
+	ops.SetProfileLabels(o.cpuProfile != "")
 	benches, err := benchmarks(o)
 	if err != nil {
 		return err

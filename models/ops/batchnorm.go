@@ -148,6 +148,9 @@ func (op *bnOp) Do(vals ...G.Value) (G.Value, error) { return op.do(false, vals.
 func (op *bnOp) UnsafeDo(vals ...G.Value) (G.Value, error) { return op.do(true, vals...) }
 
 func (op *bnOp) do(inPlace bool, vals ...G.Value) (G.Value, error) {
+	if profileLabels.Load() {
+		defer labelOp(fmt.Sprintf("%v [%d %d %d]", op, op.n, op.c, op.s))()
+	}
 	x, ok := vals[0].(*tensor.Dense)
 	if !ok {
 		return nil, fmt.Errorf("batch norm: input is %T, want a dense tensor: %w", vals[0], ErrShape)
@@ -306,6 +309,9 @@ func (op *bnGradOp) Do(vals ...G.Value) (G.Value, error) { return op.do(false, v
 // do computes dx; with inPlace it writes dx over dy, which bnBackward allows: each channel's sums are taken
 // before its dx is written, and every write reads only the same element of dy.
 func (op *bnGradOp) do(inPlace bool, vals ...G.Value) (G.Value, error) {
+	if profileLabels.Load() {
+		defer labelOp(fmt.Sprintf("%v [%d %d %d]", op, op.fwd.n, op.fwd.c, op.fwd.s))()
+	}
 	f := op.fwd
 	x, ok := vals[0].(*tensor.Dense)
 	if !ok {

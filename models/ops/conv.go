@@ -191,6 +191,9 @@ func (op *convOp) SymDiff(in G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 }
 
 func (op *convOp) Do(vals ...G.Value) (G.Value, error) {
+	if profileLabels.Load() {
+		defer labelOp(op.String())()
+	}
 	g := op.geo
 	x, err := denseOf("conv2d", 0, vals[0], vals[0].Dtype(), g.inShape())
 	if err != nil {
@@ -498,6 +501,9 @@ func (op *convFilterGradOp) Hashcode() uint32      { return hashOf(op) }
 func (op *convFilterGradOp) String() string        { return fmt.Sprintf("Conv2dFilterGrad#%d", op.serial) }
 
 func (op *convFilterGradOp) Do(vals ...G.Value) (G.Value, error) {
+	if profileLabels.Load() {
+		defer labelOp(fmt.Sprintf("%v{%v}", op, op.geo))()
+	}
 	g := op.geo
 	x, err := denseOf("conv2d filter gradient", 0, vals[0], vals[0].Dtype(), g.inShape())
 	if err != nil {
@@ -618,6 +624,9 @@ func (op *convInputGradOp) Hashcode() uint32      { return hashOf(op) }
 func (op *convInputGradOp) String() string        { return fmt.Sprintf("Conv2dInputGrad#%d", op.serial) }
 
 func (op *convInputGradOp) Do(vals ...G.Value) (G.Value, error) {
+	if profileLabels.Load() {
+		defer labelOp(fmt.Sprintf("%v{%v}", op, op.geo))()
+	}
 	g := op.geo
 	w, err := denseOf("conv2d input gradient", 0, vals[0], vals[0].Dtype(), g.filterShape())
 	if err != nil {

@@ -27,6 +27,9 @@
 // gradient use F(4x4, 3x3) instead, 36 products per chunk and 4 times fewer multiplications, as does the
 // filter gradient from 16; its float32 rounding is about ten times F(2x2, 3x3)'s.
 //
+// Profiling: SetProfileLabels labels each convolution, batch-norm and max-pooling op's CPU samples with the op
+// and its geometry (pprof labels), so that `go tool pprof -tags` splits a training step by layer and pass.
+//
 // Memory: a convolution processes its batch in chunks of about 1024 output positions (512 for Winograd
 // F(2x2, 3x3), 2048 for F(4x4, 3x3)),
 // so its patch matrix and similar work buffers are only needed for one chunk per goroutine; they are lent by

@@ -86,6 +86,9 @@ func (op *maxPoolKOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 }
 
 func (op *maxPoolKOp) Do(vals ...G.Value) (G.Value, error) {
+	if profileLabels.Load() {
+		defer labelOp(op.String())()
+	}
 	x, err := denseOf("max pool", 0, vals[0], vals[0].Dtype(), op.geo.shape)
 	if err != nil {
 		return nil, err
@@ -266,6 +269,9 @@ func (op *maxPoolKGradOp) Hashcode() uint32      { return hashOf(op) }
 func (op *maxPoolKGradOp) String() string        { return fmt.Sprintf("MaxPoolGrad#%d", op.fwd.serial) }
 
 func (op *maxPoolKGradOp) Do(vals ...G.Value) (G.Value, error) {
+	if profileLabels.Load() {
+		defer labelOp(op.fwd.String() + " gradient")()
+	}
 	g := op.fwd.geo
 	dy, err := denseOf("max pool gradient", 0, vals[0], vals[0].Dtype(), g.outShape())
 	if err != nil {

@@ -62,6 +62,9 @@ func (op *maxPoolOp) SymDiff(_ G.Nodes, _, grad *G.Node) (G.Nodes, error) {
 }
 
 func (op *maxPoolOp) Do(vals ...G.Value) (G.Value, error) {
+	if profileLabels.Load() {
+		defer labelOp(op.String())()
+	}
 	x, err := denseOf("max pool 2x2", 0, vals[0], vals[0].Dtype(), op.shape)
 	if err != nil {
 		return nil, err
@@ -186,6 +189,9 @@ func (op *maxPoolGradOp) Hashcode() uint32      { return hashOf(op) }
 func (op *maxPoolGradOp) String() string        { return fmt.Sprintf("MaxPool2Grad#%d", op.fwd.serial) }
 
 func (op *maxPoolGradOp) Do(vals ...G.Value) (G.Value, error) {
+	if profileLabels.Load() {
+		defer labelOp(op.fwd.String() + " gradient")()
+	}
 	dy, err := denseOf("max pool 2x2 gradient", 0, vals[0], vals[0].Dtype(), op.fwd.outShape())
 	if err != nil {
 		return nil, err

@@ -6,6 +6,9 @@ package optim
 import (
 	"fmt"
 	"math"
+	"sync"
+
+	"github.com/bicyc/bicyc/models/ops"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -41,15 +44,16 @@ type SGD struct {
 
 var _ G.Solver = (*SGD)(nil)
 
-// Step applies one update to every parameter in model.
+// Step applies one update to every parameter in model. The sum of squares and the update run over
+// ops.Threads() goroutines, each on a fixed stretch of the parameters (stepRanges): ResNet-18's 11 million
+// parameters took about 27 ms per step on one thread (1.4 % of a 3x32x32 step's CPU time, all of it serial,
+// so twice that of its wall time on two cores; 4 % of the layer4-only 224x224 step's).
 func (s *SGD) Step(model []G.ValueGrad) error {
 	if s.velocity == nil {
 		s.velocity = make(map[*tensor.Dense][]float32)
 	}
-	ws := make([][]float32, len(model))
-	gs := make([][]float32, len(model))
-	dense := make([]*tensor.Dense, len(model))
-	var sq float64
+	params := make([]sgdParam, len(model))
+	total := 0
 	for i, vg := range model {
 		w, ok := vg.Value().(*tensor.Dense)
 		if !ok {
@@ -68,10 +72,28 @@ func (s *SGD) Step(model []G.ValueGrad) error {
 		if !ok1 || !ok2 || len(wd) != len(gd) {
 			return fmt.Errorf("sgd: parameter %d: want float32 weights and gradients of equal size", i)
 		}
-		for _, v := range gd {
-			sq += float64(v) * float64(v)
+		v := s.velocity[w]
+		if v == nil {
+			v = make([]float32, len(wd))
+			s.velocity[w] = v
 		}
-		ws[i], gs[i], dense[i] = wd, gd, w
+		lr := float32(s.LR)
+		if f, ok := s.LRScale[w]; ok {
+			lr = float32(s.LR * f)
+		}
+		params[i] = sgdParam{w: wd, g: gd, v: v, lr: lr}
+		total += len(wd)
+	}
+	ranges := stepRanges(params, total, ops.Threads())
+	partial := make([]float64, len(ranges))
+	inParallel(len(ranges), func(r int) {
+		for _, p := range ranges[r] {
+			partial[r] += sumSquares(p.g)
+		}
+	})
+	var sq float64
+	for _, p := range partial { // in range order: the norm does not depend on the goroutines' timing
+		sq += p
 	}
 	s.LastNorm = math.Sqrt(sq)
 	if err := NormError(s.LastNorm); err != nil {
@@ -79,27 +101,89 @@ func (s *SGD) Step(model []G.ValueGrad) error {
 	}
 	scale := ClipScale(s.LastNorm, s.ClipNorm)
 	mom, wdecay := float32(s.Momentum), float32(s.WeightDecay)
-	for i := range ws {
-		lr := float32(s.LR)
-		if f, ok := s.LRScale[dense[i]]; ok {
-			lr = float32(s.LR * f)
+	inParallel(len(ranges), func(r int) {
+		for _, p := range ranges[r] {
+			update(p, scale, mom, wdecay)
 		}
-		v := s.velocity[dense[i]]
-		if v == nil {
-			v = make([]float32, len(ws[i]))
-			s.velocity[dense[i]] = v
-		}
-		w, g := ws[i], gs[i]
-		for j := range w {
-			d := g[j]*scale + wdecay*w[j]
-			v[j] = mom*v[j] + d
-			w[j] -= lr * v[j]
-			// gorgonia accumulates gradients into the dual values across
-			// runs; every solver zeroes them after using them.
-			g[j] = 0
+	})
+	return nil
+}
+
+// sgdParam is a parameter's weights, gradient and velocity (or the same stretch of the three) and its
+// learning rate.
+type sgdParam struct {
+	w, g, v []float32
+	lr      float32
+}
+
+// stepRanges splits the params, total elements in all, into at most threads stretches of about equal
+// size, each a list of whole parameters or pieces of them; the split depends only on the sizes.
+func stepRanges(params []sgdParam, total, threads int) [][]sgdParam {
+	// Below this many elements per goroutine, starting one costs more than it saves.
+	const minPerThread = 1 << 15
+	threads = max(1, min(threads, total/minPerThread))
+	ranges := make([][]sgdParam, threads)
+	per := (total + threads - 1) / threads
+	r, room := 0, per
+	for _, p := range params {
+		for len(p.w) > 0 {
+			n := min(len(p.w), room)
+			if r == threads-1 {
+				n = len(p.w)
+			}
+			ranges[r] = append(ranges[r], sgdParam{w: p.w[:n], g: p.g[:n], v: p.v[:n], lr: p.lr})
+			p.w, p.g, p.v = p.w[n:], p.g[n:], p.v[n:]
+			if room -= n; room == 0 && r < threads-1 {
+				r, room = r+1, per
+			}
 		}
 	}
-	return nil
+	return ranges
+}
+
+// inParallel calls body(0..n-1), each on its own goroutine but the first, and waits for all of them.
+func inParallel(n int, body func(i int)) {
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body(i)
+		}()
+	}
+	if n > 0 {
+		body(0)
+	}
+	wg.Wait()
+}
+
+// sumSquares returns the sum of the squares of g in float64, with four accumulators so that the additions
+// do not wait on one another.
+func sumSquares(g []float32) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(g); i += 4 {
+		q := g[i : i+4 : i+4]
+		a, b, c, d := float64(q[0]), float64(q[1]), float64(q[2]), float64(q[3])
+		s0, s1, s2, s3 = s0+a*a, s1+b*b, s2+c*c, s3+d*d
+	}
+	for _, v := range g[i:] {
+		s0 += float64(v) * float64(v)
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// update applies the step to one stretch of a parameter and zeroes its gradient: gorgonia accumulates
+// gradients into the dual values across runs, so every solver zeroes them after using them.
+func update(p sgdParam, scale, mom, wdecay float32) {
+	w := p.w
+	g, v := p.g[:len(w)], p.v[:len(w)]
+	for j := range w {
+		d := g[j]*scale + wdecay*w[j]
+		v[j] = mom*v[j] + d
+		w[j] -= p.lr * v[j]
+		g[j] = 0
+	}
 }
 
 // ClipScale is the factor SGD multiplies every gradient of a step by: min(1, clip/(norm + 1e-6)) when
