@@ -33,6 +33,8 @@ const (
 	// (exemplar-free); knn-val's the features of the "fit" images.
 	candKNNGauss = "knn-gauss-k"
 	candKNNVal   = "knn-val-k"
+	// knn-g3 is knn-val on the pooled last conv stage.
+	candKNNG3 = "knn-g3-k"
 	// Per-layer class Gaussians fitted on the "fit" images, scored as the
 	// model's classifier scores (its shrinkage and normalisation): the
 	// nearest class's distance. maha-z refits the features' Gaussians
@@ -331,18 +333,22 @@ func nearScoreSet(nf nearFeatures, model string, seed int) (map[string]scoreValu
 			sampled = append(sampled, normalised(x[i:i+dim])...)
 		}
 	}
-	var fitRefs []float32
+	var fitRefs, fitG3 []float32
 	for _, r := range fit {
 		fitRefs = append(fitRefs, normalised(r.Z[0])...)
+		fitG3 = append(fitG3, normalised(r.G3[0])...)
 	}
+	z := func(r nearRecord) []float32 { return r.Z[0] }
 	for _, ref := range []struct {
 		name string
 		refs []float32
-	}{{candKNNGauss, sampled}, {candKNNVal, fitRefs}} {
+		of   func(nearRecord) []float32
+	}{{candKNNGauss, sampled, z}, {candKNNVal, fitRefs, z}, {candKNNG3, fitG3, func(r nearRecord) []float32 { return r.G3[0] }}} {
 		start := time.Now()
 		for _, s := range sets {
 			for i, r := range nf.Sets[s] {
-				for ki, v := range knnScores(r.Z[0], ref.refs, dim) {
+				f := ref.of(r)
+				for ki, v := range knnScores(f, ref.refs, len(f)) {
 					put(fmt.Sprintf("%s%d", ref.name, knnKs[ki]), s, i, v)
 				}
 			}
@@ -413,7 +419,8 @@ func standardised(v scoreValues) scoreValues {
 var combinationPool = []string{
 	string(gauss.ScoreMahalanobis), string(gauss.ScoreEnergy), string(gauss.ScoreMaxProbability),
 	string(gauss.ScoreResidual), string(gauss.ScoreViM),
-	candRotCat, candKNNGauss + "10", candKNNVal + "10", candMahaG2, candMahaG3, candResidualG3,
+	candRotCat, candKNNGauss + "10", candKNNVal + "10", candKNNG3 + "10",
+	candMahaZ, candMahaG2, candMahaG3, candResidualG3,
 }
 
 // combinationName names the sum of standardised scores.
