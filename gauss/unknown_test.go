@@ -101,14 +101,16 @@ func TestUnknownScoresRankPlantedOutliers(t *testing.T) {
 		what    string
 		above   float64 // share of in-distribution images ranked below the outlier
 	}{
-		{ScoreMahalanobis, checker, "checkerboard", 0.985},                       // measured 0.9975
-		{ScoreNearestDistance, checker, "checkerboard", 0.99},                    // 0.9998
-		{ScoreEnergy, checker, "checkerboard", 0.99},                             // 0.9998
-		{ScoreResidual, checker, "checkerboard", 0.99},                           // 1.0000
-		{ScoreCosine, checker, "checkerboard", 0.985},                            // 0.9963
-		{ScoreViM, checker, "checkerboard", 0.99},                                // 1.0000
-		{ScoreRelativeMahalanobis, background, "background mean", 0.985},         // 0.9987
-		{ScoreMaxProbability, midpoint, "midpoint of Trouser and Sandal", 0.975}, // 0.9890
+		{ScoreMahalanobis, checker, "checkerboard", 0.985},                                     // measured 0.9975
+		{ScoreNearestDistance, checker, "checkerboard", 0.99},                                  // 0.9998
+		{ScoreEnergy, checker, "checkerboard", 0.99},                                           // 0.9998
+		{ScoreResidual, checker, "checkerboard", 0.99},                                         // 1.0000
+		{ScoreCosine, checker, "checkerboard", 0.985},                                          // 0.9963
+		{ScoreViM, checker, "checkerboard", 0.99},                                              // 1.0000
+		{ScoreRelativeMahalanobis, background, "background mean", 0.985},                       // 0.9987
+		{ScoreMaxProbability, midpoint, "midpoint of Trouser and Sandal", 0.975},               // 0.9890
+		{ScoreMahalanobisProbabilityResidual, checker, "checkerboard", 0.99},                   // 1.0000
+		{ScoreMahalanobisProbabilityResidual, midpoint, "midpoint of Trouser and Sandal", 0.8}, // 0.8482
 	} {
 		u := o.Score(tc.score, clf.Scores(tc.outlier, 1), tc.outlier)
 		below := 0

@@ -287,6 +287,7 @@ func nearScoreSet(nf nearFeatures, model string, seed int) (map[string]scoreValu
 	for _, s := range sets {
 		images += len(nf.Sets[s])
 	}
+	fit := nf.Sets["fit"]
 	put := func(name, set string, i int, v float64) {
 		if out[name] == nil {
 			out[name] = scoreValues{}
@@ -297,13 +298,15 @@ func nearScoreSet(nf nearFeatures, model string, seed int) (map[string]scoreValu
 		out[name][set][i] = v
 	}
 	for j, u := range gauss.UnknownScores() {
+		if j >= len(fit[0].Scores) {
+			break // features cached by a build with fewer scores
+		}
 		for _, s := range sets {
 			for i, r := range nf.Sets[s] {
 				put(string(u), s, i, r.Scores[j])
 			}
 		}
 	}
-	fit := nf.Sets["fit"]
 	// Rotation probes.
 	for name, feat := range rotationFeatures {
 		p := fitRotation(fit, feat)
