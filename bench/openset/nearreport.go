@@ -25,10 +25,11 @@ type nearEval struct {
 	Validation map[string]detection `json:"validation"`
 	Test       map[string]detection `json:"test"`
 	// Accepted is the share of known test images at most the threshold
-	// the "ref" images give for the asked rate; FarRejected the share of
-	// far test images above it.
-	Accepted    float64 `json:"known_accepted"`
-	FarRejected float64 `json:"far_rejected"`
+	// the "ref" images give for the asked rate; FarRejected and
+	// NearRejected the shares of far and near test images above it.
+	Accepted     float64 `json:"known_accepted"`
+	FarRejected  float64 `json:"far_rejected"`
+	NearRejected float64 `json:"near_rejected"`
 }
 
 // nearSeed is one seed's near study.
@@ -81,6 +82,7 @@ func evaluate(v scoreValues, acceptRate float64) nearEval {
 	threshold := ref[min(len(ref)-1, int(math.Ceil(acceptRate*float64(len(ref))))-1)]
 	e.Accepted = 1 - fractionAbove(v[splitTest+"/known"], threshold)
 	e.FarRejected = fractionAbove(slices.Concat(v[splitTest+"/"+kindFarPhotos], v[splitTest+"/"+kindFarSynthetic]), threshold)
+	e.NearRejected = fractionAbove(v[splitTest+"/"+kindNear], threshold)
 	return e
 }
 
