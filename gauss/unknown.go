@@ -317,7 +317,7 @@ func (o *OpenSet) setStandard() {
 	o.standard = map[UnknownScore][2]float64{}
 	for _, parts := range standardisedParts {
 		for _, u := range parts {
-			if ref, ok := o.cal.References[u]; ok {
+			if ref, ok := o.cal.reference(u); ok {
 				median := quantile(ref, 0.5)
 				o.standard[u] = [2]float64{median, max(quantile(ref, 0.95)-median, Ridge)}
 			}
