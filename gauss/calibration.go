@@ -283,6 +283,19 @@ func (c Calibration) Has(u UnknownScore) bool {
 	return u == ScoreMahalanobis || ok
 }
 
+// reference returns the held-out quantiles of score u: Reference for
+// ScoreMahalanobis where References (as a model directory stores them)
+// leaves it out.
+func (c Calibration) reference(u UnknownScore) ([]float64, bool) {
+	if ref, ok := c.References[u]; ok {
+		return ref, true
+	}
+	if u == ScoreMahalanobis && len(c.Reference) > 0 {
+		return c.Reference, true
+	}
+	return nil, false
+}
+
 // ThresholdOf returns the threshold of score u for an acceptance rate in
 // (0, 1]: the rate-quantile of u over the held-out images, so that share of
 // known-class images scores at most the threshold. A score c has no

@@ -16,7 +16,7 @@ var loadFashion = sync.OnceValues(func() ([2]*data.Dataset, error) {
 })
 
 // fashionSets returns the Fashion-MNIST training and test sets.
-func fashionSets(t *testing.T) (train, test *data.Dataset) {
+func fashionSets(t testing.TB) (train, test *data.Dataset) {
 	t.Helper()
 	sets, err := loadFashion()
 	if err != nil {

@@ -121,7 +121,7 @@ type ClassifierOptions struct {
 	// ScoreMahalanobis (ScoreNearestDistance without calibration).
 	// NewClassifier does not read it. Must be empty or a name of
 	// UnknownScores.
-	UnknownScore UnknownScore `json:"unknown_score,omitempty" mapstructure:"unknown_score" yaml:"unknown_score" doc:"The score an exported model answers unknown by: vim, mahalanobis, nearest-distance, energy, max-probability, relative-mahalanobis, residual or cosine (docs/serving.md, which unknown score)."`
+	UnknownScore UnknownScore `json:"unknown_score,omitempty" mapstructure:"unknown_score" yaml:"unknown_score" doc:"The score an exported model answers unknown by: vim, mahalanobis, nearest-distance, energy, max-probability, relative-mahalanobis, residual, cosine or mahalanobis-probability-residual (docs/serving.md, which unknown score)."`
 
 	// Shortlist is the share of the classes that a model of
 	// ShortlistMinClasses classes or more scores exactly per image: an int8

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/bicyc/bicyc/data"
 	"github.com/bicyc/bicyc/gauss"
 )
 
@@ -87,4 +88,15 @@ func (r *Run) SeenPrototypes(t int) (protos []gauss.Gaussian, ids, ages []int, e
 		ages = append(ages, c.Age)
 	}
 	return protos, ids, ages, nil
+}
+
+// ValidationImages returns the training dataset and its held-out images
+// (the validation split, never trained on) of every class of tasks 1..t,
+// task after task: the images the exported model's calibration reads.
+func (r *Run) ValidationImages(t int) (*data.Dataset, []int) {
+	var idx []int
+	for _, sub := range r.train.Subsets(r.stream.Tasks[:t]) {
+		idx = append(idx, r.valSubset(sub)...)
+	}
+	return r.train, idx
 }

@@ -31,6 +31,21 @@
 //     both models are exported and scored on the test images: accuracy over
 //     all ten classes on the new classes' images and on the old ones'.
 //
+// --unknown 3 (or 4) holds out three (four) classes instead of two: the
+// last two of the permutation stay the near test unknowns, the others are
+// near validation unknowns, never trained and never in the test; the known
+// classes are trained in tasks of 2 (3 in the first when their count is
+// odd). --near then studies candidate unknown scores on those runs
+// without training (issue 45, docs/results/openset-near.md): every image's
+// features, pooled conv stages and four quarter turns are computed once per
+// seed (near-features.gob in the seed's work folder); a rotation probe,
+// kNN against samples of the stored class Gaussians, per-layer class
+// Gaussians, residuals, norms and sums of standardised scores are fitted on
+// one half of the run's validation split (the held-out training images the
+// calibration reads), standardised and thresholded on the other half,
+// chosen on the validation split (near validation class, shifted, far) and
+// shown on the test split; near.json and near.md go into --out.
+//
 // With --reuse and --work, the runs a former call trained there are exported
 // again with this build and measured, without training; --add "" skips
 // adding classes.
@@ -46,7 +61,8 @@
 //
 // Usage (from the repository root):
 //
-//	CGO_LDFLAGS=-lopenblas go run ./bench/openset --out docs/results/openset [--seeds 0,1,2] [--add 10,50,200] [--config bench/openset/quick1000.yaml] [--quick] [--learn=true] [--kinds=true] [--work DIR [--reuse]] [--render]
+//	CGO_LDFLAGS=-lopenblas go run ./bench/openset --out docs/results/openset [--seeds 0,1,2] [--add 10,50,200] [--config bench/openset/quick1000.yaml] [--quick] [--learn=true] [--kinds=true] [--unknown 2] [--work DIR [--reuse]] [--render]
+//	CGO_LDFLAGS=-lopenblas go run ./bench/openset --near --unknown 3 --work DIR --out docs/results/openset-near [--seeds 0,1,2] [--render]
 //
 // May import: anything it measures (a command; nothing imports it).
 package main

@@ -27,8 +27,10 @@ import (
 type options struct {
 	out, work, configFile string
 	seeds, adds           []int
+	unknown               int // classes held out of training per seed
 	quick, learn, render  bool
 	reuse, kinds          bool
+	near                  bool // the near study of issue 45 on the runs in work
 }
 
 func main() {
@@ -47,13 +49,24 @@ func main() {
 	flag.BoolVar(&o.learn, "learn", true, "also learn the new classes with bicyc learn (trains one task per --add value)")
 	flag.BoolVar(&o.render, "render", false, "only rewrite README.md from the results.json in --out (no training)")
 	flag.BoolVar(&o.reuse, "reuse", false, "reuse the runs a former call trained in --work (export them again; train only the seeds without a run)")
+	flag.IntVar(&o.unknown, "unknown", 2, "classes held out of training per seed (2 to 4): the last one or two are the near test unknowns, a third and fourth (from the end) the near validation ones, never trained and never in the test")
 	flag.BoolVar(&o.kinds, "kinds", true, "also measure every unknown score on near, shifted and far unknown images (validation and test splits)")
+	flag.BoolVar(&o.near, "near", false, "only the near study (issue 45): score candidate unknown scores on the runs a former call trained in --work with --unknown 3 or 4; writes near.json and near.md into --out (with --render: rewrites near.md)")
 	flag.Parse()
 	var err error
 	if o.seeds, err = ints(seeds); err == nil {
 		o.adds, err = ints(adds)
 	}
+	if err == nil && (o.unknown < 2 || o.unknown > 4) {
+		err = fmt.Errorf("--unknown %d: want 2 to 4 held-out classes", o.unknown)
+	}
 	switch {
+	case err == nil && o.near && o.render:
+		err = renderNear(o.out)
+	case err == nil && o.near && o.work == "":
+		err = errors.New("--near reads the runs in --work: name it")
+	case err == nil && o.near:
+		err = runNear(o, os.Stderr)
 	case err == nil && o.render:
 		err = render(o.out)
 	case err == nil:
@@ -134,9 +147,10 @@ func baseConfig(o options) (config.Config, error) {
 }
 
 // seedConfig is the run configuration of one seed over the image folders
-// in dir: Fashion-MNIST's geometry and normalisation, 4 tasks in a class
-// order drawn from the seed.
-func seedConfig(base config.Config, seed int, dir string) config.Config {
+// in dir: Fashion-MNIST's geometry and normalisation, the known classes in
+// tasks of 2 (3 in the first when their count is odd) in a class order
+// drawn from the seed.
+func seedConfig(base config.Config, seed int, dir string, known int) config.Config {
 	cfg := base
 	cfg.Seed = int64(seed)
 	cfg.Data.Kind = data.KindImageFolder
@@ -144,16 +158,20 @@ func seedConfig(base config.Config, seed int, dir string) config.Config {
 	cfg.Data.TrainDir, cfg.Data.TestDir = filepath.Join(dir, "train"), filepath.Join(dir, "test")
 	cfg.Data.Channels, cfg.Data.Height, cfg.Data.Width = 1, 28, 28
 	cfg.Data.Mean, cfg.Data.Std = []float64{0.2860}, []float64{0.3530}
-	cfg.Stream = config.Stream{Tasks: 4, OrderSeed: int64(seed)}
+	cfg.Stream = config.Stream{Tasks: known / 2, OrderSeed: int64(seed)}
+	if known%2 == 1 {
+		cfg.Stream.FirstTask = 3
+	}
 	cfg.Export.Enabled = false // exported explicitly
 	return cfg.Resolved()
 }
 
-// heldOut draws the two unknown classes of a seed: the last two of a
-// permutation of the ten.
-func heldOut(seed int) (known, unknown []int) {
+// heldOut draws the n unknown classes of a seed: the last n of a
+// permutation of the ten. The last two are the same for every n, so the
+// near test classes stay those of the two-class study.
+func heldOut(seed, n int) (known, unknown []int) {
 	perm := rand.New(rand.NewPCG(uint64(seed), 17)).Perm(10)
-	return perm[:8], perm[8:]
+	return perm[:10-n], perm[10-n:]
 }
 
 // report is what results.json holds and README.md is rendered from.

@@ -103,7 +103,7 @@ func TestBudgetLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	cfg := seedConfig(base, 0, filepath.Join(dir, "data"))
+	cfg := seedConfig(base, 0, filepath.Join(dir, "data"), 8)
 	run := filepath.Join(dir, "run")
 	raw, err := yaml.Marshal(cfg)
 	if err != nil {

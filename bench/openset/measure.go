@@ -69,9 +69,9 @@ type answer struct {
 
 // measureSeed trains, exports and measures one seed.
 func measureSeed(ctx context.Context, o options, base config.Config, s seedData, log io.Writer) (seedResult, error) {
-	known, unknown := heldOut(s.seed)
+	known, unknown := heldOut(s.seed, o.unknown)
 	res := seedResult{Seed: s.seed, Known: known, Unknown: unknown}
-	cfg := seedConfig(base, s.seed, filepath.Join(s.dir, "data"))
+	cfg := seedConfig(base, s.seed, filepath.Join(s.dir, "data"), len(known))
 	l := seedLayout(s.dir)
 	reused := false
 	if o.reuse {
