@@ -296,16 +296,43 @@ func nearFeaturesOf(l layout, seed int, unknown []int, log io.Writer) (nearFeatu
 	}
 	defer s.close()
 	nf.Sets = map[string][]nearRecord{}
-	add := func(name string, imgs []image.Image, classes []string, labels []int) error {
-		fmt.Fprintf(log, "seed %d: near study: %s (%d images)\n", seed, name, len(imgs))
-		r, err := records(c, s, imgs, classes, labels)
-		nf.Sets[name] = r
-		return err
-	}
-	// The validation split of the run, in two halves.
-	run, err := train.Open(l.run, train.Options{Log: io.Discard})
-	if err != nil {
+	nc := nearCollector{c: c, s: s, seed: seed, log: log, nf: &nf}
+	if err := nc.addValidationHalves(l.run); err != nil {
 		return nf, err
+	}
+	if err := nc.addKinds(l); err != nil {
+		return nf, err
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(nf); err != nil {
+		return nf, err
+	}
+	return nf, durable.WriteFile(cache, buf.Bytes())
+}
+
+// nearCollector computes the records of one seed's sets into nf.
+type nearCollector struct {
+	c    *infer.Classifier
+	s    *stagedSession
+	seed int
+	log  io.Writer
+	nf   *nearFeatures
+}
+
+func (nc nearCollector) add(name string, imgs []image.Image, classes []string, labels []int) error {
+	fmt.Fprintf(nc.log, "seed %d: near study: %s (%d images)\n", nc.seed, name, len(imgs))
+	r, err := records(nc.c, nc.s, imgs, classes, labels)
+	nc.nf.Sets[name] = r
+	return err
+}
+
+// addValidationHalves adds the run's validation split in two halves: one
+// to fit the new scores ("fit"), one for standardisation and thresholds
+// ("ref").
+func (nc nearCollector) addValidationHalves(runDir string) error {
+	run, err := train.Open(runDir, train.Options{Log: io.Discard})
+	if err != nil {
+		return err
 	}
 	ds, idx := run.ValidationImages(len(run.Stream().Tasks))
 	run.Close()
@@ -316,15 +343,19 @@ func nearFeaturesOf(l layout, seed int, unknown []int, log io.Writer) (nearFeatu
 		half[i%2] = append(half[i%2], img)
 		halfLabels[i%2] = append(halfLabels[i%2], ds.Labels[j])
 	}
-	if err := add("fit", half[0], nil, halfLabels[0]); err != nil {
-		return nf, err
+	if err := nc.add("fit", half[0], nil, halfLabels[0]); err != nil {
+		return err
 	}
-	if err := add("ref", half[1], nil, halfLabels[1]); err != nil {
-		return nf, err
-	}
+	return nc.add("ref", half[1], nil, halfLabels[1])
+}
+
+// addKinds adds, for the validation and the test split, the known test
+// images (alternate halves), their shifted copies, far photos, synthetic
+// images and the split's near classes.
+func (nc nearCollector) addKinds(l layout) error {
 	known, knownClasses, err := folderImages(filepath.Join(l.data, "test"), nil)
 	if err != nil {
-		return nf, err
+		return err
 	}
 	var knownHalf [2][]image.Image
 	var classHalf [2][]string
@@ -334,28 +365,24 @@ func nearFeaturesOf(l layout, seed int, unknown []int, log io.Writer) (nearFeatu
 	}
 	photos, _, err := outsideImages()
 	if err != nil {
-		return nf, err
+		return err
 	}
 	for h, split := range []string{splitValidation, splitTest} {
-		near, _, err := folderImages(l.unknownTest, [][]string{nf.NearVal, nf.NearTest}[h])
+		near, _, err := folderImages(l.unknownTest, [][]string{nc.nf.NearVal, nc.nf.NearTest}[h])
 		if err != nil {
-			return nf, err
+			return err
 		}
 		for _, set := range []struct {
 			kind    string
 			imgs    []image.Image
 			classes []string
-		}{{"known", knownHalf[h], classHalf[h]}, {kindShifted, shifted(knownHalf[h], seed), nil},
-			{kindFarPhotos, photos[h], nil}, {kindFarSynthetic, synthetic(uint64(seed)*2 + uint64(h)), nil},
+		}{{"known", knownHalf[h], classHalf[h]}, {kindShifted, shifted(knownHalf[h], nc.seed), nil},
+			{kindFarPhotos, photos[h], nil}, {kindFarSynthetic, synthetic(uint64(nc.seed)*2 + uint64(h)), nil},
 			{kindNear, near, nil}} {
-			if err := add(split+"/"+set.kind, set.imgs, set.classes, nil); err != nil {
-				return nf, err
+			if err := nc.add(split+"/"+set.kind, set.imgs, set.classes, nil); err != nil {
+				return err
 			}
 		}
 	}
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(nf); err != nil {
-		return nf, err
-	}
-	return nf, durable.WriteFile(cache, buf.Bytes())
+	return nil
 }

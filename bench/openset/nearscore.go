@@ -274,70 +274,98 @@ func mapsKeys(m map[int][]float32) func(func(int) bool) {
 // and the Go-side time per image of each family (the backbone passes are
 // timed apart).
 func nearScoreSet(nf nearFeatures, model string, seed int) (map[string]scoreValues, map[string]time.Duration, error) {
-	out := map[string]scoreValues{}
-	cost := map[string]time.Duration{}
-	sets := slices.Sorted(func(yield func(string) bool) {
-		for k := range nf.Sets {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	images := 0
-	for _, s := range sets {
-		images += len(nf.Sets[s])
-	}
+	ns := newNearScores(nf)
 	fit := nf.Sets["fit"]
-	put := func(name, set string, i int, v float64) {
-		if out[name] == nil {
-			out[name] = scoreValues{}
-		}
-		if out[name][set] == nil {
-			out[name][set] = make([]float64, len(nf.Sets[set]))
-		}
-		out[name][set][i] = v
-	}
 	for j, u := range gauss.UnknownScores() {
 		if j >= len(fit[0].Scores) {
 			break // features cached by a build with fewer scores
 		}
-		for _, s := range sets {
-			for i, r := range nf.Sets[s] {
-				put(string(u), s, i, r.Scores[j])
-			}
-		}
+		ns.each("", func(s string, i int, r nearRecord) { ns.put(string(u), s, i, r.Scores[j]) })
 	}
-	// Rotation probes.
 	for name, feat := range rotationFeatures {
 		p := fitRotation(fit, feat)
-		start := time.Now()
-		for _, s := range sets {
-			for i, r := range nf.Sets[s] {
-				put(name, s, i, p.loss(r))
-			}
-		}
-		cost[name] = time.Since(start) / time.Duration(images)
+		ns.each(name, func(s string, i int, r nearRecord) { ns.put(name, s, i, p.loss(r)) })
 	}
-	// kNN against samples of the stored Gaussians and against fit features.
 	b, err := bundle.Open(model)
 	if err != nil {
 		return nil, nil, err
 	}
-	protos := b.Prototypes.Gaussians()
+	if err := ns.addKNN(b, seed); err != nil {
+		return nil, nil, err
+	}
+	if err := ns.addLayers(b.Manifest.Classifier); err != nil {
+		return nil, nil, err
+	}
+	ns.each("", func(s string, i int, r nearRecord) {
+		ns.put(candNormZ, s, i, -norm(r.Z[0]))
+		ns.put(candNormG3, s, i, -norm(r.G3[0]))
+	})
+	return ns.out, ns.cost, nil
+}
+
+// nearScores collects the candidate scores of one seed's records (out, by
+// score and set) and the Go-side time per image of each family (cost).
+type nearScores struct {
+	nf     nearFeatures
+	sets   []string
+	images int
+	out    map[string]scoreValues
+	cost   map[string]time.Duration
+}
+
+func newNearScores(nf nearFeatures) *nearScores {
+	ns := &nearScores{nf: nf, out: map[string]scoreValues{}, cost: map[string]time.Duration{}}
+	for k := range nf.Sets {
+		ns.sets = append(ns.sets, k)
+	}
+	slices.Sort(ns.sets)
+	for _, s := range ns.sets {
+		ns.images += len(nf.Sets[s])
+	}
+	return ns
+}
+
+func (ns *nearScores) put(name, set string, i int, v float64) {
+	if ns.out[name] == nil {
+		ns.out[name] = scoreValues{}
+	}
+	if ns.out[name][set] == nil {
+		ns.out[name][set] = make([]float64, len(ns.nf.Sets[set]))
+	}
+	ns.out[name][set][i] = v
+}
+
+// each calls f on every record of every set; a non-empty family keeps the
+// time per image as that family's cost.
+func (ns *nearScores) each(family string, f func(set string, i int, r nearRecord)) {
+	start := time.Now()
+	for _, s := range ns.sets {
+		for i, r := range ns.nf.Sets[s] {
+			f(s, i, r)
+		}
+	}
+	if family != "" {
+		ns.cost[family] = time.Since(start) / time.Duration(ns.images)
+	}
+}
+
+// addKNN scores kNN on normalised features against samples of the stored
+// Gaussians and against the fit half's features (final and stage 3).
+func (ns *nearScores) addKNN(b *bundle.Bundle, seed int) error {
 	dim := b.Manifest.FeatureDim
 	rng := rand.New(rand.NewPCG(uint64(seed), 45))
 	var sampled []float32
-	for _, g := range protos {
+	for _, g := range b.Prototypes.Gaussians() {
 		x, err := g.Sample(rng, knnSamples)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		for i := 0; i < len(x); i += dim {
 			sampled = append(sampled, normalised(x[i:i+dim])...)
 		}
 	}
 	var fitRefs, fitG3 []float32
-	for _, r := range fit {
+	for _, r := range ns.nf.Sets["fit"] {
 		fitRefs = append(fitRefs, normalised(r.Z[0])...)
 		fitG3 = append(fitG3, normalised(r.G3[0])...)
 	}
@@ -347,19 +375,20 @@ func nearScoreSet(nf nearFeatures, model string, seed int) (map[string]scoreValu
 		refs []float32
 		of   func(nearRecord) []float32
 	}{{candKNNGauss, sampled, z}, {candKNNVal, fitRefs, z}, {candKNNG3, fitG3, func(r nearRecord) []float32 { return r.G3[0] }}} {
-		start := time.Now()
-		for _, s := range sets {
-			for i, r := range nf.Sets[s] {
-				f := ref.of(r)
-				for ki, v := range knnScores(f, ref.refs, len(f)) {
-					put(fmt.Sprintf("%s%d", ref.name, knnKs[ki]), s, i, v)
-				}
+		ns.each(ref.name, func(s string, i int, r nearRecord) {
+			f := ref.of(r)
+			for ki, v := range knnScores(f, ref.refs, len(f)) {
+				ns.put(fmt.Sprintf("%s%d", ref.name, knnKs[ki]), s, i, v)
 			}
-		}
-		cost[ref.name] = time.Since(start) / time.Duration(images)
+		})
 	}
-	// Per-layer class Gaussians, the residual and the norms.
-	opts := b.Manifest.Classifier
+	return nil
+}
+
+// addLayers scores class Gaussians fitted per layer (features, stage 2,
+// stage 3) on the fit half, and the residual of stage 3.
+func (ns *nearScores) addLayers(opts gauss.ClassifierOptions) error {
+	fit := ns.nf.Sets["fit"]
 	for _, layer := range []struct {
 		name string
 		of   func(nearRecord) []float32
@@ -368,36 +397,20 @@ func nearScoreSet(nf nearFeatures, model string, seed int) (map[string]scoreValu
 		{candMahaG3, func(r nearRecord) []float32 { return r.G3[0] }}} {
 		clf, lp, err := layerGaussians(fit, layer.of, opts)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", layer.name, err)
+			return fmt.Errorf("%s: %w", layer.name, err)
 		}
-		start := time.Now()
-		for _, s := range sets {
-			for i, r := range nf.Sets[s] {
-				put(layer.name, s, i, float64(slices.Min(clf.Scores(layer.of(r), 1))))
-			}
-		}
-		cost[layer.name] = time.Since(start) / time.Duration(images)
+		ns.each(layer.name, func(s string, i int, r nearRecord) {
+			ns.put(layer.name, s, i, float64(slices.Min(clf.Scores(layer.of(r), 1))))
+		})
 		if layer.name == candMahaG3 {
 			bg, err := gauss.NewBackground(lp)
 			if err != nil {
-				return nil, nil, err
+				return err
 			}
-			start := time.Now()
-			for _, s := range sets {
-				for i, r := range nf.Sets[s] {
-					put(candResidualG3, s, i, bg.Residual(r.G3[0]))
-				}
-			}
-			cost[candResidualG3] = time.Since(start) / time.Duration(images)
+			ns.each(candResidualG3, func(s string, i int, r nearRecord) { ns.put(candResidualG3, s, i, bg.Residual(r.G3[0])) })
 		}
 	}
-	for _, s := range sets {
-		for i, r := range nf.Sets[s] {
-			put(candNormZ, s, i, -norm(r.Z[0]))
-			put(candNormG3, s, i, -norm(r.G3[0]))
-		}
-	}
-	return out, cost, nil
+	return nil
 }
 
 // standardised is v standardised by the "ref" set's values as ScoreViM
