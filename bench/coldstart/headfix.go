@@ -59,7 +59,60 @@ func headFixes() []variant {
 	vs = append(vs, variant{"head-softmax+taskcal", func(in input) ([]float32, error) {
 		return taskCalibrated(in)
 	}})
+	vs = append(vs, variant{"head-softmax+taskbalanced", taskBalanced})
 	return vs
+}
+
+// taskBalanced is the softmax head fitted with every task, not every
+// class, weighted alike: a class of a task of n classes gets
+// gauss.HeadSamples * 2 / n samples (the same as the head's where every
+// task has 2 classes, so it differs only with a first task of 4).
+func taskBalanced(in input) ([]float32, error) {
+	rng := rand.New(rand.NewPCG(in.seed, 4849))
+	size := map[int]int{}
+	for _, cs := range in.tasks {
+		for _, id := range cs {
+			size[id] = len(cs)
+		}
+	}
+	k, s := len(in.protos), in.s
+	var x []float64
+	var y []int
+	for c, p := range in.protos {
+		count := gauss.HeadSamples * 2 / size[in.ids[c]]
+		xc, err := p.Sample(rng, count)
+		if err != nil {
+			return nil, fmt.Errorf("class %d: %w", in.ids[c], err)
+		}
+		transform(xc, s, 1)
+		for _, v := range xc {
+			x = append(x, float64(v))
+		}
+		for range count {
+			y = append(y, c)
+		}
+	}
+	h := gauss.FitSoftmaxHead(x, y, len(y), s, k, gauss.SoftmaxFit{WeightDecay: 1e-4, Steps: 300})
+	z := make([]float64, in.n*s)
+	for i, v := range in.z[:in.n*s] {
+		z[i] = float64(v)
+	}
+	for i := 0; i < len(z); i += s {
+		var norm float64
+		for _, v := range z[i : i+s] {
+			norm += v * v
+		}
+		norm = max(math.Sqrt(norm), gauss.NormEpsilon)
+		for j := i; j < i+s; j++ {
+			z[j] /= norm
+		}
+	}
+	logits := h.Logits(z, in.n)
+	out := make([]float32, len(logits))
+	for i, v := range logits {
+		out[i] = float32(-v)
+	}
+	return out, nil
 }
 
 // mixScores is the softmax head's score (age bias b) plus lambda times the
