@@ -12,7 +12,7 @@ import (
 
 // headFixes are the classifier-side attempts to keep the softmax head's
 // gain without its forgetting on class order 2 (docs/results/cold-start.md,
-// "Fixing order 2 on the classifier side"). Each acts on the stored
+// "Classifier side: fixing the head on order 2"). Each acts on the stored
 // prototypes alone: no image of an old task is read.
 func headFixes() []variant {
 	softmax := func(o *gauss.ClassifierOptions) { o.Head = gauss.HeadSoftmax }
