@@ -82,7 +82,7 @@ func variants() []variant {
 	} {
 		vs = append(vs, variant{h.String(), h.scores})
 	}
-	return vs
+	return append(vs, headFixes()...)
 }
 
 // optionScores is gauss.Classifier with options o, on the images alone or
