@@ -11,9 +11,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/bicyc/bicyc/config"
+	"github.com/bicyc/bicyc/metrics"
 	"github.com/bicyc/bicyc/report"
 	"github.com/bicyc/bicyc/rundir"
-	"github.com/bicyc/bicyc/metrics"
 )
 
 func ExampleNewStat() {

@@ -4,9 +4,9 @@ import (
 	"fmt"
 
 	"github.com/bicyc/bicyc/gauss"
+	"github.com/bicyc/bicyc/metrics"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/rundir"
-	"github.com/bicyc/bicyc/metrics"
 )
 
 // driftEpsilon regularises both covariances of the symmetric KL (the

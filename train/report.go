@@ -9,8 +9,8 @@ import (
 
 	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/durable"
-	"github.com/bicyc/bicyc/rundir"
 	"github.com/bicyc/bicyc/metrics"
+	"github.com/bicyc/bicyc/rundir"
 )
 
 // Summary computes the run's metrics from the reports of the completed tasks.

@@ -23,8 +23,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/bicyc/bicyc/train"
 	"github.com/bicyc/bicyc/metrics"
+	"github.com/bicyc/bicyc/train"
 )
 
 // Result is one variant on one run: accuracy matrices (fractions) and the
