@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bicyc/bicyc/imaging"
+	"github.com/bicyc/bicyc/internal/imagetest"
 	"github.com/bicyc/bicyc/names"
 )
 
@@ -22,7 +23,7 @@ func TestLoadFoldersJudgedWhole(t *testing.T) {
 	for _, split := range []string{"train", "test"} {
 		for c, class := range []string{"a", "b"} {
 			for i := range 4 {
-				writePNG(t, filepath.Join(root, split, class, fmt.Sprintf("%d.png", i)), gradient(8, 8, 10*c+i))
+				imagetest.WritePNG(t, filepath.Join(root, split, class, fmt.Sprintf("%d.png", i)), imagetest.Gradient(8, 8, 10*c+i))
 			}
 		}
 	}
@@ -93,16 +94,16 @@ func TestListClassFoldersRule(t *testing.T) {
 	root := t.TempDir()
 	elsewhere := filepath.Join(root, "elsewhere")
 	for i := range 3 {
-		writePNG(t, filepath.Join(elsewhere, "shoes", fmt.Sprintf("%d.png", i)), gradient(8, 8, i))
+		imagetest.WritePNG(t, filepath.Join(elsewhere, "shoes", fmt.Sprintf("%d.png", i)), imagetest.Gradient(8, 8, i))
 	}
 	d := filepath.Join(root, "d")
-	writePNG(t, filepath.Join(d, "plain", "1.png"), gradient(8, 8, 7))
+	imagetest.WritePNG(t, filepath.Join(d, "plain", "1.png"), imagetest.Gradient(8, 8, 7))
 	writeFile(t, filepath.Join(d, "plain", ".DS_Store"), []byte("x"))
 	writeFile(t, filepath.Join(d, "plain", "notes.txt"), []byte("x"))
 	must(t, os.Symlink(filepath.Join(elsewhere, "shoes"), filepath.Join(d, "linked")))
 	must(t, os.Symlink(filepath.Join(elsewhere, "shoes", "0.png"), filepath.Join(d, "plain", "link.png")))
 	must(t, os.Symlink(filepath.Join(elsewhere, "shoes"), filepath.Join(d, "plain", "sub")))
-	writePNG(t, filepath.Join(d, "...", "1.png"), gradient(8, 8, 8))
+	imagetest.WritePNG(t, filepath.Join(d, "...", "1.png"), imagetest.Gradient(8, 8, 8))
 	writeFile(t, filepath.Join(d, "README.md"), []byte("x"))
 
 	classes, skipped, err := ListClassFolders(d)
@@ -132,9 +133,9 @@ func TestListClassFoldersRule(t *testing.T) {
 	// Names out of bounds, every one named in one error.
 	bad := filepath.Join(root, "bad")
 	for _, name := range []string{"new\nline", " lead", "Cl\xffass", "tab\t"} {
-		writePNG(t, filepath.Join(bad, name, "1.png"), gradient(8, 8, 1))
+		imagetest.WritePNG(t, filepath.Join(bad, name, "1.png"), imagetest.Gradient(8, 8, 1))
 	}
-	writePNG(t, filepath.Join(bad, "fine", "1.png"), gradient(8, 8, 1))
+	imagetest.WritePNG(t, filepath.Join(bad, "fine", "1.png"), imagetest.Gradient(8, 8, 1))
 	_, _, err = ListClassFolders(bad)
 	t.Logf("%v", err)
 	if !errors.Is(err, names.ErrInvalid) || !strings.Contains(err.Error(), "4 problems with class folders") {
@@ -154,7 +155,7 @@ func must(t *testing.T, err error) {
 // writes names) gets the same class name as one written in NFC.
 func TestClassFolderNamesNFC(t *testing.T) {
 	root := t.TempDir()
-	writePNG(t, filepath.Join(root, "cafe\u0301", "0.png"), gradient(8, 8, 1))
+	imagetest.WritePNG(t, filepath.Join(root, "cafe\u0301", "0.png"), imagetest.Gradient(8, 8, 1))
 	classes, _, err := ListClassFolders(root)
 	if err != nil || len(classes) != 1 || classes[0].Name != "caf\u00e9" {
 		t.Fatalf("classes %+v, %v; want one named café in NFC", classes, err)

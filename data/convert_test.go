@@ -12,6 +12,7 @@ import (
 
 	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/imaging"
+	"github.com/bicyc/bicyc/internal/imagetest"
 )
 
 // writeTinyImageNet writes a 3-class tiny-imagenet-200 tree in the layout
@@ -26,18 +27,18 @@ func writeTinyImageNet(t *testing.T, root string) {
 		var boxes strings.Builder
 		for i := range 4 {
 			name := fmt.Sprintf("%s_%d.JPEG", wnid, i)
-			writeJPEG(t, filepath.Join(root, "train", wnid, "images", name), gradient(64, 64, c*10+i))
+			imagetest.WriteJPEG(t, filepath.Join(root, "train", wnid, "images", name), imagetest.Gradient(64, 64, c*10+i))
 			fmt.Fprintf(&boxes, "%s\t0\t0\t63\t63\n", name)
 		}
 		writeFile(t, filepath.Join(root, "train", wnid, wnid+"_boxes.txt"), []byte(boxes.String()))
 		for i := range 2 {
 			name := fmt.Sprintf("val_%d.JPEG", 2*c+i)
-			writeJPEG(t, filepath.Join(root, "val", "images", name), gradient(64, 64, 100+2*c+i))
+			imagetest.WriteJPEG(t, filepath.Join(root, "val", "images", name), imagetest.Gradient(64, 64, 100+2*c+i))
 			fmt.Fprintf(&ann, "%s\t%s\t1\t2\t50\t60\n", name, wnid)
 		}
 	}
 	writeFile(t, filepath.Join(root, "val", "val_annotations.txt"), []byte(ann.String()))
-	writeJPEG(t, filepath.Join(root, "test", "images", "test_0.JPEG"), gradient(64, 64, 7))
+	imagetest.WriteJPEG(t, filepath.Join(root, "test", "images", "test_0.JPEG"), imagetest.Gradient(64, 64, 7))
 }
 
 // writeCUB200 writes a 2-class CUB_200_2011 tree: images/<class>/*.jpg of
@@ -49,7 +50,7 @@ func writeCUB200(t *testing.T, root string) {
 	for c, class := range classes {
 		for i := range 5 {
 			name := fmt.Sprintf("%s_%04d_%d.jpg", strings.TrimPrefix(class, class[:4]), i, 700000+id)
-			writeJPEG(t, filepath.Join(root, "images", class, name), gradient(50+10*i, 40+7*c, id))
+			imagetest.WriteJPEG(t, filepath.Join(root, "images", class, name), imagetest.Gradient(50+10*i, 40+7*c, id))
 			fmt.Fprintf(&images, "%d %s/%s\n", id, class, name)
 			fmt.Fprintf(&split, "%d %d\n", id, map[bool]int{true: 1, false: 0}[i < 3])
 			id++

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"hash/crc32"
 	"image"
-	"image/color"
-	"image/jpeg"
 	"image/png"
 	"io/fs"
 	"os"
@@ -16,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/bicyc/bicyc/imaging"
+	"github.com/bicyc/bicyc/internal/imagetest"
 )
 
 func TestLoadImageFolders(t *testing.T) {
@@ -24,17 +23,17 @@ func TestLoadImageFolders(t *testing.T) {
 	// Class folders sort as cat < dog < zebra; files of dog are PNG, of cat
 	// JPEG in a nested folder, of zebra mixed. Other files are ignored.
 	files := map[string]image.Image{
-		"train/dog/b.png":          gradient(16, 16, 1),
-		"train/dog/a.PNG":          gradient(16, 16, 2),
-		"train/cat/sub/c.jpg":      gradient(16, 16, 3),
-		"train/zebra/z.jpeg":       gradient(32, 24, 4),
-		"train/zebra/y.png":        gradient(16, 16, 5),
-		"test/cat/t.png":           gradient(16, 16, 6),
-		"test/dog/t.jpg":           gradient(8, 8, 7),
-		"test/zebra/t.png":         gradient(16, 16, 8),
-		"train/dog/.hidden/x.png":  gradient(16, 16, 9),
-		"train/.cache/x/x.png":     gradient(16, 16, 10),
-		"test/zebra/.thumb.png":    gradient(16, 16, 11),
+		"train/dog/b.png":          imagetest.Gradient(16, 16, 1),
+		"train/dog/a.PNG":          imagetest.Gradient(16, 16, 2),
+		"train/cat/sub/c.jpg":      imagetest.Gradient(16, 16, 3),
+		"train/zebra/z.jpeg":       imagetest.Gradient(32, 24, 4),
+		"train/zebra/y.png":        imagetest.Gradient(16, 16, 5),
+		"test/cat/t.png":           imagetest.Gradient(16, 16, 6),
+		"test/dog/t.jpg":           imagetest.Gradient(8, 8, 7),
+		"test/zebra/t.png":         imagetest.Gradient(16, 16, 8),
+		"train/dog/.hidden/x.png":  imagetest.Gradient(16, 16, 9),
+		"train/.cache/x/x.png":     imagetest.Gradient(16, 16, 10),
+		"test/zebra/.thumb.png":    imagetest.Gradient(16, 16, 11),
 		"train/cat/sub/ignore.txt": nil,
 	}
 	for name, img := range files {
@@ -43,9 +42,9 @@ func TestLoadImageFolders(t *testing.T) {
 		case img == nil:
 			writeFile(t, path, []byte("not an image"))
 		case strings.HasSuffix(name, "g") && strings.Contains(strings.ToLower(name), ".jp"):
-			writeJPEG(t, path, img)
+			imagetest.WriteJPEG(t, path, img)
 		default:
-			writePNG(t, path, img)
+			imagetest.WritePNG(t, path, img)
 		}
 	}
 	train, test, err := LoadImageFolders(filepath.Join(root, "train"), filepath.Join(root, "test"), p)
@@ -74,7 +73,7 @@ func TestLoadImageFolders(t *testing.T) {
 		}
 	}
 	// A PNG of the right size is stored exactly.
-	src := gradient(16, 16, 2)
+	src := imagetest.Gradient(16, 16, 2)
 	got := train.Image(1)
 	if got[0] != src.Pix[0] || got[256+17] != src.Pix[4*17+1] || got[512+255] != src.Pix[4*255+2] {
 		t.Errorf("PNG pixels changed: %v", got[:4])
@@ -87,7 +86,7 @@ func TestLoadImageFolderGray(t *testing.T) {
 	for i := range img.Pix {
 		img.Pix[i] = uint8(20 * i)
 	}
-	writePNG(t, filepath.Join(root, "only", "g.png"), img)
+	imagetest.WritePNG(t, filepath.Join(root, "only", "g.png"), img)
 	ds, err := LoadImageFolder(root, imaging.Preprocess{Channels: 1, Height: 3, Width: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +98,7 @@ func TestLoadImageFolderGray(t *testing.T) {
 
 func TestLoadImageFolderBadInput(t *testing.T) {
 	p := imaging.Preprocess{Channels: 3, Height: 8, Width: 8}
-	good := func(t *testing.T, path string) { writePNG(t, path, gradient(8, 8, 1)) }
+	good := func(t *testing.T, path string) { imagetest.WritePNG(t, path, imagetest.Gradient(8, 8, 1)) }
 	cases := []struct {
 		name  string
 		setup func(t *testing.T, root string)
@@ -125,7 +124,7 @@ func TestLoadImageFolderBadInput(t *testing.T) {
 		{"truncated jpeg", func(t *testing.T, root string) {
 			good(t, filepath.Join(root, "a", "1.png"))
 			path := filepath.Join(root, "a", "2.jpg")
-			writeJPEG(t, path, gradient(64, 64, 2))
+			imagetest.WriteJPEG(t, path, imagetest.Gradient(64, 64, 2))
 			raw, _ := os.ReadFile(path)
 			writeFile(t, path, raw[:len(raw)/2])
 		}, p, imaging.ErrFormat, "2.jpg"},
@@ -172,50 +171,10 @@ func hugePNGHeader() []byte {
 func TestLoadImageFoldersClassMismatch(t *testing.T) {
 	root := t.TempDir()
 	for _, name := range []string{"train/a/1.png", "train/b/1.png", "test/a/1.png", "test/c/1.png"} {
-		writePNG(t, filepath.Join(root, name), gradient(4, 4, 0))
+		imagetest.WritePNG(t, filepath.Join(root, name), imagetest.Gradient(4, 4, 0))
 	}
 	_, _, err := LoadImageFolders(filepath.Join(root, "train"), filepath.Join(root, "test"), imaging.Preprocess{Channels: 3, Height: 4, Width: 4})
 	if !errors.Is(err, ErrClassMismatch) || !strings.Contains(err.Error(), `only in train ["b"], only in test ["c"]`) {
 		t.Fatalf("got %v", err)
 	}
-}
-
-// writePNG and writeJPEG encode img into path, creating parent folders.
-func writePNG(t testing.TB, path string, img image.Image) {
-	t.Helper()
-	writeEncoded(t, path, func(f *os.File) error { return png.Encode(f, img) })
-}
-
-func writeJPEG(t testing.TB, path string, img image.Image) {
-	t.Helper()
-	writeEncoded(t, path, func(f *os.File) error { return jpeg.Encode(f, img, &jpeg.Options{Quality: 90}) })
-}
-
-func writeEncoded(t testing.TB, path string, encode func(*os.File) error) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := encode(f); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// gradient returns a w x h RGB image whose colour depends on the position
-// and on seed.
-func gradient(w, h, seed int) *image.RGBA {
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	for y := range h {
-		for x := range w {
-			img.Set(x, y, color.RGBA{uint8(x*7 + seed), uint8(y*5 + 3*seed), uint8(x*y + seed), 255})
-		}
-	}
-	return img
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bicyc/bicyc/arch"
 	"github.com/bicyc/bicyc/imaging"
+	"github.com/bicyc/bicyc/internal/imagetest"
 )
 
 // TestTorchvisionGeometry checks ShorterSideSize, CenterCropWindow and the
@@ -140,11 +141,11 @@ func TestLoadPhotoFolders(t *testing.T) {
 		"train/cat/d.jpg": {30, 30}, "test/bird/e.png": {72, 56}, "test/cat/f.jpg": {33, 44},
 	}
 	for name, size := range sizes {
-		img := gradient(size.X, size.Y, len(name))
+		img := imagetest.Gradient(size.X, size.Y, len(name))
 		if strings.HasSuffix(name, ".png") {
-			writePNG(t, filepath.Join(root, name), img)
+			imagetest.WritePNG(t, filepath.Join(root, name), img)
 		} else {
-			writeJPEG(t, filepath.Join(root, name), img)
+			imagetest.WriteJPEG(t, filepath.Join(root, name), img)
 		}
 	}
 	p := imaging.Preprocess{Channels: 3, Height: 24, Width: 24, ResizeMode: arch.CenterCrop, ResizeShorter: 27}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bicyc/bicyc/imaging"
+	"github.com/bicyc/bicyc/internal/imagetest"
 )
 
 // TestPixelsGrayPNGMatchesDataset writes Fashion-MNIST images as 28x28 gray
@@ -20,7 +21,7 @@ func TestPixelsGrayPNGMatchesDataset(t *testing.T) {
 	for _, i := range []int{0, 1, 4321, 9999} {
 		img := &image.Gray{Pix: slices.Clone(test.Image(i)), Stride: 28, Rect: image.Rect(0, 0, 28, 28)}
 		path := filepath.Join(dir, "x.png")
-		writePNG(t, path, img)
+		imagetest.WritePNG(t, path, img)
 		decoded, err := imaging.DecodeImageFile(path)
 		if err != nil {
 			t.Fatal(err)

@@ -6,12 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bicyc/bicyc/internal/imagetest"
 )
 
 func TestOpen(t *testing.T) {
 	root := t.TempDir()
 	for _, name := range []string{"train/a/1.png", "train/b/1.png", "test/a/1.png", "test/b/1.png"} {
-		writePNG(t, filepath.Join(root, "folders", name), gradient(12, 10, len(name)))
+		imagetest.WritePNG(t, filepath.Join(root, "folders", name), imagetest.Gradient(12, 10, len(name)))
 	}
 	writeFile(t, filepath.Join(root, "c100", "train.bin"), cifarRecords([][]byte{{1, 2}}))
 	writeFile(t, filepath.Join(root, "c100", "test.bin"), cifarRecords([][]byte{{1, 3}}))

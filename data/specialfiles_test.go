@@ -14,6 +14,7 @@ import (
 
 	"github.com/bicyc/bicyc/bounded"
 	"github.com/bicyc/bicyc/imaging"
+	"github.com/bicyc/bicyc/internal/imagetest"
 )
 
 // specialFiles makes, in dir, a named pipe without a writer, a socket, and
@@ -23,7 +24,7 @@ import (
 func specialFiles(t *testing.T, dir string) string {
 	t.Helper()
 	regular := filepath.Join(dir, "a.png")
-	writePNG(t, regular, gradient(5, 4, 1))
+	imagetest.WritePNG(t, regular, imagetest.Gradient(5, 4, 1))
 	if err := syscall.Mkfifo(filepath.Join(dir, "b.png"), 0o644); err != nil {
 		t.Skip("no named pipes here:", err)
 	}

@@ -2,6 +2,7 @@ package imaging
 
 import (
 	"github.com/bicyc/bicyc/arch"
+	"github.com/bicyc/bicyc/internal/imagetest"
 
 	"encoding/json"
 	"errors"
@@ -20,7 +21,7 @@ import (
 func TestCenterCropPixels(t *testing.T) {
 	p := Preprocess{Channels: 3, Height: 24, Width: 20, ResizeMode: arch.CenterCrop, ResizeShorter: 27}
 	for _, size := range []image.Point{{40, 30}, {56, 72}, {27, 27}, {110, 28}} {
-		src := gradient(size.X, size.Y, 5)
+		src := imagetest.Gradient(size.X, size.Y, 5)
 		got := p.Pixels(src)
 		nw, nh := ShorterSideSize(size.X, size.Y, 27)
 		whole := image.NewRGBA64(image.Rect(0, 0, nw, nh))
@@ -36,7 +37,7 @@ func TestCenterCropPixels(t *testing.T) {
 		}
 	}
 	// Squash keeps today's output exactly.
-	src := gradient(40, 30, 1)
+	src := imagetest.Gradient(40, 30, 1)
 	squash := Preprocess{Channels: 3, Height: 24, Width: 20, ResizeMode: arch.Squash}
 	if !slices.Equal(squash.Pixels(src), Preprocess{Channels: 3, Height: 24, Width: 20}.Pixels(src)) {
 		t.Error("explicit squash differs from the empty mode")

@@ -2,6 +2,7 @@ package imaging
 
 import (
 	"github.com/bicyc/bicyc/arch"
+	"github.com/bicyc/bicyc/internal/imagetest"
 
 	"bytes"
 	"fmt"
@@ -12,7 +13,7 @@ import (
 // BenchmarkPixelsPhoto preprocesses a 640x480 RGB photo to a 224x224
 // network input: squashed, and center-cropped from its 341x256 resize.
 func BenchmarkPixelsPhoto(b *testing.B) {
-	photo := gradient(640, 480, 1)
+	photo := imagetest.Gradient(640, 480, 1)
 	for _, p := range []Preprocess{
 		{Channels: 3, Height: 224, Width: 224, ResizeMode: arch.Squash},
 		{Channels: 3, Height: 224, Width: 224, ResizeMode: arch.CenterCrop, ResizeShorter: 256},
@@ -31,7 +32,7 @@ func BenchmarkPixelsPhoto(b *testing.B) {
 // degrees (3): the cost of reading the stored pixels through the EXIF view.
 func BenchmarkPixelsOrientedPhoto(b *testing.B) {
 	var buf bytes.Buffer
-	if err := jpeg.Encode(&buf, gradient(4000, 3000, 1), &jpeg.Options{Quality: 90}); err != nil {
+	if err := jpeg.Encode(&buf, imagetest.Gradient(4000, 3000, 1), &jpeg.Options{Quality: 90}); err != nil {
 		b.Fatal(err)
 	}
 	decoded, err := jpeg.Decode(&buf)

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bicyc/bicyc/internal/imagetest"
 )
 
 // TestPixelsAlphaComposite checks the documented alpha compositing on a
@@ -27,7 +29,7 @@ func TestPixelsAlphaComposite(t *testing.T) {
 		img.SetNRGBA(x, 0, c)
 	}
 	path := filepath.Join(t.TempDir(), "alpha.png")
-	writePNG(t, path, img)
+	imagetest.WritePNG(t, path, img)
 	decoded, err := DecodeImageFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -89,13 +91,13 @@ func TestPixelsResize(t *testing.T) {
 	}
 	// Non-square and upscaling, with an RGB source whose bounds do not
 	// start at the origin.
-	sub := gradient(40, 30, 3).SubImage(image.Rect(5, 5, 25, 15))
+	sub := imagetest.Gradient(40, 30, 3).SubImage(image.Rect(5, 5, 25, 15))
 	got = Preprocess{Channels: 3, Height: 28, Width: 28}.Pixels(sub)
 	if len(got) != 3*28*28 {
 		t.Fatalf("upscaled to %d values", len(got))
 	}
 	// Same size: exact pass-through of an RGB image.
-	src := gradient(28, 28, 9)
+	src := imagetest.Gradient(28, 28, 9)
 	got = Preprocess{Channels: 3, Height: 28, Width: 28}.Pixels(src.SubImage(src.Rect))
 	for i := range 28 * 28 {
 		for c := range 3 {
@@ -214,7 +216,7 @@ func TestPreprocessValidate(t *testing.T) {
 // BenchmarkPixels measures the conversion of a decoded 64x64 RGB image
 // to a 32x32 input.
 func BenchmarkPixels(b *testing.B) {
-	img := gradient(64, 64, 1)
+	img := imagetest.Gradient(64, 64, 1)
 	p := Preprocess{Channels: 3, Height: 32, Width: 32}
 	for b.Loop() {
 		p.Pixels(img)

@@ -1,4 +1,8 @@
-package imaging
+// Package imagetest writes the image files and synthetic pictures that the
+// tests of the image packages (imaging, data) share.
+//
+// May import: the standard library only.
+package imagetest
 
 import (
 	"image"
@@ -10,13 +14,15 @@ import (
 	"testing"
 )
 
-// writePNG and writeJPEG encode img into path, creating parent folders.
-func writePNG(t testing.TB, path string, img image.Image) {
+// WritePNG encodes img as PNG into path, creating parent folders.
+func WritePNG(t testing.TB, path string, img image.Image) {
 	t.Helper()
 	writeEncoded(t, path, func(f *os.File) error { return png.Encode(f, img) })
 }
 
-func writeJPEG(t testing.TB, path string, img image.Image) {
+// WriteJPEG encodes img as JPEG (quality 90) into path, creating parent
+// folders.
+func WriteJPEG(t testing.TB, path string, img image.Image) {
 	t.Helper()
 	writeEncoded(t, path, func(f *os.File) error { return jpeg.Encode(f, img, &jpeg.Options{Quality: 90}) })
 }
@@ -38,9 +44,9 @@ func writeEncoded(t testing.TB, path string, encode func(*os.File) error) {
 	}
 }
 
-// gradient returns a w x h RGB image whose colour depends on the position
+// Gradient returns a w x h RGB image whose colour depends on the position
 // and on seed.
-func gradient(w, h, seed int) *image.RGBA {
+func Gradient(w, h, seed int) *image.RGBA {
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	for y := range h {
 		for x := range w {
