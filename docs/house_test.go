@@ -49,6 +49,8 @@ var forbiddenDeps = map[string][]string{
 	"imaging":    readingSide,
 	"repository": readingSide,
 	"rundir":     readingSide,
+	"sweep":      readingSide,
+	"config":     readingSide,
 	// The inference CLI also adds classes (author), which reads class
 	// folders through data and builds the classifier graph of
 	// export/classgraph, but never links the trainer or the exporter.
