@@ -26,7 +26,7 @@ func TestTinyExperiment(t *testing.T) {
 		t.Skip("trains on Fashion-MNIST; run with -openset")
 	}
 	out := t.TempDir()
-	o := options{out: out, work: t.TempDir(), configFile: "testdata/tiny.yaml", seeds: []int{0}, adds: []int{10}, learn: true}
+	o := options{out: out, work: t.TempDir(), configFile: "testdata/tiny.yaml", seeds: []int{0}, adds: []int{10}, learn: true, unknown: 2}
 	if err := run(context.Background(), o, io.Discard); err != nil {
 		t.Fatal(err)
 	}
