@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -160,14 +159,11 @@ func saveCheckpoint(runDir string, st *State) error {
 // latestCheckpoint returns the directory of the checkpoint named by
 // checkpoints/latest, or "" when the run has none yet.
 func latestCheckpoint(runDir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(runDir, rundir.CheckpointsDir, rundir.LatestFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
+	n, ok, err := rundir.LatestCompleted(runDir)
+	if !ok || err != nil {
 		return "", err
 	}
-	return filepath.Join(runDir, rundir.CheckpointsDir, strings.TrimSpace(string(b))), nil
+	return filepath.Join(runDir, rundir.CheckpointsDir, rundir.CheckpointName(n)), nil
 }
 
 // loadLatestCheckpoint reads the checkpoint named by checkpoints/latest, or
