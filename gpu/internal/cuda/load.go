@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -151,13 +152,13 @@ func openLib(s libSpec, envDirs, otherDirs []string) (uintptr, Library, error) {
 			for _, p := range s.preload {
 				if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
 					// RTLD_GLOBAL: a companion loaded first satisfies the library's later dlopen by name.
-					if _, err := purego.Dlopen(filepath.Join(dir, p), purego.RTLD_NOW|purego.RTLD_GLOBAL); err != nil {
+					if _, err := dlopen(filepath.Join(dir, p)); err != nil {
 						failures = append(failures, loaderFailure(filepath.Join(dir, p), err))
 					}
 				}
 			}
 		}
-		h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		h, err := dlopen(path)
 		if err != nil {
 			if dir != loaderPath || !strings.Contains(err.Error(), "No such file") {
 				failures = append(failures, loaderFailure(path, err))
@@ -185,6 +186,22 @@ func openLib(s libSpec, envDirs, otherDirs []string) (uintptr, Library, error) {
 	return 0, Library{}, errors.New(msg)
 }
 
+// dlopen opens a library with RTLD_NOW|RTLD_GLOBAL. The OS thread stays locked because dlerror's text is
+// per thread: purego calls dlopen and dlerror separately, and a goroutine moved between the two reads
+// another thread's (empty) error, which hides "No such file" and turns "not found" into a blank failure.
+func dlopen(path string) (uintptr, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+}
+
+// dlsym is purego.Dlsym on one OS thread, for the reason given at dlopen.
+func dlsym(handle uintptr, name string) (uintptr, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return purego.Dlsym(handle, name)
+}
+
 // symbolTable binds C functions of one library to Go function variables, collecting missing symbols.
 type symbolTable struct {
 	handle  uintptr
@@ -194,7 +211,7 @@ type symbolTable struct {
 
 // bind sets *fn (a pointer to a func variable) to the C function name, or records it as missing.
 func (t *symbolTable) bind(fn any, name string) {
-	addr, err := purego.Dlsym(t.handle, name)
+	addr, err := dlsym(t.handle, name)
 	if err != nil || addr == 0 {
 		t.missing = append(t.missing, name)
 		return
@@ -204,7 +221,7 @@ func (t *symbolTable) bind(fn any, name string) {
 
 // optional is bind for a function some versions lack: it reports whether it was found.
 func (t *symbolTable) optional(fn any, name string) bool {
-	addr, err := purego.Dlsym(t.handle, name)
+	addr, err := dlsym(t.handle, name)
 	if err != nil || addr == 0 {
 		return false
 	}

@@ -2,10 +2,13 @@ package cuda
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -147,5 +150,35 @@ func TestLaunchArguments(t *testing.T) {
 	err := k.Launch(10, int32(1), float32(2), "three")
 	if err == nil || !strings.Contains(err.Error(), "argument 2 is string") {
 		t.Errorf("Launch with a string argument: %v", err)
+	}
+}
+
+// TestLoadErrorStableAcrossThreads: the loader's reason is read on the thread that failed to load, so many
+// loads at once, with goroutines moving between threads, still report "not found" and never a blank reason.
+func TestLoadErrorStableAcrossThreads(t *testing.T) {
+	if onLoaderPath("libcudart.so.13", "libcudart.so.12") {
+		t.Skip("a CUDA runtime is on this machine's loader path: the not-found path cannot be shown here")
+	}
+	dir := t.TempDir()
+	want := "CUDA runtime (libcudart.so.13 or libcudart.so.12): not found"
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				if _, _, err := openLib(specRT, nil, []string{dir}); err == nil || err.Error() != want {
+					errs <- fmt.Sprint(err)
+					return
+				}
+				runtime.Gosched()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Errorf("load error %q, want %q", e, want)
 	}
 }
