@@ -260,13 +260,7 @@ func (s *Server) newVersion(n int64, dir string, m model) *version {
 	for i, c := range v.classes {
 		v.column[c.ID] = i
 	}
-	v.topK = s.cfg.TopK
-	if v.topK == 0 {
-		v.topK = m.Manifest().Classifier.TopK
-	}
-	if v.topK == 0 {
-		v.topK = gauss.DefaultTopK
-	}
+	v.topK = gauss.ResolveTopK(len(v.classes), s.cfg.TopK, m.Manifest().Classifier.TopK)
 	return v
 }
 
