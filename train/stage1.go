@@ -98,32 +98,9 @@ func buildStage1(cfg config.Config, n stage1Nets, c, h, w int) (*stage1Graph, er
 	x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(all, c, h, w), G.WithName("image"), G.WithValue(sg.image))
 	onehot := G.NewMatrix(g, tensor.Float32, G.WithShape(n.rows, n.numClasses), G.WithName("onehot"), G.WithValue(sg.onehot))
 
-	zNew, params, err := buildBackbone(n.backbone, g, x, !n.frozenBN)
+	zNew, logits, outLogits, params, err := forwardRows(n, g, x)
 	if err != nil {
 		return nil, err
-	}
-	if n.detach {
-		if zNew, err = ops.StopGradient(zNew); err != nil {
-			return nil, err
-		}
-		params = nil
-	}
-	logits, headParams, err := buildLinear(n.head, g, zNew)
-	if err != nil {
-		return nil, err
-	}
-	params = append(params, headParams...)
-	var outLogits *G.Node
-	if n.outliers > 0 {
-		if outLogits, err = G.Slice(logits, G.S(n.rows, all)); err != nil {
-			return nil, err
-		}
-		if zNew, err = G.Slice(zNew, G.S(0, n.rows)); err != nil {
-			return nil, err
-		}
-		if logits, err = G.Slice(logits, G.S(0, n.rows)); err != nil {
-			return nil, err
-		}
 	}
 	ce, err := ops.CrossEntropy(logits, onehot)
 	if err != nil {
@@ -187,6 +164,40 @@ func buildStage1(cfg config.Config, n stage1Nets, c, h, w int) (*stage1Graph, er
 	sg.params = params
 	sg.vm = G.NewTapeMachine(g, G.BindDualValues(params...))
 	return sg, nil
+}
+
+// forwardRows builds the backbone (detached during the warm-up) and the head
+// on the image rows x and returns the real rows' features and logits, the
+// outlier rows' logits (nil without outliers) and the trained parameters.
+func forwardRows(n stage1Nets, g *G.ExprGraph, x *G.Node) (zNew, logits, outLogits *G.Node, params G.Nodes, err error) {
+	if zNew, params, err = buildBackbone(n.backbone, g, x, !n.frozenBN); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if n.detach {
+		if zNew, err = ops.StopGradient(zNew); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		params = nil
+	}
+	logits, headParams, err := buildLinear(n.head, g, zNew)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	params = append(params, headParams...)
+	if n.outliers == 0 {
+		return zNew, logits, nil, params, nil
+	}
+	all := n.rows + n.outliers
+	if outLogits, err = G.Slice(logits, G.S(n.rows, all)); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if zNew, err = G.Slice(zNew, G.S(0, n.rows)); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if logits, err = G.Slice(logits, G.S(0, n.rows)); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return zNew, logits, outLogits, params, nil
 }
 
 // distillationTerms adds the terms that tie the new space to the old one and
