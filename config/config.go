@@ -149,6 +149,7 @@ type Loss struct {
 	ACJitter         float64 `mapstructure:"ac_jitter" yaml:"ac_jitter" doc:"L_ac jitter eps added to the batch covariance diagonal (authors' code: 1e-6)."`
 	KDWeight         float64 `mapstructure:"kd_weight" yaml:"kd_weight" doc:"adagauss only: weight of the feature distillation L_n2o (its published script: 10)."`
 	CycleDetachInner bool    `mapstructure:"cycle_detach_inner" yaml:"cycle_detach_inner" doc:"Detach the inner map of each cycle term so it trains only its outer map (authors' code; docs/method.md, Stage I); false follows the paper, where both maps get cycle gradients."`
+	OutlierExposure  float64 `mapstructure:"outlier_exposure" yaml:"outlier_exposure" doc:"Weight of the outlier-exposure term L_oe in Stage I of every task (docs/method.md, Outlier exposure; Hendrycks et al. 2019 use 0.5): each step adds half a batch of images made from the step's own images (patch shuffles, heavy crops, halves of two classes) and trains the head's outputs on them towards uniform, so that images of no known class score as unknown; 0 (the default) is off, the paper's method."`
 
 	Rehearsal Rehearsal `mapstructure:"rehearsal" yaml:"rehearsal"`
 }
@@ -522,6 +523,9 @@ func (c Config) validateStages(bad problem) {
 		bad("loss.pair_rows", "must be >= 2, got %d", c.Loss.PairRows)
 	}
 	c.Loss.Rehearsal.validate(c, bad)
+	if oe := c.Loss.OutlierExposure; !(oe >= 0) || math.IsInf(oe, 1) {
+		bad("loss.outlier_exposure", "must be a finite weight >= 0 (0 is off), got %g", oe)
+	}
 	if c.Adapter.Epochs < -1 {
 		bad("adapter.epochs", "must be -1 (half of train.epochs) or >= 0, got %d", c.Adapter.Epochs)
 	}

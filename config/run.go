@@ -71,6 +71,8 @@ var addedKeys = map[string]func(*Config){
 	"loss.rehearsal.lambda":    func(c *Config) { c.Loss.Rehearsal.Lambda = DefaultRehearsal().Lambda },
 	"loss.rehearsal.per_class": func(c *Config) { c.Loss.Rehearsal.PerClass = DefaultRehearsal().PerClass },
 	"loss.rehearsal.backbone":  func(c *Config) { c.Loss.Rehearsal.Backbone = DefaultRehearsal().Backbone },
+	// Outlier exposure: off, as every run before it.
+	"loss.outlier_exposure": func(c *Config) { c.Loss.OutlierExposure = 0 },
 	// Adapter ensemble: A alone, as every run before it.
 	"adapter.ensemble": func(c *Config) { c.Adapter.Ensemble = 1 },
 	// Before train.device every run trained on the CPU; auto still does.

@@ -27,6 +27,7 @@ type stage1Nets struct {
 	detach     bool           // features detached from the backbone (warm-up)
 	frozenBN   bool           // BatchNorm in evaluation mode (Stage1Input.FrozenBatchNorm)
 	rehearsal  *Rehearsal     // loss.rehearsal; nil when off
+	outliers   int            // outlier rows after the real ones (loss.outlier_exposure); 0 when off
 }
 
 // stage1Graph is the Stage I training graph of one task: inputs, named loss
@@ -75,6 +76,12 @@ func (t lossTerm) current() float64 {
 //
 // With loss.cycle_detach_inner false, L_cyc follows the paper's equation
 // literally instead: MSE(A(D(z_new)), sg z_new) + MSE(D(A(z_old)), z_old).
+// With loss.outlier_exposure, the outlier rows follow the real ones through
+// the backbone and the head, and
+//
+//	L_oe = CE(H(z_out), uniform)             backbone, head
+//
+// while every other term sees the real rows only.
 // adagauss keeps only CE + kd_weight*L_n2o + alpha*L_ac. With
 // loss.rehearsal, L_pr (see Rehearsal) trains its head, and the backbone
 // through the real features unless loss.rehearsal.backbone is false.
@@ -83,28 +90,18 @@ func (t lossTerm) current() float64 {
 // bench/train both run this graph through it.
 func buildStage1(cfg config.Config, n stage1Nets, c, h, w int) (*stage1Graph, error) {
 	g := G.NewGraph()
+	all := n.rows + n.outliers
 	sg := &stage1Graph{
-		image:  tensor.New(tensor.WithShape(n.rows, c, h, w), tensor.Of(tensor.Float32)),
+		image:  tensor.New(tensor.WithShape(all, c, h, w), tensor.Of(tensor.Float32)),
 		onehot: tensor.New(tensor.WithShape(n.rows, n.numClasses), tensor.Of(tensor.Float32)),
 	}
-	x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(n.rows, c, h, w), G.WithName("image"), G.WithValue(sg.image))
+	x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(all, c, h, w), G.WithName("image"), G.WithValue(sg.image))
 	onehot := G.NewMatrix(g, tensor.Float32, G.WithShape(n.rows, n.numClasses), G.WithName("onehot"), G.WithValue(sg.onehot))
 
-	zNew, params, err := buildBackbone(n.backbone, g, x, !n.frozenBN)
+	zNew, logits, outLogits, params, err := forwardRows(n, g, x)
 	if err != nil {
 		return nil, err
 	}
-	if n.detach {
-		if zNew, err = ops.StopGradient(zNew); err != nil {
-			return nil, err
-		}
-		params = nil
-	}
-	logits, headParams, err := buildLinear(n.head, g, zNew)
-	if err != nil {
-		return nil, err
-	}
-	params = append(params, headParams...)
 	ce, err := ops.CrossEntropy(logits, onehot)
 	if err != nil {
 		return nil, err
@@ -149,6 +146,15 @@ func buildStage1(cfg config.Config, n stage1Nets, c, h, w int) (*stage1Graph, er
 		}
 		params = append(params, more...)
 	}
+	if outLogits != nil {
+		oe, err := outlierExposure(g, outLogits)
+		if err != nil {
+			return nil, err
+		}
+		if err := add("oe", oe, cfg.Loss.OutlierExposure); err != nil {
+			return nil, err
+		}
+	}
 	if sg.total, err = sumTerms(weightedTerms...); err != nil {
 		return nil, err
 	}
@@ -158,6 +164,40 @@ func buildStage1(cfg config.Config, n stage1Nets, c, h, w int) (*stage1Graph, er
 	sg.params = params
 	sg.vm = G.NewTapeMachine(g, G.BindDualValues(params...))
 	return sg, nil
+}
+
+// forwardRows builds the backbone (detached during the warm-up) and the head
+// on the image rows x and returns the real rows' features and logits, the
+// outlier rows' logits (nil without outliers) and the trained parameters.
+func forwardRows(n stage1Nets, g *G.ExprGraph, x *G.Node) (zNew, logits, outLogits *G.Node, params G.Nodes, err error) {
+	if zNew, params, err = buildBackbone(n.backbone, g, x, !n.frozenBN); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if n.detach {
+		if zNew, err = ops.StopGradient(zNew); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		params = nil
+	}
+	logits, headParams, err := buildLinear(n.head, g, zNew)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	params = append(params, headParams...)
+	if n.outliers == 0 {
+		return zNew, logits, nil, params, nil
+	}
+	all := n.rows + n.outliers
+	if outLogits, err = G.Slice(logits, G.S(n.rows, all)); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if zNew, err = G.Slice(zNew, G.S(0, n.rows)); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if logits, err = G.Slice(logits, G.S(0, n.rows)); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return zNew, logits, outLogits, params, nil
 }
 
 // distillationTerms adds the terms that tie the new space to the old one and
@@ -374,7 +414,7 @@ func (r *Run) stage1(ctx context.Context, t int, cur, old *models.Backbone, dist
 	}
 	l.step, err = NewStage1Step(cfg, Stage1Nets{Backbone: cur, Old: old, Head: head, Distiller: dist, Adapter: adapt, Rehearsal: rehearsal},
 		Stage1Input{Batch: batch, Channels: c, Height: h, Width: w, Rotation: rotation, FrozenBatchNorm: t > 0 && cfg.Train.FreezeBNStats,
-			PairSeed: r.seed("pair-rows", t)})
+			PairSeed: r.seed("pair-rows", t), OutlierSeed: r.seed("outliers", t)})
 	if err != nil {
 		return nil, 0, err
 	}

@@ -54,6 +54,10 @@ type Stage1Input struct {
 	// with more rows than loss.pair_rows); train derives it from the run's
 	// seed and the task, so no other random stream changes.
 	PairSeed int64
+	// OutlierSeed seeds the draws of the outlier images (loss.outlier_exposure)
+	// from a stream of their own, so switching them on changes no other random
+	// choice of the run.
+	OutlierSeed int64
 }
 
 // Stage1Step is one Stage I training step of a task, with the exact graph
@@ -68,7 +72,10 @@ type Stage1Input struct {
 //	CE + alpha*L_ac + kd_weight*L_n2o                                                      (adagauss)
 //	CE + alpha*L_ac                                                  (no old backbone, finetune)
 //
-// plus lambda*L_pr with loss.rehearsal (Stage1Nets.Rehearsal).
+// plus lambda*L_pr with loss.rehearsal (Stage1Nets.Rehearsal), and
+// loss.outlier_exposure*L_oe with outlier exposure: each step also runs
+// outliersPerStep images made from the batch's own images (buildOutliers),
+// whose head outputs L_oe trains towards uniform.
 //
 // (buildStage1 documents which network each term trains). z_old is the old
 // backbone's evaluation-mode features of the same rows, computed before
@@ -84,6 +91,7 @@ type Stage1Step struct {
 	detach   bool
 	old      *extractor // nil without an old backbone
 	pairRand *rand.Rand // draws L_pair's random rows
+	oeRand   *rand.Rand // draws the outlier images; nil without outlier exposure
 	solver   *optim.SGD
 	terms    []string
 	imageLen int // floats of one image
@@ -142,6 +150,10 @@ func NewStage1Step(cfg config.Config, nets Stage1Nets, in Stage1Input) (*Stage1S
 		imageLen: in.Channels * in.Height * in.Width,
 		pairRand: rand.New(rand.NewPCG(uint64(in.PairSeed), 0)),
 	}
+	if cfg.Loss.OutlierExposure > 0 {
+		st.nets.outliers = outliersPerStep(in.Batch)
+		st.oeRand = rand.New(rand.NewPCG(uint64(in.OutlierSeed), 0))
+	}
 	st.solver.LRScale = backboneLRScale(nets.Backbone, cfg.Train.BackboneLRScale)
 	sg, err := st.graph()
 	if err != nil {
@@ -193,7 +205,7 @@ func (st *Stage1Step) graph() (*stage1Graph, error) {
 }
 
 // Terms returns the names of the loss terms Run reports, in its order: ce,
-// then those of ac, n2o, o2n, cyc, pair and pr that cfg switches on.
+// then those of ac, n2o, o2n, cyc, pair, pr and oe that cfg switches on.
 func (st *Stage1Step) Terms() []string { return append([]string(nil), st.terms...) }
 
 // SetWarmup switches the detach warm-up on or off for the following steps
@@ -246,6 +258,9 @@ func (st *Stage1Step) Run(images []float32, labels []int, lr float64) ([]float64
 	}
 	if !st.in.Rotation {
 		copy(image, images)
+	}
+	if st.oeRand != nil {
+		buildOutliers(st.oeRand, images, labels, st.in.Channels, st.in.Height, st.in.Width, image[st.nets.rows*size:])
 	}
 	if st.nets.rehearsal != nil {
 		if err := fillRehearsal(st.nets.rehearsal, sg, labels, st.nets.rows/st.in.Batch); err != nil {

@@ -273,3 +273,127 @@ func TestStage1StepBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestStage1StepOutlierExposure checks L_oe and what it trains. With a zero
+// head weight every row's logits are the bias b, so with K = 2 outputs
+//
+//	oe = -(1/2) sum_k log softmax(b)[k]
+//
+// and, since the real rows' logits do not depend on the outlier rows, the
+// only difference one step with loss.outlier_exposure = w makes to the bias
+// is L_oe's gradient, -lr*w*(softmax(b) - 1/K): towards equal outputs.
+func TestStage1StepOutlierExposure(t *testing.T) {
+	const lr, weight = 0.5, 0.5
+	b0 := []float32{1, -0.5}
+	var norm float64
+	for _, v := range b0 {
+		norm += math.Exp(float64(v))
+	}
+	var wantOE float64
+	p := make([]float64, len(b0))
+	for k, v := range b0 {
+		wantOE -= (float64(v) - math.Log(norm)) / float64(len(b0))
+		p[k] = math.Exp(float64(v)) / norm
+	}
+	bias := map[float64][]float32{}
+	for _, w := range []float64{0, weight} {
+		nets := smallNets(t, 2)
+		nets.Old, nets.Distiller, nets.Adapter = nil, nil, nil
+		clear(nets.Head.Params()[0].Data().([]float32))
+		b := nets.Head.Params()[1].Data().([]float32)
+		copy(b, b0)
+		cfg := config.Default()
+		cfg.Loss.AntiCollapse = false
+		cfg.Train.ClipNorm, cfg.Train.WeightDecay = 0, 0
+		cfg.Loss.OutlierExposure = w
+		step, err := train.NewStage1Step(cfg, nets, train.Stage1Input{Batch: 8, Channels: 1, Height: 8, Width: 8, OutlierSeed: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		images, labels := smallBatch(8, 2)
+		losses, err := step.Run(images, labels, lr)
+		step.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"ce"}
+		if w > 0 {
+			want = append(want, "oe")
+			if math.Abs(losses[1]-wantOE) > 1e-5 {
+				t.Errorf("oe %.7f, want %.7f", losses[1], wantOE)
+			}
+		}
+		if !slices.Equal(step.Terms(), want) {
+			t.Fatalf("weight %g: terms %v, want %v", w, step.Terms(), want)
+		}
+		bias[w] = slices.Clone(b)
+	}
+	for k := range b0 {
+		got := float64(bias[weight][k] - bias[0][k])
+		want := -lr * weight * (p[k] - 0.5)
+		if math.Abs(got-want) > 1e-5 {
+			t.Errorf("bias %d: outlier exposure moved it by %.7f, want %.7f", k, got, want)
+		}
+	}
+	if d0, d1 := math.Abs(float64(bias[0][0]-bias[0][1])), math.Abs(float64(bias[weight][0]-bias[weight][1])); !(d1 < d0) {
+		t.Errorf("outlier exposure left the outputs' gap at %.4f, without it %.4f: want it smaller", d1, d0)
+	}
+}
+
+// TestStage1StepOutlierExposureFashionMNIST runs ten task-1 steps with
+// rotation on real images, as train does, twice from the same start: with
+// loss.outlier_exposure 0.5 and with a weight too small to train anything
+// (1e-6, so the term is still measured). Outlier exposure must leave the
+// head's outputs on the outliers closer to uniform (a smaller L_oe, floor
+// log 8) while the classes are still learnt (ce falls) with L_ac on.
+func TestStage1StepOutlierExposureFashionMNIST(t *testing.T) {
+	ds, _, err := data.LoadFashionMNIST("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const batch, s = 16, 64
+	mean, std := data.DefaultNormalization(data.KindFashionMNIST)
+	pre := imaging.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: mean, Std: std}
+	images := make([]float32, batch*28*28)
+	labels := make([]int, batch)
+	for i, j := range ds.Subset([]int{0, 1})[:batch] {
+		pre.Normalize(ds.Image(j), images[i*28*28:(i+1)*28*28])
+		labels[i] = ds.Labels[j]
+	}
+	run := func(weight float64) (first, last []float64) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		backbone, err := models.NewBackbone(arch.ConvNet, 1, s, rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := config.Default()
+		cfg.Loss.OutlierExposure = weight
+		nets := train.Stage1Nets{Backbone: backbone, Head: models.NewLinear(s, 2*4, true, rng)}
+		step, err := train.NewStage1Step(cfg, nets, train.Stage1Input{Batch: batch, Channels: 1, Height: 28, Width: 28, Rotation: true, OutlierSeed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer step.Close()
+		if want := []string{"ce", "ac", "oe"}; !slices.Equal(step.Terms(), want) {
+			t.Fatalf("terms %v, want %v", step.Terms(), want)
+		}
+		for i := range 10 {
+			if last, err = step.Run(images, labels, cfg.Train.LRFirst); err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				first = last
+			}
+		}
+		return first, last
+	}
+	first, on := run(0.5)
+	_, off := run(1e-6)
+	if !(on[0] < first[0]) {
+		t.Errorf("with outlier exposure ce %.4f after 10 steps, %.4f after 1: want it to fall", on[0], first[0])
+	}
+	if floor := math.Log(8); !(on[2] < off[2]) || on[2] < floor-1e-4 {
+		t.Errorf("oe %.4f with outlier exposure, %.4f without: want it smaller, and at least log 8 = %.4f", on[2], off[2], floor)
+	}
+	t.Logf("after 10 steps: ce %.4f / %.4f, ac %.4f / %.4f, oe %.4f / %.4f (on / off)", on[0], off[0], on[1], off[1], on[2], off[2])
+}
