@@ -23,9 +23,11 @@ import (
 // 1 and no padding only regroups x by channel) and computes the chunk's outputs with one matrix product
 // through the registered BLAS. The backward pass rebuilds the chunk's patch matrix for the filter gradient
 // (one product, summed over chunks) and computes the input gradient with one product followed by the inverse
-// of im2col. Chunks hold about convChunkColumns output positions, so a patch matrix lives only in a small
-// scratch buffer shared by all convolutions (see scratchPool) instead of one buffer of the whole batch per
-// convolution: for ResNet-18 at batch 64 that was 151 MB per convolution of its first stage, twice.
+// of im2col; for strided convolutions whose output has the size of the input's polyphase planes, both go
+// through those planes (see convGeom.phased). Chunks hold about convChunkColumns output positions, so a
+// patch matrix lives only in a small scratch buffer shared by all convolutions (see scratchPool) instead of
+// one buffer of the whole batch per convolution: for ResNet-18 at batch 64 that was 151 MB per convolution
+// of its first stage, twice.
 //
 // A 3x3 convolution with stride 1, pad 1 and at least 8 input and output channels, on an even-sized output
 // plane or an odd one of 7x7 or larger (see convGeom.winograd), uses Winograd's F(2x2, 3x3) instead of
