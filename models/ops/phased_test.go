@@ -7,11 +7,15 @@ import (
 )
 
 // BenchmarkStridedPatches measures im2col and col2im of ResNet-18's three stride-2 3x3 convolutions at 32x32
-// (batch 64, chunk by chunk as the convolutions run them, on one goroutine): the polyphase path against
-// the row-by-row one it replaced, which gathers every element of every patch-matrix row.
+// (batch 64) and of its 7x7 stride-2 stem at 224x224 (batch 16), chunk by chunk as the convolutions run
+// them, on one goroutine: the polyphase path against the row-by-row one it replaced, which gathers every
+// element of every patch-matrix row.
 func BenchmarkStridedPatches(b *testing.B) {
-	for _, s := range []struct{ c, side int }{{64, 32}, {128, 16}, {256, 8}} {
-		g := phasedGeom(64, s.c, s.side, s.side, 2*s.c, 3, 2, 1)
+	for _, s := range []struct{ n, c, side, o, k, pad int }{
+		{64, 64, 32, 128, 3, 1}, {64, 128, 16, 256, 3, 1}, {64, 256, 8, 512, 3, 1}, {64, 64, 32, 128, 1, 0},
+		{64, 256, 8, 512, 1, 0}, {16, 3, 224, 64, 7, 3},
+	} {
+		g := phasedGeom(s.n, s.c, s.side, s.side, s.o, s.k, 2, s.pad)
 		taps, ch := g.taps(), g.chunking()
 		cols := ch.images * g.outPlane()
 		x, col := benchData(g.n*g.c*g.inPlane()), make([]float32, g.patch()*cols)
@@ -48,7 +52,7 @@ func BenchmarkStridedPatches(b *testing.B) {
 			{"col2im/phased", func(i int) { first, count := ch.span(g, i); col2im(g, taps, col, dx, first, count) }},
 			{"col2im/rows", rowsAdjoint},
 		} {
-			b.Run(fmt.Sprintf("c%d-%dx%d/%s", s.c, s.side, s.side, p.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("n%d-c%d-%dx%d-k%d/%s", s.n, s.c, s.side, s.side, s.k, p.name), func(b *testing.B) {
 				cpu := processCPU()
 				for b.Loop() {
 					for i := range ch.chunks {
@@ -62,21 +66,20 @@ func BenchmarkStridedPatches(b *testing.B) {
 }
 
 // phasedCases are strided convolutions [n, c, h, w] -> o with kernel k, stride and pad that take the
-// polyphase path (convGeom.phased): ResNet-18's stride-2 3x3 and 1x1 convolutions at 32x32 (smaller batches),
-// its 7x7 stride-2 stem on an odd and an even side, odd and rectangular planes, a plane of one pixel and
-// stride 3.
+// polyphase path (convGeom.phased): ResNet-18's stride-2 3x3 convolutions at 32x32 (smaller batches), its 7x7
+// stride-2 stem on an odd and an even side, odd and rectangular planes, a plane of one pixel and stride 3
+// with a 5x5 kernel.
 var phasedCases = []struct{ n, c, h, w, o, k, stride, pad int }{
 	{2, 8, 32, 32, 16, 3, 2, 1},
 	{2, 16, 16, 16, 32, 3, 2, 1},
 	{3, 16, 8, 8, 32, 3, 2, 1},
-	{2, 16, 8, 8, 32, 1, 2, 0},
 	{1, 3, 23, 22, 4, 7, 2, 3},
 	{2, 3, 16, 16, 4, 7, 2, 3},
 	{2, 3, 7, 6, 5, 3, 2, 1},
 	{2, 3, 6, 7, 5, 3, 2, 1},
 	{1, 2, 1, 1, 3, 3, 2, 1},
-	{2, 3, 9, 10, 2, 3, 3, 1},
-	{2, 3, 7, 5, 2, 1, 3, 0},
+	{2, 3, 9, 10, 2, 5, 3, 2},
+	{2, 3, 7, 5, 2, 5, 3, 2},
 }
 
 func phasedGeom(n, c, h, w, o, k, stride, pad int) convGeom {
@@ -103,6 +106,7 @@ func TestPhasedPatches(t *testing.T) {
 		phasedGeom(2, 2, 7, 6, 3, 3, 2, 0), // 3x3 outputs of a 7x6 input: not the polyphase planes' size
 		phasedGeom(2, 2, 8, 8, 3, 3, 1, 1),
 		phasedGeom(2, 2, 5, 4, 3, 2, 2, 1),
+		phasedGeom(2, 16, 8, 8, 32, 1, 2, 0), // a 1x1 kernel reads one of the four planes
 	} {
 		if g.phased() {
 			t.Errorf("%v: phased, want the row-by-row path", g)
