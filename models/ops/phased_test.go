@@ -12,8 +12,7 @@ import (
 // element of every patch-matrix row.
 func BenchmarkStridedPatches(b *testing.B) {
 	for _, s := range []struct{ n, c, side, o, k, pad int }{
-		{64, 64, 32, 128, 3, 1}, {64, 128, 16, 256, 3, 1}, {64, 256, 8, 512, 3, 1}, {64, 64, 32, 128, 1, 0},
-		{64, 256, 8, 512, 1, 0}, {16, 3, 224, 64, 7, 3},
+		{64, 64, 32, 128, 3, 1}, {64, 128, 16, 256, 3, 1}, {64, 256, 8, 512, 3, 1}, {16, 3, 224, 64, 7, 3},
 	} {
 		g := phasedGeom(s.n, s.c, s.side, s.side, s.o, s.k, 2, s.pad)
 		taps, ch := g.taps(), g.chunking()
