@@ -105,9 +105,9 @@ func (g convGeom) inPlane() int  { return g.h * g.w }
 // the image shifted by a constant offset, copied as one block.
 func (g convGeom) samePadding() bool { return g.stride == 1 && g.oh == g.h && g.ow == g.w }
 
-// phased reports a strided convolution whose output has the size of the input's polyphase planes,
-// ceil(H/stride) x ceil(W/stride): ResNet's 3x3 (pad 1) and 1x1 (pad 0) stride-2 convolutions and the 7x7
-// (pad 3) stride-2 stem. Plane (py, px) holds the input's rows py, py+stride, ... and columns px, px+stride,
+// phased reports a strided convolution with a kernel wider than its stride whose output has the size of the
+// input's polyphase planes, ceil(H/stride) x ceil(W/stride): ResNet's 3x3 (pad 1) stride-2 convolutions and
+// its 7x7 (pad 3) stride-2 stem. Plane (py, px) holds the input's rows py, py+stride, ... and columns px, px+stride,
 // ...; input position (oy·stride-pad+kh, ox·stride-pad+kw) is element (oy+dy, ox+dx) of one plane, with
 // (dy, dx) fixed for a kernel offset, so that every patch-matrix row is one plane shifted by a constant
 // offset, copied as one block as for samePadding, and col2im adds each row into its plane as one block. Each
