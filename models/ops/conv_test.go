@@ -13,7 +13,8 @@ import (
 
 // convCases cover the patch layouts: same padding (the block-shift path) on square and rectangular images and
 // with a kernel larger than the image, stride 2 with and without padding, a kernel that overhangs the right
-// edge, 1x1 (the regrouping path) and 1x1 with stride 2.
+// edge, 1x1 (the regrouping path) and 1x1 with stride 2; the stride-2 3x3 (pad 1), 1x1 and 7x7 (pad 3)
+// convolutions run the polyphase path (convGeom.phased), on even and odd sides.
 var convCases = []struct {
 	x, w        []int
 	stride, pad int
@@ -28,6 +29,8 @@ var convCases = []struct {
 	{[]int{2, 2, 5, 7}, []int{3, 2, 3, 3}, 1, 1},
 	{[]int{1, 1, 2, 3}, []int{2, 1, 5, 5}, 1, 2},
 	{[]int{2, 3, 6, 5}, []int{4, 3, 3, 3}, 1, 0},
+	{[]int{2, 3, 8, 6}, []int{4, 3, 3, 3}, 2, 1},
+	{[]int{1, 2, 9, 8}, []int{3, 2, 7, 7}, 2, 3},
 }
 
 func TestConv2dGradient(t *testing.T) {

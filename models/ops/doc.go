@@ -25,7 +25,11 @@
 // 16 smaller products per chunk, 2.25 times fewer multiplications, for the forward pass and both gradients.
 // On output sides that are multiples of 4 from 8 (ResNet-18's larger stages) the forward pass and the input
 // gradient use F(4x4, 3x3) instead, 36 products per chunk and 4 times fewer multiplications, as does the
-// filter gradient from 16; its float32 rounding is about ten times F(2x2, 3x3)'s.
+// filter gradient from 16; its float32 rounding is about ten times F(2x2, 3x3)'s. Strided convolutions with
+// kernels wider than the stride whose output has the size of the input's polyphase planes (every other row
+// and column for stride 2: ResNet's stride-2 3x3 convolutions and its 7x7 stem) build their patch matrix
+// from those planes, one block copy per row, with the same values and, for the input gradient, the same
+// sums in the same order as the row-by-row gather (convGeom.phased).
 //
 // Profiling: SetProfileLabels labels each convolution, batch-norm and max-pooling op's CPU samples with the op
 // and its geometry (pprof labels), so that `go tool pprof -tags` splits a training step by layer and pass.
