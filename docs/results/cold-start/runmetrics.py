@@ -25,6 +25,9 @@ groups = defaultdict(lambda: defaultdict(list))
 for run in sys.argv[1:]:
     m = json.load(open(run.rstrip("/") + "/metrics.json"))
     name = run.rstrip("/").split("/")[-1]
+    if m["completed_tasks"] != m["tasks"]:
+        print(f"{name:14s} unfinished: {m['completed_tasks']} of {m['tasks']} tasks", file=sys.stderr)
+        continue
     g = re.sub(r"-?s\d+(?=-|$)", "", name, count=1)
     for split, key, wkey in (("test", "tag", "taw"), ("val", "val_tag", "val_taw")):
         rows = [r.get(key) for r in m["reports"]]
