@@ -35,10 +35,27 @@ go run ./bench/coldstart --split test --runs runs/cold3/d0s2-lr1,runs/cold3/o1s0
 	--out $out/test3-lr1.json >$out/test3-lr1.txt
 
 # (b) 6 Stage I epochs (the most the 1.25x time bound allows), with later-task lr 0.1,
-# from scratch with the first round's configuration of the same order and seed.
+# from scratch with the first round's configuration of the same order and seed;
+# (d) lr 0.3 for the later tasks (order 2 seed 0 only).
 full $R/order2-s0/config.yaml o2s0-e6-lr1 --set train.epochs_first=6 --set train.lr=0.1
-# (d) lr 0.3 for the later tasks; 4 later-task epochs at lr 0.1.
 fork $R/order2-s0 o2s0-lr3 --set train.lr=0.3
 full $R/default-s0/config.yaml d0s0-e6-lr1 --set train.epochs_first=6 --set train.lr=0.1
-fork $R/default-s0 d0s0-lr3 --set train.lr=0.3
-fork $R/order2-s0 o2s0-lr1-ep4 --set train.lr=0.1 --set train.epochs=4
+T=default,head-softmax,head-softmax+agebias-0.3,head-softmax+mixG10+agebias-0.3
+go run ./bench/coldstart --split val --runs runs/cold3/o2s0-e6-lr1,runs/cold3/d0s0-e6-lr1,runs/cold3/o2s0-lr3 \
+	--variants $T --out $out/val3-e6.json >$out/val3-e6.txt
+for r in order2-s1:o2s1 order2-s2:o2s2 default-s1:d0s1 default-s2:d0s2; do
+	full $R/${r%%:*}/config.yaml ${r##*:}-e6-lr1 --set train.epochs_first=6 --set train.lr=0.1
+done
+go run ./bench/coldstart --split val --runs runs/cold3/o2s1-e6-lr1,runs/cold3/o2s2-e6-lr1,runs/cold3/d0s1-e6-lr1,runs/cold3/d0s2-e6-lr1 \
+	--variants $T --out $out/val3-e6b.json >$out/val3-e6b.txt
+python3 $out/runmetrics.py $R/default-s? $R2/d0s?-lr1 runs/cold3/d0s2-lr1 runs/cold3/d0s?-e6-lr1 \
+	$R/order2-s? $R2/o2s?-lr1 runs/cold3/o2s?-e6-lr1 runs/cold3/o2s0-lr3 >$out/run3-train.txt
+
+# The default job (make train's command: both threads, export on) with later-task lr 0.1,
+# and today's job as a fork of it (the same task 1).
+bin/bicyc train --config configs/fmnist-t5.yaml --set train.lr=0.1 --run-dir runs/cold3 --name job-lr1
+bin/bicyc train --fork runs/cold3/job-lr1 --run-dir runs/cold3 --name job-lr001 --set train.lr=0.01
+
+# Test, read once, for the 6-epoch runs.
+go run ./bench/coldstart --split test --runs runs/cold3/d0s0-e6-lr1,runs/cold3/d0s1-e6-lr1,runs/cold3/d0s2-e6-lr1,runs/cold3/o2s0-e6-lr1,runs/cold3/o2s1-e6-lr1,runs/cold3/o2s2-e6-lr1 \
+	--variants $T --out $out/test3-e6.json >$out/test3-e6.txt
