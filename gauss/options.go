@@ -88,8 +88,8 @@ type ClassifierOptions struct {
 	// every class's Gaussian; HeadSoftmax fits a linear softmax on samples
 	// drawn from every class's Gaussian (SoftmaxTables) and scores with it,
 	// leaving the covariance options (Shrink, OffDiagShrink, AgeShrink,
-	// PoolCov) unused. Must be empty or one of Heads; HeadSoftmax excludes
-	// FullGaussian.
+	// PoolCov) to the Gaussian part of GaussianWeight. Must be empty or one
+	// of Heads; HeadSoftmax excludes FullGaussian.
 	Head Head `json:"head,omitempty" mapstructure:"head" yaml:"head" doc:"The classifier over the prototypes: gaussian (the Mahalanobis distance to each class's Gaussian, the paper's) or softmax (a linear softmax fitted on samples of every class's Gaussian; docs/method.md, Classifier head)."`
 	// GaussianWeight, lambda, mixes the Gaussian classifier into the
 	// softmax head (docs/method.md, "Classifier head"): class c's score is
