@@ -104,14 +104,35 @@ func TestGaussianWeightIsTheSumOfBothHeads(t *testing.T) {
 		t.Errorf("mixed scores differ from head + 10 x Gaussian by %.3g (relative)", worst)
 	}
 
-	tables := clf.Tables()
+	checkFactoredTables(t, clf.Tables(), z, n, got)
+
+	zero := head
+	zero.GaussianWeight = 0
+	if !slices.Equal(scoresOf(zero), headScores) {
+		t.Error("gaussian_weight 0 changed the softmax head's scores")
+	}
+	aged := mixed
+	aged.AgeShrink = 1
+	if slices.Equal(scoresOf(aged), got) {
+		t.Error("age_shrink left the mixture unchanged: the Gaussian part ignores its options")
+	}
+}
+
+// checkFactoredTables checks that tables t score the n features z ([n, S],
+// normalised as t says) as ||W_c (zh - m_c)||^2 + b_c to 1e-4 of want
+// ([n, K]), with every W_c lower triangular.
+func checkFactoredTables(t *testing.T, tables ClassifierTables, z []float32, n int, got []float32) {
+	t.Helper()
+	k, s := tables.K, tables.S
 	var worstTables float64
 	for r := range n {
 		zh := make([]float64, s)
 		for j := range s {
 			zh[j] = float64(z[r*s+j])
 		}
-		normalizeL2(zh)
+		if tables.Normalize {
+			normalizeL2(zh)
+		}
 		for c := range k {
 			w := tables.Whiten[c*s*s : (c+1)*s*s]
 			var d float64
@@ -132,16 +153,5 @@ func TestGaussianWeightIsTheSumOfBothHeads(t *testing.T) {
 	t.Logf("max relative difference of the tables' factored score from Scores: %.3g (bound 1e-4)", worstTables)
 	if worstTables > 1e-4 {
 		t.Errorf("tables reproduce the mixed scores only to %.3g (relative)", worstTables)
-	}
-
-	zero := head
-	zero.GaussianWeight = 0
-	if !slices.Equal(scoresOf(zero), headScores) {
-		t.Error("gaussian_weight 0 changed the softmax head's scores")
-	}
-	aged := mixed
-	aged.AgeShrink = 1
-	if slices.Equal(scoresOf(aged), got) {
-		t.Error("age_shrink left the mixture unchanged: the Gaussian part ignores its options")
 	}
 }
