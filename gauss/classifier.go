@@ -79,7 +79,9 @@ type Classifier struct {
 // AgeBias * Ages[c] on top; with GaussianWeight lambda > 0, the score is
 // that plus lambda times the score of the formulas above without the age
 // bias, written as one quadratic form of the tables' kind (mixGaussian),
-// so Tables, the exported graph and Fallbacks describe the sum. priors are used only when FullGaussian: nil means uniform pi_c = 1/K,
+// so Tables, the exported graph and Fallbacks describe the sum.
+//
+// priors are used only when FullGaussian: nil means uniform pi_c = 1/K,
 // otherwise len(priors) must be K with positive entries, which are
 // normalised to sum 1, so class counts can be passed as they are. Invalid
 // options, priors or prototypes (mismatched dimensions, NaN) give errors that
