@@ -27,6 +27,10 @@ import (
 // Prototypes); an older bicyc would misread both. Version 6 adds
 // gauss.ClassifierOptions.Shortlist, Manifest.Shortlist, ShortlistFile and
 // Manifest.ModelFeatures. Open reads all six (see Open).
+// gauss.ClassifierOptions.Head and GaussianWeight came without a new
+// version: they are written only when set (omitempty), so a manifest
+// without them is what it was, and a reader older than them refuses
+// one with them as an unknown key instead of misreading it.
 const SchemaVersion = 6
 
 // oldestSchemaVersion is the oldest manifest format Open still reads.

@@ -60,6 +60,8 @@ var addedKeys = map[string]func(*Config){
 	"classifier.shortlist": func(c *Config) { c.Classifier.Shortlist = 0 },
 	// Classifier head: the Gaussian one, as every run before the choice.
 	"classifier.head": func(c *Config) { c.Classifier.Head = "" },
+	// Gaussian weight: the softmax head alone, as every run before it.
+	"classifier.gaussian_weight": func(c *Config) { c.Classifier.GaussianWeight = 0 },
 	// Drift anchors: off, as every run before them.
 	"anchors.per_class":  func(c *Config) { c.Anchors.PerClass = 0 },
 	"anchors.steps":      func(c *Config) { c.Anchors.Steps = Default().Anchors.Steps },

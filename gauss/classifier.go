@@ -28,6 +28,8 @@ const NormEpsilon = 1e-12
 //	Whiten [K, S, S]  W_c = L_c^-1, row-major per class, Sigma'_c = L_c L_c^T
 //	                  (lower triangular, so each W_c is lower triangular)
 //	Bias   [K]        0, or log det Sigma'_c - 2 log pi_c when FullGaussian
+//	                  (plus the age bias; for the softmax head and its mixture
+//	                  with the Gaussian head, NewClassifier says what they hold)
 //
 // and the score of a feature z (smaller is closer) is
 //
@@ -74,7 +76,12 @@ type Classifier struct {
 //
 // With Head HeadSoftmax the tables are instead those of a linear softmax
 // fitted on samples of the Gaussians (SoftmaxTables), W_c = I, and b_c gets
-// AgeBias * Ages[c] on top. priors are used only when FullGaussian: nil means uniform pi_c = 1/K,
+// AgeBias * Ages[c] on top; with GaussianWeight lambda > 0, the score is
+// that plus lambda times the score of the formulas above without the age
+// bias, written as one quadratic form of the tables' kind (mixGaussian),
+// so Tables, the exported graph and Fallbacks describe the sum.
+//
+// priors are used only when FullGaussian: nil means uniform pi_c = 1/K,
 // otherwise len(priors) must be K with positive entries, which are
 // normalised to sum 1, so class counts can be passed as they are. Invalid
 // options, priors or prototypes (mismatched dimensions, NaN) give errors that
@@ -124,38 +131,135 @@ func NewClassifier(protos []Gaussian, priors []float64, opts ClassifierOptions) 
 }
 
 // setSoftmaxClasses sets every class's tables to those of the linear softmax head (SoftmaxTables):
-// W_c = I, the head's bias plus AgeBias * Ages[c].
+// W_c = I, the head's bias plus AgeBias * Ages[c]; with GaussianWeight, the head mixed with the
+// Gaussian classifier (mixGaussian).
 func (c *Classifier) setSoftmaxClasses(protos []Gaussian, opts ClassifierOptions) error {
 	s := c.s
 	means, bias, err := SoftmaxTables(protos, opts.Normalize)
 	if err != nil {
 		return err
 	}
-	c.quad = newExpansion(c.k, s, means)
-	identity := make([]float64, s*s)
-	for i := range s {
-		identity[i*s+i] = 1
-	}
+	whiten := make([]float64, c.k*s*s)
 	for cls := range protos {
-		b := bias[cls] + opts.classBias(cls)
-		c.setClass(cls, identity, means[cls*s:(cls+1)*s], b)
+		for i := range s {
+			whiten[cls*s*s+i*s+i] = 1
+		}
+		bias[cls] += opts.classBias(cls)
+	}
+	if opts.GaussianWeight != 0 {
+		if err := c.mixGaussian(protos, opts, whiten, means, bias); err != nil {
+			return err
+		}
+	}
+	c.quad = newExpansion(c.k, s, means)
+	for cls := range protos {
+		c.setClass(cls, whiten[cls*s*s:(cls+1)*s*s], means[cls*s:(cls+1)*s], bias[cls])
 	}
 	return nil
+}
+
+// mixGaussian adds lambda = opts.GaussianWeight times the Gaussian classifier's score to each class's
+// quadratic score ||W_c (zh - m_c)||^2 + b_c held in whiten ([K, S, S]), means ([K, S]) and bias
+// ([K]), which it overwrites with the sum's. With P_c = W_c^T W_c and the Gaussian head's G_c, mu_c
+// and g_c (opts' Gaussian-side options, no age bias: the head's part holds it), the sum is again one
+// quadratic form,
+//
+//	A_c = P_c + lambda G_c                       (positive definite: P_c is)
+//	v_c = P_c m_c + lambda G_c mu_c,   a_c = A_c^-1 v_c
+//	score_c = (zh - a_c)^T A_c (zh - a_c) + b_c + lambda g_c + m_c^T P_c m_c + lambda mu_c^T G_c mu_c - v_c^T a_c
+//
+// written with the lower-triangular W'_c = J U J, where J reverses the coordinates and U^T U is the
+// Cholesky factorisation of J A_c J, so that W'_c^T W'_c = A_c as the tables' whitening matrices are.
+func (c *Classifier) mixGaussian(protos []Gaussian, opts ClassifierOptions, whiten, means, bias []float64) error {
+	s, lambda := c.s, opts.GaussianWeight
+	gopts := opts
+	gopts.Head, gopts.AgeBias, gopts.GaussianWeight = HeadGaussian, 0, 0
+	gmeans := gaussianMeans(protos, gopts.Normalize)
+	p := mat.NewSymDense(s, nil)
+	g := mat.NewSymDense(s, nil)
+	reversed := mat.NewSymDense(s, nil)
+	pm, gm, v := make([]float64, s), make([]float64, s), make([]float64, s)
+	jv, y := mat.NewVecDense(s, nil), mat.NewVecDense(s, nil)
+	var chol mat.Cholesky
+	var u mat.TriDense
+	return forEachGaussianClass(protos, nil, gopts, func(cls int, w []float64, gbias float64, fb Fallback) error {
+		c.fallbacks[cls] = fb
+		wc, m, mu := whiten[cls*s*s:(cls+1)*s*s], means[cls*s:(cls+1)*s], gmeans[cls*s:(cls+1)*s]
+		p.SymOuterK(1, mat.NewDense(s, s, wc).T()) // W_c^T W_c
+		g.SymOuterK(1, mat.NewDense(s, s, w).T())
+		constant := bias[cls] + lambda*gbias
+		for i := range s {
+			pm[i], gm[i] = 0, 0
+			for j := range s {
+				pm[i] += p.At(i, j) * m[j]
+				gm[i] += g.At(i, j) * mu[j]
+			}
+		}
+		for i := range s {
+			v[i] = pm[i] + lambda*gm[i]
+			constant += m[i]*pm[i] + lambda*mu[i]*gm[i]
+		}
+		for i := range s {
+			for j := i; j < s; j++ {
+				reversed.SetSym(s-1-i, s-1-j, p.At(i, j)+lambda*g.At(i, j))
+			}
+		}
+		if !chol.Factorize(reversed) {
+			return fmt.Errorf("gauss: classifier: class %d: head and Gaussian mixed: %w", cls, ErrNotPositiveDefinite)
+		}
+		for i := range s {
+			jv.SetVec(s-1-i, v[i])
+		}
+		if err := chol.SolveVecTo(y, jv); err != nil {
+			return fmt.Errorf("gauss: classifier: class %d: head and Gaussian mixed: %w", cls, err)
+		}
+		chol.UTo(&u)
+		for i := range s {
+			m[i] = y.AtVec(s - 1 - i)
+			constant -= v[i] * m[i]
+			for j := range s {
+				wc[i*s+j] = u.At(s-1-i, s-1-j)
+			}
+		}
+		bias[cls] = constant
+		return nil
+	})
 }
 
 // setGaussianClasses sets every class's tables from its Gaussian: the (normalised) mean, the whitening
 // W_c = L_c^-1 of the pooled, shrunk (and normalised) covariance, and the bias (NewClassifier's formulas).
 func (c *Classifier) setGaussianClasses(protos []Gaussian, logPriors []float64, opts ClassifierOptions) error {
 	s := c.s
-	means := make([]float64, c.k*s)
+	means := gaussianMeans(protos, opts.Normalize)
+	c.quad = newExpansion(c.k, s, means)
+	return forEachGaussianClass(protos, logPriors, opts, func(cls int, w []float64, bias float64, fb Fallback) error {
+		c.fallbacks[cls] = fb
+		c.setClass(cls, w, means[cls*s:(cls+1)*s], bias)
+		return nil
+	})
+}
+
+// gaussianMeans returns the class means ([K, S]) as the Gaussian head scores them: L2-normalised when
+// normalize.
+func gaussianMeans(protos []Gaussian, normalize bool) []float64 {
+	s := protos[0].Dim()
+	means := make([]float64, len(protos)*s)
 	for cls, p := range protos {
 		mean := means[cls*s : (cls+1)*s]
 		copy(mean, p.Mean)
-		if opts.Normalize {
+		if normalize {
 			normalizeL2(mean)
 		}
 	}
-	c.quad = newExpansion(c.k, s, means)
+	return means
+}
+
+// forEachGaussianClass calls class, in class order, with each class's whitening W_c = L_c^-1 ([S, S],
+// lower triangular; reused between calls) of the pooled, shrunk (and normalised) covariance, its bias
+// (NewClassifier's formulas; logPriors is read only with FullGaussian) and the path its Cholesky
+// factorisation took. One class's matrix at a time, so many classes cost no K x S x S buffer.
+func forEachGaussianClass(protos []Gaussian, logPriors []float64, opts ClassifierOptions, class func(cls int, w []float64, bias float64, fb Fallback) error) error {
+	s := protos[0].Dim()
 	covs := PoolCovariances(protos, opts.PoolCov)
 	w := blas64.General{Rows: s, Cols: s, Stride: s, Data: make([]float64, s*s)}
 	for cls := range protos {
@@ -169,7 +273,6 @@ func (c *Classifier) setGaussianClasses(protos []Gaussian, logPriors []float64, 
 		if err != nil {
 			return fmt.Errorf("gauss: classifier: class %d: %w", cls, err)
 		}
-		c.fallbacks[cls] = fb
 		var l mat.TriDense
 		chol.LTo(&l)
 		clear(w.Data)
@@ -182,7 +285,9 @@ func (c *Classifier) setGaussianClasses(protos []Gaussian, logPriors []float64, 
 			bias = chol.LogDet() - 2*logPriors[cls]
 		}
 		bias += opts.classBias(cls)
-		c.setClass(cls, w.Data, means[cls*s:(cls+1)*s], bias)
+		if err := class(cls, w.Data, bias, fb); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -88,9 +88,27 @@ type ClassifierOptions struct {
 	// every class's Gaussian; HeadSoftmax fits a linear softmax on samples
 	// drawn from every class's Gaussian (SoftmaxTables) and scores with it,
 	// leaving the covariance options (Shrink, OffDiagShrink, AgeShrink,
-	// PoolCov) unused. Must be empty or one of Heads; HeadSoftmax excludes
-	// FullGaussian.
+	// PoolCov) to the Gaussian part of GaussianWeight. Must be empty or one
+	// of Heads; HeadSoftmax excludes FullGaussian.
 	Head Head `json:"head,omitempty" mapstructure:"head" yaml:"head" doc:"The classifier over the prototypes: gaussian (the Mahalanobis distance to each class's Gaussian, the paper's) or softmax (a linear softmax fitted on samples of every class's Gaussian; docs/method.md, Classifier head)."`
+	// GaussianWeight, lambda, mixes the Gaussian classifier into the
+	// softmax head (docs/method.md, "Classifier head"): class c's score is
+	//
+	//	score_c = head_c + AgeBias*Ages[c] + lambda * gauss_c
+	//
+	// with head_c the softmax head's score (SoftmaxTables) and gauss_c the
+	// Gaussian head's score of the same prototypes under this value's own
+	// Gaussian-side options (Shrink, Normalize, OffDiagShrink, AgeShrink,
+	// PoolCov; FullGaussian is refused with HeadSoftmax, and the age bias
+	// is counted once, in the head's part). In every shipped configuration
+	// those are DefaultClassifierOptions' (shrink 3, normalize on, the
+	// others 0), the Gaussian classifier bench/coldstart mixed in. The sum
+	// of the two quadratic scores is itself one, so the tables, the
+	// exported graph and the calibration keep their form (NewClassifier).
+	// 0, also what a run or manifest written before the option means, is
+	// the head alone. Must be finite and >= 0, and 0 unless Head is
+	// HeadSoftmax.
+	GaussianWeight float64 `json:"gaussian_weight,omitempty" mapstructure:"gaussian_weight" yaml:"gaussian_weight" doc:"With head softmax: add gaussian_weight times the Gaussian classifier's score (shrink, normalize, off_diag_shrink, age_shrink, pool_cov as set) to the head's (docs/method.md, Classifier head); 0: the head alone."`
 
 	// The calibration options below are off at 0 (docs/method.md,
 	// "Classifier calibration"); off, the classifier is the published one
@@ -259,6 +277,11 @@ func (o ClassifierOptions) Problems() []*OptionError {
 		}
 	default:
 		out = append(out, &OptionError{"head", o.Head, fmt.Sprintf("empty, %s or %s", HeadGaussian, HeadSoftmax)})
+	}
+	if !(o.GaussianWeight >= 0) || math.IsInf(o.GaussianWeight, 0) {
+		out = append(out, &OptionError{"gaussian_weight", o.GaussianWeight, "a finite value >= 0"})
+	} else if o.GaussianWeight != 0 && o.Head != HeadSoftmax {
+		out = append(out, &OptionError{"gaussian_weight", o.GaussianWeight, "0 unless head is " + string(HeadSoftmax)})
 	}
 	if !(o.Shortlist >= 0 && o.Shortlist <= 1) {
 		out = append(out, &OptionError{"shortlist", o.Shortlist, "a value in [0, 1] (0: exact scores)"})

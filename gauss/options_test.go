@@ -41,6 +41,12 @@ func TestClassifierOptionsValidate(t *testing.T) {
 		{func(o *ClassifierOptions) { o.Head = HeadSoftmax }, ""},
 		{func(o *ClassifierOptions) { o.Head = "linear" }, "head"},
 		{func(o *ClassifierOptions) { o.Head, o.FullGaussian = HeadSoftmax, true }, "full_gaussian"},
+		{func(o *ClassifierOptions) { o.Head, o.GaussianWeight = HeadSoftmax, 10 }, ""},
+		{func(o *ClassifierOptions) { o.Head, o.GaussianWeight = HeadSoftmax, -1 }, "gaussian_weight"},
+		{func(o *ClassifierOptions) { o.Head, o.GaussianWeight = HeadSoftmax, nan }, "gaussian_weight"},
+		{func(o *ClassifierOptions) { o.Head, o.GaussianWeight = HeadSoftmax, inf }, "gaussian_weight"},
+		{func(o *ClassifierOptions) { o.GaussianWeight = 1 }, "gaussian_weight"},
+		{func(o *ClassifierOptions) { o.Head, o.GaussianWeight = HeadGaussian, 0.5 }, "gaussian_weight"},
 	} {
 		o := DefaultClassifierOptions()
 		c.edit(&o)

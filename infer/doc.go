@@ -46,7 +46,9 @@
 // # Scores
 //
 // The model scores an image against every class prototype with the squared
-// Mahalanobis distance of its feature (docs/method.md, "Classifier"); smaller is
+// Mahalanobis distance of its feature (docs/method.md, "Classifier"), or with
+// the classifier head the manifest names (softmax, alone or mixed with the
+// distance: gauss.ClassifierOptions.Head, GaussianWeight); smaller is
 // closer. A Result lists the top-k classes, closest first, ties broken by
 // class index.
 //

@@ -25,7 +25,9 @@ type Prediction struct {
 	//	d_c(z) = (z - mu_c)^T Sigma'_c^-1 (z - mu_c)
 	//
 	// With the bundle's full-Gaussian option it also holds log det Sigma'_c
-	// and -2 log prior_c, and can be negative. With the bundle's test_flip it
+	// and -2 log prior_c, and can be negative. With the softmax head it is
+	// the head's negative logit plus a term the same for every class, plus
+	// gaussian_weight times d_c(z) (gauss.ClassifierOptions.GaussianWeight). With the bundle's test_flip it
 	// is the mean of the image's and its horizontal mirror's.
 	Distance float32 `json:"distance"`
 	// Probability is the calibrated posterior p(class | image) (see

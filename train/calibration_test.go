@@ -86,6 +86,7 @@ func TestClassifierCalibrationExport(t *testing.T) {
 	checkPooledExport(t, r, imgs)
 	checkTestFlipExport(t, r, imgs)
 	checkSoftmaxHeadExport(t, r, imgs)
+	checkGaussianWeightExport(t, r, imgs)
 	checkOracle(t, r, ev)
 }
 
@@ -161,6 +162,44 @@ func checkSoftmaxHeadExport(t *testing.T, r *Run, imgs []image.Image) {
 	if got := storedTables(t, added); got.K != tables.K+1 || slices.Equal(got.Means[:tables.K*s], tables.Means) {
 		t.Errorf("add-classes: %d classes, old means unchanged %v: want %d classes and the head refitted over all",
 			got.K, slices.Equal(got.Means[:tables.K*s], tables.Means), tables.K+1)
+	}
+}
+
+// checkGaussianWeightExport re-exports the run with the softmax head mixed
+// with the Gaussian classifier (classifier.gaussian_weight 10; the run's
+// off_diag_shrink and age_shrink act on the Gaussian part, its age bias on
+// the head's): the exported model gives the training-time predictions
+// (reexport), the manifest records the weight, and the calibrated unknown
+// score, fitted on the mixture's scores, is finite on every test image and
+// accepts about the requested share of them (within 0.1).
+func checkGaussianWeightExport(t *testing.T, r *Run, imgs []image.Image) {
+	t.Helper()
+	clf, _ := reexport(t, r, imgs, "gaussian_weight 10", func(c *gauss.ClassifierOptions) {
+		c.Head, c.GaussianWeight = gauss.HeadSoftmax, 10
+	})
+	m := clf.Manifest()
+	if m.Classifier.GaussianWeight != 10 || m.Calibration == nil {
+		t.Fatalf("manifest gaussian_weight %g, calibration %v: want 10 and a calibration", m.Classifier.GaussianWeight, m.Calibration != nil)
+	}
+	res, err := clf.ClassifyBatch(context.Background(), imgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := 0
+	for i, out := range res {
+		if math.IsNaN(out.UnknownScore) || math.IsInf(out.UnknownScore, 0) {
+			t.Fatalf("image %d: unknown score %v (%s)", i, out.UnknownScore, out.UnknownScoreName)
+		}
+		if !out.Unknown {
+			accepted++
+		}
+	}
+	rate := float64(accepted) / float64(len(res))
+	t.Logf("gaussian_weight 10: %s accepts %.3f of %d known-class test images at accept_rate %.2f", res[0].UnknownScoreName, rate, len(res), m.Calibration.AcceptRate)
+	// Measured 0.912 at 0.95 (the threshold comes from the quick run's
+	// few validation images): 0.1 leaves a margin of 2.6 times that.
+	if math.Abs(rate-m.Calibration.AcceptRate) > 0.1 {
+		t.Errorf("gaussian_weight 10: accepted %.3f of known-class test images, asked %.2f", rate, m.Calibration.AcceptRate)
 	}
 }
 

@@ -116,22 +116,13 @@ func taskBalanced(in input) ([]float32, error) {
 }
 
 // mixScores is the softmax head's score (age bias b) plus lambda times the
-// default Gaussian classifier's.
+// default Gaussian classifier's: the product's classifier.gaussian_weight
+// (gauss.ClassifierOptions.GaussianWeight), whose Gaussian part reads the
+// default options' shrink and normalisation.
 func mixScores(in input, lambda, b float64) ([]float32, error) {
 	o := gauss.DefaultClassifierOptions()
-	o.Head, o.AgeBias = gauss.HeadSoftmax, b
-	head, err := optionScores(in, o, false)
-	if err != nil {
-		return nil, err
-	}
-	g, err := optionScores(in, gauss.DefaultClassifierOptions(), false)
-	if err != nil {
-		return nil, err
-	}
-	for i := range head {
-		head[i] += float32(lambda) * g[i]
-	}
-	return head, nil
+	o.Head, o.AgeBias, o.GaussianWeight = gauss.HeadSoftmax, b, lambda
+	return optionScores(in, o, false)
 }
 
 // calSamples is the held-out draw per class for taskCalibrated.

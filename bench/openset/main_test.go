@@ -130,8 +130,8 @@ func TestBudgetLine(t *testing.T) {
 		budget     *budget
 		want, lack []string
 	}{
-		{&bud, []string{"Per class: 20 training images of which 2 held out", "7 test images", "Stage I: 4 epochs on task 1", "3 on later tasks, batch 128"}, []string{"quick"}},
-		{nil, []string{"Per class: all training images of which 10 % held out", "all test images", "Stage I: 4 epochs on task 1"}, []string{"quick"}},
+		{&bud, []string{"Per class: 20 training images of which 2 held out", "7 test images", "Stage I: 6 epochs on task 1", "3 on later tasks, batch 128"}, []string{"quick"}},
+		{nil, []string{"Per class: all training images of which 10 % held out", "all test images", "Stage I: 6 epochs on task 1"}, []string{"quick"}},
 	} {
 		rep := report{Config: base, ConfigFile: "configs/fmnist-t5.yaml", Results: []seedResult{{Seed: 0, Unknown: []int{3, 7}, Budget: c.budget}}}
 		md := markdown(rep)

@@ -20,13 +20,14 @@ type evalOptions struct {
 	oracle       bool
 	testFlip     bool
 	head         string
+	gaussWeight  float64
 	calibration  gauss.ClassifierOptions // the classifier calibration flags
 }
 
 func newEvalCmd() *cobra.Command {
 	opts := &evalOptions{}
 	cmd := &cobra.Command{
-		Use:   "eval --run <run-dir> [--split test|val] [--shrink <x>] [--normalize=<bool>] [--full-gaussian] [--off-diag-shrink <x>] [--age-shrink <x>] [--age-bias <x>] [--pool-cov <x>] [--test-flip] [--head gaussian|softmax] [--oracle]",
+		Use:   "eval --run <run-dir> [--split test|val] [--shrink <x>] [--normalize=<bool>] [--full-gaussian] [--off-diag-shrink <x>] [--age-shrink <x>] [--age-bias <x>] [--pool-cov <x>] [--test-flip] [--head gaussian|softmax] [--gaussian-weight <x>] [--oracle]",
 		Short: "Evaluate a run's last checkpoint on every seen task's test or validation images",
 		Long: `eval classifies the test images of every completed task with the run's backbone and
 prototypes, over all seen classes (task-agnostic, TAg) and within each task (task-aware,
@@ -79,6 +80,7 @@ is from that mean relative to the class's spread.`,
 	cmd.Flags().Float64Var(&opts.calibration.PoolCov, "pool-cov", 0, "weight of the pooled covariance of all classes, in [0, 1] (default: the run's classifier.pool_cov)")
 	cmd.Flags().BoolVar(&opts.testFlip, "test-flip", false, "average each image's scores with its horizontal mirror's (default: the run's classifier.test_flip)")
 	cmd.Flags().StringVar(&opts.head, "head", "", "the classifier over the prototypes, gaussian or softmax (default: the run's classifier.head)")
+	cmd.Flags().Float64Var(&opts.gaussWeight, "gaussian-weight", 0, "with --head softmax, add this times the Gaussian classifier's score to the head's (default: the run's classifier.gaussian_weight)")
 	cmd.Flags().BoolVar(&opts.oracle, "oracle", false, "diagnostic: A_last with the old classes' prototypes recomputed from their training images under the final backbone (reads old images; never a method)")
 	cmd.MarkFlagRequired("run")
 	return cmd
@@ -114,6 +116,9 @@ func (o *evalOptions) classifier(f *pflag.FlagSet, c gauss.ClassifierOptions) ga
 	if f.Changed("head") {
 		c.Head = gauss.Head(o.head)
 	}
+	if f.Changed("gaussian-weight") {
+		c.GaussianWeight = o.gaussWeight
+	}
 	return c
 }
 
@@ -122,8 +127,8 @@ func printClassifier(w io.Writer, c gauss.ClassifierOptions) {
 	if head == "" {
 		head = gauss.HeadGaussian
 	}
-	fmt.Fprintf(w, "classifier: head %s, shrink %g, normalize %v, full_gaussian %v, off_diag_shrink %g, age_shrink %g, age_bias %g, pool_cov %g, test_flip %v\n",
-		head, c.Shrink, c.Normalize, c.FullGaussian, c.OffDiagShrink, c.AgeShrink, c.AgeBias, c.PoolCov, c.TestFlip)
+	fmt.Fprintf(w, "classifier: head %s, gaussian_weight %g, shrink %g, normalize %v, full_gaussian %v, off_diag_shrink %g, age_shrink %g, age_bias %g, pool_cov %g, test_flip %v\n",
+		head, c.GaussianWeight, c.Shrink, c.Normalize, c.FullGaussian, c.OffDiagShrink, c.AgeShrink, c.AgeBias, c.PoolCov, c.TestFlip)
 }
 
 func printEvaluation(w io.Writer, c gauss.ClassifierOptions, tag, taw []float64, tasks [][]int) error {
