@@ -202,13 +202,12 @@ func winogradConv[T float](g convGeom, x, u, y []T, transposedFilters bool) {
 	perImage := down * across
 	ch := g.chunkingFor(winogradChunkColumns)
 	pool := scratchOf[T]()
-	parallelRanges(ch.chunks, ch.workers, func(_, lo, hi int) {
+	parallelEach(ch.chunks, ch.workers, func() (func(int), func()) {
 		most := ch.images * perImage
 		v, m := pool.get(winogradPoints*(g.c*most+winogradSkew)), pool.get(winogradPoints*(g.o*most+winogradSkew))
 		padded := pool.get(winogradPaddedLen(down, across))
-		defer pool.put(v, m, padded)
 		clear(padded)
-		for i := lo; i < hi; i++ {
+		return func(i int) {
 			first, count := ch.span(g, i)
 			tiles := count * perImage
 			vs, ms := g.c*tiles+winogradSkew, g.o*tiles+winogradSkew
@@ -218,7 +217,7 @@ func winogradConv[T float](g convGeom, x, u, y []T, transposedFilters bool) {
 					v[xi*vs:], tiles, 0, m[xi*ms:], tiles)
 			}
 			winogradOutputs(g, m, y, first, count, ms)
-		}
+		}, func() { pool.put(v, m, padded) }
 	})
 }
 
