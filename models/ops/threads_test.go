@@ -105,16 +105,17 @@ func TestParallelEachRunsEachUnitOnce(t *testing.T) {
 	}
 }
 
-// TestDynamicLoopsRepeatable runs a block whose convolutions (F(4x4, 3x3) Winograd, im2col at stride 2) and
-// batch norms hand their chunks, channels and filter blocks to goroutines as each finishes (parallelEach), on
-// 2 and 3 goroutines, several times: which goroutine computes a unit changes from run to run, the results
-// must not change in a single bit.
+// TestDynamicLoopsRepeatable runs blocks whose convolutions (F(4x4, 3x3) Winograd, im2col at stride 2, and an
+// F(2x2, 3x3) filter gradient summed into one shared partial, whose two transforms run side by side) and batch
+// norms hand their chunks, channels and filter blocks to goroutines as each finishes (parallelEach), on 2 and 3
+// goroutines, several times: which goroutine computes a unit changes from run to run, the results must not
+// change in a single bit.
 func TestDynamicLoopsRepeatable(t *testing.T) {
 	defer SetThreads(0)
 	rng := rand.New(rand.NewPCG(21, 22))
-	inputs := []*tensor.Dense{randDense(rng, 12, 8, 16, 16), randDense(rng, 16, 8, 3, 3), randDense(rng, 16),
+	strided := []*tensor.Dense{randDense(rng, 12, 8, 16, 16), randDense(rng, 16, 8, 3, 3), randDense(rng, 16),
 		randDense(rng, 16), randDense(rng, 16, 16, 3, 3)}
-	block := func(in []*G.Node) (*G.Node, error) {
+	stridedBlock := func(in []*G.Node) (*G.Node, error) {
 		h, err := nonLeaf(in[0])
 		if err != nil {
 			return nil, err
@@ -127,25 +128,42 @@ func TestDynamicLoopsRepeatable(t *testing.T) {
 		}
 		return Conv2d(h, in[4], 2, 1)
 	}
+	wide := []*tensor.Dense{randDense(rng, 12, 96, 4, 4), randDense(rng, 96, 96, 3, 3)}
+	wideBlock := func(in []*G.Node) (*G.Node, error) {
+		h, err := nonLeaf(in[0])
+		if err != nil {
+			return nil, err
+		}
+		return Conv2d(h, in[1], 1, 1)
+	}
+	wideGeom := convGeom{n: 12, c: 96, h: 4, w: 4, o: 96, k: 3, stride: 1, pad: 1, oh: 4, ow: 4}
 	for _, threads := range []int{2, 3} {
 		SetThreads(threads)
-		var first []float64
-		for run := range 4 {
-			out, grads, err := evalWithGrads(inputs, tensor.Float32, block)
-			if err != nil {
-				t.Fatal(err)
-			}
-			all := out
-			for _, g := range grads {
-				all = append(all, g...)
-			}
-			if run == 0 {
-				first = all
-				continue
-			}
-			for i := range all {
-				if math.Float64bits(all[i]) != math.Float64bits(first[i]) {
-					t.Fatalf("%d goroutines, run %d: value %d is %v, first run %v", threads, run, i, all[i], first[i])
+		if down, across := wideGeom.tiles(); wideGeom.winograd43() || !winogradSharedPartial(wideGeom, wideGeom.chunkingFor(winogradChunkColumns), down*across) {
+			t.Fatalf("%d goroutines: %v does not take the F(2x2, 3x3) shared-partial filter gradient", threads, wideGeom)
+		}
+		for b, c := range []struct {
+			inputs []*tensor.Dense
+			block  func([]*G.Node) (*G.Node, error)
+		}{{strided, stridedBlock}, {wide, wideBlock}} {
+			var first []float64
+			for run := range 4 {
+				out, grads, err := evalWithGrads(c.inputs, tensor.Float32, c.block)
+				if err != nil {
+					t.Fatal(err)
+				}
+				all := out
+				for _, g := range grads {
+					all = append(all, g...)
+				}
+				if run == 0 {
+					first = all
+					continue
+				}
+				for i := range all {
+					if math.Float64bits(all[i]) != math.Float64bits(first[i]) {
+						t.Fatalf("block %d, %d goroutines, run %d: value %d is %v, first run %v", b, threads, run, i, all[i], first[i])
+					}
 				}
 			}
 		}

@@ -348,8 +348,9 @@ func winograd43FilterGradChunks[T float](g convGeom, ch convChunks, x, dy, parti
 		first, count := ch.span(g, i)
 		tiles := count * perImage
 		vs, ms := g.c*tiles+winogradSkew, g.o*tiles+winogradSkew
-		winograd43Inputs(g, x, v, padded, rows, first, count, vs)
-		winograd43OutputGrads(g, dy, m, first, count, ms)
+		sideBySide(ch.gemmThreads,
+			func() { winograd43Inputs(g, x, v, padded, rows, first, count, vs) },
+			func() { winograd43OutputGrads(g, dy, m, first, count, ms) })
 		var beta T
 		if i > lo {
 			beta = 1
