@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"time"
@@ -34,6 +35,7 @@ type options struct {
 	ompWait    string
 	cpuProfile string
 	memProfile string
+	trace      string
 	threads    int
 	rounds     int
 	models     string
@@ -63,6 +65,7 @@ func main() {
 	flag.StringVar(&o.ompWait, "omp-wait-policy", "PASSIVE,"+defaultPolicy, "comma-separated OMP_WAIT_POLICY values, one PyTorch worker each (PASSIVE: no spinning at OpenMP barriers; ACTIVE; default: unset, libgomp's default, what a PyTorch user gets); bicyc is compared with the fastest")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of bicyc's timed steps to this `file`.N, one per round (go tool pprof; its samples carry the op label of each convolution, batch norm and max pooling, which -tags sums)")
 	flag.StringVar(&o.memProfile, "memprofile", "", "write a heap profile (in use after the last round) of each benchmark to this `file`.<model> (go tool pprof -sample_index=inuse_space)")
+	flag.StringVar(&o.trace, "trace", "", "write an execution trace of bicyc's timed steps to this `file`.N, one per round (go tool trace: the per-P timeline shows where the cores sit idle)")
 	flag.IntVar(&o.threads, "threads", 2, "threads of both sides (bicyc ops and torch intra-op)")
 	flag.IntVar(&o.rounds, "rounds", 5, "interleaved rounds (medians are over rounds)")
 	flag.StringVar(&o.models, "models", "convnet,resnet18,resnet18-224,resnet18-224-last", "benchmarks to run: convnet (BiCyc Stage I step), resnet18 (CIFAR ResNet-18 + CE step), resnet18-224 (ImageNet-stem ResNet-18 at 3x224x224 + CE), resnet18-224-last (the same with only layer4 and the reduction trainable)")
@@ -278,6 +281,19 @@ func resumeProfile(path string) error {
 	return pprof.StartCPUProfile(f)
 }
 
+// traces numbers the execution traces, one per timed round, as profiles numbers the CPU profiles.
+var traces int
+
+func startTrace(path string) error {
+	traces++
+	f, err := os.Create(fmt.Sprintf("%s.%d", path, traces))
+	if err != nil {
+		return err
+	}
+	// The file stays open until the process exits: trace.Stop flushes it.
+	return trace.Start(f)
+}
+
 // writeHeapProfile writes the heap profile of the memory in use now, while
 // the step's graph is still alive.
 func writeHeapProfile(path string) error {
@@ -457,12 +473,18 @@ func (b *benchmark) round(o options, step *train.Stage1Step, lr float64, images 
 			return err
 		}
 	}
+	if o.trace != "" {
+		if err := startTrace(o.trace); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
 	if _, err := b.ourSteps(step, lr, images, labels, next, b.steps); err != nil {
 		return err
 	}
 	wall := time.Since(start)
 	pprof.StopCPUProfile()
+	trace.Stop()
 	cpuEnd, err := compare.CPUTime()
 	if err != nil {
 		return err

@@ -238,8 +238,8 @@ func bnAffine(gamma, beta, mean, variance, eps float64) (a, b, inv float64) {
 func bnForward[T float](op *bnOp, x, gamma, beta, y []T) {
 	n, c, s := op.n, op.c, op.s
 	m := float64(n * s)
-	parallelFor(c, 1, func(lo, hi int) {
-		for ch := lo; ch < hi; ch++ {
+	parallelEach(c, Threads(), func() (func(int), func()) {
+		return func(ch int) {
 			var mean, variance float64
 			if op.training {
 				var total float64
@@ -265,7 +265,7 @@ func bnForward[T float](op *bnOp, x, gamma, beta, y []T) {
 			for i := 0; i < n; i++ {
 				affine(y[(i*c+ch)*s:(i*c+ch+1)*s], x[(i*c+ch)*s:(i*c+ch+1)*s], a, b, op.relu)
 			}
-		}
+		}, func() {}
 	})
 }
 
@@ -346,8 +346,8 @@ func bnBackward[T float](op *bnGradOp, x, gamma, y, dy, dx []T) {
 	f := op.fwd
 	n, c, s := f.n, f.c, f.s
 	m := float64(n * s)
-	parallelFor(c, 1, func(lo, hi int) {
-		for ch := lo; ch < hi; ch++ {
+	parallelEach(c, Threads(), func() (func(int), func()) {
+		return func(ch int) {
 			mean, inv := f.mean[ch], f.invStd[ch]
 			// First pass: g (dy masked by the ReLU, kept in dx) and its two sums.
 			var sumG, sumGX float64
@@ -380,7 +380,7 @@ func bnBackward[T float](op *bnGradOp, x, gamma, y, dy, dx []T) {
 				}
 				affine2(dx[off:off+s], g, x[off:off+s], at, bt, kt)
 			}
-		}
+		}, func() {}
 	})
 }
 

@@ -257,21 +257,20 @@ func im2colForward[T float](g convGeom, x, w, y []T) {
 	ch := g.chunking()
 	pool := scratchOf[T]()
 	cols := ch.images * g.outPlane()
-	parallelRanges(ch.chunks, ch.workers, func(_, lo, hi int) {
+	parallelEach(ch.chunks, ch.workers, func() (func(int), func()) {
 		col, prod := pool.get(g.patch()*cols), pool.get(g.o*cols)
-		defer pool.put(col, prod)
-		for i := lo; i < hi; i++ {
+		return func(i int) {
 			first, count := ch.span(g, i)
 			n := count * g.outPlane()
 			pm := patches(g, taps, x, col, first, count)
 			out := y[first*g.o*g.outPlane() : (first+count)*g.o*g.outPlane()]
 			if count == 1 {
 				gemm(ch.gemmThreads, false, false, g.o, n, g.patch(), w, g.patch(), pm, n, 0, out, n)
-				continue
+				return
 			}
 			gemm(ch.gemmThreads, false, false, g.o, n, g.patch(), w, g.patch(), pm, n, 0, prod, n)
 			fromChannelMajor(prod, out, count, g.o, g.outPlane())
-		}
+		}, func() { pool.put(col, prod) }
 	})
 }
 
@@ -727,18 +726,23 @@ func im2colFilterGrad[T float](g convGeom, x, dy, dw []T) {
 			sums = append(sums, p)
 		}
 	}
-	parallelFor(g.o, 1, func(lo, hi int) { sumTransposed(dw, sums, lo, hi, pk, g.o) })
+	parallelEach((g.o+transposeTile-1)/transposeTile, Threads(), func() (func(int), func()) {
+		return func(i int) { sumTransposed(dw, sums, i*transposeTile, min((i+1)*transposeTile, g.o), pk, g.o) }, func() {}
+	})
 	for _, p := range partials {
 		pool.put(p)
 	}
 }
 
+// transposeTile is the number of rows sumTransposed writes together.
+const transposeTile = 32
+
 // sumTransposed writes rows lo..hi-1 of the transpose of the sum of srcs [cols, rows], added in order, to dst
-// [rows, cols] (zeros without srcs), in tiles that stay in cache; the inner loop reads srcs contiguously.
+// [rows, cols] (zeros without srcs), in tiles of transposeTile rows that stay in cache; the inner loop reads
+// srcs contiguously. Each element is its own sum: the rows may be split anywhere.
 func sumTransposed[T float](dst []T, srcs [][]T, lo, hi, cols, rows int) {
-	const tile = 32
-	for r0 := lo; r0 < hi; r0 += tile {
-		r1 := min(r0+tile, hi)
+	for r0 := lo; r0 < hi; r0 += transposeTile {
+		r1 := min(r0+transposeTile, hi)
 		for c := 0; c < cols; c++ {
 			switch len(srcs) {
 			case 0:
@@ -822,10 +826,9 @@ func im2colInputGrad[T float](g convGeom, w, dy, dx []T) {
 	pool := scratchOf[T]()
 	cols := ch.images * g.outPlane()
 	pk := g.patch()
-	parallelRanges(ch.chunks, ch.workers, func(_, lo, hi int) {
+	parallelEach(ch.chunks, ch.workers, func() (func(int), func()) {
 		dcol, dyBuf := pool.get(pk*cols), pool.get(g.o*cols)
-		defer pool.put(dcol, dyBuf)
-		for i := lo; i < hi; i++ {
+		return func(i int) {
 			first, count := ch.span(g, i)
 			n := count * g.outPlane()
 			dyT := channelMajor(g, dy, dyBuf, first, count)
@@ -834,14 +837,14 @@ func im2colInputGrad[T float](g convGeom, w, dy, dx []T) {
 				out := dx[first*hw : (first+count)*hw]
 				if count == 1 {
 					gemm(ch.gemmThreads, true, false, pk, n, g.o, w, pk, dyT, n, 0, out, n)
-					continue
+					return
 				}
 				gemm(ch.gemmThreads, true, false, pk, n, g.o, w, pk, dyT, n, 0, dcol, n)
 				fromChannelMajor(dcol, out, count, g.c, g.inPlane())
-				continue
+				return
 			}
 			gemm(ch.gemmThreads, true, false, pk, n, g.o, w, pk, dyT, n, 0, dcol, n)
 			col2im(g, taps, dcol, dx, first, count)
-		}
+		}, func() { pool.put(dcol, dyBuf) }
 	})
 }

@@ -42,6 +42,48 @@ func parallelFor(n, minWork int, body func(lo, hi int)) {
 	parallelRanges(n, workers, func(_, lo, hi int) { body(lo, hi) })
 }
 
+// parallelEach runs units 0..n-1 on up to workers goroutines, the caller's among them, and returns when every
+// unit is done. The goroutines claim the units one at a time in increasing order, so one that starts late or
+// is interrupted takes fewer: the loop ends within about one unit of the work's even share, where a static
+// split waits for its slowest range. For loops whose every unit writes its own results, which do not depend on
+// the goroutine that computes them; loops whose partial results accumulate per range keep parallelRanges'
+// fixed split. A goroutine calls start once, at its first unit, for its unit function and its end (scratch
+// taken and given back per goroutine); a goroutine that finds no unit left neither starts nor is waited for,
+// and end may run after parallelEach has returned.
+func parallelEach(n, workers int, start func() (unit func(i int), end func())) {
+	workers = min(workers, n)
+	if workers <= 1 {
+		if n > 0 {
+			unit, end := start()
+			for i := range n {
+				unit(i)
+			}
+			end()
+		}
+		return
+	}
+	var next atomic.Int64
+	var done sync.WaitGroup
+	done.Add(n)
+	run := func() {
+		i := int(next.Add(1) - 1)
+		if i >= n {
+			return
+		}
+		unit, end := start()
+		for ; i < n; i = int(next.Add(1) - 1) {
+			unit(i)
+			done.Done()
+		}
+		end()
+	}
+	for range workers - 1 {
+		go run()
+	}
+	run()
+	done.Wait()
+}
+
 // parallelRanges splits [0, n) into at most workers contiguous ranges of ceil(n/workers) units, calls
 // body(w, lo, hi) for each on its own goroutine, w numbering the ranges from 0 in order, and waits for all of
 // them. The split depends only on n and workers, so that results accumulated per range are reproducible.

@@ -202,13 +202,12 @@ func winogradConv[T float](g convGeom, x, u, y []T, transposedFilters bool) {
 	perImage := down * across
 	ch := g.chunkingFor(winogradChunkColumns)
 	pool := scratchOf[T]()
-	parallelRanges(ch.chunks, ch.workers, func(_, lo, hi int) {
+	parallelEach(ch.chunks, ch.workers, func() (func(int), func()) {
 		most := ch.images * perImage
 		v, m := pool.get(winogradPoints*(g.c*most+winogradSkew)), pool.get(winogradPoints*(g.o*most+winogradSkew))
 		padded := pool.get(winogradPaddedLen(down, across))
-		defer pool.put(v, m, padded)
 		clear(padded)
-		for i := lo; i < hi; i++ {
+		return func(i int) {
 			first, count := ch.span(g, i)
 			tiles := count * perImage
 			vs, ms := g.c*tiles+winogradSkew, g.o*tiles+winogradSkew
@@ -218,7 +217,7 @@ func winogradConv[T float](g convGeom, x, u, y []T, transposedFilters bool) {
 					v[xi*vs:], tiles, 0, m[xi*ms:], tiles)
 			}
 			winogradOutputs(g, m, y, first, count, ms)
-		}
+		}, func() { pool.put(v, m, padded) }
 	})
 }
 
@@ -484,6 +483,22 @@ func winogradSharedPartial(g convGeom, ch convChunks, perImage int) bool {
 	return ch.workers > 1 && g.o*g.c >= 2*(g.o+g.c)*ch.images*perImage
 }
 
+// sideBySide runs a and b, on two goroutines when threads > 1. A filter gradient's chunk transforms its input
+// and its output gradient into different buffers; where one goroutine sums the chunks into a shared partial
+// (winogradSharedPartial) and its products use the other threads, the two transforms run side by side
+// instead of one after the other while the other cores wait.
+func sideBySide(threads int, a, b func()) {
+	parallelEach(2, threads, func() (func(int), func()) {
+		return func(k int) {
+			if k == 0 {
+				a()
+			} else {
+				b()
+			}
+		}, func() {}
+	})
+}
+
 // winogradFilterGradChunks writes to partial the sums over chunks lo..hi-1 of the products
 // (A dy Aᵀ)[ξ] [O, tiles] · (Bᵀ x B)[ξ]ᵀ [tiles, C], 16 matrices [O, C] O·C+winogradSkew elements apart.
 func winogradFilterGradChunks[T float](g convGeom, ch convChunks, x, dy, partial []T, lo, hi int) {
@@ -500,8 +515,9 @@ func winogradFilterGradChunks[T float](g convGeom, ch convChunks, x, dy, partial
 		first, count := ch.span(g, i)
 		tiles := count * perImage
 		vs, ms := g.c*tiles+winogradSkew, g.o*tiles+winogradSkew
-		winogradInputs(g, x, v, padded, first, count, vs)
-		winogradOutputGrads(g, dy, m, first, count, ms)
+		sideBySide(ch.gemmThreads,
+			func() { winogradInputs(g, x, v, padded, first, count, vs) },
+			func() { winogradOutputGrads(g, dy, m, first, count, ms) })
 		var beta T
 		if i > lo {
 			beta = 1

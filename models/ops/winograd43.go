@@ -82,10 +82,9 @@ func winograd43Filters[T float](w, u []T, o, c int, flip bool) {
 	n := o * c
 	stride := n + winogradSkew
 	pool := scratchOf[T]()
-	parallelFor((n+filterBlock43-1)/filterBlock43, 1, func(lo, hi int) {
+	parallelEach((n+filterBlock43-1)/filterBlock43, Threads(), func() (func(int), func()) {
 		local := pool.get(27 * filterBlock43)
-		defer pool.put(local)
-		for b := lo; b < hi; b++ {
+		return func(b int) {
 			k0, k1 := b*filterBlock43, min((b+1)*filterBlock43, n)
 			nb := k1 - k0
 			f, gf := local[:9*nb], local[9*nb:27*nb] // the filters' elements, then G f: (r, j) at (3r+j)·nb
@@ -113,7 +112,7 @@ func winograd43Filters[T float](w, u []T, o, c int, flip bool) {
 				}
 				filter43(&out, &[3][]T{gf[3*r*nb : (3*r+1)*nb], gf[(3*r+1)*nb : (3*r+2)*nb], gf[(3*r+2)*nb : (3*r+3)*nb]})
 			}
-		}
+		}, func() { pool.put(local) }
 	})
 }
 
@@ -134,13 +133,12 @@ func winograd43Conv[T float](g convGeom, x, u, y []T, transposedFilters bool) {
 	ch := g.chunkingFor(winograd43ChunkColumns)
 	pool := scratchOf[T]()
 	width := paddedWidth43(across)
-	parallelRanges(ch.chunks, ch.workers, func(_, lo, hi int) {
+	parallelEach(ch.chunks, ch.workers, func() (func(int), func()) {
 		most := ch.images * perImage
 		v, m := pool.get(winograd43Points*(g.c*most+winogradSkew)), pool.get(winograd43Points*(g.o*most+winogradSkew))
 		padded, rows := pool.get((4*down+2)*width+8), pool.get(6*width)
-		defer pool.put(v, m, padded, rows)
 		clear(padded)
-		for i := lo; i < hi; i++ {
+		return func(i int) {
 			first, count := ch.span(g, i)
 			tiles := count * perImage
 			vs, ms := g.c*tiles+winogradSkew, g.o*tiles+winogradSkew
@@ -150,7 +148,7 @@ func winograd43Conv[T float](g convGeom, x, u, y []T, transposedFilters bool) {
 					v[xi*vs:], tiles, 0, m[xi*ms:], tiles)
 			}
 			winograd43Outputs(g, m, y, first, count, ms)
-		}
+		}, func() { pool.put(v, m, padded, rows) }
 	})
 }
 
@@ -350,8 +348,9 @@ func winograd43FilterGradChunks[T float](g convGeom, ch convChunks, x, dy, parti
 		first, count := ch.span(g, i)
 		tiles := count * perImage
 		vs, ms := g.c*tiles+winogradSkew, g.o*tiles+winogradSkew
-		winograd43Inputs(g, x, v, padded, rows, first, count, vs)
-		winograd43OutputGrads(g, dy, m, first, count, ms)
+		sideBySide(ch.gemmThreads,
+			func() { winograd43Inputs(g, x, v, padded, rows, first, count, vs) },
+			func() { winograd43OutputGrads(g, dy, m, first, count, ms) })
 		var beta T
 		if i > lo {
 			beta = 1
@@ -418,10 +417,9 @@ func winograd43OutputGrads[T float](g convGeom, dy, m []T, first, count, stride 
 func winograd43FilterAdjoints[T float](sums [][]T, dw []T, n, stride int) {
 	p := sums[0]
 	pool := scratchOf[T]()
-	parallelFor((n+filterBlock43-1)/filterBlock43, 1, func(lo, hi int) {
+	parallelEach((n+filterBlock43-1)/filterBlock43, Threads(), func() (func(int), func()) {
 		local := pool.get(27 * filterBlock43)
-		defer pool.put(local)
-		for b := lo; b < hi; b++ {
+		return func(b int) {
 			k0, k1 := b*filterBlock43, min((b+1)*filterBlock43, n)
 			nb := k1 - k0
 			for _, s := range sums[1:] {
@@ -450,7 +448,7 @@ func winograd43FilterAdjoints[T float](sums [][]T, dw []T, n, stride int) {
 					dw[9*(k0+k)+e] = d[e*nb+k]
 				}
 			}
-		}
+		}, func() { pool.put(local) }
 	})
 }
 
