@@ -21,13 +21,30 @@ func headFixes() []variant {
 	// score is a squared Mahalanobis distance, the head's a negative logit,
 	// so lambda sets the Gaussian classifier's weight (a temperature of
 	// one against the other).
+	mix := func(l, b float64) {
+		name := fmt.Sprintf("head-softmax+mixG%g", l)
+		if b != 0 {
+			name += fmt.Sprintf("+agebias%g", b)
+		}
+		for _, v := range vs {
+			if v.name == name {
+				return
+			}
+		}
+		vs = append(vs, variant{name, func(in input) ([]float32, error) {
+			return mixScores(in, l, b)
+		}})
+	}
 	for _, l := range []float64{0.03, 0.1, 0.3, 1, 3, 10, 30, 100} {
-		vs = append(vs, variant{fmt.Sprintf("head-softmax+mixG%g", l), func(in input) ([]float32, error) {
-			return mixScores(in, l, 0)
-		}})
-		vs = append(vs, variant{fmt.Sprintf("head-softmax+mixG%g+agebias-0.3", l), func(in input) ([]float32, error) {
-			return mixScores(in, l, -0.3)
-		}})
+		mix(l, 0)
+		mix(l, -0.3)
+	}
+	// The fourth round's frontier (docs/results/cold-start.md, "Fourth
+	// round"): lambda x age bias, chosen on validation across two orders.
+	for _, l := range mixFrontierLambdas {
+		for _, b := range mixFrontierAgeBiases {
+			mix(l, b)
+		}
 	}
 	// The head fitted on samples whose covariance changes with the class's
 	// age: Sigma_c (1 + a*age_c) (inflate), or Sigma_c / (1 + a*age_c)
@@ -115,14 +132,39 @@ func taskBalanced(in input) ([]float32, error) {
 	return out, nil
 }
 
-// mixScores is the softmax head's score (age bias b) plus lambda times the
-// default Gaussian classifier's: the product's classifier.gaussian_weight
-// (gauss.ClassifierOptions.GaussianWeight), whose Gaussian part reads the
-// default options' shrink and normalisation.
+// The fourth round's grid of mixScores settings.
+var (
+	mixFrontierLambdas   = []float64{1, 2, 3, 5, 10, 20}
+	mixFrontierAgeBiases = []float64{0, -0.1, -0.2, -0.3, -0.4, -0.5}
+)
+
+// mixScores is the product's classifier.gaussian_weight (gauss's one
+// definition: the softmax head's score with age bias b plus lambda times the
+// default Gaussian classifier's), assembled from its two parts so that the
+// head and the Gaussian classifier are fitted once per checkpoint (memoized)
+// and shared by every (lambda, b) of the grid. TestMixScoresIsTheProductOption
+// holds it to gauss's.
 func mixScores(in input, lambda, b float64) ([]float32, error) {
-	o := gauss.DefaultClassifierOptions()
-	o.Head, o.AgeBias, o.GaussianWeight = gauss.HeadSoftmax, b, lambda
-	return optionScores(in, o, false)
+	head, err := memoized(in, "head-softmax", func() ([]float32, error) {
+		o := gauss.DefaultClassifierOptions()
+		o.Head = gauss.HeadSoftmax
+		return optionScores(in, o, false)
+	})
+	if err != nil {
+		return nil, err
+	}
+	g, err := memoized(in, "default", func() ([]float32, error) {
+		return optionScores(in, gauss.DefaultClassifierOptions(), false)
+	})
+	if err != nil {
+		return nil, err
+	}
+	k := len(in.ids)
+	out := make([]float32, len(head))
+	for i := range out {
+		out[i] = head[i] + float32(b*float64(in.ages[i%k])) + float32(lambda)*g[i]
+	}
+	return out, nil
 }
 
 // calSamples is the held-out draw per class for taskCalibrated.

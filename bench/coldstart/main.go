@@ -124,7 +124,7 @@ func study(dir string, split train.Split, vs []variant, oracle bool) ([]Result, 
 		if err != nil {
 			return nil, err
 		}
-		in := input{protos: protos, ids: ids, ages: ages, tasks: tasks[:t], z: z, n: len(labels), s: run.Config().Model.FeatureDim, labels: labels, seed: uint64(run.Config().Seed)*1000 + uint64(t)}
+		in := input{protos: protos, ids: ids, ages: ages, tasks: tasks[:t], z: z, n: len(labels), s: run.Config().Model.FeatureDim, labels: labels, seed: uint64(run.Config().Seed)*1000 + uint64(t), memo: map[string][]float32{}}
 		for i, v := range vs {
 			scores, err := v.score(in)
 			if err != nil {

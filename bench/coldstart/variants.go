@@ -20,6 +20,25 @@ type input struct {
 	n, s   int
 	labels []int
 	seed   uint64
+	memo   map[string][]float32 // scores shared by variants within one checkpoint (see memoized)
+}
+
+// memoized returns the scores under key, computing them with f the first
+// time in this checkpoint: a variant that combines other classifiers' scores
+// (mixScores) fits each of them once per checkpoint, not once per variant.
+// The returned slice is shared: callers copy before changing it.
+func memoized(in input, key string, f func() ([]float32, error)) ([]float32, error) {
+	if s, ok := in.memo[key]; ok {
+		return s, nil
+	}
+	s, err := f()
+	if err != nil {
+		return nil, err
+	}
+	if in.memo != nil {
+		in.memo[key] = s
+	}
+	return s, nil
 }
 
 // variant scores the n images against the K classes: [n, K], smaller is
