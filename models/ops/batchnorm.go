@@ -238,34 +238,32 @@ func bnAffine(gamma, beta, mean, variance, eps float64) (a, b, inv float64) {
 func bnForward[T float](op *bnOp, x, gamma, beta, y []T) {
 	n, c, s := op.n, op.c, op.s
 	m := float64(n * s)
-	parallelEach(c, Threads(), func() (func(int), func()) {
-		return func(ch int) {
-			var mean, variance float64
-			if op.training {
-				var total float64
-				for i := 0; i < n; i++ {
-					total += float64(sum(x[(i*c+ch)*s : (i*c+ch+1)*s]))
-				}
-				mean = total / m
-				var sq float64
-				for i := 0; i < n; i++ {
-					sq += float64(sumSquaredDev(x[(i*c+ch)*s:(i*c+ch+1)*s], T(mean)))
-				}
-				variance = sq / m
-				mom := op.bn.Momentum
-				op.bn.RunningMean[ch] = float32((1-mom)*float64(op.bn.RunningMean[ch]) + mom*mean)
-				op.bn.RunningVar[ch] = float32((1-mom)*float64(op.bn.RunningVar[ch]) + mom*sq/(m-1))
-			} else {
-				mean, variance = float64(op.bn.RunningMean[ch]), float64(op.bn.RunningVar[ch])
-			}
-			// y = a·x + b with a = γ/σ and b = β - a·μ: one multiply-add per element.
-			a64, b64, inv := bnAffine(float64(gamma[ch]), float64(beta[ch]), mean, variance, op.bn.Eps)
-			op.mean[ch], op.invStd[ch] = mean, inv
-			a, b := T(a64), T(b64)
+	parallelUnits(c, Threads(), func(ch int) {
+		var mean, variance float64
+		if op.training {
+			var total float64
 			for i := 0; i < n; i++ {
-				affine(y[(i*c+ch)*s:(i*c+ch+1)*s], x[(i*c+ch)*s:(i*c+ch+1)*s], a, b, op.relu)
+				total += float64(sum(x[(i*c+ch)*s : (i*c+ch+1)*s]))
 			}
-		}, func() {}
+			mean = total / m
+			var sq float64
+			for i := 0; i < n; i++ {
+				sq += float64(sumSquaredDev(x[(i*c+ch)*s:(i*c+ch+1)*s], T(mean)))
+			}
+			variance = sq / m
+			mom := op.bn.Momentum
+			op.bn.RunningMean[ch] = float32((1-mom)*float64(op.bn.RunningMean[ch]) + mom*mean)
+			op.bn.RunningVar[ch] = float32((1-mom)*float64(op.bn.RunningVar[ch]) + mom*sq/(m-1))
+		} else {
+			mean, variance = float64(op.bn.RunningMean[ch]), float64(op.bn.RunningVar[ch])
+		}
+		// y = a·x + b with a = γ/σ and b = β - a·μ: one multiply-add per element.
+		a64, b64, inv := bnAffine(float64(gamma[ch]), float64(beta[ch]), mean, variance, op.bn.Eps)
+		op.mean[ch], op.invStd[ch] = mean, inv
+		a, b := T(a64), T(b64)
+		for i := 0; i < n; i++ {
+			affine(y[(i*c+ch)*s:(i*c+ch+1)*s], x[(i*c+ch)*s:(i*c+ch+1)*s], a, b, op.relu)
+		}
 	})
 }
 
@@ -346,41 +344,39 @@ func bnBackward[T float](op *bnGradOp, x, gamma, y, dy, dx []T) {
 	f := op.fwd
 	n, c, s := f.n, f.c, f.s
 	m := float64(n * s)
-	parallelEach(c, Threads(), func() (func(int), func()) {
-		return func(ch int) {
-			mean, inv := f.mean[ch], f.invStd[ch]
-			// First pass: g (dy masked by the ReLU, kept in dx) and its two sums.
-			var sumG, sumGX float64
-			for i := 0; i < n; i++ {
-				off := (i*c + ch) * s
-				g := dy[off : off+s]
-				if f.relu {
-					maskByPositive(y[off:off+s], g, dx[off:off+s])
-					g = dx[off : off+s]
-				}
-				sg, sgx := sumAndDot(g, x[off:off+s], T(mean))
-				sumG += float64(sg)
-				sumGX += float64(sgx)
+	parallelUnits(c, Threads(), func(ch int) {
+		mean, inv := f.mean[ch], f.invStd[ch]
+		// First pass: g (dy masked by the ReLU, kept in dx) and its two sums.
+		var sumG, sumGX float64
+		for i := 0; i < n; i++ {
+			off := (i*c + ch) * s
+			g := dy[off : off+s]
+			if f.relu {
+				maskByPositive(y[off:off+s], g, dx[off:off+s])
+				g = dx[off : off+s]
 			}
-			sumGX *= inv // Σ g·x̂
-			op.dbeta[ch], op.dgamma[ch] = sumG, sumGX
-			// Second pass: dx = a·g + b·x + k, folding x̂ = (x-μ)·inv into per-channel constants.
-			a := float64(gamma[ch]) * inv
-			var b, k float64
-			if f.training {
-				b = -a * sumGX * inv / m
-				k = -a*sumG/m - b*mean
+			sg, sgx := sumAndDot(g, x[off:off+s], T(mean))
+			sumG += float64(sg)
+			sumGX += float64(sgx)
+		}
+		sumGX *= inv // Σ g·x̂
+		op.dbeta[ch], op.dgamma[ch] = sumG, sumGX
+		// Second pass: dx = a·g + b·x + k, folding x̂ = (x-μ)·inv into per-channel constants.
+		a := float64(gamma[ch]) * inv
+		var b, k float64
+		if f.training {
+			b = -a * sumGX * inv / m
+			k = -a*sumG/m - b*mean
+		}
+		at, bt, kt := T(a), T(b), T(k)
+		for i := 0; i < n; i++ {
+			off := (i*c + ch) * s
+			g := dy[off : off+s]
+			if f.relu {
+				g = dx[off : off+s]
 			}
-			at, bt, kt := T(a), T(b), T(k)
-			for i := 0; i < n; i++ {
-				off := (i*c + ch) * s
-				g := dy[off : off+s]
-				if f.relu {
-					g = dx[off : off+s]
-				}
-				affine2(dx[off:off+s], g, x[off:off+s], at, bt, kt)
-			}
-		}, func() {}
+			affine2(dx[off:off+s], g, x[off:off+s], at, bt, kt)
+		}
 	})
 }
 

@@ -726,8 +726,8 @@ func im2colFilterGrad[T float](g convGeom, x, dy, dw []T) {
 			sums = append(sums, p)
 		}
 	}
-	parallelEach((g.o+transposeTile-1)/transposeTile, Threads(), func() (func(int), func()) {
-		return func(i int) { sumTransposed(dw, sums, i*transposeTile, min((i+1)*transposeTile, g.o), pk, g.o) }, func() {}
+	parallelUnits((g.o+transposeTile-1)/transposeTile, Threads(), func(i int) {
+		sumTransposed(dw, sums, i*transposeTile, min((i+1)*transposeTile, g.o), pk, g.o)
 	})
 	for _, p := range partials {
 		pool.put(p)

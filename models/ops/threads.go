@@ -84,6 +84,11 @@ func parallelEach(n, workers int, start func() (unit func(i int), end func())) {
 	done.Wait()
 }
 
+// parallelUnits is parallelEach for units that need no scratch of their own goroutine.
+func parallelUnits(n, workers int, unit func(i int)) {
+	parallelEach(n, workers, func() (func(int), func()) { return unit, func() {} })
+}
+
 // parallelRanges splits [0, n) into at most workers contiguous ranges of ceil(n/workers) units, calls
 // body(w, lo, hi) for each on its own goroutine, w numbering the ranges from 0 in order, and waits for all of
 // them. The split depends only on n and workers, so that results accumulated per range are reproducible.

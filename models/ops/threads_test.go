@@ -53,14 +53,8 @@ func TestThreadCountsAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 13))
 	inputs := []*tensor.Dense{fashionBatch(t, 16), randDense(rng, 16, 1, 3, 3), randDense(rng, 16), randDense(rng, 16)}
 	block := func(in []*G.Node) (*G.Node, error) {
-		h, err := nonLeaf(in[0])
+		h, err := convBNReLU(in, 16)
 		if err != nil {
-			return nil, err
-		}
-		if h, err = Conv2d(h, in[1], 1, 1); err != nil {
-			return nil, err
-		}
-		if h, err = NewBatchNorm(16).Apply(h, in[2], in[3], true, true); err != nil {
 			return nil, err
 		}
 		return MaxPool2(h)
@@ -78,6 +72,19 @@ func TestThreadCountsAgree(t *testing.T) {
 	for i := range inputs {
 		assertClose(t, fmt.Sprintf("gradient %d", i), grads[1][i], grads[0][i], 1e-5)
 	}
+}
+
+// convBNReLU is the blocks' common start: in[0] through a 3x3 convolution (stride 1, pad 1) with filters
+// in[1], then batch norm over channels with gamma in[2] and beta in[3], in training mode, and a ReLU.
+func convBNReLU(in []*G.Node, channels int) (*G.Node, error) {
+	h, err := nonLeaf(in[0])
+	if err != nil {
+		return nil, err
+	}
+	if h, err = Conv2d(h, in[1], 1, 1); err != nil {
+		return nil, err
+	}
+	return NewBatchNorm(channels).Apply(h, in[2], in[3], true, true)
 }
 
 // TestParallelEachRunsEachUnitOnce checks that parallelEach runs every unit exactly once, that each goroutine's
@@ -116,14 +123,8 @@ func TestDynamicLoopsRepeatable(t *testing.T) {
 	strided := []*tensor.Dense{randDense(rng, 12, 8, 16, 16), randDense(rng, 16, 8, 3, 3), randDense(rng, 16),
 		randDense(rng, 16), randDense(rng, 16, 16, 3, 3)}
 	stridedBlock := func(in []*G.Node) (*G.Node, error) {
-		h, err := nonLeaf(in[0])
+		h, err := convBNReLU(in, 16)
 		if err != nil {
-			return nil, err
-		}
-		if h, err = Conv2d(h, in[1], 1, 1); err != nil {
-			return nil, err
-		}
-		if h, err = NewBatchNorm(16).Apply(h, in[2], in[3], true, true); err != nil {
 			return nil, err
 		}
 		return Conv2d(h, in[4], 2, 1)

@@ -488,14 +488,12 @@ func winogradSharedPartial(g convGeom, ch convChunks, perImage int) bool {
 // (winogradSharedPartial) and its products use the other threads, the two transforms run side by side
 // instead of one after the other while the other cores wait.
 func sideBySide(threads int, a, b func()) {
-	parallelEach(2, threads, func() (func(int), func()) {
-		return func(k int) {
-			if k == 0 {
-				a()
-			} else {
-				b()
-			}
-		}, func() {}
+	parallelUnits(2, threads, func(k int) {
+		if k == 0 {
+			a()
+		} else {
+			b()
+		}
 	})
 }
 
