@@ -2,7 +2,7 @@
 // per-channel bias, batch normalisation with an optional fused ReLU, 2x2 max pooling, ReLU, the residual sum
 // with an optional fused ReLU (AddReLU), global average pooling and the product x·wᵀ of a linear layer, each
 // with its gradient. It also holds the method-specific
-// ops GELU, StopGradient, Cholesky and AntiCollapse.
+// ops GELU, StopGradient, Cholesky, AntiCollapse and NTXent.
 //
 // Image tensors are NCHW (batch, channels, height, width), row-major and contiguous. Every op works on
 // float32 (the dtype of model tensors) and float64 (used by the gradient checks); the inputs of one op must
