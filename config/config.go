@@ -130,6 +130,10 @@ type Train struct {
 	FreezeBNStats      bool      `mapstructure:"freeze_bn_stats" yaml:"freeze_bn_stats" doc:"On every task after the first, BatchNorm runs in evaluation mode: its running statistics are used and kept while its scale and shift still train, so a new task's images do not move the old classes' features through the statistics (a new task unlike the old ones, such as bicyc learn's, moved them most). false trains BatchNorm as the authors' code does."`
 	MinSteps           int       `mapstructure:"min_steps" yaml:"min_steps" doc:"Stage I on every later task makes at least this many optimisation steps; 0 (the default, the authors' code) follows the epochs alone: measured on Fashion-MNIST, more steps on a small later task moved the backbone further and lost more old-class accuracy than they gained on the new classes (docs/training.md, Small tasks)."`
 	Device             string    `mapstructure:"device" yaml:"device" doc:"Where the run trains: auto (CUDA when the GPU training step exists and CUDA loads, else the CPU), cpu, or cuda (fail before any work unless it can train on the GPU). The GPU step is being built (docs/gpu.md, Training on an NVIDIA GPU): until then auto trains on the CPU without loading CUDA, and cuda is refused before any work, naming each CUDA library or function that is missing when CUDA does not load. The run log and each task's metrics record the device used; checkpoints are the same whatever the device."`
+
+	// Contrastive task 1 (docs/method.md, Contrastive task 1), an extension, off by default.
+	ContrastiveWeight      float64 `mapstructure:"contrastive_weight" yaml:"contrastive_weight" doc:"Extension (docs/method.md, Contrastive task 1): weight of SimCLR's NT-Xent loss on task 1, beside rotation (which it needs, with rotation_split_batch): each step takes batch_size/4 images as before, each in two augmentations (the crop and flip drawn twice) at two turns q and q+2 (q drawn per image), the same batch_size rows, and a projection head (S -> S -> S, ReLU) trained on task 1 only pulls an image's two views at one turn together against every other row. 0 (the default) is off, the paper's task 1."`
+	ContrastiveTemperature float64 `mapstructure:"contrastive_temperature" yaml:"contrastive_temperature" doc:"Temperature of train.contrastive_weight's NT-Xent (SimCLR's CIFAR-10 setting: 0.5); in (0, 10]."`
 }
 
 // Loss holds the Stage I loss weights and switches (docs/method.md, Stage I).
@@ -225,7 +229,7 @@ func Default() Config {
 			LRFirst: 0.1, LR: 0.01, BackboneLRScale: 1, Momentum: 0.9, WeightDecay: 5e-4,
 			Milestones: []float64{0.3, 0.6, 0.9}, LRDecay: 0.1, MilestoneRounding: MilestoneRound, ClipNorm: 1,
 			Rotation: true, RotationSplitBatch: true, DetachWarmup: 0.01, EvalBatch: 500,
-			MinStepsFirst: 200, Device: DeviceAuto,
+			MinStepsFirst: 200, Device: DeviceAuto, ContrastiveTemperature: 0.5,
 		},
 		Loss: Loss{
 			Bi: true, Cyc: true, Pair: true, AntiCollapse: true,
@@ -499,6 +503,14 @@ func (c Config) validateTrain(bad problem) {
 	}
 	if c.Train.ClipNorm < 0 {
 		bad("train.clip_norm", "must be >= 0, got %g", c.Train.ClipNorm)
+	}
+	if !(c.Train.ContrastiveWeight >= 0) || math.IsInf(c.Train.ContrastiveWeight, 0) {
+		bad("train.contrastive_weight", "must be >= 0 and finite, got %g", c.Train.ContrastiveWeight)
+	} else if c.Train.ContrastiveWeight > 0 && !(c.Train.Rotation && c.Train.RotationSplitBatch) {
+		bad("train.contrastive_weight", "needs train.rotation and train.rotation_split_batch (its two views take two of each image's four turns), got weight %g", c.Train.ContrastiveWeight)
+	}
+	if !(c.Train.ContrastiveTemperature > 0 && c.Train.ContrastiveTemperature <= 10) {
+		bad("train.contrastive_temperature", "must lie in (0, 10], got %g", c.Train.ContrastiveTemperature)
 	}
 	if c.Train.Rotation && c.Data.Height != c.Data.Width {
 		bad("train.rotation", "needs square images, got %dx%d", c.Data.Height, c.Data.Width)

@@ -194,3 +194,32 @@ func TestClassifierKeysHideAges(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateContrastive(t *testing.T) {
+	c := Default()
+	c.Train.ContrastiveWeight = 0.5
+	if err := c.Validate(); err != nil {
+		t.Errorf("contrastive weight 0.5 on the default: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"negative weight", func(c *Config) { c.Train.ContrastiveWeight = -1 }, "train.contrastive_weight: must be >= 0"},
+		{"without rotation", func(c *Config) { c.Train.Rotation = false }, "train.contrastive_weight: needs train.rotation"},
+		{"unsplit batch", func(c *Config) { c.Train.RotationSplitBatch = false }, "train.contrastive_weight: needs train.rotation"},
+		{"zero temperature", func(c *Config) { c.Train.ContrastiveTemperature = 0 }, "train.contrastive_temperature: must lie in (0, 10]"},
+	} {
+		bad := c
+		tc.edit(&bad)
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+	off := Default()
+	off.Train.Rotation = false
+	if err := off.Validate(); err != nil {
+		t.Errorf("weight 0 needs no rotation: %v", err)
+	}
+}

@@ -75,6 +75,9 @@ var addedKeys = map[string]func(*Config){
 	"loss.rehearsal.backbone":  func(c *Config) { c.Loss.Rehearsal.Backbone = DefaultRehearsal().Backbone },
 	// Outlier exposure: off, as every run before it.
 	"loss.outlier_exposure": func(c *Config) { c.Loss.OutlierExposure = 0 },
+	// Contrastive task 1: off, as every run before it.
+	"train.contrastive_weight":      func(c *Config) { c.Train.ContrastiveWeight = 0 },
+	"train.contrastive_temperature": func(c *Config) { c.Train.ContrastiveTemperature = Default().Train.ContrastiveTemperature },
 	// Adapter ensemble: A alone, as every run before it.
 	"adapter.ensemble": func(c *Config) { c.Adapter.Ensemble = 1 },
 	// Before train.device every run trained on the CPU; auto still does.

@@ -46,7 +46,10 @@ type Batcher struct {
 
 	order []int // this epoch's image order
 	pos   int   // next position in order
+	last  int   // position in order of the last batch Next returned
 	aug   *rand.Rand
+	view2 *rand.Rand // augmentations of SecondView, made on its first call in an epoch
+	epoch int
 }
 
 // Randomness streams derived from (Seed, epoch), kept apart so that turning
@@ -54,6 +57,7 @@ type Batcher struct {
 const (
 	streamShuffle = 1
 	streamAugment = 2
+	streamView2   = 3
 )
 
 // NewBatcher returns a Batcher over the images of ds at indices (nil means
@@ -124,7 +128,8 @@ func (b *Batcher) Epoch(epoch int) {
 		rng.Shuffle(len(b.order), func(i, j int) { b.order[i], b.order[j] = b.order[j], b.order[i] })
 	}
 	b.aug = b.epochRand(epoch, streamAugment)
-	b.pos = 0
+	b.view2, b.epoch = nil, epoch
+	b.pos, b.last = 0, 0
 }
 
 // Len returns the number of images per epoch (including a dropped tail).
@@ -148,27 +153,56 @@ func (b *Batcher) Next(x []float32, labels []int) (n int, ok bool) {
 	n = min(b.opts.BatchSize, len(b.order)-b.pos)
 	if n <= 0 || (b.opts.DropLast && n < b.opts.BatchSize) {
 		b.pos = len(b.order)
+		b.last = b.pos
 		return 0, false
 	}
 	size := b.ds.ImageSize()
 	if len(x) < n*size || len(labels) < n {
 		panic(fmt.Sprintf("data: Batcher.Next: batch of %d images needs %d floats and %d labels, got %d and %d", n, n*size, n, len(x), len(labels)))
 	}
+	b.fill(b.aug, b.order[b.pos:b.pos+n], x, labels)
+	b.last = b.pos
+	b.pos += n
+	return n, true
+}
+
+// fill writes the images at indices, augmented from rng and normalised, into
+// x, and their labels into labels unless it is nil.
+func (b *Batcher) fill(rng *rand.Rand, indices []int, x []float32, labels []int) {
 	aug := b.opts.Augment
 	c, h, w := b.ds.Channels, b.ds.Height, b.ds.Width
-	for j, idx := range b.order[b.pos : b.pos+n] {
+	size := b.ds.ImageSize()
+	for j, idx := range indices {
 		img := b.ds.Image(idx)
 		if aug.Enabled() {
 			src, sh, sw := img, h, w
 			if aug.ResizedCrop.Enabled() && b.ds.Photos != nil {
 				src, sw, sh = b.ds.Photos.Image(idx)
 			}
-			aug.ApplyPhoto(b.aug, src, sh, sw, b.scratch, c, h, w)
+			aug.ApplyPhoto(rng, src, sh, sw, b.scratch, c, h, w)
 			img = b.scratch
 		}
 		b.norm.Apply(img, x[j*size:(j+1)*size])
-		labels[j] = b.ds.Labels[idx]
+		if labels != nil {
+			labels[j] = b.ds.Labels[idx]
+		}
 	}
-	b.pos += n
-	return n, true
+}
+
+// SecondView fills x[:n*C*H*W] with a second augmentation of the n images
+// Next returned last (a contrastive objective's second view), drawn from a
+// randomness stream of its own, so the epoch's order and first views are
+// those of a Batcher that never calls it. Without augmentation the second
+// view equals the first. It panics if x is too short or no batch was
+// returned in this epoch.
+func (b *Batcher) SecondView(x []float32) {
+	n := b.pos - b.last
+	size := b.ds.ImageSize()
+	if n <= 0 || len(x) < n*size {
+		panic(fmt.Sprintf("data: Batcher.SecondView: last batch of %d images, %d floats (want %d)", n, len(x), n*size))
+	}
+	if b.view2 == nil {
+		b.view2 = b.epochRand(b.epoch, streamView2)
+	}
+	b.fill(b.view2, b.order[b.last:b.pos], x, nil)
 }

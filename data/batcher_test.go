@@ -206,3 +206,58 @@ func BenchmarkBatcherNext(b *testing.B) {
 		}
 	}
 }
+
+// TestBatcherSecondView checks the contrastive second view: the epoch's order, first views and labels are
+// those of a batcher that never asks for it, the second views are reproducible from (Seed, epoch), differ
+// from the first ones with augmentation and equal them without.
+func TestBatcherSecondView(t *testing.T) {
+	train, _ := loadFashionMNIST(t)
+	p := kindPreprocess(KindFashionMNIST, train.Channels, train.Height, train.Width)
+	idx := train.Subset([]int{0, 9})
+	opts := BatchOptions{BatchSize: 64, Shuffle: true, DropLast: true, Seed: 7, Preprocess: p, Augment: Augment{CropPadding: 2, HorizontalFlip: true}}
+	views := func(opts BatchOptions, epoch int) (labels [][]int, first, second []float32) {
+		b := NewBatcher(train, idx, opts)
+		b.Epoch(epoch)
+		x, x2, lbl := make([]float32, 64*784), make([]float32, 64*784), make([]int, 64)
+		for range 5 {
+			n, ok := b.Next(x, lbl)
+			if !ok {
+				t.Fatal("epoch ended early")
+			}
+			b.SecondView(x2)
+			labels = append(labels, slices.Clone(lbl[:n]))
+			first, second = append(first, x[:n*784]...), append(second, x2[:n*784]...)
+		}
+		return labels, first, second
+	}
+	labels, first, second := views(opts, 1)
+	plainLabels, plainFirst := epochBatches(NewBatcher(train, idx, opts), 1, 784)
+	if !slices.EqualFunc(labels, plainLabels[:5], slices.Equal) || !slices.Equal(first, plainFirst[:len(first)]) {
+		t.Error("asking for second views changed the first views or the order")
+	}
+	_, _, again := views(opts, 1)
+	if !slices.Equal(second, again) {
+		t.Error("second views of epoch 1 are not reproducible")
+	}
+	differ := 0
+	for i := 0; i < len(first); i += 784 {
+		if !slices.Equal(first[i:i+784], second[i:i+784]) {
+			differ++
+		}
+	}
+	if images := len(first) / 784; differ < images*3/4 {
+		t.Errorf("only %d of %d second views differ from their first view", differ, images)
+	}
+	plain := opts
+	plain.Augment = Augment{}
+	if _, f, s := views(plain, 1); !slices.Equal(f, s) {
+		t.Error("without augmentation the second view differs from the first")
+	}
+	b := NewBatcher(train, idx, opts)
+	defer func() {
+		if recover() == nil {
+			t.Error("SecondView before any batch did not panic")
+		}
+	}()
+	b.SecondView(make([]float32, 64*784))
+}
