@@ -28,6 +28,7 @@ type stage1Nets struct {
 	frozenBN   bool           // BatchNorm in evaluation mode (Stage1Input.FrozenBatchNorm)
 	rehearsal  *Rehearsal     // loss.rehearsal; nil when off
 	outliers   int            // outlier rows after the real ones (loss.outlier_exposure); 0 when off
+	projection *Projection    // train.contrastive_weight on task 1; nil when off
 }
 
 // stage1Graph is the Stage I training graph of one task: inputs, named loss
@@ -68,6 +69,7 @@ func (t lossTerm) current() float64 {
 // gradient routing, sg = stop-gradient:
 //
 //	CE + alpha*L_ac                         backbone, head
+//	L_ssl  = NT-Xent(P(z_new))               backbone, projection P (task 1, train.contrastive_weight)
 //	L_n2o  = MSE(D(z_new), z_old)            D and backbone
 //	L_o2n  = MSE(A(z_old), sg z_new)         A only
 //	L_cyc  = MSE(A(sg D(z_new)), sg z_new)   A only
@@ -125,6 +127,13 @@ func buildStage1(cfg config.Config, n stage1Nets, c, h, w int) (*stage1Graph, er
 		if err := add("ac", ac, cfg.Loss.Alpha); err != nil {
 			return nil, err
 		}
+	}
+	if n.projection != nil {
+		more, err := contrastiveTerm(n.projection, cfg.Train.ContrastiveTemperature, cfg.Train.ContrastiveWeight, g, zNew, add)
+		if err != nil {
+			return nil, err
+		}
+		params = append(params, more...)
 	}
 	if n.hasOld {
 		s := n.backbone.FeatureDim()
@@ -368,6 +377,7 @@ func scalarValue(val G.Value) float64 {
 // batches and their buffers, and what the log reports.
 type stage1Loop struct {
 	t, epochs, batch, copies int
+	views                    int // 2 with a contrastive projection head: Run takes each image's second view too
 	step                     *Stage1Step
 	batcher                  *data.Batcher
 	local                    map[int]int // class id -> head output
@@ -401,20 +411,24 @@ func (r *Run) stage1(ctx context.Context, t int, cur, old *models.Backbone, dist
 			t+1, len(idx), len(idx)/batch, more, minSteps, map[bool]string{true: "_first"}[t == 0])
 		epochs = more
 	}
-	l := &stage1Loop{t: t, epochs: epochs, batch: batch, copies: 1, local: make(map[int]int, len(classes))}
+	l := &stage1Loop{t: t, epochs: epochs, batch: batch, copies: 1, views: 1, local: make(map[int]int, len(classes))}
 	if rotation {
 		l.copies = 4
 	}
 	c, h, w := r.train.Channels, r.train.Height, r.train.Width
 	head := models.NewLinear(cfg.Model.FeatureDim, len(classes)*l.copies, true, r.rng("head", t))
+	var projection *Projection
+	if rotation && cfg.Train.ContrastiveWeight > 0 {
+		projection, l.views = NewProjection(cfg.Model.FeatureDim, r.rng("projection", t)), 2
+	}
 	var err error
 	var rehearsal *Rehearsal
 	if old != nil {
 		rehearsal = r.rehearsal(t, batch, classes)
 	}
-	l.step, err = NewStage1Step(cfg, Stage1Nets{Backbone: cur, Old: old, Head: head, Distiller: dist, Adapter: adapt, Rehearsal: rehearsal},
+	l.step, err = NewStage1Step(cfg, Stage1Nets{Backbone: cur, Old: old, Head: head, Distiller: dist, Adapter: adapt, Rehearsal: rehearsal, Projection: projection},
 		Stage1Input{Batch: batch, Channels: c, Height: h, Width: w, Rotation: rotation, FrozenBatchNorm: t > 0 && cfg.Train.FreezeBNStats,
-			PairSeed: r.seed("pair-rows", t), OutlierSeed: r.seed("outliers", t)})
+			PairSeed: r.seed("pair-rows", t), OutlierSeed: r.seed("outliers", t), ContrastiveSeed: r.seed("contrastive", t)})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -425,7 +439,7 @@ func (r *Run) stage1(ctx context.Context, t int, cur, old *models.Backbone, dist
 	l.batcher = data.NewBatcher(r.train, idx, data.BatchOptions{
 		BatchSize: batch, Shuffle: true, DropLast: true, Seed: r.seed("batches", t), Augment: r.augment, Preprocess: r.prep,
 	})
-	l.x, l.labels = make([]float32, batch*c*h*w), make([]int, batch)
+	l.x, l.labels = make([]float32, l.views*batch*c*h*w), make([]int, batch)
 	warmup := int(cfg.Train.DetachWarmup * float64(epochs))
 	var last map[string]float64
 	for epoch := 0; epoch < epochs; epoch++ {
@@ -446,7 +460,7 @@ func (r *Run) stage1Epoch(ctx context.Context, l *stage1Loop, epoch int, lr floa
 	sums := make([]float64, len(terms))
 	steps := 0
 	start := time.Now()
-	pixels := len(l.x) / l.batch
+	pixels := len(l.x) / (l.views * l.batch)
 	for {
 		if err := ctx.Err(); err != nil {
 			bar.Finish()
@@ -459,7 +473,11 @@ func (r *Run) stage1Epoch(ctx context.Context, l *stage1Loop, epoch int, lr floa
 		for i := range l.labels[:n] {
 			l.labels[i] = l.local[l.labels[i]]
 		}
-		vals, err := l.step.Run(l.x[:n*pixels], l.labels[:n], lr)
+		if l.views == 2 {
+			// DropLast: n is the batch, so the second views follow the first ones.
+			l.batcher.SecondView(l.x[n*pixels:])
+		}
+		vals, err := l.step.Run(l.x[:l.views*n*pixels], l.labels[:n], lr)
 		if err != nil {
 			bar.Finish()
 			return nil, fmt.Errorf("stage I epoch %d step %d: %w", epoch+1, steps+1, err)

@@ -32,6 +32,10 @@ type Stage1Nets struct {
 	// Rehearsal is prototype rehearsal's head and old Gaussians, needed
 	// with Old when loss.rehearsal.enabled is set; nil otherwise.
 	Rehearsal *Rehearsal
+	// Projection is the contrastive projection head of task 1
+	// (train.contrastive_weight), trained with NT-Xent at that weight on
+	// two views of every image; it needs Stage1Input.Rotation. nil is off.
+	Projection *Projection
 }
 
 // Stage1Input is the shape of the batches a Stage1Step trains on.
@@ -58,6 +62,9 @@ type Stage1Input struct {
 	// from a stream of their own, so switching them on changes no other random
 	// choice of the run.
 	OutlierSeed int64
+	// ContrastiveSeed seeds the turns each image gets with
+	// Stage1Nets.Projection, from a stream of its own.
+	ContrastiveSeed int64
 }
 
 // Stage1Step is one Stage I training step of a task, with the exact graph
@@ -92,6 +99,7 @@ type Stage1Step struct {
 	old      *extractor // nil without an old backbone
 	pairRand *rand.Rand // draws L_pair's random rows
 	oeRand   *rand.Rand // draws the outlier images; nil without outlier exposure
+	sslRand  *rand.Rand // draws each image's turns with a projection head; nil without
 	solver   *optim.SGD
 	terms    []string
 	imageLen int // floats of one image
@@ -135,6 +143,9 @@ func NewStage1Step(cfg config.Config, nets Stage1Nets, in Stage1Input) (*Stage1S
 			return nil, fmt.Errorf("stage I step: method %s needs an adapter", cfg.Method)
 		}
 	}
+	if nets.Projection != nil && !in.Rotation {
+		return nil, errors.New("stage I step: the contrastive projection head needs rotation (two views at two turns per image)")
+	}
 	if err := checkRehearsal(cfg, nets, nets.Head.Out()/copies); err != nil {
 		return nil, err
 	}
@@ -142,13 +153,16 @@ func NewStage1Step(cfg config.Config, nets Stage1Nets, in Stage1Input) (*Stage1S
 		cfg: cfg,
 		nets: stage1Nets{backbone: nets.Backbone, head: nets.Head, distiller: nets.Distiller, adapter: nets.Adapter,
 			rows: in.Batch * copies, numClasses: nets.Head.Out(), hasOld: nets.Old != nil, frozenBN: in.FrozenBatchNorm,
-			rehearsal: nets.Rehearsal},
+			rehearsal: nets.Rehearsal, projection: nets.Projection},
 		in:       in,
 		classes:  nets.Head.Out() / copies,
 		graphs:   map[bool]*stage1Graph{},
 		solver:   &optim.SGD{Momentum: cfg.Train.Momentum, WeightDecay: cfg.Train.WeightDecay, ClipNorm: cfg.Train.ClipNorm},
 		imageLen: in.Channels * in.Height * in.Width,
 		pairRand: rand.New(rand.NewPCG(uint64(in.PairSeed), 0)),
+	}
+	if nets.Projection != nil {
+		st.sslRand = rand.New(rand.NewPCG(uint64(in.ContrastiveSeed), 1))
 	}
 	if cfg.Loss.OutlierExposure > 0 {
 		st.nets.outliers = outliersPerStep(in.Batch)
@@ -205,7 +219,8 @@ func (st *Stage1Step) graph() (*stage1Graph, error) {
 }
 
 // Terms returns the names of the loss terms Run reports, in its order: ce,
-// then those of ac, n2o, o2n, cyc, pair, pr and oe that cfg switches on.
+// then those of ac, ssl, n2o, o2n, cyc, pair, pr and oe that cfg (and a
+// projection head) switch on.
 func (st *Stage1Step) Terms() []string { return append([]string(nil), st.terms...) }
 
 // SetWarmup switches the detach warm-up on or off for the following steps
@@ -222,15 +237,24 @@ func (st *Stage1Step) SetWarmup(on bool) { st.detach = on }
 // updated. Run keeps neither slice.
 //
 // With rotation, image i turned q quarter turns counter-clockwise is row
-// 4i+q with class 4*labels[i]+q (the authors' layout).
+// 4i+q with class 4*labels[i]+q (the authors' layout). With a projection
+// head, images holds 2*in.Batch images, the batch's first views and then
+// its second views (data.Batcher.SecondView), and image i's rows 4i..4i+3
+// are its views a, b at turn q and a, b at turn q+2 (contrastiveRows).
 func (st *Stage1Step) Run(images []float32, labels []int, lr float64) ([]float64, error) {
 	if st.graphs == nil {
 		panic("train: Stage1Step.Run after Close")
 	}
-	if len(images) != st.in.Batch*st.imageLen || len(labels) != st.in.Batch {
-		return nil, fmt.Errorf("stage I step: %d image values and %d labels, want %d images of %dx%dx%d and their labels",
-			len(images), len(labels), st.in.Batch, st.in.Channels, st.in.Height, st.in.Width)
+	views := 1
+	if st.sslRand != nil {
+		views = 2
 	}
+	if len(images) != views*st.in.Batch*st.imageLen || len(labels) != st.in.Batch {
+		return nil, fmt.Errorf("stage I step: %d image values and %d labels, want %d images of %dx%dx%d (%d views each) and their labels",
+			len(images), len(labels), st.in.Batch, st.in.Channels, st.in.Height, st.in.Width, views)
+	}
+	second := images[st.in.Batch*st.imageLen:]
+	images = images[:st.in.Batch*st.imageLen]
 	if !(lr >= 0) || math.IsInf(lr, 0) {
 		return nil, fmt.Errorf("stage I step: learning rate %v", lr)
 	}
@@ -248,6 +272,15 @@ func (st *Stage1Step) Run(images []float32, labels []int, lr float64) ([]float64
 		}
 		if !st.in.Rotation {
 			onehot[i*k+y] = 1
+			continue
+		}
+		if st.sslRand != nil {
+			var turns [4]int
+			contrastiveRows(st.sslRand, images[i*size:(i+1)*size], second[i*size:(i+1)*size], image[4*i*size:4*(i+1)*size],
+				st.in.Channels, st.in.Height, st.in.Width, &turns)
+			for j, q := range turns {
+				onehot[(4*i+j)*k+4*y+q] = 1
+			}
 			continue
 		}
 		for q := 0; q < 4; q++ {

@@ -397,3 +397,62 @@ func TestStage1StepOutlierExposureFashionMNIST(t *testing.T) {
 	}
 	t.Logf("after 10 steps: ce %.4f / %.4f, ac %.4f / %.4f, oe %.4f / %.4f (on / off)", on[0], off[0], on[1], off[1], on[2], off[2])
 }
+
+// TestStage1StepContrastiveFashionMNIST trains Stage I steps with the contrastive term on two augmented views
+// of 16 Fashion-MNIST images from data.Batcher (crop and flip drawn twice): the term is reported, is finite, and
+// both it and the cross-entropy fall in 15 steps; a batch without its second views and a projection head
+// without rotation are errors.
+func TestStage1StepContrastiveFashionMNIST(t *testing.T) {
+	ds, _, err := data.LoadFashionMNIST("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const batch, s = 16, 64
+	mean, std := data.DefaultNormalization(data.KindFashionMNIST)
+	pre := imaging.Preprocess{Channels: 1, Height: 28, Width: 28, Mean: mean, Std: std}
+	b := data.NewBatcher(ds, ds.Subset([]int{0, 1}), data.BatchOptions{BatchSize: batch, Shuffle: true, DropLast: true, Seed: 5,
+		Preprocess: pre, Augment: data.Augment{CropPadding: 2, HorizontalFlip: true}})
+	images, labels := make([]float32, 2*batch*28*28), make([]int, batch)
+	if _, ok := b.Next(images, labels); !ok {
+		t.Fatal("no batch")
+	}
+	b.SecondView(images[batch*28*28:])
+	rng := rand.New(rand.NewPCG(1, 2))
+	backbone, err := models.NewBackbone(arch.ConvNet, 1, s, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Train.ContrastiveWeight = 1
+	nets := train.Stage1Nets{Backbone: backbone, Head: models.NewLinear(s, 2*4, true, rng), Projection: train.NewProjection(s, rng)}
+	in := train.Stage1Input{Batch: batch, Channels: 1, Height: 28, Width: 28, Rotation: true, ContrastiveSeed: 3}
+	step, err := train.NewStage1Step(cfg, nets, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer step.Close()
+	if want := []string{"ce", "ac", "ssl"}; !slices.Equal(step.Terms(), want) {
+		t.Fatalf("terms %v, want %v", step.Terms(), want)
+	}
+	if _, err := step.Run(images[:batch*28*28], labels, cfg.Train.LRFirst); err == nil || !strings.Contains(err.Error(), "2 views") {
+		t.Errorf("one view per image: error %v, want one naming the 2 views", err)
+	}
+	var first, last []float64
+	for i := range 15 {
+		if last, err = step.Run(images, labels, cfg.Train.LRFirst); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = last
+		}
+	}
+	t.Logf("ce %.4f -> %.4f, ssl %.4f -> %.4f (log 63 = %.4f)", first[0], last[0], first[2], last[2], math.Log(63))
+	if !(last[0] < first[0]) || !(last[2] < first[2]) {
+		t.Errorf("after 15 steps ce %.4f (first %.4f), ssl %.4f (first %.4f): want both to fall", last[0], first[0], last[2], first[2])
+	}
+	in.Rotation = false
+	nets.Head = models.NewLinear(s, 2, true, rng)
+	if _, err := train.NewStage1Step(cfg, nets, in); err == nil || !strings.Contains(err.Error(), "needs rotation") {
+		t.Errorf("projection head without rotation: error %v, want one naming rotation", err)
+	}
+}
