@@ -5,6 +5,7 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/bicyc/bicyc/config"
 	"github.com/bicyc/bicyc/models"
 	"github.com/bicyc/bicyc/models/ops"
 )
@@ -38,19 +39,23 @@ func (p *Projection) build(g *G.ExprGraph, z *G.Node) (*G.Node, G.Nodes, error) 
 	return out, append(params, more...), nil
 }
 
-// contrastiveTerm adds L_ssl = NT-Xent(projection(z_new)) at train.contrastive_weight and returns the
-// projection head's parameters. Rows 2k and 2k+1 of z_new are the two views of one image at one turn
-// (Stage1Step.Run's layout).
-func contrastiveTerm(p *Projection, temperature, weight float64, g *G.ExprGraph, zNew *G.Node, add func(string, *G.Node, float64) error) (G.Nodes, error) {
-	proj, params, err := p.build(g, zNew)
-	if err != nil {
-		return nil, err
+// contrastiveTerm adds L_ssl = NT-Xent(P(z_new)) at train.contrastive_weight and appends the projection
+// head's parameters to params; it does nothing without a projection head p. Rows 2k and 2k+1 of z_new are
+// the two views of one image at one turn (Stage1Step.Run's layout).
+func contrastiveTerm(cfg config.Config, p *Projection, g *G.ExprGraph, zNew *G.Node, params *G.Nodes, add func(string, *G.Node, float64) error) error {
+	if p == nil {
+		return nil
 	}
-	loss, err := ops.NTXent(proj, temperature)
+	proj, more, err := p.build(g, zNew)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return params, add("ssl", loss, weight)
+	loss, err := ops.NTXent(proj, cfg.Train.ContrastiveTemperature)
+	if err != nil {
+		return err
+	}
+	*params = append(*params, more...)
+	return add("ssl", loss, cfg.Train.ContrastiveWeight)
 }
 
 // contrastiveRows writes the rows of one image for the contrastive layout: its first view a and second view b

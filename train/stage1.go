@@ -128,12 +128,8 @@ func buildStage1(cfg config.Config, n stage1Nets, c, h, w int) (*stage1Graph, er
 			return nil, err
 		}
 	}
-	if n.projection != nil {
-		more, err := contrastiveTerm(n.projection, cfg.Train.ContrastiveTemperature, cfg.Train.ContrastiveWeight, g, zNew, add)
-		if err != nil {
-			return nil, err
-		}
-		params = append(params, more...)
+	if err := contrastiveTerm(cfg, n.projection, g, zNew, &params, add); err != nil {
+		return nil, err
 	}
 	if n.hasOld {
 		s := n.backbone.FeatureDim()
