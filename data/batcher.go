@@ -193,8 +193,9 @@ func (b *Batcher) fill(rng *rand.Rand, indices []int, x []float32, labels []int)
 // Next returned last (a contrastive objective's second view), drawn from a
 // randomness stream of its own, so the epoch's order and first views are
 // those of a Batcher that never calls it. Without augmentation the second
-// view equals the first. It panics if x is too short or no batch was
-// returned in this epoch.
+// view equals the first. Its generator is made on the first call of an
+// epoch; filling allocates nothing after that. It panics if x is too short
+// or no batch was returned in this epoch.
 func (b *Batcher) SecondView(x []float32) {
 	n := b.pos - b.last
 	size := b.ds.ImageSize()
