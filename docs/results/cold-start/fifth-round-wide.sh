@@ -31,7 +31,7 @@ run() { name=$1; last=$2; cfg=$3; shift 3
 		$T nice -n 19 $BIN train --resume $O/$name --threads 1 >>$O/$name.out 2>&1
 	else
 		log "start $name"
-		$T nice -n 19 $BIN train --config $cfg --run-dir $O --name $name --threads 1 \
+		$T nice -n 19 $BIN train ${FROM:---config} $cfg --run-dir $O --name $name --threads 1 \
 			--set export.enabled=false "$@" >>$O/$name.out 2>&1
 	fi
 	log "end $name wall $(($(date +%s) - start)) s cpu $(tail -1 $O/$name.time) s"

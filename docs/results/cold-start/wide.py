@@ -13,8 +13,9 @@ NAMES = {"default": "Gaussian", "head-softmax": "head",
 
 def group(run):
     name = run.rstrip("/").split("/")[-1]
-    m = re.match(r"(d0|o2)s(\d)-e6-lr1(-f128)?$", name)
-    return ("default order" if m[1] == "d0" else "order 2"), (128 if m[3] else 64), int(m[2])
+    m = re.match(r"(d0|o2)s(\d)-(e6-lr1|e6-lr1-f128|f128-lr01)$", name)
+    dim = {"e6-lr1": "64", "e6-lr1-f128": "128", "f128-lr01": "128, later lr 0.01"}[m[3]]
+    return ("default order" if m[1] == "d0" else "order 2"), dim, int(m[2])
 
 
 def ms(xs):
@@ -30,7 +31,7 @@ def scores(path):
     print("|---|---|---|---|---|---|---|---|---|---|")
     for v in NAMES:
         for order in ("default order", "order 2"):
-            for dim in (64, 128):
+            for dim in ("64", "128", "128, later lr 0.01"):
                 r = rows.get((v, order, dim))
                 if not r:
                     continue
