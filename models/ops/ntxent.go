@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/chewxy/hm"
+	"gonum.org/v1/gonum/mat"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -123,17 +124,7 @@ func (op ntXentDiffOp) Do(in ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	zbar := f.backward(g)
-	out := tensor.New(tensor.Of(z.Dtype()), tensor.WithShape(z.Shape().Clone()...))
-	switch dst := out.Data().(type) {
-	case []float32:
-		for i, v := range zbar {
-			dst[i] = float32(v)
-		}
-	case []float64:
-		copy(dst, zbar)
-	}
-	return out, nil
+	return denseFromMatrix(mat.NewDense(f.rows, f.dim, f.backward(g)), z.Dtype()), nil
 }
 
 func (ntXentDiffOp) ReturnsPtr() bool     { return false }
@@ -162,15 +153,7 @@ func ntXentForward(z *tensor.Dense, temperature float64) (*ntXentState, error) {
 		return nil, fmt.Errorf("nt-xent: projections have shape %v, want [R,P] with R even and >= 4: %w", s, ErrShape)
 	}
 	r, p := s[0], s[1]
-	st := &ntXentState{rows: r, dim: p, temperature: temperature, u: make([]float64, r*p), norm: make([]float64, r), prob: make([]float64, r*r)}
-	switch src := z.Data().(type) {
-	case []float32:
-		for i, v := range src {
-			st.u[i] = float64(v)
-		}
-	case []float64:
-		copy(st.u, src)
-	}
+	st := &ntXentState{rows: r, dim: p, temperature: temperature, u: denseToMatrix(z).RawMatrix().Data, norm: make([]float64, r), prob: make([]float64, r*r)}
 	for i, v := range st.u {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("nt-xent: projection z[%d,%d] is %v: %w", i/p, i%p, v, ErrNonFinite)
