@@ -70,7 +70,7 @@ func TestRunTimed(t *testing.T) {
 	}{
 		{"true", 0, 50 << 20},
 		{"head -c 100000000 /dev/zero | tail -c 1 >/dev/null", 0, 50 << 20},
-		{"exec " + Python + " -c 'b = bytearray(120 << 20)'", 120 << 20, 190 << 20},
+		{"exec " + Python() + " -c 'b = bytearray(120 << 20)'", 120 << 20, 190 << 20},
 	}
 	for i, c := range cases {
 		run, err := RunTimed("/bin/sh", "-c", c.script)
@@ -145,8 +145,8 @@ func TestLoadAverage(t *testing.T) {
 }
 
 func TestWorker(t *testing.T) {
-	if _, err := os.Stat(Python); err != nil {
-		t.Fatalf("%s: %v (Debian's python3 is part of this machine's image)", Python, err)
+	if _, err := os.Stat(Python()); err != nil {
+		t.Fatalf("%s: %v (Debian's python3 is part of this machine's image)", Python(), err)
 	}
 	script := filepath.Join(t.TempDir(), "echo.py")
 	src := "import json, sys\n" +
@@ -183,5 +183,46 @@ func TestWorker(t *testing.T) {
 	}
 	if err := w.Close(); err == nil {
 		t.Error("Close of a crashed worker returned no error")
+	}
+}
+
+// TestWorkerPythonFromEnv checks that BICYC_BENCH_PYTHON replaces Debian's interpreter: a worker started
+// through a wrapper script that records its own run answers as the interpreter it wraps, and a missing
+// interpreter is named in the error.
+func TestWorkerPythonFromEnv(t *testing.T) {
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "ran")
+	wrapper := filepath.Join(dir, "python")
+	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\ntouch "+mark+"\nexec /usr/bin/python3 \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "hello.py")
+	if err := os.WriteFile(script, []byte("import json\nprint(json.dumps({'hello': 2}), flush=True)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(PythonEnv, wrapper)
+	if Python() != wrapper {
+		t.Fatalf("Python() = %q with %s=%s", Python(), PythonEnv, wrapper)
+	}
+	var hello struct{ Hello int }
+	w, err := StartWorker(&hello, nil, script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if hello.Hello != 2 {
+		t.Errorf("greeting %+v", hello)
+	}
+	if _, err := os.Stat(mark); err != nil {
+		t.Errorf("the worker did not run %s: %v", wrapper, err)
+	}
+	missing := filepath.Join(dir, "no-such-python")
+	t.Setenv(PythonEnv, missing)
+	if _, err := StartWorker(nil, nil, script); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing interpreter: error %v, want one naming %s", err, missing)
+	}
+	t.Setenv(PythonEnv, "")
+	if Python() != "/usr/bin/python3" {
+		t.Errorf("Python() = %q with %s empty, want Debian's /usr/bin/python3", Python(), PythonEnv)
 	}
 }

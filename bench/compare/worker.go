@@ -12,9 +12,22 @@ import (
 	"strings"
 )
 
-// Python is Debian's interpreter, the one that imports Debian's
+// PythonEnv names the environment variable that, when set, gives the
+// interpreter the workers run instead of Debian's: that of another PyTorch
+// installation, such as the virtual environment of a lent GPU machine
+// (scripts/gpu/check-bench.sh), so that bicyc is compared with the PyTorch
+// that machine has.
+const PythonEnv = "BICYC_BENCH_PYTHON"
+
+// Python returns the interpreter of the PyTorch side: $BICYC_BENCH_PYTHON
+// if set, else Debian's /usr/bin/python3, the one that imports Debian's
 // python3-torch (the python3 first on PATH may not).
-const Python = "/usr/bin/python3"
+func Python() string {
+	if p := os.Getenv(PythonEnv); p != "" {
+		return p
+	}
+	return "/usr/bin/python3"
+}
 
 // ErrWorker is wrapped by every error about a worker process: it failed to
 // start, died, or sent a reply that is not the JSON asked for.
@@ -45,7 +58,8 @@ type Worker struct {
 // The caller owns the Worker and must Close it; on error the process is
 // already stopped.
 func StartWorker(greeting any, env []string, args ...string) (*Worker, error) {
-	w := &Worker{name: strings.Join(args, " "), cmd: exec.Command(Python, args...), stderr: new(bytes.Buffer)}
+	python := Python()
+	w := &Worker{name: strings.Join(args, " "), cmd: exec.Command(python, args...), stderr: new(bytes.Buffer)}
 	w.cmd.Env = append(os.Environ(), env...)
 	w.cmd.Stderr = w.stderr
 	var err error
@@ -58,7 +72,7 @@ func StartWorker(greeting any, env []string, args ...string) (*Worker, error) {
 	}
 	w.stdout = bufio.NewReaderSize(out, 1<<20)
 	if err := w.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%w: starting %s %s: %w", ErrWorker, Python, w.name, err)
+		return nil, fmt.Errorf("%w: starting %s %s: %w", ErrWorker, python, w.name, err)
 	}
 	if err := w.read(greeting); err != nil {
 		w.Close()

@@ -344,7 +344,7 @@ func (t *torchSide) runProcess(o options, one string) error {
 	if t == nil {
 		return nil
 	}
-	return t.variants["eager"].runProcess(compare.Python, o.script, "once", "--model", o.model, "--backbone", t.backbone,
+	return t.variants["eager"].runProcess(compare.Python(), o.script, "once", "--model", o.model, "--backbone", t.backbone,
 		"--threads", fmt.Sprint(o.threads), one)
 }
 
