@@ -116,6 +116,8 @@ bench-smoke: setup
 	$(GO) run ./bench/infer --rounds 1 --calls 20 --batch 16 --reps 1 --procs 1
 	$(GO) test -count=1 -run TestTinyExperiment ./bench/openset -openset
 	$(GO) run ./bench/serve -requests 20 -warmup 5
+	bash scripts/gpu/pack-bench.sh
+	OUT=$$(mktemp -d) BICYC_BENCH_PYTHON=/usr/bin/python3 SMOKE=1 bash scripts/gpu/check-bench.sh
 
 # The full-size pretrained-import check: a torchvision ResNet-18 with random
 # weights and BatchNorm statistics, exported by python3-torch, imported into

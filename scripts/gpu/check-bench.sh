@@ -13,7 +13,8 @@
 #   3. the convnet and ResNet-18 3x32x32 rows, --rounds 2, at 1, 4, 8 and 16 threads up to the
 #      machine's cores (scaling.md).
 # Under $OUT: check-bench.log and those tables. Exit status: that of part 1 (0: it ran and step 1's loss
-# terms agreed with PyTorch's).
+# terms agreed with PyTorch's). SMOKE=1 runs each part at its smallest (one convnet step, one round): what
+# `make bench-smoke` runs here, so that the script cannot rot between lent machines.
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -44,15 +45,23 @@ for f in avx512f avx512bw avx512_bf16 avx2 fma; do
 	case " $flags " in *" $f "*) printf '%s ' "$f" ;; esac
 done
 echo
-python=$(command -v python3)
+python=${BICYC_BENCH_PYTHON:-$(command -v python3)}
 export BICYC_BENCH_PYTHON=$python
 "$python" -c 'import torch; print("PyTorch", torch.__version__, "at", torch.__file__); print(torch.__config__.parallel_info())' || { echo "$python has no PyTorch"; exit 2; }
 export LD_LIBRARY_PATH=$state/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 cd "$state" || exit 2
 bench=./bench-train
+full=(--rounds 5)
+scale=(--models convnet,resnet18 --rounds 2)
+ceiling=2048
+if [ -n "${SMOKE:-}" ]; then
+	full=(--models convnet --rounds 1 --convnet-steps 1)
+	scale=(--models convnet --rounds 1 --convnet-steps 1)
+	ceiling=0
+fi
 
 echo "== 1. all rows, --rounds 5, 2 threads ($(date -u +%H:%M:%S), load $(cut -d' ' -f1-3 /proc/loadavg))"
-timeout "$(left 240)" "$bench" --rounds 5 --threads 2 --ceiling-size 2048 >"$out/train-2threads.md"
+timeout "$(left 240)" "$bench" "${full[@]}" --threads 2 --ceiling-size "$ceiling" >"$out/train-2threads.md"
 status=$?
 echo "exit $status"
 grep '^|' "$out/train-2threads.md" | cut -c1-160
@@ -60,7 +69,7 @@ grep '^|' "$out/train-2threads.md" | cut -c1-160
 case " $flags " in
 *" avx512f "*)
 	echo "== 2. the same with BICYC_VECTOR=avx2 ($(date -u +%H:%M:%S))"
-	BICYC_VECTOR=avx2 timeout "$(left 200)" "$bench" --rounds 5 --threads 2 --ceiling-size 0 >"$out/train-2threads-avx2.md"
+	BICYC_VECTOR=avx2 timeout "$(left 200)" "$bench" "${full[@]}" --threads 2 --ceiling-size 0 >"$out/train-2threads-avx2.md"
 	echo "exit $?"
 	grep '^|' "$out/train-2threads-avx2.md" | cut -c1-160
 	;;
@@ -72,7 +81,7 @@ for t in 1 4 8 16; do
 	[ "$t" -le "$(nproc)" ] || continue
 	[ "$(left 90)" -gt 20 ] || { echo "threads $t: skipped, out of budget"; continue; }
 	echo "-- $t threads" >>"$out/scaling.md"
-	timeout "$(left 90)" "$bench" --models convnet,resnet18 --rounds 2 --threads "$t" --ceiling-size 0 >>"$out/scaling.md"
+	timeout "$(left 90)" "$bench" "${scale[@]}" --threads "$t" --ceiling-size 0 >>"$out/scaling.md"
 	echo "threads $t: exit $?"
 done
 grep -E '^-- |^\| (convnet BiCyc|ResNet)' "$out/scaling.md" | cut -c1-160
