@@ -27,12 +27,9 @@ left() { local l=$((budget - (SECONDS - start) - 10)); echo $((l < $1 ? l : $1))
 {
 carry=$root/.gpu-carry-bench
 state=/tmp/bicyc-bench-root
-[ -f "$carry/bench.tar.gz" ] || { echo "no $carry/bench.tar.gz: carry .gpu-carry-bench (made by scripts/gpu/pack-bench.sh)"; exit 2; }
-(cd "$carry" && sha256sum --check --quiet SHA256SUMS) || { echo "bench.tar.gz does not match its SHA256SUMS: pack and carry it again"; exit 2; }
-rm -rf "$state" && mkdir -p "$state"
-tar -xzf "$carry/bench.tar.gz" -C "$state"
-(cd "$state" && sha256sum --check --quiet SHA256SUMS) || { echo "unpacked files do not match their SHA256SUMS"; exit 2; }
-echo "== bench/train of commit $(cat "$state/commit")"
+# shellcheck source=carry.sh
+source "$root/scripts/gpu/carry.sh"
+unpack_carry "$carry" bench.tar.gz "$state" scripts/gpu/pack-bench.sh || exit 2
 fmnist=/usr/share/datasets/fashion-mnist
 if [ ! -e "$fmnist/train-images-idx3-ubyte.gz" ] && [ ! -e "$fmnist/train-images-idx3-ubyte" ]; then
 	mkdir -p "$fmnist" && cp "$state"/fashion-mnist/*.gz "$fmnist/" && echo "Fashion-MNIST: the carried subset, in $fmnist"

@@ -21,14 +21,11 @@ mkdir -p "$out"
 {
 carry=$root/.gpu-carry-train
 state=/tmp/bicyc-gpu-train-root
-[ -f "$carry/check.tar.gz" ] || { echo "no $carry/check.tar.gz: carry .gpu-carry-train (made by scripts/gpu/pack-train.sh)"; exit 2; }
-(cd "$carry" && sha256sum --check --quiet SHA256SUMS) || { echo "check.tar.gz does not match its SHA256SUMS: pack and carry it again"; exit 2; }
-rm -rf "$state" && mkdir -p "$state"
-tar -xzf "$carry/check.tar.gz" -C "$state"
-(cd "$state" && sha256sum --check --quiet SHA256SUMS) || { echo "unpacked files do not match their SHA256SUMS"; exit 2; }
+# shellcheck source=carry.sh
+source "$root/scripts/gpu/carry.sh"
+unpack_carry "$carry" check.tar.gz "$state" scripts/gpu/pack-train.sh || exit 2
 purego=$state/purego/bicyc-gpucheck
 openblas=$state/openblas/bicyc-gpucheck
-echo "== bicyc-gpucheck of commit $(cat "$state/commit")"
 echo "== machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "nvidia-smi failed"
 nproc

@@ -20,16 +20,13 @@ carry=$root/.gpu-carry-bench
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 log() { printf 'pack-bench: %s\n' "$*" >&2; }
+# shellcheck source=carry.sh
+source "$root/scripts/gpu/carry.sh"
 
 log "building bench/train with cgo (OpenBLAS)"
 CGO_ENABLED=1 CGO_LDFLAGS=-lopenblas go build -trimpath -ldflags="-s -w" -o "$stage/bench-train" ./bench/train
-mkdir -p "$stage/lib" "$stage/bench" "$stage/fashion-mnist"
-for lib in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do
-	path=$(ldd "$stage/bench-train" | awk -v l="$lib" '$1 == l { print $3 }')
-	[ -n "$path" ] || path=$(ldd /lib/x86_64-linux-gnu/libopenblas.so.0 | awk -v l="$lib" '$1 == l { print $3 }')
-	[ -f "$path" ] || { log "cannot find $lib"; exit 1; }
-	cp -L "$path" "$stage/lib/$lib"
-done
+copy_openblas "$stage/bench-train" "$stage/lib"
+mkdir -p "$stage/bench" "$stage/fashion-mnist"
 cp bench/train_torch.py bench/bicyc_torch.py "$stage/bench/"
 log "writing a Fashion-MNIST subset (6000 training, 1000 test images)"
 /usr/bin/python3 - /usr/share/datasets/fashion-mnist "$stage/fashion-mnist" <<'PY'
@@ -50,10 +47,5 @@ for split, n in (("train", 6000), ("t10k", 1000)):
         with gzip.open(os.path.join(dst, name + ".gz"), "wb") as f:
             f.write(out)
 PY
-git rev-parse HEAD >"$stage/commit" 2>/dev/null || echo unknown >"$stage/commit"
-(cd "$stage" && find . -type f ! -name SHA256SUMS -print0 | sort -z | xargs -0 sha256sum >SHA256SUMS)
-rm -rf "$carry"
-mkdir -p "$carry"
-tar -C "$stage" -czf "$carry/bench.tar.gz" .
-(cd "$carry" && sha256sum bench.tar.gz >SHA256SUMS)
+pack_stage "$stage" "$carry" bench.tar.gz
 du -sh "$stage" "$carry"/bench.tar.gz >&2

@@ -18,22 +18,13 @@ carry=$root/.gpu-carry-train
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 log() { printf 'pack-train: %s\n' "$*" >&2; }
+# shellcheck source=carry.sh
+source "$root/scripts/gpu/carry.sh"
 
 log "building bicyc-gpucheck without cgo"
 CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$stage/purego/bicyc-gpucheck" ./cmd/bicyc-gpucheck
 log "building bicyc-gpucheck with cgo (OpenBLAS)"
 CGO_ENABLED=1 CGO_LDFLAGS=-lopenblas go build -trimpath -ldflags="-s -w" -o "$stage/openblas/bicyc-gpucheck" ./cmd/bicyc-gpucheck
-mkdir -p "$stage/openblas/lib"
-for lib in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do
-	path=$(ldd "$stage/openblas/bicyc-gpucheck" | awk -v l="$lib" '$1 == l { print $3 }')
-	[ -n "$path" ] || path=$(ldd /lib/x86_64-linux-gnu/libopenblas.so.0 | awk -v l="$lib" '$1 == l { print $3 }')
-	[ -f "$path" ] || { log "cannot find $lib"; exit 1; }
-	cp -L "$path" "$stage/openblas/lib/$lib"
-done
-git rev-parse HEAD >"$stage/commit" 2>/dev/null || echo unknown >"$stage/commit"
-(cd "$stage" && find . -type f ! -name SHA256SUMS -print0 | sort -z | xargs -0 sha256sum >SHA256SUMS)
-rm -rf "$carry"
-mkdir -p "$carry"
-tar -C "$stage" -czf "$carry/check.tar.gz" .
-(cd "$carry" && sha256sum check.tar.gz >SHA256SUMS)
+copy_openblas "$stage/openblas/bicyc-gpucheck" "$stage/openblas/lib"
+pack_stage "$stage" "$carry" check.tar.gz
 du -sh "$stage"/purego "$stage"/openblas "$carry"/check.tar.gz >&2
