@@ -57,7 +57,7 @@ if [ -n "${SMOKE:-}" ]; then
 	ceiling=0
 fi
 
-echo "== 1. all rows, --rounds 5, 2 threads ($(date -u +%H:%M:%S), load $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "== 1. ${full[*]}, 2 threads ($(date -u +%H:%M:%S), load $(cut -d' ' -f1-3 /proc/loadavg))"
 timeout "$(left 240)" "$bench" "${full[@]}" --threads 2 --ceiling-size "$ceiling" >"$out/train-2threads.md"
 status=$?
 echo "exit $status"
